@@ -1,0 +1,204 @@
+package compactkit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on identifiers. They keep keys, snapshots and object names bounded.
+const (
+	// MaxIDLen is the maximum length in bytes of a block ID.
+	MaxIDLen = 512
+	// MaxNameLen is the maximum length in bytes of a job name, worker ID,
+	// tenant or dataset name.
+	MaxNameLen = 256
+)
+
+// BlockMeta describes one immutable block in the object store.
+//
+// A block belongs to one tenant, shard and compaction level and covers a
+// time range. Ingest writes level-0 blocks (segments); each compaction
+// writes blocks one level up. A level-0 segment may hold datasets of several
+// tenants: its Tenant is then empty and each dataset names its own tenant.
+// All times are unix nanoseconds.
+type BlockMeta struct {
+	_ struct{} `cbor:",toarray"`
+	// ID identifies the block; its object is stored at ObjectKey(ID). IDs
+	// are relative object paths: see [ValidateID].
+	ID string
+	// Tenant owns the block; empty for a level-0 segment that holds
+	// datasets of several tenants.
+	Tenant string
+	// Shard is the shard the block was written for.
+	Shard uint32
+	// Level is the compaction level: 0 for ingested segments.
+	Level uint32
+	// MinTime and MaxTime bound the timestamps of the block's data
+	// (inclusive).
+	MinTime int64
+	MaxTime int64
+	// Size is the size of the block's object in bytes.
+	Size int64
+	// Datasets are the block's datasets, each with its own tenant, name and
+	// statistics. No two datasets share (tenant, name).
+	Datasets []DatasetMeta
+}
+
+// DatasetMeta describes one dataset inside a block: the data of one tenant
+// and one name (in Pyroscope, one service) with its statistics.
+type DatasetMeta struct {
+	_ struct{} `cbor:",toarray"`
+	// Tenant owns the dataset. In a single-tenant block it may be left
+	// empty, meaning the block's tenant.
+	Tenant string
+	// Name identifies the dataset within its tenant.
+	Name string
+	// Size is the dataset's size in bytes.
+	Size int64
+	// Records is the number of records in the dataset.
+	Records int64
+	// MinTime and MaxTime bound the dataset's timestamps (inclusive).
+	MinTime int64
+	MaxTime int64
+}
+
+// DatasetTenant returns the tenant of d within block b: the dataset's own
+// tenant, or the block's when the dataset leaves it empty.
+func (b *BlockMeta) DatasetTenant(d *DatasetMeta) string {
+	if d.Tenant != "" {
+		return d.Tenant
+	}
+	return b.Tenant
+}
+
+// Tenants returns the distinct tenants whose data the block holds, in
+// sorted order.
+func (b *BlockMeta) Tenants() []string {
+	if b.Tenant != "" {
+		return []string{b.Tenant}
+	}
+	var ts []string
+	for i := range b.Datasets {
+		t := b.Datasets[i].Tenant
+		if !slices.Contains(ts, t) {
+			ts = append(ts, t)
+		}
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// Records returns the total number of records in the block's datasets.
+func (b *BlockMeta) Records() int64 {
+	var n int64
+	for i := range b.Datasets {
+		n += b.Datasets[i].Records
+	}
+	return n
+}
+
+// Clone returns a deep copy of b.
+func (b *BlockMeta) Clone() BlockMeta {
+	c := *b
+	c.Datasets = append([]DatasetMeta(nil), b.Datasets...)
+	return c
+}
+
+// Validate reports whether b is well-formed: a valid ID, a time range with
+// MinTime ≤ MaxTime, non-negative sizes, datasets inside the block's time
+// range with distinct (tenant, name), and — for a block without a tenant —
+// at least one dataset, each naming its tenant.
+func (b *BlockMeta) Validate() error {
+	if err := ValidateID(b.ID); err != nil {
+		return fmt.Errorf("block: %w", err)
+	}
+	if err := validateName("block "+b.ID+": tenant", b.Tenant, true); err != nil {
+		return err
+	}
+	if b.MinTime > b.MaxTime {
+		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.ID, b.MinTime, b.MaxTime, ErrTimeRange)
+	}
+	if b.Size < 0 {
+		return fmt.Errorf("block %s: size %d: %w", b.ID, b.Size, ErrNegative)
+	}
+	if b.Tenant == "" && len(b.Datasets) == 0 {
+		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.ID, ErrInconsistent)
+	}
+	for i := range b.Datasets {
+		d := &b.Datasets[i]
+		if err := b.validateDataset(d); err != nil {
+			return err
+		}
+		for j := range i {
+			if b.DatasetTenant(&b.Datasets[j]) == b.DatasetTenant(d) && b.Datasets[j].Name == d.Name {
+				return fmt.Errorf("block %s: dataset %s/%s appears twice: %w", b.ID, b.DatasetTenant(d), d.Name, ErrInconsistent)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *BlockMeta) validateDataset(d *DatasetMeta) error {
+	where := "block " + b.ID + ": dataset " + d.Name
+	if err := validateName(where+": name", d.Name, false); err != nil {
+		return err
+	}
+	if err := validateName(where+": tenant", d.Tenant, true); err != nil {
+		return err
+	}
+	switch {
+	case b.Tenant == "" && d.Tenant == "":
+		return fmt.Errorf("%s: no tenant in a multi-tenant block: %w", where, ErrInconsistent)
+	case b.Tenant != "" && d.Tenant != "" && d.Tenant != b.Tenant:
+		return fmt.Errorf("%s: tenant %q in a block of tenant %q: %w", where, d.Tenant, b.Tenant, ErrInconsistent)
+	case d.Size < 0:
+		return fmt.Errorf("%s: size %d: %w", where, d.Size, ErrNegative)
+	case d.Records < 0:
+		return fmt.Errorf("%s: records %d: %w", where, d.Records, ErrNegative)
+	case d.MinTime > d.MaxTime:
+		return fmt.Errorf("%s: min time %d after max time %d: %w", where, d.MinTime, d.MaxTime, ErrTimeRange)
+	case d.MinTime < b.MinTime || d.MaxTime > b.MaxTime:
+		return fmt.Errorf("%s: range [%d, %d] outside the block's [%d, %d]: %w", where, d.MinTime, d.MaxTime, b.MinTime, b.MaxTime, ErrTimeRange)
+	}
+	return nil
+}
+
+// ValidateID reports whether id is a valid block ID. A block ID is a
+// relative object path: 1 to [MaxIDLen] bytes of valid UTF-8 without
+// control characters or backslashes, made of '/'-separated segments none of
+// which is empty, "." or "..". IDs written by ingest are typically ULIDs;
+// compaction outputs are named by [OutputID].
+func ValidateID(id string) error {
+	if id == "" {
+		return fmt.Errorf("block ID: %w", ErrEmptyID)
+	}
+	if len(id) > MaxIDLen {
+		return fmt.Errorf("block ID of %d bytes, limit %d: %w", len(id), MaxIDLen, ErrInvalidID)
+	}
+	if !utf8.ValidString(id) || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return fmt.Errorf("block ID %q: invalid characters: %w", id, ErrInvalidID)
+	}
+	for seg := range strings.SplitSeq(id, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("block ID %q: segment %q not allowed: %w", id, seg, ErrInvalidID)
+		}
+	}
+	return nil
+}
+
+// validateName checks a tenant, dataset name or worker ID: at most
+// MaxNameLen bytes of valid UTF-8 without control characters; empty only
+// where allowed.
+func validateName(what, s string, emptyOK bool) error {
+	switch {
+	case s == "" && !emptyOK:
+		return fmt.Errorf("%s: %w", what, ErrEmptyID)
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("%s: %d bytes, limit %d: %w", what, len(s), MaxNameLen, ErrInvalidID)
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("%s %q: invalid characters: %w", what, s, ErrInvalidID)
+	}
+	return nil
+}

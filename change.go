@@ -1,0 +1,183 @@
+package compactkit
+
+import (
+	"fmt"
+
+	"github.com/compactkit/compactkit/fencing"
+)
+
+// ChangeKind is a kind of change to a job: the rows of the change table of
+// DESIGN.md §4.
+type ChangeKind uint8
+
+// The change kinds. The zero value is not a kind.
+const (
+	// ChangeAdd creates a job (Unassigned) and claims its sources.
+	ChangeAdd ChangeKind = iota + 1
+	// ChangeAssign gives an Unassigned job, or an InProgress job whose
+	// lease expired, to a worker with a new token and deadline.
+	ChangeAssign
+	// ChangeExclude marks an InProgress job whose lease expired and whose
+	// failures reach the limit as Excluded.
+	ChangeExclude
+	// ChangeRenew extends the lease of the token holder.
+	ChangeRenew
+	// ChangeComplete removes the job and commits its outputs.
+	ChangeComplete
+	// ChangeFail records a failure reported by the token holder.
+	ChangeFail
+	// ChangeRelease returns the job of a worker shutting down, without
+	// counting a failure.
+	ChangeRelease
+	// ChangeEvict removes an Excluded job when the queue is full; its
+	// sources are quarantined.
+	ChangeEvict
+	// ChangeCancel removes a job on an operator's request; its sources
+	// return to the planner.
+	ChangeCancel
+)
+
+// String returns the kind name.
+func (k ChangeKind) String() string {
+	switch k {
+	case ChangeAdd:
+		return "add"
+	case ChangeAssign:
+		return "assign"
+	case ChangeExclude:
+		return "exclude"
+	case ChangeRenew:
+		return "renew"
+	case ChangeComplete:
+		return "complete"
+	case ChangeFail:
+		return "fail"
+	case ChangeRelease:
+		return "release"
+	case ChangeEvict:
+		return "evict"
+	case ChangeCancel:
+		return "cancel"
+	default:
+		return fmt.Sprintf("ChangeKind(%d)", uint8(k))
+	}
+}
+
+// Validate reports whether k is one of the defined kinds.
+func (k ChangeKind) Validate() error {
+	if k < ChangeAdd || k > ChangeCancel {
+		return fmt.Errorf("change kind %d: %w", uint8(k), ErrUnknownChange)
+	}
+	return nil
+}
+
+// Change is one change to one job, prepared by the leader against a view
+// of the state and executed by every replica only if its precondition
+// still holds.
+//
+// Version is the job's version before the entry that carries the change
+// (0 for a job that does not exist yet). Apply executes a change only if
+// the job's version before the entry still equals it, so two updates
+// prepared on the same view can never both take a job. Several changes of
+// one update may touch the same job (add then assign, fail then assign);
+// they all carry the version from before the entry.
+type Change struct {
+	_ struct{} `cbor:",toarray"`
+	// Kind is the change.
+	Kind ChangeKind
+	// Job is the job's name.
+	Job string
+	// Version is the job version the change was prepared against.
+	Version uint64
+	// Token is the token the worker presented (renew, complete, fail,
+	// release). Assignments get their token at Apply and leave it 0.
+	Token fencing.Token
+	// Worker is the worker the job is assigned to (assign) or that reports
+	// (renew, complete, fail, release).
+	Worker string
+	// Plan is the new job's plan (add only).
+	Plan *JobPlan
+	// Outputs are the blocks the job wrote (complete only).
+	Outputs []BlockMeta
+}
+
+// Validate reports whether c is well-formed for its kind.
+func (c *Change) Validate() error {
+	if err := c.Kind.Validate(); err != nil {
+		return err
+	}
+	if err := ValidateJobName(c.Job); err != nil {
+		return fmt.Errorf("%s change: %w", c.Kind, err)
+	}
+	if err := validateName(c.Kind.String()+" "+c.Job+": worker", c.Worker, true); err != nil {
+		return err
+	}
+	switch c.Kind {
+	case ChangeAdd:
+		if c.Plan == nil {
+			return fmt.Errorf("add %s: no plan: %w", c.Job, ErrInconsistent)
+		}
+		if err := c.Plan.Validate(); err != nil {
+			return fmt.Errorf("add %s: %w", c.Job, err)
+		}
+		if c.Plan.Name != c.Job || c.Version != 0 {
+			return fmt.Errorf("add %s: plan %q, version %d: %w", c.Job, c.Plan.Name, c.Version, ErrInconsistent)
+		}
+	case ChangeRenew, ChangeComplete, ChangeFail, ChangeRelease:
+		if c.Token == 0 {
+			return fmt.Errorf("%s %s: token 0: %w", c.Kind, c.Job, ErrInconsistent)
+		}
+	case ChangeAssign:
+		if c.Worker == "" {
+			return fmt.Errorf("assign %s: worker: %w", c.Job, ErrEmptyID)
+		}
+	}
+	if c.Kind != ChangeAdd && c.Plan != nil {
+		return fmt.Errorf("%s %s: plan on a change that is not add: %w", c.Kind, c.Job, ErrInconsistent)
+	}
+	if c.Kind != ChangeComplete && len(c.Outputs) > 0 {
+		return fmt.Errorf("%s %s: outputs on a change that is not complete: %w", c.Kind, c.Job, ErrInconsistent)
+	}
+	return validateOutputs(c.Job, c.Outputs)
+}
+
+func validateOutputs(job string, outputs []BlockMeta) error {
+	for i := range outputs {
+		if err := outputs[i].Validate(); err != nil {
+			return fmt.Errorf("job %s: output: %w", job, err)
+		}
+		for j := range i {
+			if outputs[j].ID == outputs[i].ID {
+				return fmt.Errorf("job %s: output %s appears twice: %w", job, outputs[i].ID, ErrInconsistent)
+			}
+		}
+	}
+	return nil
+}
+
+// PlanUpdate is what the leader's Prepare produces and every replica's
+// Apply executes: an ordered list of changes and the leader's timestamp.
+//
+// In single-commit mode TokenIndex is 0 and assignments take the index of
+// the entry that applies the update as their token. In two-commit mode the
+// prepare step is itself a log entry and TokenIndex is its index: tokens are
+// then the prepare entry's index, as in the anchor.
+type PlanUpdate struct {
+	_ struct{} `cbor:",toarray"`
+	// Time is the leader's timestamp (unix nanoseconds) at Prepare.
+	Time int64
+	// Changes are executed in order.
+	Changes []Change
+	// TokenIndex is the index of the prepare entry in two-commit mode, or 0.
+	TokenIndex uint64
+}
+
+// Validate reports whether u is well-formed: every change valid.
+func (u *PlanUpdate) Validate() error {
+	for i := range u.Changes {
+		if err := u.Changes[i].Validate(); err != nil {
+			return fmt.Errorf("plan update: change %d: %w", i, err)
+		}
+	}
+	return nil
+}

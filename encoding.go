@@ -1,0 +1,90 @@
+package compactkit
+
+import (
+	"github.com/compactkit/compactkit/internal/codec"
+)
+
+// EncodingVersion is the version of the binary encoding written by this
+// release for the types of this package. Decoders read every version up to
+// it.
+const EncodingVersion byte = 1
+
+func readsVersion(v byte) bool { return v >= 1 && v <= EncodingVersion }
+
+// validator is a value that can check itself after decoding.
+type validator interface{ Validate() error }
+
+// decodeValid decodes data (header kind k) into a fresh value and validates
+// it; on any error *dst is left unchanged.
+func decodeValid[T any, P interface {
+	*T
+	validator
+}](data []byte, k codec.Kind, dst P) error {
+	var v T
+	if _, err := codec.Default.Decode(data, k, readsVersion, &v); err != nil {
+		return err
+	}
+	if err := P(&v).Validate(); err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+// MarshalBinary encodes r with a versioned header. Equal requests encode
+// to identical bytes.
+func (r *PollRequest) MarshalBinary() ([]byte, error) {
+	return codec.Default.Encode(codec.KindPollRequest, EncodingVersion, r)
+}
+
+// UnmarshalBinary decodes and validates a request encoded by
+// [PollRequest.MarshalBinary]. Malformed input returns an error wrapping
+// ErrMalformed, ErrTruncated, ErrUnknownVersion, ErrTooLarge or a validation
+// error, and leaves r unchanged.
+func (r *PollRequest) UnmarshalBinary(data []byte) error {
+	return decodeValid(data, codec.KindPollRequest, r)
+}
+
+// MarshalBinary encodes r with a versioned header.
+func (r *PollResponse) MarshalBinary() ([]byte, error) {
+	return codec.Default.Encode(codec.KindPollResponse, EncodingVersion, r)
+}
+
+// UnmarshalBinary decodes and validates a response encoded by
+// [PollResponse.MarshalBinary]; on error r is unchanged.
+func (r *PollResponse) UnmarshalBinary(data []byte) error {
+	return decodeValid(data, codec.KindPollResponse, r)
+}
+
+// MarshalBinary encodes b with a versioned header.
+func (b *BlockMeta) MarshalBinary() ([]byte, error) {
+	return codec.Default.Encode(codec.KindBlockMeta, EncodingVersion, b)
+}
+
+// UnmarshalBinary decodes and validates block metadata encoded by
+// [BlockMeta.MarshalBinary]; on error b is unchanged.
+func (b *BlockMeta) UnmarshalBinary(data []byte) error {
+	return decodeValid(data, codec.KindBlockMeta, b)
+}
+
+// MarshalBinary encodes p with a versioned header.
+func (p *JobPlan) MarshalBinary() ([]byte, error) {
+	return codec.Default.Encode(codec.KindJobPlan, EncodingVersion, p)
+}
+
+// UnmarshalBinary decodes and validates a plan encoded by
+// [JobPlan.MarshalBinary]; on error p is unchanged.
+func (p *JobPlan) UnmarshalBinary(data []byte) error {
+	return decodeValid(data, codec.KindJobPlan, p)
+}
+
+// MarshalBinary encodes u with a versioned header.
+func (u *PlanUpdate) MarshalBinary() ([]byte, error) {
+	return codec.Default.Encode(codec.KindPlanUpdate, EncodingVersion, u)
+}
+
+// UnmarshalBinary decodes and validates an update encoded by
+// [PlanUpdate.MarshalBinary]; on error u is unchanged.
+func (u *PlanUpdate) UnmarshalBinary(data []byte) error {
+	return decodeValid(data, codec.KindPlanUpdate, u)
+}

@@ -1,0 +1,175 @@
+package compactkit_test
+
+import (
+	"fmt"
+	"time"
+
+	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+)
+
+// Generators of valid values, shared by the tests of this package.
+
+func genName() *rapid.Generator[string] {
+	return rapid.StringMatching(`[a-z0-9][a-z0-9._-]{0,11}`)
+}
+
+func genID() *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		segs := rapid.SliceOfN(rapid.StringMatching(`[A-Za-z0-9][A-Za-z0-9_-]{0,9}`), 1, 3).Draw(t, "segments")
+		id := segs[0]
+		for _, s := range segs[1:] {
+			id += "/" + s
+		}
+		return id
+	})
+}
+
+func genBlock() *rapid.Generator[ck.BlockMeta] {
+	return rapid.Custom(func(t *rapid.T) ck.BlockMeta {
+		minT := rapid.Int64Range(-1<<40, 1<<40).Draw(t, "min")
+		maxT := minT + rapid.Int64Range(0, 1<<30).Draw(t, "span")
+		b := ck.BlockMeta{
+			ID:      genID().Draw(t, "id"),
+			Tenant:  rapid.SampledFrom([]string{"", "acme", "globex"}).Draw(t, "tenant"),
+			Shard:   rapid.Uint32Range(0, 64).Draw(t, "shard"),
+			Level:   rapid.Uint32Range(0, 3).Draw(t, "level"),
+			MinTime: minT,
+			MaxTime: maxT,
+			Size:    rapid.Int64Range(0, 1<<40).Draw(t, "size"),
+		}
+		n := rapid.IntRange(1, 4).Draw(t, "datasets")
+		b.Datasets = make([]ck.DatasetMeta, 0, n)
+		for i := range n {
+			d := ck.DatasetMeta{
+				Name:    fmt.Sprintf("svc-%d", i),
+				Size:    rapid.Int64Range(0, 1<<30).Draw(t, "dsize"),
+				Records: rapid.Int64Range(0, 1<<30).Draw(t, "records"),
+				MinTime: rapid.Int64Range(minT, maxT).Draw(t, "dmin"),
+			}
+			d.MaxTime = rapid.Int64Range(d.MinTime, maxT).Draw(t, "dmax")
+			if b.Tenant == "" {
+				d.Tenant = rapid.SampledFrom([]string{"acme", "globex", "initech"}).Draw(t, "dtenant")
+			}
+			b.Datasets = append(b.Datasets, d)
+		}
+		return b
+	})
+}
+
+func genTombstone() *rapid.Generator[ck.Tombstone] {
+	return rapid.Custom(func(t *rapid.T) ck.Tombstone {
+		if rapid.Bool().Draw(t, "prefix") {
+			return ck.Tombstone{Kind: ck.TombstonePrefix, Target: ck.AttemptPrefix(genName().Draw(t, "job"), fencing.Token(rapid.Uint64Min(1).Draw(t, "token")))}
+		}
+		return ck.Tombstone{Kind: ck.TombstoneBlock, Target: genID().Draw(t, "target")}
+	})
+}
+
+func genPlan() *rapid.Generator[ck.JobPlan] {
+	return rapid.Custom(func(t *rapid.T) ck.JobPlan {
+		p := ck.JobPlan{
+			Name:       genName().Draw(t, "name"),
+			Tenant:     rapid.SampledFrom([]string{"", "acme"}).Draw(t, "tenant"),
+			Shard:      rapid.Uint32().Draw(t, "shard"),
+			Level:      rapid.Uint32Range(0, 5).Draw(t, "level"),
+			Sources:    rapid.SliceOfNDistinct(genID(), 0, 8, rapid.ID).Draw(t, "sources"),
+			Tombstones: rapid.SliceOfNDistinct(genTombstone(), 0, 3, ck.Tombstone.String).Draw(t, "tombstones"),
+		}
+		if len(p.Sources) == 0 && len(p.Tombstones) == 0 {
+			p.Sources = []string{genID().Draw(t, "source")}
+		}
+		return p
+	})
+}
+
+func genUpdate() *rapid.Generator[ck.StatusUpdate] {
+	return rapid.Custom(func(t *rapid.T) ck.StatusUpdate {
+		u := ck.StatusUpdate{
+			Job:     genName().Draw(t, "job"),
+			Token:   fencing.Token(rapid.Uint64Min(1).Draw(t, "token")),
+			Status:  ck.ReportStatus(rapid.IntRange(1, 4).Draw(t, "status")),
+			Outputs: []ck.BlockMeta{},
+		}
+		if u.Status == ck.ReportSuccess {
+			u.Outputs = rapid.SliceOfNDistinct(genBlock(), 1, 3, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")
+		}
+		if u.Status == ck.ReportFailure {
+			u.Reason = rapid.StringN(0, 20, 40).Draw(t, "reason")
+		}
+		return u
+	})
+}
+
+func genRequest() *rapid.Generator[ck.PollRequest] {
+	return rapid.Custom(func(t *rapid.T) ck.PollRequest {
+		return ck.PollRequest{
+			WorkerID:  genName().Draw(t, "worker"),
+			Seq:       rapid.Uint64Min(1).Draw(t, "seq"),
+			Updates:   rapid.SliceOfNDistinct(genUpdate(), 0, 4, func(u ck.StatusUpdate) string { return u.Job }).Draw(t, "updates"),
+			FreeSlots: rapid.Int32Range(0, 1000).Draw(t, "slots"),
+		}
+	})
+}
+
+func genResponse() *rapid.Generator[ck.PollResponse] {
+	return rapid.Custom(func(t *rapid.T) ck.PollResponse {
+		n := rapid.IntRange(0, 4).Draw(t, "n")
+		r := ck.PollResponse{Jobs: make([]ck.JobReply, 0, n)}
+		for range n {
+			j := ck.JobReply{
+				Job:      genName().Draw(t, "job"),
+				Outcome:  ck.Outcome(rapid.IntRange(1, 5).Draw(t, "outcome")),
+				Token:    fencing.Token(rapid.Uint64().Draw(t, "token")),
+				Deadline: rapid.Int64().Draw(t, "deadline"),
+				Lease:    time.Duration(rapid.Int64Range(0, 1<<40).Draw(t, "lease")),
+			}
+			if j.Outcome == ck.OutcomeAssigned {
+				p := genPlan().Draw(t, "plan")
+				p.Name = j.Job
+				j.Plan = &p
+			}
+			r.Jobs = append(r.Jobs, j)
+		}
+		return r
+	})
+}
+
+func genChange() *rapid.Generator[ck.Change] {
+	return rapid.Custom(func(t *rapid.T) ck.Change {
+		c := ck.Change{
+			Kind:    ck.ChangeKind(rapid.IntRange(1, 9).Draw(t, "kind")),
+			Job:     genName().Draw(t, "job"),
+			Version: rapid.Uint64().Draw(t, "version"),
+			Outputs: []ck.BlockMeta{},
+		}
+		switch c.Kind {
+		case ck.ChangeAdd:
+			p := genPlan().Draw(t, "plan")
+			p.Name = c.Job
+			c.Plan = &p
+			c.Version = 0
+		case ck.ChangeAssign:
+			c.Worker = genName().Draw(t, "worker")
+		case ck.ChangeRenew, ck.ChangeFail, ck.ChangeRelease, ck.ChangeComplete:
+			c.Worker = genName().Draw(t, "worker")
+			c.Token = fencing.Token(rapid.Uint64Min(1).Draw(t, "token"))
+			if c.Kind == ck.ChangeComplete {
+				c.Outputs = rapid.SliceOfNDistinct(genBlock(), 0, 2, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")
+			}
+		}
+		return c
+	})
+}
+
+func genPlanUpdate() *rapid.Generator[ck.PlanUpdate] {
+	return rapid.Custom(func(t *rapid.T) ck.PlanUpdate {
+		return ck.PlanUpdate{
+			Time:       rapid.Int64().Draw(t, "time"),
+			Changes:    rapid.SliceOfN(genChange(), 0, 6).Draw(t, "changes"),
+			TokenIndex: rapid.Uint64().Draw(t, "token index"),
+		}
+	})
+}

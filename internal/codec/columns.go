@@ -1,0 +1,108 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Strings is a column of strings packed as one byte string of their
+// concatenated bytes and one byte string of their lengths (uvarints). It
+// encodes as a two-element CBOR array.
+type Strings struct {
+	_    struct{} `cbor:",toarray"`
+	Data []byte
+	Lens []byte
+}
+
+// PackStrings packs ss into a column.
+func PackStrings(ss []string) Strings {
+	total := 0
+	for _, s := range ss {
+		total += len(s)
+	}
+	c := Strings{Data: make([]byte, 0, total), Lens: make([]byte, 0, len(ss)*2)}
+	for _, s := range ss {
+		c.Data = append(c.Data, s...)
+		c.Lens = binary.AppendUvarint(c.Lens, uint64(len(s)))
+	}
+	return c
+}
+
+// Unpack returns the n strings of the column. All strings share one
+// backing allocation. A column that does not hold exactly n strings is an
+// error wrapping [ErrMalformed].
+func (c Strings) Unpack(n int) ([]string, error) {
+	if n < 0 || n > len(c.Lens) {
+		return nil, fmt.Errorf("codec: string column: %d lengths for %d strings: %w", len(c.Lens), n, ErrMalformed)
+	}
+	out := make([]string, n)
+	if n == 0 {
+		if len(c.Lens) != 0 || len(c.Data) != 0 {
+			return nil, fmt.Errorf("codec: string column: trailing data: %w", ErrMalformed)
+		}
+		return out, nil
+	}
+	all := string(c.Data) // one allocation for every string
+	lens, off := c.Lens, 0
+	for i := range out {
+		l, k := binary.Uvarint(lens)
+		if k <= 0 || l > uint64(len(all)-off) {
+			return nil, fmt.Errorf("codec: string column: bad length at %d: %w", i, ErrMalformed)
+		}
+		lens = lens[k:]
+		out[i] = all[off : off+int(l)]
+		off += int(l)
+	}
+	if len(lens) != 0 || off != len(all) {
+		return nil, fmt.Errorf("codec: string column: trailing data: %w", ErrMalformed)
+	}
+	return out, nil
+}
+
+// Integer is the set of integer types a column can hold.
+type Integer interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~int | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uint
+}
+
+// PackInts packs v as zigzag-encoded deltas between consecutive values, as
+// uvarints: sorted or clustered columns (times, indexes, levels) take one or
+// two bytes per value. Arithmetic wraps, so any values round-trip.
+func PackInts[T Integer](v []T) []byte {
+	out := make([]byte, 0, len(v)*2)
+	var prev uint64
+	for _, x := range v {
+		u := uint64(x)
+		d := int64(u - prev)
+		out = binary.AppendUvarint(out, uint64(d<<1)^uint64(d>>63))
+		prev = u
+	}
+	return out
+}
+
+// UnpackInts decodes exactly n values packed by [PackInts]. A value that
+// does not fit T, a short column and trailing bytes are errors wrapping
+// [ErrMalformed].
+func UnpackInts[T Integer](b []byte, n int) ([]T, error) {
+	if n < 0 || n > len(b) { // every value takes at least one byte
+		return nil, fmt.Errorf("codec: integer column: %d bytes for %d values: %w", len(b), n, ErrMalformed)
+	}
+	out := make([]T, n)
+	var prev uint64
+	for i := range out {
+		z, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("codec: integer column: bad value at %d: %w", i, ErrMalformed)
+		}
+		b = b[k:]
+		prev += uint64(int64(z>>1) ^ -int64(z&1))
+		t := T(prev)
+		if uint64(t) != prev {
+			return nil, fmt.Errorf("codec: integer column: value %d at %d out of range: %w", prev, i, ErrMalformed)
+		}
+		out[i] = t
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("codec: integer column: %d trailing bytes: %w", len(b), ErrMalformed)
+	}
+	return out, nil
+}

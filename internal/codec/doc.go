@@ -1,0 +1,26 @@
+// Package codec is the deterministic binary encoding shared by every
+// compactkit package: commands, poll messages and snapshots.
+//
+// Values are encoded as CBOR in the Core Deterministic mode of RFC 8949
+// (github.com/fxamacker/cbor/v2), so equal values always encode to identical
+// bytes and replicas can compare snapshots byte for byte. Structs are encoded
+// in array form (the "toarray" tag), which is both smaller and faster to
+// decode than maps.
+//
+// Three layers sit on top of the CBOR mode:
+//
+//   - A four-byte header (magic, kind, version) in front of every standalone
+//     message, so an unknown kind or version is an error rather than a
+//     misinterpretation. See [AppendHeader] and [ParseHeader].
+//   - A framed stream with a trailing CRC-32C for snapshots: a header followed
+//     by length-prefixed CBOR frames of bounded size and a checksum, written and
+//     read with bounded buffers. See [Writer] and [Reader].
+//   - Column helpers that pack large collections (IDs, times, sizes) into a few
+//     byte strings, which decode an order of magnitude faster than one struct
+//     per record. See [PackStrings] and [PackInts].
+//
+// Decoding is hardened against hostile input: array, map and nesting limits
+// are explicit ([Limits]), frames have a maximum size, and every failure
+// returns an error wrapping one of the sentinel errors of this package rather
+// than panicking.
+package codec

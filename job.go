@@ -1,0 +1,296 @@
+package compactkit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/compactkit/compactkit/fencing"
+)
+
+// JobStatus is the status of a job as the scheduler stores it.
+type JobStatus uint8
+
+// The stored job statuses (DESIGN.md §4). The zero value is not a status.
+const (
+	// StatusUnassigned: created, or released or failed and waiting for a
+	// worker.
+	StatusUnassigned JobStatus = iota + 1
+	// StatusInProgress: held by the worker with the current token until the
+	// lease deadline.
+	StatusInProgress
+	// StatusExcluded: the failure limit was reached; never assigned until
+	// an operator retries it.
+	StatusExcluded
+)
+
+// String returns the status name.
+func (s JobStatus) String() string {
+	switch s {
+	case StatusUnassigned:
+		return "unassigned"
+	case StatusInProgress:
+		return "in_progress"
+	case StatusExcluded:
+		return "excluded"
+	default:
+		return fmt.Sprintf("JobStatus(%d)", uint8(s))
+	}
+}
+
+// Validate reports whether s is one of the defined statuses.
+func (s JobStatus) Validate() error {
+	if s < StatusUnassigned || s > StatusExcluded {
+		return fmt.Errorf("job status %d: %w", uint8(s), ErrUnknownStatus)
+	}
+	return nil
+}
+
+// ReportStatus is what a worker reports about a job it holds.
+type ReportStatus uint8
+
+// The statuses a worker reports. The zero value is not a status.
+const (
+	// ReportInProgress: still working; renew the lease.
+	ReportInProgress ReportStatus = iota + 1
+	// ReportSuccess: done; the outputs are written and the report carries
+	// their metadata.
+	ReportSuccess
+	// ReportFailure: the attempt failed; count a failure and reassign.
+	ReportFailure
+	// ReportReleased: the worker is shutting down; reassign without
+	// counting a failure.
+	ReportReleased
+)
+
+// String returns the status name.
+func (s ReportStatus) String() string {
+	switch s {
+	case ReportInProgress:
+		return "in_progress"
+	case ReportSuccess:
+		return "success"
+	case ReportFailure:
+		return "failure"
+	case ReportReleased:
+		return "released"
+	default:
+		return fmt.Sprintf("ReportStatus(%d)", uint8(s))
+	}
+}
+
+// Validate reports whether s is one of the defined report statuses.
+func (s ReportStatus) Validate() error {
+	if s < ReportInProgress || s > ReportReleased {
+		return fmt.Errorf("report status %d: %w", uint8(s), ErrUnknownStatus)
+	}
+	return nil
+}
+
+// TombstoneKind says what a tombstone deletes.
+type TombstoneKind uint8
+
+// The tombstone kinds. The zero value is not a kind.
+const (
+	// TombstoneBlock deletes the object of a block that was replaced by a
+	// compaction output or dropped by retention: ObjectKey(Target).
+	TombstoneBlock TombstoneKind = iota + 1
+	// TombstonePrefix deletes every object under a prefix: the outputs of
+	// an attempt that ended without being committed (an orphan).
+	TombstonePrefix
+)
+
+// String returns the kind name.
+func (k TombstoneKind) String() string {
+	switch k {
+	case TombstoneBlock:
+		return "block"
+	case TombstonePrefix:
+		return "prefix"
+	default:
+		return fmt.Sprintf("TombstoneKind(%d)", uint8(k))
+	}
+}
+
+// Tombstone names objects to delete once nobody can read them any more.
+// Tombstones ride on jobs: the worker deletes the objects and its success
+// report confirms the deletion.
+type Tombstone struct {
+	_ struct{} `cbor:",toarray"`
+	// Kind says whether Target is a block ID or an object key prefix.
+	Kind TombstoneKind
+	// Target is the block ID (TombstoneBlock) or the object key prefix,
+	// ending in '/' (TombstonePrefix).
+	Target string
+}
+
+// Validate reports whether t names something deletable.
+func (t Tombstone) Validate() error {
+	switch t.Kind {
+	case TombstoneBlock:
+		if err := ValidateID(t.Target); err != nil {
+			return fmt.Errorf("tombstone: %w", err)
+		}
+	case TombstonePrefix:
+		if !strings.HasSuffix(t.Target, "/") || !strings.HasPrefix(t.Target, BlockPrefix) {
+			return fmt.Errorf("tombstone prefix %q: must start with %q and end with '/': %w", t.Target, BlockPrefix, ErrInvalidID)
+		}
+		if err := ValidateID(strings.TrimSuffix(t.Target, "/")); err != nil {
+			return fmt.Errorf("tombstone prefix: %w", err)
+		}
+	default:
+		return fmt.Errorf("tombstone kind %d: %w", uint8(t.Kind), ErrUnknownChange)
+	}
+	return nil
+}
+
+// String formats the tombstone as kind:target.
+func (t Tombstone) String() string { return t.Kind.String() + ":" + t.Target }
+
+// AnyShard is the shard of a compaction key, and of a job plan, that leaves
+// the shard out: the level's blocks of a tenant are compacted across shards.
+const AnyShard = ^uint32(0)
+
+// JobPlan is what a compaction job does: merge its source blocks (all of
+// one tenant, shard and level) into new blocks one level up, and delete the
+// objects its tombstones name. A cleanup-only job has tombstones and no
+// sources.
+type JobPlan struct {
+	_ struct{} `cbor:",toarray"`
+	// Name identifies the job; see [ValidateJobName].
+	Name string
+	// Tenant, Shard and Level are the compaction key of the sources. Tenant
+	// is empty for a job over multi-tenant level-0 segments; Shard is
+	// AnyShard for a level compacted across shards.
+	Tenant string
+	Shard  uint32
+	Level  uint32
+	// Sources are the IDs of the blocks to merge, in arrival order.
+	Sources []string
+	// Tombstones are the deletions the job carries.
+	Tombstones []Tombstone
+}
+
+// CleanupOnly reports whether the job only deletes.
+func (p *JobPlan) CleanupOnly() bool { return len(p.Sources) == 0 }
+
+// Clone returns a deep copy of p.
+func (p *JobPlan) Clone() JobPlan {
+	c := *p
+	c.Sources = append([]string(nil), p.Sources...)
+	c.Tombstones = append([]Tombstone(nil), p.Tombstones...)
+	return c
+}
+
+// Validate reports whether p is well-formed: a valid name, valid and
+// distinct sources, valid and distinct tombstones, and something to do.
+func (p *JobPlan) Validate() error {
+	if err := ValidateJobName(p.Name); err != nil {
+		return err
+	}
+	if err := validateName("job "+p.Name+": tenant", p.Tenant, true); err != nil {
+		return err
+	}
+	if len(p.Sources) == 0 && len(p.Tombstones) == 0 {
+		return fmt.Errorf("job %s: no sources and no tombstones: %w", p.Name, ErrInconsistent)
+	}
+	seen := make(map[string]struct{}, len(p.Sources))
+	for _, id := range p.Sources {
+		if err := ValidateID(id); err != nil {
+			return fmt.Errorf("job %s: source: %w", p.Name, err)
+		}
+		if _, dup := seen[id]; dup {
+			return fmt.Errorf("job %s: source %s appears twice: %w", p.Name, id, ErrInconsistent)
+		}
+		seen[id] = struct{}{}
+	}
+	clear(seen)
+	for _, t := range p.Tombstones {
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("job %s: %w", p.Name, err)
+		}
+		if _, dup := seen[t.String()]; dup {
+			return fmt.Errorf("job %s: tombstone %s appears twice: %w", p.Name, t, ErrInconsistent)
+		}
+		seen[t.String()] = struct{}{}
+	}
+	return nil
+}
+
+// ValidateJobName reports whether name is a valid job name: 1 to
+// [MaxNameLen] bytes of ASCII letters, digits, '.', '_' and '-', and
+// neither "." nor "..". Job names are object-path segments (see
+// [AttemptPrefix]), hence the restricted alphabet.
+func ValidateJobName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("job name: %w", ErrEmptyID)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("job name of %d bytes, limit %d: %w", len(name), MaxNameLen, ErrInvalidID)
+	case name == "." || name == "..":
+		return fmt.Errorf("job name %q: %w", name, ErrInvalidID)
+	}
+	for i := 0; i < len(name); i++ {
+		if !isNameByte(name[i]) {
+			return fmt.Errorf("job name %q: byte %q not allowed: %w", name, name[i], ErrInvalidID)
+		}
+	}
+	return nil
+}
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// SanitizeName maps s onto the job-name alphabet (see [ValidateJobName]),
+// replacing other bytes by '_' and truncating to max bytes. Planners use it
+// for the readable parts of job names; uniqueness comes from a hash.
+func SanitizeName(s string, max int) string {
+	b := []byte(s)
+	if len(b) > max {
+		b = b[:max]
+	}
+	for i, c := range b {
+		if !isNameByte(c) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// JobState is the scheduler's record of a job.
+type JobState struct {
+	_ struct{} `cbor:",toarray"`
+	// Name identifies the job.
+	Name string
+	// Tenant and Level are those of the job's plan.
+	Tenant string
+	Level  uint32
+	// Status is the stored status.
+	Status JobStatus
+	// Token is the fencing token of the current (or last) assignment: the
+	// log index of the entry that made it. A new job's token is the index
+	// of the entry that created it.
+	Token fencing.Token
+	// Version is the index of the entry that last changed the job. Changes
+	// carry the version they were prepared against.
+	Version uint64
+	// Deadline is the lease deadline (unix nanoseconds) while in progress.
+	Deadline int64
+	// AddedAt is the log time (unix nanoseconds) the job was created.
+	AddedAt int64
+	// Failures counts failed and abandoned attempts.
+	Failures uint32
+	// Worker is the worker holding (or that last held) the job.
+	Worker string
+}
+
+// Validate reports whether s is well-formed.
+func (s *JobState) Validate() error {
+	if err := ValidateJobName(s.Name); err != nil {
+		return err
+	}
+	if err := s.Status.Validate(); err != nil {
+		return fmt.Errorf("job %s: %w", s.Name, err)
+	}
+	return validateName("job "+s.Name+": worker", s.Worker, true)
+}
