@@ -173,3 +173,5 @@ func genPlanUpdate() *rapid.Generator[ck.PlanUpdate] {
 		}
 	})
 }
+
+func fencingToken(v uint64) fencing.Token { return fencing.Token(v) }

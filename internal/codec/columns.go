@@ -45,7 +45,7 @@ func (c Strings) Unpack(n int) ([]string, error) {
 	all := string(c.Data) // one allocation for every string
 	lens, off := c.Lens, 0
 	for i := range out {
-		l, k := binary.Uvarint(lens)
+		l, k := uvarint(lens)
 		if k <= 0 || l > uint64(len(all)-off) {
 			return nil, fmt.Errorf("codec: string column: bad length at %d: %w", i, ErrMalformed)
 		}
@@ -89,7 +89,7 @@ func UnpackInts[T Integer](b []byte, n int) ([]T, error) {
 	out := make([]T, n)
 	var prev uint64
 	for i := range out {
-		z, k := binary.Uvarint(b)
+		z, k := uvarint(b)
 		if k <= 0 {
 			return nil, fmt.Errorf("codec: integer column: bad value at %d: %w", i, ErrMalformed)
 		}
@@ -105,4 +105,15 @@ func UnpackInts[T Integer](b []byte, n int) ([]T, error) {
 		return nil, fmt.Errorf("codec: integer column: %d trailing bytes: %w", len(b), ErrMalformed)
 	}
 	return out, nil
+}
+
+// uvarint is binary.Uvarint that also refuses overlong encodings (a
+// multi-byte varint ending in a zero byte), so every column has exactly
+// one encoding and decode-then-encode is the identity.
+func uvarint(b []byte) (uint64, int) {
+	v, k := binary.Uvarint(b)
+	if k > 1 && b[k-1] == 0 {
+		return 0, -k
+	}
+	return v, k
 }

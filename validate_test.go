@@ -1,0 +1,203 @@
+package compactkit_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+func validBlock() ck.BlockMeta {
+	return ck.BlockMeta{
+		ID: "01JD8ZQ8Y0S1G6N9V3C2X7K4PB", Tenant: "acme", Shard: 1, MinTime: 10, MaxTime: 20, Size: 100,
+		Datasets: []ck.DatasetMeta{{Name: "svc", Size: 100, Records: 3, MinTime: 10, MaxTime: 20}},
+	}
+}
+
+func TestBlockValidate(t *testing.T) {
+	cases := map[string]struct {
+		mut  func(*ck.BlockMeta)
+		want error
+	}{
+		"empty ID":              {func(b *ck.BlockMeta) { b.ID = "" }, ck.ErrEmptyID},
+		"dotdot ID":             {func(b *ck.BlockMeta) { b.ID = "a/../b" }, ck.ErrInvalidID},
+		"absolute ID":           {func(b *ck.BlockMeta) { b.ID = "/a" }, ck.ErrInvalidID},
+		"empty segment":         {func(b *ck.BlockMeta) { b.ID = "a//b" }, ck.ErrInvalidID},
+		"backslash":             {func(b *ck.BlockMeta) { b.ID = `a\b` }, ck.ErrInvalidID},
+		"control char":          {func(b *ck.BlockMeta) { b.ID = "a\x00b" }, ck.ErrInvalidID},
+		"long ID":               {func(b *ck.BlockMeta) { b.ID = strings.Repeat("x", ck.MaxIDLen+1) }, ck.ErrInvalidID},
+		"min after max":         {func(b *ck.BlockMeta) { b.MinTime = 30 }, ck.ErrTimeRange},
+		"negative size":         {func(b *ck.BlockMeta) { b.Size = -1 }, ck.ErrNegative},
+		"dataset no name":       {func(b *ck.BlockMeta) { b.Datasets[0].Name = "" }, ck.ErrEmptyID},
+		"dataset neg records":   {func(b *ck.BlockMeta) { b.Datasets[0].Records = -1 }, ck.ErrNegative},
+		"dataset neg size":      {func(b *ck.BlockMeta) { b.Datasets[0].Size = -5 }, ck.ErrNegative},
+		"dataset outside":       {func(b *ck.BlockMeta) { b.Datasets[0].MaxTime = 21 }, ck.ErrTimeRange},
+		"dataset min > max":     {func(b *ck.BlockMeta) { b.Datasets[0].MinTime = 20; b.Datasets[0].MaxTime = 15 }, ck.ErrTimeRange},
+		"foreign tenant":        {func(b *ck.BlockMeta) { b.Datasets[0].Tenant = "globex" }, ck.ErrInconsistent},
+		"multi-tenant untagged": {func(b *ck.BlockMeta) { b.Tenant = "" }, ck.ErrInconsistent},
+		"no tenant no data":     {func(b *ck.BlockMeta) { b.Tenant = ""; b.Datasets = nil }, ck.ErrInconsistent},
+		"duplicate dataset": {func(b *ck.BlockMeta) {
+			b.Datasets = append(b.Datasets, ck.DatasetMeta{Tenant: "acme", Name: "svc", MinTime: 10, MaxTime: 10})
+		}, ck.ErrInconsistent},
+	}
+	b := validBlock()
+	require.NoError(t, b.Validate())
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := validBlock()
+			c.mut(&b)
+			require.ErrorIs(t, b.Validate(), c.want)
+		})
+	}
+}
+
+func TestMultiTenantSegment(t *testing.T) {
+	b := ck.BlockMeta{ID: "seg-1", MinTime: 0, MaxTime: 9, Datasets: []ck.DatasetMeta{
+		{Tenant: "globex", Name: "a", MaxTime: 9},
+		{Tenant: "acme", Name: "a", MaxTime: 9},
+		{Tenant: "acme", Name: "b", Records: 4, MaxTime: 9},
+	}}
+	require.NoError(t, b.Validate())
+	require.Equal(t, []string{"acme", "globex"}, b.Tenants())
+	require.Equal(t, int64(4), b.Records())
+	require.Equal(t, "acme", b.DatasetTenant(&b.Datasets[1]))
+}
+
+func TestJobPlanValidate(t *testing.T) {
+	ok := ck.JobPlan{Name: "L0-acme-1-00ff", Sources: []string{"a", "b"}}
+	require.NoError(t, ok.Validate())
+	cleanup := ck.JobPlan{Name: "cleanup-1", Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "a"}}}
+	require.NoError(t, cleanup.Validate())
+	require.True(t, cleanup.CleanupOnly())
+
+	cases := map[string]struct {
+		p    ck.JobPlan
+		want error
+	}{
+		"empty name":       {ck.JobPlan{Sources: []string{"a"}}, ck.ErrEmptyID},
+		"slash in name":    {ck.JobPlan{Name: "a/b", Sources: []string{"a"}}, ck.ErrInvalidID},
+		"dotdot name":      {ck.JobPlan{Name: "..", Sources: []string{"a"}}, ck.ErrInvalidID},
+		"nothing to do":    {ck.JobPlan{Name: "j"}, ck.ErrInconsistent},
+		"repeated source":  {ck.JobPlan{Name: "j", Sources: []string{"a", "a"}}, ck.ErrInconsistent},
+		"bad source":       {ck.JobPlan{Name: "j", Sources: []string{"../x"}}, ck.ErrInvalidID},
+		"unknown tomb":     {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: 9, Target: "a"}}}, ck.ErrUnknownChange},
+		"bad prefix":       {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/x"}}}, ck.ErrInvalidID},
+		"foreign prefix":   {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "etc/"}}}, ck.ErrInvalidID},
+		"repeated tomb":    {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "a"}, {Kind: ck.TombstoneBlock, Target: "a"}}}, ck.ErrInconsistent},
+		"escaping prefix":  {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/../"}}}, ck.ErrInvalidID},
+		"long tenant name": {ck.JobPlan{Name: "j", Tenant: strings.Repeat("t", ck.MaxNameLen+1), Sources: []string{"a"}}, ck.ErrInvalidID},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) { require.ErrorIs(t, c.p.Validate(), c.want) })
+	}
+}
+
+func TestStatusUpdateValidate(t *testing.T) {
+	plan := ck.JobPlan{Name: "j", Sources: []string{"a"}}
+	out := validBlock()
+	cases := map[string]struct {
+		u    ck.StatusUpdate
+		want error
+	}{
+		"unknown status":       {ck.StatusUpdate{Job: "j", Token: 1, Status: 0}, ck.ErrUnknownStatus},
+		"status out of range":  {ck.StatusUpdate{Job: "j", Token: 1, Status: 9}, ck.ErrUnknownStatus},
+		"token zero":           {ck.StatusUpdate{Job: "j", Status: ck.ReportInProgress}, ck.ErrInconsistent},
+		"no job":               {ck.StatusUpdate{Token: 1, Status: ck.ReportInProgress}, ck.ErrEmptyID},
+		"success w/o outputs":  {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess}, ck.ErrMissingOutputs},
+		"outputs on a failure": {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportFailure, Outputs: []ck.BlockMeta{out}}, ck.ErrInconsistent},
+		"bad output":           {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{{ID: "x"}}}, ck.ErrInconsistent},
+		"repeated output":      {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{out, out}}, ck.ErrInconsistent},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) { require.ErrorIs(t, c.u.ValidateFor(&plan), c.want) })
+	}
+	// A cleanup-only job succeeds without outputs.
+	cleanup := ck.JobPlan{Name: "c", Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "a"}}}
+	u := ck.StatusUpdate{Job: "c", Token: 3, Status: ck.ReportSuccess}
+	require.NoError(t, u.ValidateFor(&cleanup))
+}
+
+func TestPollRequestValidate(t *testing.T) {
+	u := ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportInProgress}
+	cases := map[string]struct {
+		r    ck.PollRequest
+		want error
+	}{
+		"no worker":      {ck.PollRequest{Seq: 1}, ck.ErrEmptyID},
+		"seq zero":       {ck.PollRequest{WorkerID: "w"}, ck.ErrInconsistent},
+		"negative slots": {ck.PollRequest{WorkerID: "w", Seq: 1, FreeSlots: -1}, ck.ErrNegative},
+		"bad update":     {ck.PollRequest{WorkerID: "w", Seq: 1, Updates: []ck.StatusUpdate{{Job: "j"}}}, ck.ErrUnknownStatus},
+		"job twice":      {ck.PollRequest{WorkerID: "w", Seq: 1, Updates: []ck.StatusUpdate{u, u}}, ck.ErrInconsistent},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) { require.ErrorIs(t, c.r.Validate(), c.want) })
+	}
+}
+
+func TestChangeValidate(t *testing.T) {
+	plan := ck.JobPlan{Name: "j", Sources: []string{"a"}}
+	other := ck.JobPlan{Name: "k", Sources: []string{"a"}}
+	cases := map[string]struct {
+		c    ck.Change
+		want error
+	}{
+		"unknown kind":       {ck.Change{Kind: 0, Job: "j"}, ck.ErrUnknownChange},
+		"kind out of range":  {ck.Change{Kind: 10, Job: "j"}, ck.ErrUnknownChange},
+		"add without plan":   {ck.Change{Kind: ck.ChangeAdd, Job: "j"}, ck.ErrInconsistent},
+		"add other plan":     {ck.Change{Kind: ck.ChangeAdd, Job: "j", Plan: &other}, ck.ErrInconsistent},
+		"add with version":   {ck.Change{Kind: ck.ChangeAdd, Job: "j", Plan: &plan, Version: 3}, ck.ErrInconsistent},
+		"renew token zero":   {ck.Change{Kind: ck.ChangeRenew, Job: "j"}, ck.ErrInconsistent},
+		"assign no worker":   {ck.Change{Kind: ck.ChangeAssign, Job: "j"}, ck.ErrEmptyID},
+		"plan on assign":     {ck.Change{Kind: ck.ChangeAssign, Job: "j", Worker: "w", Plan: &plan}, ck.ErrInconsistent},
+		"outputs on a renew": {ck.Change{Kind: ck.ChangeRenew, Job: "j", Token: 1, Outputs: []ck.BlockMeta{validBlock()}}, ck.ErrInconsistent},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := ck.PlanUpdate{Changes: []ck.Change{c.c}}
+			require.ErrorIs(t, u.Validate(), c.want)
+		})
+	}
+}
+
+func TestStringers(t *testing.T) {
+	for s := ck.StatusUnassigned; s <= ck.StatusExcluded; s++ {
+		require.NotContains(t, s.String(), "(")
+		require.NoError(t, s.Validate())
+	}
+	for s := ck.ReportInProgress; s <= ck.ReportReleased; s++ {
+		require.NotContains(t, s.String(), "(")
+	}
+	for k := ck.ChangeAdd; k <= ck.ChangeCancel; k++ {
+		require.NotContains(t, k.String(), "(")
+	}
+	for o := ck.OutcomeAssigned; o <= ck.OutcomeNoLease; o++ {
+		require.NotContains(t, o.String(), "(")
+	}
+	require.Equal(t, "JobStatus(7)", ck.JobStatus(7).String())
+	require.Equal(t, "block:x", ck.Tombstone{Kind: ck.TombstoneBlock, Target: "x"}.String())
+}
+
+func TestKeys(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		job := genName().Draw(t, "job")
+		token := rapid.Uint64Min(1).Draw(t, "token")
+		n := rapid.IntRange(0, 100).Draw(t, "n")
+		id := ck.OutputID(job, fencingToken(token), n)
+		require.NoError(t, ck.ValidateID(id))
+		prefix := ck.AttemptPrefix(job, fencingToken(token))
+		require.True(t, strings.HasPrefix(ck.ObjectKey(id), prefix))
+		require.NoError(t, ck.Tombstone{Kind: ck.TombstonePrefix, Target: prefix}.Validate())
+		// Another token's outputs never fall under this attempt's prefix.
+		other := ck.OutputID(job, fencingToken(token+1), n)
+		require.False(t, strings.HasPrefix(ck.ObjectKey(other), prefix))
+	})
+}
+
+func TestSanitizeName(t *testing.T) {
+	require.Equal(t, "acme_corp_", ck.SanitizeName("acme corp/", 64))
+	require.Equal(t, "abc", ck.SanitizeName("abcdef", 3))
+	require.NoError(t, ck.ValidateJobName("L0-"+ck.SanitizeName("ünïcode tenant", 32)+"-1"))
+}
