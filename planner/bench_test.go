@@ -1,0 +1,127 @@
+package planner
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+// benchBlocks returns n level-0 blocks of one tenant spread round-robin
+// over shards, with ULID-like 26-byte IDs, and the total bytes of their
+// IDs.
+func benchBlocks(n, shards int) ([]ck.BlockMeta, int) {
+	blocks := make([]ck.BlockMeta, n)
+	idBytes := 0
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for i := range blocks {
+		id := fmt.Sprintf("01J%023d", i)
+		idBytes += len(id)
+		ts := t0 + int64(i)*int64(time.Millisecond)
+		blocks[i] = ck.BlockMeta{ID: id, Tenant: "tenant-1", Shard: uint32(i % shards), MinTime: ts - int64(10*time.Second), MaxTime: ts, Size: 1 << 20}
+	}
+	return blocks, idBytes
+}
+
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkEnqueue queues 1,000,000 level-0 blocks over 1 tenant × 64
+// shards, opening a planning view every 1,000 blocks, and reports the time
+// per block and the heap growth per queued block beyond the bytes of the
+// ID strings (which the planner shares with the caller's metadata).
+func BenchmarkEnqueue(b *testing.B) {
+	const n, shards, viewEvery = 1_000_000, 64, 1000
+	blocks, _ := benchBlocks(n, shards)
+	t0 := blocks[0].MaxTime
+	var nsPerBlock, bPerBlock float64
+	for b.Loop() {
+		b.StopTimer()
+		before := heapAlloc()
+		p, err := New(DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v *View
+		b.StartTimer()
+		start := time.Now()
+		for i := range blocks {
+			e := ck.Entry{Index: uint64(i/10 + 1), Term: 1, Time: t0 + int64(i)*int64(time.Millisecond)}
+			if _, err := p.Enqueue(e, &blocks[i]); err != nil {
+				b.Fatal(err)
+			}
+			if (i+1)%viewEvery == 0 {
+				v = p.View()
+			}
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		after := heapAlloc()
+		runtime.KeepAlive(p)
+		runtime.KeepAlive(v)
+		nsPerBlock = float64(elapsed.Nanoseconds()) / n
+		bPerBlock = (float64(after) - float64(before)) / n
+		b.StartTimer()
+	}
+	b.ReportMetric(nsPerBlock, "ns/block")
+	b.ReportMetric(bPerBlock, "B/block")
+}
+
+// benchPlanner returns a planner with n queued level-0 blocks over 1
+// tenant × 64 shards.
+func benchPlanner(b *testing.B, n int) (*Planner, int64) {
+	b.Helper()
+	blocks, _ := benchBlocks(n, 64)
+	p, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var now int64
+	for i := range blocks {
+		now = blocks[i].MaxTime
+		if _, err := p.Enqueue(ck.Entry{Index: uint64(i + 1), Term: 1, Time: now}, &blocks[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return p, now
+}
+
+// BenchmarkPlan opens a view on a planner holding 1,000,000 queued blocks
+// and plans 16 jobs.
+func BenchmarkPlan(b *testing.B) {
+	p, now := benchPlanner(b, 1_000_000)
+	b.ResetTimer()
+	for b.Loop() {
+		v := p.View()
+		for range 16 {
+			if _, ok := v.Next(now, nil); !ok {
+				b.Fatal("no plan")
+			}
+		}
+	}
+}
+
+// BenchmarkPlannerRestore restores a planner of 1,000,000 queued blocks
+// from its snapshot.
+func BenchmarkPlannerRestore(b *testing.B) {
+	p, _ := benchPlanner(b, 1_000_000)
+	var buf bytes.Buffer
+	if err := p.Snapshot(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Restore(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

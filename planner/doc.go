@@ -1,0 +1,82 @@
+// Package planner holds the blocks waiting for compaction and proposes
+// which of them form the next compaction jobs.
+//
+// It is a deterministic component of the replicated state machine (see
+// package raftfsm): every method that changes it is called from Apply with
+// the values of a log entry, and two planners that apply the same calls are
+// identical, snapshot bytes included. Planning itself is read-only: it runs
+// on a copy-on-write [View] during Prepare.
+//
+// # Queue
+//
+// Blocks are queued by compaction key (tenant, shard, level), in arrival
+// order: [Planner.Enqueue]. A level-0 segment that holds several tenants is
+// keyed under the empty tenant; a level configured as CrossShard keys with
+// [compactkit.AnyShard]. Blocks at or beyond the final level are not queued.
+//
+// Jobs take the oldest blocks of a key. When a job is created, the state
+// machine claims its sources ([Planner.Claim]) in the entry that creates
+// it, after checking the plan is still admissible ([Planner.Admissible]).
+// A claim ends in one of four ways: the job completes ([Planner.Complete]);
+// it is cancelled, refused by the index, or hit by retention, and the
+// sources still live go back to their original arrival positions
+// ([Planner.Return]); or it is evicted and its sources are quarantined for
+// operators ([Planner.Quarantine], [Planner.Quarantined],
+// [Planner.Requeue]). Retention removes dropped blocks ([Planner.Drop]).
+//
+// # Planning
+//
+// [View.Next] yields job plans one at a time. A batch is ready when it is
+// full or when its oldest block has waited longer than the level's max age
+// at the planning time — so a quiet key is planned without waiting for
+// another block. Lower levels are served first, except that a batch ready
+// for longer than its level's aging threshold competes as level 0; within a
+// level, tenants take turns after a replicated rotation cursor, and a
+// tenant's oldest batch goes first. Paused tenants and levels are skipped.
+// See [View.Next] for the policy and [LevelConfig] for the batching rules.
+//
+// # Job names
+//
+// A job name is <tenant>.s<shard>.l<level>.<seq>.<hash>: the tenant mapped
+// onto the job-name alphabet and truncated ("_" for multi-tenant segments),
+// the shard ("sx" across shards), the level, the job's sequence number and
+// 16 hex digits of a 64-bit hash of the key, the sequence number and the
+// ordered source IDs (XXH64).
+// Names are deterministic: a view numbers its plans from the planner's next
+// sequence number. They are unique: Claim admits a plan only if its number
+// is not below the planner's next one and then moves the next one past it,
+// so claimed numbers only grow and no name is ever claimed twice — not even
+// when the same sources are planned again after a cancel, so a name is
+// never reused while the scheduler may remember it. The hash binds the name
+// to its key and sources: Admissible recomputes it.
+//
+// # Data structures
+//
+// Each key's queue is a list of chunks of compact 56-byte items (the block
+// ID string is shared with the caller, not copied), growing from 8 to 256
+// items per chunk, each an exact allocation size class. Appends write past
+// the end that any view can see, and claims advance a start offset, so
+// neither copies a chunk; only Return, Requeue and Drop rebuild the chunks
+// they touch. Queues hang off a B-tree of keys, and three B-tree indexes of
+// the keys' head batches (full ones by tenant; partial ones by age; full
+// ones by the time they became ready, for aging) let a view find the next
+// job in O(log n). Opening a view clones the B-trees (O(1)) and bumps a
+// generation number: a queue made in an earlier generation may be shared,
+// and the planner copies it before changing it.
+//
+// # Snapshots
+//
+// [Planner.Snapshot] writes a columnar, framed codec stream; [Restore]
+// reads it back. The state is a function of the queued blocks with their
+// arrival numbers and times, the claims, the quarantine, the fairness
+// cursor, the sequence counters and the configuration, so a restored
+// planner re-snapshots to identical bytes and plans exactly like the
+// original.
+//
+// # Observability
+//
+// [Planner.Stats] reports per level the queued blocks, ready batches, keys,
+// the oldest queued block (compaction lag in log time), the compaction debt
+// and the claimed and quarantined blocks, and counters of what the planner
+// did.
+package planner

@@ -1,0 +1,21 @@
+package planner
+
+import "errors"
+
+// Errors returned by the planner, always wrapped with a message that names
+// the offending value. Malformed blocks return the validation errors of
+// package compactkit (ErrInvalidID, ErrTimeRange, ...); malformed snapshots
+// return its decoding errors (ErrMalformed, ErrTruncated, ...).
+var (
+	// ErrConfig reports an invalid configuration, or a change of
+	// configuration that would strand blocks (see [Planner.SetConfig]).
+	ErrConfig = errors.New("planner: invalid configuration")
+	// ErrNotAdmissible reports a job plan that cannot be claimed now: its
+	// sources are not the oldest queued blocks of its key, or its name is
+	// not the one the planner gives those sources.
+	ErrNotAdmissible = errors.New("planner: plan not admissible")
+	// ErrUnknownJob reports a job that claims no blocks.
+	ErrUnknownJob = errors.New("planner: unknown job")
+	// ErrNotSource reports a block that is not a source of the job named.
+	ErrNotSource = errors.New("planner: not a source of the job")
+)

@@ -1,0 +1,232 @@
+package planner
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+// TestXXH64Vectors checks the hash against the reference implementation
+// (vectors computed with github.com/cespare/xxhash/v2).
+func TestXXH64Vectors(t *testing.T) {
+	words := []struct {
+		n    int
+		want uint64
+	}{
+		{0, 0xef46db3751d8e999}, {1, 0x9f29cb17a2a49995}, {3, 0x8673d04bb0d2db8e}, {4, 0x35ce7be052f13b11},
+		{7, 0x5e3fe983b86d53f7}, {8, 0x9cdf798a2d61f881}, {9, 0x527945ff63777dfe}, {31, 0x97c14b1b07297bb},
+		{32, 0xf5433ae6215a2174}, {33, 0x767054e5456f323a}, {63, 0xc4151865f0825a32}, {64, 0xdc845123163da6ec},
+		{100, 0x1ce0330be70d7575},
+	}
+	var h xxWords
+	for _, c := range words {
+		h.reset()
+		for i := range c.n {
+			h.add(uint64(i)*0x9E3779B97F4A7C15 + 1)
+		}
+		require.Equal(t, c.want, h.sum(), "%d words", c.n)
+	}
+	strs := []struct {
+		s    string
+		want uint64
+	}{
+		{"", 0x34c96acdcadb1bbb}, {"abc", 0x7010338a72c31c22}, {"01J00000000000000000000064", 0xf0ce65fe38a4dd88},
+		{"tenant/segments/7/01J00000000000000000000007", 0xda3d8ba4d1f8aec},
+	}
+	for _, c := range strs {
+		h.reset()
+		h.addString(c.s)
+		require.Equal(t, c.want, h.sum(), "%q", c.s)
+	}
+}
+
+// TestJobNameFormat pins the job-name format: a change breaks the names of
+// jobs in existing snapshots, whose claims Admissible would refuse.
+func TestJobNameFormat(t *testing.T) {
+	var h xxWords
+	require.Equal(t, "tenant-1.s12.l0.12345.51fb895d05eda35a", jobName(&h, key{"tenant-1", 12, 0}, 12345, []string{"src-1", "src-2"}))
+	name := jobName(&h, key{"", ck.AnyShard, 2}, 7, []string{"x"})
+	require.Regexp(t, `^_\.sx\.l2\.7\.[0-9a-f]{16}$`, name)
+	name = jobName(&h, key{"ténant/with spaces", 3, 1}, 1, []string{"x"})
+	require.Regexp(t, `^t__nant_with_spaces\.s3\.l1\.1\.[0-9a-f]{16}$`, name)
+	long := jobName(&h, key{string(make([]byte, 0)) + fmt.Sprintf("%0256d", 0), 4294967294, 63}, 1<<63, []string{"x"})
+	require.NoError(t, ck.ValidateJobName(long))
+	seq, ok := nameSeq(long)
+	require.True(t, ok)
+	require.Equal(t, uint64(1<<63), seq)
+	for _, bad := range []string{"", "a.b", "a.1.0123456789abcdef0", "a.x.0123456789abcdef", "nodots"} {
+		_, ok := nameSeq(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+// TestCheckIDMatchesValidateID checks that the fast ID check accepts
+// exactly what compactkit.ValidateID accepts.
+func TestCheckIDMatchesValidateID(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.OneOf(
+			rapid.StringMatching(`[a-z./\\\x00\x7f]{0,8}`),
+			rapid.StringMatching(`[\x00-\x7f]{0,12}`),
+			rapid.String(),
+			rapid.SampledFrom([]string{".", "..", "a/.", "./a", "a/../b", "a//b", "/a", "a/", "...", "a/.../b", ".a/b.", "é/x"}),
+		).Draw(t, "id")
+		want := ck.ValidateID(id) == nil
+		require.Equal(t, want, checkID(id) == nil, "%q", id)
+	})
+	long := make([]byte, ck.MaxIDLen+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	require.Error(t, checkID(string(long)))
+	require.NoError(t, checkID(string(long[1:])))
+}
+
+// TestItemSize pins the queue item size the chunk capacities are made for.
+func TestItemSize(t *testing.T) {
+	require.Equal(t, uintptr(56), unsafe.Sizeof(item{}))
+}
+
+// TestChunkSizeClasses checks that a chunk of each capacity fills its
+// allocation: the bytes allocated per chunk exceed the items' by less than
+// one item (with the allocator's 8-byte header, one more item would not
+// fit).
+func TestChunkSizeClasses(t *testing.T) {
+	for _, c := range chunkCaps {
+		const n = 256
+		keep := make([][]item, n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range keep {
+			keep[i] = make([]item, c)
+		}
+		runtime.ReadMemStats(&after)
+		per := float64(after.TotalAlloc-before.TotalAlloc) / n
+		use := float64(c * int(unsafe.Sizeof(item{})))
+		require.LessOrEqual(t, per-use, float64(unsafe.Sizeof(item{})), "capacity %d: %.0f bytes allocated for %.0f", c, per, use)
+		runtime.KeepAlive(keep)
+	}
+}
+
+// TestQueueOps drives a queue through appends, claims, merges and removals
+// against a slice, keeping copies of the queue as views would and checking
+// that none of them ever changes.
+func TestQueueOps(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		lc := LevelConfig{MaxBlocks: rapid.IntRange(1, 40).Draw(t, "maxBlocks"), MaxAge: 1}
+		q := &queue{}
+		var want []item
+		var arr uint64
+		type frozen struct {
+			q     queue
+			items []item
+		}
+		var views []frozen
+		var out []item // taken items, candidates for merging back
+		contents := func(q *queue) []item {
+			var got []item
+			q.visit(0, func(items []item) bool { got = append(got, items...); return true })
+			return got
+		}
+		for step := range rapid.IntRange(1, 30).Draw(t, "steps") {
+			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			case 0, 1: // append a run
+				for range rapid.IntRange(1, 400).Draw(t, "n") {
+					arr++
+					it := item{id: fmt.Sprint("b", arr), arrival: arr, time: int64(arr)}
+					q.push(&it)
+					want = append(want, it)
+				}
+			case 2: // claim from the front
+				if len(want) == 0 {
+					continue
+				}
+				k := rapid.IntRange(1, len(want)).Draw(t, "k")
+				got := q.take(k)
+				require.Equal(t, want[:k], got)
+				out = append(out, got...)
+				want = slices.Clone(want[k:])
+			case 3: // put some taken items back
+				if len(out) == 0 {
+					continue
+				}
+				var back []item
+				var rest []item
+				for _, it := range out {
+					if rapid.Bool().Draw(t, "back") {
+						back = append(back, it)
+					} else {
+						rest = append(rest, it)
+					}
+				}
+				slices.SortFunc(back, func(a, b item) int { return int(a.arrival) - int(b.arrival) })
+				dupAt := -1
+				if len(want) > 0 && rapid.IntRange(0, 4).Draw(t, "dup") == 0 {
+					dupAt = rapid.IntRange(0, len(want)-1).Draw(t, "dupAt")
+					back = append(back, want[dupAt])
+					slices.SortFunc(back, func(a, b item) int { return int(a.arrival) - int(b.arrival) })
+				}
+				dups := q.merge(back)
+				if dupAt >= 0 {
+					require.Equal(t, 1, dups)
+				} else {
+					require.Zero(t, dups)
+				}
+				for _, it := range back {
+					if !slices.ContainsFunc(want, func(x item) bool { return x.arrival == it.arrival }) {
+						want = append(want, it)
+					}
+				}
+				slices.SortFunc(want, func(a, b item) int { return int(a.arrival) - int(b.arrival) })
+				out = rest
+			case 4: // remove some
+				ids := map[string]struct{}{}
+				for _, it := range want {
+					if rapid.IntRange(0, 9).Draw(t, "remove") == 0 {
+						ids[it.id] = struct{}{}
+					}
+				}
+				removed := q.remove(ids)
+				require.Len(t, removed, len(ids))
+				want = slices.DeleteFunc(slices.Clone(want), func(it item) bool { _, ok := ids[it.id]; return ok })
+			case 5: // a view: freeze a copy
+				views = append(views, frozen{q: *q, items: slices.Clone(want)})
+				c := *q
+				q = &c
+			}
+			require.Equal(t, len(want), q.n)
+			if len(want) == 0 {
+				require.Empty(t, contents(q))
+			} else {
+				require.Equal(t, want, contents(q))
+				require.Equal(t, want[0], *q.first())
+				require.Equal(t, want[len(want)-1], *q.last())
+			}
+			for i := range views {
+				if step%5 != 0 && i != len(views)-1 {
+					continue // every view is checked every fifth step
+				}
+				if len(views[i].items) == 0 {
+					require.Empty(t, contents(&views[i].q))
+				} else {
+					require.Equal(t, views[i].items, contents(&views[i].q), "view %d changed", i)
+				}
+			}
+			// Batches from any offset follow the rules.
+			if len(want) > 0 {
+				off := rapid.IntRange(0, len(want)-1).Draw(t, "off")
+				b := formBatch(q, off, &lc)
+				require.Equal(t, min(lc.MaxBlocks, len(want)-off), b.count)
+				require.Equal(t, want[off].arrival, b.arr)
+				require.Equal(t, b.count == lc.MaxBlocks, b.full)
+			}
+		}
+	})
+}

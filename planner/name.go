@@ -1,0 +1,90 @@
+package planner
+
+import (
+	"strconv"
+	"strings"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+// Job names: see the package documentation.
+const (
+	maxTenantInName = 96
+	hashDigits      = 16
+	nameHashVersion = 1
+)
+
+// jobName returns the name of the job with the given key, sequence number
+// and sources. Its hash is the XXH64 of the little-endian 64-bit words
+// [1, XXH64(tenant), shard, level, seq, len(sources), XXH64(source 1), ...,
+// XXH64(source n)]. h is scratch space.
+func jobName(h *xxWords, k key, seq uint64, sources []string) string {
+	h.reset()
+	h.add(nameHashVersion)
+	h.addString(k.tenant)
+	h.add(uint64(k.shard))
+	h.add(uint64(k.level))
+	h.add(seq)
+	h.add(uint64(len(sources)))
+	for _, s := range sources {
+		h.addString(s)
+	}
+	sum := h.sum()
+
+	var b [maxTenantInName + 80]byte
+	out := b[:0]
+	switch t := k.tenant; {
+	case t == "":
+		out = append(out, '_')
+	case len(t) <= maxTenantInName && ck.ValidateJobName(t) == nil:
+		out = append(out, t...)
+	default:
+		out = append(out, ck.SanitizeName(t, maxTenantInName)...)
+	}
+	out = append(out, ".s"...)
+	if k.shard == ck.AnyShard {
+		out = append(out, 'x')
+	} else {
+		out = appendDec(out, uint64(k.shard))
+	}
+	out = append(out, ".l"...)
+	out = appendDec(out, uint64(k.level))
+	out = append(out, '.')
+	out = appendDec(out, seq)
+	out = append(out, '.')
+	const digits = "0123456789abcdef"
+	for i := hashDigits - 1; i >= 0; i-- {
+		out = append(out, digits[sum>>(4*i)&0xf])
+	}
+	return string(out)
+}
+
+// appendDec appends the decimal form of x.
+func appendDec(b []byte, x uint64) []byte {
+	var d [20]byte
+	i := len(d)
+	for {
+		i--
+		d[i] = byte('0' + x%10)
+		x /= 10
+		if x == 0 {
+			break
+		}
+	}
+	return append(b, d[i:]...)
+}
+
+// nameSeq extracts the sequence number from a job name of the planner's
+// form.
+func nameSeq(name string) (uint64, bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 || len(name)-i-1 != hashDigits {
+		return 0, false
+	}
+	j := strings.LastIndexByte(name[:i], '.')
+	if j < 0 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(name[j+1:i], 10, 64)
+	return seq, err == nil
+}

@@ -1,0 +1,204 @@
+package planner_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/planner"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden snapshot")
+
+// goldenPlanner builds a planner with a bit of everything: keys of several
+// shapes and levels, claims, quarantined blocks, a cursor and counters.
+func goldenPlanner(t testing.TB) *planner.Planner {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[1].CrossShard = true
+	cfg.Levels[0].MaxBytes = 1 << 30
+	p, err := planner.New(cfg)
+	require.NoError(t, err)
+	base := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	idx := uint64(0)
+	entry := func(dt time.Duration) ck.Entry {
+		idx++
+		return ck.Entry{Index: idx, Term: 2, Time: base + int64(dt)}
+	}
+	n := 0
+	add := func(e ck.Entry, tenant string, shard, level uint32, count int) {
+		for range count {
+			n++
+			b := ck.BlockMeta{ID: "01J" + string(rune('A'+n%26)) + "/" + time.Unix(0, int64(n)).UTC().Format("150405.000000000"),
+				Tenant: tenant, Shard: shard, Level: level, MinTime: e.Time - int64(time.Duration(n)*time.Second), MaxTime: e.Time, Size: int64(n * 1000)}
+			if tenant == "" {
+				b.Datasets = []ck.DatasetMeta{{Tenant: "x", Name: "svc"}}
+			}
+			_, err := p.Enqueue(e, &b)
+			require.NoError(t, err)
+		}
+	}
+	add(entry(0), "acme", 1, 0, 25)
+	add(entry(time.Second), "", 2, 0, 7)
+	add(entry(2*time.Second), "globex", 1, 1, 4)
+	add(entry(3*time.Second), "globex", 2, 1, 8)
+	add(entry(4*time.Second), "initech", 9, 2, 3)
+	v := p.View()
+	now := base + int64(time.Hour)
+	var plans []ck.JobPlan
+	for range 4 {
+		pl, ok := v.Next(now, nil)
+		require.True(t, ok)
+		plans = append(plans, pl)
+	}
+	for i, pl := range plans {
+		require.NoError(t, p.Claim(entry(time.Hour+time.Duration(i)), &pl))
+	}
+	require.NoError(t, p.Quarantine(entry(2*time.Hour), plans[1].Name, "failed 3 times: checksum mismatch in dataset svc"))
+	require.NoError(t, p.Return(plans[2].Name, plans[2].Sources[1:]))
+	add(entry(3*time.Hour), "acme", 1, 0, 3)
+	return p
+}
+
+func snapshotBytes(t testing.TB, p *planner.Planner) []byte {
+	var b bytes.Buffer
+	require.NoError(t, p.Snapshot(&b))
+	return b.Bytes()
+}
+
+// TestGoldenSnapshot: the snapshot format is stable. A release must read
+// the snapshots of the previous one; if the format changes on purpose, the
+// version changes and the old golden file stays readable.
+func TestGoldenSnapshot(t *testing.T) {
+	path := filepath.Join("testdata", "golden", "planner_v1.bin")
+	got := snapshotBytes(t, goldenPlanner(t))
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the snapshot of the golden state changed (run with -update if intended)")
+	r, err := planner.Restore(bytes.NewReader(want))
+	require.NoError(t, err)
+	require.Equal(t, want, snapshotBytes(t, r))
+}
+
+// TestRestoreRejectsDamage: every truncation and every flipped bit of a
+// snapshot is an error, never a panic or a silently different planner.
+func TestRestoreRejectsDamage(t *testing.T) {
+	snap := snapshotBytes(t, goldenPlanner(t))
+	// Every byte of the header and the first frames, a sample after that
+	// (every byte takes long under -race).
+	next := func(i int) int {
+		if i < 512 {
+			return i + 1
+		}
+		return i + 11
+	}
+	for n := 0; n < len(snap); n = next(n) {
+		_, err := planner.Restore(bytes.NewReader(snap[:n]))
+		require.Error(t, err, "truncated to %d bytes", n)
+	}
+	for i := 0; i < len(snap); i = next(i) {
+		for _, bit := range []byte{1, 0x80} {
+			bad := bytes.Clone(snap)
+			bad[i] ^= bit
+			_, err := planner.Restore(bytes.NewReader(bad))
+			require.Error(t, err, "bit flipped at %d", i)
+		}
+	}
+	_, err := planner.Restore(bytes.NewReader(nil))
+	require.ErrorIs(t, err, ck.ErrTruncated)
+	bad := bytes.Clone(snap)
+	bad[len(bad)-1] ^= 1
+	_, err = planner.Restore(bytes.NewReader(bad))
+	require.ErrorIs(t, err, ck.ErrChecksum)
+	bad = bytes.Clone(snap)
+	bad[3] = 9 // version
+	_, err = planner.Restore(bytes.NewReader(bad))
+	require.ErrorIs(t, err, ck.ErrUnknownVersion)
+}
+
+// reseal recomputes the checksum of a stream whose body was changed, so
+// that the damage reaches the decoder instead of the checksum check.
+func reseal(body []byte) []byte {
+	sum := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
+	return binary.BigEndian.AppendUint32(bytes.Clone(body), sum)
+}
+
+// TestRestoreValidates: structurally valid streams with invalid contents
+// are refused with ErrMalformed.
+func TestRestoreValidates(t *testing.T) {
+	snap := snapshotBytes(t, goldenPlanner(t))
+	body := snap[:len(snap)-4]
+	refused := 0
+	step := 13 // every byte takes long under -race: a sample, shifting between deltas
+	if testing.Short() {
+		step = 31
+	}
+	for i := 4; i < len(body); i += step {
+		for _, delta := range []byte{1, 0xff, byte(i)} {
+			bad := bytes.Clone(body)
+			bad[i] += delta
+			r, err := planner.Restore(bytes.NewReader(reseal(bad)))
+			if err != nil {
+				refused++
+				continue
+			}
+			// Accepted: then it must be a consistent planner.
+			exercise(t, r)
+		}
+	}
+	require.Positive(t, refused)
+	_, err := planner.Restore(bytes.NewReader(reseal(body)))
+	require.NoError(t, err)
+}
+
+// exercise plans, claims and snapshots a restored planner; it must neither
+// panic nor fail to round-trip.
+func exercise(t testing.TB, r *planner.Planner) {
+	b := snapshotBytes(t, r)
+	r2, err := planner.Restore(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Equal(t, b, snapshotBytes(t, r2))
+	st := r.Stats()
+	v := r.View()
+	for range 5 {
+		pl, ok := v.Next(st.Now+int64(24*time.Hour), nil)
+		if !ok {
+			break
+		}
+		_ = r.Claim(ck.Entry{Index: 1, Time: st.Now}, &pl)
+	}
+	items, _ := r.Quarantined("", 10)
+	for _, q := range items {
+		_, _ = r.Requeue([]string{q.ID})
+	}
+}
+
+// FuzzRestore: Restore never panics; what it accepts round-trips and can
+// be planned on. Inputs are tried as they are and with their checksum
+// recomputed, so that the fuzzer reaches the decoder.
+func FuzzRestore(f *testing.F) {
+	f.Add(snapshotBytes(f, goldenPlanner(f)))
+	empty, _ := planner.New(planner.DefaultConfig())
+	f.Add(snapshotBytes(f, empty))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if r, err := planner.Restore(bytes.NewReader(data)); err == nil {
+			exercise(t, r)
+		}
+		if len(data) >= 4 {
+			if r, err := planner.Restore(bytes.NewReader(reseal(data[:len(data)-4]))); err == nil {
+				exercise(t, r)
+			}
+		}
+	})
+}

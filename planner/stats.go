@@ -1,0 +1,97 @@
+package planner
+
+import "time"
+
+// LevelStats describes the queue of one level.
+type LevelStats struct {
+	// Level is the compaction level.
+	Level uint32
+	// Keys is the number of keys with queued blocks.
+	Keys int
+	// Queued is the number of queued blocks.
+	Queued int
+	// ReadyBatches estimates the number of jobs that could be planned now
+	// (at Stats.Now): per key whose head batch is ready, that batch plus one
+	// per further MaxBlocks queued blocks (byte and span limits are only
+	// applied to the head batch).
+	ReadyBatches int
+	// Oldest is the arrival time (log time) of the oldest queued block, and
+	// Lag how long it has waited at Stats.Now: the compaction lag. Both are
+	// zero when nothing is queued.
+	Oldest int64
+	Lag    time.Duration
+	// Debt is the compaction debt: the sum over queued blocks of the time
+	// they have waited, in block-seconds. It grows with both the backlog and
+	// its age, which makes it a backpressure and autoscaling signal.
+	Debt int64
+	// Claimed is the number of blocks claimed by jobs.
+	Claimed int
+	// Quarantined is the number of quarantined blocks.
+	Quarantined int
+}
+
+// Stats describes the planner's state.
+type Stats struct {
+	// Now is the latest log time the planner applied: the time the
+	// readiness, lag and debt figures are computed at.
+	Now int64
+	// Levels has one entry per level below the final level.
+	Levels []LevelStats
+	// Keys, Queued, Claimed and Quarantined are the totals over levels;
+	// Jobs is the number of jobs that claim blocks.
+	Keys, Queued, Jobs, Claimed, Quarantined int
+	// Counters count what the planner did.
+	Counters Counters
+}
+
+// Stats returns the planner's statistics. Its cost is linear in the number
+// of keys, jobs and quarantined blocks, not in the number of queued blocks.
+func (p *Planner) Stats() Stats { return p.s.stats() }
+
+func (s *state) stats() Stats {
+	st := Stats{Now: s.clock, Levels: make([]LevelStats, s.cfg.FinalLevel), Counters: s.counters}
+	for i := range st.Levels {
+		st.Levels[i].Level = uint32(i)
+	}
+	nowSec := s.clock / int64(time.Second)
+	level := func(l uint32) *LevelStats {
+		if int(l) < len(st.Levels) {
+			return &st.Levels[l]
+		}
+		return &LevelStats{} // not reachable: SetConfig keeps blocks below the final level
+	}
+	s.keys.Ascend(func(q *queue) bool {
+		ls := level(q.k.level)
+		lc := s.cfg.level(q.k.level)
+		ls.Keys++
+		ls.Queued += q.n
+		if t := q.first().time; ls.Keys == 1 || t < ls.Oldest {
+			ls.Oldest = t
+		}
+		if q.head.ready(s.clock, lc) {
+			ls.ReadyBatches += 1 + (q.n-q.head.count)/lc.MaxBlocks
+		}
+		ls.Debt += int64(q.n)*nowSec - q.sumSec
+		return true
+	})
+	s.claims.Ascend(func(c *claim) bool {
+		level(c.k.level).Claimed += len(c.items)
+		st.Jobs++
+		return true
+	})
+	s.quar.Ascend(func(qe *quarEnt) bool {
+		level(qe.k.level).Quarantined++
+		return true
+	})
+	for i := range st.Levels {
+		ls := &st.Levels[i]
+		if ls.Queued > 0 && s.clock > ls.Oldest {
+			ls.Lag = time.Duration(s.clock - ls.Oldest)
+		}
+		st.Keys += ls.Keys
+		st.Queued += ls.Queued
+		st.Claimed += ls.Claimed
+		st.Quarantined += ls.Quarantined
+	}
+	return st
+}

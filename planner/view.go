@@ -1,0 +1,384 @@
+package planner
+
+import (
+	"cmp"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+// View is a read-only, copy-on-write snapshot of a planner's state, for
+// Prepare: it plans jobs ([View.Next]) without changing the planner, and it
+// can write a snapshot of the state it was opened on ([View.Snapshot]).
+//
+// [Planner.View] opens a view in O(1) (it clones the planner's B-trees and
+// shares its queues); after that the planner copies a queue, or a tree node,
+// the first time it changes one the view may hold. Open views on demand —
+// one per Prepare, not after every Apply — so that ingest bursts do not pay
+// for copies nobody reads.
+//
+// A view may be used on another goroutine while the planner keeps
+// changing. A view itself is not safe for concurrent use: Next advances its
+// own planning state.
+type View struct {
+	s state
+
+	// Planning state: what the plans returned so far took.
+	seq       uint64
+	cursor    string
+	after     string // cursor + "\x00", once computed
+	hasCursor bool
+	touched   []touch        // keys this view's plans took from
+	byArr     map[uint64]int // touched by head arrival, once there are many
+	pivot     queue          // B-tree search key
+	matNow    int64
+	matOK     bool
+	mat       [][]cand
+	handed    map[ck.Tombstone]struct{}
+	hash      xxWords
+}
+
+// touch is a key some plans of the view took blocks from.
+type touch struct {
+	k    key
+	q    *queue
+	arr0 uint64 // arrival of the key's head batch in the planner (and its indexes)
+	off  int    // blocks taken
+	rem  batch  // the batch that follows
+}
+
+// cand is a key with a ready batch.
+type cand struct {
+	tenant string
+	arr    uint64 // arrival of the batch's first block
+	level  uint32
+	shard  uint32
+	touch  int // index in View.touched + 1, or 0
+}
+
+// manyTouched is the number of touched keys from which a map finds them.
+const manyTouched = 32
+
+// isTouched reports whether the key whose head batch starts with arrival
+// arr in the planner's indexes was touched by this view. Arrivals are
+// unique, so they identify keys.
+func (v *View) isTouched(arr uint64) bool {
+	if v.byArr != nil {
+		_, ok := v.byArr[arr]
+		return ok
+	}
+	for i := range v.touched {
+		if v.touched[i].arr0 == arr {
+			return true
+		}
+	}
+	return false
+}
+
+func candLess(a, b cand) bool {
+	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+		return c < 0
+	}
+	return a.arr < b.arr
+}
+
+// PlanOptions are the caller's inputs to one call of [View.Next].
+type PlanOptions struct {
+	// Skip reports whether a tenant's jobs of a level must not be planned
+	// now (a paused tenant or level: the scheduler owns the paused set).
+	// The blocks of skipped keys stay queued. Nil skips nothing.
+	Skip func(tenant string, level uint32) bool
+	// Tombstones pulls the next releasable tombstone not attached to any
+	// job (from the index's view), or false when there is none. Nil
+	// attaches no tombstones.
+	Tombstones func() (ck.Tombstone, bool)
+}
+
+// maxDuplicatePulls bounds how many tombstones already handed out Next
+// skips for one job, in case the iterator cycles.
+const maxDuplicatePulls = 1 << 12
+
+// View returns a read-only view of the planner's current state (see
+// [View]). It must be called where the planner's other methods are (on the
+// Apply goroutine or under its lock); the view may then be used anywhere.
+func (p *Planner) View() *View {
+	v := &View{s: p.s.clone(), seq: p.s.nextSeq, cursor: p.s.cursor, hasCursor: p.s.hasCursor}
+	p.gen++
+	return v
+}
+
+// Config returns a copy of the configuration the view plans with.
+func (v *View) Config() Config { return v.s.cfg.clone() }
+
+// Claimed returns the sources job claimed when the view was opened.
+func (v *View) Claimed(job string) ([]string, bool) { return v.s.claimed(job) }
+
+// Quarantined is [Planner.Quarantined] on the view's state.
+func (v *View) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string) {
+	return v.s.quarantined(cursor, limit)
+}
+
+// Snapshot writes the state the view was opened on, exactly as
+// [Planner.Snapshot] would have then; planning on the view does not change
+// it. It may run while the planner keeps changing.
+func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
+
+// Next plans the next job at log time now: the oldest batch of the next
+// tenant in rotation among the ready batches of the lowest competing level.
+// It returns false when no batch is ready. Successive calls return
+// disjoint plans, as if each earlier plan had been claimed: the fairness
+// rotation and the job sequence number advance within the view. The
+// planner is never changed.
+//
+// The policy, in full:
+//
+//   - A key's next batch is formed from its oldest queued blocks by the
+//     level's rules (see [LevelConfig]); it is ready when it is full, or when
+//     its oldest block has waited longer than the level's MaxAge at now.
+//   - A ready batch competes at its level, or at level 0 once it has been
+//     ready for longer than the level's AgingThreshold (it became ready when
+//     it filled up or when its MaxAge passed, whichever came first).
+//   - The lowest competing level with a ready batch is served. Among its
+//     ready batches, the tenant is the first one after the fairness cursor
+//     (the tenant of the last claimed job) in tenant order, wrapping
+//     around; among that tenant's batches, the one whose first block
+//     arrived first.
+//   - Keys for which opts.Skip(tenant, level) is true are passed over.
+//
+// A job of a level within the configured tombstone range carries up to
+// TombstonesPerJob tombstones pulled from opts.Tombstones. They are pulled
+// one at a time, only as many as the job takes, so none is left pulled and
+// unattached; a tombstone this view already attached to a job is skipped
+// if the iterator yields it again, so none is handed out twice.
+//
+// The cost is O(log n) per job plus the blocks of the plan, plus, once per
+// view and time, the number of batches that became ready by age or aging
+// (which are gathered and sorted by tenant).
+func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
+	var skip func(string, uint32) bool
+	if opts != nil {
+		skip = opts.Skip
+	}
+	v.materialize(now)
+	for r := range v.s.cfg.FinalLevel {
+		if c, ok := v.pick(r, now, skip); ok {
+			return v.plan(c, opts), true
+		}
+	}
+	return ck.JobPlan{}, false
+}
+
+// materialize gathers, per competing level, the keys that are ready at now
+// because of their age (and not because they are full) and those that
+// compete at level 0 because of aging, sorted by (tenant, arrival).
+func (v *View) materialize(now int64) {
+	if v.matOK && v.matNow == now {
+		return
+	}
+	v.matOK, v.matNow = true, now
+	if v.mat == nil {
+		v.mat = make([][]cand, v.s.cfg.FinalLevel)
+	}
+	for r := range v.mat {
+		v.mat[r] = v.mat[r][:0]
+	}
+	for l := range v.s.cfg.FinalLevel {
+		lc := v.s.cfg.level(l)
+		aging := l > 0 && lc.AgingThreshold > 0
+		if lc.MaxAge > 0 {
+			v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
+				if e.level != l || !olderThan(e.t, now, lc.MaxAge) {
+					return false
+				}
+				c := cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard}
+				if aging && olderThan(satAdd(e.t, int64(lc.MaxAge)), now, lc.AgingThreshold) {
+					v.mat[0] = append(v.mat[0], c)
+				} else {
+					v.mat[l] = append(v.mat[l], c)
+				}
+				return true
+			})
+		}
+		if aging {
+			v.s.aging.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
+				if e.level != l || !olderThan(e.t, now, lc.AgingThreshold) {
+					return false
+				}
+				v.mat[0] = append(v.mat[0], cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard})
+				return true
+			})
+		}
+	}
+	for r := range v.mat {
+		slices.SortFunc(v.mat[r], func(a, b cand) int {
+			if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.arr, b.arr)
+		})
+	}
+}
+
+// pick returns the batch to plan at competing level r, if any.
+func (v *View) pick(r uint32, now int64, skip func(string, uint32) bool) (cand, bool) {
+	if v.hasCursor {
+		if v.after == "" {
+			v.after = v.cursor + "\x00" // the least tenant after the cursor
+		}
+		if c, ok := v.first(r, now, skip, v.after); ok {
+			return c, true
+		}
+	}
+	return v.first(r, now, skip, "")
+}
+
+// first returns the ready batch competing at level r with the least
+// (tenant, first arrival) among tenants not below low.
+func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, low string) (best cand, found bool) {
+	consider := func(c cand) {
+		if !found || candLess(c, best) {
+			best, found = c, true
+		}
+	}
+	// Keys whose head batch is full, by (tenant, arrival).
+	pivot := fullEnt{level: r, tenant: low}
+	for again := true; again; {
+		again = false
+		v.s.full.AscendGreaterOrEqual(pivot, func(e fullEnt) bool {
+			if e.level != r {
+				return false
+			}
+			if skip != nil && skip(e.tenant, r) {
+				pivot = fullEnt{level: r, tenant: e.tenant + "\x00"}
+				again = true
+				return false
+			}
+			if v.isTouched(e.arr) {
+				return true
+			}
+			consider(cand{tenant: e.tenant, arr: e.arr, level: r, shard: e.shard})
+			return false
+		})
+	}
+	// Keys ready by age, or by aging (r = 0).
+	m := v.mat[r]
+	i, _ := slices.BinarySearchFunc(m, low, func(c cand, t string) int { return strings.Compare(c.tenant, t) })
+	var skipped cand
+	skipOK := false
+	for ; i < len(m); i++ {
+		c := m[i]
+		if found && !candLess(c, best) {
+			break
+		}
+		if skip != nil {
+			if skipOK && skipped.tenant == c.tenant && skipped.level == c.level {
+				continue
+			}
+			if skip(c.tenant, c.level) {
+				skipped, skipOK = c, true
+				continue
+			}
+		}
+		if v.isTouched(c.arr) {
+			continue
+		}
+		consider(c)
+		break
+	}
+	// Keys this view already took from: their next batch.
+	for i := range v.touched {
+		t := &v.touched[i]
+		b := &t.rem
+		if b.count == 0 || t.k.tenant < low {
+			continue
+		}
+		if found && !candLess(cand{tenant: t.k.tenant, arr: b.arr}, best) {
+			continue
+		}
+		lc := v.s.cfg.level(t.k.level)
+		if !b.ready(now, lc) || b.effectiveLevel(t.k.level, now, lc) != r {
+			continue
+		}
+		if skip != nil && skip(t.k.tenant, t.k.level) {
+			continue
+		}
+		consider(cand{tenant: t.k.tenant, arr: b.arr, level: t.k.level, shard: t.k.shard, touch: i + 1})
+	}
+	return best, found
+}
+
+// plan turns the chosen batch into a job plan and records what it took.
+func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
+	k := key{tenant: c.tenant, shard: c.shard, level: c.level}
+	lc := v.s.cfg.level(k.level)
+	var t *touch
+	if c.touch > 0 {
+		t = &v.touched[c.touch-1]
+	} else {
+		q := v.s.getQueue(k, &v.pivot)
+		if q == nil {
+			panic("planner: index entry without a queue") // a bug: the indexes follow the queues
+		}
+		if v.touched == nil {
+			v.touched = make([]touch, 0, 16)
+		}
+		v.touched = append(v.touched, touch{k: k, q: q, arr0: q.head.arr, rem: q.head})
+		t = &v.touched[len(v.touched)-1]
+		if v.byArr != nil {
+			v.byArr[t.arr0] = len(v.touched) - 1
+		} else if len(v.touched) > manyTouched {
+			v.byArr = make(map[uint64]int, 2*len(v.touched))
+			for i := range v.touched {
+				v.byArr[v.touched[i].arr0] = i
+			}
+		}
+	}
+	n := t.rem.count
+	sources := make([]string, 0, n)
+	t.q.visit(t.off, func(items []item) bool {
+		for i := range items {
+			if len(sources) == n {
+				return false
+			}
+			sources = append(sources, items[i].id)
+		}
+		return len(sources) < n
+	})
+	t.off += n
+	t.rem = formBatch(t.q, t.off, lc)
+
+	plan := ck.JobPlan{Tenant: k.tenant, Shard: k.shard, Level: k.level, Sources: sources}
+	plan.Name = jobName(&v.hash, k, v.seq, sources)
+	v.seq++
+	if !v.hasCursor || v.cursor != k.tenant {
+		v.cursor, v.hasCursor, v.after = k.tenant, true, ""
+	}
+	if opts != nil && opts.Tombstones != nil && v.s.cfg.tombstoneLevel(k.level) {
+		plan.Tombstones = v.tombstones(opts.Tombstones)
+	}
+	return plan
+}
+
+// tombstones pulls up to TombstonesPerJob tombstones not yet handed out.
+func (v *View) tombstones(next func() (ck.Tombstone, bool)) []ck.Tombstone {
+	var out []ck.Tombstone
+	for dups := 0; len(out) < v.s.cfg.TombstonesPerJob && dups < maxDuplicatePulls; {
+		t, ok := next()
+		if !ok {
+			break
+		}
+		if _, seen := v.handed[t]; seen {
+			dups++
+			continue
+		}
+		if v.handed == nil {
+			v.handed = make(map[ck.Tombstone]struct{})
+		}
+		v.handed[t] = struct{}{}
+		out = append(out, t)
+	}
+	return out
+}
