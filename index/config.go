@@ -1,0 +1,105 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors of the package. Functions return them wrapped, with a
+// message naming the offending value; test with errors.Is.
+var (
+	// ErrDuplicate reports a block that [Index.Add] refuses because its ID
+	// is live, tombstoned, was deleted less than the deduplication horizon
+	// ago, or lies under an orphaned attempt prefix.
+	ErrDuplicate = errors.New("index: duplicate block")
+	// ErrInvalidConfig reports a configuration with a negative duration.
+	ErrInvalidConfig = errors.New("index: invalid configuration")
+	// ErrLiveUnderPrefix reports an orphan prefix that covers a live block:
+	// tombstoning it would delete committed data.
+	ErrLiveUnderPrefix = errors.New("index: live block under prefix")
+)
+
+// Default configuration values.
+const (
+	DefaultDedupHorizon       = 24 * time.Hour
+	DefaultCleanupDelay       = 15 * time.Minute
+	DefaultCompletedRetention = 24 * time.Hour
+	DefaultReaderTimeout      = time.Hour
+)
+
+// Config is the index's replicated configuration. It affects Apply, so it
+// is part of the replicated state: change it only through [Index.SetConfig]
+// when the state machine applies a configuration command. Every duration is
+// measured in log time.
+type Config struct {
+	// DedupHorizon is how long after a block's deletion was confirmed its
+	// ID is still refused by [Index.Add] (and by replacement outputs), so
+	// that a delayed ingest retry cannot resurrect a deleted block. The
+	// same horizon applies to confirmed orphan prefixes. Zero forgets a
+	// deletion as soon as it is confirmed.
+	DedupHorizon time.Duration
+	// CleanupDelay is how long a tombstone waits after its creation before
+	// it may be released, so that readers that listed the removed blocks
+	// can finish.
+	CleanupDelay time.Duration
+	// CompletedRetention is how long the result of a replacement is
+	// remembered, so that replaying the same (job, token) returns the same
+	// result instead of acting again.
+	CompletedRetention time.Duration
+	// ReaderTimeout bounds how long a reader watermark can hold a
+	// tombstone back: a tombstone created at time c is releasable from
+	// c + ReaderTimeout (and its cleanup delay) whatever the watermark says.
+	// Hosts must abort reads that run longer. Zero removes the bound: a
+	// stale watermark then holds tombstones back until a newer watermark
+	// arrives (the safe choice for hosts that cannot bound read times).
+	// See [Index.SetWatermark].
+	ReaderTimeout time.Duration
+}
+
+// DefaultConfig returns the default configuration: a 24 h deduplication
+// horizon and result retention, a 15 min cleanup delay and a 1 h reader
+// timeout.
+func DefaultConfig() Config {
+	return Config{
+		DedupHorizon:       DefaultDedupHorizon,
+		CleanupDelay:       DefaultCleanupDelay,
+		CompletedRetention: DefaultCompletedRetention,
+		ReaderTimeout:      DefaultReaderTimeout,
+	}
+}
+
+// Validate reports whether c is usable: no duration may be negative.
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"dedup horizon", c.DedupHorizon},
+		{"cleanup delay", c.CleanupDelay},
+		{"completed retention", c.CompletedRetention},
+		{"reader timeout", c.ReaderTimeout},
+	} {
+		if f.d < 0 {
+			return fmt.Errorf("index config: %s %v is negative: %w", f.name, f.d, ErrInvalidConfig)
+		}
+	}
+	return nil
+}
+
+// addSat returns t + d, saturating at the int64 bounds.
+func addSat(t int64, d time.Duration) int64 {
+	s := t + int64(d)
+	switch {
+	case d > 0 && s < t:
+		return maxInt64
+	case d < 0 && s > t:
+		return minInt64
+	}
+	return s
+}
+
+const (
+	maxInt64 = int64(^uint64(0) >> 1)
+	minInt64 = -maxInt64 - 1
+)

@@ -1,0 +1,354 @@
+package index
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/google/btree"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+// Index is the replicated catalogue of live blocks, with atomic
+// replacement, tombstones, deduplication and retention.
+//
+// An Index is mutated only by the state machine's Apply goroutine; every
+// mutation takes the entry's effective log time now (the index keeps the
+// largest now it has seen, so time never goes backwards inside it). Readers
+// on other goroutines use a [View], opened with [Index.View] under the
+// caller's lock.
+type Index struct {
+	s state
+
+	nameMap map[string]uint32 // fast intern lookup for Apply; s.nameID serves views
+
+	levels  map[levelKey]*LevelStats
+	orphans int // prefix tombstones
+
+	pivot *block // scratch search key for the Apply goroutine
+
+	// gen is incremented by every View: a run whose gen is older may be
+	// shared with a view and is cloned before it is mutated.
+	gen uint64
+	// runMap finds the runs of s.runs without a tree search (Apply only).
+	runMap map[runKey]*run
+
+	// Expiry queues in record order (record times never decrease). An entry
+	// whose record was since replaced or deleted is skipped.
+	goneQ queue[goneRec]
+	resQ  queue[*result]
+}
+
+type levelKey struct {
+	tenant uint32
+	level  uint32
+}
+
+// New returns an empty index with the given configuration.
+func New(cfg Config) (*Index, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newIndex(cfg), nil
+}
+
+func newIndex(cfg Config) *Index {
+	return &Index{
+		s:       newState(cfg),
+		nameMap: map[string]uint32{"": 0},
+		pivot:   &block{},
+		runMap:  make(map[runKey]*run),
+		levels:  make(map[levelKey]*LevelStats),
+	}
+}
+
+// Config returns the current configuration.
+func (x *Index) Config() Config { return x.s.cfg }
+
+// SetConfig replaces the configuration. Call it only when applying a
+// configuration command. Tombstones already created keep their release
+// times; a shorter cleanup delay never lets a newer tombstone be released
+// before an older one (see [Index.Tombstones]).
+func (x *Index) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	x.s.cfg = cfg
+	return nil
+}
+
+// Now returns the latest log time the index has seen.
+func (x *Index) Now() int64 { return x.s.clock }
+
+// advance moves the index clock to now if now is later, and returns the
+// effective time.
+func (x *Index) advance(now int64) int64 {
+	if now > x.s.clock {
+		x.s.clock = now
+	}
+	return x.s.clock
+}
+
+// intern returns the ID of name, adding it if needed.
+func (x *Index) intern(name string) uint32 {
+	if id, ok := x.nameMap[name]; ok {
+		return id
+	}
+	id := uint32(len(x.s.names))
+	x.s.names = append(x.s.names, name)
+	x.nameMap[name] = id
+	x.s.nameID.ReplaceOrInsert(nameEntry{name: name, id: id})
+	return id
+}
+
+// Add adds a block ingested at the entry e, applied at log time now.
+//
+// Add is idempotent: a block whose ID is live, tombstoned, deleted less
+// than [Config.DedupHorizon] ago, or lies under an orphaned attempt prefix
+// is refused with an error wrapping [ErrDuplicate], so a delayed ingest
+// retry cannot resurrect a deleted block. Malformed metadata is refused with
+// the error of [compactkit.BlockMeta.Validate]. On error nothing changes
+// except the count of refused duplicates in [Stats].
+func (x *Index) Add(e ck.Entry, now int64, b *ck.BlockMeta) error {
+	now = x.advance(now)
+	if err := b.Validate(); err != nil {
+		return fmt.Errorf("index: add at entry %d: %w", e.Index, err)
+	}
+	if why := x.s.refusedID(b.ID, now, x.pivot); why != "" {
+		x.s.duplicates++
+		return fmt.Errorf("index: add block %s at entry %d: %s: %w", b.ID, e.Index, why, ErrDuplicate)
+	}
+	x.insert(x.build(b))
+	return nil
+}
+
+// build converts validated metadata into a stored block.
+func (x *Index) build(m *ck.BlockMeta) *block {
+	b := &block{
+		id:      m.ID,
+		minTime: m.MinTime,
+		maxTime: m.MaxTime,
+		size:    m.Size,
+		shard:   m.Shard,
+		level:   m.Level,
+		tenant:  x.intern(m.Tenant),
+	}
+	if len(m.Datasets) > 0 {
+		ds := make([]dataset, len(m.Datasets))
+		for i := range m.Datasets {
+			d := &m.Datasets[i]
+			ds[i] = dataset{
+				tenant:  x.intern(d.Tenant),
+				name:    x.intern(d.Name),
+				size:    d.Size,
+				records: d.Records,
+				minTime: d.MinTime,
+				maxTime: d.MaxTime,
+			}
+		}
+		b.setDatasets(ds)
+	}
+	return b
+}
+
+// insert makes b live: it must not be live already.
+func (x *Index) insert(b *block) {
+	x.s.byID.ReplaceOrInsert(newIDItem(b))
+	c := spanClass(b.minTime, b.maxTime)
+	for _, t := range b.tenants() {
+		x.mutRun(t, c).items.ReplaceOrInsert(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+	}
+	// A stale deletion record (past its horizon) is forgotten, so that no
+	// live block has one.
+	x.s.gone.Delete(goneRec{tkey: newKey(ck.TombstoneBlock, b.id)})
+	x.count(b, 1)
+}
+
+// remove makes the live block b leave the index.
+func (x *Index) remove(b *block) {
+	x.s.byID.Delete(newIDItem(b))
+	c := spanClass(b.minTime, b.maxTime)
+	for _, t := range b.tenants() {
+		r := x.mutRun(t, c)
+		r.items.Delete(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		if r.items.Len() == 0 {
+			x.s.runs.Delete(r)
+			delete(x.runMap, runKey{t, c})
+		}
+	}
+	x.count(b, -1)
+}
+
+// mutRun returns the run of (tenant, class), creating it if needed, in a
+// form the index may mutate: a run that may be shared with a view is
+// replaced by a copy-on-write clone first.
+func (x *Index) mutRun(tenant uint32, class uint8) *run {
+	k := runKey{tenant, class}
+	r := x.runMap[k]
+	switch {
+	case r == nil:
+		r = &run{tenant: tenant, class: class, gen: x.gen, items: btree.NewG(runDegree, lessTItem)}
+	case r.gen != x.gen:
+		r = &run{tenant: tenant, class: class, gen: x.gen, items: r.items.Clone()}
+	default:
+		return r
+	}
+	x.s.runs.ReplaceOrInsert(r)
+	x.runMap[k] = r
+	return r
+}
+
+type runKey struct {
+	tenant uint32
+	class  uint8
+}
+
+func (x *Index) count(b *block, sign int64) {
+	k := levelKey{b.tenant, b.level}
+	l := x.levels[k]
+	if l == nil {
+		l = &LevelStats{Tenant: x.s.names[b.tenant], Level: b.level}
+		x.levels[k] = l
+	}
+	l.Blocks += sign
+	l.Bytes += sign * b.size
+	if l.Blocks == 0 {
+		delete(x.levels, k)
+	}
+}
+
+// Live reports whether a block with this ID is live.
+func (x *Index) Live(id string) bool {
+	_, ok := x.s.get(id, x.pivot)
+	return ok
+}
+
+// Lookup returns the metadata of the live block with this ID.
+func (x *Index) Lookup(id string) (ck.BlockMeta, bool) {
+	b, ok := x.s.get(id, x.pivot)
+	if !ok {
+		return ck.BlockMeta{}, false
+	}
+	return x.s.meta(b), true
+}
+
+// Len returns the number of live blocks.
+func (x *Index) Len() int { return x.s.byID.Len() }
+
+// View returns a read-only view of the index as it is now. It costs O(1)
+// (copy-on-write clones of the index's trees) and may be used on another
+// goroutine while the index is mutated, provided View itself is called
+// where no mutation runs concurrently (under the caller's lock, or on the
+// Apply goroutine).
+func (x *Index) View() *View {
+	x.gen++
+	return &View{s: x.s.clone()}
+}
+
+// LevelStats counts the live blocks of one tenant and level.
+type LevelStats struct {
+	// Tenant is the blocks' tenant; empty for multi-tenant level-0
+	// segments.
+	Tenant string
+	// Level is the compaction level.
+	Level uint32
+	// Blocks and Bytes count the blocks and their sizes.
+	Blocks int64
+	Bytes  int64
+}
+
+// Stats describes the index for observability.
+type Stats struct {
+	// Blocks and Bytes count every live block.
+	Blocks int64
+	Bytes  int64
+	// Levels breaks the live blocks down by tenant and level, sorted by
+	// (Tenant, Level).
+	Levels []LevelStats
+	// TombstonesPending counts unattached tombstones that are not yet
+	// releasable at [Index.Now] (cleanup delay or reader watermark).
+	TombstonesPending int
+	// TombstonesReleasable counts unattached tombstones releasable at
+	// [Index.Now].
+	TombstonesReleasable int
+	// TombstonesAttached counts tombstones held by a job.
+	TombstonesAttached int
+	// Orphans counts prefix tombstones (outputs of attempts that ended
+	// without commit), in any of the three states above.
+	Orphans int
+	// ReplacementsApplied and ReplacementsRefused count replacements,
+	// replays excluded.
+	ReplacementsApplied uint64
+	ReplacementsRefused uint64
+	// DuplicatesRefused counts blocks refused by [Index.Add] as
+	// duplicates.
+	DuplicatesRefused uint64
+	// DeletionRecords counts remembered deletions (deduplication), and
+	// Results the remembered replacement results.
+	DeletionRecords int
+	Results         int
+}
+
+// Stats returns the index's statistics. Releasability is judged at
+// [Index.Now]. Its cost grows with the number of (tenant, level) pairs and
+// of releasable tombstones.
+func (x *Index) Stats() Stats {
+	st := Stats{
+		TombstonesAttached:  x.s.held.Len(),
+		Orphans:             x.orphans,
+		ReplacementsApplied: x.s.applied,
+		ReplacementsRefused: x.s.refused,
+		DuplicatesRefused:   x.s.duplicates,
+		DeletionRecords:     x.s.gone.Len(),
+		Results:             x.s.results.Len(),
+	}
+	st.Levels = make([]LevelStats, 0, len(x.levels))
+	for _, l := range x.levels {
+		st.Levels = append(st.Levels, *l)
+		st.Blocks += l.Blocks
+		st.Bytes += l.Bytes
+	}
+	slices.SortFunc(st.Levels, func(a, b LevelStats) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Level, b.Level))
+	})
+	now := x.s.clock
+	x.s.pool.Ascend(func(p poolKey) bool {
+		if !x.s.releasable(p.created, p.release, now) {
+			return false
+		}
+		st.TombstonesReleasable++
+		return true
+	})
+	st.TombstonesPending = x.s.pool.Len() - st.TombstonesReleasable
+	return st
+}
+
+// queue is a FIFO of records in the order they were made.
+type queue[T any] struct {
+	items []T
+	head  int
+}
+
+func (q *queue[T]) push(v T) { q.items = append(q.items, v) }
+
+func (q *queue[T]) peek() (T, bool) {
+	if q.head == len(q.items) {
+		var zero T
+		return zero, false
+	}
+	return q.items[q.head], true
+}
+
+func (q *queue[T]) pop() {
+	var zero T
+	q.items[q.head] = zero
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	} else if q.head >= 1024 && q.head*2 >= len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+}

@@ -1,0 +1,213 @@
+package index
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+)
+
+// Refusal says why a replacement was refused.
+type Refusal uint8
+
+// The refusal reasons. The zero value means the replacement was applied.
+const (
+	// NotRefused: the replacement was applied.
+	NotRefused Refusal = iota
+	// RefusedSourcesMissing: a source is not live (removed by retention,
+	// replaced by another completion, or never added).
+	RefusedSourcesMissing
+	// RefusedInvalid: the job name, token, sources or outputs are
+	// malformed (an output fails validation, IDs repeat, an output lies
+	// outside the attempt's prefix, or there are no sources or no outputs).
+	RefusedInvalid
+	// RefusedOutputsNotNew: an output ID is live, tombstoned, deleted less
+	// than the deduplication horizon ago, or under an orphaned prefix.
+	RefusedOutputsNotNew
+)
+
+// String returns the reason's name.
+func (r Refusal) String() string {
+	switch r {
+	case NotRefused:
+		return "applied"
+	case RefusedSourcesMissing:
+		return "sources missing"
+	case RefusedInvalid:
+		return "invalid"
+	case RefusedOutputsNotNew:
+		return "outputs not new"
+	default:
+		return fmt.Sprintf("Refusal(%d)", uint8(r))
+	}
+}
+
+// ReplaceResult is the outcome of [Index.Replace].
+type ReplaceResult struct {
+	// Applied reports that the sources left the index and the outputs
+	// entered it.
+	Applied bool
+	// Missing lists the sources that were not live, and Surviving those
+	// that were, in the given order, when the replacement was refused
+	// (both are empty when it was applied). The state machine returns the
+	// surviving sources to the planner.
+	Missing, Surviving []string
+	// Replayed reports that this (job, token) had already been replaced:
+	// nothing changed and the result is the recorded one.
+	Replayed bool
+	// Reason says why the replacement was refused, and Detail explains it
+	// naming the offending value.
+	Reason Refusal
+	Detail string
+	// Orphan is the attempt prefix tombstoned because the replacement was
+	// refused; empty if the replacement was applied, the job name or token
+	// was invalid, or a live block lies under the prefix.
+	Orphan string
+}
+
+// Err returns nil for an applied replacement, and otherwise an error
+// describing the refusal.
+func (r *ReplaceResult) Err() error {
+	if r.Applied {
+		return nil
+	}
+	return fmt.Errorf("index: replacement refused (%s): %s", r.Reason, r.Detail)
+}
+
+func (r *result) toResult(replayed bool) ReplaceResult {
+	out := ReplaceResult{
+		Applied:   r.applied,
+		Missing:   append([]string(nil), r.missing...),
+		Surviving: append([]string(nil), r.surviving...),
+		Replayed:  replayed,
+		Reason:    r.reason,
+		Detail:    r.detail,
+	}
+	if r.orphan {
+		out.Orphan = ck.AttemptPrefix(r.job, r.token)
+	}
+	return out
+}
+
+// Replace commits the completion of the attempt (job, token) at entry e and
+// log time now: the sources leave the index and the outputs enter it. It is
+// atomic and exactly-once:
+//
+//   - All sources live and the outputs valid and new → applied: the sources
+//     leave the index and become block tombstones releasable at now plus the
+//     cleanup delay; the outputs become live.
+//   - Otherwise → refused: no block enters or leaves the index. The result
+//     lists the missing and surviving sources, and the attempt's output
+//     prefix [compactkit.AttemptPrefix](job, token) becomes one orphan
+//     tombstone, so whatever the attempt wrote is deleted. (No prefix is
+//     tombstoned if a live block lies under it, which only happens if this
+//     attempt was committed earlier and its result forgotten.)
+//   - The same (job, token) again within [Config.CompletedRetention] → no
+//     change; the recorded result with Replayed set.
+//
+// Outputs must be valid block metadata with distinct IDs under the
+// attempt's prefix ([compactkit.OutputID] names them). Sources must be
+// distinct and non-empty.
+func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) ReplaceResult {
+	now = x.advance(now)
+	valid := ck.ValidateJobName(job) == nil && token != 0
+	if valid {
+		if r, ok := x.s.results.Get(&result{job: job, token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
+			return r.toResult(true)
+		}
+	}
+	r := &result{job: job, token: token, index: e.Index, at: now}
+	srcs := make([]*block, len(sources))
+	for i, id := range sources {
+		if b, ok := x.s.get(id, x.pivot); ok {
+			srcs[i] = b
+		} else {
+			r.missing = append(r.missing, id)
+		}
+	}
+
+	switch {
+	case !valid:
+		r.reason, r.detail = RefusedInvalid, fmt.Sprintf("job %q token %d: invalid attempt", job, token)
+	case len(r.missing) > 0:
+		r.reason, r.detail = RefusedSourcesMissing, fmt.Sprintf("%d of %d sources not live, first %s", len(r.missing), len(sources), r.missing[0])
+	default:
+		r.reason, r.detail = x.checkReplacement(now, job, token, sources, outputs)
+	}
+	if r.reason != NotRefused {
+		for i, id := range sources {
+			if srcs[i] != nil {
+				r.surviving = append(r.surviving, id)
+			}
+		}
+		x.s.refused++
+		if !valid {
+			return r.toResult(false)
+		}
+		prefix := ck.AttemptPrefix(job, token)
+		if _, ok := x.s.tombs.Get(tomb{tkey: newKey(ck.TombstonePrefix, prefix)}); ok {
+			r.orphan = true
+		} else if !x.s.liveUnder(prefix) {
+			x.newTomb(newKey(ck.TombstonePrefix, prefix), e.Index)
+			r.orphan = true
+		}
+		x.record(r)
+		return r.toResult(false)
+	}
+	for _, b := range srcs {
+		x.remove(b)
+		x.newTomb(newKey(ck.TombstoneBlock, b.id), e.Index)
+	}
+	for i := range outputs {
+		x.insert(x.build(&outputs[i]))
+	}
+	r.applied = true
+	x.s.applied++
+	x.record(r)
+	return r.toResult(false)
+}
+
+func (x *Index) record(r *result) {
+	x.s.results.ReplaceOrInsert(r)
+	x.resQ.push(r)
+}
+
+// checkReplacement validates sources (all live) and outputs.
+func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) (Refusal, string) {
+	if len(sources) == 0 {
+		return RefusedInvalid, "no sources"
+	}
+	if len(outputs) == 0 {
+		return RefusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ck.ErrMissingOutputs)
+	}
+	// Sources are live, hence valid IDs; a repeated one is found by
+	// sorting a copy.
+	sorted := slices.Clone(sources)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return RefusedInvalid, "source " + sorted[i] + " repeated"
+		}
+	}
+	idPrefix := strings.TrimPrefix(ck.AttemptPrefix(job, token), ck.BlockPrefix)
+	for i := range outputs {
+		o := &outputs[i]
+		if err := o.Validate(); err != nil {
+			return RefusedInvalid, "output: " + err.Error()
+		}
+		if !strings.HasPrefix(o.ID, idPrefix) {
+			return RefusedInvalid, fmt.Sprintf("output %s outside the attempt prefix %s", o.ID, idPrefix)
+		}
+		for j := range i {
+			if outputs[j].ID == o.ID {
+				return RefusedInvalid, "output " + o.ID + " repeated"
+			}
+		}
+		if why := x.s.refusedID(o.ID, now, x.pivot); why != "" {
+			return RefusedOutputsNotNew, "output " + o.ID + ": " + why
+		}
+	}
+	return NotRefused, ""
+}

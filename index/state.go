@@ -1,0 +1,533 @@
+package index
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/google/btree"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+)
+
+// Tree degrees: 32 for the trees with an item per block (the ID tree and the
+// runs of the time index), 16 for the smaller ones.
+const (
+	blockDegree = 32
+	runDegree   = 64
+	smallDegree = 16
+)
+
+// block is the stored form of a live block: 64 bytes. It is immutable once
+// built: views share block pointers with the index.
+type block struct {
+	id      string
+	minTime int64
+	maxTime int64
+	size    int64
+	shard   uint32
+	level   uint32
+	tenant  uint32 // name ID; 0 for a multi-tenant segment
+	nds     uint32
+	// ds points to the first of nds datasets, allocated together (nil if
+	// none). A pointer and a count instead of a slice header save 16 bytes
+	// per block; see datasets.
+	ds *dataset
+}
+
+// datasets returns the block's datasets. unsafe.Slice rebuilds the slice
+// from the pointer to its first element, which keeps the whole backing
+// array alive.
+func (b *block) datasets() []dataset { return unsafe.Slice(b.ds, b.nds) }
+
+// setDatasets stores ds (which must not be modified afterwards).
+func (b *block) setDatasets(ds []dataset) {
+	b.nds = uint32(len(ds))
+	b.ds = nil
+	if len(ds) > 0 {
+		b.ds = &ds[0]
+	}
+}
+
+// dataset is a block's dataset with interned names: 40 bytes instead of
+// the 64+ of a DatasetMeta.
+type dataset struct {
+	tenant  uint32 // name ID; 0 when the dataset leaves its tenant empty
+	name    uint32 // name ID
+	size    int64
+	records int64
+	minTime int64
+	maxTime int64
+}
+
+// spanClass is the number of bits of the block's span MaxTime-MinTime: a
+// block of class c spans less than 2^c nanoseconds. The time index keeps one
+// run per (tenant, class), ordered by MinTime, so a block of class c
+// overlapping [from, to] has MinTime in [from-(2^c-1), to]: a range scan per
+// run touches only the matching blocks and near misses of the same class.
+func spanClass(minTime, maxTime int64) uint8 {
+	return uint8(bits.Len64(uint64(maxTime) - uint64(minTime)))
+}
+
+// classLower returns the smallest MinTime a block of class c may have and
+// still overlap a range starting at from.
+func classLower(c uint8, from int64) int64 {
+	if c >= 64 {
+		return minInt64
+	}
+	d := uint64(1)<<c - 1
+	l := from - int64(d)
+	if l > from { // overflow
+		return minInt64
+	}
+	return l
+}
+
+// Trees whose keys mostly arrive in ascending order (block IDs are
+// typically time-ordered ULIDs; blocks arrive roughly in time order) are
+// ordered descending: new items then land at the front, and google/btree's
+// middle split leaves behind freshly allocated, nearly full nodes instead of
+// half-empty ones, which halves the memory per item.
+
+// prefix8 returns the first 8 bytes of s, big-endian, zero-padded. For the
+// strings compared here (IDs and prefixes, which contain no NUL bytes) it
+// orders like s: search trees compare it inline and dereference the string
+// only on ties.
+func prefix8(s string) uint64 {
+	var k uint64
+	n := min(len(s), 8)
+	for i := range n {
+		k |= uint64(s[i]) << (56 - 8*i)
+	}
+	return k
+}
+
+// idItem is a block's entry in the ID tree, with its ID's first bytes
+// inline.
+type idItem struct {
+	k uint64 // prefix8(b.id)
+	b *block
+}
+
+func newIDItem(b *block) idItem { return idItem{k: prefix8(b.id), b: b} }
+
+// lessByID orders blocks by descending ID.
+func lessByID(a, b idItem) bool {
+	if a.k != b.k {
+		return a.k > b.k
+	}
+	return a.b.id > b.b.id
+}
+
+// titem is a block's entry in a run of the time index, with its time range
+// inline so that scans filter without dereferencing the block.
+type titem struct {
+	minTime int64
+	maxTime int64
+	b       *block
+}
+
+// lessTItem orders a run by descending (MinTime, ID).
+func lessTItem(a, b titem) bool {
+	if a.minTime != b.minTime {
+		return a.minTime > b.minTime
+	}
+	return a.b.id > b.b.id
+}
+
+// run holds the live blocks of one tenant and span class, in time order.
+// A multi-tenant segment appears in a run of each of its datasets' tenants.
+//
+// Runs are copy-on-write at two levels: the tree of runs is cloned by
+// Index.View, and a run shared with a view (gen older than the index's
+// generation) is replaced by a clone before the index mutates it.
+type run struct {
+	tenant uint32
+	class  uint8
+	gen    uint64
+	items  *btree.BTreeG[titem]
+}
+
+func lessRun(a, b *run) bool {
+	if a.tenant != b.tenant {
+		return a.tenant < b.tenant
+	}
+	return a.class < b.class
+}
+
+// nameEntry maps an interned name to its ID.
+type nameEntry struct {
+	name string
+	id   uint32
+}
+
+func lessName(a, b nameEntry) bool { return a.name < b.name }
+
+// tkey identifies a tombstone (and a deletion record). Build it with
+// newKey.
+type tkey struct {
+	kind   ck.TombstoneKind
+	k      uint64 // prefix8(target)
+	target string
+}
+
+func newKey(kind ck.TombstoneKind, target string) tkey {
+	return tkey{kind: kind, k: prefix8(target), target: target}
+}
+
+func (k tkey) less(o tkey) bool {
+	if k.kind != o.kind {
+		return k.kind < o.kind
+	}
+	if k.k != o.k {
+		return k.k < o.k
+	}
+	return k.target < o.target
+}
+
+func (k tkey) tombstone() ck.Tombstone { return ck.Tombstone{Kind: k.kind, Target: k.target} }
+
+// tomb is a pending tombstone.
+type tomb struct {
+	tkey
+	created int64  // log time of creation
+	release int64  // log time from which the cleanup delay has passed
+	index   uint64 // index of the entry that created it
+	job     string // holder; empty while unattached
+}
+
+func lessTomb(a, b tomb) bool { return a.tkey.less(b.tkey) }
+
+// poolKey orders unattached tombstones for release: by (release, created,
+// kind, target). Release times never decrease with creation time (see
+// Index.newTomb), so this order is also sorted by creation time and the
+// releasable tombstones form a prefix of it.
+type poolKey struct {
+	release int64
+	created int64
+	tkey
+}
+
+func lessPool(a, b poolKey) bool {
+	if a.release != b.release {
+		return a.release < b.release
+	}
+	if a.created != b.created {
+		return a.created < b.created
+	}
+	return a.tkey.less(b.tkey)
+}
+
+// heldKey records that job holds a tombstone.
+type heldKey struct {
+	job string
+	tkey
+}
+
+func lessHeld(a, b heldKey) bool {
+	if a.job != b.job {
+		return a.job < b.job
+	}
+	return a.tkey.less(b.tkey)
+}
+
+// goneRec records a confirmed deletion: the ID (or prefix) is refused
+// until at + DedupHorizon.
+type goneRec struct {
+	tkey
+	at int64
+}
+
+func lessGone(a, b goneRec) bool { return a.tkey.less(b.tkey) }
+
+// result is the recorded outcome of a replacement.
+type result struct {
+	job       string
+	token     fencing.Token
+	index     uint64
+	at        int64
+	applied   bool
+	orphan    bool
+	reason    Refusal
+	detail    string
+	missing   []string
+	surviving []string
+}
+
+func lessResult(a, b *result) bool {
+	if a.job != b.job {
+		return a.job < b.job
+	}
+	return a.token < b.token
+}
+
+// state is everything a View needs: copy-on-write trees and scalars. The
+// index owns one state; View clones it in O(1).
+type state struct {
+	cfg Config
+
+	byID   *btree.BTreeG[idItem] // live blocks by ID (descending)
+	runs   *btree.BTreeG[*run]   // the time index: runs by (tenant, class)
+	pivot  *block                // an empty block, never mutated, for search keys
+	nameID *btree.BTreeG[nameEntry]
+	names  []string // by ID; append-only, names[0] == ""
+
+	tombs   *btree.BTreeG[tomb]    // every pending tombstone by key
+	pool    *btree.BTreeG[poolKey] // unattached tombstones in release order
+	held    *btree.BTreeG[heldKey] // attached tombstones by job
+	gone    *btree.BTreeG[goneRec] // confirmed deletions by key
+	results *btree.BTreeG[*result] // replacement results by (job, token)
+
+	clock     int64 // latest log time seen by a mutation
+	floor     int64 // latest release time given to a tombstone
+	wmSet     bool
+	watermark int64
+
+	applied, refused, duplicates uint64
+}
+
+func newState(cfg Config) state {
+	return state{
+		cfg:     cfg,
+		byID:    btree.NewG(blockDegree, lessByID),
+		runs:    btree.NewG(smallDegree, lessRun),
+		pivot:   &block{},
+		nameID:  btree.NewG(smallDegree, lessName),
+		names:   []string{""},
+		tombs:   btree.NewG(smallDegree, lessTomb),
+		pool:    btree.NewG(smallDegree, lessPool),
+		held:    btree.NewG(smallDegree, lessHeld),
+		gone:    btree.NewG(smallDegree, lessGone),
+		results: btree.NewG(smallDegree, lessResult),
+	}
+}
+
+func (s *state) clone() state {
+	c := *s
+	c.byID = s.byID.Clone()
+	c.runs = s.runs.Clone()
+	c.nameID = s.nameID.Clone()
+	c.names = s.names[:len(s.names):len(s.names)]
+	c.tombs = s.tombs.Clone()
+	c.pool = s.pool.Clone()
+	c.held = s.held.Clone()
+	c.gone = s.gone.Clone()
+	c.results = s.results.Clone()
+	return c
+}
+
+func (s *state) lookupName(name string) (uint32, bool) {
+	if name == "" {
+		return 0, true
+	}
+	e, ok := s.nameID.Get(nameEntry{name: name})
+	return e.id, ok
+}
+
+// get finds the live block with this ID. pivot is a scratch block the
+// caller owns (nil allocates one).
+func (s *state) get(id string, pivot *block) (*block, bool) {
+	if pivot == nil {
+		pivot = &block{}
+	}
+	pivot.id = id
+	it, ok := s.byID.Get(idItem{k: prefix8(id), b: pivot})
+	pivot.id = ""
+	return it.b, ok
+}
+
+// meta rebuilds the BlockMeta of b.
+func (s *state) meta(b *block) ck.BlockMeta {
+	return s.metaInto(b, nil)
+}
+
+// metaInto is meta taking the datasets from buf (allocating if it is too
+// short); the result's Datasets has no spare capacity.
+func (s *state) metaInto(b *block, buf []ck.DatasetMeta) ck.BlockMeta {
+	m := ck.BlockMeta{
+		ID:      b.id,
+		Tenant:  s.names[b.tenant],
+		Shard:   b.shard,
+		Level:   b.level,
+		MinTime: b.minTime,
+		MaxTime: b.maxTime,
+		Size:    b.size,
+	}
+	if ds := b.datasets(); len(ds) > 0 {
+		if len(buf) < len(ds) {
+			buf = make([]ck.DatasetMeta, len(ds))
+		}
+		m.Datasets = buf[:len(ds):len(ds)]
+		for i := range ds {
+			d := &ds[i]
+			m.Datasets[i] = ck.DatasetMeta{
+				Tenant:  s.names[d.tenant],
+				Name:    s.names[d.name],
+				Size:    d.size,
+				Records: d.records,
+				MinTime: d.minTime,
+				MaxTime: d.maxTime,
+			}
+		}
+	}
+	return m
+}
+
+// tenants returns the tenants whose runs hold b: its tenant, or the
+// distinct dataset tenants of a multi-tenant segment.
+func (b *block) tenants() []uint32 {
+	if b.tenant != 0 {
+		return []uint32{b.tenant}
+	}
+	var ts []uint32
+	ds := b.datasets()
+	for i := range ds {
+		t := ds[i].tenant
+		dup := false
+		for _, u := range ts {
+			if u == t {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// releasable reports whether a tombstone created at created with release
+// time release may be released at now (attachment aside).
+//
+// The rule: the cleanup delay has passed (now >= release), and either no
+// watermark was ever recorded, or the recorded watermark (the start time of
+// the oldest reader in flight when it was reported) is after the
+// tombstone's creation (created < watermark), or ReaderTimeout > 0 and
+// now >= created + ReaderTimeout. Both conditions only get easier as
+// created gets smaller, which makes the releasable tombstones a prefix of
+// the pool order.
+func (s *state) releasable(created, release, now int64) bool {
+	if now < release {
+		return false
+	}
+	return s.readersDone(created, now)
+}
+
+func (s *state) readersDone(created, now int64) bool {
+	if !s.wmSet || created < s.watermark {
+		return true
+	}
+	return s.cfg.ReaderTimeout > 0 && now >= addSat(created, s.cfg.ReaderTimeout)
+}
+
+// liveUnder reports whether a live block's object lies under prefix.
+func (s *state) liveUnder(prefix string) bool {
+	p := strings.TrimPrefix(prefix, ck.BlockPrefix)
+	found := false
+	s.byID.DescendLessOrEqual(idItem{k: prefix8(p), b: &block{id: p}}, func(it idItem) bool {
+		found = strings.HasPrefix(it.b.id, p)
+		return false
+	})
+	return found
+}
+
+// goneUntil returns the log time until which the deletion record of k
+// refuses it, if there is one.
+func (s *state) goneUntil(k tkey) (int64, bool) {
+	g, ok := s.gone.Get(goneRec{tkey: k})
+	if !ok {
+		return 0, false
+	}
+	return addSat(g.at, s.cfg.DedupHorizon), true
+}
+
+// refusedID explains why a block with this ID may not (re-)enter the index
+// at now, or returns "" if it may.
+func (s *state) refusedID(id string, now int64, pivot *block) string {
+	if _, ok := s.get(id, pivot); ok {
+		return "live"
+	}
+	bk := newKey(ck.TombstoneBlock, id)
+	if _, ok := s.tombs.Get(tomb{tkey: bk}); ok {
+		return "tombstoned"
+	}
+	if until, ok := s.goneUntil(bk); ok && now < until {
+		return "deleted less than the deduplication horizon ago"
+	}
+	// Every ancestor prefix of the object key, from "blocks/" down.
+	key := ck.ObjectKey(id)
+	for i := len(ck.BlockPrefix) - 1; i < len(key); i++ {
+		if key[i] != '/' {
+			continue
+		}
+		pk := newKey(ck.TombstonePrefix, key[:i+1])
+		if _, ok := s.tombs.Get(tomb{tkey: pk}); ok {
+			return "under orphaned prefix " + pk.target
+		}
+		if until, ok := s.goneUntil(pk); ok && now < until {
+			return "under prefix " + pk.target + " deleted less than the deduplication horizon ago"
+		}
+	}
+	return ""
+}
+
+// durationOf is a helper for snapshot headers.
+func durationOf(v int64) time.Duration { return time.Duration(v) }
+
+// validName checks a tenant or dataset name with the root package's rules,
+// by validating a minimal block that uses it as both.
+func validName(name string) error {
+	b := ck.BlockMeta{ID: "x", Tenant: name, Datasets: []ck.DatasetMeta{{Name: name}}}
+	return b.Validate()
+}
+
+// checkBlock reports whether b, built from decoded columns whose names were
+// checked by validName, satisfies compactkit.BlockMeta.Validate. It applies
+// the same rules without building a BlockMeta: Validate allocates its error
+// context eagerly, which would dominate restoring a million blocks. The
+// equivalence is a tested property (TestCheckBlockMatchesValidate).
+func (x *Index) checkBlock(b *block) error {
+	if err := ck.ValidateID(b.id); err != nil {
+		return fmt.Errorf("block: %w", err)
+	}
+	switch {
+	case b.minTime > b.maxTime:
+		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.id, b.minTime, b.maxTime, ck.ErrTimeRange)
+	case b.size < 0:
+		return fmt.Errorf("block %s: size %d: %w", b.id, b.size, ck.ErrNegative)
+	case b.tenant == 0 && b.nds == 0:
+		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.id, ck.ErrInconsistent)
+	}
+	ds := b.datasets()
+	eff := func(d *dataset) uint32 {
+		if d.tenant != 0 {
+			return d.tenant
+		}
+		return b.tenant
+	}
+	for i := range ds {
+		d := &ds[i]
+		switch {
+		case d.name == 0:
+			return fmt.Errorf("block %s: dataset without a name: %w", b.id, ck.ErrEmptyID)
+		case b.tenant == 0 && d.tenant == 0:
+			return fmt.Errorf("block %s: dataset %s: no tenant in a multi-tenant block: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
+		case b.tenant != 0 && d.tenant != 0 && d.tenant != b.tenant:
+			return fmt.Errorf("block %s: dataset %s: tenant of another block: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
+		case d.size < 0 || d.records < 0:
+			return fmt.Errorf("block %s: dataset %s: negative size or records: %w", b.id, x.s.names[d.name], ck.ErrNegative)
+		case d.minTime > d.maxTime || d.minTime < b.minTime || d.maxTime > b.maxTime:
+			return fmt.Errorf("block %s: dataset %s: range [%d, %d] invalid in [%d, %d]: %w", b.id, x.s.names[d.name], d.minTime, d.maxTime, b.minTime, b.maxTime, ck.ErrTimeRange)
+		}
+		for j := range i {
+			if eff(&ds[j]) == eff(d) && ds[j].name == d.name {
+				return fmt.Errorf("block %s: dataset %s appears twice: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
+			}
+		}
+	}
+	return nil
+}
