@@ -1,0 +1,237 @@
+package blockmerge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// MemStore is an in-memory [Store] for tests and examples. Objects are
+// immutable byte slices, so readers never block writers. It is safe for
+// concurrent use; the zero value is not usable, call [NewMemStore].
+type MemStore struct {
+	mu      sync.RWMutex
+	objects map[string][]byte
+}
+
+var (
+	_ Store   = (*MemStore)(nil)
+	_ Creator = (*MemStore)(nil)
+)
+
+// NewMemStore returns an empty in-memory store.
+func NewMemStore() *MemStore {
+	return &MemStore{objects: make(map[string][]byte)}
+}
+
+func (m *MemStore) lookup(ctx context.Context, op, key string) ([]byte, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blockmerge: %s %q: %w", op, key, err)
+	}
+	m.mu.RLock()
+	b, ok := m.objects[key]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, notFound(op, key)
+	}
+	return b, nil
+}
+
+// Get implements [Store].
+func (m *MemStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	b, err := m.lookup(ctx, "get", key)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// GetRange implements [Store].
+func (m *MemStore) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	b, err := m.lookup(ctx, "get range", key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRange(key, off, length, int64(len(b))); err != nil {
+		return nil, err
+	}
+	end := int64(len(b))
+	if length < end-off {
+		end = off + length
+	}
+	return io.NopCloser(bytes.NewReader(b[off:end])), nil
+}
+
+// Size implements [Store].
+func (m *MemStore) Size(ctx context.Context, key string) (int64, error) {
+	b, err := m.lookup(ctx, "size", key)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(b)), nil
+}
+
+// Exists implements [Store].
+func (m *MemStore) Exists(ctx context.Context, key string) (bool, error) {
+	_, err := m.lookup(ctx, "exists", key)
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Put implements [Store]. The object is read whole into memory before it
+// replaces the previous one.
+func (m *MemStore) Put(ctx context.Context, key string, r io.Reader) error {
+	w, err := m.Create(ctx, key)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		w.Abort() //nolint:errcheck // nothing to release
+		return fmt.Errorf("blockmerge: put %q: %w", key, err)
+	}
+	return w.Commit()
+}
+
+// Create implements [Creator].
+func (m *MemStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blockmerge: create %q: %w", key, err)
+	}
+	return &memWriter{ctx: ctx, m: m, key: key}, nil
+}
+
+type memWriter struct {
+	ctx  context.Context
+	m    *MemStore
+	key  string
+	buf  bytes.Buffer
+	done bool
+}
+
+func (w *memWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, os.ErrClosed)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, err)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *memWriter) Commit() error {
+	if w.done {
+		return fmt.Errorf("blockmerge: commit %q: %w", w.key, os.ErrClosed)
+	}
+	w.done = true
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("blockmerge: commit %q: %w", w.key, err)
+	}
+	// The buffer is never written again, so the store may keep its bytes;
+	// clip them so that no spare capacity is shared.
+	b := slices.Clip(w.buf.Bytes())
+	if b == nil {
+		b = []byte{}
+	}
+	w.m.mu.Lock()
+	w.m.objects[w.key] = b
+	w.m.mu.Unlock()
+	return nil
+}
+
+func (w *memWriter) Abort() error {
+	w.done = true
+	w.buf = bytes.Buffer{}
+	return nil
+}
+
+// Delete implements [Store].
+func (m *MemStore) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("blockmerge: delete %q: %w", key, err)
+	}
+	m.mu.Lock()
+	delete(m.objects, key)
+	m.mu.Unlock()
+	return nil
+}
+
+// keys returns the sorted keys starting with prefix.
+func (m *MemStore) keys(prefix string) []string {
+	m.mu.RLock()
+	var ks []string
+	for k := range m.objects {
+		if strings.HasPrefix(k, prefix) {
+			ks = append(ks, k)
+		}
+	}
+	m.mu.RUnlock()
+	slices.Sort(ks)
+	return ks
+}
+
+// List implements [Store]. It lists a snapshot of the keys taken when it
+// starts; fn may use the store.
+func (m *MemStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
+	if err := ValidatePrefix(prefix); err != nil {
+		return err
+	}
+	for _, k := range m.keys(prefix) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("blockmerge: list %q: %w", prefix, err)
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteByPrefix implements [Store].
+func (m *MemStore) DeleteByPrefix(ctx context.Context, prefix string) error {
+	if err := validateDeletePrefix(prefix); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("blockmerge: delete prefix %q: %w", prefix, err)
+	}
+	m.mu.Lock()
+	for k := range m.objects {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.objects, k)
+		}
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// validateDeletePrefix checks the prefix of DeleteByPrefix: a valid,
+// non-empty prefix.
+func validateDeletePrefix(prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("%w: empty prefix: refusing to delete everything", ErrInvalidKey)
+	}
+	return ValidatePrefix(prefix)
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,200 @@
+package blockmerge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+)
+
+// Store errors.
+var (
+	// ErrNotFound reports an object that does not exist. Errors wrapping it
+	// name the object.
+	ErrNotFound = errors.New("blockmerge: object not found")
+	// ErrInvalidKey reports an object key or prefix that is not allowed:
+	// see [ValidateKey].
+	ErrInvalidKey = errors.New("blockmerge: invalid object key")
+	// ErrInvalidRange reports a range read outside the object: a negative
+	// offset, a non-positive length, or an offset at or past the end.
+	ErrInvalidRange = errors.New("blockmerge: invalid range")
+)
+
+// MaxKeyLen is the maximum length in bytes of an object key (the limit of
+// the common cloud object stores).
+const MaxKeyLen = 1024
+
+// Store is an object store: a flat namespace of immutable objects named by
+// '/'-separated keys (see [ValidateKey]).
+//
+// Implementations must be safe for concurrent use. Every method takes a
+// context; long transfers check it at least at their start and before they
+// publish anything. Errors name the object and wrap [ErrNotFound] for an
+// absent object and [ErrInvalidKey] for a refused key.
+type Store interface {
+	// Get returns a reader of the whole object. The caller closes it.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// GetRange returns a reader of length bytes starting at offset off,
+	// clamped to the end of the object. off must be in [0, size) and length
+	// positive, or the error wraps ErrInvalidRange (or ErrNotFound).
+	GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error)
+	// Size returns the size of the object in bytes.
+	Size(ctx context.Context, key string) (int64, error)
+	// Exists reports whether the object exists.
+	Exists(ctx context.Context, key string) (bool, error)
+	// Put stores the bytes read from r under key, replacing any previous
+	// object. It is atomic: a reader sees the previous object or the whole
+	// new one, never a part; if r fails or ctx is cancelled, no new object
+	// becomes visible.
+	Put(ctx context.Context, key string, r io.Reader) error
+	// Delete removes the object. Deleting an absent object is not an error.
+	Delete(ctx context.Context, key string) error
+	// List calls fn with the key of every object whose key starts with
+	// prefix (recursively, not only one "directory" level), in lexical byte
+	// order of the keys. An error from fn stops the listing and is
+	// returned. The empty prefix lists everything.
+	List(ctx context.Context, prefix string, fn func(key string) error) error
+	// DeleteByPrefix removes every object whose key starts with prefix,
+	// which must not be empty. Deleting nothing is not an error.
+	DeleteByPrefix(ctx context.Context, prefix string) error
+}
+
+// ObjectWriter writes one new object in a stream. Nothing is visible until
+// Commit returns successfully; Abort (or a failed Commit) discards
+// everything written.
+//
+// The context given when the writer was created governs the whole write:
+// once it is cancelled, Write and Commit fail.
+type ObjectWriter interface {
+	io.Writer
+	// Commit publishes the object atomically, replacing any previous
+	// object with the same key. The writer cannot be used afterwards.
+	Commit() error
+	// Abort discards the object. It is safe to call after Commit (it does
+	// nothing then) and more than once.
+	Abort() error
+}
+
+// Creator is implemented by stores that can write an object in a stream
+// without staging it elsewhere first. [CreateObject] uses it when
+// available.
+type Creator interface {
+	// Create starts writing the object key; see [ObjectWriter].
+	Create(ctx context.Context, key string) (ObjectWriter, error)
+}
+
+// CreateObject returns a writer for a new object of s. If s implements
+// [Creator], its own writer is used; otherwise the bytes are staged in a
+// temporary file in tempDir (the system's default when empty) and handed to
+// s.Put on Commit, so the object's size is known to stores that need it
+// (S3's single-request upload, for instance) and memory use stays bounded.
+func CreateObject(ctx context.Context, s Store, key, tempDir string) (ObjectWriter, error) {
+	if c, ok := s.(Creator); ok {
+		return c.Create(ctx, key)
+	}
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blockmerge: create %q: %w", key, err)
+	}
+	f, err := os.CreateTemp(tempDir, "blockmerge-*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("blockmerge: create %q: staging file: %w", key, err)
+	}
+	return &stagedWriter{ctx: ctx, s: s, key: key, f: f}, nil
+}
+
+// stagedWriter stages an object in a temporary file and puts it on Commit.
+type stagedWriter struct {
+	ctx  context.Context
+	s    Store
+	key  string
+	f    *os.File
+	done bool
+}
+
+func (w *stagedWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, os.ErrClosed)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, err)
+	}
+	return w.f.Write(p)
+}
+
+func (w *stagedWriter) Commit() error {
+	if w.done {
+		return fmt.Errorf("blockmerge: commit %q: %w", w.key, os.ErrClosed)
+	}
+	defer w.Abort() //nolint:errcheck // removal of the staging file only
+	if _, err := w.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("blockmerge: commit %q: %w", w.key, err)
+	}
+	return w.s.Put(w.ctx, w.key, w.f)
+}
+
+func (w *stagedWriter) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	cerr := w.f.Close()
+	rerr := os.Remove(w.f.Name())
+	return errors.Join(cerr, rerr)
+}
+
+// ValidateKey reports whether key is a valid object key: 1 to [MaxKeyLen]
+// bytes of valid UTF-8 without control characters or backslashes, made of
+// '/'-separated segments none of which is empty, "." or "..". So a key is
+// never absolute, never ends in '/', and can never escape the root of a
+// filesystem store. Every key of the form compactkit.ObjectKey(id) with a
+// valid block ID is a valid key. Errors wrap [ErrInvalidKey].
+func ValidateKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: key of %d bytes, limit %d", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	if !utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return fmt.Errorf("%w: %q: invalid characters", ErrInvalidKey, key)
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%w: %q: segment %q not allowed", ErrInvalidKey, key, seg)
+		}
+	}
+	return nil
+}
+
+// ValidatePrefix reports whether prefix is a valid listing prefix: empty,
+// or a string that is a valid key once a single trailing '/' is removed
+// ("blocks/", "blocks/job-1/12/", "blocks/01H"). Errors wrap
+// [ErrInvalidKey].
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	if err := ValidateKey(strings.TrimSuffix(prefix, "/")); err != nil {
+		return fmt.Errorf("prefix %q: %w", prefix, err)
+	}
+	return nil
+}
+
+// notFound returns the error of an absent object.
+func notFound(op, key string) error {
+	return fmt.Errorf("blockmerge: %s %q: %w", op, key, ErrNotFound)
+}
+
+// checkRange validates a range read of an object of the given size.
+func checkRange(key string, off, length, size int64) error {
+	if off < 0 || length <= 0 || off >= size {
+		return fmt.Errorf("blockmerge: get range %q [%d, +%d) of %d bytes: %w", key, off, length, size, ErrInvalidRange)
+	}
+	return nil
+}
