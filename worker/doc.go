@@ -1,0 +1,72 @@
+// Package worker is compactkit's compaction worker runtime: a poll loop that
+// takes jobs from the leader, runs them with package blockmerge, keeps their
+// leases alive and reports how they ended.
+//
+// # The poll loop
+//
+// A [Worker] talks to the leader through a [Client], one request at a time.
+// Every request ([compactkit.PollRequest]) carries the worker's ID, a
+// sequence number, a status update for every job the worker holds and the
+// number of free slots: [Config.Concurrency] minus the jobs in progress. The
+// worker polls every [Config.PollInterval] when it has nothing to say, at
+// once when a job ends, and whenever a job's lease needs renewing.
+//
+// A request that fails in transport is retried with the same sequence number
+// and the same content until it is answered or the worker shuts down: the
+// state machine answers a retried (worker ID, sequence number) with the
+// response it recorded, so a reply lost on the way back costs nothing — the
+// worker learns its assignments on the retry instead of losing them to lease
+// expiry. Only after an answer does the next request get the next number.
+//
+// The state machine's poll log is keyed by (worker ID, sequence number), and
+// sequence numbers restart at 1 with every Worker. A worker ID must therefore
+// be unique per process incarnation: a restarted worker that reused its
+// predecessor's ID would be answered its predecessor's recorded responses.
+// [NewID] makes such an ID from a readable name and a random suffix; it is
+// what [New] uses when [Config.ID] is empty.
+//
+// # Jobs and leases
+//
+// Every status update renews the job's lease, and each job has a
+// [lease.Keeper], started with the lease of its assignment measured from the
+// moment the request that got it was first sent. The keeper's renewals ride
+// on polls: when a renewal is due (every half lease), the keeper asks the
+// loop for a poll sent after its request and waits for that poll's answer
+// about the job. "Renewed" extends the local lease; "no lease" loses it; a
+// transport failure is a transient error that the keeper retries until the
+// locally measured lease runs out. Because a poll renews every job the
+// worker holds, each held job is renewed at least every half lease.
+//
+// When a job's lease is lost — the leader answers "no lease", or the lease
+// runs out locally — its context is cancelled, so its merge stops, and the
+// job is dropped: it is never reported again, and never reported successful.
+// The decision is taken under the worker's lock both when a job ends and when
+// a request is built, so a merge that completes at the moment its lease goes
+// is not reported either. (The state machine's commit-time token check is
+// the real guarantee; this only keeps an honest worker from trying.)
+//
+// # Running a job
+//
+// A job first deletes the objects its tombstones name
+// ([blockmerge.DeleteTombstones], bounded by [Config.CleanupTimeout]), then
+// merges its sources ([blockmerge.Merge]) into outputs under the attempt's
+// prefix. Both go through a [blockmerge.FencedStore] sharing one
+// [fencing.Guard] per worker, so a stale attempt of a job in this process
+// cannot write after a newer one started. The job's report is then sent
+// until the leader answers about it:
+//
+//   - success, with the outputs' metadata: it also confirms the tombstones.
+//     A cleanup-only job (no sources) reports success without outputs;
+//   - failure, with the error as reason, when the merge or a deletion
+//     failed: the tombstones stay attached to the job and are deleted again
+//     by the next attempt (deletion is idempotent).
+//
+// # Shutdown
+//
+// [Worker.Run] returns once its context is cancelled: the jobs in progress
+// are cancelled and, after they stopped (bounded by
+// [Config.ShutdownTimeout]), a final poll with no free slots reports them
+// released — reassigned without counting a failure — along with the reports
+// of jobs that had ended. A request left unanswered when the context ended is
+// first retried, so the jobs it may have been assigned are released too.
+package worker

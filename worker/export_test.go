@@ -1,0 +1,5 @@
+package worker
+
+// SetAfterMerge makes every job of w call f after its merge returned and
+// before the worker decides how the job ended. Call it before Run.
+func SetAfterMerge(w *Worker, f func(job string)) { w.afterMerge = f }

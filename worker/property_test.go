@@ -1,0 +1,234 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/worker"
+)
+
+type jobKind int
+
+const (
+	kindMerge   jobKind = iota // sources that merge
+	kindBad                    // a missing source: the merge fails
+	kindCleanup                // tombstones only
+)
+
+type jobSpec struct {
+	kind    jobKind
+	sources int
+	take    time.Duration // how long the merge takes (fake time)
+	revoke  bool          // reassigned elsewhere at its first renewal
+}
+
+type scenario struct {
+	concurrency int
+	lease       time.Duration
+	jobs        []jobSpec
+	failBefore  []bool // by request arrival: lost before the leader sees it
+	dropReply   []bool // by request arrival: applied, reply lost
+}
+
+func drawScenario(t *rapid.T) scenario {
+	sc := scenario{
+		concurrency: rapid.IntRange(1, 3).Draw(t, "concurrency"),
+		lease:       rapid.SampledFrom([]time.Duration{4 * time.Second, 10 * time.Second, 15 * time.Second}).Draw(t, "lease"),
+	}
+	n := rapid.IntRange(1, 6).Draw(t, "jobs")
+	for i := range n {
+		sc.jobs = append(sc.jobs, jobSpec{
+			kind:    jobKind(rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("kind%d", i))),
+			sources: rapid.IntRange(1, 4).Draw(t, fmt.Sprintf("sources%d", i)),
+			take:    time.Duration(rapid.IntRange(0, 30).Draw(t, fmt.Sprintf("take%d", i))) * time.Second,
+			revoke:  rapid.IntRange(0, 4).Draw(t, fmt.Sprintf("revoke%d", i)) == 0,
+		})
+	}
+	faults := rapid.SliceOfN(rapid.IntRange(0, 9), 0, 40).Draw(t, "faults")
+	for _, f := range faults {
+		sc.failBefore = append(sc.failBefore, f == 0)
+		sc.dropReply = append(sc.dropReply, f == 1)
+	}
+	return sc
+}
+
+// TestWorkerProperty runs random scenarios — jobs that merge, fail, only
+// clean up or get reassigned elsewhere, with requests and replies lost at
+// random — against the fake leader, and checks the worker's contract.
+func TestWorkerProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		sc := drawScenario(rt)
+		var problems []string
+		synctest.Test(t, func(t *testing.T) { problems = runScenario(t, sc) })
+		if len(problems) > 0 {
+			rt.Fatalf("scenario %+v:\n%s", sc, strings.Join(problems, "\n"))
+		}
+	})
+}
+
+func runScenario(t *testing.T, sc scenario) (problems []string) {
+	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	ctx := context.Background()
+	store := blockmerge.NewMemStore()
+	m := newMerges()
+	l := newFakeLeader(sc.lease)
+	l.reassignExpired = true
+	orphans := map[string]string{} // cleanup job -> orphan prefix
+	for i, spec := range sc.jobs {
+		name := fmt.Sprintf("job-%d", i)
+		var p ck.JobPlan
+		switch spec.kind {
+		case kindMerge, kindBad:
+			p = mergeJob(t, store, name, spec.sources)
+			if spec.kind == kindBad {
+				p.Sources = append(p.Sources, "missing")
+			}
+		case kindCleanup:
+			prefix := ck.AttemptPrefix("gone-"+name, 1)
+			if err := store.Put(ctx, prefix+"0", strings.NewReader("x")); err != nil {
+				panic(err)
+			}
+			orphans[name] = prefix
+			p = ck.JobPlan{Name: name, Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: prefix}}}
+		}
+		m.take[name] = spec.take
+		l.revokeOnRenewal[name] = spec.revoke
+		l.add(p)
+	}
+	arrivals := 0
+	l.failBefore = func(*ck.PollRequest) bool {
+		arrivals++
+		return arrivals <= len(sc.failBefore) && sc.failBefore[arrivals-1]
+	}
+	l.dropReply = func(*ck.PollRequest, *ck.PollResponse) bool {
+		return arrivals <= len(sc.dropReply) && sc.dropReply[arrivals-1]
+	}
+
+	r := start(t, l, store, worker.Config{Concurrency: sc.concurrency, MergeOptions: []blockmerge.Option{m.option()}})
+	eventually(t, "done", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for i := range sc.jobs {
+			name := fmt.Sprintf("job-%d", i)
+			j := l.jobs[name]
+			if _, ok := l.completed[name]; !ok && j.failures == 0 && j.worker != "another-worker" {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(time.Minute) // the last answers reach the worker
+	synctest.Wait()
+	l.mu.Lock()
+	l.failBefore, l.dropReply = nil, nil
+	l.mu.Unlock()
+	if err := r.stop(); err != nil {
+		fail("Run: %v", err)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	problems = append(problems, l.violations...)
+
+	// Requests: free slots never exceed the concurrency, and once the
+	// leader answered "no lease" about an attempt, no later request
+	// reports it.
+	type attempt struct {
+		job   string
+		token fencing.Token
+	}
+	noLeaseAt := map[attempt]uint64{}
+	failuresAccepted := 0
+	for _, rep := range l.reports {
+		a := attempt{rep.update.Job, rep.update.Token}
+		if rep.answer == ck.OutcomeNoLease {
+			if _, ok := noLeaseAt[a]; !ok {
+				noLeaseAt[a] = rep.seq
+			}
+		}
+		if rep.update.Status == ck.ReportFailure && rep.answer == ck.OutcomeAccepted {
+			failuresAccepted++
+		}
+	}
+	for _, rq := range l.received {
+		inProgress := 0
+		for _, u := range rq.req.Updates {
+			if u.Status == ck.ReportInProgress {
+				inProgress++
+			}
+			if seq, ok := noLeaseAt[attempt{u.Job, u.Token}]; ok && rq.req.Seq > seq {
+				fail("request %d reports %s token %d (%s) after the leader answered no lease to request %d",
+					rq.req.Seq, u.Job, u.Token, u.Status, seq)
+			}
+		}
+		if int(rq.req.FreeSlots)+inProgress > sc.concurrency {
+			fail("request %d: %d free slots with %d jobs in progress", rq.req.Seq, rq.req.FreeSlots, inProgress)
+		}
+	}
+
+	// Jobs: each ended as its kind says.
+	completedHere := 0
+	for i, spec := range sc.jobs {
+		name := fmt.Sprintf("job-%d", i)
+		c, completed := l.completed[name]
+		j := l.jobs[name]
+		if completed && c.worker == "w1" {
+			completedHere++
+		}
+		switch {
+		case spec.kind == kindBad:
+			if completed {
+				fail("%s: a job with a missing source completed", name)
+			}
+		case completed:
+			switch spec.kind {
+			case kindMerge:
+				if len(c.outputs) != 1 || c.outputs[0].Records() != int64(spec.sources+1) {
+					fail("%s: outputs %+v", name, c.outputs)
+				} else if meta, err := blockmerge.Verify(ctx, store, c.outputs[0].ID); err != nil || meta.Size != c.outputs[0].Size {
+					fail("%s: output %s: %v", name, c.outputs[0].ID, err)
+				}
+			case kindCleanup:
+				if len(c.outputs) != 0 {
+					fail("%s: a cleanup-only job with outputs", name)
+				}
+				if ok, _ := store.Exists(ctx, orphans[name]+"0"); ok {
+					fail("%s: completed, but its tombstone was not deleted", name)
+				}
+			}
+		case j.worker != "another-worker":
+			fail("%s: neither completed nor reassigned: %+v", name, *j)
+		}
+	}
+
+	// Stats: every job assigned ended in exactly one way.
+	s := r.w.Stats()
+	if s.JobsHeld != 0 || s.JobsRunning != 0 {
+		fail("after Run: %d held, %d running", s.JobsHeld, s.JobsRunning)
+	}
+	if s.JobsAssigned != s.JobsCompleted+s.JobsFailed+s.JobsReleased+s.JobsLost {
+		fail("stats do not add up: %+v", s)
+	}
+	if s.JobsCompleted != uint64(completedHere) {
+		fail("stats: %d completed, the leader committed %d", s.JobsCompleted, completedHere)
+	}
+	if s.JobsFailed != uint64(failuresAccepted) {
+		fail("stats: %d failed, the leader accepted %d failures", s.JobsFailed, failuresAccepted)
+	}
+	if s.JobsLost < uint64(len(noLeaseAt)) {
+		fail("stats: %d lost, the leader answered no lease about %d attempts", s.JobsLost, len(noLeaseAt))
+	}
+	if s.JobsReleased != 0 {
+		fail("stats: %d released with nothing left at shutdown", s.JobsReleased)
+	}
+	return problems
+}

@@ -1,0 +1,858 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/lease"
+	"github.com/compactkit/compactkit/worker"
+)
+
+const testLease = 10 * time.Second
+
+func TestNewValidates(t *testing.T) {
+	store := blockmerge.NewMemStore()
+	l := newFakeLeader(testLease)
+
+	_, err := worker.New(nil, store, worker.Config{})
+	require.ErrorIs(t, err, worker.ErrConfig)
+	_, err = worker.New(l, nil, worker.Config{})
+	require.ErrorIs(t, err, worker.ErrConfig)
+	for _, cfg := range []worker.Config{
+		{Concurrency: -1},
+		{PollInterval: -time.Second},
+		{RetryBackoff: -1},
+		{CleanupTimeout: -1},
+		{ShutdownTimeout: -1},
+		{ID: "bad\x00id"},
+		{ID: strings.Repeat("x", ck.MaxNameLen+1)},
+	} {
+		_, err := worker.New(l, store, cfg)
+		require.ErrorIs(t, err, worker.ErrConfig, "%+v", cfg)
+	}
+
+	w, err := worker.New(l, store, worker.Config{})
+	require.NoError(t, err)
+	cfg := w.Config()
+	require.Equal(t, runtime.GOMAXPROCS(0), cfg.Concurrency)
+	require.Equal(t, worker.DefaultPollInterval, cfg.PollInterval)
+	require.Equal(t, worker.DefaultRetryBackoff, cfg.RetryBackoff)
+	require.Equal(t, worker.DefaultCleanupTimeout, cfg.CleanupTimeout)
+	require.Equal(t, worker.DefaultShutdownTimeout, cfg.ShutdownTimeout)
+	require.True(t, strings.HasPrefix(w.ID(), "worker-"), w.ID())
+
+	w2, err := worker.New(l, store, worker.Config{})
+	require.NoError(t, err)
+	require.NotEqual(t, w.ID(), w2.ID(), "every worker gets its own ID")
+}
+
+func TestNewID(t *testing.T) {
+	seen := make(map[string]bool)
+	for range 100 {
+		id := worker.NewID("compactor-3")
+		require.True(t, strings.HasPrefix(id, "compactor-3-"), id)
+		require.False(t, seen[id], "IDs repeat")
+		seen[id] = true
+		req := ck.PollRequest{WorkerID: id, Seq: 1}
+		require.NoError(t, req.Validate())
+	}
+	require.True(t, strings.HasPrefix(worker.NewID(""), "worker-"))
+	long := worker.NewID(strings.Repeat("n", 1000))
+	require.Len(t, long, ck.MaxNameLen)
+	req := ck.PollRequest{WorkerID: long, Seq: 1}
+	require.NoError(t, req.Validate())
+}
+
+func TestRunTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newFakeLeader(testLease)
+		r := start(t, l, blockmerge.NewMemStore(), worker.Config{})
+		synctest.Wait()
+		require.ErrorIs(t, r.w.Run(context.Background()), worker.ErrAlreadyStarted)
+		require.NoError(t, r.stop())
+	})
+}
+
+func TestSuccessCarriesOutputs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := blockmerge.NewMemStore()
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 3))
+		r := start(t, l, store, worker.Config{Concurrency: 2})
+
+		eventually(t, "completed", func() bool { _, ok := l.completion("job-1"); return ok })
+		c, _ := l.completion("job-1")
+		require.Equal(t, "w1", c.worker)
+		require.Len(t, c.outputs, 1)
+		out := c.outputs[0]
+		require.Equal(t, ck.OutputID("job-1", c.token, 0), out.ID)
+		require.True(t, strings.HasPrefix(ck.ObjectKey(out.ID), ck.AttemptPrefix("job-1", c.token)))
+		require.Equal(t, uint32(1), out.Level)
+		require.Equal(t, int64(4), out.Records(), "k00..k03, the shared keys collapse")
+		stored, err := blockmerge.Verify(ctx, store, out.ID)
+		require.NoError(t, err)
+		require.Equal(t, stored, out, "the report carries the output's metadata")
+
+		require.NoError(t, r.stop())
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.JobsAssigned)
+		require.Equal(t, uint64(1), s.JobsStarted)
+		require.Equal(t, uint64(1), s.JobsCompleted)
+		require.Equal(t, uint64(1), s.BlocksWritten)
+		require.Equal(t, uint64(out.Size), s.BytesWritten)
+		require.Zero(t, s.JobsFailed+s.JobsLost+s.JobsReleased+s.PollRetries+s.BadResponses)
+		require.Zero(t, s.JobsHeld)
+		require.Zero(t, s.JobsRunning)
+		require.Positive(t, s.Polls)
+	})
+}
+
+func TestMergeErrorReportedAsFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		l := newFakeLeader(testLease)
+		p := mergeJob(t, store, "job-bad", 2)
+		p.Sources = append(p.Sources, "missing-block")
+		l.add(p)
+		r := start(t, l, store, worker.Config{Concurrency: 1})
+
+		eventually(t, "failed", func() bool { return l.job("job-bad").failures == 1 })
+		var failure *ck.StatusUpdate
+		for _, rep := range l.reportsOf("job-bad") {
+			require.NotEqual(t, ck.ReportSuccess, rep.update.Status)
+			if rep.update.Status == ck.ReportFailure {
+				failure = &rep.update
+			}
+		}
+		require.NotNil(t, failure)
+		require.Contains(t, failure.Reason, "missing-block", "the reason names the missing source")
+		require.Empty(t, failure.Outputs)
+		// Nothing of the attempt is left in the store.
+		tok := l.job("job-bad").tokens[0]
+		var left []string
+		require.NoError(t, store.List(context.Background(), ck.AttemptPrefix("job-bad", tok), func(k string) error {
+			left = append(left, k)
+			return nil
+		}))
+		require.Empty(t, left)
+
+		require.NoError(t, r.stop())
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.JobsFailed)
+		require.Zero(t, s.JobsCompleted+s.JobsLost+s.JobsReleased)
+	})
+}
+
+func TestNoLeaseCancelsJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		m.holdJob("job-1")
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		r := start(t, l, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
+
+		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
+		first := l.job("job-1").tokens[0]
+		l.revoke("job-1")
+
+		eventually(t, "cancelled", func() bool { return m.cancelCause("job-1") != nil })
+		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost)
+		eventually(t, "dropped", func() bool { return r.w.Stats().JobsLost == 1 })
+		mark := len(l.requests())
+		time.Sleep(time.Minute) // more polls
+		synctest.Wait()
+
+		reqs := l.requests()
+		for _, rq := range reqs[mark:] {
+			require.Empty(t, rq.req.Updates, "a dropped job is not reported again")
+			require.Equal(t, int32(2), rq.req.FreeSlots, "its slot is free again")
+		}
+		for _, rep := range l.reportsOf("job-1") {
+			require.Equal(t, first, rep.update.Token)
+			require.NotEqual(t, ck.ReportSuccess, rep.update.Status)
+		}
+		require.Empty(t, l.successesOf("job-1"))
+
+		require.NoError(t, r.stop())
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.JobsLost)
+		require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
+	})
+}
+
+func TestLocalLeaseExpiryCancelsJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		m.holdJob("job-1")
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		r := start(t, l, store, worker.Config{Concurrency: 1, MergeOptions: []blockmerge.Option{m.option()}})
+
+		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
+		assigned := time.Now()
+		l.setDown(true)
+		time.Sleep(testLease - time.Millisecond)
+		synctest.Wait()
+		require.Nil(t, m.cancelCause("job-1"), "the lease still holds")
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost, "cancelled when the local lease ran out")
+		require.WithinDuration(t, assigned.Add(testLease), time.Now(), 2*time.Millisecond)
+
+		l.setDown(false)
+		eventually(t, "dropped", func() bool { return r.w.Stats().JobsLost == 1 })
+		mark := len(l.requests())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for _, rq := range l.requests()[mark:] {
+			require.Empty(t, rq.req.Updates)
+			require.Equal(t, int32(1), rq.req.FreeSlots)
+		}
+		require.Empty(t, l.successesOf("job-1"))
+		require.NoError(t, r.stop())
+		l.check(t)
+	})
+}
+
+// A merge that completes at the moment its lease is lost is never reported
+// successful: the worker decides under its lock.
+func TestNoSuccessAfterLeaseLostAtCompletion(t *testing.T) {
+	for _, how := range []string{"no lease", "local expiry"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := blockmerge.NewMemStore()
+				l := newFakeLeader(testLease)
+				l.add(mergeJob(t, store, "job-1", 2))
+				entered := make(chan struct{})
+				proceed := make(chan struct{})
+				r := start(t, l, store, worker.Config{Concurrency: 1}, func(w *worker.Worker) {
+					worker.SetAfterMerge(w, func(string) {
+						close(entered)
+						<-proceed
+					})
+				})
+
+				<-entered // the merge succeeded; the worker has not decided yet
+				switch how {
+				case "no lease":
+					l.revoke("job-1")
+					eventually(t, "dropped", func() bool { return r.w.Stats().JobsLost == 1 })
+				case "local expiry":
+					l.setDown(true)
+					time.Sleep(testLease)
+					synctest.Wait()
+					l.setDown(false)
+				}
+				close(proceed)
+				eventually(t, "lost", func() bool { return r.w.Stats().JobsLost == 1 })
+				time.Sleep(time.Minute)
+				synctest.Wait()
+
+				require.Empty(t, l.successesOf("job-1"), "a lost job is never reported successful")
+				_, done := l.completion("job-1")
+				require.False(t, done)
+				require.NoError(t, r.stop())
+				l.check(t)
+				s := r.w.Stats()
+				require.Equal(t, uint64(1), s.BlocksWritten, "the merge did write its output")
+				require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
+			})
+		})
+	}
+}
+
+// A job that ended successfully while the leader was unreachable, and whose
+// lease ran out before its report could be sent, is not reported: the check
+// is made again, under the lock, when each request is built.
+func TestNoSuccessWhenLeaseLostBeforeReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		m.take["job-1"] = 3 * time.Second
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		r := start(t, l, store, worker.Config{Concurrency: 1, MergeOptions: []blockmerge.Option{m.option()}})
+		synctest.Wait()
+		l.setDown(true) // the next request (in progress) is retried until the leader is back
+
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		require.Equal(t, uint64(1), r.w.Stats().BlocksWritten, "the merge succeeded")
+		time.Sleep(testLease)
+		synctest.Wait()
+		l.setDown(false)
+		eventually(t, "lost", func() bool { return r.w.Stats().JobsLost == 1 })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+
+		require.Empty(t, l.successesOf("job-1"), "a lost job is never reported successful")
+		for _, rq := range l.requests() {
+			for _, u := range rq.req.Updates {
+				require.Equal(t, ck.ReportInProgress, u.Status)
+			}
+		}
+		require.NoError(t, r.stop())
+		l.check(t)
+	})
+}
+
+// A request whose reply was lost is sent again with the same sequence number
+// and the same content; the leader answers it with the recorded response,
+// so the assignment it carried is not lost.
+func TestLostReplyRetriedWithSameSeq(t *testing.T) {
+	for _, where := range []string{"reply lost", "request lost"} {
+		t.Run(where, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := blockmerge.NewMemStore()
+				l := newFakeLeader(testLease)
+				l.add(mergeJob(t, store, "job-1", 2))
+				l.add(mergeJob(t, store, "job-2", 2))
+				lost := map[string]int{}
+				switch where {
+				case "reply lost":
+					// Lose the replies carrying an assignment, twice each.
+					l.dropReply = func(req *ck.PollRequest, resp *ck.PollResponse) bool {
+						for _, j := range resp.Jobs {
+							if j.Outcome == ck.OutcomeAssigned && lost[j.Job] < 2 {
+								lost[j.Job]++
+								return true
+							}
+						}
+						return false
+					}
+				case "request lost":
+					// Lose the requests reporting a success, twice each.
+					l.failBefore = func(req *ck.PollRequest) bool {
+						for _, u := range req.Updates {
+							if u.Status == ck.ReportSuccess && lost[u.Job] < 2 {
+								lost[u.Job]++
+								return true
+							}
+						}
+						return false
+					}
+				}
+				r := start(t, l, store, worker.Config{Concurrency: 1})
+				eventually(t, "completed", func() bool { return l.numCompleted() == 2 })
+				require.NoError(t, r.stop())
+				l.check(t) // includes: every retry had the first attempt's content
+
+				reqs := l.requests()
+				retries := 0
+				for i := 1; i < len(reqs); i++ {
+					prev, cur := reqs[i-1].req, reqs[i].req
+					if cur.Seq == prev.Seq {
+						retries++
+						require.Equal(t, prev, cur, "a retry repeats the request")
+						require.False(t, reqs[i].applied && reqs[i-1].applied)
+					} else {
+						require.Equal(t, prev.Seq+1, cur.Seq, "a new request takes the next number")
+					}
+				}
+				require.Equal(t, 4, retries)
+				for _, job := range []string{"job-1", "job-2"} {
+					c, _ := l.completion(job)
+					require.Len(t, c.outputs, 1)
+				}
+				s := r.w.Stats()
+				require.Equal(t, uint64(4), s.PollRetries)
+				require.Equal(t, uint64(2), s.JobsAssigned, "each job was assigned once")
+				require.Equal(t, uint64(2), s.JobsCompleted)
+				require.Zero(t, s.JobsLost)
+			})
+		})
+	}
+}
+
+// The lease of an assignment is measured from the first send of the request
+// that got it, even when a retry got the answer.
+func TestLeaseMeasuredFromFirstSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		m.holdJob("job-1")
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		// The reply carrying the assignment is lost; the leader is then
+		// unreachable, so the lease can only run out.
+		l.dropReply = func(req *ck.PollRequest, resp *ck.PollResponse) bool {
+			if len(resp.Jobs) > 0 && resp.Jobs[0].Outcome == ck.OutcomeAssigned && !l.down {
+				l.down = true
+				return true
+			}
+			return false
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 1, RetryBackoff: 2 * time.Second, PollInterval: 2 * time.Second,
+			MergeOptions: []blockmerge.Option{m.option()}})
+		synctest.Wait()
+		sent := time.Now()
+		time.Sleep(time.Second)
+		l.mu.Lock()
+		l.down = false // the retry, 2s after the first send, gets the recorded assignment
+		l.dropReply = nil
+		l.mu.Unlock()
+		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
+		require.Less(t, time.Since(sent), testLease/2, "assigned before its first renewal is due")
+		l.setDown(true)
+		time.Sleep(time.Until(sent.Add(testLease - time.Millisecond)))
+		synctest.Wait()
+		require.Nil(t, m.cancelCause("job-1"))
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost,
+			"the lease ran out 10s after the first send, not 10s after the retry")
+		l.setDown(false)
+		require.NoError(t, r.stop())
+		l.check(t)
+	})
+}
+
+func TestShutdownReleasesJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		l := newFakeLeader(testLease)
+		for _, job := range []string{"job-1", "job-2"} {
+			m.holdJob(job)
+			l.add(mergeJob(t, store, job, 2))
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 3, MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 && m.startedCount("job-2") == 1 })
+
+		require.NoError(t, r.stop(), "a clean shutdown")
+		for _, job := range []string{"job-1", "job-2"} {
+			require.ErrorIs(t, m.cancelCause(job), worker.ErrShuttingDown)
+			j := l.job(job)
+			require.False(t, j.inProgress, "%s was given back", job)
+			require.Equal(t, 1, j.releases)
+			require.Zero(t, j.failures, "a release counts no failure")
+			for _, rep := range l.reportsOf(job) {
+				require.Contains(t, []ck.ReportStatus{ck.ReportInProgress, ck.ReportReleased}, rep.update.Status)
+			}
+		}
+		reqs := l.requests()
+		last := reqs[len(reqs)-1].req
+		require.Zero(t, last.FreeSlots, "the final poll takes no job")
+		require.Len(t, last.Updates, 2)
+		for _, u := range last.Updates {
+			require.Equal(t, ck.ReportReleased, u.Status)
+		}
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(2), s.JobsReleased)
+		require.Zero(t, s.JobsFailed+s.JobsLost+s.JobsCompleted)
+		require.Zero(t, s.JobsHeld)
+		require.Zero(t, s.JobsRunning)
+	})
+}
+
+// A request left unanswered at shutdown is retried first: the jobs it was
+// assigned are released rather than left to expire.
+func TestShutdownRetriesPendingRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		l.dropReply = func(req *ck.PollRequest, resp *ck.PollResponse) bool { return len(resp.Jobs) > 0 }
+		r := start(t, l, store, worker.Config{Concurrency: 1, RetryBackoff: time.Hour})
+		synctest.Wait() // the worker waits to retry
+		require.True(t, l.job("job-1").inProgress)
+		l.mu.Lock()
+		l.dropReply = nil
+		l.mu.Unlock()
+
+		require.NoError(t, r.stop())
+		j := l.job("job-1")
+		require.False(t, j.inProgress)
+		require.Equal(t, 1, j.releases)
+		reqs := l.requests()
+		require.Len(t, reqs, 3, "the request, its retry at shutdown, the final poll")
+		require.Equal(t, reqs[0].req, reqs[1].req)
+		require.Equal(t, uint64(2), reqs[2].req.Seq)
+		require.Equal(t, []ck.StatusUpdate{{Job: "job-1", Token: j.tokens[0], Status: ck.ReportReleased}}, reqs[2].req.Updates)
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.JobsAssigned)
+		require.Zero(t, s.JobsStarted, "not started during shutdown")
+		require.Equal(t, uint64(1), s.JobsReleased)
+	})
+}
+
+func TestShutdownBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		m.holdJob("job-1")
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		r := start(t, l, store, worker.Config{Concurrency: 1, ShutdownTimeout: 5 * time.Second,
+			MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
+		l.setDown(true)
+		begin := time.Now()
+		err := r.stop()
+		require.ErrorIs(t, err, worker.ErrShutdown)
+		require.Equal(t, 5*time.Second, time.Since(begin), "the final poll is retried for the shutdown timeout")
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.JobsLost, "unanswered: the leader will reassign it")
+		require.Zero(t, s.JobsHeld)
+	})
+}
+
+// A job that does not stop when cancelled is released all the same once the
+// shutdown stops waiting for it.
+func TestShutdownWithStuckJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		m.holdJob("job-1")
+		m.stubborn["job-1"] = true
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		r := start(t, l, store, worker.Config{Concurrency: 1, ShutdownTimeout: 2 * time.Second,
+			MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
+
+		begin := time.Now()
+		err := r.stop()
+		require.ErrorIs(t, err, worker.ErrShutdown)
+		require.Contains(t, err.Error(), "1 jobs still running")
+		require.Equal(t, 2*time.Second, time.Since(begin))
+		reqs := l.requests()
+		last := reqs[len(reqs)-1].req
+		require.Equal(t, []ck.StatusUpdate{{Job: "job-1", Token: last.Updates[0].Token, Status: ck.ReportReleased}}, last.Updates)
+		require.Zero(t, last.FreeSlots)
+		require.Equal(t, 1, l.job("job-1").releases)
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.JobsReleased)
+		require.Equal(t, 1, s.JobsRunning)
+
+		m.release("job-1")
+		synctest.Wait()
+		require.Zero(t, r.w.Stats().JobsRunning)
+		require.Empty(t, l.successesOf("job-1"))
+		l.check(t)
+	})
+}
+
+func TestFreeSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		l := newFakeLeader(testLease)
+		jobs := []string{"job-1", "job-2", "job-3", "job-4", "job-5"}
+		for _, job := range jobs {
+			m.holdJob(job)
+			l.add(mergeJob(t, store, job, 2))
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 3, MergeOptions: []blockmerge.Option{m.option()}})
+
+		synctest.Wait()
+		reqs := l.requests()
+		require.Equal(t, int32(3), reqs[0].req.FreeSlots)
+		require.Equal(t, 3, r.w.Stats().JobsRunning)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		reqs = l.requests()
+		require.Equal(t, int32(0), reqs[len(reqs)-1].req.FreeSlots)
+		require.Len(t, reqs[len(reqs)-1].req.Updates, 3)
+
+		m.release("job-1")
+		eventually(t, "job-1 completed", func() bool { _, ok := l.completion("job-1"); return ok })
+		synctest.Wait()
+		require.Equal(t, 1, m.startedCount("job-4"), "the freed slot took the next job")
+		require.Zero(t, m.startedCount("job-5"))
+		for _, job := range jobs[1:] {
+			m.release(job)
+		}
+		eventually(t, "all completed", func() bool { return l.numCompleted() == 5 })
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		require.NoError(t, r.stop())
+		l.check(t)
+
+		// Every request offered the slots not taken by jobs in progress.
+		for _, rq := range l.requests() {
+			inProgress := 0
+			for _, u := range rq.req.Updates {
+				if u.Status == ck.ReportInProgress {
+					inProgress++
+				}
+			}
+			if rq.req.FreeSlots > 0 || len(rq.req.Updates) > 0 {
+				require.Equal(t, int32(3-inProgress), rq.req.FreeSlots, "request %d: %+v", rq.req.Seq, rq.req.Updates)
+			}
+		}
+		reqs = l.requests()
+		require.Equal(t, int32(3), reqs[len(reqs)-1].req.FreeSlots, "no job held: no final poll")
+		require.Equal(t, uint64(5), r.w.Stats().JobsCompleted)
+	})
+}
+
+// Every job held is renewed at least every half of its lease, whatever the
+// poll interval, and a job that outlives many leases completes.
+func TestRenewalsEveryHalfLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		l := newFakeLeader(testLease)
+		l.leases["job-2"] = 7 * time.Second
+		for _, job := range []string{"job-1", "job-2"} {
+			m.take[job] = time.Minute
+			l.add(mergeJob(t, store, job, 2))
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 2, PollInterval: time.Hour,
+			MergeOptions: []blockmerge.Option{m.option()}})
+
+		var renewals = map[string][]time.Time{}
+		eventually(t, "renewed for a minute", func() bool {
+			for _, job := range []string{"job-1", "job-2"} {
+				if j := l.job(job); j.inProgress {
+					renewals[job] = j.renewals
+				}
+			}
+			return l.numCompleted() == 2
+		})
+		for job, half := range map[string]time.Duration{"job-1": 5 * time.Second, "job-2": 3500 * time.Millisecond} {
+			times := renewals[job]
+			require.GreaterOrEqual(t, len(times), int(time.Minute/half), job)
+			for i := 1; i < len(times); i++ {
+				require.LessOrEqual(t, times[i].Sub(times[i-1]), half, "%s: renewal %d", job, i)
+			}
+		}
+		require.NoError(t, r.stop())
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(2), s.JobsCompleted)
+		require.Zero(t, s.JobsLost)
+		require.Positive(t, s.Renewals)
+	})
+}
+
+func TestTombstonesDeletedAndConfirmed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := blockmerge.NewMemStore()
+		writeSource(t, store, "old-1", "a")
+		orphan := ck.AttemptPrefix("job-x", 3)
+		for _, k := range []string{"0", "1"} {
+			require.NoError(t, store.Put(ctx, orphan+k, strings.NewReader("orphan")))
+		}
+		l := newFakeLeader(testLease)
+		withTombstones := mergeJob(t, store, "job-1", 2)
+		withTombstones.Tombstones = []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "old-1"}}
+		l.add(withTombstones)
+		l.add(ck.JobPlan{Name: "cleanup-1", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: orphan}}})
+		r := start(t, l, store, worker.Config{Concurrency: 2})
+
+		eventually(t, "completed", func() bool { return l.numCompleted() == 2 })
+		ok, err := store.Exists(ctx, ck.ObjectKey("old-1"))
+		require.NoError(t, err)
+		require.False(t, ok, "the tombstoned block is deleted")
+		require.NoError(t, store.List(ctx, orphan, func(k string) error {
+			t.Errorf("orphan %s left", k)
+			return nil
+		}))
+		c, _ := l.completion("job-1")
+		require.Len(t, c.outputs, 1)
+		c, _ = l.completion("cleanup-1")
+		require.Empty(t, c.outputs, "a cleanup-only job succeeds without outputs")
+		for _, job := range []string{"job-1", "cleanup-1"} {
+			reps := l.reportsOf(job)
+			require.Equal(t, ck.ReportSuccess, reps[len(reps)-1].update.Status, "the success report confirms the tombstones")
+		}
+		require.NoError(t, r.stop())
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(2), s.TombstonesDeleted)
+		require.Equal(t, uint64(2), s.JobsCompleted)
+		require.Equal(t, uint64(1), s.BlocksWritten)
+	})
+}
+
+// failingStore fails the deletion of one key, and blocks deletions by
+// prefix until their context is done.
+type failingStore struct {
+	blockmerge.Store
+	failKey       string
+	blockPrefixes bool
+}
+
+func (s *failingStore) Delete(ctx context.Context, key string) error {
+	if key == s.failKey {
+		return errors.New("injected: delete refused")
+	}
+	return s.Store.Delete(ctx, key)
+}
+
+func (s *failingStore) DeleteByPrefix(ctx context.Context, prefix string) error {
+	if s.blockPrefixes {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.DeleteByPrefix(ctx, prefix)
+}
+
+func TestTombstoneDeletionFailureReportsFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem := blockmerge.NewMemStore()
+		writeSource(t, mem, "old-1", "a")
+		writeSource(t, mem, "old-2", "b")
+		store := &failingStore{Store: mem, failKey: ck.ObjectKey("old-1")}
+		l := newFakeLeader(testLease)
+		p := mergeJob(t, mem, "job-1", 2)
+		p.Tombstones = []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "old-1"}, {Kind: ck.TombstoneBlock, Target: "old-2"}}
+		l.add(p)
+		r := start(t, l, store, worker.Config{Concurrency: 1})
+
+		eventually(t, "failed", func() bool { return l.job("job-1").failures == 1 })
+		reps := l.reportsOf("job-1")
+		last := reps[len(reps)-1].update
+		require.Equal(t, ck.ReportFailure, last.Status)
+		require.Contains(t, last.Reason, "old-1")
+		require.Contains(t, last.Reason, "injected")
+		ok, err := mem.Exists(ctx, ck.ObjectKey("old-2"))
+		require.NoError(t, err)
+		require.False(t, ok, "the other deletions go ahead")
+		require.NoError(t, mem.List(ctx, ck.AttemptPrefix("job-1", last.Token), func(k string) error {
+			t.Errorf("the merge ran: %s", k)
+			return nil
+		}))
+		require.NoError(t, r.stop())
+		l.check(t)
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.TombstonesDeleted)
+		require.Equal(t, uint64(1), s.JobsFailed)
+		require.Zero(t, s.BlocksWritten)
+	})
+}
+
+func TestCleanupTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &failingStore{Store: blockmerge.NewMemStore(), blockPrefixes: true}
+		l := newFakeLeader(testLease)
+		l.add(ck.JobPlan{Name: "cleanup-1", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/job-x/3/"}}})
+		r := start(t, l, store, worker.Config{Concurrency: 1, CleanupTimeout: 2 * time.Second})
+
+		begin := time.Now()
+		eventually(t, "failed", func() bool { return l.job("cleanup-1").failures == 1 })
+		reps := l.reportsOf("cleanup-1")
+		last := reps[len(reps)-1]
+		require.Equal(t, ck.ReportFailure, last.update.Status)
+		require.Contains(t, last.update.Reason, "timed out after 2s")
+		require.Equal(t, 2*time.Second, last.at.Sub(begin))
+		require.NoError(t, r.stop())
+		l.check(t)
+	})
+}
+
+func TestInvalidResponseIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		var seqs []uint64
+		client := worker.ClientFunc(func(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+			seqs = append(seqs, req.Seq)
+			if req.Seq == 1 {
+				return &ck.PollResponse{Jobs: []ck.JobReply{{Job: "x", Outcome: 99}}}, nil
+			}
+			return l.Poll(ctx, req)
+		})
+		r := start(t, client, store, worker.Config{Concurrency: 1})
+		eventually(t, "completed", func() bool { return l.numCompleted() == 1 })
+		require.NoError(t, r.stop())
+		require.Equal(t, []uint64{1, 2, 3}, seqs[:3])
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.BadResponses)
+		require.Equal(t, uint64(1), s.JobsCompleted)
+	})
+}
+
+// Two assignments of one job: a stale attempt the worker still holds is
+// dropped when the leader assigns the job again, and only the new attempt
+// reports.
+func TestReassignedJobReplacesStaleAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		m.holdJob("job-1")
+		p := mergeJob(t, store, "job-1", 2)
+		step := 0
+		client := worker.ClientFunc(func(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+			step++
+			resp := &ck.PollResponse{}
+			for _, u := range req.Updates {
+				out := ck.JobReply{Job: u.Job, Token: u.Token, Outcome: ck.OutcomeRenewed, Lease: testLease}
+				if u.Status == ck.ReportSuccess {
+					out = ck.JobReply{Job: u.Job, Token: u.Token, Outcome: ck.OutcomeCompleted}
+				}
+				resp.Jobs = append(resp.Jobs, out)
+			}
+			if step == 1 || step == 2 { // assigned twice: the second with a newer token
+				plan := p.Clone()
+				resp.Jobs = append(resp.Jobs, ck.JobReply{Job: "job-1", Outcome: ck.OutcomeAssigned,
+					Token: 10 * 1 << step, Lease: testLease, Plan: &plan})
+			}
+			return resp, nil
+		})
+		var reports []ck.StatusUpdate
+		record := worker.ClientFunc(func(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+			reports = append(reports, req.Updates...)
+			return client(ctx, req)
+		})
+		r := start(t, record, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "both attempts started", func() bool { return m.startedCount("job-1") == 2 })
+		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost, "the stale attempt is cancelled")
+		m.release("job-1")
+		eventually(t, "completed", func() bool { return r.w.Stats().JobsCompleted == 1 })
+		require.NoError(t, r.stop())
+		for _, u := range reports {
+			if u.Status == ck.ReportSuccess {
+				require.Equal(t, ck.OutputID("job-1", 40, 0), u.Outputs[0].ID)
+				require.EqualValues(t, 40, u.Token)
+			}
+		}
+		s := r.w.Stats()
+		require.Equal(t, uint64(2), s.JobsAssigned)
+		require.Equal(t, uint64(1), s.JobsLost)
+		require.Equal(t, uint64(1), s.JobsCompleted)
+	})
+}
+
+func TestLogging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		store := blockmerge.NewMemStore()
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		w, err := worker.New(l, store, worker.Config{ID: "w-log", Concurrency: 1}, worker.WithLogger(newTextLogger(&buf)))
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		eventually(t, "completed", func() bool { return l.numCompleted() == 1 })
+		cancel()
+		require.NoError(t, <-done)
+		out := buf.String()
+		for _, want := range []string{"worker started", "job started", "job succeeded", "worker stopped", "worker=w-log", "job=job-1"} {
+			require.Contains(t, out, want)
+		}
+	})
+}
