@@ -1,0 +1,463 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/lease"
+)
+
+// Result says what applying one change did.
+type Result struct {
+	// Applied is false when the change's precondition failed (stale
+	// version, token mismatch, wrong status, limit, ...): nothing changed.
+	Applied bool
+	// Reason says why the change was skipped, for logs and tests.
+	Reason string
+	// Kind is the kind of change executed. A reported failure that reaches
+	// the failure limit is a ChangeFail whose After.Status is Excluded.
+	Kind ck.ChangeKind
+	// Before is the job's state before the change (zero if it did not
+	// exist); After is its state after an applied change (zero if the job
+	// was removed).
+	Before, After ck.JobState
+	// Plan is the job's plan: set for every applied change, and for a
+	// removed job the plan it had. It is shared and must not be modified.
+	Plan *ck.JobPlan
+	// PrevToken is, for an applied change that ended an attempt without
+	// committing it — reassignment of an expired job, exclude, fail,
+	// release, cancel of an in-progress job — the token of that attempt, so
+	// that the state machine can tombstone its output prefix. It is 0
+	// otherwise.
+	PrevToken fencing.Token
+}
+
+// Tx applies the changes of one log entry, one by one. Get one from
+// [Scheduler.Begin].
+type Tx struct {
+	s     *Scheduler
+	e     ck.Entry
+	now   int64
+	token fencing.Token
+	stale string // non-empty: every change is skipped, for this reason
+	// removed holds the jobs an applied change of this entry removed, with
+	// their version before the entry. (The version before the entry of a
+	// job changed by this entry is in its record: see job.pre.)
+	removed []removal
+}
+
+type removal struct {
+	name string
+	pre  uint64
+}
+
+// Begin starts applying the changes of entry e (a PlanUpdate) at the state
+// machine's effective time now. tokenIndex is the update's TokenIndex: the
+// prepare entry's index in two-commit mode, or 0 to use e.Index. New jobs and
+// assignments take that index as their token.
+//
+// Begin is called once per entry. An entry at or below the last one begun
+// (or an index 0, or a token index after the entry) gives a Tx that skips
+// every change without counting it, so that applying an entry twice changes
+// nothing.
+func (s *Scheduler) Begin(e ck.Entry, now int64, tokenIndex uint64) *Tx {
+	tx := &Tx{s: s, e: e, now: now, token: fencing.Token(e.Index)}
+	if tokenIndex != 0 {
+		tx.token = fencing.Token(tokenIndex)
+	}
+	switch {
+	case e.Index == 0:
+		tx.stale = "entry index 0"
+	case e.Index <= s.lastEntry:
+		tx.stale = fmt.Sprintf("entry %d already applied (last %d)", e.Index, s.lastEntry)
+	case tokenIndex > e.Index:
+		tx.stale = fmt.Sprintf("token index %d after entry %d", tokenIndex, e.Index)
+	default:
+		s.lastEntry = e.Index
+	}
+	return tx
+}
+
+// preVersion returns the version of the named job before the entry.
+func (tx *Tx) preVersion(name string, j *job) uint64 {
+	if j != nil {
+		if j.entry == tx.e.Index {
+			return j.pre
+		}
+		return j.st.Version
+	}
+	for i := len(tx.removed) - 1; i >= 0; i-- {
+		if tx.removed[i].name == name {
+			return tx.removed[i].pre
+		}
+	}
+	return 0
+}
+
+// stamp marks a record made by this entry from j (nil for a new job).
+func (tx *Tx) stamp(nj, j *job) {
+	nj.pre = tx.preVersion(nj.st.Name, j)
+	nj.entry = tx.e.Index
+}
+
+// removing records that this entry removes j.
+func (tx *Tx) removing(j *job) {
+	tx.removed = append(tx.removed, removal{name: j.st.Name, pre: tx.preVersion(j.st.Name, j)})
+}
+
+func (tx *Tx) skip(r *Result, format string, args ...any) Result {
+	tx.s.counters.Skipped++
+	r.Applied = false
+	r.Reason = fmt.Sprintf(format, args...)
+	return *r
+}
+
+// Apply executes one change of the entry if its precondition holds, and
+// says what happened. The precondition is the row of DESIGN.md §4's change
+// table, checked at this point of the entry, plus: the job's version before
+// the entry equals c.Version (except for cancel, an operator's change). A
+// skipped change changes nothing but the Skipped counter; an applied one
+// sets the job's version to the entry's index.
+//
+//   - add: no such job, and none completed recently; the queue is below
+//     its limit; the plan's tenant and level are not paused. The job is
+//     unassigned, its token the entry's token index, added now.
+//   - assign: an active (not paused) job, unassigned, or in progress with
+//     its lease expired (now > deadline) and below the failure limit once
+//     the abandoned attempt is counted; the new token must be greater than
+//     the job's last assignment's. In progress for c.Worker until now +
+//     lease.
+//   - exclude: in progress, expired, and the abandoned attempt reaches the
+//     failure limit. Excluded.
+//   - renew: in progress and c.Token is the job's token. Deadline becomes
+//     max(deadline, now + lease).
+//   - complete: as renew. The job is removed and its token remembered.
+//   - fail: as renew. Failures + 1: unassigned, or excluded at the limit.
+//   - release: as renew. Unassigned, no failure counted.
+//   - evict: excluded, and the queue at or above its limit. Removed.
+//   - cancel: the job exists. Removed.
+//
+// Apply trusts the change to be well-formed (the state machine validates
+// decoded commands); it only checks what it relies on. The plan of an
+// applied add is kept, not copied: it must not be modified afterwards.
+func (tx *Tx) Apply(c *ck.Change) Result {
+	if c == nil {
+		return Result{Reason: "nil change"}
+	}
+	r := Result{Kind: c.Kind}
+	if tx.stale != "" {
+		r.Reason = tx.stale
+		return r
+	}
+	s := tx.s
+	j := s.get(c.Job)
+	if j != nil {
+		r.Before = j.st
+	}
+	if err := c.Kind.Validate(); err != nil {
+		return tx.skip(&r, "%v", err)
+	}
+	if pre := tx.preVersion(c.Job, j); c.Kind != ck.ChangeCancel && pre != c.Version {
+		return tx.skip(&r, "stale version: prepared against %d, job at %d before entry %d", c.Version, pre, tx.e.Index)
+	}
+	if c.Kind == ck.ChangeAdd {
+		return tx.add(c, &r)
+	}
+	if j == nil {
+		return tx.skip(&r, "unknown job")
+	}
+	cfg := &s.cfg
+	expired := j.st.Status == ck.StatusInProgress && tx.now > j.st.Deadline
+	owns := fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, c.Token)
+	nj := j.with()
+	nj.st.Version = tx.e.Index
+	switch c.Kind {
+	case ck.ChangeAssign:
+		switch {
+		case c.Worker == "":
+			return tx.skip(&r, "assign without a worker")
+		case !j.active:
+			return tx.skip(&r, "paused")
+		case j.st.Status == ck.StatusExcluded:
+			return tx.skip(&r, "excluded")
+		case j.st.Status == ck.StatusInProgress && !expired:
+			return tx.skip(&r, "lease not expired")
+		case expired && cfg.atLimit(j.st.Failures):
+			return tx.skip(&r, "at the failure limit: exclude instead")
+		case j.st.Worker == "" && tx.token < j.st.Token, j.st.Worker != "" && tx.token <= j.st.Token:
+			return tx.skip(&r, "token %d not newer than %d", tx.token, j.st.Token)
+		}
+		if expired {
+			nj.st.Failures++
+			r.PrevToken = j.st.Token
+			s.counters.Reassigned++
+		} else {
+			s.counters.Assigned++
+		}
+		nj.st.Status = ck.StatusInProgress
+		nj.st.Token = tx.token
+		nj.st.Deadline = lease.Grant(tx.now, tx.token, cfg.LeaseDuration).Deadline
+		nj.st.Worker = c.Worker
+	case ck.ChangeExclude:
+		switch {
+		case !expired:
+			return tx.skip(&r, "not in progress with an expired lease")
+		case !cfg.atLimit(j.st.Failures):
+			return tx.skip(&r, "below the failure limit")
+		}
+		nj.st.Status = ck.StatusExcluded
+		nj.st.Failures++
+		r.PrevToken = j.st.Token
+		s.counters.Excluded++
+	case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
+		if !owns {
+			return tx.skip(&r, "no lease: %s with token %d", j.st.Status, c.Token)
+		}
+		switch c.Kind {
+		case ck.ChangeRenew:
+			nj.st.Deadline = lease.Extend(j.st.Deadline, tx.now, cfg.LeaseDuration)
+			s.counters.Renewed++
+		case ck.ChangeComplete:
+			tx.removing(j)
+			s.remove(j)
+			s.remember(&done{name: j.st.Name, token: j.st.Token, at: tx.now})
+			s.counters.Completed++
+			r.Applied, r.Plan = true, j.plan
+			return r
+		case ck.ChangeFail:
+			if cfg.atLimit(j.st.Failures) {
+				nj.st.Status = ck.StatusExcluded
+				s.counters.Excluded++
+			} else {
+				nj.st.Status = ck.StatusUnassigned
+			}
+			nj.st.Failures++
+			r.PrevToken = j.st.Token
+			s.counters.Failed++
+		case ck.ChangeRelease:
+			nj.st.Status = ck.StatusUnassigned
+			r.PrevToken = j.st.Token
+			s.counters.Released++
+		}
+	case ck.ChangeEvict:
+		switch {
+		case j.st.Status != ck.StatusExcluded:
+			return tx.skip(&r, "not excluded")
+		case cfg.MaxQueueSize <= 0 || s.byName.Len() < cfg.MaxQueueSize:
+			return tx.skip(&r, "queue below its limit")
+		}
+		tx.removing(j)
+		s.remove(j)
+		s.counters.Evicted++
+		r.Applied, r.Plan = true, j.plan
+		return r
+	case ck.ChangeCancel:
+		tx.removing(j)
+		return s.cancel(j, r)
+	}
+	tx.stamp(nj, j)
+	s.replace(j, nj)
+	r.Applied, r.After, r.Plan = true, nj.st, nj.plan
+	return r
+}
+
+func (tx *Tx) add(c *ck.Change, r *Result) Result {
+	s := tx.s
+	cfg := &s.cfg
+	switch {
+	case c.Plan == nil || c.Plan.Name != c.Job:
+		return tx.skip(r, "add without a matching plan")
+	case s.get(c.Job) != nil:
+		return tx.skip(r, "job exists")
+	case s.completed.Has(&done{name: c.Job}):
+		return tx.skip(r, "job completed recently")
+	case cfg.MaxQueueSize > 0 && s.byName.Len() >= cfg.MaxQueueSize:
+		return tx.skip(r, "queue full")
+	case s.pauses.paused(c.Plan.Tenant, c.Plan.Level):
+		return tx.skip(r, "paused")
+	}
+	plan := c.Plan
+	j := &job{
+		st: ck.JobState{
+			Name: c.Job, Tenant: plan.Tenant, Level: plan.Level, Status: ck.StatusUnassigned,
+			Token: tx.token, Version: tx.e.Index, AddedAt: tx.now,
+		},
+		plan:   plan,
+		active: true,
+	}
+	tx.stamp(j, nil)
+	s.insert(j)
+	s.counters.Added++
+	r.Applied, r.After, r.Plan = true, j.st, j.plan
+	return *r
+}
+
+func (s *Scheduler) cancel(j *job, r Result) Result {
+	s.remove(j)
+	s.counters.Cancelled++
+	if j.st.Status == ck.StatusInProgress {
+		r.PrevToken = j.st.Token
+	}
+	r.Kind, r.Applied, r.Before, r.Plan = ck.ChangeCancel, true, j.st, j.plan
+	return r
+}
+
+// Cancel removes the named job on an operator's request, or because
+// retention dropped one of its sources, whatever its status. The result
+// carries the job's plan (so the planner re-queues its sources) and, for a
+// job in progress, the token of its attempt (whose outputs become orphans).
+// An unknown job returns an error wrapping [ErrUnknownJob].
+func (s *Scheduler) Cancel(e ck.Entry, now int64, name string) (Result, error) {
+	j := s.get(name)
+	if j == nil {
+		return Result{Kind: ck.ChangeCancel, Reason: "unknown job"}, fmt.Errorf("cancel %q at entry %d: %w", name, e.Index, ErrUnknownJob)
+	}
+	return s.cancel(j, Result{}), nil
+}
+
+// ExtendLeases pushes the deadline of every in-progress job to at least
+// now + LeaseDuration, and returns how many deadlines moved. The state
+// machine calls it for a new leader's first command, so that an election
+// does not cost healthy jobs their leases. It visits only the in-progress
+// jobs whose deadline moves.
+//
+// Versions are kept: an extension is not a change prepared against a job,
+// and changes prepared before it (renewals above all) must still apply.
+func (s *Scheduler) ExtendLeases(e ck.Entry, now int64) int {
+	_ = e
+	target := lease.Grant(now, 0, s.cfg.LeaseDuration).Deadline
+	var short []*job
+	// The active jobs: in each (level, failures) group of the expiry index,
+	// the deadlines before target are a prefix.
+	var probe job
+	for level, f := uint32(0), uint32(0); ; {
+		probe.st = ck.JobState{Level: level, Failures: f, Deadline: math.MinInt64}
+		first := true
+		s.expiry.AscendGreaterOrEqual(&probe, func(j *job) bool {
+			if first {
+				level, f, first = j.st.Level, j.st.Failures, false
+			}
+			if j.st.Level != level || j.st.Failures != f || j.st.Deadline >= target {
+				return false
+			}
+			short = append(short, j)
+			return true
+		})
+		if first {
+			break // no group left
+		}
+		if f < math.MaxUint32 {
+			f++
+		} else if level < maxLevel {
+			level, f = level+1, 0
+		} else {
+			break
+		}
+	}
+	// The paused ones.
+	s.idle.Ascend(func(j *job) bool {
+		if j.st.Deadline >= target {
+			return false
+		}
+		short = append(short, j)
+		return true
+	})
+	for _, j := range short {
+		nj := j.with()
+		nj.st.Deadline = target
+		s.replace(j, nj)
+	}
+	return len(short)
+}
+
+// Retry returns excluded jobs to the queue on an operator's request:
+// unassigned, failures reset. name names one job; "" retries every excluded
+// job. It returns how many jobs it retried. An unknown job returns an error
+// wrapping [ErrUnknownJob], a job that is not excluded one wrapping
+// [ErrNotExcluded].
+func (s *Scheduler) Retry(e ck.Entry, now int64, name string) (int, error) {
+	_ = now
+	var jobs []*job
+	if name != "" {
+		j := s.get(name)
+		switch {
+		case j == nil:
+			return 0, fmt.Errorf("retry %q at entry %d: %w", name, e.Index, ErrUnknownJob)
+		case j.st.Status != ck.StatusExcluded:
+			return 0, fmt.Errorf("retry %q at entry %d: %s: %w", name, e.Index, j.st.Status, ErrNotExcluded)
+		}
+		jobs = append(jobs, j)
+	} else {
+		s.excluded.Ascend(func(j *job) bool {
+			jobs = append(jobs, j)
+			return true
+		})
+	}
+	for _, j := range jobs {
+		nj := j.with()
+		nj.st.Status = ck.StatusUnassigned
+		nj.st.Failures = 0
+		nj.st.Version = e.Index
+		s.replace(j, nj)
+		s.counters.Retried++
+	}
+	return len(jobs), nil
+}
+
+// SetPaused pauses (paused = true) or resumes a tenant, a level, or a tenant
+// at a level. tenant "" means every tenant, level nil every level; a
+// rule with both pauses everything. Pauses are a set of such rules: a job is
+// paused while any rule matches it, and resuming removes exactly the rule
+// named (resuming tenant "a" does not resume a level paused as a whole).
+//
+// Paused jobs stay queued and unassigned; a job in progress keeps running
+// until its worker ends it (it is neither renewed away nor reassigned when
+// it expires); no job is added for a paused tenant or level. The jobs' versions are
+// kept. The work is proportional to the jobs the rule matches (for a level
+// across tenants, plus one lookup per tenant).
+func (s *Scheduler) SetPaused(e ck.Entry, tenant string, level *uint32, paused bool) {
+	_ = e
+	rule := PauseRule{Tenant: tenant, AllTenants: tenant == "", AllLevels: level == nil}
+	if level != nil {
+		rule.Level = *level
+	}
+	if s.pauses.has(rule) == paused {
+		return
+	}
+	next := s.pauses.toggled(rule, paused)
+	var names []string
+	s.matching(rule, func(k *tenantKey) { names = append(names, k.name) })
+	s.pauses = next
+	for _, name := range names {
+		j := s.get(name)
+		if active := !next.paused(j.st.Tenant, j.st.Level); active != j.active {
+			nj := j.with()
+			nj.active = active
+			s.replace(j, nj)
+		}
+	}
+	s.dirty()
+}
+
+// matching calls fn for the key of every job the rule matches, in
+// (tenant, level, name) order.
+func (s *Scheduler) matching(r PauseRule, fn func(*tenantKey)) {
+	each := func(k *tenantKey) bool { fn(k); return true }
+	switch {
+	case r.AllTenants && r.AllLevels:
+		s.byTenant.Ascend(each)
+	case r.AllLevels:
+		s.byTenant.AscendRange(&tenantKey{tenant: r.Tenant}, &tenantKey{tenant: successor(r.Tenant)}, each)
+	case !r.AllTenants:
+		from := &tenantKey{tenant: r.Tenant, level: r.Level}
+		if r.Level == maxLevel {
+			s.byTenant.AscendRange(from, &tenantKey{tenant: successor(r.Tenant)}, each)
+		} else {
+			s.byTenant.AscendRange(from, &tenantKey{tenant: r.Tenant, level: r.Level + 1}, each)
+		}
+	default: // one level across tenants: seek each tenant's level
+		s.eachAtLevel(r.Level, tenantKey{level: r.Level}, func(k *tenantKey) bool { fn(k); return true })
+	}
+}

@@ -1,0 +1,282 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+)
+
+// job is the scheduler's record of one job. Records are immutable once they
+// are in a tree: a change builds a new record and replaces the old one in
+// every index, so that a copy-on-write view never sees a record change.
+type job struct {
+	st   ck.JobState
+	plan *ck.JobPlan
+	// key is the job's entry in the tenant index, shared by all records of
+	// the job (it never changes).
+	key *tenantKey
+	// active is false while the job's tenant or level is paused; an
+	// inactive job is left out of the assignment indexes.
+	active bool
+	// entry and pre say that the record was made by a change of entry
+	// `entry`, and that the job's version before that entry was pre. They
+	// are transient: only a Tx of that entry reads them.
+	entry, pre uint64
+}
+
+// with returns a copy of j, to be modified before it replaces j.
+func (j *job) with() *job {
+	c := *j
+	return &c
+}
+
+// The orders of the indexes. Every order ends with the name, so that no two
+// jobs compare equal.
+
+// byName orders all jobs by name.
+func byName(a, b *job) bool { return a.st.Name < b.st.Name }
+
+// byPriority orders unassigned jobs (ready index) and in-progress jobs
+// (expiry index) within their level: level, failures, deadline, name.
+func byPriority(a, b *job) bool {
+	if a.st.Level != b.st.Level {
+		return a.st.Level < b.st.Level
+	}
+	return lessFDN(&a.st, &b.st)
+}
+
+// lessFDN is the order within a level: failures, deadline, name.
+func lessFDN(a, b *ck.JobState) bool {
+	if a.Failures != b.Failures {
+		return a.Failures < b.Failures
+	}
+	if a.Deadline != b.Deadline {
+		return a.Deadline < b.Deadline
+	}
+	return a.Name < b.Name
+}
+
+// byAge orders unassigned jobs for aging: level, time added, name.
+func byAge(a, b *job) bool {
+	if a.st.Level != b.st.Level {
+		return a.st.Level < b.st.Level
+	}
+	if a.st.AddedAt != b.st.AddedAt {
+		return a.st.AddedAt < b.st.AddedAt
+	}
+	return a.st.Name < b.st.Name
+}
+
+// byDeadline orders in-progress jobs: deadline, name.
+func byDeadline(a, b *job) bool {
+	if a.st.Deadline != b.st.Deadline {
+		return a.st.Deadline < b.st.Deadline
+	}
+	return a.st.Name < b.st.Name
+}
+
+// byExclusion orders excluded jobs: the version (the entry that excluded
+// them), name. The job excluded longest ago is evicted first.
+func byExclusion(a, b *job) bool {
+	if a.st.Version != b.st.Version {
+		return a.st.Version < b.st.Version
+	}
+	return a.st.Name < b.st.Name
+}
+
+// tenantKey is the key of the tenant index: every job by tenant, level and
+// name. It is also the order of [Scheduler.List].
+type tenantKey struct {
+	tenant string
+	level  uint32
+	name   string
+}
+
+func byTenant(a, b *tenantKey) bool {
+	if a.tenant != b.tenant {
+		return a.tenant < b.tenant
+	}
+	if a.level != b.level {
+		return a.level < b.level
+	}
+	return a.name < b.name
+}
+
+// done remembers a completed job.
+type done struct {
+	name  string
+	token fencing.Token
+	at    int64 // log time of the completion
+}
+
+func doneByName(a, b *done) bool { return a.name < b.name }
+
+func doneByTime(a, b *done) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.name < b.name
+}
+
+// PauseRule is one pause: a tenant, a level, or a tenant at a level. The jobs
+// it matches stay queued but are neither assigned nor added.
+type PauseRule struct {
+	// Tenant is the paused tenant; empty when AllTenants is set.
+	Tenant string
+	// AllTenants makes the rule match every tenant.
+	AllTenants bool
+	// Level is the paused level; 0 when AllLevels is set.
+	Level uint32
+	// AllLevels makes the rule match every level.
+	AllLevels bool
+}
+
+// Matches reports whether the rule matches jobs of tenant at level.
+func (r PauseRule) Matches(tenant string, level uint32) bool {
+	return (r.AllTenants || r.Tenant == tenant) && (r.AllLevels || r.Level == level)
+}
+
+func comparePauseRules(a, b PauseRule) int {
+	if a.AllTenants != b.AllTenants {
+		if a.AllTenants {
+			return -1
+		}
+		return 1
+	}
+	if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+		return c
+	}
+	if a.AllLevels != b.AllLevels {
+		if a.AllLevels {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.Level, b.Level)
+}
+
+// pauses is an immutable set of pause rules, shared with views.
+type pauses struct {
+	rules []PauseRule // sorted by comparePauseRules, distinct
+	set   map[PauseRule]struct{}
+}
+
+func newPauses(rules []PauseRule) *pauses {
+	p := &pauses{rules: rules, set: make(map[PauseRule]struct{}, len(rules))}
+	for _, r := range rules {
+		p.set[r] = struct{}{}
+	}
+	return p
+}
+
+// paused reports whether jobs of tenant at level are paused.
+func (p *pauses) paused(tenant string, level uint32) bool {
+	if p == nil || len(p.rules) == 0 {
+		return false
+	}
+	for _, r := range [...]PauseRule{
+		{Tenant: tenant, Level: level},
+		{Tenant: tenant, AllLevels: true},
+		{AllTenants: true, Level: level},
+		{AllTenants: true, AllLevels: true},
+	} {
+		if _, ok := p.set[r]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pauses) has(r PauseRule) bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.set[r]
+	return ok
+}
+
+// toggled returns a new set with r added (on) or removed (off).
+func (p *pauses) toggled(r PauseRule, on bool) *pauses {
+	var rules []PauseRule
+	if p != nil {
+		rules = slices.Clone(p.rules)
+	}
+	i, found := slices.BinarySearchFunc(rules, r, comparePauseRules)
+	switch {
+	case on && !found:
+		rules = slices.Insert(rules, i, r)
+	case !on && found:
+		rules = slices.Delete(rules, i, i+1)
+	}
+	return newPauses(rules)
+}
+
+// validTenant reports whether s could be the tenant of a valid plan: at most
+// MaxNameLen bytes of valid UTF-8 without control characters.
+func validTenant(s string) bool {
+	return len(s) <= ck.MaxNameLen && utf8.ValidString(s) &&
+		!strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+// LevelStats counts the jobs of one level by status.
+type LevelStats struct {
+	// Level is the compaction level.
+	Level uint32
+	// Unassigned, InProgress and Excluded count the jobs by stored status.
+	Unassigned, InProgress, Excluded int
+	// Paused counts the jobs (of any status) whose tenant or level is
+	// paused.
+	Paused int
+}
+
+func (l *LevelStats) empty() bool {
+	return l.Unassigned == 0 && l.InProgress == 0 && l.Excluded == 0 && l.Paused == 0
+}
+
+// Counters count what the scheduler did since it was created. They are
+// replicated state (they are in the snapshot).
+type Counters struct {
+	// Added counts jobs created.
+	Added uint64
+	// Assigned counts assignments of unassigned jobs.
+	Assigned uint64
+	// Reassigned counts assignments of in-progress jobs whose lease expired.
+	Reassigned uint64
+	// Renewed counts lease renewals.
+	Renewed uint64
+	// Completed counts successful completions.
+	Completed uint64
+	// Failed counts failures reported by workers.
+	Failed uint64
+	// Released counts jobs released by workers shutting down.
+	Released uint64
+	// Excluded counts jobs that reached the failure limit (by an exclude
+	// change or a reported failure).
+	Excluded uint64
+	// Evicted counts excluded jobs evicted from a full queue.
+	Evicted uint64
+	// Cancelled counts jobs cancelled by an operator or by retention.
+	Cancelled uint64
+	// Retried counts excluded jobs returned to the queue by an operator.
+	Retried uint64
+	// Skipped counts changes not applied because their precondition no
+	// longer held (stale version, token mismatch, wrong status, limit).
+	Skipped uint64
+}
+
+// list returns the counters in snapshot order.
+func (c *Counters) list() []uint64 {
+	return []uint64{c.Added, c.Assigned, c.Reassigned, c.Renewed, c.Completed, c.Failed,
+		c.Released, c.Excluded, c.Evicted, c.Cancelled, c.Retried, c.Skipped}
+}
+
+const numCounters = 12
+
+func countersFrom(v []uint64) Counters {
+	return Counters{Added: v[0], Assigned: v[1], Reassigned: v[2], Renewed: v[3], Completed: v[4], Failed: v[5],
+		Released: v[6], Excluded: v[7], Evicted: v[8], Cancelled: v[9], Retried: v[10], Skipped: v[11]}
+}

@@ -1,0 +1,498 @@
+package scheduler_test
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/lease"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// model is a plain reimplementation of the scheduler: maps and brute force,
+// no indexes. The state-machine test compares the scheduler with it.
+type model struct {
+	cfg       scheduler.Config
+	jobs      map[string]*mJob
+	done      map[string]mDone
+	rules     map[scheduler.PauseRule]bool
+	lastEntry uint64
+	c         scheduler.Counters
+}
+
+type mJob struct {
+	st   ck.JobState
+	plan ck.JobPlan
+}
+
+type mDone struct {
+	token fencing.Token
+	at    int64
+}
+
+func newModel(cfg scheduler.Config) *model {
+	return &model{cfg: cfg, jobs: map[string]*mJob{}, done: map[string]mDone{}, rules: map[scheduler.PauseRule]bool{}}
+}
+
+func (m *model) paused(tenant string, level uint32) bool {
+	for r := range m.rules {
+		if r.Matches(tenant, level) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *model) atLimit(failures uint32) bool {
+	return m.cfg.MaxFailures > 0 && failures+1 >= m.cfg.MaxFailures
+}
+
+func (m *model) threshold(level uint32) time.Duration {
+	a := m.cfg.AgingThreshold
+	switch {
+	case level == 0 || len(a) == 0:
+		return 0
+	case int(level) >= len(a):
+		return a[len(a)-1]
+	default:
+		return a[level]
+	}
+}
+
+func (m *model) sorted() []*mJob {
+	out := slices.Collect(maps.Values(m.jobs))
+	slices.SortFunc(out, func(a, b *mJob) int { return cmp.Compare(a.st.Name, b.st.Name) })
+	return out
+}
+
+// --- Apply -----------------------------------------------------------------
+
+type mTx struct {
+	m     *model
+	e     ck.Entry
+	now   int64
+	token fencing.Token
+	stale bool
+	pre   map[string]uint64
+}
+
+type mResult struct {
+	applied   bool
+	after     ck.JobState
+	prevToken fencing.Token
+}
+
+func (m *model) begin(e ck.Entry, now int64, tokenIndex uint64) *mTx {
+	tx := &mTx{m: m, e: e, now: now, token: fencing.Token(e.Index), pre: map[string]uint64{}}
+	if tokenIndex != 0 {
+		tx.token = fencing.Token(tokenIndex)
+	}
+	if e.Index == 0 || e.Index <= m.lastEntry || tokenIndex > e.Index {
+		tx.stale = true
+	} else {
+		m.lastEntry = e.Index
+	}
+	return tx
+}
+
+func (tx *mTx) apply(c *ck.Change) mResult {
+	m := tx.m
+	if tx.stale {
+		return mResult{}
+	}
+	skip := func() mResult { m.c.Skipped++; return mResult{} }
+	if c.Kind < ck.ChangeAdd || c.Kind > ck.ChangeCancel {
+		return skip()
+	}
+	j := m.jobs[c.Job]
+	pre, ok := tx.pre[c.Job]
+	if !ok && j != nil {
+		pre = j.st.Version
+	}
+	if c.Kind != ck.ChangeCancel && pre != c.Version {
+		return skip()
+	}
+	touch := func() {
+		if _, ok := tx.pre[c.Job]; !ok {
+			if j != nil {
+				tx.pre[c.Job] = j.st.Version
+			} else {
+				tx.pre[c.Job] = 0
+			}
+		}
+	}
+	if c.Kind == ck.ChangeAdd {
+		_, completed := m.done[c.Job]
+		if c.Plan == nil || c.Plan.Name != c.Job || j != nil || completed ||
+			(m.cfg.MaxQueueSize > 0 && len(m.jobs) >= m.cfg.MaxQueueSize) || m.paused(c.Plan.Tenant, c.Plan.Level) {
+			return skip()
+		}
+		touch()
+		nj := &mJob{plan: *c.Plan, st: ck.JobState{Name: c.Job, Tenant: c.Plan.Tenant, Level: c.Plan.Level,
+			Status: ck.StatusUnassigned, Token: tx.token, Version: tx.e.Index, AddedAt: tx.now}}
+		m.jobs[c.Job] = nj
+		m.c.Added++
+		return mResult{applied: true, after: nj.st}
+	}
+	if j == nil {
+		return skip()
+	}
+	st := j.st
+	inProgress := st.Status == ck.StatusInProgress
+	expired := inProgress && tx.now > st.Deadline
+	owns := inProgress && c.Token == st.Token
+	r := mResult{applied: true}
+	switch c.Kind {
+	case ck.ChangeAssign:
+		if c.Worker == "" || m.paused(st.Tenant, st.Level) || st.Status == ck.StatusExcluded ||
+			(inProgress && !expired) || (expired && m.atLimit(st.Failures)) ||
+			(st.Worker == "" && tx.token < st.Token) || (st.Worker != "" && tx.token <= st.Token) {
+			return skip()
+		}
+		if expired {
+			st.Failures++
+			r.prevToken = st.Token
+			m.c.Reassigned++
+		} else {
+			m.c.Assigned++
+		}
+		st.Status, st.Token, st.Worker = ck.StatusInProgress, tx.token, c.Worker
+		st.Deadline = lease.Grant(tx.now, 0, m.cfg.LeaseDuration).Deadline
+	case ck.ChangeExclude:
+		if !expired || !m.atLimit(st.Failures) {
+			return skip()
+		}
+		st.Status = ck.StatusExcluded
+		st.Failures++
+		r.prevToken = st.Token
+		m.c.Excluded++
+	case ck.ChangeRenew:
+		if !owns {
+			return skip()
+		}
+		st.Deadline = lease.Extend(st.Deadline, tx.now, m.cfg.LeaseDuration)
+		m.c.Renewed++
+	case ck.ChangeComplete:
+		if !owns {
+			return skip()
+		}
+		touch()
+		delete(m.jobs, c.Job)
+		m.done[c.Job] = mDone{token: st.Token, at: tx.now}
+		m.c.Completed++
+		return r
+	case ck.ChangeFail:
+		if !owns {
+			return skip()
+		}
+		if m.atLimit(st.Failures) {
+			st.Status = ck.StatusExcluded
+			m.c.Excluded++
+		} else {
+			st.Status = ck.StatusUnassigned
+		}
+		st.Failures++
+		r.prevToken = j.st.Token
+		m.c.Failed++
+	case ck.ChangeRelease:
+		if !owns {
+			return skip()
+		}
+		st.Status = ck.StatusUnassigned
+		r.prevToken = j.st.Token
+		m.c.Released++
+	case ck.ChangeEvict:
+		if st.Status != ck.StatusExcluded || m.cfg.MaxQueueSize <= 0 || len(m.jobs) < m.cfg.MaxQueueSize {
+			return skip()
+		}
+		touch()
+		delete(m.jobs, c.Job)
+		m.c.Evicted++
+		return r
+	case ck.ChangeCancel:
+		touch()
+		return m.cancel(c.Job)
+	}
+	touch()
+	st.Version = tx.e.Index
+	j.st = st
+	r.after = st
+	return r
+}
+
+func (m *model) cancel(name string) mResult {
+	j := m.jobs[name]
+	delete(m.jobs, name)
+	m.c.Cancelled++
+	r := mResult{applied: true}
+	if j.st.Status == ck.StatusInProgress {
+		r.prevToken = j.st.Token
+	}
+	return r
+}
+
+func (m *model) extendLeases(now int64) int {
+	target := lease.Grant(now, 0, m.cfg.LeaseDuration).Deadline
+	n := 0
+	for _, j := range m.jobs {
+		if j.st.Status == ck.StatusInProgress && j.st.Deadline < target {
+			j.st.Deadline = target
+			n++
+		}
+	}
+	return n
+}
+
+func (m *model) retry(e ck.Entry, name string) int {
+	n := 0
+	for _, j := range m.jobs {
+		if j.st.Status == ck.StatusExcluded && (name == "" || name == j.st.Name) {
+			j.st.Status, j.st.Failures, j.st.Version = ck.StatusUnassigned, 0, e.Index
+			n++
+			m.c.Retried++
+		}
+	}
+	return n
+}
+
+func (m *model) expire(now int64) int {
+	n := 0
+	for name, d := range m.done {
+		if now-d.at > int64(m.cfg.CompletedRetention) {
+			delete(m.done, name)
+			n++
+		}
+	}
+	return n
+}
+
+// --- Prepare ---------------------------------------------------------------
+
+// mSched is the model of a schedule: what each call must decide, by brute
+// force over every job.
+type mSched struct {
+	m       *model
+	now     int64
+	size    int
+	touched map[string]bool
+	gone    map[string]bool
+	added   []*mAdded
+	excl    []string // excluded by this schedule, in order
+	changes []ck.Change
+}
+
+type mAdded struct {
+	plan   ck.JobPlan
+	handed bool
+}
+
+func (m *model) schedule(now int64) *mSched {
+	return &mSched{m: m, now: now, size: len(m.jobs), touched: map[string]bool{}, gone: map[string]bool{}}
+}
+
+func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
+	j := ms.m.jobs[u.Job]
+	if j == nil || ms.touched[u.Job] || j.st.Status != ck.StatusInProgress || j.st.Token != u.Token {
+		return false
+	}
+	kind := map[ck.ReportStatus]ck.ChangeKind{ck.ReportInProgress: ck.ChangeRenew, ck.ReportSuccess: ck.ChangeComplete,
+		ck.ReportFailure: ck.ChangeFail, ck.ReportReleased: ck.ChangeRelease}[u.Status]
+	if kind == 0 {
+		return false
+	}
+	ms.touched[u.Job] = true
+	switch kind {
+	case ck.ChangeComplete:
+		ms.gone[u.Job] = true
+		ms.size--
+	case ck.ChangeFail:
+		if ms.m.atLimit(j.st.Failures) {
+			ms.excl = append(ms.excl, u.Job)
+		}
+	}
+	c := ck.Change{Kind: kind, Job: u.Job, Version: j.st.Version, Token: u.Token, Worker: worker}
+	if kind == ck.ChangeComplete {
+		c.Outputs = u.Outputs
+	}
+	ms.changes = append(ms.changes, c)
+	return true
+}
+
+// key is the order within an effective level: failures, deadline, name.
+func key(st ck.JobState) string {
+	return fmt.Sprintf("%010d/%020d/%s", st.Failures, uint64(st.Deadline)^(1<<63), st.Name)
+}
+
+func (ms *mSched) assignJob(worker string) bool {
+	m := ms.m
+	type cand struct {
+		st    ck.JobState
+		added *mAdded
+	}
+	var unassigned []cand // assignable unassigned jobs
+	var running []ck.JobState
+	for _, j := range m.sorted() {
+		if ms.touched[j.st.Name] || m.paused(j.st.Tenant, j.st.Level) {
+			continue
+		}
+		switch j.st.Status {
+		case ck.StatusUnassigned:
+			unassigned = append(unassigned, cand{st: j.st})
+		case ck.StatusInProgress:
+			running = append(running, j.st)
+		}
+	}
+	for _, a := range ms.added {
+		if !a.handed {
+			unassigned = append(unassigned, cand{added: a, st: ck.JobState{Name: a.plan.Name, Level: a.plan.Level}})
+		}
+	}
+	best := func(cs []cand) *cand {
+		var b *cand
+		for i := range cs {
+			if b == nil || key(cs[i].st) < key(b.st) {
+				b = &cs[i]
+			}
+		}
+		return b
+	}
+	var pick *cand
+	expired := false
+	// Effective level 0: level-0 jobs and, per level, its oldest waiting
+	// job if it waited at least the level's threshold.
+	var pool []cand
+	oldest := map[uint32]cand{}
+	for _, c := range unassigned {
+		if c.st.Level == 0 {
+			pool = append(pool, c)
+			continue
+		}
+		if c.added != nil {
+			continue
+		}
+		if o, ok := oldest[c.st.Level]; !ok || c.st.AddedAt < o.st.AddedAt || c.st.AddedAt == o.st.AddedAt && c.st.Name < o.st.Name {
+			oldest[c.st.Level] = c
+		}
+	}
+	for level, c := range oldest {
+		if thr := m.threshold(level); thr > 0 && c.st.AddedAt <= ms.now-int64(thr) {
+			pool = append(pool, c)
+		}
+	}
+	pick = best(pool)
+	levels := map[uint32]bool{0: true}
+	for _, c := range unassigned {
+		levels[c.st.Level] = true
+	}
+	for _, st := range running {
+		levels[st.Level] = true
+	}
+	for _, level := range slices.Sorted(maps.Keys(levels)) {
+		if pick != nil {
+			break
+		}
+		if level > 0 {
+			var at []cand
+			for _, c := range unassigned {
+				if c.st.Level == level {
+					at = append(at, c)
+				}
+			}
+			if pick = best(at); pick != nil {
+				break
+			}
+		}
+		var exp []ck.JobState
+		for _, st := range running {
+			if st.Level == level && ms.now > st.Deadline {
+				exp = append(exp, st)
+			}
+		}
+		slices.SortFunc(exp, func(a, b ck.JobState) int { return cmp.Compare(key(a), key(b)) })
+		for _, st := range exp {
+			if m.atLimit(st.Failures) {
+				ms.touched[st.Name] = true
+				ms.excl = append(ms.excl, st.Name)
+				ms.changes = append(ms.changes, ck.Change{Kind: ck.ChangeExclude, Job: st.Name, Version: st.Version})
+				continue
+			}
+			pick, expired = &cand{st: st}, true
+			break
+		}
+	}
+	if pick == nil {
+		return false
+	}
+	c := ck.Change{Kind: ck.ChangeAssign, Job: pick.st.Name, Worker: worker}
+	if pick.added != nil {
+		pick.added.handed = true
+	} else {
+		c.Version = pick.st.Version
+		ms.touched[pick.st.Name] = true
+	}
+	_ = expired
+	ms.changes = append(ms.changes, c)
+	return true
+}
+
+func (ms *mSched) evictJob() bool {
+	m := ms.m
+	if m.cfg.MaxQueueSize <= 0 || ms.size < m.cfg.MaxQueueSize {
+		return false
+	}
+	var victim *mJob
+	for _, j := range m.sorted() {
+		if j.st.Status == ck.StatusExcluded && !ms.touched[j.st.Name] &&
+			(victim == nil || j.st.Version < victim.st.Version) {
+			victim = j
+		}
+	}
+	name, version := "", uint64(0)
+	if victim != nil {
+		name, version = victim.st.Name, victim.st.Version
+	} else {
+		for _, n := range ms.excl {
+			if !ms.gone[n] {
+				name, version = n, m.jobs[n].st.Version
+				break
+			}
+		}
+		if name == "" {
+			return false
+		}
+	}
+	ms.touched[name], ms.gone[name] = true, true
+	ms.size--
+	ms.changes = append(ms.changes, ck.Change{Kind: ck.ChangeEvict, Job: name, Version: version})
+	return true
+}
+
+func (ms *mSched) addJob(p ck.JobPlan) bool {
+	m := ms.m
+	if m.cfg.MaxQueueSize > 0 && ms.size >= m.cfg.MaxQueueSize {
+		return false
+	}
+	_, exists := m.jobs[p.Name]
+	_, completed := m.done[p.Name]
+	if exists || completed || m.paused(p.Tenant, p.Level) || ck.ValidateJobName(p.Name) != nil {
+		return false
+	}
+	for _, a := range ms.added {
+		if a.plan.Name == p.Name {
+			return false
+		}
+	}
+	ms.added = append(ms.added, &mAdded{plan: p})
+	ms.size++
+	pc := p
+	ms.changes = append(ms.changes, ck.Change{Kind: ck.ChangeAdd, Job: p.Name, Plan: &pc})
+	return true
+}
+
+func (ms *mSched) capacity(free int32) int {
+	return max(0, min(int(free), ms.m.cfg.MaxSlotsPerRequest))
+}

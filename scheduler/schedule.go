@@ -1,0 +1,559 @@
+package scheduler
+
+import (
+	"math"
+	"slices"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/lease"
+)
+
+// Schedule is a read-only view of the scheduler for one poll, stamped with
+// the leader's time. Its methods decide what to change and append the
+// changes, each carrying the version of the job it was prepared against; the
+// scheduler itself is never modified. [Schedule.Update] returns the changes
+// for the state machine to propose.
+//
+// The jobs a schedule has touched (reported, assigned, excluded, evicted or
+// added) are kept in a small overlay; everything else is read from the
+// copy-on-write view, so each method costs O(log n) plus the size of the
+// overlay, whatever the size of the queue.
+//
+// A Schedule is not safe for concurrent use, but it may be used while the
+// scheduler it came from applies entries on another goroutine.
+type Schedule struct {
+	v       *view
+	now     int64
+	size    int // queue size once the changes so far are applied
+	changes []ck.Change
+	// touched holds the overlays of the view's jobs this schedule changed.
+	touched map[*job]*overlay
+	added   []*overlay   // jobs added, in order
+	excl    []*overlay   // jobs excluded by this schedule, in order
+	slab    []overlay    // storage for overlays
+	plans   []ck.JobPlan // storage for added plans
+	heads   []head       // cached index heads
+	probe   job
+}
+
+// head caches the first untouched job of an index from a level on. It stays
+// right until that job is touched (the touched set only grows), and is then
+// searched again from where it was.
+type head struct {
+	aging bool // the aging index, else the ready index
+	level uint32
+	j     *job // nil: none
+}
+
+// overlay is the projected state of a job this schedule touched.
+type overlay struct {
+	st      ck.JobState
+	plan    *ck.JobPlan
+	version uint64 // the job's version before the entry (0 for a new job)
+	gone    bool   // completed or evicted by this schedule
+	handed  bool   // a job added by this schedule and assigned by it
+}
+
+// Schedule opens a read-only view for one poll at the leader's time now
+// (unix nanoseconds). It is O(1): the indexes are cloned copy-on-write, and
+// schedules opened between two changes share one clone.
+//
+// Opening a schedule must not run concurrently with the scheduler's other
+// methods (call it under the state machine's lock); using it may.
+func (s *Scheduler) Schedule(now int64) *Schedule {
+	v := s.frozen()
+	return &Schedule{v: v, now: now, size: v.byName.Len()}
+}
+
+// Now returns the schedule's time.
+func (sc *Schedule) Now() int64 { return sc.now }
+
+// grow returns the capacity of the next chunk of a schedule's storage: a
+// small first chunk for the common small poll, then bigger steps.
+func grow(n int) int {
+	if n == 0 {
+		return 16
+	}
+	return 4 * n
+}
+
+// newOverlay returns a new overlay. Overlays live in chunks that are never
+// moved, so pointers to them stay valid.
+func (sc *Schedule) newOverlay() *overlay {
+	if len(sc.slab) == cap(sc.slab) {
+		sc.slab = make([]overlay, 0, min(grow(cap(sc.slab)), 256))
+	}
+	sc.slab = sc.slab[:len(sc.slab)+1]
+	return &sc.slab[len(sc.slab)-1]
+}
+
+// touch records that the schedule changes j, a job of the view.
+func (sc *Schedule) touch(j *job) *overlay {
+	o := sc.newOverlay()
+	o.st, o.plan, o.version = j.st, j.plan, j.st.Version
+	switch n := len(sc.touched); {
+	case sc.touched == nil:
+		sc.touched = make(map[*job]*overlay, 8)
+	case n == 8: // past the first group: size for a big poll at once
+		m := make(map[*job]*overlay, 64)
+		for k, v := range sc.touched {
+			m[k] = v
+		}
+		sc.touched = m
+	}
+	sc.touched[j] = o
+	return o
+}
+
+func (sc *Schedule) isTouched(j *job) bool {
+	_, ok := sc.touched[j]
+	return ok
+}
+
+// addedNamed returns the job named name that this schedule added, or nil.
+func (sc *Schedule) addedNamed(name string) *overlay {
+	for _, o := range sc.added {
+		if o.st.Name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// base returns the job named name in the view, or nil.
+func (sc *Schedule) base(name string) *job {
+	sc.probe.st.Name = name
+	j, _ := sc.v.byName.Get(&sc.probe)
+	return j
+}
+
+func (sc *Schedule) emit(c ck.Change) {
+	if len(sc.changes) == cap(sc.changes) {
+		sc.changes = append(make([]ck.Change, 0, grow(cap(sc.changes))), sc.changes...)
+	}
+	sc.changes = append(sc.changes, c)
+}
+
+// Job returns the state and plan of the named job as this schedule's changes
+// so far would leave it (a job completed or evicted by the schedule is gone;
+// the token of an assignment is decided at Apply and shows as the job's
+// previous token).
+//
+// Versions show as 0 on the jobs the schedule changed: Apply decides them.
+func (sc *Schedule) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
+	o := sc.addedNamed(name)
+	if j := sc.base(name); j != nil {
+		if o = sc.touched[j]; o == nil {
+			return j.st, j.plan, true
+		}
+	}
+	if o == nil || o.gone {
+		return ck.JobState{}, nil, false
+	}
+	return o.st, o.plan, true
+}
+
+// Size returns the queue size once the changes so far are applied.
+func (sc *Schedule) Size() int { return sc.size }
+
+// Paused reports whether jobs of tenant at level are paused: the planner
+// skips them.
+func (sc *Schedule) Paused(tenant string, level uint32) bool {
+	return sc.v.pauses.paused(tenant, level)
+}
+
+// CompletedToken returns the token the named job was completed with, if the
+// completion is remembered.
+func (sc *Schedule) CompletedToken(name string) (fencing.Token, bool) {
+	d, ok := sc.v.completed.Get(&done{name: name})
+	if !ok {
+		return 0, false
+	}
+	return d.token, true
+}
+
+// Capacity returns how many jobs a poll with freeSlots free slots may be
+// given: freeSlots capped at Config.MaxSlotsPerRequest, and never negative.
+func (sc *Schedule) Capacity(freeSlots int32) int {
+	return max(0, min(int(freeSlots), sc.v.cfg.MaxSlotsPerRequest))
+}
+
+// UpdateJob turns a worker's status report into a change: renew (in
+// progress), complete (success), fail (failure) or release (released). It
+// appends the change and returns true only when the worker holds the job:
+// the job is in progress and the report's token is the job's token
+// ([fencing.Owns]), and this schedule has not already changed it. Otherwise
+// it returns false and changes nothing: the answer is "no lease", or
+// "completed" if [Schedule.CompletedToken] equals the report's token.
+//
+// A success carries the report's outputs (shared, not copied). A failure
+// counts one failure: the job becomes unassigned, or excluded at the failure
+// limit. A job reported in this schedule is not assigned again by it.
+func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
+	if u == nil {
+		return false
+	}
+	j := sc.base(u.Job)
+	if j == nil || sc.isTouched(j) || !fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, u.Token) {
+		return false
+	}
+	c := ck.Change{Job: u.Job, Version: j.st.Version, Token: u.Token, Worker: worker}
+	switch u.Status {
+	case ck.ReportInProgress:
+		c.Kind = ck.ChangeRenew
+	case ck.ReportSuccess:
+		c.Kind, c.Outputs = ck.ChangeComplete, u.Outputs
+	case ck.ReportFailure:
+		c.Kind = ck.ChangeFail
+	case ck.ReportReleased:
+		c.Kind = ck.ChangeRelease
+	default:
+		return false
+	}
+	o := sc.touch(j)
+	switch c.Kind {
+	case ck.ChangeRenew:
+		o.st.Deadline = lease.Extend(o.st.Deadline, sc.now, sc.v.cfg.LeaseDuration)
+	case ck.ChangeComplete:
+		o.gone = true
+		sc.size--
+	case ck.ChangeFail:
+		if sc.v.cfg.atLimit(o.st.Failures) {
+			o.st.Status = ck.StatusExcluded
+			sc.excl = append(sc.excl, o)
+		} else {
+			o.st.Status = ck.StatusUnassigned
+		}
+		o.st.Failures++
+	case ck.ChangeRelease:
+		o.st.Status = ck.StatusUnassigned
+	}
+	o.st.Version = 0
+	sc.emit(c)
+	return true
+}
+
+// candidate is a job AssignJob may hand out: a job of the view (j) or one
+// added by this schedule (o).
+type candidate struct {
+	st      *ck.JobState
+	j       *job
+	o       *overlay
+	expired bool
+}
+
+func (c *candidate) ok() bool { return c.st != nil }
+
+// better reports whether x comes before c within an effective level.
+func (c *candidate) better(x *ck.JobState) bool {
+	return c.st == nil || lessFDN(x, c.st)
+}
+
+// AssignJob appends one assign change for worker and returns true, or
+// returns false when nothing is assignable. On the way it appends an exclude
+// change for every expired job at the failure limit it meets.
+//
+// The order is by effective level — a job's level, or 0 for an unassigned
+// job that has waited (since it was added) at least its level's aging
+// threshold — and within an effective level unassigned jobs first (fewer
+// failures, then earlier deadline, then name), then in-progress jobs whose
+// lease expired (now > deadline; same order), whose reassignment counts a
+// failure. Aged jobs of a level enter level 0 oldest first, and compete with
+// the level-0 jobs by failures, deadline and name.
+//
+// Jobs added earlier in this schedule are assignable; a job is handed out
+// at most once per schedule, and a job this schedule reported on, excluded
+// or evicted is not handed out by it. Jobs of paused tenants or levels are
+// not assigned.
+func (sc *Schedule) AssignJob(worker string) bool {
+	if worker == "" {
+		return false
+	}
+	c := sc.pick()
+	if !c.ok() {
+		return false
+	}
+	ch := ck.Change{Kind: ck.ChangeAssign, Worker: worker}
+	var o *overlay
+	if c.o != nil {
+		o = c.o
+		o.handed = true
+		ch.Job, ch.Version = o.st.Name, 0
+	} else {
+		o = sc.touch(c.j)
+		ch.Job, ch.Version = c.j.st.Name, c.j.st.Version
+	}
+	if c.expired {
+		o.st.Failures++
+	}
+	o.st.Status = ck.StatusInProgress
+	o.st.Deadline = lease.Grant(sc.now, 0, sc.v.cfg.LeaseDuration).Deadline
+	o.st.Worker = worker
+	o.st.Version = 0
+	sc.emit(ch)
+	return true
+}
+
+// pick finds the next job to assign, appending exclude changes on the way.
+func (sc *Schedule) pick() candidate {
+	// Effective level 0: level-0 jobs and aged jobs of any level.
+	var best candidate
+	if j := sc.readyHead(0); j != nil {
+		best = candidate{st: &j.st, j: j}
+	}
+	sc.addedHead(0, &best)
+	if sc.v.cfg.agesAbove(1) {
+		for level := uint32(1); ; {
+			j := sc.agingHead(level)
+			if j == nil {
+				break
+			}
+			if cut, ok := agedCutoff(sc.now, sc.v.cfg.agingThreshold(j.st.Level)); ok && j.st.AddedAt <= cut && best.better(&j.st) {
+				best = candidate{st: &j.st, j: j}
+			}
+			if j.st.Level == maxLevel {
+				break
+			}
+			level = j.st.Level + 1
+		}
+	}
+	if best.ok() {
+		return best
+	}
+	if c := sc.expiredHead(0); c.ok() {
+		return c
+	}
+	// Levels 1 and up, in order.
+	for level := uint32(1); ; {
+		l, ok := sc.nextLevel(level)
+		if !ok {
+			return candidate{}
+		}
+		if j := sc.readyHead(l); j != nil {
+			best = candidate{st: &j.st, j: j}
+		}
+		sc.addedHead(l, &best)
+		if best.ok() {
+			return best
+		}
+		if c := sc.expiredHead(l); c.ok() {
+			return c
+		}
+		if l == maxLevel {
+			return candidate{}
+		}
+		level = l + 1
+	}
+}
+
+// readyHead returns the first untouched unassigned job of the level.
+func (sc *Schedule) readyHead(level uint32) *job {
+	return sc.cachedHead(false, level)
+}
+
+// agingHead returns the oldest untouched unassigned job of the first level
+// at or above level that has one.
+func (sc *Schedule) agingHead(level uint32) *job {
+	return sc.cachedHead(true, level)
+}
+
+func (sc *Schedule) cachedHead(aging bool, level uint32) *job {
+	var h *head
+	for i := range sc.heads {
+		if sc.heads[i].aging == aging && sc.heads[i].level == level {
+			h = &sc.heads[i]
+			break
+		}
+	}
+	if h != nil && (h.j == nil || !sc.isTouched(h.j)) {
+		return h.j
+	}
+	if h == nil {
+		sc.heads = append(sc.heads, head{aging: aging, level: level})
+		h = &sc.heads[len(sc.heads)-1]
+		if aging {
+			sc.probe.st = ck.JobState{Level: level, AddedAt: math.MinInt64}
+		} else {
+			sc.probe.st = ck.JobState{Level: level, Deadline: math.MinInt64}
+		}
+		h.j = sc.firstUntouched(aging, level, &sc.probe)
+	} else {
+		h.j = sc.firstUntouched(aging, level, h.j)
+	}
+	return h.j
+}
+
+// firstUntouched returns the first untouched job at or after from in the
+// aging index, or in the ready index if it is of the level.
+func (sc *Schedule) firstUntouched(aging bool, level uint32, from *job) *job {
+	tree := sc.v.ready
+	if aging {
+		tree = sc.v.aging
+	}
+	var found *job
+	tree.AscendGreaterOrEqual(from, func(j *job) bool {
+		if !aging && j.st.Level != level {
+			return false
+		}
+		if sc.isTouched(j) {
+			return true
+		}
+		found = j
+		return false
+	})
+	return found
+}
+
+// addedHead puts into best the first assignable job added by this schedule
+// at the level, if it comes before best.
+func (sc *Schedule) addedHead(level uint32, best *candidate) {
+	for _, o := range sc.added {
+		if !o.handed && o.st.Level == level && best.better(&o.st) {
+			*best = candidate{st: &o.st, o: o}
+		}
+	}
+}
+
+// nextLevel returns the lowest level at or above level that has an
+// unassigned or in-progress active job, or an assignable added job.
+func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
+	sc.probe.st = ck.JobState{Level: level, Deadline: math.MinInt64}
+	next, ok := uint32(0), false
+	consider := func(j *job) bool {
+		if !ok || j.st.Level < next {
+			next, ok = j.st.Level, true
+		}
+		return false
+	}
+	sc.v.ready.AscendGreaterOrEqual(&sc.probe, consider)
+	sc.v.expiry.AscendGreaterOrEqual(&sc.probe, consider)
+	for _, o := range sc.added {
+		if !o.handed && o.st.Level >= level && (!ok || o.st.Level < next) {
+			next, ok = o.st.Level, true
+		}
+	}
+	return next, ok
+}
+
+// expiredHead returns the first untouched expired job of the level that is
+// below the failure limit, appending an exclude change for each untouched
+// expired job at the limit it passes.
+func (sc *Schedule) expiredHead(level uint32) candidate {
+	var found *job
+	for f := uint32(0); ; {
+		sc.probe.st = ck.JobState{Level: level, Failures: f, Deadline: math.MinInt64}
+		group, seen, end := f, false, false
+		sc.v.expiry.AscendGreaterOrEqual(&sc.probe, func(j *job) bool {
+			if j.st.Level != level {
+				end = true
+				return false
+			}
+			if !seen {
+				group, seen = j.st.Failures, true
+			}
+			if j.st.Failures != group || sc.now <= j.st.Deadline {
+				return false // the group's expired prefix ends here
+			}
+			if sc.isTouched(j) {
+				return true
+			}
+			if sc.v.cfg.atLimit(j.st.Failures) {
+				sc.exclude(j)
+				return true
+			}
+			found = j
+			return false
+		})
+		switch {
+		case found != nil:
+			return candidate{st: &found.st, j: found, expired: true}
+		case end || !seen || group == math.MaxUint32:
+			return candidate{}
+		}
+		f = group + 1
+	}
+}
+
+// exclude appends an exclude change for an expired job at the limit.
+func (sc *Schedule) exclude(j *job) {
+	o := sc.touch(j)
+	o.st.Status = ck.StatusExcluded
+	o.st.Failures++
+	o.st.Version = 0
+	sc.excl = append(sc.excl, o)
+	sc.emit(ck.Change{Kind: ck.ChangeExclude, Job: j.st.Name, Version: j.st.Version})
+}
+
+// EvictJob appends an evict change and returns true when the queue (with
+// this schedule's changes) is at or above Config.MaxQueueSize and an
+// excluded job remains: the one excluded longest ago, then those this
+// schedule excluded. It returns false otherwise, and always when the queue
+// is unlimited.
+func (sc *Schedule) EvictJob() bool {
+	limit := sc.v.cfg.MaxQueueSize
+	if limit <= 0 || sc.size < limit {
+		return false
+	}
+	var victim *job
+	sc.v.excluded.Ascend(func(j *job) bool {
+		if sc.isTouched(j) {
+			return true
+		}
+		victim = j
+		return false
+	})
+	var o *overlay
+	if victim != nil {
+		o = sc.touch(victim)
+	} else {
+		for _, x := range sc.excl {
+			if !x.gone {
+				o = x
+				break
+			}
+		}
+		if o == nil {
+			return false
+		}
+	}
+	o.gone = true
+	sc.size--
+	sc.emit(ck.Change{Kind: ck.ChangeEvict, Job: o.st.Name, Version: o.version})
+	return true
+}
+
+// AddJob appends an add change for plan and returns true, or returns false
+// when the queue is full (Config.MaxQueueSize, counting this schedule's
+// changes), the plan's tenant or level is paused, or a job of that name
+// exists, was added by this schedule, or was completed recently. The plan is
+// copied shallowly: its slices are shared.
+func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
+	if limit := sc.v.cfg.MaxQueueSize; limit > 0 && sc.size >= limit {
+		return false
+	}
+	if ck.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
+		return false
+	}
+	if sc.v.completed.Has(&done{name: plan.Name}) {
+		return false
+	}
+	if len(sc.plans) == cap(sc.plans) {
+		sc.plans = make([]ck.JobPlan, 0, min(grow(cap(sc.plans)), 256))
+	}
+	sc.plans = append(sc.plans, plan)
+	o := sc.newOverlay()
+	o.plan = &sc.plans[len(sc.plans)-1]
+	o.st = ck.JobState{Name: plan.Name, Tenant: plan.Tenant, Level: plan.Level, Status: ck.StatusUnassigned, AddedAt: sc.now}
+	sc.added = append(sc.added, o)
+	sc.size++
+	sc.emit(ck.Change{Kind: ck.ChangeAdd, Job: plan.Name, Plan: o.plan})
+	return true
+}
+
+// Update returns the plan update: the schedule's time and its changes in
+// order. The changes are shared with the schedule; later calls to the
+// schedule append to its own list and never modify the returned one.
+func (sc *Schedule) Update() ck.PlanUpdate {
+	return ck.PlanUpdate{Time: sc.now, Changes: slices.Clip(sc.changes)}
+}

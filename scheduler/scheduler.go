@@ -1,0 +1,315 @@
+package scheduler
+
+import (
+	"math"
+	"slices"
+
+	"github.com/google/btree"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+)
+
+// degree is the B-tree degree of every index.
+const degree = 32
+
+// Scheduler is the replicated job queue: jobs by name, with the indexes that
+// let a poll find the next job to assign, an abandoned job or an evictable
+// one in O(log n).
+//
+// A Scheduler is not safe for concurrent use: the state machine calls its
+// methods from its single Apply goroutine (or under its lock). A [Schedule]
+// opened with [Scheduler.Schedule] is a read-only view that may be used on
+// another goroutine while Apply goes on.
+type Scheduler struct {
+	cfg Config
+
+	// byName holds every job; the other trees are indexes over it.
+	byName *btree.BTreeG[*job]
+	// byTenant holds every job's (tenant, level, name): pauses and List.
+	byTenant *btree.BTreeG[*tenantKey]
+	// ready holds the active unassigned jobs by (level, failures,
+	// deadline, name); aging holds the same jobs by (level, added, name).
+	ready, aging *btree.BTreeG[*job]
+	// expiry holds the active in-progress jobs by (level, failures,
+	// deadline, name): the expired ones of a level are, per failure count,
+	// a prefix.
+	expiry *btree.BTreeG[*job]
+	// idle holds the paused in-progress jobs by (deadline, name).
+	idle *btree.BTreeG[*job]
+	// excluded holds the excluded jobs by (version, name).
+	excluded *btree.BTreeG[*job]
+	// completed remembers completed jobs by name, and by time for expiry.
+	completed, completedAt *btree.BTreeG[*done]
+
+	pauses    *pauses
+	levels    []LevelStats // sorted by level; no empty entry
+	counters  Counters
+	lastEntry uint64 // index of the last entry given to Begin
+
+	// view is the copy-on-write view shared by the schedules opened since
+	// the last change; nil after a change.
+	view *view
+	// probe is a scratch record for tree lookups.
+	probe job
+}
+
+// view is a frozen copy-on-write clone of the indexes a poll reads.
+type view struct {
+	cfg       Config // its AgingThreshold is never modified in place
+	pauses    *pauses
+	byName    *btree.BTreeG[*job]
+	ready     *btree.BTreeG[*job]
+	aging     *btree.BTreeG[*job]
+	expiry    *btree.BTreeG[*job]
+	excluded  *btree.BTreeG[*job]
+	completed *btree.BTreeG[*done]
+}
+
+// New returns an empty scheduler with the given configuration, or an error
+// wrapping [ErrInvalidConfig].
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newScheduler(cfg.clone()), nil
+}
+
+func newScheduler(cfg Config) *Scheduler {
+	return &Scheduler{
+		cfg:         cfg,
+		byName:      btree.NewG(degree, byName),
+		byTenant:    btree.NewG(degree, byTenant),
+		ready:       btree.NewG(degree, byPriority),
+		aging:       btree.NewG(degree, byAge),
+		expiry:      btree.NewG(degree, byPriority),
+		idle:        btree.NewG(degree, byDeadline),
+		excluded:    btree.NewG(degree, byExclusion),
+		completed:   btree.NewG(degree, doneByName),
+		completedAt: btree.NewG(degree, doneByTime),
+		pauses:      newPauses(nil),
+	}
+}
+
+// Config returns the current configuration.
+func (s *Scheduler) Config() Config { return s.cfg.clone() }
+
+// SetConfig replaces the configuration; the state machine calls it when it
+// applies a config command. An invalid configuration returns an error
+// wrapping [ErrInvalidConfig] and changes nothing.
+//
+// A new configuration applies from then on: a lower failure limit does not
+// exclude jobs by itself (their next failure or expiry does), a higher one
+// does not return excluded jobs (an operator retry does), a smaller queue
+// limit evicts nothing by itself, and existing deadlines are kept.
+func (s *Scheduler) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s.cfg = cfg.clone()
+	s.dirty()
+	return nil
+}
+
+// dirty drops the shared view after a change.
+func (s *Scheduler) dirty() { s.view = nil }
+
+// frozen returns the shared view, cloning the indexes if the scheduler
+// changed since the last one. Cloning is O(1).
+func (s *Scheduler) frozen() *view {
+	if s.view == nil {
+		s.view = &view{
+			cfg:       s.cfg,
+			pauses:    s.pauses,
+			byName:    s.byName.Clone(),
+			ready:     s.ready.Clone(),
+			aging:     s.aging.Clone(),
+			expiry:    s.expiry.Clone(),
+			excluded:  s.excluded.Clone(),
+			completed: s.completed.Clone(),
+		}
+	}
+	return s.view
+}
+
+// get returns the job named name, or nil.
+func (s *Scheduler) get(name string) *job {
+	s.probe.st.Name = name
+	j, _ := s.byName.Get(&s.probe)
+	return j
+}
+
+// Job returns the state and plan of the named job. The plan is shared and
+// must not be modified.
+func (s *Scheduler) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
+	j := s.get(name)
+	if j == nil {
+		return ck.JobState{}, nil, false
+	}
+	return j.st, j.plan, true
+}
+
+// Len returns the number of jobs in the queue, whatever their status.
+func (s *Scheduler) Len() int { return s.byName.Len() }
+
+// Paused reports whether jobs of tenant at level are paused.
+func (s *Scheduler) Paused(tenant string, level uint32) bool {
+	return s.pauses.paused(tenant, level)
+}
+
+// CompletedToken returns the token with which the named job was completed,
+// if the completion is still remembered (see Config.CompletedRetention). The
+// state machine answers "completed" to a success report carrying that token.
+func (s *Scheduler) CompletedToken(name string) (fencing.Token, bool) {
+	d, ok := s.completed.Get(&done{name: name})
+	if !ok {
+		return 0, false
+	}
+	return d.token, true
+}
+
+// Expire forgets the completions older than Config.CompletedRetention at log
+// time now (completed at a time t with now - t > retention). The state
+// machine calls it while applying an entry; the work is proportional to the
+// number of completions forgotten.
+func (s *Scheduler) Expire(now int64) int {
+	cut := now - int64(s.cfg.CompletedRetention)
+	if cut > now { // underflow: nothing is old enough
+		return 0
+	}
+	var old []*done
+	s.completedAt.Ascend(func(d *done) bool {
+		if d.at >= cut {
+			return false
+		}
+		old = append(old, d)
+		return true
+	})
+	for _, d := range old {
+		s.forget(d)
+	}
+	if len(old) > 0 {
+		s.dirty()
+	}
+	return len(old)
+}
+
+func (s *Scheduler) remember(d *done) {
+	if prev, ok := s.completed.ReplaceOrInsert(d); ok {
+		s.completedAt.Delete(prev)
+	}
+	s.completedAt.ReplaceOrInsert(d)
+}
+
+func (s *Scheduler) forget(d *done) {
+	s.completed.Delete(d)
+	s.completedAt.Delete(d)
+}
+
+// insert adds a new job to every index.
+func (s *Scheduler) insert(j *job) {
+	if j.key == nil {
+		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: j.st.Name}
+	}
+	s.byName.ReplaceOrInsert(j)
+	s.byTenant.ReplaceOrInsert(j.key)
+	s.index(j)
+	s.count(j, 1)
+	s.dirty()
+}
+
+// remove drops a job from every index.
+func (s *Scheduler) remove(j *job) {
+	s.byName.Delete(j)
+	s.byTenant.Delete(j.key)
+	s.unindex(j)
+	s.count(j, -1)
+	s.dirty()
+}
+
+// replace puts nj (same name, tenant and level) in place of old.
+func (s *Scheduler) replace(old, nj *job) {
+	s.byName.ReplaceOrInsert(nj)
+	s.unindex(old)
+	s.index(nj)
+	if old.st.Status != nj.st.Status || old.active != nj.active {
+		s.count(old, -1)
+		s.count(nj, 1)
+	}
+	s.dirty()
+}
+
+// index adds j to the indexes of its status.
+func (s *Scheduler) index(j *job) {
+	switch j.st.Status {
+	case ck.StatusUnassigned:
+		if j.active {
+			s.ready.ReplaceOrInsert(j)
+			s.aging.ReplaceOrInsert(j)
+		}
+	case ck.StatusInProgress:
+		if j.active {
+			s.expiry.ReplaceOrInsert(j)
+		} else {
+			s.idle.ReplaceOrInsert(j)
+		}
+	case ck.StatusExcluded:
+		s.excluded.ReplaceOrInsert(j)
+	}
+}
+
+// unindex removes j from the indexes of its status.
+func (s *Scheduler) unindex(j *job) {
+	switch j.st.Status {
+	case ck.StatusUnassigned:
+		if j.active {
+			s.ready.Delete(j)
+			s.aging.Delete(j)
+		}
+	case ck.StatusInProgress:
+		if j.active {
+			s.expiry.Delete(j)
+		} else {
+			s.idle.Delete(j)
+		}
+	case ck.StatusExcluded:
+		s.excluded.Delete(j)
+	}
+}
+
+// count adds delta to the per-level statistics of j.
+func (s *Scheduler) count(j *job, delta int) {
+	i, found := slices.BinarySearchFunc(s.levels, j.st.Level, func(l LevelStats, level uint32) int {
+		switch {
+		case l.Level < level:
+			return -1
+		case l.Level > level:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		s.levels = slices.Insert(s.levels, i, LevelStats{Level: j.st.Level})
+	}
+	l := &s.levels[i]
+	switch j.st.Status {
+	case ck.StatusUnassigned:
+		l.Unassigned += delta
+	case ck.StatusInProgress:
+		l.InProgress += delta
+	case ck.StatusExcluded:
+		l.Excluded += delta
+	}
+	if !j.active {
+		l.Paused += delta
+	}
+	if l.empty() {
+		s.levels = slices.Delete(s.levels, i, i+1)
+	}
+}
+
+// successor returns the smallest string greater than s.
+func successor(s string) string { return s + "\x00" }
+
+// maxLevel is the largest level.
+const maxLevel = math.MaxUint32
