@@ -202,3 +202,12 @@ func validateName(what, s string, emptyOK bool) error {
 	}
 	return nil
 }
+
+// ValidateTenant reports whether tenant is a valid tenant name: at most
+// [MaxNameLen] bytes of valid UTF-8 without control characters. The empty
+// tenant is valid (it keys multi-tenant level-0 segments).
+func ValidateTenant(tenant string) error { return validateName("tenant", tenant, true) }
+
+// ValidateWorkerID reports whether id is a valid worker ID: 1 to
+// [MaxNameLen] bytes of valid UTF-8 without control characters.
+func ValidateWorkerID(id string) error { return validateName("worker ID", id, false) }

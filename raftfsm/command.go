@@ -1,0 +1,329 @@
+package raftfsm
+
+import (
+	"fmt"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/codec"
+)
+
+// CommandVersion is the newest command encoding this release writes and
+// reads. A release reads every version up to it; it writes a newer version
+// only once the replicated cluster version (see [SetClusterVersion])
+// allows it, so replicas of the previous release never see a command they
+// cannot decode.
+const CommandVersion byte = 1
+
+// Command is one entry of the host's log, as the state machine applies
+// it: the proposer's timestamp and exactly one operation.
+//
+// Build commands with the constructors of this package (or fill the
+// struct) and encode them with [Command.MarshalBinary]; the state machine
+// decodes and validates them in Apply.
+type Command struct {
+	_ struct{} `cbor:",toarray"`
+	// Time is the proposer's timestamp (unix nanoseconds). The leader
+	// stamps it when it prepares the command. Zero means "use the entry's
+	// time" (for hosts whose log carries a leader timestamp).
+	Time int64
+	// Exactly one of the following is set.
+	AddBlocks      *AddBlocks
+	Poll           *Poll
+	Config         *Config
+	TookOffice     *TookOffice
+	Retention      *Retention
+	Watermark      *Watermark
+	Operator       *Operator
+	PreparePoll    *PreparePoll
+	ClusterVersion *SetClusterVersion
+}
+
+// AddBlocks adds a batch of newly written blocks: each enters the index
+// (duplicates are refused individually) and the compaction queue.
+type AddBlocks struct {
+	_      struct{} `cbor:",toarray"`
+	Blocks []ck.BlockMeta
+}
+
+// Poll is a prepared worker poll: the worker's identity, the jobs it
+// reported, and the plan update the leader prepared for it.
+type Poll struct {
+	_ struct{} `cbor:",toarray"`
+	// WorkerID and Seq identify the request; a retried request (same
+	// worker, same Seq) returns the recorded response and acts on nothing.
+	WorkerID string
+	Seq      uint64
+	// Reports are the jobs the worker reported, in request order, with the
+	// tokens it presented: the response answers each.
+	Reports []Report
+	// Update holds the changes Prepare decided.
+	Update ck.PlanUpdate
+}
+
+// Report is one job a worker reported in a poll.
+type Report struct {
+	_      struct{} `cbor:",toarray"`
+	Job    string
+	Token  fencing.Token
+	Status ck.ReportStatus
+}
+
+// TookOffice is the first command of a new leader: every in-progress lease
+// is extended by one lease duration, so an election does not cost healthy
+// jobs their leases.
+type TookOffice struct {
+	_ struct{} `cbor:",toarray"`
+	// Leader identifies the new leader (for logs and stats).
+	Leader string
+}
+
+// Retention drops live blocks that end before a time: of one tenant, or of
+// every tenant when All is set.
+type Retention struct {
+	_      struct{} `cbor:",toarray"`
+	Tenant string
+	All    bool
+	Before int64
+}
+
+// Watermark records the start time of the oldest query still reading (unix
+// nanoseconds): tombstones are not released while such a reader may still
+// read the objects they delete.
+type Watermark struct {
+	_            struct{} `cbor:",toarray"`
+	OldestReader int64
+}
+
+// OperatorAction is an operator command.
+type OperatorAction uint8
+
+// The operator actions.
+const (
+	// OpPause pauses a tenant, a level, or a tenant at a level: no new jobs
+	// are planned or assigned for it; jobs in progress run to their end.
+	OpPause OperatorAction = iota + 1
+	// OpResume undoes OpPause.
+	OpResume
+	// OpRetry returns an excluded job (or every excluded job when Job is
+	// empty) to the queue with its failures reset.
+	OpRetry
+	// OpSetMaxFailures changes the failure limit (0 = unlimited).
+	OpSetMaxFailures
+	// OpCancel removes a job; its sources return to the queue.
+	OpCancel
+	// OpRequeue returns quarantined blocks to the queue, at their original
+	// arrival positions.
+	OpRequeue
+)
+
+// String returns the action name.
+func (a OperatorAction) String() string {
+	switch a {
+	case OpPause:
+		return "pause"
+	case OpResume:
+		return "resume"
+	case OpRetry:
+		return "retry"
+	case OpSetMaxFailures:
+		return "set_max_failures"
+	case OpCancel:
+		return "cancel"
+	case OpRequeue:
+		return "requeue"
+	default:
+		return fmt.Sprintf("OperatorAction(%d)", uint8(a))
+	}
+}
+
+// Operator is an operator command.
+type Operator struct {
+	_      struct{} `cbor:",toarray"`
+	Action OperatorAction
+	// Tenant and Level select what to pause or resume; a nil Level means
+	// every level, an empty Tenant every tenant (not both).
+	Tenant string
+	Level  *uint32
+	// Job names the job to retry or cancel.
+	Job string
+	// MaxFailures is the new failure limit (OpSetMaxFailures).
+	MaxFailures uint32
+	// Blocks are the quarantined block IDs to requeue (OpRequeue).
+	Blocks []string
+}
+
+// PreparePoll is the first entry of a two-commit poll: it changes nothing
+// but the clock; its index becomes the fencing token of the assignments of
+// the poll update that follows (compactkit.PlanUpdate.TokenIndex).
+type PreparePoll struct {
+	_        struct{} `cbor:",toarray"`
+	WorkerID string
+	Seq      uint64
+}
+
+// SetClusterVersion raises the command version the leader may write. Hosts
+// send it once every replica runs a release that reads that version.
+type SetClusterVersion struct {
+	_       struct{} `cbor:",toarray"`
+	Version byte
+}
+
+// MarshalBinary encodes the command with a versioned header.
+func (c *Command) MarshalBinary() ([]byte, error) {
+	return codec.Default.Encode(codec.KindCommand, CommandVersion, c)
+}
+
+// DecodeCommand decodes and validates a command encoded by
+// [Command.MarshalBinary]. Malformed input returns an error wrapping one of
+// compactkit's sentinel errors; it never panics.
+func DecodeCommand(data []byte) (*Command, error) {
+	var c Command
+	if _, err := codec.Default.Decode(data, codec.KindCommand, func(v byte) bool { return v >= 1 && v <= CommandVersion }, &c); err != nil {
+		return nil, fmt.Errorf("raftfsm: command: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// MaxBlocksPerCommand bounds the blocks of one AddBlocks command.
+const MaxBlocksPerCommand = 65536
+
+// Validate reports whether c is well-formed: exactly one operation, with
+// valid fields. The state machine validates every command it decodes; the
+// error wraps [ErrInvalidCommand] or a root-package validation error.
+func (c *Command) Validate() error {
+	n := 0
+	for _, set := range []bool{c.AddBlocks != nil, c.Poll != nil, c.Config != nil, c.TookOffice != nil,
+		c.Retention != nil, c.Watermark != nil, c.Operator != nil, c.PreparePoll != nil, c.ClusterVersion != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("raftfsm: command with %d operations, want 1: %w", n, ErrInvalidCommand)
+	}
+	if c.Time < 0 {
+		return fmt.Errorf("raftfsm: command time %d: %w", c.Time, ErrInvalidCommand)
+	}
+	switch {
+	case c.AddBlocks != nil:
+		return c.AddBlocks.validate()
+	case c.Poll != nil:
+		return c.Poll.validate()
+	case c.Config != nil:
+		return c.Config.Validate()
+	case c.TookOffice != nil:
+		return nil
+	case c.Retention != nil:
+		r := c.Retention
+		if err := ck.ValidateTenant(r.Tenant); err != nil {
+			return fmt.Errorf("raftfsm: retention: %w", err)
+		}
+		if r.All == (r.Tenant != "") {
+			return fmt.Errorf("raftfsm: retention: tenant %q with all=%t: %w", r.Tenant, r.All, ErrInvalidCommand)
+		}
+		return nil
+	case c.Watermark != nil:
+		if c.Watermark.OldestReader < 0 {
+			return fmt.Errorf("raftfsm: watermark %d: %w", c.Watermark.OldestReader, ErrInvalidCommand)
+		}
+		return nil
+	case c.Operator != nil:
+		return c.Operator.validate()
+	case c.PreparePoll != nil:
+		if err := ck.ValidateWorkerID(c.PreparePoll.WorkerID); err != nil {
+			return fmt.Errorf("raftfsm: prepare poll: %w", err)
+		}
+		if c.PreparePoll.Seq == 0 {
+			return fmt.Errorf("raftfsm: prepare poll: sequence 0: %w", ErrInvalidCommand)
+		}
+		return nil
+	default: // ClusterVersion
+		if v := c.ClusterVersion.Version; v < 1 || v > CommandVersion {
+			return fmt.Errorf("raftfsm: cluster version %d, this release writes 1 to %d: %w", v, CommandVersion, ErrClusterVersion)
+		}
+		return nil
+	}
+}
+
+func (a *AddBlocks) validate() error {
+	if len(a.Blocks) == 0 || len(a.Blocks) > MaxBlocksPerCommand {
+		return fmt.Errorf("raftfsm: add blocks: %d blocks, want 1 to %d: %w", len(a.Blocks), MaxBlocksPerCommand, ErrInvalidCommand)
+	}
+	for i := range a.Blocks {
+		if err := a.Blocks[i].Validate(); err != nil {
+			return fmt.Errorf("raftfsm: add blocks: block %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (p *Poll) validate() error {
+	if err := ck.ValidateWorkerID(p.WorkerID); err != nil {
+		return fmt.Errorf("raftfsm: poll: %w", err)
+	}
+	if p.Seq == 0 {
+		return fmt.Errorf("raftfsm: poll from %s: sequence 0: %w", p.WorkerID, ErrInvalidCommand)
+	}
+	for i := range p.Reports {
+		r := &p.Reports[i]
+		if err := ck.ValidateJobName(r.Job); err != nil {
+			return fmt.Errorf("raftfsm: poll from %s: report %d: %w", p.WorkerID, i, err)
+		}
+		if err := r.Status.Validate(); err != nil {
+			return fmt.Errorf("raftfsm: poll from %s: report on %s: %w", p.WorkerID, r.Job, err)
+		}
+		for j := range i {
+			if p.Reports[j].Job == r.Job {
+				return fmt.Errorf("raftfsm: poll from %s: job %s reported twice: %w", p.WorkerID, r.Job, ErrInvalidCommand)
+			}
+		}
+	}
+	if err := p.Update.Validate(); err != nil {
+		return fmt.Errorf("raftfsm: poll from %s: %w", p.WorkerID, err)
+	}
+	if p.Update.Time < 0 {
+		return fmt.Errorf("raftfsm: poll from %s: update time %d: %w", p.WorkerID, p.Update.Time, ErrInvalidCommand)
+	}
+	return nil
+}
+
+func (o *Operator) validate() error {
+	if err := ck.ValidateTenant(o.Tenant); err != nil {
+		return fmt.Errorf("raftfsm: operator %s: %w", o.Action, err)
+	}
+	switch o.Action {
+	case OpPause, OpResume:
+		// An empty tenant and no level pause everything.
+		return nil
+	case OpRetry:
+		if o.Job != "" {
+			if err := ck.ValidateJobName(o.Job); err != nil {
+				return fmt.Errorf("raftfsm: operator retry: %w", err)
+			}
+		}
+		return nil
+	case OpSetMaxFailures:
+		return nil
+	case OpCancel:
+		if err := ck.ValidateJobName(o.Job); err != nil {
+			return fmt.Errorf("raftfsm: operator cancel: %w", err)
+		}
+		return nil
+	case OpRequeue:
+		if len(o.Blocks) == 0 || len(o.Blocks) > MaxBlocksPerCommand {
+			return fmt.Errorf("raftfsm: operator requeue: %d blocks, want 1 to %d: %w", len(o.Blocks), MaxBlocksPerCommand, ErrInvalidCommand)
+		}
+		for _, id := range o.Blocks {
+			if err := ck.ValidateID(id); err != nil {
+				return fmt.Errorf("raftfsm: operator requeue: %w", err)
+			}
+		}
+		return nil
+	default:
+		return fmt.Errorf("raftfsm: operator action %d: %w", uint8(o.Action), ErrInvalidCommand)
+	}
+}

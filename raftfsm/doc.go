@@ -1,0 +1,41 @@
+// Package raftfsm is compactkit's deterministic compaction state machine:
+// the planner, the scheduler and the index wired together behind one
+// Apply, for a host to embed in its replicated log (Raft).
+//
+// # Apply
+//
+// [FSM.Apply] is the only way the state changes. It takes the entry's
+// position and time ([compactkit.Entry]) and an encoded [Command]: a batch
+// of new blocks, a prepared poll, a configuration change, the first command
+// of a new leader, a retention policy, a reader watermark, an operator
+// command, the prepare step of a two-commit poll, or a cluster-version
+// bump. Entries at or below the last applied index are skipped; a
+// malformed or unknown-version command returns an error and changes
+// nothing. The effective time is max(previous time, command time): the
+// leader's clock, never going backwards. Every setting that affects Apply
+// is replicated state ([Config]), changed only by a config command.
+//
+// # One entry per poll
+//
+// A worker's poll is prepared on the leader by [FSM.Prepare] — read-only,
+// on copy-on-write views, while entries keep being applied — which decides
+// the changes (renewals, completions, failures, releases, assignments,
+// evictions, new jobs, cleanup-only jobs) and returns the [Command] to
+// propose. Every replica's Apply executes exactly those changes, each only
+// if the job's version still matches, wires them to the planner (claims,
+// returns, quarantine, outputs queued one level up) and the index
+// (replacement, tombstones, orphans), and returns the worker's response in
+// [Result.Poll]. The response is recorded under the worker's ID and
+// request sequence: a retried poll gets it again and acts on nothing.
+// In two-commit mode the host proposes a [PreparePoll] first and uses its
+// index as the assignments' token (see FSM.Prepare).
+//
+// # Snapshots
+//
+// [FSM.Snapshot] writes a versioned, checksummed stream: the state
+// machine's header and poll log, then each component's section. Replicas
+// that applied the same entries write identical bytes. [Restore] and
+// [FSM.Restore] read it back, rejecting corrupt or truncated input with
+// the previous state intact. [FSM.Capture] takes a point-in-time copy for
+// background persistence.
+package raftfsm

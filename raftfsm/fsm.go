@@ -1,0 +1,373 @@
+package raftfsm
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// FSM is the compaction state machine: a planner, a scheduler and an index
+// wired together, changed only by [FSM.Apply].
+//
+// Apply, Snapshot, Restore and the queries may be called from any
+// goroutine; they are serialised by a mutex. [FSM.Prepare] holds the mutex
+// only to open copy-on-write views (O(1)) and does its work outside it, so
+// a leader prepares polls while entries are being applied.
+type FSM struct {
+	mu   sync.Mutex
+	opts options
+	st   *state
+}
+
+// state is everything replicated. Restore builds a new one and swaps it in.
+type state struct {
+	cfg            Config
+	planner        *planner.Planner
+	sched          *scheduler.Scheduler
+	index          *index.Index
+	polls          *pollLog
+	lastApplied    uint64
+	lastTerm       uint64
+	now            int64
+	clusterVersion byte
+}
+
+// Option tunes the local behaviour of an FSM: logging and how Prepare
+// plans. Options never affect Apply.
+type Option func(*options)
+
+type options struct {
+	log          *slog.Logger
+	cleanupAfter time.Duration
+	cleanupBatch int
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// WithCleanupAfter sets how long a released tombstone may wait for a
+// compaction job to carry it before Prepare creates a cleanup-only job for
+// it (default 1 minute). It tunes Prepare only.
+func WithCleanupAfter(d time.Duration) Option {
+	return func(o *options) {
+		if d >= 0 {
+			o.cleanupAfter = d
+		}
+	}
+}
+
+// WithCleanupBatch sets how many tombstones one cleanup-only job carries
+// (default 64, at most planner.MaxTombstonesPerJob).
+func WithCleanupBatch(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.cleanupBatch = min(n, planner.MaxTombstonesPerJob)
+		}
+	}
+}
+
+func newOptions(opts []Option) options {
+	o := options{log: slog.Default(), cleanupAfter: time.Minute, cleanupBatch: 64}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// New returns a state machine that has applied nothing, with the
+// configuration cfg. The configuration is replicated state: every replica
+// of a log must start from the same one (or apply a config command first,
+// see [Command.Config]).
+func New(cfg Config, opts ...Option) (*FSM, error) {
+	st, err := newState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &FSM{opts: newOptions(opts), st: st}, nil
+}
+
+func newState(cfg Config) (*state, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := planner.New(cfg.Planner)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	s, err := scheduler.New(cfg.Scheduler)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	x, err := index.New(cfg.Index)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	return &state{cfg: cfg, planner: p, sched: s, index: x, polls: newPollLog(), clusterVersion: 1}, nil
+}
+
+// Result is what applying one entry did. For a poll, Poll is the response
+// the worker gets.
+type Result struct {
+	// Index is the entry's index.
+	Index uint64
+	// Skipped reports an entry at or below the last applied index: nothing
+	// was done.
+	Skipped bool
+	// Now is the effective log time the entry was applied at.
+	Now int64
+	// Poll is the response to a poll command. Replayed reports a retried
+	// poll answered from the poll log, which acted on nothing.
+	Poll     *ck.PollResponse
+	Replayed bool
+	// Changes says, for a poll, what became of each change of its update,
+	// in order.
+	Changes []ChangeResult
+	// Blocks says, for an add-blocks command, what became of each block,
+	// in order.
+	Blocks []BlockResult
+	// Cancelled lists the jobs cancelled (by an operator, or because
+	// retention dropped one of their sources).
+	Cancelled []string
+	// Dropped lists the blocks retention removed.
+	Dropped []string
+	// Count is the number of jobs retried (OpRetry), blocks re-queued
+	// (OpRequeue) or leases extended (TookOffice).
+	Count int
+}
+
+// ChangeResult is what became of one change of a poll.
+type ChangeResult struct {
+	Kind    ck.ChangeKind
+	Job     string
+	Applied bool
+	// Reason says why a change was skipped.
+	Reason string
+	// Token is the job's token after an applied add or assign.
+	Token fencing.Token
+	// Replace is the index's verdict on an applied completion of a
+	// compaction job (nil for cleanup-only jobs and other changes).
+	Replace *index.ReplaceResult
+}
+
+// BlockResult is what became of one block of an add-blocks command.
+type BlockResult struct {
+	ID string
+	// Err is nil if the block entered the index, or says why it did not
+	// (errors.Is(Err, index.ErrDuplicate) for a duplicate).
+	Err error
+	// Queued reports that the block entered the compaction queue (false
+	// for a block at the final level).
+	Queued bool
+}
+
+// Apply applies one log entry: the only way the state changes. data is a
+// command encoded by [Command.MarshalBinary].
+//
+// An entry whose index is at or below the last applied index is skipped
+// (Result.Skipped). A malformed command, one of an unknown version, or one
+// that cannot be carried out (an operator cancelling an unknown job, a
+// config that would strand blocks, a stale poll) returns an error and
+// changes nothing, not even the last applied index. Apply never panics on
+// input.
+func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("raftfsm: entry: %w", err)
+	}
+	if e.Index <= f.st.lastApplied {
+		return &Result{Index: e.Index, Skipped: true, Now: f.st.now}, nil
+	}
+	cmd, err := DecodeCommand(data)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+	}
+	return f.apply(e, cmd)
+}
+
+// ApplyCommand is Apply for a command already decoded (and validated by
+// DecodeCommand or [Command.Validate]); hosts that keep commands in memory,
+// and tests, use it.
+func (f *FSM) ApplyCommand(e ck.Entry, cmd *Command) (*Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("raftfsm: entry: %w", err)
+	}
+	if e.Index <= f.st.lastApplied {
+		return &Result{Index: e.Index, Skipped: true, Now: f.st.now}, nil
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+	}
+	return f.apply(e, cmd)
+}
+
+func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
+	st := f.st
+	t := cmd.Time
+	if t == 0 {
+		t = e.Time
+	}
+	now := max(st.now, t)
+	res := &Result{Index: e.Index, Now: now}
+	var err error
+	switch {
+	case cmd.AddBlocks != nil:
+		st.applyAddBlocks(e, now, cmd.AddBlocks, res)
+	case cmd.Poll != nil:
+		err = st.applyPoll(e, now, cmd.Poll, res, f.opts.log)
+	case cmd.Config != nil:
+		err = st.applyConfig(cmd.Config)
+	case cmd.TookOffice != nil:
+		res.Count = st.sched.ExtendLeases(e, now)
+	case cmd.Retention != nil:
+		st.applyRetention(e, now, cmd.Retention, res)
+	case cmd.Watermark != nil:
+		st.index.SetWatermark(now, cmd.Watermark.OldestReader)
+	case cmd.Operator != nil:
+		err = st.applyOperator(e, now, cmd.Operator, res)
+	case cmd.PreparePoll != nil:
+		// Only the clock moves: the entry's index is the token of the
+		// assignments of the poll update that follows.
+	case cmd.ClusterVersion != nil:
+		if cmd.ClusterVersion.Version < st.clusterVersion {
+			err = fmt.Errorf("raftfsm: cluster version %d below the current %d: %w", cmd.ClusterVersion.Version, st.clusterVersion, ErrClusterVersion)
+		} else {
+			st.clusterVersion = cmd.ClusterVersion.Version
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+	}
+	st.now = now
+	st.lastApplied = e.Index
+	st.lastTerm = e.Term
+	st.sched.Expire(now)
+	st.index.Expire(now)
+	st.polls.expire(now - int64(st.cfg.pollLogTTL()))
+	return res, nil
+}
+
+func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result) {
+	res.Blocks = make([]BlockResult, len(a.Blocks))
+	for i := range a.Blocks {
+		b := &a.Blocks[i]
+		br := &res.Blocks[i]
+		br.ID = b.ID
+		if br.Err = st.index.Add(e, now, b); br.Err != nil {
+			continue
+		}
+		br.Queued, br.Err = st.planner.Enqueue(e, b)
+	}
+}
+
+func (st *state) applyConfig(cfg *Config) error {
+	// Every component validates first, so that the only refusal left is
+	// the planner's (lowering the final level below queued blocks), which
+	// comes first and changes nothing on error.
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := st.planner.SetConfig(cfg.Planner); err != nil {
+		return err
+	}
+	if err := st.sched.SetConfig(cfg.Scheduler); err != nil {
+		return err // unreachable: validated above
+	}
+	if err := st.index.SetConfig(cfg.Index); err != nil {
+		return err // unreachable: validated above
+	}
+	st.cfg = *cfg
+	return nil
+}
+
+// orphan tombstones the output prefix of an attempt that ended without
+// being committed.
+func (st *state) orphan(now int64, job string, token fencing.Token) {
+	if token == 0 {
+		return
+	}
+	// The only possible error is a live block under the prefix, which
+	// means the attempt was committed: then there is nothing to delete.
+	_ = st.index.AddOrphan(now, ck.AttemptPrefix(job, token))
+}
+
+// release ends the claim of a removed job: its sources that are still
+// live go back to the queue, its tombstones back to the pool, and the
+// outputs of an attempt in progress become orphans.
+func (st *state) release(now int64, job string, prevToken fencing.Token) {
+	if srcs, ok := st.planner.Claimed(job); ok {
+		keep := make([]string, 0, len(srcs))
+		for _, id := range srcs {
+			if st.index.Live(id) {
+				keep = append(keep, id)
+			}
+		}
+		_ = st.planner.Return(job, keep) // keep ⊆ the job's sources
+	}
+	st.index.Detach(job)
+	st.orphan(now, job, prevToken)
+}
+
+func (st *state) applyRetention(e ck.Entry, now int64, r *Retention, res *Result) {
+	dropped := st.index.DropBefore(e, now, r.Tenant, r.All, r.Before)
+	for _, b := range dropped {
+		res.Dropped = append(res.Dropped, b.ID)
+	}
+	for _, job := range st.planner.Drop(dropped) {
+		var prev fencing.Token
+		if sr, err := st.sched.Cancel(e, now, job); err == nil {
+			prev = sr.PrevToken
+		}
+		st.release(now, job, prev)
+		res.Cancelled = append(res.Cancelled, job)
+	}
+}
+
+func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) error {
+	switch o.Action {
+	case OpPause, OpResume:
+		st.sched.SetPaused(e, o.Tenant, o.Level, o.Action == OpPause)
+	case OpRetry:
+		n, err := st.sched.Retry(e, now, o.Job)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrOperator, err)
+		}
+		res.Count = n
+	case OpSetMaxFailures:
+		cfg := st.cfg
+		cfg.Scheduler.MaxFailures = o.MaxFailures
+		if err := st.sched.SetConfig(cfg.Scheduler); err != nil {
+			return fmt.Errorf("%w: %w", ErrOperator, err)
+		}
+		st.cfg = cfg
+	case OpCancel:
+		sr, err := st.sched.Cancel(e, now, o.Job)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrOperator, err)
+		}
+		st.release(now, o.Job, sr.PrevToken)
+		res.Cancelled = append(res.Cancelled, o.Job)
+	case OpRequeue:
+		n, err := st.planner.Requeue(o.Blocks)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrOperator, err)
+		}
+		res.Count = n
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package raftfsm
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// applyPoll executes a prepared poll: the changes of its update, wired to
+// the planner and the index, then the response, recorded in the poll log.
+func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slog.Logger) error {
+	if rec, ok := st.polls.lookup(p.WorkerID); ok {
+		switch {
+		case p.Seq < rec.Seq:
+			return fmt.Errorf("poll %d from %s, latest %d: %w", p.Seq, p.WorkerID, rec.Seq, ErrStaleRequest)
+		case p.Seq == rec.Seq:
+			resp := rec.Response
+			res.Poll, res.Replayed = &resp, true
+			return nil
+		}
+	}
+	tx := st.sched.Begin(e, now, p.Update.TokenIndex)
+	res.Changes = make([]ChangeResult, len(p.Update.Changes))
+	results := make([]scheduler.Result, len(p.Update.Changes))
+	for i := range p.Update.Changes {
+		c := &p.Update.Changes[i]
+		cr := &res.Changes[i]
+		cr.Kind, cr.Job = c.Kind, c.Job
+		var r scheduler.Result
+		if c.Kind == ck.ChangeAdd {
+			r = st.applyAdd(e, now, tx, c)
+		} else {
+			r = tx.Apply(c)
+		}
+		results[i] = r
+		cr.Applied, cr.Reason = r.Applied, r.Reason
+		if !r.Applied {
+			log.Debug("raftfsm: change skipped", "entry", e.Index, "kind", c.Kind, "job", c.Job, "reason", r.Reason)
+			continue
+		}
+		cr.Token = r.After.Token
+		switch r.Kind {
+		case ck.ChangeComplete:
+			cr.Replace = st.commit(e, now, c, r.Plan)
+		case ck.ChangeEvict:
+			reason := fmt.Sprintf("excluded after %d failures, evicted from a full queue", r.Before.Failures)
+			_ = st.planner.Quarantine(e, c.Job, reason) // a cleanup-only job claims nothing
+			st.index.Detach(c.Job)
+		case ck.ChangeCancel:
+			st.release(now, c.Job, 0)
+		}
+		st.orphan(now, c.Job, r.PrevToken)
+	}
+	resp := st.response(p, results, now)
+	st.polls.record(p.WorkerID, p.Seq, now, resp)
+	res.Poll = &resp
+	return nil
+}
+
+// applyAdd admits a new job: its sources must be the planner's to give,
+// its tombstones releasable and unattached. Only the tombstones the index
+// accepts go into the job's plan, so a worker never deletes what it was
+// not given.
+func (st *state) applyAdd(e ck.Entry, now int64, tx *scheduler.Tx, c *ck.Change) scheduler.Result {
+	plan := c.Plan
+	if _, _, exists := st.sched.Job(plan.Name); exists {
+		return scheduler.Result{Kind: ck.ChangeAdd, Reason: "job exists"}
+	}
+	if !plan.CleanupOnly() {
+		if err := st.planner.Admissible(plan); err != nil {
+			return scheduler.Result{Kind: ck.ChangeAdd, Reason: err.Error()}
+		}
+	}
+	if len(plan.Tombstones) > 0 {
+		accepted := st.index.Attach(now, plan.Name, plan.Tombstones)
+		if len(accepted) != len(plan.Tombstones) {
+			if plan.CleanupOnly() && len(accepted) == 0 {
+				return scheduler.Result{Kind: ck.ChangeAdd, Reason: "no tombstone left to clean"}
+			}
+			cp := *plan
+			cp.Tombstones = accepted
+			plan = &cp
+		}
+	}
+	add := *c
+	add.Plan = plan
+	r := tx.Apply(&add)
+	if !r.Applied {
+		st.index.Detach(plan.Name)
+		return r
+	}
+	if !plan.CleanupOnly() {
+		if err := st.planner.Claim(e, plan); err != nil {
+			// Unreachable: Admissible just accepted the plan on this very
+			// state. Undo the job rather than leave it without a claim.
+			_, _ = st.sched.Cancel(e, now, plan.Name)
+			st.index.Detach(plan.Name)
+			return scheduler.Result{Kind: ck.ChangeAdd, Reason: err.Error()}
+		}
+	}
+	return r
+}
+
+// commit wires an applied completion: the index replaces the sources by
+// the outputs (or refuses), the planner ends the claim, the outputs are
+// queued one level up, and the job's tombstones are confirmed — the worker
+// deleted them either way.
+func (st *state) commit(e ck.Entry, now int64, c *ck.Change, plan *ck.JobPlan) *index.ReplaceResult {
+	var out *index.ReplaceResult
+	if !plan.CleanupOnly() {
+		rr := st.index.Replace(e, now, c.Job, c.Token, plan.Sources, c.Outputs)
+		out = &rr
+		if rr.Applied {
+			_ = st.planner.Complete(c.Job)
+			for i := range c.Outputs {
+				// The index validated the outputs; the planner keeps
+				// those below the final level.
+				_, _ = st.planner.Enqueue(e, &c.Outputs[i])
+			}
+		} else {
+			_ = st.planner.Return(c.Job, rr.Surviving)
+		}
+	}
+	st.index.Confirm(now, c.Job)
+	return out
+}
+
+// response answers the poll: one reply per reported job, in request order,
+// then one per job assigned to the worker.
+func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.PollResponse {
+	lease := st.sched.Config().LeaseDuration
+	var resp ck.PollResponse
+	for _, rep := range p.Reports {
+		reply := ck.JobReply{Job: rep.Job, Outcome: ck.OutcomeNoLease, Token: rep.Token}
+		found := false
+		for i := range p.Update.Changes {
+			c := &p.Update.Changes[i]
+			r := &results[i]
+			if c.Job != rep.Job || c.Worker != p.WorkerID || !r.Applied || c.Token != rep.Token {
+				continue
+			}
+			switch r.Kind {
+			case ck.ChangeRenew:
+				reply.Outcome, reply.Deadline, reply.Lease = ck.OutcomeRenewed, r.After.Deadline, lease
+				found = true
+			case ck.ChangeComplete:
+				reply.Outcome, found = ck.OutcomeCompleted, true
+			case ck.ChangeFail, ck.ChangeRelease:
+				reply.Outcome, found = ck.OutcomeAccepted, true
+			}
+		}
+		if !found {
+			st.answerUnchanged(&reply, now)
+		}
+		resp.Jobs = append(resp.Jobs, reply)
+	}
+	for i := range p.Update.Changes {
+		c := &p.Update.Changes[i]
+		r := &results[i]
+		if c.Kind != ck.ChangeAssign || c.Worker != p.WorkerID || !r.Applied {
+			continue
+		}
+		resp.Jobs = append(resp.Jobs, ck.JobReply{
+			Job: c.Job, Outcome: ck.OutcomeAssigned, Token: r.After.Token,
+			Deadline: r.After.Deadline, Lease: lease, Plan: r.Plan,
+		})
+	}
+	return resp
+}
+
+// answerUnchanged answers a report no change of the poll acted on: the job
+// was completed with this token, or the worker still holds it (the lease
+// runs on, unrenewed), or the worker has no lease.
+func (st *state) answerUnchanged(reply *ck.JobReply, at int64) {
+	if tok, ok := st.sched.CompletedToken(reply.Job); ok && tok == reply.Token {
+		reply.Outcome = ck.OutcomeCompleted
+		return
+	}
+	js, _, ok := st.sched.Job(reply.Job)
+	if ok && js.Status == ck.StatusInProgress && js.Token == reply.Token && js.Deadline >= at {
+		reply.Outcome, reply.Deadline = ck.OutcomeRenewed, js.Deadline
+		reply.Lease = time.Duration(js.Deadline - at)
+		return
+	}
+	reply.Outcome = ck.OutcomeNoLease
+}

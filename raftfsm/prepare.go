@@ -1,0 +1,164 @@
+package raftfsm
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/planner"
+)
+
+// Prepare decides, on the leader, what a worker's poll changes, and
+// returns the command to propose. It is read-only: it holds the state
+// machine's lock only to open copy-on-write views of the planner, the
+// scheduler and the index (O(1)), and plans on them while entries keep
+// being applied. Its cost grows with log n and with the work asked for.
+//
+// now is the leader's clock; the command is stamped with max(now, the
+// state machine's time), so Prepare and Apply judge lease expiry by the
+// same clock. The steps follow DESIGN.md §3: status updates first (renew,
+// complete, fail, release), then assignment of existing jobs, then new
+// jobs — evicting an excluded job when the queue is full — each assigned in
+// the same poll, and finally a cleanup-only job when released tombstones
+// have waited too long for a carrier. Capacity is the request's free slots
+// plus the jobs its updates free, capped by the scheduler's configuration.
+//
+// A retried request (the worker's latest sequence number) gets a command
+// that changes nothing: its Apply returns the recorded response. A request
+// older than that returns an error wrapping [ErrStaleRequest]; a malformed
+// one, or a success report inconsistent with the job's plan, an error
+// wrapping [ErrInvalidRequest].
+//
+// In two-commit mode the host first proposes a [PreparePoll] command, then
+// calls Prepare once that entry is applied and sets the returned command's
+// Poll.Update.TokenIndex to the prepare entry's index.
+func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	reports := make([]Report, len(req.Updates))
+	for i := range req.Updates {
+		u := &req.Updates[i]
+		reports[i] = Report{Job: u.Job, Token: u.Token, Status: u.Status}
+	}
+	cmd := &Command{Poll: &Poll{WorkerID: req.WorkerID, Seq: req.Seq, Reports: reports}}
+
+	f.mu.Lock()
+	st := f.st
+	now = max(now, st.now)
+	cmd.Time = now
+	if rec, ok := st.polls.lookup(req.WorkerID); ok && req.Seq <= rec.Seq {
+		f.mu.Unlock()
+		if req.Seq < rec.Seq {
+			return nil, fmt.Errorf("poll %d from %s, latest %d: %w", req.Seq, req.WorkerID, rec.Seq, ErrStaleRequest)
+		}
+		cmd.Poll.Update.Time = now
+		return cmd, nil
+	}
+	sv := st.sched.Schedule(now)
+	pv := st.planner.View()
+	iv := st.index.View()
+	f.mu.Unlock()
+
+	freed := int32(0)
+	for i := range req.Updates {
+		u := &req.Updates[i]
+		if u.Status == ck.ReportSuccess {
+			if _, plan, ok := sv.Job(u.Job); ok {
+				if err := validateSuccess(u, plan); err != nil {
+					return nil, fmt.Errorf("%w: poll from %s: %w", ErrInvalidRequest, req.WorkerID, err)
+				}
+			}
+		}
+		if sv.UpdateJob(req.WorkerID, u) && u.Status != ck.ReportInProgress {
+			freed++
+		}
+	}
+	free := req.FreeSlots
+	if free > (1<<31-1)-freed {
+		free = 1<<31 - 1 - freed
+	}
+	capacity := sv.Capacity(free + freed)
+	assigned := 0
+	for assigned < capacity && sv.AssignJob(req.WorkerID) {
+		assigned++
+	}
+	tombstones := iv.Releasable(now)
+	opts := &planner.PlanOptions{Skip: sv.Paused, Tombstones: tombstones}
+	for assigned < capacity {
+		plan, ok := pv.Next(now, opts)
+		if !ok {
+			break
+		}
+		if !sv.AddJob(plan) && !(sv.EvictJob() && sv.AddJob(plan)) {
+			break
+		}
+		if sv.AssignJob(req.WorkerID) {
+			assigned++
+		}
+	}
+	if assigned < capacity {
+		if at, ok := iv.OldestUnattachedReleasable(now); ok && now-at >= int64(f.opts.cleanupAfter) {
+			if plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch); ok {
+				if sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan)) {
+					sv.AssignJob(req.WorkerID)
+				}
+			}
+		}
+	}
+	cmd.Poll.Update = sv.Update()
+	return cmd, nil
+}
+
+// validateSuccess checks a success report against the job's plan: outputs
+// present for a compaction job, and one level up at least.
+func validateSuccess(u *ck.StatusUpdate, plan *ck.JobPlan) error {
+	if err := u.ValidateFor(plan); err != nil {
+		return err
+	}
+	for i := range u.Outputs {
+		if u.Outputs[i].Level <= plan.Level {
+			return fmt.Errorf("job %s: output %s at level %d, the job's level is %d: %w",
+				u.Job, u.Outputs[i].ID, u.Outputs[i].Level, plan.Level, ck.ErrInconsistent)
+		}
+	}
+	return nil
+}
+
+// cleanupPlan pulls up to n released tombstones into a cleanup-only job.
+// Its name is derived from the tombstones, so two leaders preparing the
+// same cleanup propose the same job, which Apply admits once.
+func cleanupPlan(next func() (ck.Tombstone, bool), n int) (ck.JobPlan, bool) {
+	var ts []ck.Tombstone
+	h := fnv.New64a()
+	for len(ts) < n {
+		t, ok := next()
+		if !ok {
+			break
+		}
+		ts = append(ts, t)
+		h.Write([]byte{byte(t.Kind)})
+		h.Write([]byte(t.Target))
+		h.Write([]byte{0})
+	}
+	if len(ts) == 0 {
+		return ck.JobPlan{}, false
+	}
+	name := "cleanup." + strconv.FormatUint(h.Sum64(), 16)
+	return ck.JobPlan{Name: name, Tombstones: ts}, true
+}
+
+// Recorded returns the response recorded for the worker's request seq, if
+// it is the worker's latest: a host may answer a retried request with it
+// without proposing anything.
+func (f *FSM) Recorded(worker string, seq uint64) (*ck.PollResponse, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec, ok := f.st.polls.lookup(worker)
+	if !ok || rec.Seq != seq {
+		return nil, false
+	}
+	resp := rec.Response
+	return &resp, true
+}

@@ -1,0 +1,97 @@
+package raftfsm
+
+import (
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// Stats describes the state machine and every component, for operators
+// and metrics.
+type Stats struct {
+	// LastApplied and Term are the index and term of the last applied
+	// entry, and Now the effective log time.
+	LastApplied, Term uint64
+	Now               int64
+	// ClusterVersion is the command version the leader may write.
+	ClusterVersion byte
+	// Workers is the number of workers in the poll log.
+	Workers int
+	// Planner, Scheduler and Index are the components' statistics. The
+	// planner's per-level Lag and Debt are the compaction lag and debt:
+	// the signals to autoscale workers on.
+	Planner   planner.Stats
+	Scheduler scheduler.Stats
+	Index     index.Stats
+}
+
+// Stats returns the statistics of the state machine and its components.
+func (f *FSM) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.st
+	return Stats{
+		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
+		ClusterVersion: st.clusterVersion, Workers: st.polls.len(),
+		Planner: st.planner.Stats(), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
+	}
+}
+
+// LastApplied returns the index and term of the last applied entry and
+// the effective log time.
+func (f *FSM) LastApplied() (index, term uint64, now int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.lastApplied, f.st.lastTerm, f.st.now
+}
+
+// Config returns the replicated configuration in force.
+func (f *FSM) Config() Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.cfg
+}
+
+// ClusterVersion returns the command version the cluster allows.
+func (f *FSM) ClusterVersion() byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.clusterVersion
+}
+
+// Jobs lists jobs that match the filter, a page at a time (see
+// scheduler.Scheduler.List for the cursor and limit rules).
+func (f *FSM) Jobs(flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.sched.List(flt, cursor, limit)
+}
+
+// Job returns the state and a copy of the plan of the named job.
+func (f *FSM) Job(name string) (ck.JobState, ck.JobPlan, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	js, plan, ok := f.st.sched.Job(name)
+	if !ok {
+		return ck.JobState{}, ck.JobPlan{}, false
+	}
+	return js, plan.Clone(), true
+}
+
+// Quarantined lists quarantined blocks, a page at a time (see
+// planner.Planner.Quarantined).
+func (f *FSM) Quarantined(cursor string, limit int) ([]planner.QuarantinedBlock, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.planner.Quarantined(cursor, limit)
+}
+
+// Index returns a read-only, copy-on-write view of the block index for
+// queries (blocks of a tenant over a time range, read amplification,
+// tombstones). Opening it is O(1); it may be used on any goroutine.
+func (f *FSM) Index() *index.View {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.index.View()
+}

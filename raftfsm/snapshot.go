@@ -1,0 +1,244 @@
+package raftfsm
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// SnapshotVersion is the version of the snapshot stream this release
+// writes. Restore reads every version up to it.
+const SnapshotVersion byte = 1
+
+// pollsPerFrame bounds the poll-log records of one snapshot frame.
+const pollsPerFrame = 256
+
+// snapshotHeader is the first frame of a snapshot.
+type snapshotHeader struct {
+	_              struct{} `cbor:",toarray"`
+	LastApplied    uint64
+	LastTerm       uint64
+	Now            int64
+	ClusterVersion byte
+	PollLogTTL     int64
+	Workers        int
+}
+
+// Snapshot writes the whole state to w: a stream of kind snapshot holding
+// the state machine's header and its poll log, followed by the planner's,
+// the scheduler's and the index's sections, each a framed stream with its
+// own checksum. Replicas that applied the same entries write identical
+// bytes, whatever their local configuration.
+//
+// Snapshot holds the state machine's lock while it writes; hosts that
+// persist snapshots in the background use [FSM.Capture].
+func (f *FSM) Snapshot(w io.Writer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.st.writeHeader(w); err != nil {
+		return err
+	}
+	if err := f.st.planner.Snapshot(w); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	if err := f.st.sched.Snapshot(w); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	if err := f.st.index.Snapshot(w); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	return nil
+}
+
+func (st *state) writeHeader(w io.Writer) error {
+	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSnapshot, SnapshotVersion)
+	if err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	recs := st.polls.records()
+	h := snapshotHeader{
+		LastApplied: st.lastApplied, LastTerm: st.lastTerm, Now: st.now,
+		ClusterVersion: st.clusterVersion, PollLogTTL: int64(st.cfg.PollLogTTL), Workers: len(recs),
+	}
+	if err := sw.Encode(&h); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	for len(recs) > 0 {
+		n := min(len(recs), pollsPerFrame)
+		if err := sw.Encode(recs[:n]); err != nil {
+			return fmt.Errorf("raftfsm: snapshot: %w", err)
+		}
+		recs = recs[n:]
+	}
+	if err := sw.Close(); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	return nil
+}
+
+// Capture is a point-in-time copy of the state, taken in O(jobs) under the
+// state machine's lock (the planner and the index are captured as O(1)
+// copy-on-write views; the scheduler, bounded by its queue limit, is
+// serialised), and written later, on any goroutine, while Apply goes on.
+// It is what a Raft adapter's snapshot persistence needs.
+type Capture struct {
+	index   uint64
+	term    uint64
+	header  []byte
+	planner *planner.View
+	sched   []byte
+	ix      *index.View
+}
+
+// Capture captures the current state for a later [Capture.Snapshot].
+func (f *FSM) Capture() (*Capture, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var hb, sb bytes.Buffer
+	if err := f.st.writeHeader(&hb); err != nil {
+		return nil, err
+	}
+	if err := f.st.sched.Snapshot(&sb); err != nil {
+		return nil, fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	return &Capture{
+		index: f.st.lastApplied, term: f.st.lastTerm,
+		header: hb.Bytes(), planner: f.st.planner.View(), sched: sb.Bytes(), ix: f.st.index.View(),
+	}, nil
+}
+
+// Index returns the last applied index and term of the captured state.
+func (c *Capture) Index() (index, term uint64) { return c.index, c.term }
+
+// Snapshot writes the captured state to w, in the format of
+// [FSM.Snapshot], byte for byte.
+func (c *Capture) Snapshot(w io.Writer) error {
+	if _, err := w.Write(c.header); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	if err := c.planner.Snapshot(w); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	if _, err := w.Write(c.sched); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	if err := c.ix.Snapshot(w); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
+	}
+	return nil
+}
+
+// Restore reads a snapshot written by [FSM.Snapshot] and returns the state
+// machine it describes, with the given local options. It reads exactly the
+// snapshot; anything after it is an error. A malformed, truncated or
+// corrupt snapshot returns an error wrapping compactkit.ErrMalformed,
+// ErrTruncated, ErrChecksum, ErrUnknownVersion or ErrTooLarge.
+func Restore(r io.Reader, opts ...Option) (*FSM, error) {
+	st, err := readState(r)
+	if err != nil {
+		return nil, err
+	}
+	return &FSM{opts: newOptions(opts), st: st}, nil
+}
+
+// Restore replaces the state with the snapshot read from r. On error the
+// previous state stays intact.
+func (f *FSM) Restore(r io.Reader) error {
+	st, err := readState(r)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+	return nil
+}
+
+func readState(r io.Reader) (*state, error) {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 1<<16)
+	}
+	sr, err := codec.NewReader(br, codec.Snapshot, codec.KindSnapshot)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	if sr.Version() > SnapshotVersion {
+		return nil, fmt.Errorf("raftfsm: restore: snapshot version %d, this release reads 1 to %d: %w", sr.Version(), SnapshotVersion, ck.ErrUnknownVersion)
+	}
+	var h snapshotHeader
+	if err := sr.Decode(&h); err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: header: %w", restoreErr(err))
+	}
+	if h.ClusterVersion < 1 || h.ClusterVersion > CommandVersion || h.PollLogTTL < 0 || h.Workers < 0 || h.Now < 0 {
+		return nil, fmt.Errorf("raftfsm: restore: header %+v: %w", h, ck.ErrMalformed)
+	}
+	polls := newPollLog()
+	prev := ""
+	for polls.len() < h.Workers {
+		var recs []pollRecord
+		if err := sr.Decode(&recs); err != nil {
+			return nil, fmt.Errorf("raftfsm: restore: poll log: %w", restoreErr(err))
+		}
+		if len(recs) == 0 || len(recs) > pollsPerFrame || polls.len()+len(recs) > h.Workers {
+			return nil, fmt.Errorf("raftfsm: restore: poll log frame of %d records: %w", len(recs), ck.ErrMalformed)
+		}
+		for i := range recs {
+			rec := &recs[i]
+			if err := ck.ValidateWorkerID(rec.Worker); err != nil || rec.Worker <= prev || rec.Seq == 0 || rec.LastSeen > h.Now {
+				return nil, fmt.Errorf("raftfsm: restore: poll log record %q: %w", rec.Worker, ck.ErrMalformed)
+			}
+			if err := rec.Response.Validate(); err != nil {
+				return nil, fmt.Errorf("raftfsm: restore: poll log record %q: %w: %w", rec.Worker, ck.ErrMalformed, err)
+			}
+			prev = rec.Worker
+			polls.record(rec.Worker, rec.Seq, rec.LastSeen, rec.Response)
+		}
+	}
+	if err := sr.Finish(); err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: %w", restoreErr(err))
+	}
+	p, err := planner.Restore(br)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	s, err := scheduler.Restore(br)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	x, err := index.Restore(br)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	if _, err := br.ReadByte(); err == nil {
+		return nil, fmt.Errorf("raftfsm: restore: data after the snapshot: %w", ck.ErrMalformed)
+	} else if !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	st := &state{
+		cfg: Config{
+			Planner: p.Config(), Scheduler: s.Config(), Index: x.Config(),
+			PollLogTTL: time.Duration(h.PollLogTTL),
+		},
+		planner: p, sched: s, index: x, polls: polls,
+		lastApplied: h.LastApplied, lastTerm: h.LastTerm, now: h.Now, clusterVersion: h.ClusterVersion,
+	}
+	return st, nil
+}
+
+// restoreErr turns an unexpected end of stream into a truncation.
+func restoreErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("unexpected end of stream: %w", ck.ErrTruncated)
+	}
+	return err
+}
