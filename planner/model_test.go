@@ -48,7 +48,6 @@ type model struct {
 	cursor    string
 	hasCursor bool
 	missed    uint64
-	dups      uint64
 }
 
 func newModel(cfg Config) *model {

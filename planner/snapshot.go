@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -373,10 +374,12 @@ func (s *state) writeSnapshot(w io.Writer) error {
 // ErrUnknownVersion, ErrTooLarge) and no planner.
 //
 // Restore checks what the planner relies on: counts, key order, the
-// arrival order of each key's blocks and their arrival times, valid IDs,
+// arrival order of each key's blocks and their arrival times, arrival
+// numbers distinct across keys, claims and the quarantine, valid IDs,
 // names and ranges, and references between sections. It does not check
-// that block IDs are unique across keys, claims and the quarantine (that
-// needs a per-block map; the index owns uniqueness).
+// that block IDs are distinct across keys and claims (that needs a
+// per-block map of strings; the index, restored from the same snapshot,
+// owns uniqueness of IDs); the quarantine's IDs are checked, being sorted.
 func Restore(r io.Reader) (*Planner, error) {
 	p, err := restore(r)
 	if err != nil {
@@ -591,6 +594,10 @@ func restore(r io.Reader) (*Planner, error) {
 		return nil, malformed("keys: %d blocks, %d counted", total, h.Blocks)
 	}
 
+	// Every block's arrival number, to check that they are distinct
+	// across keys, claims and the quarantine.
+	var arrivals []uint64
+
 	// Queued blocks.
 	br := blockReader{f: f, left: h.Blocks, what: "queued blocks", clock: h.Clock, nextArr: h.NextArrival}
 	for _, kc := range keys {
@@ -601,6 +608,7 @@ func restore(r io.Reader) (*Planner, error) {
 			if err != nil {
 				return nil, err
 			}
+			arrivals = append(arrivals, it.arrival)
 			if j > 0 {
 				if err := checkOrder(&prev, &it, "queued blocks"); err != nil {
 					return nil, err
@@ -690,6 +698,7 @@ func restore(r io.Reader) (*Planner, error) {
 			if err != nil {
 				return nil, err
 			}
+			arrivals = append(arrivals, it.arrival)
 			if j > 0 {
 				if err := checkOrder(&c.items[j-1], &it, "claimed blocks"); err != nil {
 					return nil, err
@@ -745,6 +754,7 @@ func restore(r io.Reader) (*Planner, error) {
 			if err != nil {
 				return nil, err
 			}
+			arrivals = append(arrivals, it.arrival)
 			k := key{tenant: tenants[i], shard: shards[i], level: levels[i]}
 			if err := checkKey(k, &cfg); err != nil {
 				return nil, fmt.Errorf("quarantine: %w", err)
@@ -768,6 +778,12 @@ func restore(r io.Reader) (*Planner, error) {
 	}
 	if err := rd.Finish(); err != nil {
 		return nil, err
+	}
+	slices.Sort(arrivals)
+	for i := 1; i < len(arrivals); i++ {
+		if arrivals[i] == arrivals[i-1] {
+			return nil, malformed("two blocks with arrival number %d", arrivals[i])
+		}
 	}
 	return p, nil
 }
