@@ -35,7 +35,7 @@ const (
 var (
 	arrivalStep = int64(benchSpan) / benchBlocks
 	benchStart  = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	benchSlot  = int64(benchSpan) / (benchBlocks / (benchTenants * benchShards))
+	benchSlot   = int64(benchSpan) / (benchBlocks / (benchTenants * benchShards))
 )
 
 func benchTenant(i int) string { return fmt.Sprintf("tenant-%03d", i) }

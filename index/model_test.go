@@ -144,6 +144,7 @@ func (m *model) replace(e ck.Entry, now int64, job string, token fencing.Token, 
 		r.Reason = m.check(now, job, token, sources, outputs)
 	}
 	if r.Reason != NotRefused {
+		r.Missing, r.Surviving = firstEach(r.Missing), firstEach(r.Surviving)
 		m.refused++
 		if !valid {
 			return r
@@ -170,6 +171,17 @@ func (m *model) replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	m.applied++
 	m.results[key], m.resultAt[key] = r, now
 	return r
+}
+
+// firstEach keeps the first occurrence of each string, in order.
+func firstEach(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (m *model) check(now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) Refusal {
@@ -448,7 +460,9 @@ func (mm *modelMachine) tombKeys() []ck.Tombstone {
 	for k := range mm.m.tombs {
 		ks = append(ks, k)
 	}
-	slices.SortFunc(ks, func(a, b ck.Tombstone) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target)) })
+	slices.SortFunc(ks, func(a, b ck.Tombstone) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target))
+	})
 	return ks
 }
 
@@ -486,7 +500,7 @@ func (mm *modelMachine) Replace(t *rapid.T) {
 		sources = append(sources, rapid.SampledFrom([]string{"a", "zz", "x/1"}).Draw(t, "missing"))
 	}
 	if len(sources) > 0 && rapid.IntRange(0, 15).Draw(t, "repeat") == 0 {
-		sources = append(sources, sources[0])
+		sources = append(sources, rapid.SampledFrom(sources).Draw(t, "repeated"))
 	}
 	n := rapid.IntRange(0, 2).Draw(t, "outputs")
 	if rapid.IntRange(0, 10).Draw(t, "no outputs") != 0 {
@@ -516,11 +530,48 @@ func (mm *modelMachine) Replace(t *rapid.T) {
 func (mm *modelMachine) doReplace(t *rapid.T, c replaceCall) {
 	now := mm.now(t)
 	e := mm.entry()
+	liveBefore := blockIDs(mm.x.View().Blocks("", 0))
+	tombsBefore := mm.x.Tombstones(ck.Tombstone{}, 0)
 	want := mm.m.replace(e, now, c.job, c.token, c.sources, c.outputs)
 	got := mm.x.Replace(e, now, c.job, c.token, c.sources, c.outputs)
+	require.Equal(t, got.Applied, got.Err() == nil)
+	liveAfter := blockIDs(mm.x.View().Blocks("", 0))
+	tombsAfter := mm.x.Tombstones(ck.Tombstone{}, 0)
+	switch {
+	case got.Replayed || !got.Applied:
+		// Nothing enters or leaves the index; a refusal adds at most the
+		// attempt's orphan prefix.
+		require.Equal(t, liveBefore, liveAfter)
+		added := len(tombsAfter) - len(tombsBefore)
+		if got.Replayed || got.Orphan == "" {
+			require.Equal(t, tombsBefore, tombsAfter)
+		} else {
+			require.LessOrEqual(t, added, 1)
+			ti, ok := mm.x.Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: got.Orphan})
+			require.True(t, ok, "orphan prefix not tombstoned")
+			require.Equal(t, added == 1, ti.Index == e.Index)
+		}
+		if !got.Applied && !got.Replayed {
+			// A refusal accounts for every source: missing or surviving.
+			require.Equal(t, len(firstEach(c.sources)), len(got.Missing)+len(got.Surviving))
+		}
+	default:
+		// All or nothing: every source left and is tombstoned exactly
+		// once by this entry; every output entered.
+		for _, id := range c.sources {
+			require.False(t, mm.x.Live(id))
+			ti, ok := mm.x.Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: id})
+			require.True(t, ok)
+			require.Equal(t, e.Index, ti.Index)
+		}
+		for _, o := range c.outputs {
+			require.True(t, mm.x.Live(o.ID))
+		}
+		require.Equal(t, len(tombsBefore)+len(c.sources), len(tombsAfter))
+		require.Equal(t, len(liveBefore)-len(c.sources)+len(c.outputs), len(liveAfter))
+	}
 	got.Detail = ""
 	require.Equal(t, want, got)
-	require.Equal(t, got.Applied, got.Err() == nil)
 	mm.calls = append(mm.calls, c)
 }
 
@@ -586,6 +637,23 @@ func (mm *modelMachine) AttachReleasable(t *rapid.T) {
 	got := mm.x.Attach(now, job, ts)
 	require.Equal(t, ts, got, "tombstones handed out as releasable must attach")
 	require.Equal(t, want, got)
+}
+
+func (mm *modelMachine) Release(t *rapid.T) {
+	job := rapid.SampledFrom(append(modelJobs, "bad/job")).Draw(t, "job")
+	limit := rapid.IntRange(-1, 4).Draw(t, "limit")
+	now := mm.now(t)
+	mm.m.advance(now)
+	var want []ck.Tombstone
+	if ck.ValidateJobName(job) == nil {
+		want = mm.m.releasableList(now)
+		if limit > 0 && len(want) > limit {
+			want = want[:limit]
+		}
+		require.Equal(t, want, mm.m.attach(now, job, want))
+	}
+	got := mm.x.Release(now, job, limit)
+	require.Equal(t, nonNilT(want), nonNilT(got))
 }
 
 func (mm *modelMachine) Confirm(t *rapid.T) {

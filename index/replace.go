@@ -50,9 +50,11 @@ type ReplaceResult struct {
 	// entered it.
 	Applied bool
 	// Missing lists the sources that were not live, and Surviving those
-	// that were, in the given order, when the replacement was refused
-	// (both are empty when it was applied). The state machine returns the
-	// surviving sources to the planner.
+	// that were, in the given order and each once (a source repeated in
+	// the request is listed at its first position), when the replacement
+	// was refused, whatever the reason (both are empty when it was
+	// applied). The state machine returns the surviving sources to the
+	// planner.
 	Missing, Surviving []string
 	// Replayed reports that this (job, token) had already been replaced:
 	// nothing changed and the result is the recorded one.
@@ -142,6 +144,7 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 				r.surviving = append(r.surviving, id)
 			}
 		}
+		r.missing, r.surviving = distinct(r.missing), distinct(r.surviving)
 		x.s.refused++
 		if !valid {
 			return r.toResult(false)
@@ -167,6 +170,23 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	x.s.applied++
 	x.record(r)
 	return r.toResult(false)
+}
+
+// distinct removes repeated strings from ss in place, keeping the first
+// occurrence of each, in order.
+func distinct(ss []string) []string {
+	if len(ss) < 2 {
+		return ss
+	}
+	seen := make(map[string]struct{}, len(ss))
+	out := ss[:0]
+	for _, s := range ss {
+		if _, ok := seen[s]; !ok {
+			seen[s] = struct{}{}
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (x *Index) record(r *result) {

@@ -71,6 +71,38 @@ func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone 
 	return out
 }
 
+// Release hands out, at log time now, up to limit tombstones that are
+// unattached and releasable at now, in the order of [View.Releasable], and
+// attaches them to job: it is [View.Releasable] and [Index.Attach] in one
+// call, for hosts that decide and apply in the same place. A limit <= 0
+// means no limit. An invalid job name hands out nothing. The returned
+// tombstones stay pending until [Index.Confirm] (job succeeded) or
+// [Index.Detach] (job evicted or cancelled: they return to the pool).
+func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
+	now = x.advance(now)
+	if ck.ValidateJobName(job) != nil {
+		return nil
+	}
+	var picked []poolKey
+	x.s.pool.Ascend(func(p poolKey) bool {
+		if limit > 0 && len(picked) == limit || !x.s.releasable(p.created, p.release, now) {
+			return false
+		}
+		picked = append(picked, p)
+		return true
+	})
+	out := make([]ck.Tombstone, len(picked))
+	for i, p := range picked {
+		x.s.pool.Delete(p)
+		cur, _ := x.s.tombs.Get(tomb{tkey: p.tkey})
+		cur.job = job
+		x.s.tombs.ReplaceOrInsert(cur)
+		x.s.held.ReplaceOrInsert(heldKey{job: job, tkey: p.tkey})
+		out[i] = p.tombstone()
+	}
+	return out
+}
+
 // heldBy returns the keys of the tombstones job holds, in key order.
 func (s *state) heldBy(job string) []tkey {
 	var ks []tkey
