@@ -58,9 +58,25 @@ type fakeLeader struct {
 	polls      map[pollKey]*ck.PollRequest
 	responses  map[pollKey]*ck.PollResponse
 	lastSeq    map[string]uint64
-	received   []receivedReq // every request received, retries included
-	reports    []fakeReport  // every status update applied
+	received   []receivedReq         // every request received, retries included
+	firstSeen  map[pollKey]time.Time // when each request first arrived
+	grants     map[attempt][]grant   // every assignment and renewal, by attempt
+	reports    []fakeReport          // every status update applied
 	violations []string
+}
+
+// attempt identifies one assignment of a job.
+type attempt struct {
+	job   string
+	token fencing.Token
+}
+
+// grant is an assignment or renewal: the request that got it, and when
+// that request first arrived (there is no latency in a synctest bubble:
+// when the worker first sent it).
+type grant struct {
+	seq  uint64
+	sent time.Time
 }
 
 type pollKey struct {
@@ -114,6 +130,8 @@ func newFakeLeader(lease time.Duration) *fakeLeader {
 		polls:           make(map[pollKey]*ck.PollRequest),
 		responses:       make(map[pollKey]*ck.PollResponse),
 		lastSeq:         make(map[string]uint64),
+		firstSeen:       make(map[pollKey]time.Time),
+		grants:          make(map[attempt][]grant),
 	}
 }
 
@@ -167,6 +185,9 @@ func (l *fakeLeader) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRes
 	defer l.mu.Unlock()
 	cp := cloneRequest(req)
 	rec := receivedReq{req: cp, at: time.Now()}
+	if _, ok := l.firstSeen[pollKey{req.WorkerID, req.Seq}]; !ok {
+		l.firstSeen[pollKey{req.WorkerID, req.Seq}] = rec.at
+	}
 	if l.down || (l.failBefore != nil && l.failBefore(cp)) {
 		l.received = append(l.received, rec)
 		return nil, errUnavailable
@@ -237,6 +258,7 @@ func (l *fakeLeader) apply(req *ck.PollRequest) *ck.PollResponse {
 			case ck.ReportInProgress:
 				j.deadline = now.Add(l.leaseOf(u.Job))
 				j.renewals = append(j.renewals, now)
+				l.grantLocked(req, attempt{u.Job, u.Token})
 				reply.Outcome, reply.Lease, reply.Deadline = ck.OutcomeRenewed, l.leaseOf(u.Job), j.deadline.UnixNano()
 			case ck.ReportSuccess:
 				delete(l.jobs, u.Job)
@@ -287,6 +309,7 @@ func (l *fakeLeader) apply(req *ck.PollRequest) *ck.PollResponse {
 		j.worker = req.WorkerID
 		j.deadline = now.Add(l.leaseOf(name))
 		j.renewals = []time.Time{now}
+		l.grantLocked(req, attempt{name, j.token})
 		plan := j.plan.Clone()
 		resp.Jobs = append(resp.Jobs, ck.JobReply{
 			Job: name, Outcome: ck.OutcomeAssigned, Token: j.token,
@@ -294,6 +317,10 @@ func (l *fakeLeader) apply(req *ck.PollRequest) *ck.PollResponse {
 		})
 	}
 	return resp
+}
+
+func (l *fakeLeader) grantLocked(req *ck.PollRequest, a attempt) {
+	l.grants[a] = append(l.grants[a], grant{seq: req.Seq, sent: l.firstSeen[pollKey{req.WorkerID, req.Seq}]})
 }
 
 // Accessors, all under the lock.

@@ -12,7 +12,6 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
-	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/worker"
 )
 
@@ -37,6 +36,12 @@ type scenario struct {
 	jobs        []jobSpec
 	failBefore  []bool // by request arrival: lost before the leader sees it
 	dropReply   []bool // by request arrival: applied, reply lost
+	// stopAfter, if not zero, shuts the worker down after that much (fake)
+	// time, jobs in progress or not; zero runs every job to its end first.
+	stopAfter time.Duration
+	// The leader is unreachable from outageAt for outageFor (fake time
+	// since the start).
+	outageAt, outageFor time.Duration
 }
 
 func drawScenario(t *rapid.T) scenario {
@@ -52,6 +57,13 @@ func drawScenario(t *rapid.T) scenario {
 			take:    time.Duration(rapid.IntRange(0, 30).Draw(t, fmt.Sprintf("take%d", i))) * time.Second,
 			revoke:  rapid.IntRange(0, 4).Draw(t, fmt.Sprintf("revoke%d", i)) == 0,
 		})
+	}
+	if rapid.Bool().Draw(t, "stopEarly") {
+		sc.stopAfter = time.Duration(rapid.IntRange(1, 60).Draw(t, "stopAfter")) * time.Second
+	}
+	if rapid.Bool().Draw(t, "outage") {
+		sc.outageAt = time.Duration(rapid.IntRange(0, 40).Draw(t, "outageAt")) * time.Second
+		sc.outageFor = time.Duration(rapid.IntRange(1, 20).Draw(t, "outageFor")) * time.Second
 	}
 	faults := rapid.SliceOfN(rapid.IntRange(0, 9), 0, 40).Draw(t, "faults")
 	for _, f := range faults {
@@ -105,8 +117,12 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 		l.add(p)
 	}
 	arrivals := 0
+	begin := time.Now()
 	l.failBefore = func(*ck.PollRequest) bool {
 		arrivals++
+		if since := time.Since(begin); since >= sc.outageAt && since < sc.outageAt+sc.outageFor {
+			return true
+		}
 		return arrivals <= len(sc.failBefore) && sc.failBefore[arrivals-1]
 	}
 	l.dropReply = func(*ck.PollRequest, *ck.PollResponse) bool {
@@ -114,20 +130,41 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	}
 
 	r := start(t, l, store, worker.Config{Concurrency: sc.concurrency, MergeOptions: []blockmerge.Option{m.option()}})
-	eventually(t, "done", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for i := range sc.jobs {
-			name := fmt.Sprintf("job-%d", i)
-			j := l.jobs[name]
-			if _, ok := l.completed[name]; !ok && j.failures == 0 && j.worker != "another-worker" {
-				return false
+	if sc.stopAfter > 0 {
+		time.Sleep(sc.stopAfter)
+		synctest.Wait()
+	} else {
+		// Done: every job completed, failed, or held elsewhere. A job held
+		// elsewhere, or dropped as lost, is reassigned to the worker once
+		// its lease expired; so wait until done stays done for a minute.
+		done := func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			for i := range sc.jobs {
+				name := fmt.Sprintf("job-%d", i)
+				j := l.jobs[name]
+				if _, ok := l.completed[name]; ok {
+					continue
+				}
+				if j.inProgress && j.worker == "w1" || !j.inProgress && j.failures == 0 {
+					return false
+				}
+			}
+			return true
+		}
+		for round := 0; ; round++ {
+			if round == 10 {
+				fail("not done after %d rounds", round)
+				break
+			}
+			eventually(t, "done", done)
+			time.Sleep(time.Minute) // the last answers reach the worker
+			synctest.Wait()
+			if done() {
+				break
 			}
 		}
-		return true
-	})
-	time.Sleep(time.Minute) // the last answers reach the worker
-	synctest.Wait()
+	}
 	l.mu.Lock()
 	l.failBefore, l.dropReply = nil, nil
 	l.mu.Unlock()
@@ -138,51 +175,100 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	problems = append(problems, l.violations...)
-
-	// Requests: free slots never exceed the concurrency, and once the
-	// leader answered "no lease" about an attempt, no later request
-	// reports it.
-	type attempt struct {
-		job   string
-		token fencing.Token
+	kinds := map[string]jobKind{}
+	for i, spec := range sc.jobs {
+		kinds[fmt.Sprintf("job-%d", i)] = spec.kind
 	}
+
+	// Answers: once the leader answered "no lease" about an attempt, no
+	// later request reports it. Count what the leader accepted.
 	noLeaseAt := map[attempt]uint64{}
-	failuresAccepted := 0
+	failuresAccepted, releasesAccepted := 0, 0
 	for _, rep := range l.reports {
 		a := attempt{rep.update.Job, rep.update.Token}
-		if rep.answer == ck.OutcomeNoLease {
+		switch {
+		case rep.answer == ck.OutcomeNoLease:
 			if _, ok := noLeaseAt[a]; !ok {
 				noLeaseAt[a] = rep.seq
 			}
-		}
-		if rep.update.Status == ck.ReportFailure && rep.answer == ck.OutcomeAccepted {
+		case rep.update.Status == ck.ReportFailure && rep.answer == ck.OutcomeAccepted:
 			failuresAccepted++
+		case rep.update.Status == ck.ReportReleased && rep.answer == ck.OutcomeAccepted:
+			releasesAccepted++
 		}
 	}
+
+	// Requests, each at its first send (retries repeat it, which the
+	// fake leader checks).
+	firstSend := map[uint64]bool{}
+	reportedIn := map[attempt][]uint64{} // the requests reporting each attempt
 	for _, rq := range l.received {
+		if firstSend[rq.req.Seq] {
+			continue
+		}
+		firstSend[rq.req.Seq] = true
 		inProgress := 0
 		for _, u := range rq.req.Updates {
+			a := attempt{u.Job, u.Token}
+			reportedIn[a] = append(reportedIn[a], rq.req.Seq)
 			if u.Status == ck.ReportInProgress {
 				inProgress++
 			}
-			if seq, ok := noLeaseAt[attempt{u.Job, u.Token}]; ok && rq.req.Seq > seq {
+			if seq, ok := noLeaseAt[a]; ok && rq.req.Seq > seq {
 				fail("request %d reports %s token %d (%s) after the leader answered no lease to request %d",
 					rq.req.Seq, u.Job, u.Token, u.Status, seq)
+			}
+			// The worker measures a lease from the first send of the
+			// request that got it: an attempt is reported only while one
+			// of its grants, answering an earlier request, is less than
+			// a lease old counted from that request's first send. After
+			// that its lease is lost on the worker's clock, and it is
+			// never reported again — in particular never successful —
+			// even if the leader renewed it meanwhile.
+			valid := false
+			for _, g := range l.grants[a] {
+				if g.seq < rq.req.Seq && rq.at.Sub(g.sent) < l.leaseOf(u.Job) {
+					valid = true
+				}
+			}
+			if !valid {
+				fail("request %d at %v reports %s token %d (%s) after its lease ran out: grants %v",
+					rq.req.Seq, rq.at, u.Job, u.Token, u.Status, l.grants[a])
+			}
+			// Only a real error is reported as a failure: jobs that
+			// merge or clean up fail only by being cancelled, and a
+			// cancelled job is dropped (lease lost) or released
+			// (shutdown).
+			if u.Status == ck.ReportFailure && kinds[u.Job] != kindBad {
+				fail("request %d reports %s (kind %d) failed: %s", rq.req.Seq, u.Job, kinds[u.Job], u.Reason)
 			}
 		}
 		if int(rq.req.FreeSlots)+inProgress > sc.concurrency {
 			fail("request %d: %d free slots with %d jobs in progress", rq.req.Seq, rq.req.FreeSlots, inProgress)
 		}
 	}
-
+	// A held attempt is reported in every request from its first report
+	// until it leaves the worker, and never after.
+	for a, seqs := range reportedIn {
+		for i := 1; i < len(seqs); i++ {
+			if seqs[i] != seqs[i-1]+1 {
+				fail("%s token %d reported in requests %v: a gap", a.job, a.token, seqs)
+				break
+			}
+		}
+	}
 	// Jobs: each ended as its kind says.
 	completedHere := 0
+	inProgressHere := 0
 	for i, spec := range sc.jobs {
 		name := fmt.Sprintf("job-%d", i)
 		c, completed := l.completed[name]
 		j := l.jobs[name]
 		if completed && c.worker == "w1" {
 			completedHere++
+		}
+		if j != nil && j.inProgress && j.worker == "w1" {
+			inProgressHere++
 		}
 		switch {
 		case spec.kind == kindBad:
@@ -205,12 +291,16 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 					fail("%s: completed, but its tombstone was not deleted", name)
 				}
 			}
-		case j.worker != "another-worker":
-			fail("%s: neither completed nor reassigned: %+v", name, *j)
+		case sc.stopAfter > 0:
+			// Stopped early: released, or still in progress at the
+			// leader (checked against the stats below).
+		case !j.inProgress || j.worker != "another-worker":
+			fail("%s: neither completed nor held elsewhere: %+v", name, *j)
 		}
 	}
 
-	// Stats: every job assigned ended in exactly one way.
+	// Stats: every job assigned ended in exactly one way, as the leader
+	// saw it.
 	s := r.w.Stats()
 	if s.JobsHeld != 0 || s.JobsRunning != 0 {
 		fail("after Run: %d held, %d running", s.JobsHeld, s.JobsRunning)
@@ -218,16 +308,28 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	if s.JobsAssigned != s.JobsCompleted+s.JobsFailed+s.JobsReleased+s.JobsLost {
 		fail("stats do not add up: %+v", s)
 	}
+	if s.JobsAssigned != uint64(len(l.grants)) {
+		fail("stats: %d assigned, the leader made %d assignments", s.JobsAssigned, len(l.grants))
+	}
 	if s.JobsCompleted != uint64(completedHere) {
 		fail("stats: %d completed, the leader committed %d", s.JobsCompleted, completedHere)
 	}
 	if s.JobsFailed != uint64(failuresAccepted) {
 		fail("stats: %d failed, the leader accepted %d failures", s.JobsFailed, failuresAccepted)
 	}
+	if s.JobsReleased != uint64(releasesAccepted) {
+		fail("stats: %d released, the leader accepted %d releases", s.JobsReleased, releasesAccepted)
+	}
 	if s.JobsLost < uint64(len(noLeaseAt)) {
 		fail("stats: %d lost, the leader answered no lease about %d attempts", s.JobsLost, len(noLeaseAt))
 	}
-	if s.JobsReleased != 0 {
+	// After a clean shutdown, the only jobs the leader still believes the
+	// worker holds are those the worker dropped as lost (their lease ran
+	// out locally): the others were reported and answered.
+	if uint64(inProgressHere) > s.JobsLost {
+		fail("after shutdown the leader has %d jobs in progress on the worker, which lost %d", inProgressHere, s.JobsLost)
+	}
+	if sc.stopAfter == 0 && s.JobsReleased != 0 {
 		fail("stats: %d released with nothing left at shutdown", s.JobsReleased)
 	}
 	return problems
