@@ -127,3 +127,91 @@ func ExamplePlanOptions() {
 	// active 20
 	// queued: 40
 }
+
+// An evicted job's sources are quarantined: they leave compaction and are
+// listed for operators, who re-queue them once the cause is fixed.
+func ExamplePlanner_Quarantine() {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 2
+	p, _ := planner.New(cfg)
+	for i, id := range []string{"a", "b", "c"} {
+		_, _ = p.Enqueue(ck.Entry{Index: uint64(i + 1), Time: 1}, &ck.BlockMeta{ID: id, Tenant: "t"})
+	}
+	plan, _ := p.View().Next(1, nil)
+	_ = p.Claim(ck.Entry{Index: 4, Time: 2}, &plan)
+
+	// The job failed too often and was evicted.
+	_ = p.Quarantine(ck.Entry{Index: 5, Time: 3}, plan.Name, "failed 3 times: corrupt dataset")
+	blocks, _ := p.Quarantined("", 10)
+	for _, b := range blocks {
+		fmt.Println("quarantined:", b.ID, b.Reason)
+	}
+	fmt.Println("queued:", p.Stats().Queued)
+
+	// The operator fixed the cause: the blocks return to their places.
+	n, _ := p.Requeue([]string{"a", "b"})
+	next, _ := p.View().Next(3, nil)
+	fmt.Println("requeued:", n, "next job:", next.Sources)
+	// Output:
+	// quarantined: a failed 3 times: corrupt dataset
+	// quarantined: b failed 3 times: corrupt dataset
+	// queued: 1
+	// requeued: 2 next job: [a b]
+}
+
+// Age-based flush is judged at the planning time: a quiet key is planned
+// once its oldest block is older than the level's max age, without waiting
+// for another block.
+func ExampleView_Next() {
+	cfg := planner.DefaultConfig() // level 0: 20 blocks or 36 s
+	p, _ := planner.New(cfg)
+	start := int64(1_000_000_000_000)
+	_, _ = p.Enqueue(ck.Entry{Index: 1, Time: start}, &ck.BlockMeta{ID: "lonely", Tenant: "quiet"})
+
+	// Nothing else arrives; the leader plans at its own time.
+	for _, after := range []time.Duration{30 * time.Second, 37 * time.Second} {
+		plan, ok := p.View().Next(start+int64(after), nil)
+		fmt.Println(after, ok, plan.Sources)
+	}
+	// Output:
+	// 30s false []
+	// 37s true [lonely]
+}
+
+// Retention removes the blocks the index dropped; a job that claims one of
+// them is named, so that the state machine cancels it and returns the
+// sources that are still live.
+func ExamplePlanner_Drop() {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 2
+	p, _ := planner.New(cfg)
+	for i, id := range []string{"a", "b", "c"} {
+		_, _ = p.Enqueue(ck.Entry{Index: uint64(i + 1), Time: 1}, &ck.BlockMeta{ID: id, Tenant: "t"})
+	}
+	plan, _ := p.View().Next(1, nil)
+	_ = p.Claim(ck.Entry{Index: 4, Time: 1}, &plan)
+
+	// Retention dropped a (claimed) and c (queued).
+	jobs := p.Drop([]ck.BlockMeta{{ID: "a", Tenant: "t"}, {ID: "c", Tenant: "t"}})
+	fmt.Println("cancel:", len(jobs) == 1 && jobs[0] == plan.Name)
+	_ = p.Return(plan.Name, []string{"b"}) // the live source goes back
+	fmt.Println("queued:", p.Stats().Queued, "dropped:", p.Stats().Counters.Dropped)
+	// Output:
+	// cancel: true
+	// queued: 1 dropped: 1
+}
+
+// Stats reports the backlog per level: queued blocks, ready batches, the
+// compaction lag and debt.
+func ExamplePlanner_Stats() {
+	p, _ := planner.New(planner.DefaultConfig())
+	start := int64(1_000_000_000_000)
+	for i := range 25 {
+		_, _ = p.Enqueue(ck.Entry{Index: 1, Time: start}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "t"})
+	}
+	_, _ = p.Enqueue(ck.Entry{Index: 2, Time: start + int64(10*time.Second)}, &ck.BlockMeta{ID: "late", Tenant: "u"})
+	l0 := p.Stats().Levels[0]
+	fmt.Println("queued:", l0.Queued, "ready batches:", l0.ReadyBatches, "lag:", l0.Lag, "debt:", l0.Debt, "block-seconds")
+	// Output:
+	// queued: 26 ready batches: 1 lag: 10s debt: 250 block-seconds
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/planner"
 )
 
@@ -734,3 +735,152 @@ func TestSnapshotRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultConfig: the defaults are the anchor's values.
+func TestDefaultConfig(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, uint32(3), cfg.FinalLevel)
+	want := []struct {
+		blocks int
+		age    time.Duration
+	}{{20, 36 * time.Second}, {10, 12 * time.Minute}, {10, 3 * time.Hour}}
+	require.Len(t, cfg.Levels, len(want))
+	for l, w := range want {
+		lc := cfg.Levels[l]
+		require.Equal(t, w.blocks, lc.MaxBlocks, "level %d", l)
+		require.Equal(t, w.age, lc.MaxAge, "level %d", l)
+		require.Zero(t, lc.MaxBytes, "level %d: unlimited bytes", l)
+		require.Equal(t, 3*time.Hour, lc.MaxSpan, "level %d", l)
+		require.Equal(t, 4*w.age, lc.AgingThreshold, "level %d", l)
+		require.False(t, lc.CrossShard, "level %d", l)
+	}
+	require.Equal(t, 2, cfg.TombstonesPerJob)
+	require.Equal(t, uint32(0), cfg.TombstoneMinLevel)
+	require.Equal(t, uint32(1), cfg.TombstoneMaxLevel)
+
+	// The planner keeps its own copy: changing the caller's value later
+	// changes nothing.
+	p, err := planner.New(cfg)
+	require.NoError(t, err)
+	cfg.Levels[0].MaxBlocks = 1
+	require.Equal(t, 20, p.Config().Levels[0].MaxBlocks)
+	got := p.Config()
+	got.Levels[0].MaxBlocks = 2
+	require.Equal(t, 20, p.Config().Levels[0].MaxBlocks)
+
+	for _, bad := range []func(*planner.Config){
+		func(c *planner.Config) { c.FinalLevel = 0 },
+		func(c *planner.Config) { c.Levels = c.Levels[:2] },
+		func(c *planner.Config) { c.Levels[1].MaxBlocks = 0 },
+		func(c *planner.Config) { c.Levels[1].MaxBlocks = planner.MaxBlocksPerJob + 1 },
+		func(c *planner.Config) { c.Levels[0].MaxBytes = -1 },
+		func(c *planner.Config) { c.Levels[0].MaxAge = -1 },
+		func(c *planner.Config) { c.Levels[0].MaxSpan = -1 },
+		func(c *planner.Config) { c.Levels[0].AgingThreshold = -1 },
+		func(c *planner.Config) { c.TombstonesPerJob = -1 },
+		func(c *planner.Config) { c.TombstoneMinLevel = 2; c.TombstoneMaxLevel = 1 },
+	} {
+		c := planner.DefaultConfig()
+		bad(&c)
+		require.ErrorIs(t, c.Validate(), planner.ErrConfig)
+		_, err := planner.New(c)
+		require.ErrorIs(t, err, planner.ErrConfig)
+		require.ErrorIs(t, p.SetConfig(c), planner.ErrConfig)
+	}
+	require.Equal(t, planner.DefaultConfig(), p.Config(), "a refused configuration changed the planner")
+}
+
+// TestMultiTenantSegments: level-0 segments holding several tenants are
+// queued under the empty tenant, apart from the tenants' own blocks, and
+// planned as jobs of the empty tenant.
+func TestMultiTenantSegments(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	e := f.entry()
+	var multi []string
+	for i := range 20 {
+		b := ck.BlockMeta{ID: fmt.Sprint("seg-", i), Shard: 3, MinTime: f.now - int64(time.Second), MaxTime: f.now, Size: 10,
+			Datasets: []ck.DatasetMeta{{Tenant: "acme", Name: "a"}, {Tenant: "globex", Name: "b"}}}
+		ok, err := f.p.Enqueue(e, &b)
+		require.NoError(t, err)
+		require.True(t, ok)
+		multi = append(multi, b.ID)
+	}
+	own := f.add("acme", 3, 0, 5)
+	st := f.p.Stats()
+	require.Equal(t, 2, st.Levels[0].Keys)
+	pl, ok := f.poll(nil)
+	require.True(t, ok)
+	require.Empty(t, pl.Tenant)
+	require.Equal(t, uint32(3), pl.Shard)
+	require.Equal(t, multi, pl.Sources)
+	require.Regexp(t, `^_\.s3\.l0\.`, pl.Name)
+	_, ok = f.poll(nil)
+	require.False(t, ok, "acme's 5 blocks are not a batch yet")
+	f.advance(time.Minute)
+	pl, ok = f.poll(nil)
+	require.True(t, ok)
+	require.Equal(t, "acme", pl.Tenant)
+	require.Equal(t, own, pl.Sources)
+}
+
+// TestDuplicatesQueuedOnce: the planner relies on the index to refuse a
+// block ID it has seen (the state machine enqueues only blocks the index
+// added); driven that way, a block delivered many times is queued once.
+func TestDuplicatesQueuedOnce(t *testing.T) {
+	x, err := index.New(index.DefaultConfig())
+	require.NoError(t, err)
+	f := newFixture(t, planner.DefaultConfig())
+	b := ck.BlockMeta{ID: "dup", Tenant: "t", MaxTime: f.now, Size: 1, Datasets: []ck.DatasetMeta{{Name: "d"}}}
+	for range 3 {
+		e := f.entry()
+		if err := x.Add(e, e.Time, &b); err != nil {
+			require.ErrorIs(t, err, index.ErrDuplicate)
+			continue
+		}
+		_, err := f.p.Enqueue(e, &b)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, f.p.Stats().Queued)
+	require.Equal(t, uint64(1), f.p.Stats().Counters.Enqueued)
+}
+
+// TestViewIsConstantTime: opening a view costs the same few allocations
+// whatever the planner holds, and enqueueing after a view was opened copies
+// the queue's header, not its blocks.
+func TestViewIsConstantTime(t *testing.T) {
+	viewAllocs := func(blocks int) (float64, float64) {
+		f := newFixture(t, planner.DefaultConfig())
+		for s := range uint32(8) {
+			f.add("t", s, 0, blocks/8)
+		}
+		var v *planner.View
+		open := testing.AllocsPerRun(20, func() { v = f.p.View() })
+		require.NotNil(t, v)
+		e := f.entry()
+		i := 0
+		enqueue := testing.AllocsPerRun(20, func() {
+			f.p.View()
+			i++
+			b := ck.BlockMeta{ID: ids[i], Tenant: "t", Shard: 5, MaxTime: f.now}
+			if _, err := f.p.Enqueue(e, &b); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return open, enqueue
+	}
+	smallOpen, smallEnq := viewAllocs(8)
+	bigOpen, bigEnq := viewAllocs(80_000)
+	require.Equal(t, smallOpen, bigOpen, "opening a view is not O(1)")
+	require.LessOrEqual(t, bigOpen, 32.0)
+	require.LessOrEqual(t, bigEnq, smallEnq+1, "enqueue after a view copies more with more blocks")
+	require.LessOrEqual(t, bigEnq-bigOpen, 8.0, "enqueue after a view")
+}
+
+var ids = func() []string {
+	out := make([]string, 100)
+	for i := range out {
+		out[i] = fmt.Sprint("extra-", i)
+	}
+	return out
+}()
