@@ -15,6 +15,9 @@ var (
 	ErrDuplicate = errors.New("index: duplicate block")
 	// ErrInvalidConfig reports a configuration with a negative duration.
 	ErrInvalidConfig = errors.New("index: invalid configuration")
+	// ErrRefused reports a refused replacement: [ReplaceResult.Err] wraps
+	// it.
+	ErrRefused = errors.New("index: replacement refused")
 	// ErrLiveUnderPrefix reports an orphan prefix that covers a live block:
 	// tombstoning it would delete committed data.
 	ErrLiveUnderPrefix = errors.New("index: live block under prefix")

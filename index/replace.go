@@ -70,12 +70,12 @@ type ReplaceResult struct {
 }
 
 // Err returns nil for an applied replacement, and otherwise an error
-// describing the refusal.
+// describing the refusal, wrapping [ErrRefused].
 func (r *ReplaceResult) Err() error {
 	if r.Applied {
 		return nil
 	}
-	return fmt.Errorf("index: replacement refused (%s): %s", r.Reason, r.Detail)
+	return fmt.Errorf("%w (%s): %s", ErrRefused, r.Reason, r.Detail)
 }
 
 func (r *result) toResult(replayed bool) ReplaceResult {

@@ -1,0 +1,103 @@
+// Package index is the replicated catalogue of live blocks that queries
+// read from: block metadata, atomic exactly-once replacement of compacted
+// blocks, tombstones for the objects to delete, deduplication of ingest
+// retries, and retention.
+//
+// It is a deterministic component of the replicated state machine (see
+// package raftfsm): every method that changes an [Index] is called from
+// Apply with the values of a log entry (its [compactkit.Entry] and its
+// effective log time now), and two indexes that receive the same calls are
+// identical, snapshot bytes included. The index keeps the largest now it
+// has seen ([Index.Now]), so its time never goes backwards. It uses no
+// wall clock, no randomness, no map iteration order and no goroutines.
+// Readers (queries, the leader's Prepare) use a copy-on-write [View],
+// opened in O(1) with [Index.View].
+//
+// # Blocks
+//
+// [Index.Add] adds a block. It is idempotent: an ID that is live,
+// tombstoned, deleted less than [Config.DedupHorizon] ago (default 24 h of
+// log time), or under an orphaned attempt prefix is refused with an error
+// wrapping [ErrDuplicate], so a delayed ingest retry cannot resurrect a
+// deleted block. Malformed metadata is refused with the error of
+// [compactkit.BlockMeta.Validate].
+//
+// Queries run on a view. [View.Query] returns the blocks of a tenant that
+// overlap [from, to], optionally of one shard, in time order (MinTime, then
+// ID). Level-0 segments that hold several tenants (empty block tenant) are
+// found through their datasets' tenants. [View.ReadAmplification] counts
+// the objects such a query must read, the figure compaction exists to
+// reduce. [Index.Stats] counts blocks and bytes per tenant and level.
+//
+// Blocks are stored twice, in github.com/google/btree trees: by ID, and in
+// a time index of runs, one per (tenant, span class), where the span class
+// of a block is the bit length of MaxTime-MinTime. A run is ordered by
+// MinTime, so a query scans, in each run of the tenant, only the blocks
+// that start at most one class span before from: it touches the matching
+// range and near misses of the same class, never the whole tenant.
+//
+// # Replacement
+//
+// [Index.Replace] commits a job attempt's completion, identified by (job,
+// fencing token). It is atomic and exactly-once:
+//
+//   - every source live, outputs valid and new: the sources leave the index
+//     and become block tombstones, the outputs enter it;
+//   - otherwise nothing enters or leaves the index: the [ReplaceResult]
+//     lists the missing and the surviving sources and says why
+//     ([Refusal]), and the attempt's output prefix
+//     ([compactkit.AttemptPrefix]) becomes an orphan tombstone, so a
+//     completion can never resurrect data that retention removed;
+//   - the same (job, token) again, within [Config.CompletedRetention]:
+//     no change, the recorded result with Replayed set.
+//
+// # Tombstones and cleanup
+//
+// A tombstone ([compactkit.Tombstone]) names objects to delete: a block, or
+// an attempt's output prefix. It becomes releasable once the cleanup delay
+// ([Config.CleanupDelay], default 15 min) has passed since its creation
+// and, if the hosts report a reader watermark ([Index.SetWatermark]), once
+// every read that started before its creation has finished (bounded by
+// [Config.ReaderTimeout]).
+//
+// Tombstones ride on jobs. [View.Releasable] lists the releasable,
+// unattached tombstones in a stable order (release time, creation time,
+// kind, target) and [Index.Attach] records which job holds each, when the
+// job is created; [Index.Release] does both at once. The holder's success
+// confirms them ([Index.Confirm]): they are removed, and a deletion record
+// keeps their IDs from re-entering the index for the deduplication horizon.
+// Eviction or cancellation of the holder detaches them ([Index.Detach]) for
+// the next job. A tombstone is never dropped before confirmation, is held
+// by at most one job, and confirming twice is harmless.
+// [View.OldestUnattachedReleasable] tells the state machine when
+// releasable tombstones have waited too long for a compaction job to carry
+// them, so that it creates a cleanup-only job. [Index.AddOrphan] tombstones
+// the output prefix of an attempt that ended without commit (reassigned,
+// evicted, cancelled).
+//
+// # Retention
+//
+// [Index.DropBefore] turns the live blocks of a tenant (or of every tenant)
+// that end before a time into tombstones and returns them, so that the
+// state machine can drop them from the planner and cancel the jobs that
+// claim them. [Index.Expire] forgets deletion records and replacement
+// results past their horizons; it only frees memory and changes no
+// decision.
+//
+// # Snapshots
+//
+// [Index.Snapshot] (or [View.Snapshot], off the Apply goroutine) writes the
+// index as one framed, checksummed, columnar stream; [Restore] reads it
+// back, validating everything, and rejects malformed input with an error
+// wrapping one of the root package's decoding errors
+// ([compactkit.ErrMalformed], [compactkit.ErrTruncated], ...). The bytes are
+// a function of the logical state only: Restore(Snapshot(x)) behaves
+// exactly like x and re-snapshots to identical bytes. Version 1 is
+// recorded in testdata/golden, and every later release must restore it.
+//
+// # Configuration
+//
+// [Config] is replicated state: it affects Apply, so it changes only
+// through [Index.SetConfig] when a configuration command is applied, and it
+// is part of the snapshot.
+package index
