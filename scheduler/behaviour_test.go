@@ -178,12 +178,14 @@ func TestAging(t *testing.T) {
 	h.add(plans("zero", "t", 0, 5)...)
 	require.Equal(t, []string{"zero-00"}, h.assign("w", 1), "not aged yet")
 	h.advance(1)
-	// old2 waited exactly its threshold: it competes as level 0 (and wins
-	// on name against "zero-*"); old5 (threshold 2 min) and old1 (never)
-	// do not.
-	require.Equal(t, []string{"old2", "zero-01"}, h.assign("w", 2))
+	require.Equal(t, []string{"zero-01"}, h.assign("w", 1), "old2 waited exactly its threshold, not longer")
+	h.advance(1)
+	// old2 waited longer than its threshold: it competes as level 0 (and
+	// wins on name against "zero-*"); old5 (threshold 2 min) and old1
+	// (never) do not.
+	require.Equal(t, []string{"old2", "zero-02"}, h.assign("w", 2))
 	h.advance(time.Minute)
-	require.Equal(t, []string{"old5", "zero-02", "zero-03", "zero-04", "old1"}, h.assign("w", 10))
+	require.Equal(t, []string{"old5", "zero-03", "zero-04", "old1"}, h.assign("w", 10))
 
 	// Aged jobs of a level enter level 0 oldest first.
 	h = newHarness(t, cfg)

@@ -23,7 +23,8 @@ type Config struct {
 	// request is capped, not rejected.
 	MaxSlotsPerRequest int
 	// AgingThreshold is, per level, how long an unassigned job may wait
-	// (since it was added) before it competes as a level-0 job. Entry i
+	// (since it was added): one that has waited longer competes as a
+	// level-0 job. Entry i
 	// applies to level i; levels past the end use the last entry. A zero
 	// entry, or an empty slice, disables aging for those levels. Level 0
 	// never ages: it is level 0 already.
@@ -124,14 +125,15 @@ func (c *Config) agesAbove(level uint32) bool {
 }
 
 // agedCutoff returns the latest AddedAt at which a job of the given
-// threshold counts as aged at now (AddedAt + threshold ≤ now), and false if
-// no job can be aged (threshold 0, or now - threshold underflows).
+// threshold counts as aged at now — it has waited longer than the threshold:
+// AddedAt + threshold < now — and false if no job can be aged (threshold 0,
+// or now - threshold - 1 underflows).
 func agedCutoff(now int64, threshold time.Duration) (int64, bool) {
 	if threshold <= 0 {
 		return 0, false
 	}
-	cut := now - int64(threshold)
-	if cut > now { // underflow
+	cut := now - int64(threshold) - 1
+	if cut >= now { // underflow
 		return 0, false
 	}
 	return cut, true

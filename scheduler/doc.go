@@ -41,7 +41,7 @@
 // # Order
 //
 // [Schedule.AssignJob] serves effective levels in order. A job's effective
-// level is its level, or 0 for an unassigned job that has waited at least
+// level is its level, or 0 for an unassigned job that has waited longer than
 // its level's aging threshold since it was added (Config.AgingThreshold), so
 // that a busy level 0 cannot starve higher levels forever. Within an
 // effective level, unassigned jobs come first, then in-progress jobs whose

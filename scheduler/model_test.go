@@ -363,7 +363,7 @@ func (ms *mSched) assignJob(worker string) bool {
 	var pick *cand
 	expired := false
 	// Effective level 0: level-0 jobs and, per level, its oldest waiting
-	// job if it waited at least the level's threshold.
+	// job if it waited longer than the level's threshold.
 	var pool []cand
 	oldest := map[uint32]cand{}
 	for _, c := range unassigned {
@@ -379,7 +379,7 @@ func (ms *mSched) assignJob(worker string) bool {
 		}
 	}
 	for level, c := range oldest {
-		if thr := m.threshold(level); thr > 0 && c.st.AddedAt <= ms.now-int64(thr) {
+		if thr := m.threshold(level); thr > 0 && c.st.AddedAt+int64(thr) < ms.now {
 			pool = append(pool, c)
 		}
 	}

@@ -255,7 +255,7 @@ func (c *candidate) better(x *ck.JobState) bool {
 // change for every expired job at the failure limit it meets.
 //
 // The order is by effective level — a job's level, or 0 for an unassigned
-// job that has waited (since it was added) at least its level's aging
+// job that has waited (since it was added) longer than its level's aging
 // threshold — and within an effective level unassigned jobs first (fewer
 // failures, then earlier deadline, then name), then in-progress jobs whose
 // lease expired (now > deadline; same order), whose reassignment counts a

@@ -1,0 +1,291 @@
+package scheduler_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden snapshot and the fuzz seeds")
+
+// goldenScheduler builds a scheduler with a bit of everything: a
+// non-default configuration, jobs of every status over several tenants and
+// levels (one multi-tenant, one cleanup-only, one with tombstones), an
+// expired lease, pause rules, remembered completions and counters.
+func goldenScheduler(t testing.TB) *scheduler.Scheduler {
+	cfg := scheduler.Config{
+		MaxFailures:        2,
+		LeaseDuration:      10 * time.Second,
+		MaxQueueSize:       50,
+		MaxSlotsPerRequest: 8,
+		AgingThreshold:     []time.Duration{0, time.Minute, 5 * time.Minute},
+		CompletedRetention: 10 * time.Minute,
+	}
+	h := newHarness(t, cfg)
+	tombs := plan("tombs", "acme", 0)
+	tombs.Tombstones = []ck.Tombstone{
+		{Kind: ck.TombstoneBlock, Target: "01JOLD/block-1"},
+		{Kind: ck.TombstonePrefix, Target: "blocks/old-job/7/"},
+	}
+	cleanup := ck.JobPlan{Name: "cleanup-1", Shard: ck.AnyShard,
+		Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "01JOLD/block-2"}}}
+	h.add(append(plans("acme", "acme", 0, 4), plan("multi", "", 0), tombs, cleanup)...)
+	h.advance(time.Second)
+	h.add(plans("globex", "globex", 1, 3)...)
+	h.add(plan("initech", "initech", 2))
+	h.advance(time.Second)
+
+	held := h.assign("w1", 4)     // acme-00..03
+	held2 := h.assign("w-two", 3) // cleanup-1, multi, tombs
+	require.Len(t, held, 4)
+	require.Len(t, held2, 3)
+	h.advance(2 * time.Second)
+	// Renew one, complete one, fail one, release one.
+	h.poll("w1", []ck.StatusUpdate{
+		h.report(held[0], ck.ReportInProgress),
+		h.report(held[1], ck.ReportSuccess),
+		h.report(held[2], ck.ReportFailure),
+		h.report(held[3], ck.ReportReleased),
+	}, 0)
+	h.poll("w-two", []ck.StatusUpdate{h.report(held2[0], ck.ReportSuccess)}, 0)
+	// w-two's other jobs expire: reassigned with a failure counted.
+	h.advance(20 * time.Second)
+	re := h.assign("w3", 2)
+	require.Len(t, re, 2)
+	// The job that failed once fails again: excluded at the limit.
+	h.assign("w4", 1)
+	h.poll("w4", []ck.StatusUpdate{h.report(held[2], ck.ReportFailure)}, 0)
+	require.Equal(t, ck.StatusExcluded, h.job(held[2]).Status)
+
+	level := uint32(2)
+	h.s.SetPaused(h.entry(), "globex", nil, true)
+	h.s.SetPaused(h.entry(), "", &level, true)
+	return h.s
+}
+
+// TestGoldenSnapshot: the snapshot format is stable. A release must read
+// the snapshots of the previous one; if the format changes on purpose, the
+// version changes and the old golden file stays readable.
+func TestGoldenSnapshot(t *testing.T) {
+	path := filepath.Join("testdata", "golden", "scheduler_v1.bin")
+	s := goldenScheduler(t)
+	got := snapshot(t, s)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		empty, err := scheduler.New(scheduler.DefaultConfig())
+		require.NoError(t, err)
+		writeSeed(t, "golden", got)
+		writeSeed(t, "empty", snapshot(t, empty))
+		writeSeed(t, "truncated", got[:len(got)/2])
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the snapshot of the golden state changed (run with -update if intended)")
+
+	r, err := scheduler.Restore(bytes.NewReader(want))
+	require.NoError(t, err)
+	require.Equal(t, want, snapshot(t, r))
+	require.Equal(t, s.Stats(), r.Stats())
+	require.Equal(t, s.Config(), r.Config())
+	require.Equal(t, listAll(s), listAll(r))
+	st := r.Stats()
+	require.Len(t, st.Paused, 2)
+	require.Equal(t, 2, st.Completed)
+	require.Positive(t, st.Counters.Excluded)
+	require.Positive(t, st.Counters.Reassigned)
+}
+
+func writeSeed(t testing.TB, name string, data []byte) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzRestore")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", data), 0o644))
+}
+
+// TestRestoredBehavesAlike: a restored scheduler decides and applies
+// exactly what the original does, paused jobs included.
+func TestRestoredBehavesAlike(t *testing.T) {
+	a := goldenScheduler(t)
+	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
+	require.NoError(t, err)
+	now := t0 + int64(time.Hour)
+	idx := uint64(1000)
+	for round := range 4 {
+		var us [2]ck.PlanUpdate
+		for i, s := range []*scheduler.Scheduler{a, b} {
+			sc := s.Schedule(now)
+			for range sc.Capacity(5) {
+				sc.AssignJob("w")
+			}
+			sc.EvictJob()
+			sc.AddJob(plan(fmt.Sprintf("new-%d", round), "globex", 0))
+			sc.AddJob(plan(fmt.Sprintf("more-%d", round), "acme", 1))
+			us[i] = sc.Update()
+		}
+		require.Equal(t, us[0], us[1], "round %d", round)
+		idx++
+		e := ck.Entry{Index: idx, Term: 3, Time: now}
+		for _, s := range []*scheduler.Scheduler{a, b} {
+			tx := s.Begin(e, now, 0)
+			for i := range us[0].Changes {
+				tx.Apply(&us[0].Changes[i])
+			}
+		}
+		require.Equal(t, snapshot(t, a), snapshot(t, b), "round %d", round)
+		now += int64(11 * time.Second)
+	}
+	for _, job := range listAll(a) {
+		require.False(t, job.Tenant == "globex" && job.Status == ck.StatusInProgress && job.Version > 1000,
+			"paused tenant's job %s assigned", job.Name)
+	}
+}
+
+// TestRestoreRejectsDamage: every truncation and every flipped bit of a
+// snapshot is an error, never a panic or a silently different scheduler.
+func TestRestoreRejectsDamage(t *testing.T) {
+	snap := snapshot(t, goldenScheduler(t))
+	next := func(i int) int {
+		if i < 512 {
+			return i + 1
+		}
+		return i + 7
+	}
+	for n := 0; n < len(snap); n = next(n) {
+		_, err := scheduler.Restore(bytes.NewReader(snap[:n]))
+		require.Error(t, err, "truncated to %d bytes", n)
+	}
+	for i := 0; i < len(snap); i = next(i) {
+		for _, bit := range []byte{1, 0x80} {
+			bad := bytes.Clone(snap)
+			bad[i] ^= bit
+			_, err := scheduler.Restore(bytes.NewReader(bad))
+			require.Error(t, err, "bit flipped at %d", i)
+		}
+	}
+	_, err := scheduler.Restore(bytes.NewReader(nil))
+	require.ErrorIs(t, err, ck.ErrTruncated)
+	bad := bytes.Clone(snap)
+	bad[len(bad)-1] ^= 1
+	_, err = scheduler.Restore(bytes.NewReader(bad))
+	require.ErrorIs(t, err, ck.ErrChecksum)
+	bad = bytes.Clone(snap)
+	bad[3] = 9 // version
+	_, err = scheduler.Restore(bytes.NewReader(bad))
+	require.ErrorIs(t, err, ck.ErrUnknownVersion)
+}
+
+// reseal recomputes the checksum of a stream whose body was changed, so
+// that the damage reaches the decoder instead of the checksum check.
+func reseal(body []byte) []byte {
+	sum := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
+	return binary.BigEndian.AppendUint32(bytes.Clone(body), sum)
+}
+
+// TestRestoreValidates: structurally valid streams with invalid contents
+// are refused with an error; what is accepted is a usable scheduler.
+func TestRestoreValidates(t *testing.T) {
+	snap := snapshot(t, goldenScheduler(t))
+	body := snap[:len(snap)-4]
+	refused := 0
+	step := 5
+	if testing.Short() {
+		step = 17
+	}
+	for i := 4; i < len(body); i += step {
+		for _, delta := range []byte{1, 0xff, byte(i)} {
+			bad := bytes.Clone(body)
+			bad[i] += delta
+			r, err := scheduler.Restore(bytes.NewReader(reseal(bad)))
+			if err != nil {
+				refused++
+				continue
+			}
+			exercise(t, r)
+		}
+	}
+	require.Positive(t, refused)
+	_, err := scheduler.Restore(bytes.NewReader(reseal(body)))
+	require.NoError(t, err)
+}
+
+// TestRestoreRefusesInconsistentState: a snapshot of a state Apply cannot
+// produce — here a completed job that is also queued — is refused with
+// ErrMalformed, even with a valid checksum.
+func TestRestoreRefusesInconsistentState(t *testing.T) {
+	s := goldenScheduler(t)
+	_, ok := s.CompletedToken("cleanup-1")
+	require.True(t, ok)
+	_, _, ok = s.Job("globex-00")
+	require.True(t, ok)
+	snap := snapshot(t, s)
+	body := bytes.Clone(snap[:len(snap)-4])
+	i := bytes.LastIndex(body, []byte("cleanup-1")) // in the completions
+	require.Positive(t, i)
+	copy(body[i:], "globex-00") // same length, still in name order
+	_, err := scheduler.Restore(bytes.NewReader(reseal(body)))
+	require.ErrorIs(t, err, ck.ErrMalformed)
+	require.ErrorContains(t, err, "also queued")
+}
+
+// exercise schedules, applies and snapshots a restored scheduler; it must
+// neither panic nor fail to round-trip.
+func exercise(t testing.TB, r *scheduler.Scheduler) {
+	b := snapshot(t, r)
+	r2, err := scheduler.Restore(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Equal(t, b, snapshot(t, r2))
+	now := t0 + int64(24*time.Hour)
+	sc := r.Schedule(now)
+	for _, js := range listAll(r) {
+		sc.UpdateJob(js.Worker, &ck.StatusUpdate{Job: js.Name, Token: js.Token, Status: ck.ReportFailure})
+	}
+	for range 5 {
+		sc.AssignJob("w")
+	}
+	sc.EvictJob()
+	sc.AddJob(plan("fresh", "acme", 0))
+	u := sc.Update()
+	tx := r.Begin(ck.Entry{Index: 1 << 40, Time: now}, now, 0)
+	for i := range u.Changes {
+		tx.Apply(&u.Changes[i])
+	}
+	r.ExtendLeases(ck.Entry{Index: 1<<40 + 1, Time: now}, now)
+	_, _ = r.Retry(ck.Entry{Index: 1<<40 + 2, Time: now}, now, "")
+	r.Expire(now)
+	_ = r.Stats()
+	b = snapshot(t, r)
+	r2, err = scheduler.Restore(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Equal(t, b, snapshot(t, r2))
+}
+
+// FuzzRestore: Restore never panics; what it accepts round-trips and can
+// be scheduled on. Inputs are tried as they are and with their checksum
+// recomputed, so that the fuzzer reaches the decoder.
+func FuzzRestore(f *testing.F) {
+	f.Add(snapshot(f, goldenScheduler(f)))
+	empty, err := scheduler.New(scheduler.DefaultConfig())
+	require.NoError(f, err)
+	f.Add(snapshot(f, empty))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if r, err := scheduler.Restore(bytes.NewReader(data)); err == nil {
+			exercise(t, r)
+		}
+		if len(data) >= 4 {
+			if r, err := scheduler.Restore(bytes.NewReader(reseal(data[:len(data)-4]))); err == nil {
+				exercise(t, r)
+			}
+		}
+	})
+}
