@@ -3,7 +3,6 @@ package raftfsm_test
 import (
 	"bytes"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -12,9 +11,15 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
+// tb is what the harness needs of *testing.T and *rapid.T.
+type tb interface {
+	require.TestingT
+	Helper()
+}
+
 // node is a state machine with its own log position, for tests.
 type node struct {
-	t     testing.TB
+	t     tb
 	f     *raftfsm.FSM
 	index uint64
 	now   int64
@@ -23,7 +28,7 @@ type node struct {
 
 const t0 = int64(1_700_000_000_000_000_000)
 
-func newNode(t testing.TB, cfg raftfsm.Config, opts ...raftfsm.Option) *node {
+func newNode(t tb, cfg raftfsm.Config, opts ...raftfsm.Option) *node {
 	t.Helper()
 	f, err := raftfsm.New(cfg, opts...)
 	require.NoError(t, err)

@@ -133,7 +133,9 @@ func (st *state) commit(e ck.Entry, now int64, c *ck.Change, plan *ck.JobPlan) *
 // then one per job assigned to the worker.
 func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.PollResponse {
 	lease := st.sched.Config().LeaseDuration
-	var resp ck.PollResponse
+	// Never nil, so that a response reads the same after a snapshot
+	// round trip.
+	resp := ck.PollResponse{Jobs: make([]ck.JobReply, 0, len(p.Reports))}
 	for _, rep := range p.Reports {
 		reply := ck.JobReply{Job: rep.Job, Outcome: ck.OutcomeNoLease, Token: rep.Token}
 		found := false

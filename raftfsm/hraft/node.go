@@ -1,0 +1,266 @@
+package hraft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/compactkit/compactkit/raftfsm"
+)
+
+// NodeConfig describes a raft node built by [NewNode]: a state machine, a
+// raft instance over it, its stores and transport, and a [Service].
+type NodeConfig struct {
+	// ID is the node's raft server ID (required).
+	ID string
+	// Dir holds the node's durable state: a BoltDB log and stable store
+	// (raft.db) and a file snapshot store (snapshots/). Empty means
+	// in-memory stores and snapshots: the node forgets everything when
+	// shut down.
+	Dir string
+	// NoSync skips fsync in the BoltDB store: for tests and benchmarks only.
+	NoSync bool
+	// BindAddr is the TCP address to listen on (default "127.0.0.1:0": a
+	// free loopback port). To restart a node, pass the address it had.
+	BindAddr string
+	// Transport, if set, is used instead of a TCP transport (for instance
+	// one from raft.NewInmemTransport); BindAddr is then ignored. The node
+	// closes it on shutdown if it implements io.Closer.
+	Transport raft.Transport
+	// State is the initial replicated configuration of the state machine
+	// (nil: raftfsm.DefaultConfig()). Every node of a cluster must start
+	// from the same one.
+	State *raftfsm.Config
+	// FSMOptions tune the local state machine (logging, Prepare).
+	FSMOptions []raftfsm.Option
+	// Raft is the raft configuration (nil: [FastConfig]). LocalID is set
+	// to ID; a nil Logger is replaced by a silent one.
+	Raft *raft.Config
+	// Service configures the node's service.
+	Service []Option
+	// Logger receives the adapter's logs (nil: discard).
+	Logger *slog.Logger
+}
+
+// FastConfig returns a raft configuration tuned for clusters on one
+// machine or a LAN with loopback-like latency (tests, examples): 150 ms
+// heartbeat and election timeouts, so a lost leader is replaced in well
+// under a second, and a silent logger. Production hosts should start from
+// raft.DefaultConfig.
+func FastConfig(id string) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(id)
+	c.HeartbeatTimeout = 150 * time.Millisecond
+	c.ElectionTimeout = 150 * time.Millisecond
+	c.LeaderLeaseTimeout = 100 * time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+	c.SnapshotInterval = 5 * time.Second
+	c.SnapshotThreshold = 1024
+	c.TrailingLogs = 1024
+	c.Logger = hclog.NewNullLogger()
+	return c
+}
+
+// Node is a raft node running compactkit: the state machine, its raft
+// adapter, the raft instance and the leader-side service.
+type Node struct {
+	// ID and Addr identify the node in the raft configuration.
+	ID   raft.ServerID
+	Addr raft.ServerAddress
+	// Raft is the raft instance.
+	Raft *raft.Raft
+	// State is the local state machine (reads on it may be stale on a
+	// follower; use Service on the leader for consistent reads).
+	State *raftfsm.FSM
+	// FSM is the raft adapter over State.
+	FSM *FSM
+	// Service serves polls, writes and queries on the leader.
+	Service *Service
+
+	closers []io.Closer
+}
+
+// NewNode builds and starts a node. A node whose Dir holds raft state
+// resumes from it (restore of the latest snapshot, replay of the log); a
+// new node waits for [Node.Bootstrap] or to be added to a cluster.
+func NewNode(cfg NodeConfig) (n *Node, err error) {
+	if cfg.ID == "" {
+		return nil, errors.New("hraft: node: empty ID")
+	}
+	n = &Node{ID: raft.ServerID(cfg.ID)}
+	defer func() {
+		if err != nil {
+			n.closeAll()
+			n = nil
+		}
+	}()
+	rc := cfg.Raft
+	if rc == nil {
+		rc = FastConfig(cfg.ID)
+	} else {
+		c := *rc
+		rc = &c
+	}
+	rc.LocalID = n.ID
+	if rc.Logger == nil {
+		rc.Logger = hclog.NewNullLogger()
+	}
+	state := raftfsm.DefaultConfig()
+	if cfg.State != nil {
+		state = *cfg.State
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = discardLogger()
+	}
+	f, err := raftfsm.New(state, cfg.FSMOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+	}
+	n.State = f
+	n.FSM = NewFSM(f, log)
+
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+	)
+	if cfg.Dir == "" {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	} else {
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
+		if err != nil {
+			return nil, fmt.Errorf("hraft: node %s: bolt store: %w", cfg.ID, err)
+		}
+		n.closers = append(n.closers, bolt)
+		cached, err := raft.NewLogCache(512, bolt)
+		if err != nil {
+			return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+		}
+		logs, stable = cached, bolt
+		fs, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, rc.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("hraft: node %s: snapshot store: %w", cfg.ID, err)
+		}
+		snaps = fs
+	}
+
+	trans := cfg.Transport
+	if trans == nil {
+		bind := cfg.BindAddr
+		if bind == "" {
+			bind = "127.0.0.1:0"
+		}
+		tcp, err := raft.NewTCPTransportWithLogger(bind, nil, 3, 2*time.Second, rc.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("hraft: node %s: transport: %w", cfg.ID, err)
+		}
+		trans = tcp
+	}
+	if c, ok := trans.(io.Closer); ok {
+		// Closed before the stores, after raft (closeAll runs in reverse).
+		n.closers = append(n.closers, c)
+	}
+	n.Addr = trans.LocalAddr()
+
+	r, err := raft.NewRaft(rc, n.FSM, logs, stable, snaps, trans)
+	if err != nil {
+		return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+	}
+	n.Raft = r
+	n.closers = append(n.closers, closerFunc(func() error { return r.Shutdown().Error() }))
+	n.Service = NewService(r, f, append([]Option{WithLogger(log)}, cfg.Service...)...)
+	n.closers = append(n.closers, n.Service)
+	return n, nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// Server returns the node's entry in a raft configuration (a voter).
+func (n *Node) Server() raft.Server {
+	return raft.Server{Suffrage: raft.Voter, ID: n.ID, Address: n.Addr}
+}
+
+// Bootstrap starts a new cluster whose voters are this node and peers.
+// Call it on one node only, once; the others learn the configuration from
+// the leader. It fails with an error wrapping raft.ErrCantBootstrap on a
+// node that already has state.
+func (n *Node) Bootstrap(peers ...raft.Server) error {
+	servers := append([]raft.Server{n.Server()}, peers...)
+	if err := n.Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		return fmt.Errorf("hraft: node %s: bootstrap: %w", n.ID, err)
+	}
+	return nil
+}
+
+// Join adds a voter to the cluster; call it on the leader. A node that is
+// already a member with the same address is left as it is.
+func (n *Node) Join(ctx context.Context, id raft.ServerID, addr raft.ServerAddress) error {
+	timeout := DefaultApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	fut := n.Raft.AddVoter(id, addr, 0, timeout)
+	done := make(chan error, 1)
+	go func() { done <- fut.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("hraft: node %s: join %s: %w", n.ID, id, n.Service.raftErr(err))
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WaitLeader waits until this node knows a leader, and returns it.
+func (n *Node) WaitLeader(ctx context.Context) (raft.ServerAddress, raft.ServerID, error) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if addr, id := n.Raft.LeaderWithID(); id != "" {
+			return addr, id, nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		}
+	}
+}
+
+// Shutdown stops the service and raft, and closes the transport and the
+// stores. The node's Dir keeps its state for a restart.
+func (n *Node) Shutdown() error {
+	return n.closeAll()
+}
+
+func (n *Node) closeAll() error {
+	var errs []error
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		if err := n.closers[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n.closers = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("hraft: node %s: shutdown: %w", n.ID, err)
+	}
+	return nil
+}
