@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 )
 
@@ -13,6 +15,13 @@ import (
 // attempt's token with a [fencing.Guard] for the job, and refuses the write
 // with an error wrapping [fencing.ErrStaleToken] once a newer attempt of
 // the same job has written through the same Guard. Reads pass through.
+//
+// One kind of write is never refused: deleting objects under the attempt's
+// own prefix ([compactkit.AttemptPrefix] of the job and token), so that an
+// attempt that turns out to be stale in the middle of a merge can still
+// remove the outputs it had written. No other attempt ever writes there,
+// and the state machine never commits a stale attempt's outputs, so these
+// deletions cannot harm anyone.
 //
 // The Guard is in-process only: it stops a stale attempt from writing after
 // a newer one started in the same process (a worker that lost its lease
@@ -40,6 +49,9 @@ var (
 func NewFencedStore(s Store, g *fencing.Guard, job string, token fencing.Token) *FencedStore {
 	return &FencedStore{inner: s, guard: g, job: job, token: token}
 }
+
+// ownPrefix returns the attempt's own prefix.
+func (f *FencedStore) ownPrefix() string { return compactkit.AttemptPrefix(f.job, f.token) }
 
 func (f *FencedStore) check(op, key string) error {
 	if err := f.guard.Check(f.job, f.token); err != nil {
@@ -108,18 +120,24 @@ func (w *fencedWriter) Commit() error {
 	return w.ObjectWriter.Commit()
 }
 
-// Delete implements [Store], after checking the token.
+// Delete implements [Store], after checking the token (unless key lies
+// under the attempt's own prefix).
 func (f *FencedStore) Delete(ctx context.Context, key string) error {
-	if err := f.check("delete", key); err != nil {
-		return err
+	if !strings.HasPrefix(key, f.ownPrefix()) {
+		if err := f.check("delete", key); err != nil {
+			return err
+		}
 	}
 	return f.inner.Delete(ctx, key)
 }
 
-// DeleteByPrefix implements [Store], after checking the token.
+// DeleteByPrefix implements [Store], after checking the token (unless
+// prefix lies under the attempt's own prefix).
 func (f *FencedStore) DeleteByPrefix(ctx context.Context, prefix string) error {
-	if err := f.check("delete prefix", prefix); err != nil {
-		return err
+	if !strings.HasPrefix(prefix, f.ownPrefix()) {
+		if err := f.check("delete prefix", prefix); err != nil {
+			return err
+		}
 	}
 	return f.inner.DeleteByPrefix(ctx, prefix)
 }

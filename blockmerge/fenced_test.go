@@ -47,6 +47,14 @@ func TestFencedStoreRefusesStaleWrites(t *testing.T) {
 
 	// Other jobs are not affected, nor is the newer attempt.
 	putBytes(t, other, "blocks/job-2/3/0", []byte("x"))
-	require.NoError(t, newer.Delete(ctx, "blocks/job-1/10/0"))
-	require.Equal(t, []string{"blocks/job-1/11/0", "blocks/job-2/3/0"}, listKeys(t, mem, ""))
+	putBytes(t, newer, "blocks/job-1/11/1", []byte("y"))
+	require.NoError(t, newer.Delete(ctx, "blocks/job-1/11/1"))
+	require.Equal(t, []string{"blocks/job-1/10/0", "blocks/job-1/11/0", "blocks/job-2/3/0"}, listKeys(t, mem, ""))
+
+	// The stale attempt may still delete its own outputs, and only those.
+	putBytes(t, mem, "blocks/job-1/100/0", []byte("a token sharing a textual prefix"))
+	require.ErrorIs(t, old.DeleteByPrefix(ctx, "blocks/job-1/10"), fencing.ErrStaleToken)
+	require.NoError(t, old.DeleteByPrefix(ctx, "blocks/job-1/10/"))
+	require.NoError(t, old.Delete(ctx, "blocks/job-1/10/0"))
+	require.Equal(t, []string{"blocks/job-1/100/0", "blocks/job-1/11/0", "blocks/job-2/3/0"}, listKeys(t, mem, ""))
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/blockmerge/storetest"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite the committed fuzz seed corpus of blockmerge")
@@ -59,6 +62,133 @@ func FuzzReader(f *testing.F) {
 			if it.Err() != nil || n != d.Records {
 				t.Fatalf("dataset %s: %d records, index says %d, err %v", d.Name, n, d.Records, it.Err())
 			}
+		}
+	})
+}
+
+// FuzzFooter feeds the footer decoder and the index checks arbitrary
+// footers behind a valid trailer (length, CRC-32C, version, magic), with
+// arbitrary section bytes before them: mutations of whole blocks rarely
+// get past the footer's checksum. Garbage must never panic; a footer that
+// opens must describe the object it was read from.
+func FuzzFooter(f *testing.F) {
+	for _, seed := range footerSeeds(f) {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, body, footer []byte) {
+		ctx := context.Background()
+		obj := assemble(body, footer)
+		s := blockmerge.NewMemStore()
+		if err := s.Put(ctx, "blocks/fuzz", bytes.NewReader(obj)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := blockmerge.Open(ctx, s, "fuzz")
+		if err != nil {
+			return
+		}
+		meta := r.Meta()
+		if err := meta.Validate(); err != nil {
+			t.Fatalf("opened block with invalid metadata: %v", err)
+		}
+		if meta.Size != int64(len(obj)) || meta.ID != "fuzz" {
+			t.Fatalf("opened block of size %d, id %q; object has %d bytes", meta.Size, meta.ID, len(obj))
+		}
+		end := int64(8)
+		for _, d := range r.Datasets() {
+			if d.Offset != end || d.Size <= 0 {
+				t.Fatalf("dataset %s at %d (+%d), expected at %d", d.Name, d.Offset, d.Size, end)
+			}
+			end = d.Offset + d.Size
+		}
+		if end != int64(8+len(body)) {
+			t.Fatalf("sections end at %d, footer starts at %d", end, 8+len(body))
+		}
+		// Streaming every dataset must end cleanly or with an error.
+		if _, err := blockmerge.Verify(ctx, s, "fuzz"); err == nil {
+			for _, d := range r.Datasets() {
+				it, err := r.DatasetAt(ctx, slices.IndexFunc(r.Datasets(), func(x blockmerge.DatasetInfo) bool { return x.Offset == d.Offset }))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := int64(0)
+				for it.Next() {
+					n++
+				}
+				if it.Err() != nil || n != d.Records {
+					t.Fatalf("dataset %s: %d records, index says %d, err %v", d.Name, n, d.Records, it.Err())
+				}
+			}
+		}
+	})
+}
+
+// assemble builds a block object from section bytes and a footer, with a
+// valid header and trailer.
+func assemble(body, footer []byte) []byte {
+	obj := []byte("CKBK\x01\x00\x00\x00")
+	obj = append(obj, body...)
+	obj = append(obj, footer...)
+	obj = binary.LittleEndian.AppendUint32(obj, uint32(len(footer)))
+	obj = binary.LittleEndian.AppendUint32(obj, crc32.Checksum(footer, crc32.MakeTable(crc32.Castagnoli)))
+	return append(obj, "\x01\x00\x00\x00CKBK"...)
+}
+
+// footerSeeds are FuzzFooter's seeds: the sections and footers of the
+// valid blocks of readerSeeds.
+func footerSeeds(t testing.TB) [][2][]byte {
+	var out [][2][]byte
+	for _, b := range readerSeeds(t)[:3] {
+		flen := int(binary.LittleEndian.Uint32(b[len(b)-16:]))
+		fstart := len(b) - 16 - flen
+		body, footer := b[8:fstart], b[fstart:len(b)-16]
+		require.Equal(t, b, assemble(body, footer), "assemble does not rebuild a valid block")
+		out = append(out, [2][]byte{body, footer})
+	}
+	return out
+}
+
+// FuzzFileStoreKey puts an object under an arbitrary key into a
+// filesystem store: either the key is refused with ErrInvalidKey, or the
+// object is stored inside the root, read back whole and deleted, and
+// nothing ever appears outside the root.
+func FuzzFileStoreKey(f *testing.F) {
+	for _, k := range append([]string{"a", "blocks/x/1/0", "a/b/c", "../x", "a/../../x", "/etc/x", "a\\b", ".ck-tmp-1-1"}, storetest.InvalidKeys...) {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		ctx := context.Background()
+		base := t.TempDir()
+		root := filepath.Join(base, "root")
+		s, err := blockmerge.NewFileStore(root, blockmerge.WithoutSync())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		err = s.Put(ctx, key, strings.NewReader("data"))
+		if err != nil {
+			if !errors.Is(err, blockmerge.ErrInvalidKey) {
+				t.Fatalf("Put(%q): %v, not ErrInvalidKey", key, err)
+			}
+		} else {
+			if b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(key))); err != nil || string(b) != "data" {
+				t.Fatalf("Put(%q): file under the root holds %q, %v", key, b, err)
+			}
+			if got := listKeys(t, s, ""); !slices.Equal(got, []string{key}) {
+				t.Fatalf("Put(%q): List gives %q", key, got)
+			}
+			if err := s.Delete(ctx, key); err != nil {
+				t.Fatalf("Delete(%q): %v", key, err)
+			}
+		}
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 || entries[0].Name() != "root" {
+			t.Fatalf("Put(%q) created %d entries beside the root", key, len(entries))
+		}
+		if rest, _ := os.ReadDir(root); len(rest) != 0 {
+			t.Fatalf("Put(%q) + Delete left %d entries in the root", key, len(rest))
 		}
 	})
 }
@@ -133,6 +263,9 @@ func TestFuzzCorpus(t *testing.T) {
 	want := map[string][]byte{}
 	for i, seed := range readerSeeds(t) {
 		want[filepath.Join("FuzzReader", fmt.Sprintf("seed-%02d", i))] = corpusFile(seed)
+	}
+	for i, seed := range footerSeeds(t) {
+		want[filepath.Join("FuzzFooter", fmt.Sprintf("seed-%02d", i))] = corpusFile(seed[0], seed[1])
 	}
 	for i, seed := range pagesSeeds(t) {
 		want[filepath.Join("FuzzPages", fmt.Sprintf("seed-%02d", i))] = corpusFile(seed[0], seed[1])

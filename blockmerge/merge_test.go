@@ -223,6 +223,42 @@ func TestMergeStaleTokenRefused(t *testing.T) {
 	require.Len(t, listKeys(t, s, compactkit.AttemptPrefix("j", 20)), 1, "the newer attempt's output is untouched")
 }
 
+// TestMergeStaleMidwayLeavesNothing makes a newer attempt of the job show
+// up after the first output was committed: the stale merge fails and
+// still removes what it wrote.
+func TestMergeStaleMidwayLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := blockmerge.NewMemStore()
+	l0Segment(t, s, "seg-1",
+		blockmerge.Dataset{Tenant: "a", Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}},
+		blockmerge.Dataset{Tenant: "b", Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}},
+	)
+	var g fencing.Guard
+	merger := blockmerge.DatasetMergerFunc(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+		if in[0].Tenant() == "b" {
+			require.NoError(t, g.Check("j", 8)) // the newer attempt writes
+		}
+		return blockmerge.RecordMerger{}.MergeDataset(ctx, out, in)
+	})
+	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}
+	_, err := blockmerge.Merge(ctx, s, plan, 7, blockmerge.WithGuard(&g), blockmerge.WithDatasetMerger(merger))
+	require.ErrorIs(t, err, fencing.ErrStaleToken)
+	require.Empty(t, listKeys(t, s, compactkit.AttemptPrefix("j", 7)), "the stale attempt's first output is left behind")
+
+	// The same through a FencedStore given by the caller, as a worker does.
+	var g2 fencing.Guard
+	merger2 := blockmerge.DatasetMergerFunc(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+		if in[0].Tenant() == "b" {
+			require.NoError(t, g2.Check("j", 8))
+		}
+		return blockmerge.RecordMerger{}.MergeDataset(ctx, out, in)
+	})
+	fs := blockmerge.NewFencedStore(s, &g2, "j", 7)
+	_, err = blockmerge.Merge(ctx, fs, plan, 7, blockmerge.WithDatasetMerger(merger2))
+	require.ErrorIs(t, err, fencing.ErrStaleToken)
+	require.Equal(t, []string{"blocks/seg-1"}, listKeys(t, s, ""))
+}
+
 // lastValuePerKey keeps, for each key, only its record with the highest
 // timestamp: a host-specific merge.
 type lastValuePerKey struct{}
