@@ -14,6 +14,15 @@
 // keyed under the empty tenant; a level configured as CrossShard keys with
 // [compactkit.AnyShard]. Blocks at or beyond the final level are not queued.
 //
+// Duplicates: the planner keeps no per-block ID map (it would cost more
+// memory than the queue itself), so it relies on the index, which refuses
+// an ID it has seen before the state machine enqueues a block; the state
+// machine enqueues only the blocks the index added. Nothing inside the
+// planner queues a block twice: Return and Requeue put back only blocks
+// taken out of the queue, at their arrival numbers, and skip any whose
+// arrival is already queued (counted in [Counters].Duplicates); Restore
+// refuses a snapshot in which two blocks share an arrival number.
+//
 // Jobs take the oldest blocks of a key. When a job is created, the state
 // machine claims its sources ([Planner.Claim]) in the entry that creates
 // it, after checking the plan is still admissible ([Planner.Admissible]).
@@ -32,8 +41,25 @@
 // another block. Lower levels are served first, except that a batch ready
 // for longer than its level's aging threshold competes as level 0; within a
 // level, tenants take turns after a replicated rotation cursor, and a
-// tenant's oldest batch goes first. Paused tenants and levels are skipped.
-// See [View.Next] for the policy and [LevelConfig] for the batching rules.
+// tenant's oldest batch goes first. Paused tenants and levels are skipped:
+// the paused set is replicated state of the scheduler, which passes it to
+// planning as [PlanOptions].Skip; their blocks stay queued. See [View.Next]
+// for the policy and [LevelConfig] for the batching rules.
+//
+// A view is opened on demand, once per Prepare ([Planner.View]): opening it
+// clones the B-trees in O(1), and the planner copies a queue header or a
+// tree node only the first time it changes one a view may hold. Apply does
+// not open views, so an ingest burst pays nothing for them.
+//
+// # Configuration
+//
+// [Config] is replicated state: the state machine passes it to [New] and
+// [Planner.SetConfig] as a value from its log (the planner keeps its own
+// copy and never reads local settings). [DefaultConfig] holds the anchor's
+// values. Per level it sets the batch size in blocks and bytes, the max
+// age, the max time span of a job, the aging threshold and whether the
+// level is compacted across shards; it also sets the final level and the
+// tombstones per job.
 //
 // # Job names
 //
