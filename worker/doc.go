@@ -7,7 +7,9 @@
 // A [Worker] talks to the leader through a [Client], one request at a time.
 // Every request ([compactkit.PollRequest]) carries the worker's ID, a
 // sequence number, a status update for every job the worker holds and the
-// number of free slots: [Config.Concurrency] minus the jobs in progress. The
+// number of free slots: [Config.Concurrency] minus the jobs in progress
+// (merges running, including cancelled ones that have not returned yet; a
+// job that ended and awaits the answer to its report takes no slot). The
 // worker polls every [Config.PollInterval] when it has nothing to say, at
 // once when a job ends, and whenever a job's lease needs renewing.
 //
@@ -42,8 +44,12 @@
 // job is dropped: it is never reported again, and never reported successful.
 // The decision is taken under the worker's lock both when a job ends and when
 // a request is built, so a merge that completes at the moment its lease goes
-// is not reported either. (The state machine's commit-time token check is
-// the real guarantee; this only keeps an honest worker from trying.)
+// is not reported either. One exception is inherent in retrying: a request
+// built while the lease held is retried unchanged, even after the lease ran
+// out locally, because the leader may have applied it already and answers
+// the retry with what it recorded. Whether such a late report counts is the
+// leader's decision: the state machine's commit-time token check is the real
+// guarantee; the worker's checks only keep an honest worker from trying.
 //
 // # Running a job
 //

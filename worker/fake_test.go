@@ -47,6 +47,9 @@ type fakeLeader struct {
 	failBefore      func(req *ck.PollRequest) bool
 	dropReply       func(req *ck.PollRequest, resp *ck.PollResponse) bool
 	revokeOnRenewal map[string]bool
+	// reject, if it returns an error, rejects the request as invalid
+	// without applying it, as the state machine's Prepare does.
+	reject func(req *ck.PollRequest) error
 	// reassignExpired lets the leader reassign jobs whose lease expired
 	// (after the queued ones), as the scheduler does.
 	reassignExpired bool
@@ -198,6 +201,16 @@ func (l *fakeLeader) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRes
 		return nil, err
 	}
 	key := pollKey{req.WorkerID, req.Seq}
+	if _, applied := l.polls[key]; !applied && l.reject != nil {
+		if err := l.reject(cp); err != nil {
+			l.received = append(l.received, rec)
+			if last := l.lastSeq[req.WorkerID]; req.Seq != last+1 {
+				l.violate("worker %s: request %d after %d", req.WorkerID, req.Seq, last)
+			}
+			l.lastSeq[req.WorkerID] = req.Seq // gone for good: the next one takes the next number
+			return nil, fmt.Errorf("fake leader: %w: %w", worker.ErrRejected, err)
+		}
+	}
 	if prev, ok := l.polls[key]; ok {
 		l.received = append(l.received, rec)
 		if !reflect.DeepEqual(prev, cp) {

@@ -168,6 +168,17 @@ func (w *Worker) runJob(j *job, log *slog.Logger) {
 	if err == nil && len(j.plan.Sources) > 0 {
 		outputs, err = blockmerge.Merge(j.ctx, store, j.plan, j.token, w.merge...)
 	}
+	if err == nil {
+		// The leader rejects a whole request whose success report does
+		// not fit the job's plan (no outputs for a job with sources, or
+		// invalid output metadata): such a job is reported failed
+		// instead. Merge never produces either; this is defence in depth
+		// (see also Worker.reject).
+		u := compactkit.StatusUpdate{Job: j.name, Token: j.token, Status: compactkit.ReportSuccess, Outputs: outputs}
+		if verr := u.ValidateFor(j.plan); verr != nil {
+			err = fmt.Errorf("success report refused before sending: %w", verr)
+		}
+	}
 	if w.afterMerge != nil {
 		w.afterMerge(j.name)
 	}

@@ -36,6 +36,7 @@ type scenario struct {
 	jobs        []jobSpec
 	failBefore  []bool // by request arrival: lost before the leader sees it
 	dropReply   []bool // by request arrival: applied, reply lost
+	reject      []bool // by request arrival: rejected as invalid if it reports a success
 	// stopAfter, if not zero, shuts the worker down after that much (fake)
 	// time, jobs in progress or not; zero runs every job to its end first.
 	stopAfter time.Duration
@@ -69,6 +70,7 @@ func drawScenario(t *rapid.T) scenario {
 	for _, f := range faults {
 		sc.failBefore = append(sc.failBefore, f == 0)
 		sc.dropReply = append(sc.dropReply, f == 1)
+		sc.reject = append(sc.reject, f == 2)
 	}
 	return sc
 }
@@ -128,6 +130,17 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	l.dropReply = func(*ck.PollRequest, *ck.PollResponse) bool {
 		return arrivals <= len(sc.dropReply) && sc.dropReply[arrivals-1]
 	}
+	l.reject = func(req *ck.PollRequest) error {
+		if arrivals > len(sc.reject) || !sc.reject[arrivals-1] {
+			return nil
+		}
+		for _, u := range req.Updates {
+			if u.Status == ck.ReportSuccess {
+				return fmt.Errorf("success of %s refused", u.Job)
+			}
+		}
+		return nil
+	}
 
 	r := start(t, l, store, worker.Config{Concurrency: sc.concurrency, MergeOptions: []blockmerge.Option{m.option()}})
 	if sc.stopAfter > 0 {
@@ -166,7 +179,7 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 		}
 	}
 	l.mu.Lock()
-	l.failBefore, l.dropReply = nil, nil
+	l.failBefore, l.dropReply, l.reject = nil, nil, nil
 	l.mu.Unlock()
 	if err := r.stop(); err != nil {
 		fail("Run: %v", err)
@@ -183,6 +196,7 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	// Answers: once the leader answered "no lease" about an attempt, no
 	// later request reports it. Count what the leader accepted.
 	noLeaseAt := map[attempt]uint64{}
+	rejectedFailure := map[string]bool{}
 	failuresAccepted, releasesAccepted := 0, 0
 	for _, rep := range l.reports {
 		a := attempt{rep.update.Job, rep.update.Token}
@@ -193,6 +207,9 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 			}
 		case rep.update.Status == ck.ReportFailure && rep.answer == ck.OutcomeAccepted:
 			failuresAccepted++
+			if strings.Contains(rep.update.Reason, "rejected the success report") {
+				rejectedFailure[rep.update.Job] = true
+			}
 		case rep.update.Status == ck.ReportReleased && rep.answer == ck.OutcomeAccepted:
 			releasesAccepted++
 		}
@@ -236,10 +253,10 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 					rq.req.Seq, rq.at, u.Job, u.Token, u.Status, l.grants[a])
 			}
 			// Only a real error is reported as a failure: jobs that
-			// merge or clean up fail only by being cancelled, and a
-			// cancelled job is dropped (lease lost) or released
-			// (shutdown).
-			if u.Status == ck.ReportFailure && kinds[u.Job] != kindBad {
+			// merge or clean up fail only when the leader rejected their
+			// success; a cancelled job is dropped (lease lost) or
+			// released (shutdown).
+			if u.Status == ck.ReportFailure && kinds[u.Job] != kindBad && !strings.Contains(u.Reason, "rejected the success report") {
 				fail("request %d reports %s (kind %d) failed: %s", rq.req.Seq, u.Job, kinds[u.Job], u.Reason)
 			}
 		}
@@ -291,6 +308,8 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 					fail("%s: completed, but its tombstone was not deleted", name)
 				}
 			}
+		case !j.inProgress && j.failures > 0 && rejectedFailure[name]:
+			// Its success was rejected; it was reported failed.
 		case sc.stopAfter > 0:
 			// Stopped early: released, or still in progress at the
 			// leader (checked against the stats below).

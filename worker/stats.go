@@ -14,6 +14,9 @@ type Stats struct {
 	// BadResponses counts answers that failed validation and were
 	// ignored.
 	BadResponses uint64
+	// Rejections counts the requests the leader rejected as invalid (see
+	// [ErrRejected]).
+	Rejections uint64
 	// Renewals counts the leases the leader renewed on a renewal the
 	// worker's lease keepers asked for.
 	Renewals uint64

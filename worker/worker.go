@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -135,6 +136,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker started", "concurrency", w.cfg.Concurrency, "poll_interval", w.cfg.PollInterval)
 
 	var pending *inflight
+	rejectBackoff := w.cfg.RetryBackoff
 	for ctx.Err() == nil {
 		select { // whatever asked for a poll until now is in this one
 		case <-w.wake:
@@ -142,13 +144,25 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		fl := w.build()
 		resp, err := w.send(ctx, fl)
-		if err != nil {
+		wait := w.cfg.PollInterval
+		switch {
+		case errors.Is(err, ErrRejected):
+			// Not applied: the next request, with the failures the
+			// rejection turned the successes into, after a backoff.
+			w.reject(fl, err)
+			wait = rejectBackoff
+			rejectBackoff = min(2*rejectBackoff, max(w.cfg.RetryBackoff, w.cfg.PollInterval))
+		case err != nil:
 			pending = fl // maybe applied: retried at shutdown
+		default:
+			w.handle(fl, resp)
+			rejectBackoff = w.cfg.RetryBackoff
+		}
+		if pending != nil {
 			break
 		}
-		w.handle(fl, resp)
 
-		timer := time.NewTimer(w.cfg.PollInterval)
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-w.wake:
@@ -181,18 +195,26 @@ func (w *Worker) shutdown(ctx context.Context, cancelJobs context.CancelCauseFun
 	ok := true
 	if pending != nil {
 		resp, err := w.send(pctx, pending)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrRejected):
+			w.reject(pending, err) // not applied: nothing was assigned
+		case err != nil:
 			ok = false
 			errs = append(errs, fmt.Errorf("%w: request %d unanswered: %w", ErrShutdown, pending.req.Seq, err))
-		} else {
+		default:
 			w.handle(pending, resp)
 		}
 	}
-	// A final poll reports every job held; a second one only if the
-	// leader's answer left some (it should not).
-	for round := 0; ok && round < 2 && w.holds(); round++ {
+	// A final poll reports every job held; another one only if the
+	// leader rejected it (its successes are then reported failed) or its
+	// answer left some (it should not).
+	for round := 0; ok && round < 3 && w.holds(); round++ {
 		fl := w.build()
 		resp, err := w.send(pctx, fl)
+		if errors.Is(err, ErrRejected) {
+			w.reject(fl, err)
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: final poll unanswered: %w", ErrShutdown, err))
 			break
@@ -314,7 +336,7 @@ func (w *Worker) send(ctx context.Context, fl *inflight) (*compactkit.PollRespon
 		if err == nil {
 			return resp, nil
 		}
-		if ctx.Err() != nil {
+		if errors.Is(err, ErrRejected) || ctx.Err() != nil {
 			return nil, err
 		}
 		w.mu.Lock()
@@ -427,6 +449,31 @@ func (w *Worker) handle(fl *inflight, resp *compactkit.PollResponse) {
 			stops = append(stops, old)
 		}
 		w.startLocked(r, fl.sentAt)
+	}
+}
+
+// reject takes note that the leader rejected fl as invalid, without
+// applying it. The only part of a request the leader checks against its
+// state is a success report (its outputs against the job's plan), so every
+// success fl reported becomes a failure, reported in the next request with
+// the rejection as its reason: the job goes back to the leader, which
+// tombstones the attempt's outputs, instead of the worker repeating a
+// report that cannot be accepted while its leases run out.
+func (w *Worker) reject(fl *inflight, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.Rejections++
+	w.log.Error("leader rejected the request", "seq", fl.req.Seq, "error", err)
+	w.resolveAllLocked(fl, fl.req.Seq, fmt.Errorf("worker: poll %d rejected: %w", fl.req.Seq, err))
+	for _, name := range slices.Sorted(maps.Keys(fl.jobs)) {
+		j := fl.jobs[name].j
+		if w.held[name] != j || j.state != jobSucceeded {
+			continue
+		}
+		j.state = jobFailed
+		j.outputs = nil
+		j.reason = reason(fmt.Errorf("the leader rejected the success report: %w", err))
+		w.log.Warn("reporting the job failed instead", "job", name, "token", j.token)
 	}
 }
 

@@ -856,3 +856,103 @@ func TestLogging(t *testing.T) {
 		}
 	})
 }
+
+// A request the leader rejects as invalid is not retried: its success
+// reports become failure reports, sent in a new request with the next
+// sequence number, and the worker carries on.
+func TestRejectedRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		l := newFakeLeader(testLease)
+		l.add(mergeJob(t, store, "job-1", 2))
+		l.add(mergeJob(t, store, "job-2", 2))
+		rejected := 0
+		l.reject = func(req *ck.PollRequest) error {
+			for _, u := range req.Updates {
+				if u.Job == "job-1" && u.Status == ck.ReportSuccess {
+					rejected++
+					return errors.New("outputs do not fit the plan")
+				}
+			}
+			return nil
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 1})
+		eventually(t, "job-1 failed, job-2 completed", func() bool {
+			_, ok := l.completion("job-2")
+			return ok && l.job("job-1").failures == 1
+		})
+		require.NoError(t, r.stop())
+		l.check(t) // includes: sequence numbers grow by one, retries repeat
+		require.Equal(t, 1, rejected, "a rejected request is not retried")
+
+		reqs := l.requests()
+		for i, rq := range reqs {
+			for _, u := range rq.req.Updates {
+				if u.Job == "job-1" && u.Status == ck.ReportSuccess {
+					require.Equal(t, rq.req.Seq+1, reqs[i+1].req.Seq, "the next request takes the next number")
+					require.Equal(t, []ck.StatusUpdate{{Job: "job-1", Token: u.Token, Status: ck.ReportFailure,
+						Reason: "the leader rejected the success report: fake leader: worker: request rejected by the leader: outputs do not fit the plan"}},
+						reqs[i+1].req.Updates)
+				}
+			}
+		}
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.Rejections)
+		require.Equal(t, uint64(1), s.JobsFailed)
+		require.Equal(t, uint64(1), s.JobsCompleted)
+		require.Zero(t, s.PollRetries+s.JobsLost)
+	})
+}
+
+// A rejected final poll at shutdown: its successes are reported failed in
+// one more request, so nothing is left for the leases to expire.
+func TestRejectedFinalPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		l := newFakeLeader(testLease)
+		for _, job := range []string{"job-1", "job-2"} {
+			m.holdJob(job)
+			l.add(mergeJob(t, store, job, 2))
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "both running", func() bool { return m.startedCount("job-1") == 1 && m.startedCount("job-2") == 1 })
+		// job-1 succeeds while the leader is unreachable; the leader is
+		// back during the shutdown, and rejects any success.
+		l.mu.Lock()
+		l.down = true
+		l.reject = func(req *ck.PollRequest) error {
+			for _, u := range req.Updates {
+				if u.Status == ck.ReportSuccess {
+					return errors.New("no")
+				}
+			}
+			return nil
+		}
+		l.mu.Unlock()
+		m.release("job-1")
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		errc := make(chan error)
+		go func() { errc <- r.stop() }()
+		time.Sleep(time.Second)
+		l.setDown(false)
+		require.NoError(t, <-errc)
+		l.check(t)
+
+		require.Equal(t, 1, l.job("job-1").failures)
+		require.Equal(t, 1, l.job("job-2").releases)
+		require.Zero(t, l.job("job-2").failures)
+		reqs := l.requests()
+		last := reqs[len(reqs)-1].req
+		require.Len(t, last.Updates, 2)
+		require.Equal(t, ck.ReportFailure, last.Updates[0].Status)
+		require.Contains(t, last.Updates[0].Reason, "rejected")
+		require.Equal(t, ck.ReportReleased, last.Updates[1].Status)
+		s := r.w.Stats()
+		require.Equal(t, uint64(1), s.Rejections)
+		require.Equal(t, uint64(1), s.JobsFailed)
+		require.Equal(t, uint64(1), s.JobsReleased)
+		require.Zero(t, s.JobsHeld)
+	})
+}
