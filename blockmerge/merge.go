@@ -204,8 +204,12 @@ func (t *loserTree) replay(w int) {
 // everything under the attempt's prefix (with a context that ignores
 // cancellation) and returns the error, leaving no output behind.
 //
-// Options: [WithDatasetMerger], [WithPageSize], [WithLogger],
-// [WithTempDir], [WithGuard].
+// The index's metadata of the sources, given with [WithSources], is
+// checked against their footers before anything is written: a source that
+// lacks a dataset the index lists fails the merge.
+//
+// Options: [WithSources], [WithDatasetMerger], [WithPageSize],
+// [WithLogger], [WithTempDir], [WithGuard].
 func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fencing.Token, opts ...Option) ([]compactkit.BlockMeta, error) {
 	if plan == nil {
 		return nil, fmt.Errorf("blockmerge: merge: nil plan: %w", compactkit.ErrInconsistent)
@@ -219,12 +223,26 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 	o := buildOptions(opts)
 	log := o.logger.With("job", plan.Name, "token", uint64(token))
 
+	want := make(map[string]*compactkit.BlockMeta, len(o.sources))
+	for i := range o.sources {
+		m := &o.sources[i]
+		if !slices.Contains(plan.Sources, m.ID) {
+			return nil, fmt.Errorf("blockmerge: merge job %s: metadata given for block %s, not a source: %w",
+				plan.Name, m.ID, compactkit.ErrInconsistent)
+		}
+		want[m.ID] = m
+	}
 	readers := make([]*Reader, len(plan.Sources))
 	level := uint32(0)
 	for i, id := range plan.Sources {
 		r, err := Open(ctx, store, id)
 		if err != nil {
 			return nil, fmt.Errorf("blockmerge: merge job %s: source %s: %w", plan.Name, id, err)
+		}
+		if m := want[id]; m != nil {
+			if err := r.checkMeta(m); err != nil {
+				return nil, fmt.Errorf("blockmerge: merge job %s: source %s: %w", plan.Name, id, err)
+			}
 		}
 		if plan.Tenant != "" {
 			if ts := r.meta.Tenants(); len(ts) > 1 || len(ts) == 1 && ts[0] != plan.Tenant {
@@ -270,6 +288,51 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 	}
 	log.Info("merge done", "sources", len(plan.Sources), "outputs", len(metas), "level", level+1)
 	return metas, nil
+}
+
+// checkMeta checks the block's footer against the metadata the index
+// holds for it (see [WithSources]).
+func (r *Reader) checkMeta(want *compactkit.BlockMeta) error {
+	got := &r.meta
+	switch {
+	case got.Tenant != want.Tenant || got.Shard != want.Shard || got.Level != want.Level:
+		return r.mismatch("block of tenant %q, shard %d, level %d; index says tenant %q, shard %d, level %d",
+			got.Tenant, got.Shard, got.Level, want.Tenant, want.Shard, want.Level)
+	case got.MinTime != want.MinTime || got.MaxTime != want.MaxTime:
+		return r.mismatch("block time range [%d, %d], index says [%d, %d]", got.MinTime, got.MaxTime, want.MinTime, want.MaxTime)
+	case got.Size != want.Size:
+		return r.mismatch("block of %d bytes, index says %d", got.Size, want.Size)
+	}
+	type dkey struct{ tenant, name string }
+	have := make(map[dkey]*compactkit.DatasetMeta, len(got.Datasets))
+	for i := range got.Datasets {
+		d := &got.Datasets[i]
+		have[dkey{got.DatasetTenant(d), d.Name}] = d
+	}
+	for i := range want.Datasets {
+		w := &want.Datasets[i]
+		k := dkey{want.DatasetTenant(w), w.Name}
+		g := have[k]
+		if g == nil {
+			return fmt.Errorf("blockmerge: object %q: dataset %s/%s: listed in the index, not in the block: %w", r.key, k.tenant, k.name, ErrNoDataset)
+		}
+		delete(have, k)
+		if g.Size != w.Size || g.Records != w.Records || g.MinTime != w.MinTime || g.MaxTime != w.MaxTime {
+			return r.mismatch("dataset %s/%s: %d bytes, %d records in [%d, %d]; index says %d bytes, %d records in [%d, %d]",
+				k.tenant, k.name, g.Size, g.Records, g.MinTime, g.MaxTime, w.Size, w.Records, w.MinTime, w.MaxTime)
+		}
+	}
+	for i := range got.Datasets {
+		d := &got.Datasets[i]
+		if have[dkey{got.DatasetTenant(d), d.Name}] != nil {
+			return r.mismatch("dataset %s/%s: in the block, not in the index", got.DatasetTenant(d), d.Name)
+		}
+	}
+	return nil
+}
+
+func (r *Reader) mismatch(format string, args ...any) error {
+	return fmt.Errorf("blockmerge: object %q: %s: %w", r.key, fmt.Sprintf(format, args...), compactkit.ErrInconsistent)
 }
 
 // dsRef is one source's dataset: the source's index and the dataset's.

@@ -437,3 +437,45 @@ func TestCompareAndSortRecords(t *testing.T) {
 	require.Zero(t, blockmerge.Compare(rec("k", -1, "v"), rec("k", -1, "v")))
 	require.Negative(t, blockmerge.Compare(rec("k", -1, "v"), rec("k", 0, "")))
 }
+
+// TestMergeChecksSourcesAgainstIndex: with the index's metadata of the
+// sources, a source lacking a dataset the index lists (or disagreeing with
+// it) fails the merge before anything is written.
+func TestMergeChecksSourcesAgainstIndex(t *testing.T) {
+	ctx := context.Background()
+	s := blockmerge.NewMemStore()
+	m1 := l0Segment(t, s, "seg-1",
+		blockmerge.Dataset{Tenant: "a", Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}},
+		blockmerge.Dataset{Tenant: "b", Name: "e", Records: []blockmerge.Record{rec("k", 2, "v")}},
+	)
+	m2 := l0Segment(t, s, "seg-2", blockmerge.Dataset{Tenant: "a", Name: "d", Records: []blockmerge.Record{rec("k", 3, "v")}})
+	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1", "seg-2"}}
+
+	outs, err := blockmerge.Merge(ctx, s, plan, 1, blockmerge.WithSources(m1, m2))
+	require.NoError(t, err)
+	require.Len(t, outs, 2)
+
+	fail := func(token fencing.Token, target error, contains string, metas ...compactkit.BlockMeta) {
+		t.Helper()
+		_, err := blockmerge.Merge(ctx, s, plan, token, blockmerge.WithSources(metas...))
+		require.ErrorIs(t, err, target)
+		require.ErrorContains(t, err, contains)
+		require.Empty(t, listKeys(t, s, compactkit.AttemptPrefix("j", token)))
+	}
+	// The index lists a dataset the block does not hold.
+	missing := m2.Clone()
+	missing.Datasets = append(missing.Datasets, compactkit.DatasetMeta{Tenant: "c", Name: "x", Size: 40, Records: 1, MinTime: 3, MaxTime: 3})
+	fail(2, blockmerge.ErrNoDataset, `object "blocks/seg-2": dataset c/x`, m1, missing)
+	// The index and the footer disagree on a dataset's statistics.
+	wrong := m1.Clone()
+	wrong.Datasets[1].Records++
+	fail(3, compactkit.ErrInconsistent, `object "blocks/seg-1": dataset b/e`, wrong)
+	// The block holds a dataset the index does not list.
+	short := m1.Clone()
+	short.Datasets = short.Datasets[:1]
+	fail(4, compactkit.ErrInconsistent, "dataset b/e: in the block, not in the index", short)
+	// Metadata of a block that is not a source.
+	other := m2.Clone()
+	other.ID = "seg-3"
+	fail(5, compactkit.ErrInconsistent, "block seg-3, not a source", other)
+}

@@ -3,6 +3,7 @@ package blockmerge
 import (
 	"log/slog"
 
+	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 )
 
@@ -16,6 +17,7 @@ type options struct {
 	merger   DatasetMerger
 	tempDir  string
 	guard    *fencing.Guard
+	sources  []compactkit.BlockMeta
 }
 
 func buildOptions(opts []Option) options {
@@ -54,3 +56,16 @@ func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir 
 // WithGuard makes [Merge] write through a [FencedStore] checking the
 // attempt's token with g (resource: the job name).
 func WithGuard(g *fencing.Guard) Option { return func(o *options) { o.guard = g } }
+
+// WithSources gives [Merge] the metadata the index holds for the job's
+// sources. Merge then checks each source's footer against it before
+// writing anything: the block's tenant, shard, level, time range and size,
+// and every dataset's tenant, name, size, record count and time range. A
+// dataset the index lists but the block lacks is an error wrapping
+// [ErrNoDataset]; any other difference wraps compactkit.ErrInconsistent;
+// both name the object and the dataset. Sources without metadata here are
+// not checked; metadata of a block that is not a source of the plan is an
+// error.
+func WithSources(metas ...compactkit.BlockMeta) Option {
+	return func(o *options) { o.sources = append(o.sources, metas...) }
+}
