@@ -20,6 +20,12 @@
 // worker learns its assignments on the retry instead of losing them to lease
 // expiry. Only after an answer does the next request get the next number.
 //
+// A request the leader refuses as invalid without applying it — the Client
+// returns an error wrapping [ErrRejected] — is not retried, since it cannot
+// succeed: its success reports (the only part of a request the leader checks
+// against its state) become failure reports, and the worker sends a new
+// request with the next sequence number after a backoff.
+//
 // The state machine's poll log is keyed by (worker ID, sequence number), and
 // sequence numbers restart at 1 with every Worker. A worker ID must therefore
 // be unique per process incarnation: a restarted worker that reused its
