@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -182,4 +184,55 @@ func TestNewFileStoreErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(f, nil, 0o644))
 	_, err = blockmerge.NewFileStore(f)
 	require.Error(t, err)
+}
+
+// TestFileStoreConcurrentPutDelete races puts into fresh directories with
+// deletions that prune those directories: no put fails, a committed object
+// is whole, and nothing but objects is left (run it with -race).
+func TestFileStoreConcurrentPutDelete(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := blockmerge.NewFileStore(dir, blockmerge.WithoutSync())
+	require.NoError(t, err)
+	defer s.Close()
+	const writers, rounds = 3, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*rounds*2+rounds)
+	for w := range writers {
+		wg.Go(func() {
+			for r := range rounds {
+				key := fmt.Sprintf("blocks/job/%d/%d/0", r%4, w)
+				if err := s.Put(ctx, key, strings.NewReader(key)); err != nil {
+					errs <- err
+					continue
+				}
+				if b, err := s.Get(ctx, key); err == nil {
+					got, _ := io.ReadAll(b)
+					b.Close()
+					if string(got) != key {
+						errs <- fmt.Errorf("%s holds %q", key, got)
+					}
+				} else if !errors.Is(err, blockmerge.ErrNotFound) {
+					errs <- err // deleted meanwhile is fine, anything else is not
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for r := range rounds {
+			if err := s.DeleteByPrefix(ctx, fmt.Sprintf("blocks/job/%d/", r%4)); err != nil {
+				errs <- err
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, f := range files(t, dir) {
+		require.NotContains(t, f, ".ck-tmp-", "staging file left behind")
+	}
+	require.NoError(t, s.DeleteByPrefix(ctx, "blocks/"))
+	require.Empty(t, files(t, dir), "empty directories left behind")
 }
