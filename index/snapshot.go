@@ -352,7 +352,8 @@ func (s *state) writeResults(enc func(any) error) error {
 	})
 }
 
-// errMalformed builds a restore error wrapping ck.ErrMalformed.
+// errMalformed builds a restore error wrapping ck.ErrMalformed (and the
+// validation error it reports, if the format has a %w verb).
 func errMalformed(format string, args ...any) error {
 	return fmt.Errorf("index: restore: "+format+": %w", append(args, ck.ErrMalformed)...)
 }
@@ -443,7 +444,7 @@ func (rs *restorer) run() (*Index, error) {
 		ReaderTimeout:      durationOf(h.ReaderTimeout),
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, errMalformed("%v", err)
+		return nil, errMalformed("%w", err)
 	}
 	if h.WatermarkSet && h.Watermark > h.Clock || !h.WatermarkSet && h.Watermark != 0 {
 		return nil, errMalformed("watermark %d (set %t) at clock %d", h.Watermark, h.WatermarkSet, h.Clock)
@@ -493,7 +494,7 @@ func (rs *restorer) names() error {
 				return errMalformed("name %q after %q: names must be sorted, distinct and non-empty", n, prev)
 			}
 			if err := validName(n); err != nil {
-				return errMalformed("%v", err)
+				return errMalformed("%w", err)
 			}
 			prev = n
 			rs.x.intern(strings.Clone(n))
@@ -615,7 +616,7 @@ func (rs *restorer) blocks() error {
 				b.setDatasets(ds)
 			}
 			if err := x.checkBlock(b); err != nil {
-				return errMalformed("%v", err)
+				return errMalformed("%w", err)
 			}
 			used[b.tenant] = true
 			x.insert(b)
@@ -677,7 +678,7 @@ func (rs *restorer) tombs() error {
 			t := tomb{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])),
 				created: created[i], release: release[i], index: indexes[i], job: strings.Clone(jobs[i])}
 			if err := t.tombstone().Validate(); err != nil {
-				return errMalformed("%v", err)
+				return errMalformed("%w", err)
 			}
 			if len(all) > 0 && !prev.less(t.tkey) {
 				return errMalformed("tombstone %s after %s: must be sorted and distinct", t.tombstone(), prev.tombstone())
@@ -685,7 +686,7 @@ func (rs *restorer) tombs() error {
 			prev = t.tkey
 			if t.job != "" {
 				if err := ck.ValidateJobName(t.job); err != nil {
-					return errMalformed("tombstone %s: holder: %v", t.tombstone(), err)
+					return errMalformed("tombstone %s: holder: %w", t.tombstone(), err)
 				}
 			}
 			if t.created > t.release || t.created > x.s.clock || t.release > x.s.floor {
@@ -752,7 +753,7 @@ func (rs *restorer) gone() error {
 		for i := range n {
 			g := goneRec{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])), at: at[i]}
 			if err := g.tombstone().Validate(); err != nil {
-				return errMalformed("deletion record: %v", err)
+				return errMalformed("deletion record: %w", err)
 			}
 			if len(all) > 0 && !all[len(all)-1].tkey.less(g.tkey) {
 				return errMalformed("deletion record %s: must be sorted and distinct", g.tombstone())
@@ -885,7 +886,7 @@ func cloneAll(ss []string) []string {
 
 func validResult(r *result, clock int64) error {
 	if err := ck.ValidateJobName(r.job); err != nil {
-		return errMalformed("result: %v", err)
+		return errMalformed("result: %w", err)
 	}
 	switch {
 	case r.token == 0:
@@ -901,7 +902,7 @@ func validResult(r *result, clock int64) error {
 	}
 	for _, id := range append(slices.Clip(r.missing), r.surviving...) {
 		if err := ck.ValidateID(id); err != nil {
-			return errMalformed("result %s/%d: source: %v", r.job, r.token, err)
+			return errMalformed("result %s/%d: source: %w", r.job, r.token, err)
 		}
 	}
 	return nil
