@@ -271,7 +271,7 @@ func (tx *Tx) add(c *ck.Change, r *Result) Result {
 		return tx.skip(r, "add without a matching plan")
 	case s.get(c.Job) != nil:
 		return tx.skip(r, "job exists")
-	case s.completed.Has(&done{name: c.Job}):
+	case s.hasCompleted(c.Job):
 		return tx.skip(r, "job completed recently")
 	case cfg.MaxQueueSize > 0 && s.byName.Len() >= cfg.MaxQueueSize:
 		return tx.skip(r, "queue full")

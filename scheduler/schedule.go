@@ -28,13 +28,15 @@ type Schedule struct {
 	size    int // queue size once the changes so far are applied
 	changes []ck.Change
 	// touched holds the overlays of the view's jobs this schedule changed.
-	touched map[*job]*overlay
+	touched touchedSet
 	added   []*overlay   // jobs added, in order
 	excl    []*overlay   // jobs excluded by this schedule, in order
 	slab    []overlay    // storage for overlays
 	plans   []ck.JobPlan // storage for added plans
 	heads   []head       // cached index heads
+	headBuf [4]head      // first heads, without an allocation
 	probe   job
+	dprobe  done
 }
 
 // head caches the first untouched job of an index from a level on. It stays
@@ -63,14 +65,17 @@ type overlay struct {
 // methods (call it under the state machine's lock); using it may.
 func (s *Scheduler) Schedule(now int64) *Schedule {
 	v := s.frozen()
-	return &Schedule{v: v, now: now, size: v.byName.Len()}
+	sc := &Schedule{v: v, now: now, size: v.byName.Len()}
+	sc.heads = sc.headBuf[:0]
+	return sc
 }
 
 // Now returns the schedule's time.
 func (sc *Schedule) Now() int64 { return sc.now }
 
 // grow returns the capacity of the next chunk of a schedule's storage: a
-// small first chunk for the common small poll, then bigger steps.
+// small first chunk for the common small poll, then bigger steps (16, 64,
+// 256, ...).
 func grow(n int) int {
 	if n == 0 {
 		return 16
@@ -78,11 +83,21 @@ func grow(n int) int {
 	return 4 * n
 }
 
+// growChunk returns the capacity of the next chunk of overlays or plans,
+// which live in chunks that are never moved: 16, then 48 (64 in all, a
+// full poll of the default slot cap), then 192, and at most 256.
+func growChunk(n int) int {
+	if n == 0 {
+		return 16
+	}
+	return min(3*n, 256)
+}
+
 // newOverlay returns a new overlay. Overlays live in chunks that are never
 // moved, so pointers to them stay valid.
 func (sc *Schedule) newOverlay() *overlay {
 	if len(sc.slab) == cap(sc.slab) {
-		sc.slab = make([]overlay, 0, min(grow(cap(sc.slab)), 256))
+		sc.slab = make([]overlay, 0, growChunk(cap(sc.slab)))
 	}
 	sc.slab = sc.slab[:len(sc.slab)+1]
 	return &sc.slab[len(sc.slab)-1]
@@ -92,23 +107,12 @@ func (sc *Schedule) newOverlay() *overlay {
 func (sc *Schedule) touch(j *job) *overlay {
 	o := sc.newOverlay()
 	o.st, o.plan, o.version = j.st, j.plan, j.st.Version
-	switch n := len(sc.touched); {
-	case sc.touched == nil:
-		sc.touched = make(map[*job]*overlay, 8)
-	case n == 8: // past the first group: size for a big poll at once
-		m := make(map[*job]*overlay, 64)
-		for k, v := range sc.touched {
-			m[k] = v
-		}
-		sc.touched = m
-	}
-	sc.touched[j] = o
+	sc.touched.put(j, o)
 	return o
 }
 
 func (sc *Schedule) isTouched(j *job) bool {
-	_, ok := sc.touched[j]
-	return ok
+	return sc.touched.get(j) != nil
 }
 
 // addedNamed returns the job named name that this schedule added, or nil.
@@ -144,7 +148,7 @@ func (sc *Schedule) emit(c ck.Change) {
 func (sc *Schedule) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
 	o := sc.addedNamed(name)
 	if j := sc.base(name); j != nil {
-		if o = sc.touched[j]; o == nil {
+		if o = sc.touched.get(j); o == nil {
 			return j.st, j.plan, true
 		}
 	}
@@ -166,7 +170,8 @@ func (sc *Schedule) Paused(tenant string, level uint32) bool {
 // CompletedToken returns the token the named job was completed with, if the
 // completion is remembered.
 func (sc *Schedule) CompletedToken(name string) (fencing.Token, bool) {
-	d, ok := sc.v.completed.Get(&done{name: name})
+	sc.dprobe.name = name
+	d, ok := sc.v.completed.Get(&sc.dprobe)
 	if !ok {
 		return 0, false
 	}
@@ -535,11 +540,11 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	if ck.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
 		return false
 	}
-	if sc.v.completed.Has(&done{name: plan.Name}) {
+	if sc.dprobe.name = plan.Name; sc.v.completed.Has(&sc.dprobe) {
 		return false
 	}
 	if len(sc.plans) == cap(sc.plans) {
-		sc.plans = make([]ck.JobPlan, 0, min(grow(cap(sc.plans)), 256))
+		sc.plans = make([]ck.JobPlan, 0, growChunk(cap(sc.plans)))
 	}
 	sc.plans = append(sc.plans, plan)
 	o := sc.newOverlay()

@@ -50,8 +50,9 @@ type Scheduler struct {
 	// view is the copy-on-write view shared by the schedules opened since
 	// the last change; nil after a change.
 	view *view
-	// probe is a scratch record for tree lookups.
-	probe job
+	// probe and dprobe are scratch records for tree lookups.
+	probe  job
+	dprobe done
 }
 
 // view is a frozen copy-on-write clone of the indexes a poll reads.
@@ -161,11 +162,18 @@ func (s *Scheduler) Paused(tenant string, level uint32) bool {
 // if the completion is still remembered (see Config.CompletedRetention). The
 // state machine answers "completed" to a success report carrying that token.
 func (s *Scheduler) CompletedToken(name string) (fencing.Token, bool) {
-	d, ok := s.completed.Get(&done{name: name})
+	s.dprobe.name = name
+	d, ok := s.completed.Get(&s.dprobe)
 	if !ok {
 		return 0, false
 	}
 	return d.token, true
+}
+
+// hasCompleted reports whether the named job's completion is remembered.
+func (s *Scheduler) hasCompleted(name string) bool {
+	s.dprobe.name = name
+	return s.completed.Has(&s.dprobe)
 }
 
 // Expire forgets the completions older than Config.CompletedRetention at log
