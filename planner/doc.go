@@ -20,8 +20,7 @@
 // machine enqueues only the blocks the index added. Nothing inside the
 // planner queues a block twice: Return and Requeue put back only blocks
 // taken out of the queue, at their arrival numbers, and skip any whose
-// arrival is already queued (counted in [Counters].Duplicates); Restore
-// refuses a snapshot in which two blocks share an arrival number.
+// arrival is already queued (counted in [Counters].Duplicates).
 //
 // Jobs take the oldest blocks of a key. When a job is created, the state
 // machine claims its sources ([Planner.Claim]) in the entry that creates

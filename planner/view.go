@@ -62,16 +62,18 @@ type cand struct {
 // manyTouched is the number of touched keys from which a map finds them.
 const manyTouched = 32
 
-// isTouched reports whether the key whose head batch starts with arrival
-// arr in the planner's indexes was touched by this view. Arrivals are
-// unique, so they identify keys.
-func (v *View) isTouched(arr uint64) bool {
+// isTouched reports whether key k, whose head batch starts with arrival
+// arr in the planner's indexes, was touched by this view. Arrivals are
+// unique, so they find keys fast; the key is compared too, so that a
+// restored state in which two blocks share an arrival number (which Restore
+// does not look for: see [Restore]) can at worst make a plan inadmissible.
+func (v *View) isTouched(k key, arr uint64) bool {
 	if v.byArr != nil {
-		_, ok := v.byArr[arr]
-		return ok
+		i, ok := v.byArr[arr]
+		return ok && v.touched[i].k == k
 	}
 	for i := range v.touched {
-		if v.touched[i].arr0 == arr {
+		if v.touched[i].arr0 == arr && v.touched[i].k == k {
 			return true
 		}
 	}
@@ -256,7 +258,7 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, low st
 				again = true
 				return false
 			}
-			if v.isTouched(e.arr) {
+			if v.isTouched(key{tenant: e.tenant, shard: e.shard, level: e.level}, e.arr) {
 				return true
 			}
 			consider(cand{tenant: e.tenant, arr: e.arr, level: r, shard: e.shard})
@@ -282,7 +284,7 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, low st
 				continue
 			}
 		}
-		if v.isTouched(c.arr) {
+		if v.isTouched(key{tenant: c.tenant, shard: c.shard, level: c.level}, c.arr) {
 			continue
 		}
 		consider(c)
