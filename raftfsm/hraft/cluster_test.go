@@ -27,6 +27,9 @@ type cluster struct {
 	nodes []*hraft.Node // nil while down
 	dirs  []string
 	addrs []raft.ServerAddress
+	opts  []hraft.Option
+	// timeout is the raft heartbeat, election and lease timeout.
+	timeout time.Duration
 }
 
 func testState() raftfsm.Config {
@@ -37,8 +40,13 @@ func testState() raftfsm.Config {
 	return cfg
 }
 
-func testRaftConfig(id string) *raft.Config {
+// testRaftConfig is FastConfig with timeouts of at least timeout (the
+// machine running the tests may be loaded: a starved leader steps down).
+func testRaftConfig(id string, timeout time.Duration) *raft.Config {
 	c := hraft.FastConfig(id)
+	c.HeartbeatTimeout = max(c.HeartbeatTimeout, timeout)
+	c.ElectionTimeout = max(c.ElectionTimeout, timeout)
+	c.LeaderLeaseTimeout = max(c.LeaderLeaseTimeout, timeout)
 	c.SnapshotThreshold = 64 // exercise snapshots and their installation
 	c.TrailingLogs = 32
 	c.SnapshotInterval = 300 * time.Millisecond
@@ -46,9 +54,9 @@ func testRaftConfig(id string) *raft.Config {
 	return c
 }
 
-func newCluster(t testing.TB, n int, mode hraft.Mode) *cluster {
+func newCluster(t testing.TB, n int, mode hraft.Mode, timeout time.Duration, opts ...hraft.Option) *cluster {
 	t.Helper()
-	c := &cluster{t: t, cfg: testState(), mode: mode, nodes: make([]*hraft.Node, n), dirs: make([]string, n), addrs: make([]raft.ServerAddress, n)}
+	c := &cluster{t: t, cfg: testState(), mode: mode, nodes: make([]*hraft.Node, n), dirs: make([]string, n), addrs: make([]raft.ServerAddress, n), opts: opts, timeout: timeout}
 	for i := range n {
 		c.dirs[i] = t.TempDir()
 		c.start(i)
@@ -70,8 +78,8 @@ func (c *cluster) start(i int) {
 	c.t.Helper()
 	nd, err := hraft.NewNode(hraft.NodeConfig{
 		ID: fmt.Sprintf("n%d", i), Dir: c.dirs[i], NoSync: true, BindAddr: string(c.addrs[i]),
-		State: &c.cfg, Raft: testRaftConfig(fmt.Sprintf("n%d", i)),
-		Service: []hraft.Option{hraft.WithMode(c.mode)},
+		State: &c.cfg, Raft: testRaftConfig(fmt.Sprintf("n%d", i), c.timeout),
+		Service: append([]hraft.Option{hraft.WithMode(c.mode)}, c.opts...),
 	})
 	require.NoError(c.t, err)
 	c.nodes[i] = nd
@@ -328,7 +336,7 @@ func TestClusterLeaderChanges(t *testing.T) {
 }
 
 func testLeaderChanges(t *testing.T, mode hraft.Mode) {
-	c := newCluster(t, 3, mode)
+	c := newCluster(t, 3, mode, 250*time.Millisecond)
 	w := newWorkload(t, 3)
 	const rounds = 36
 	down := -1

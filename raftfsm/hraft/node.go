@@ -245,6 +245,21 @@ func (n *Node) WaitLeader(ctx context.Context) (raft.ServerAddress, raft.ServerI
 	}
 }
 
+// WaitServing waits until this node is the leader and serves calls (its
+// lease-extension command applied). On a follower it waits until ctx ends.
+func (n *Node) WaitServing(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !n.Service.IsLeader() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // Shutdown stops the service and raft, and closes the transport and the
 // stores. The node's Dir keeps its state for a restart.
 func (n *Node) Shutdown() error {

@@ -249,6 +249,11 @@ func (s *Service) watch() {
 
 // ensureOffice returns once this term's TookOffice command is applied.
 func (s *Service) ensureOffice(ctx context.Context) error {
+	select {
+	case <-s.stop:
+		return s.closed()
+	default:
+	}
 	if s.r.State() != raft.Leader {
 		return s.notLeader(nil)
 	}

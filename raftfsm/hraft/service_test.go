@@ -1,0 +1,175 @@
+package hraft_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// fakeClock is a leader clock shared by every node of a test cluster.
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// TestService checks the service's contract on a quiet cluster, in both
+// modes: followers refuse with the leader's address, tokens are the right
+// entry's index, a retried poll proposes nothing, bad and stale requests
+// are refused, a new leader extends leases before serving.
+func TestService(t *testing.T) {
+	for _, mode := range []hraft.Mode{hraft.SingleCommit, hraft.TwoCommit} {
+		t.Run(mode.String(), func(t *testing.T) { testService(t, mode) })
+	}
+}
+
+func testService(t *testing.T, mode hraft.Mode) {
+	clk := &fakeClock{}
+	clk.ns.Store(t0)
+	// Long timeouts: the exact index checks below need a leader that does
+	// not step down when the machine is loaded.
+	c := newCluster(t, 3, mode, time.Second, hraft.WithClock(clk.now))
+	ctx := context.Background()
+	l := c.leader()
+	leader := c.nodes[l]
+	follower := c.nodes[(l+1)%3]
+	require.Equal(t, hraft.SingleCommit, hraft.Mode(0))
+	require.Equal(t, mode, leader.Service.Mode())
+
+	// Followers refuse every call, naming the leader.
+	checkNotLeader := func(err error) {
+		t.Helper()
+		require.ErrorIs(t, err, hraft.ErrNotLeader)
+		var nle *hraft.NotLeaderError
+		require.ErrorAs(t, err, &nle)
+		require.Equal(t, leader.ID, nle.LeaderID)
+		require.Equal(t, leader.Addr, nle.LeaderAddr)
+		require.Contains(t, nle.Error(), string(leader.Addr))
+	}
+	_, err := follower.Service.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
+	checkNotLeader(err)
+	_, err = follower.Service.AddBlocks(ctx, newWorkload(t, 0).newBlocks(1))
+	checkNotLeader(err)
+	_, err = follower.Service.Stats(ctx)
+	checkNotLeader(err)
+	_, _, err = follower.Service.Jobs(ctx, scheduler.Filter{}, "", 10)
+	checkNotLeader(err)
+	_, err = follower.Service.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpRetry})
+	checkNotLeader(err)
+	checkNotLeader(follower.Service.Watermark(ctx, t0))
+	require.False(t, follower.Service.IsLeader())
+	require.True(t, leader.Service.IsLeader())
+
+	// Blocks in, a job out; its token is the index of the poll entry (the
+	// prepare entry in two-commit mode).
+	w := newWorkload(t, 1)
+	res, err := leader.Service.AddBlocks(ctx, w.newBlocks(8))
+	require.NoError(t, err)
+	require.Len(t, res, 8)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+		require.True(t, r.Queued)
+	}
+	k := w.workers[0]
+	req := w.request(k, 1)
+	before := leader.Raft.LastIndex()
+	resp, err := leader.Service.Poll(ctx, req)
+	require.NoError(t, err)
+	after := leader.Raft.LastIndex()
+	require.Len(t, resp.Jobs, 1)
+	job := resp.Jobs[0]
+	require.Equal(t, ck.OutcomeAssigned, job.Outcome)
+	require.Equal(t, t0+int64(15*time.Second), job.Deadline, "stamped with the leader's clock")
+	if mode == hraft.SingleCommit {
+		require.Equal(t, before+1, after, "one entry per poll")
+		require.Equal(t, fencing.Token(after), job.Token)
+	} else {
+		require.Equal(t, before+2, after, "two entries per poll")
+		require.Equal(t, fencing.Token(after-1), job.Token)
+	}
+	w.handle(k, resp)
+
+	// A retried request gets the recorded response and proposes nothing.
+	again, err := leader.Service.Poll(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, resp, again)
+	require.Equal(t, after, leader.Raft.LastIndex())
+
+	// Malformed, stale and cancelled requests.
+	_, err = leader.Service.Poll(ctx, &ck.PollRequest{WorkerID: "w0", Seq: 0})
+	require.ErrorIs(t, err, raftfsm.ErrInvalidRequest)
+	_, err = leader.Service.Poll(ctx, nil)
+	require.ErrorIs(t, err, raftfsm.ErrInvalidRequest)
+	req2 := w.request(k, 0)
+	resp2, err := leader.Service.Poll(ctx, req2)
+	require.NoError(t, err)
+	require.Equal(t, ck.OutcomeRenewed, resp2.Jobs[0].Outcome)
+	_, err = leader.Service.Poll(ctx, req)
+	require.ErrorIs(t, err, raftfsm.ErrStaleRequest)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = leader.Service.Poll(cctx, w.request(k, 0))
+	require.ErrorIs(t, err, context.Canceled)
+	k.seq-- // that request never reached the log
+
+	// Operator commands and queries.
+	_, err = leader.Service.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: "no-such-job"})
+	require.ErrorIs(t, err, raftfsm.ErrOperator)
+	_, err = leader.Service.Propose(ctx, &raftfsm.Command{})
+	require.ErrorIs(t, err, raftfsm.ErrInvalidCommand)
+	require.NoError(t, leader.Service.Watermark(ctx, t0))
+	require.NoError(t, leader.Service.SetClusterVersion(ctx, raftfsm.CommandVersion))
+	require.NoError(t, leader.Service.SetConfig(ctx, c.cfg))
+	rr, err := leader.Service.Retention(ctx, raftfsm.Retention{Tenant: "t2", Before: t0})
+	require.NoError(t, err)
+	require.Empty(t, rr.Dropped)
+	st, err := leader.Service.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Scheduler.Jobs)
+	jobs, _, err := leader.Service.Jobs(ctx, scheduler.Filter{Status: ck.StatusInProgress}, "", 10)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	js, plan, ok, err := leader.Service.Job(ctx, job.Job)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, job.Plan.Sources, plan.Sources)
+	require.Equal(t, job.Token, js.Token)
+	q, _, err := leader.Service.Quarantined(ctx, "", 10)
+	require.NoError(t, err)
+	require.Empty(t, q)
+	view, err := leader.Service.Index(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 8, view.Len())
+
+	// Ten seconds later the leader dies; the new one extends the lease to
+	// a full lease from its first command before serving anything.
+	clk.advance(10 * time.Second)
+	c.stop(l)
+	nl := c.leader()
+	js, _, ok, err = c.nodes[nl].Service.Job(ctx, job.Job)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, t0+int64(25*time.Second), js.Deadline)
+	require.Equal(t, job.Token, js.Token)
+
+	// The worker completes the job at the new leader.
+	resp3, err := c.nodes[nl].Service.Poll(ctx, w.request(k, 0))
+	require.NoError(t, err)
+	require.Equal(t, ck.OutcomeCompleted, resp3.Jobs[0].Outcome)
+
+	// A closed service refuses.
+	require.NoError(t, c.nodes[nl].Service.Close())
+	require.NoError(t, c.nodes[nl].Service.Close())
+	_, err = c.nodes[nl].Service.Poll(ctx, w.request(k, 0))
+	require.ErrorIs(t, err, hraft.ErrNotLeader)
+	require.True(t, errors.Is(err, hraft.ErrClosed) || errors.Is(err, hraft.ErrNotLeader))
+}
