@@ -8,9 +8,14 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"slices"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// readChunk is how much a Reader reads (and allocates) at a time for a
+// frame whose length it has not yet seen the data for.
+const readChunk = 1 << 20
 
 // Writer writes a framed stream: a header, then one length-prefixed CBOR
 // frame per [Writer.Encode], then, on [Writer.Close], an end marker and the
@@ -179,13 +184,18 @@ func (r *Reader) decode(v any) error {
 	if n > uint64(r.c.limits.MaxBytes) {
 		return fmt.Errorf("codec: %s frame of %d bytes exceeds limit %d: %w", r.kind, n, r.c.limits.MaxBytes, ErrTooLarge)
 	}
-	if uint64(cap(r.buf)) < n {
-		r.buf = make([]byte, n)
+	// Grow the buffer as the data arrives rather than trusting the
+	// length: a corrupt length must not allocate a huge buffer up front.
+	buf := r.buf[:0]
+	for uint64(len(buf)) < n {
+		chunk := int(min(n-uint64(len(buf)), readChunk))
+		buf = slices.Grow(buf, chunk)
+		buf = buf[:len(buf)+chunk]
+		if err := r.readFull(buf[len(buf)-chunk:]); err != nil {
+			return fmt.Errorf("codec: %s frame: %w", r.kind, err)
+		}
 	}
-	buf := r.buf[:n]
-	if err := r.readFull(buf); err != nil {
-		return fmt.Errorf("codec: %s frame: %w", r.kind, err)
-	}
+	r.buf = buf
 	return r.c.Unmarshal(buf, v)
 }
 

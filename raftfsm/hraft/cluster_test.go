@@ -28,6 +28,9 @@ type cluster struct {
 	dirs  []string
 	addrs []raft.ServerAddress
 	opts  []hraft.Option
+	// restores counts the snapshots restored by stopped nodes; retries the
+	// calls that met a leader change.
+	restores, retries int
 	// timeout is the raft heartbeat, election and lease timeout.
 	timeout time.Duration
 }
@@ -47,8 +50,8 @@ func testRaftConfig(id string, timeout time.Duration) *raft.Config {
 	c.HeartbeatTimeout = max(c.HeartbeatTimeout, timeout)
 	c.ElectionTimeout = max(c.ElectionTimeout, timeout)
 	c.LeaderLeaseTimeout = max(c.LeaderLeaseTimeout, timeout)
-	c.SnapshotThreshold = 64 // exercise snapshots and their installation
-	c.TrailingLogs = 32
+	c.SnapshotThreshold = 32 // exercise snapshots and their installation
+	c.TrailingLogs = 4
 	c.SnapshotInterval = 300 * time.Millisecond
 	c.Logger = hclog.NewNullLogger()
 	return c
@@ -91,6 +94,7 @@ func (c *cluster) stop(i int) {
 		return
 	}
 	require.NoError(c.t, c.nodes[i].Shutdown())
+	c.restores += int(c.nodes[i].FSM.Restores())
 	c.nodes[i] = nil
 }
 
@@ -124,6 +128,7 @@ func (c *cluster) do(fn func(s *hraft.Service) error) error {
 			if err == nil || !errors.Is(err, hraft.ErrNotLeader) {
 				return err
 			}
+			c.retries++
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -131,31 +136,54 @@ func (c *cluster) do(fn func(s *hraft.Service) error) error {
 	return nil
 }
 
-// settle waits until every live node applied the leader's last entry, and
-// returns the leader.
+// settle waits until every live node applied the same last entry (the
+// leader's, after a barrier), and returns the leader. A leader change
+// meanwhile starts the wait over.
 func (c *cluster) settle() int {
 	c.t.Helper()
-	var l int
-	require.NoError(c.t, c.do(func(s *hraft.Service) error {
-		_, err := s.Stats(context.Background())
-		return err
-	}))
-	l = c.leader()
-	require.NoError(c.t, c.nodes[l].Raft.Barrier(10*time.Second).Error())
-	want, _, _ := c.nodes[l].State.LastApplied()
 	deadline := time.Now().Add(20 * time.Second)
-	for _, nd := range c.nodes {
-		for nd != nil {
-			got, _, _ := nd.State.LastApplied()
-			if got == want {
-				break
+	for time.Now().Before(deadline) {
+		l := c.leader()
+		if err := c.nodes[l].Raft.Barrier(5 * time.Second).Error(); err != nil {
+			continue
+		}
+		want, _, _ := c.nodes[l].State.LastApplied()
+		same := true
+		for _, nd := range c.nodes {
+			if got, _, _ := nd.State.LastApplied(); got != want {
+				same = false
 			}
-			require.Less(c.t, got, want)
-			require.True(c.t, time.Now().Before(deadline), "node %s stuck at %d, leader at %d", nd.ID, got, want)
-			time.Sleep(5 * time.Millisecond)
+		}
+		if same {
+			return l
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatal("the replicas did not converge")
+	return -1
+}
+
+// snapshots settles the cluster and returns every node's snapshot, taken
+// while no entry was applied.
+func (c *cluster) snapshots() [][]byte {
+	c.t.Helper()
+	for {
+		l := c.settle()
+		want, _, _ := c.nodes[l].State.LastApplied()
+		var out [][]byte
+		for _, nd := range c.nodes {
+			out = append(out, snapshotBytes(c.t, nd.State))
+		}
+		same := true
+		for _, nd := range c.nodes {
+			if got, _, _ := nd.State.LastApplied(); got != want {
+				same = false
+			}
+		}
+		if same {
+			return out
 		}
 	}
-	return l
 }
 
 func snapshotBytes(t testing.TB, f *raftfsm.FSM) []byte {
@@ -371,9 +399,9 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				time.Sleep(2 * time.Millisecond)
 				require.NoError(t, c.nodes[l].Shutdown())
 			}()
+			c.add(w.newBlocks(8)) // in flight when the leader dies, or after
 			for _, k := range w.workers {
 				req := w.request(k, 2)
 				var resp *ck.PollResponse
@@ -383,6 +411,7 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 				w.handle(k, resp)
 			}
 			<-done
+			c.restores += int(c.nodes[l].FSM.Restores())
 			c.nodes[l] = nil
 			kills++
 			c.start(l)
@@ -398,12 +427,12 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 	}
 	require.GreaterOrEqual(t, kills, 10)
 
-	l := c.settle()
 	// Replicas agree byte for byte.
-	want := snapshotBytes(t, c.nodes[l].State)
-	for _, nd := range c.nodes {
-		require.Equal(t, want, snapshotBytes(t, nd.State), "node %s", nd.ID)
+	snaps := c.snapshots()
+	for i := range snaps {
+		require.Equal(t, snaps[0], snaps[i], "node %s", c.nodes[i].ID)
 	}
+	l := c.leader()
 
 	// Every added block is accounted for: live, or replaced by the output
 	// of exactly one completed job (checked in handle), whose outputs are
@@ -444,7 +473,12 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 	require.Zero(t, st.Scheduler.Counters.Excluded)
 	require.Zero(t, st.Scheduler.Counters.Reassigned)
 	require.Zero(t, w.noLease)
-	t.Logf("%s: %d kills, %d blocks added, %d jobs completed, last index %d", mode, kills, len(w.added), len(w.complete), st.LastApplied)
+	for _, nd := range c.nodes {
+		c.restores += int(nd.FSM.Restores())
+	}
+	require.Positive(t, c.restores, "snapshots were restored")
+	t.Logf("%s: %d kills, %d calls retried at a new leader, %d snapshots restored, %d blocks added, %d jobs completed, last index %d",
+		mode, kills, c.retries, c.restores, len(w.added), len(w.complete), st.LastApplied)
 }
 
 // pollOnce polls whichever node is the leader; it returns nil when the
@@ -462,6 +496,7 @@ func (c *cluster) pollOnce(req *ck.PollRequest) *ck.PollResponse {
 			return resp
 		}
 		require.ErrorIs(c.t, err, hraft.ErrNotLeader)
+		c.retries++
 	}
 	time.Sleep(5 * time.Millisecond)
 	return nil

@@ -27,6 +27,7 @@ type FSM struct {
 	f        *raftfsm.FSM
 	log      *slog.Logger
 	commands atomic.Uint64
+	restores atomic.Uint64
 }
 
 var (
@@ -49,6 +50,10 @@ func (a *FSM) State() *raftfsm.FSM { return a.f }
 // Commands returns the number of command entries this replica has applied
 // (skipped log types not counted).
 func (a *FSM) Commands() uint64 { return a.commands.Load() }
+
+// Restores returns the number of snapshots this replica restored (at
+// start, or installed by the leader).
+func (a *FSM) Restores() uint64 { return a.restores.Load() }
 
 // Apply applies one committed log entry. It is called by raft on its FSM
 // goroutine.
@@ -100,6 +105,7 @@ func (a *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("hraft: restore: %w", err)
 	}
+	a.restores.Add(1)
 	return nil
 }
 
