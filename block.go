@@ -141,26 +141,34 @@ func (b *BlockMeta) Validate() error {
 }
 
 func (b *BlockMeta) validateDataset(d *DatasetMeta) error {
-	where := "block " + b.ID + ": dataset " + d.Name
-	if err := validateName(where+": name", d.Name, false); err != nil {
-		return err
+	// The context is built only on error: validation runs for every block
+	// ingested, and most blocks are valid.
+	if err := validateName("name", d.Name, false); err != nil {
+		return fmt.Errorf("block %s: dataset %s: %w", b.ID, d.Name, err)
 	}
-	if err := validateName(where+": tenant", d.Tenant, true); err != nil {
-		return err
+	if err := validateName("tenant", d.Tenant, true); err != nil {
+		return fmt.Errorf("block %s: dataset %s: %w", b.ID, d.Name, err)
 	}
+	if err := b.checkDataset(d); err != nil {
+		return fmt.Errorf("block %s: dataset %s: %w", b.ID, d.Name, err)
+	}
+	return nil
+}
+
+func (b *BlockMeta) checkDataset(d *DatasetMeta) error {
 	switch {
 	case b.Tenant == "" && d.Tenant == "":
-		return fmt.Errorf("%s: no tenant in a multi-tenant block: %w", where, ErrInconsistent)
+		return fmt.Errorf("no tenant in a multi-tenant block: %w", ErrInconsistent)
 	case b.Tenant != "" && d.Tenant != "" && d.Tenant != b.Tenant:
-		return fmt.Errorf("%s: tenant %q in a block of tenant %q: %w", where, d.Tenant, b.Tenant, ErrInconsistent)
+		return fmt.Errorf("tenant %q in a block of tenant %q: %w", d.Tenant, b.Tenant, ErrInconsistent)
 	case d.Size < 0:
-		return fmt.Errorf("%s: size %d: %w", where, d.Size, ErrNegative)
+		return fmt.Errorf("size %d: %w", d.Size, ErrNegative)
 	case d.Records < 0:
-		return fmt.Errorf("%s: records %d: %w", where, d.Records, ErrNegative)
+		return fmt.Errorf("records %d: %w", d.Records, ErrNegative)
 	case d.MinTime > d.MaxTime:
-		return fmt.Errorf("%s: min time %d after max time %d: %w", where, d.MinTime, d.MaxTime, ErrTimeRange)
+		return fmt.Errorf("min time %d after max time %d: %w", d.MinTime, d.MaxTime, ErrTimeRange)
 	case d.MinTime < b.MinTime || d.MaxTime > b.MaxTime:
-		return fmt.Errorf("%s: range [%d, %d] outside the block's [%d, %d]: %w", where, d.MinTime, d.MaxTime, b.MinTime, b.MaxTime, ErrTimeRange)
+		return fmt.Errorf("range [%d, %d] outside the block's [%d, %d]: %w", d.MinTime, d.MaxTime, b.MinTime, b.MaxTime, ErrTimeRange)
 	}
 	return nil
 }

@@ -768,7 +768,10 @@ func (s *state) quarantined(cursor string, limit int) (items []QuarantinedBlock,
 }
 
 // Drop removes blocks that retention dropped from the index: from the
-// queue and from the quarantine. It returns the sorted, distinct names of
+// queue and from the quarantine. Retention is decided by the index, which
+// owns the blocks' metadata: the state machine passes the blocks that
+// index.DropBefore returned (a tenant's blocks older than t), in the same
+// entry. It returns the sorted, distinct names of
 // the jobs that claim any of them; the state machine cancels those jobs and
 // returns their sources that are still live ([Planner.Return]). Blocks at
 // or beyond the final level are ignored (the planner never holds them);
