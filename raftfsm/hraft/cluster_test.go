@@ -167,7 +167,7 @@ func (c *cluster) settle() int {
 // while no entry was applied.
 func (c *cluster) snapshots() [][]byte {
 	c.t.Helper()
-	for {
+	for range 100 {
 		l := c.settle()
 		want, _, _ := c.nodes[l].State.LastApplied()
 		var out [][]byte
@@ -184,6 +184,8 @@ func (c *cluster) snapshots() [][]byte {
 			return out
 		}
 	}
+	c.t.Fatal("entries kept being applied")
+	return nil
 }
 
 func snapshotBytes(t testing.TB, f *raftfsm.FSM) []byte {
