@@ -368,7 +368,7 @@ func TestClusterLeaderChanges(t *testing.T) {
 func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 	c := newCluster(t, 3, mode, 250*time.Millisecond)
 	w := newWorkload(t, 3)
-	const rounds = 36
+	const rounds = 30
 	down := -1
 	kills := 0
 	for round := range rounds {
