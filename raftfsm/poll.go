@@ -53,6 +53,13 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		case ck.ChangeCancel:
 			st.release(now, c.Job, 0)
 		}
+		if r.After.Status == ck.StatusExcluded {
+			// An excluded job never runs until an operator retries it:
+			// its tombstones go back to the pool for another job. (Should
+			// it run again, deleting them twice is harmless; only the job
+			// that holds a tombstone confirms it.)
+			st.index.Detach(c.Job)
+		}
 		st.orphan(now, c.Job, r.PrevToken)
 	}
 	resp := st.response(p, results, now)
