@@ -1,6 +1,11 @@
 package planner
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
 
 // LevelStats describes the queue of one level.
 type LevelStats struct {
@@ -94,4 +99,70 @@ func (s *state) stats() Stats {
 		st.Quarantined += ls.Quarantined
 	}
 	return st
+}
+
+// TenantStats describes the queue of one tenant at one level: the
+// per-tenant compaction lag and debt.
+type TenantStats struct {
+	// Tenant is the tenant; empty for multi-tenant level-0 segments.
+	Tenant string
+	// Level is the compaction level.
+	Level uint32
+	// Queued is the number of queued blocks, and ReadyBatches the jobs
+	// that could be planned now (see LevelStats).
+	Queued, ReadyBatches int
+	// Oldest is the arrival time of the oldest queued block, Lag how long
+	// it has waited, and Debt the sum of the waits in block-seconds (see
+	// LevelStats).
+	Oldest int64
+	Lag    time.Duration
+	Debt   int64
+}
+
+// Tenants returns the compaction lag and debt of every tenant and level
+// with queued blocks, sorted by tenant, then level. Its cost is linear in
+// the number of keys, not in the number of queued blocks.
+func (p *Planner) Tenants() []TenantStats { return p.s.tenants() }
+
+func (s *state) tenants() []TenantStats {
+	type tl struct {
+		tenant string
+		level  uint32
+	}
+	at := map[tl]int{}
+	var out []TenantStats
+	nowSec := s.clock / int64(time.Second)
+	s.keys.Ascend(func(q *queue) bool {
+		if q.n == 0 {
+			return true
+		}
+		k := tl{q.k.tenant, q.k.level}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, TenantStats{Tenant: k.tenant, Level: k.level, Oldest: q.first().time})
+		}
+		ts := &out[i]
+		lc := s.cfg.level(q.k.level)
+		ts.Queued += q.n
+		ts.Oldest = min(ts.Oldest, q.first().time)
+		if q.head.ready(s.clock, lc) {
+			ts.ReadyBatches += 1 + (q.n-q.head.count)/lc.MaxBlocks
+		}
+		ts.Debt += int64(q.n)*nowSec - q.sumSec
+		return true
+	})
+	for i := range out {
+		if s.clock > out[i].Oldest {
+			out[i].Lag = time.Duration(s.clock - out[i].Oldest)
+		}
+	}
+	slices.SortFunc(out, func(a, b TenantStats) int {
+		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Level, b.Level)
+	})
+	return out
 }

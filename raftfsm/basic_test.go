@@ -44,6 +44,11 @@ func TestCompactionCycle(t *testing.T) {
 	require.Equal(t, 1, st.Planner.Levels[1].Queued, "output queued one level up")
 	require.Equal(t, 0, st.Planner.Levels[0].Queued)
 	require.Equal(t, 4, len(view.Tombstones(ck.Tombstone{}, 0)), "sources tombstoned")
+	tenants := n.f.Tenants()
+	require.Len(t, tenants, 1)
+	require.Equal(t, "t1", tenants[0].Tenant)
+	require.Equal(t, uint32(1), tenants[0].Level)
+	require.Equal(t, 1, tenants[0].Queued)
 
 	// A retried success report with a new sequence is answered "completed".
 	resp = n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 4, Updates: []ck.StatusUpdate{{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess, Outputs: outs}}})

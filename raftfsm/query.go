@@ -95,3 +95,12 @@ func (f *FSM) Index() *index.View {
 	defer f.mu.Unlock()
 	return f.st.index.View()
 }
+
+// Tenants returns the compaction lag and debt of every tenant and level
+// with queued blocks (see planner.Planner.Tenants): the per-tenant view of
+// the autoscaling signal.
+func (f *FSM) Tenants() []planner.TenantStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.planner.Tenants()
+}

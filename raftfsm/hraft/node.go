@@ -208,8 +208,9 @@ func (n *Node) Bootstrap(peers ...raft.Server) error {
 	return nil
 }
 
-// Join adds a voter to the cluster; call it on the leader. A node that is
-// already a member with the same address is left as it is.
+// Join adds a voter to the cluster (raft.AddVoter); call it on the
+// leader. The new node, started without Bootstrap, catches up from the
+// leader's log or snapshot.
 func (n *Node) Join(ctx context.Context, id raft.ServerID, addr raft.ServerAddress) error {
 	timeout := DefaultApplyTimeout
 	if dl, ok := ctx.Deadline(); ok {
