@@ -20,8 +20,6 @@ type touchedSlot struct {
 // touchedMin is the initial number of slots.
 const touchedMin = 32
 
-func (t *touchedSet) len() int { return t.n }
-
 // slot returns the index of j's slot, or of the empty slot where it goes.
 func (t *touchedSet) slot(j *job) int {
 	mask := len(t.slots) - 1
