@@ -299,6 +299,9 @@ func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
 	if j == nil || ms.touched[u.Job] || j.st.Status != ck.StatusInProgress || j.st.Token != u.Token {
 		return false
 	}
+	if u.ValidateFor(&j.plan) != nil {
+		return false
+	}
 	kind := map[ck.ReportStatus]ck.ChangeKind{ck.ReportInProgress: ck.ChangeRenew, ck.ReportSuccess: ck.ChangeComplete,
 		ck.ReportFailure: ck.ChangeFail, ck.ReportReleased: ck.ChangeRelease}[u.Status]
 	if kind == 0 {

@@ -91,7 +91,8 @@ func (st *sm) prepare(t *rapid.T, worker string) ck.PlanUpdate {
 		}
 		u := ck.StatusUpdate{Job: name, Token: st.held[worker][name],
 			Status: ck.ReportStatus(rapid.IntRange(1, 4).Draw(t, "status"))}
-		if u.Status == ck.ReportSuccess {
+		if u.Status == ck.ReportSuccess && rapid.IntRange(0, 5).Draw(t, "no_outputs?") > 0 {
+			// (A success without outputs must not complete the job.)
 			u.Outputs = []ck.BlockMeta{{ID: name + "/out", Tenant: "a"}}
 		}
 		updates = append(updates, u)

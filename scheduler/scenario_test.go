@@ -339,3 +339,21 @@ func TestLeaseExtension(t *testing.T) {
 	require.Equal(t, 4, h.s.ExtendLeases(h.entry(), h.now))
 	require.Equal(t, h.now+int64(cfg.LeaseDuration), h.job("j-01").Deadline)
 }
+
+// TestSuccessWithoutOutputsNeverCompletes: a success report without outputs
+// for a job with sources is refused at Prepare, so its sources are never
+// replaced by nothing; a cleanup-only job completes without outputs.
+func TestSuccessWithoutOutputsNeverCompletes(t *testing.T) {
+	h := newHarness(t, testConfig())
+	cleanup := ck.JobPlan{Name: "cleanup", Shard: ck.AnyShard,
+		Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "old-block"}}}
+	h.add(plan("a", "t", 0), cleanup)
+	require.ElementsMatch(t, []string{"a", "cleanup"}, h.assign("w", 2))
+	sc := h.s.Schedule(h.now)
+	require.False(t, sc.UpdateJob("w", &ck.StatusUpdate{Job: "a", Token: h.job("a").Token, Status: ck.ReportSuccess}))
+	require.True(t, sc.UpdateJob("w", &ck.StatusUpdate{Job: "cleanup", Token: h.job("cleanup").Token, Status: ck.ReportSuccess}))
+	h.applyAll(sc.Update())
+	require.Equal(t, ck.StatusInProgress, h.job("a").Status)
+	_, _, ok := h.s.Job("cleanup")
+	require.False(t, ok)
+}

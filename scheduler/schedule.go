@@ -192,7 +192,10 @@ func (sc *Schedule) Capacity(freeSlots int32) int {
 // it returns false and changes nothing: the answer is "no lease", or
 // "completed" if [Schedule.CompletedToken] equals the report's token.
 //
-// A success carries the report's outputs (shared, not copied). A failure
+// A report that is not well-formed for its job ([ck.StatusUpdate.ValidateFor]:
+// a success without outputs for a job with sources, say) returns false too;
+// the state machine validates requests before this. A success carries the
+// report's outputs (shared, not copied). A failure
 // counts one failure: the job becomes unassigned, or excluded at the failure
 // limit. A job reported in this schedule is not assigned again by it.
 func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
@@ -202,6 +205,9 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 	j := sc.base(u.Job)
 	if j == nil || sc.isTouched(j) || !fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, u.Token) {
 		return false
+	}
+	if u.ValidateFor(j.plan) != nil {
+		return false // a success without outputs must never complete a job
 	}
 	c := ck.Change{Job: u.Job, Version: j.st.Version, Token: u.Token, Worker: worker}
 	switch u.Status {
