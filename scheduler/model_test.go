@@ -299,7 +299,7 @@ func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
 	if j == nil || ms.touched[u.Job] || j.st.Status != ck.StatusInProgress || j.st.Token != u.Token {
 		return false
 	}
-	if u.ValidateFor(&j.plan) != nil {
+	if u.ValidateFor(&j.plan) != nil { // stricter than the scheduler; reports here are otherwise valid
 		return false
 	}
 	kind := map[ck.ReportStatus]ck.ChangeKind{ck.ReportInProgress: ck.ChangeRenew, ck.ReportSuccess: ck.ChangeComplete,

@@ -192,9 +192,9 @@ func (sc *Schedule) Capacity(freeSlots int32) int {
 // it returns false and changes nothing: the answer is "no lease", or
 // "completed" if [Schedule.CompletedToken] equals the report's token.
 //
-// A report that is not well-formed for its job ([ck.StatusUpdate.ValidateFor]:
-// a success without outputs for a job with sources, say) returns false too;
-// the state machine validates requests before this. A success carries the
+// A success without outputs for a job with sources returns false too (see
+// [ck.StatusUpdate.ValidateFor]; the state machine validates requests fully
+// before this). A success carries the
 // report's outputs (shared, not copied). A failure
 // counts one failure: the job becomes unassigned, or excluded at the failure
 // limit. A job reported in this schedule is not assigned again by it.
@@ -206,7 +206,7 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 	if j == nil || sc.isTouched(j) || !fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, u.Token) {
 		return false
 	}
-	if u.ValidateFor(j.plan) != nil {
+	if u.Status == ck.ReportSuccess && len(j.plan.Sources) > 0 && len(u.Outputs) == 0 {
 		return false // a success without outputs must never complete a job
 	}
 	c := ck.Change{Job: u.Job, Version: j.st.Version, Token: u.Token, Worker: worker}
