@@ -67,7 +67,15 @@
 //     and retention.
 //   - blockmerge: the block format, object stores and the streaming merge.
 //   - raftfsm: the deterministic state machine that wires them together;
-//     raftfsm/hraft adapts it to github.com/hashicorp/raft.
+//     raftfsm/hraft (a nested module) adapts it to github.com/hashicorp/raft.
+//   - worker: the worker runtime — the poll loop, lease keeping, merging
+//     and cleanup — against a small Client interface.
+//   - metrics/prom (a nested module): Prometheus collectors for the stats
+//     of every component, compaction lag and debt included.
+//   - examples (a nested module): the quickstart and a 3-node Raft cluster,
+//     with an HTTP transport between workers and the leader.
+//   - internal/sim: the deterministic simulation of the whole system under
+//     faults, which checks the invariants of the design after every step.
 //
 // All times in compactkit are unix nanoseconds (int64) unless a field says
 // otherwise.
