@@ -92,17 +92,20 @@ type Node struct {
 // NewNode builds and starts a node. A node whose Dir holds raft state
 // resumes from it (restore of the latest snapshot, replay of the log); a
 // new node waits for [Node.Bootstrap] or to be added to a cluster.
-func NewNode(cfg NodeConfig) (n *Node, err error) {
+func NewNode(cfg NodeConfig) (*Node, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("hraft: node: empty ID")
 	}
-	n = &Node{ID: raft.ServerID(cfg.ID)}
-	defer func() {
-		if err != nil {
-			n.closeAll()
-			n = nil
-		}
-	}()
+	n := &Node{ID: raft.ServerID(cfg.ID)}
+	if err := n.start(cfg); err != nil {
+		_ = n.closeAll() // the error says what failed
+		return nil, err
+	}
+	return n, nil
+}
+
+// start builds the node; on error what it opened is in n.closers.
+func (n *Node) start(cfg NodeConfig) error {
 	rc := cfg.Raft
 	if rc == nil {
 		rc = FastConfig(cfg.ID)
@@ -124,7 +127,7 @@ func NewNode(cfg NodeConfig) (n *Node, err error) {
 	}
 	f, err := raftfsm.New(state, cfg.FSMOptions...)
 	if err != nil {
-		return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+		return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
 	}
 	n.State = f
 	n.FSM = NewFSM(f, log)
@@ -139,21 +142,21 @@ func NewNode(cfg NodeConfig) (n *Node, err error) {
 		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
 	} else {
 		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+			return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
 		}
 		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
 		if err != nil {
-			return nil, fmt.Errorf("hraft: node %s: bolt store: %w", cfg.ID, err)
+			return fmt.Errorf("hraft: node %s: bolt store: %w", cfg.ID, err)
 		}
 		n.closers = append(n.closers, bolt)
 		cached, err := raft.NewLogCache(512, bolt)
 		if err != nil {
-			return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+			return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
 		}
 		logs, stable = cached, bolt
 		fs, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, rc.Logger)
 		if err != nil {
-			return nil, fmt.Errorf("hraft: node %s: snapshot store: %w", cfg.ID, err)
+			return fmt.Errorf("hraft: node %s: snapshot store: %w", cfg.ID, err)
 		}
 		snaps = fs
 	}
@@ -166,7 +169,7 @@ func NewNode(cfg NodeConfig) (n *Node, err error) {
 		}
 		tcp, err := raft.NewTCPTransportWithLogger(bind, nil, 3, 2*time.Second, rc.Logger)
 		if err != nil {
-			return nil, fmt.Errorf("hraft: node %s: transport: %w", cfg.ID, err)
+			return fmt.Errorf("hraft: node %s: transport: %w", cfg.ID, err)
 		}
 		trans = tcp
 	}
@@ -178,13 +181,13 @@ func NewNode(cfg NodeConfig) (n *Node, err error) {
 
 	r, err := raft.NewRaft(rc, n.FSM, logs, stable, snaps, trans)
 	if err != nil {
-		return nil, fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+		return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
 	}
 	n.Raft = r
 	n.closers = append(n.closers, closerFunc(func() error { return r.Shutdown().Error() }))
 	n.Service = NewService(r, f, append([]Option{WithLogger(log)}, cfg.Service...)...)
 	n.closers = append(n.closers, n.Service)
-	return n, nil
+	return nil
 }
 
 type closerFunc func() error

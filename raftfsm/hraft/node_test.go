@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
 	"github.com/compactkit/compactkit/raftfsm"
@@ -35,7 +34,6 @@ func TestNodeJoin(t *testing.T) {
 
 	b := newNode("b")
 	require.NoError(t, a.Join(ctx, b.ID, b.Addr))
-	require.ErrorIs(t, b.Bootstrap(), raft.ErrCantBootstrap)
 	_, id, err = b.WaitLeader(ctx)
 	require.NoError(t, err)
 	require.Equal(t, a.ID, id)
