@@ -15,6 +15,9 @@
 //	reg.MustRegister(prom.NewWorkerCollector(w.Stats, prom.WithConstLabels(prometheus.Labels{"worker": w.ID()})))
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
+// A host on hashicorp/raft passes the adapter's state machine:
+// NewFSMCollector(adapter.State().Stats) for a raftfsm/hraft FSM.
+//
 // Every metric name starts with compactkit_ and carries its unit (_seconds,
 // _bytes, _block_seconds); counters end in _total.
 //
