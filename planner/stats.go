@@ -51,14 +51,20 @@ type Stats struct {
 
 // Stats returns the planner's statistics. Its cost is linear in the number
 // of keys, jobs and quarantined blocks, not in the number of queued blocks.
-func (p *Planner) Stats() Stats { return p.s.stats() }
+func (p *Planner) Stats() Stats { return p.s.stats(p.s.clock) }
 
-func (s *state) stats() Stats {
-	st := Stats{Now: s.clock, Levels: make([]LevelStats, s.cfg.FinalLevel), Counters: s.counters}
+// StatsAt is Stats with readiness, lag and debt judged at log time now
+// (or at the planner's own time, if that is later): the state machine
+// passes its effective time, which moves on entries that do not touch the
+// planner (renewals, idle polls).
+func (p *Planner) StatsAt(now int64) Stats { return p.s.stats(max(now, p.s.clock)) }
+
+func (s *state) stats(clock int64) Stats {
+	st := Stats{Now: clock, Levels: make([]LevelStats, s.cfg.FinalLevel), Counters: s.counters}
 	for i := range st.Levels {
 		st.Levels[i].Level = uint32(i)
 	}
-	nowSec := s.clock / int64(time.Second)
+	nowSec := clock / int64(time.Second)
 	level := func(l uint32) *LevelStats {
 		if int(l) < len(st.Levels) {
 			return &st.Levels[l]
@@ -73,7 +79,7 @@ func (s *state) stats() Stats {
 		if t := q.first().time; ls.Keys == 1 || t < ls.Oldest {
 			ls.Oldest = t
 		}
-		if q.head.ready(s.clock, lc) {
+		if q.head.ready(clock, lc) {
 			ls.ReadyBatches += 1 + (q.n-q.head.count)/lc.MaxBlocks
 		}
 		ls.Debt += int64(q.n)*nowSec - q.sumSec
@@ -90,8 +96,8 @@ func (s *state) stats() Stats {
 	})
 	for i := range st.Levels {
 		ls := &st.Levels[i]
-		if ls.Queued > 0 && s.clock > ls.Oldest {
-			ls.Lag = time.Duration(s.clock - ls.Oldest)
+		if ls.Queued > 0 && clock > ls.Oldest {
+			ls.Lag = time.Duration(clock - ls.Oldest)
 		}
 		st.Keys += ls.Keys
 		st.Queued += ls.Queued
@@ -122,16 +128,20 @@ type TenantStats struct {
 // Tenants returns the compaction lag and debt of every tenant and level
 // with queued blocks, sorted by tenant, then level. Its cost is linear in
 // the number of keys, not in the number of queued blocks.
-func (p *Planner) Tenants() []TenantStats { return p.s.tenants() }
+func (p *Planner) Tenants() []TenantStats { return p.s.tenants(p.s.clock) }
 
-func (s *state) tenants() []TenantStats {
+// TenantsAt is Tenants judged at log time now (or at the planner's own
+// time, if that is later); see StatsAt.
+func (p *Planner) TenantsAt(now int64) []TenantStats { return p.s.tenants(max(now, p.s.clock)) }
+
+func (s *state) tenants(clock int64) []TenantStats {
 	type tl struct {
 		tenant string
 		level  uint32
 	}
 	at := map[tl]int{}
 	var out []TenantStats
-	nowSec := s.clock / int64(time.Second)
+	nowSec := clock / int64(time.Second)
 	s.keys.Ascend(func(q *queue) bool {
 		if q.n == 0 {
 			return true
@@ -147,15 +157,15 @@ func (s *state) tenants() []TenantStats {
 		lc := s.cfg.level(q.k.level)
 		ts.Queued += q.n
 		ts.Oldest = min(ts.Oldest, q.first().time)
-		if q.head.ready(s.clock, lc) {
+		if q.head.ready(clock, lc) {
 			ts.ReadyBatches += 1 + (q.n-q.head.count)/lc.MaxBlocks
 		}
 		ts.Debt += int64(q.n)*nowSec - q.sumSec
 		return true
 	})
 	for i := range out {
-		if s.clock > out[i].Oldest {
-			out[i].Lag = time.Duration(s.clock - out[i].Oldest)
+		if clock > out[i].Oldest {
+			out[i].Lag = time.Duration(clock - out[i].Oldest)
 		}
 	}
 	slices.SortFunc(out, func(a, b TenantStats) int {

@@ -34,3 +34,16 @@ func TestTenantsLagAndDebt(t *testing.T) {
 	st := f.p.Stats()
 	require.Equal(t, got[0].Debt+got[2].Debt, st.Levels[0].Debt)
 }
+
+func TestStatsAtLaterTime(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	f.add("t1", 0, 0, 2)
+	later := f.now + int64(7*time.Second)
+	st := f.p.StatsAt(later)
+	require.Equal(t, later, st.Now)
+	require.Equal(t, 7*time.Second, st.Levels[0].Lag)
+	require.Equal(t, int64(2*7), st.Levels[0].Debt)
+	require.Equal(t, 7*time.Second, f.p.TenantsAt(later)[0].Lag)
+	// An earlier time never moves the planner's figures back.
+	require.Equal(t, f.p.Stats(), f.p.StatsAt(0))
+}

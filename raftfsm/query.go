@@ -34,7 +34,7 @@ func (f *FSM) Stats() Stats {
 	return Stats{
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, Workers: st.polls.len(),
-		Planner: st.planner.Stats(), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
+		Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
 	}
 }
 
@@ -102,5 +102,5 @@ func (f *FSM) Index() *index.View {
 func (f *FSM) Tenants() []planner.TenantStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st.planner.Tenants()
+	return f.st.planner.TenantsAt(f.st.now)
 }
