@@ -1,0 +1,62 @@
+// Package sim is compactkit's deterministic simulation: the whole system —
+// several replicas of the state machine (package raftfsm), a modelled Raft
+// log with a leader that changes, many workers, ingest, an operator and a
+// simulated clock — run from a seed under crashes, message chaos and
+// leader changes, with the contracts of DESIGN.md §5 checked after every
+// step.
+//
+// # The system
+//
+// The log is modelled as Raft behaves: the leader appends entries to an
+// uncommitted tail, which commits a few entries at a time; on a leader
+// change the tail is either dropped or committed later by the new leader,
+// whose first command is TookOffice. Replicas apply committed entries at
+// their own pace; the reference replica (0) is always caught up. Replies
+// come from the leader's replica when it applies an entry it proposed,
+// and can be lost even when the entry commits.
+//
+// Workers poll through a network that loses, duplicates, delays and
+// reorders requests and responses; they retry a request (same sequence),
+// keep their leases on their local clock, merge (with blockmerge over a
+// MemStore when Options.Data is set, else by computing the outputs'
+// metadata), delete the tombstones their jobs carry, crash mid-job, stall
+// past their lease and report late with a stale token, fail and shut down.
+// The leader prepares polls in single-commit or two-commit mode (or
+// both), sometimes holding a prepared command back so that it is applied
+// after conflicting changes, and answers retries from the poll log.
+// Replicas are snapshotted and restored, handed corrupt snapshots,
+// rebuilt from another replica's snapshot plus the log tail, and handed
+// entries they already applied. The leader's clock jumps. Ingest comes in
+// bursts and is duplicated; the operator pauses, resumes, retries,
+// cancels, requeues, changes the failure limit, sets retention and reader
+// watermarks.
+//
+// # The invariants
+//
+// After every step: replicas at the same position agree (their observable
+// state every step, their snapshot bytes periodically and after every
+// restore; Restore(Snapshot(s)) re-snapshots identically; a refused
+// snapshot changes nothing; a re-applied entry is skipped and changes
+// nothing); the results of every entry are identical on every replica; a
+// model built from the committed commands and results agrees with the
+// reference replica: every block ever added is live (queued, claimed by
+// exactly one job, quarantined with a reason, or at the final level —
+// checked against the planner's counts) or was replaced by an output or
+// removed by retention; no block is in two jobs or compacted twice; tokens
+// only grow; at most one worker holds a token the state machine accepts
+// for a job, and only that token is renewed, completed or accepted;
+// a tombstone is attached to at most one job, and only once its removal
+// committed, its cleanup delay passed and the reader watermark allows it;
+// a worker never deletes a live block; with Options.Data, every record
+// ingested is in exactly one live block — the one its data went to — and
+// at the end the store holds exactly the live blocks (no orphan). Nothing
+// panics.
+//
+// Once faults stop, the system must reach its fixed point within
+// Options.LivenessSteps: no job, every tombstone confirmed, every live
+// block at the final level, quarantined, or queued in a batch that will
+// never be ready.
+//
+// Run it with `go test ./internal/sim/` (a CI-sized number of seeds);
+// see the flags in sim_test.go, and COMPACTKIT_SIM_SEEDS, for long runs.
+package sim
