@@ -1,0 +1,67 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/compactkit/compactkit/examples/transport"
+)
+
+// HTTPServer serves a node's endpoints (and /metrics) on loopback.
+type HTTPServer struct {
+	// URL is the base URL ("http://127.0.0.1:port").
+	URL  string
+	Addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+// Serve starts serving b on addr ("127.0.0.1:0" for a free port) with the
+// transport's endpoints, and reg's metrics at /metrics if reg is not nil.
+func Serve(addr string, b transport.Backend, reg *prometheus.Registry, opts ...transport.ServerOption) (*HTTPServer, error) {
+	var ln net.Listener
+	var err error
+	for range 50 { // a restarted node's port may take a moment to free
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", transport.NewHandler(b, opts...))
+	if reg != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
+	s := &HTTPServer{URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(), done: make(chan struct{}),
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the listener failed: clients see connection errors and move on
+		}
+	}()
+	return s, nil
+}
+
+// Close stops the server: it stops accepting, and closes connections
+// after in-flight requests finished (at most a second).
+func (s *HTTPServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		err = s.srv.Close()
+	}
+	<-s.done
+	return err
+}
