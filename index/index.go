@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/google/btree"
 
@@ -28,9 +29,14 @@ type Index struct {
 
 	pivot *block // scratch search key for the Apply goroutine
 
-	// gen is incremented by every View: a run whose gen is older may be
-	// shared with a view and is cloned before it is mutated.
+	// gen moves on when the tree of runs is frozen for a view (see wRuns):
+	// a run whose gen is older may be shared with a view and is cloned
+	// before it is mutated.
 	gen uint64
+	// pend holds the slots of the views opened since each tree last
+	// changed, and vmu guards the slots it shares with views (lazy.go).
+	pend slots
+	vmu  *sync.Mutex
 	// runMap finds the runs of s.runs without a tree search (Apply only).
 	runMap map[runKey]*run
 
@@ -59,6 +65,7 @@ func newIndex(cfg Config) *Index {
 		nameMap: map[string]uint32{"": 0},
 		pivot:   &block{},
 		runMap:  make(map[runKey]*run),
+		vmu:     new(sync.Mutex),
 		levels:  make(map[levelKey]*LevelStats),
 	}
 }
@@ -98,7 +105,7 @@ func (x *Index) intern(name string) uint32 {
 	id := uint32(len(x.s.names))
 	x.s.names = append(x.s.names, name)
 	x.nameMap[name] = id
-	x.s.nameID.ReplaceOrInsert(nameEntry{name: name, id: id})
+	x.wNameID().ReplaceOrInsert(nameEntry{name: name, id: id})
 	return id
 }
 
@@ -154,26 +161,28 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 
 // insert makes b live: it must not be live already.
 func (x *Index) insert(b *block) {
-	x.s.byID.ReplaceOrInsert(newIDItem(b))
+	x.wByID().ReplaceOrInsert(newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
 	for _, t := range b.tenants() {
 		x.mutRun(t, c).items.ReplaceOrInsert(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
 	}
 	// A stale deletion record (past its horizon) is forgotten, so that no
 	// live block has one.
-	x.s.gone.Delete(goneRec{tkey: newKey(ck.TombstoneBlock, b.id)})
+	if g := (goneRec{tkey: newKey(ck.TombstoneBlock, b.id)}); x.s.gone.Has(g) {
+		x.wGone().Delete(g)
+	}
 	x.count(b, 1)
 }
 
 // remove makes the live block b leave the index.
 func (x *Index) remove(b *block) {
-	x.s.byID.Delete(newIDItem(b))
+	x.wByID().Delete(newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
 	for _, t := range b.tenants() {
 		r := x.mutRun(t, c)
 		r.items.Delete(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
 		if r.items.Len() == 0 {
-			x.s.runs.Delete(r)
+			x.wRuns().Delete(r)
 			delete(x.runMap, runKey{t, c})
 		}
 	}
@@ -185,6 +194,7 @@ func (x *Index) remove(b *block) {
 // replaced by a copy-on-write clone first.
 func (x *Index) mutRun(tenant uint32, class uint8) *run {
 	k := runKey{tenant, class}
+	runs := x.wRuns() // first: it may move the generation on
 	r := x.runMap[k]
 	switch {
 	case r == nil:
@@ -194,7 +204,7 @@ func (x *Index) mutRun(tenant uint32, class uint8) *run {
 	default:
 		return r
 	}
-	x.s.runs.ReplaceOrInsert(r)
+	runs.ReplaceOrInsert(r)
 	x.runMap[k] = r
 	return r
 }
@@ -237,13 +247,22 @@ func (x *Index) Lookup(id string) (ck.BlockMeta, bool) {
 func (x *Index) Len() int { return x.s.byID.Len() }
 
 // View returns a read-only view of the index as it is now. It costs O(1)
-// (copy-on-write clones of the index's trees) and may be used on another
+// (each of the index's trees is cloned, copy-on-write, the first time the
+// view reads it or the index mutates it while the view is open; see
+// [View.Close]) and may be used on another
 // goroutine while the index is mutated, provided View itself is called
 // where no mutation runs concurrently (under the caller's lock, or on the
 // Apply goroutine).
 func (x *Index) View() *View {
-	x.gen++
-	return &View{s: x.s.clone()}
+	x.pend.fill(&x.s)
+	x.vmu.Lock()
+	x.pend.hold(1)
+	x.vmu.Unlock()
+	v := &View{s: x.s, p: x.pend, mu: x.vmu}
+	v.s.names = x.s.names[:len(x.s.names):len(x.s.names)]
+	v.s.byID, v.s.runs, v.s.nameID = nil, nil, nil
+	v.s.tombs, v.s.pool, v.s.held, v.s.gone, v.s.results = nil, nil, nil, nil, nil
+	return v
 }
 
 // LevelStats counts the live blocks of one tenant and level.

@@ -725,6 +725,9 @@ func (mm *modelMachine) OpenView(t *rapid.T) {
 	f := frozenView{v: v, ids: mm.liveIDs(), tombs: mm.m.tombstoneInfos(), q: mm.m.query("t1", 0, 1000, nil)}
 	mm.frozen = append(mm.frozen, f)
 	if len(mm.frozen) > 3 {
+		// The oldest view is closed: the index may then mutate the trees
+		// it did not read in place, and the other views must not notice.
+		mm.frozen[0].v.Close()
 		mm.frozen = mm.frozen[1:]
 	}
 }
@@ -748,6 +751,7 @@ func (mm *modelMachine) Check(t *rapid.T) {
 	x, m := mm.x, mm.m
 	require.Equal(t, m.clock, x.Now())
 	v := x.View()
+	defer v.Close()
 	// Live blocks equal the model's, metadata included.
 	require.Equal(t, len(m.live), x.Len())
 	all := v.Blocks("", 0)

@@ -190,7 +190,7 @@ func distinct(ss []string) []string {
 }
 
 func (x *Index) record(r *result) {
-	x.s.results.ReplaceOrInsert(r)
+	x.wResults().ReplaceOrInsert(r)
 	x.resQ.push(r)
 }
 

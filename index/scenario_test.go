@@ -571,3 +571,64 @@ func TestReplaceResultOrphanAndErrIs(t *testing.T) {
 	require.Equal(t, "sources missing", index.RefusedSourcesMissing.String())
 	require.Equal(t, "Refusal(9)", index.Refusal(9).String())
 }
+
+// Views clone the index's trees lazily: a view read for the first time on
+// another goroutine while the index mutates, views sharing the same
+// pending trees, and closed views (whose unread trees the index then
+// mutates in place) all keep their contract (run with -race).
+func TestViewLazyAndClose(t *testing.T) {
+	h := newHarness(t, func(c *index.Config) { c.CleanupDelay = 0 })
+	for i := range 200 {
+		h.add(int64(i), seg(fmt.Sprintf("b%03d", i), "acme", uint32(i%4), int64(i), int64(i)))
+	}
+	want := h.snapshot()
+	read := h.x.View()   // read on another goroutine, first while the index mutates
+	kept := h.x.View()   // shares its pending trees with closed, read at the end
+	closed := h.x.View() // closed on another goroutine
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range 20 {
+			var buf bytes.Buffer
+			if err := read.Snapshot(&buf); err != nil || !bytes.Equal(buf.Bytes(), want) {
+				errs <- fmt.Errorf("view snapshot changed: %v", err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		closed.Close()
+		closed.Close() // idempotent
+	}()
+	for i := 0; i < 200; i += 10 {
+		var srcs []string
+		for k := range 10 {
+			srcs = append(srcs, fmt.Sprintf("b%03d", i+k))
+		}
+		h.replace(300, "j"+fmt.Sprint(i), 1, srcs, output("j"+fmt.Sprint(i), 1, 0, "acme", int64(i), int64(i+9)))
+		if i%50 == 0 {
+			v := h.x.View()
+			_, _ = v.OldestUnattachedReleasable(300) // reads the pool only
+			v.Close()
+		}
+	}
+	h.x.DropBefore(h.entry(), 400, "", true, 100)
+	h.x.Release(400, "cleaner", 0)
+	h.x.Confirm(401, "cleaner")
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, kept.Snapshot(&buf))
+	require.Equal(t, want, buf.Bytes())
+	require.Equal(t, 200, kept.Len())
+	// A closed view's unread trees read as empty.
+	require.Equal(t, 0, closed.Len())
+	require.Empty(t, closed.QueryIDs("acme", 0, 1000, nil))
+	require.NotEqual(t, want, h.snapshot())
+}

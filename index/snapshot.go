@@ -133,7 +133,7 @@ func (x *Index) Snapshot(w io.Writer) error { return x.s.snapshot(w) }
 // Snapshot writes the state the view was opened on, like
 // [Index.Snapshot]; unlike it, it may run on another goroutine while the
 // index is mutated (for hosts that persist snapshots in the background).
-func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
+func (v *View) Snapshot(w io.Writer) error { return v.state(needAll).snapshot(w) }
 
 func (s *state) snapshot(w io.Writer) error {
 	// The names the live blocks use, sorted, and their references.
@@ -713,11 +713,11 @@ func (rs *restorer) tombs() error {
 		}
 	}
 	for _, t := range all {
-		x.s.tombs.ReplaceOrInsert(t)
+		x.wTombs().ReplaceOrInsert(t)
 		if t.job == "" {
-			x.s.pool.ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: t.tkey})
+			x.wPool().ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: t.tkey})
 		} else {
-			x.s.held.ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
+			x.wHeld().ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
 		}
 		if t.kind == ck.TombstonePrefix {
 			x.orphans++
@@ -769,7 +769,7 @@ func (rs *restorer) gone() error {
 		rem -= uint64(n)
 	}
 	for _, g := range all {
-		x.s.gone.ReplaceOrInsert(g)
+		x.wGone().ReplaceOrInsert(g)
 	}
 	slices.SortFunc(all, func(a, b goneRec) int { return cmp.Compare(a.at, b.at) })
 	for _, g := range all {
@@ -867,7 +867,7 @@ func (rs *restorer) results() error {
 		rem -= uint64(n)
 	}
 	for _, r := range all {
-		x.s.results.ReplaceOrInsert(r)
+		x.wResults().ReplaceOrInsert(r)
 	}
 	slices.SortStableFunc(all, func(a, b *result) int { return cmp.Compare(a.at, b.at) })
 	for _, r := range all {

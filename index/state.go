@@ -305,20 +305,6 @@ func newState(cfg Config) state {
 	}
 }
 
-func (s *state) clone() state {
-	c := *s
-	c.byID = s.byID.Clone()
-	c.runs = s.runs.Clone()
-	c.nameID = s.nameID.Clone()
-	c.names = s.names[:len(s.names):len(s.names)]
-	c.tombs = s.tombs.Clone()
-	c.pool = s.pool.Clone()
-	c.held = s.held.Clone()
-	c.gone = s.gone.Clone()
-	c.results = s.results.Clone()
-	return c
-}
-
 func (s *state) lookupName(name string) (uint32, bool) {
 	if name == "" {
 		return 0, true

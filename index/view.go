@@ -4,6 +4,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 
 	ck "github.com/compactkit/compactkit"
 )
@@ -13,7 +14,12 @@ import (
 // may be used on another goroutine while the index is mutated. A View may
 // be shared by several goroutines.
 type View struct {
-	s state
+	// s holds the scalars as they were; its trees are nil until frozen
+	// from the slots p by state (lazy.go), under mu.
+	s      state
+	p      slots
+	mu     *sync.Mutex
+	closed bool // guarded by mu
 }
 
 // Config returns the configuration in force in the view.
@@ -23,32 +29,34 @@ func (v *View) Config() Config { return v.s.cfg }
 func (v *View) Now() int64 { return v.s.clock }
 
 // Len returns the number of live blocks.
-func (v *View) Len() int { return v.s.byID.Len() }
+func (v *View) Len() int { return v.state(needByID).byID.Len() }
 
 // Live reports whether a block with this ID is live.
 func (v *View) Live(id string) bool {
-	_, ok := v.s.get(id, nil)
+	_, ok := v.state(needByID).get(id, nil)
 	return ok
 }
 
 // Lookup returns the metadata of the live block with this ID.
 func (v *View) Lookup(id string) (ck.BlockMeta, bool) {
-	b, ok := v.s.get(id, nil)
+	s := v.state(needByID)
+	b, ok := s.get(id, nil)
 	if !ok {
 		return ck.BlockMeta{}, false
 	}
-	return v.s.meta(b), true
+	return s.meta(b), true
 }
 
 // Blocks returns up to limit live blocks in ID order, starting after the ID
 // after ("" starts at the beginning); a limit <= 0 means no limit.
 func (v *View) Blocks(after string, limit int) []ck.BlockMeta {
 	var out []ck.BlockMeta
-	v.s.byID.DescendLessOrEqual(idItem{k: prefix8(after), b: &block{id: after}}, func(it idItem) bool {
+	s := v.state(needByID)
+	s.byID.DescendLessOrEqual(idItem{k: prefix8(after), b: &block{id: after}}, func(it idItem) bool {
 		if it.b.id == after {
 			return true
 		}
-		out = append(out, v.s.meta(it.b))
+		out = append(out, s.meta(it.b))
 		return limit <= 0 || len(out) < limit
 	})
 	return out
@@ -64,7 +72,8 @@ func (v *View) Blocks(after string, limit int) []ck.BlockMeta {
 // number of blocks scanned: those overlapping the range, plus blocks of the
 // same class that start at most one class span before from.
 func (v *View) Query(tenant string, from, to int64, shard *uint32) iter.Seq[ck.BlockMeta] {
-	bs := v.s.query(tenant, from, to, shard)
+	s := v.state(needRuns | needNameID)
+	bs := s.query(tenant, from, to, shard)
 	return func(yield func(ck.BlockMeta) bool) {
 		// One allocation for the datasets of every block.
 		n := 0
@@ -73,7 +82,7 @@ func (v *View) Query(tenant string, from, to int64, shard *uint32) iter.Seq[ck.B
 		}
 		buf := make([]ck.DatasetMeta, n)
 		for _, b := range bs {
-			m := v.s.metaInto(b, buf)
+			m := s.metaInto(b, buf)
 			buf = buf[len(m.Datasets):]
 			if !yield(m) {
 				return
@@ -85,7 +94,7 @@ func (v *View) Query(tenant string, from, to int64, shard *uint32) iter.Seq[ck.B
 // QueryIDs is like [View.Query] but returns only the IDs, without building
 // the blocks' metadata.
 func (v *View) QueryIDs(tenant string, from, to int64, shard *uint32) []string {
-	bs := v.s.query(tenant, from, to, shard)
+	bs := v.state(needRuns|needNameID).query(tenant, from, to, shard)
 	ids := make([]string, len(bs))
 	for i, b := range bs {
 		ids[i] = b.id
@@ -97,7 +106,7 @@ func (v *View) QueryIDs(tenant string, from, to int64, shard *uint32) []string {
 // [from, to] must read: the number of live blocks [View.Query] returns for
 // it. It is the figure compaction exists to reduce.
 func (v *View) ReadAmplification(tenant string, from, to int64) int {
-	return len(v.s.query(tenant, from, to, nil))
+	return len(v.state(needRuns|needNameID).query(tenant, from, to, nil))
 }
 
 func (s *state) query(tenant string, from, to int64, shard *uint32) []*block {
@@ -172,6 +181,7 @@ func (s *state) scanRun(r *run, lo, hi int64, fn func(titem) bool) {
 // costs O(log n + k) for k tombstones pulled.
 func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 	const batch = 64
+	s := v.state(needPool)
 	var (
 		buf  []poolKey
 		pos  int
@@ -190,7 +200,7 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 				if skip && p == last {
 					return true
 				}
-				if !v.s.releasable(p.created, p.release, now) {
+				if !s.releasable(p.created, p.release, now) {
 					return false
 				}
 				if len(buf) == batch {
@@ -201,9 +211,9 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 				return true
 			}
 			if skip {
-				v.s.pool.AscendGreaterOrEqual(last, visit)
+				s.pool.AscendGreaterOrEqual(last, visit)
 			} else {
-				v.s.pool.Ascend(visit)
+				s.pool.Ascend(visit)
 			}
 			done = !more
 			if len(buf) == 0 {
@@ -222,23 +232,26 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 // state machine can create a cleanup-only job when tombstones have waited
 // too long for a compaction job to carry them. O(log n).
 func (v *View) OldestUnattachedReleasable(now int64) (releaseAt int64, ok bool) {
-	p, ok := v.s.pool.Min()
-	if !ok || !v.s.releasable(p.created, p.release, now) {
+	s := v.state(needPool)
+	p, ok := s.pool.Min()
+	if !ok || !s.releasable(p.created, p.release, now) {
 		return 0, false
 	}
 	return p.release, true
 }
 
 // Tombstone returns the state of the tombstone t, if it is pending.
-func (v *View) Tombstone(t ck.Tombstone) (TombstoneInfo, bool) { return v.s.tombstone(t) }
+func (v *View) Tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
+	return v.state(needTombs).tombstone(t)
+}
 
 // Tombstones lists pending tombstones like [Index.Tombstones].
 func (v *View) Tombstones(after ck.Tombstone, limit int) []TombstoneInfo {
-	return v.s.listTombstones(after, limit)
+	return v.state(needTombs).listTombstones(after, limit)
 }
 
 // Held returns the tombstones job holds, in (kind, target) order.
-func (v *View) Held(job string) []ck.Tombstone { return v.s.heldList(job) }
+func (v *View) Held(job string) []ck.Tombstone { return v.state(needHeld).heldList(job) }
 
 // Watermark returns the recorded reader watermark, if any.
 func (v *View) Watermark() (int64, bool) { return v.s.watermark, v.s.wmSet }
