@@ -11,7 +11,10 @@
 // has seen ([Index.Now]), so its time never goes backwards. It uses no
 // wall clock, no randomness, no map iteration order and no goroutines.
 // Readers (queries, the leader's Prepare) use a copy-on-write [View],
-// opened in O(1) with [Index.View].
+// opened in O(1) with [Index.View]. Each tree is cloned only when the view
+// first reads it or the index mutates it while the view is open; closing a
+// view that is done ([View.Close]) spares the index copying the trees the
+// view never read.
 //
 // # Blocks
 //
