@@ -151,3 +151,23 @@ func ExampleRestore() {
 	// true
 	// true
 }
+
+// A view read for one purpose, then closed: the index need not preserve
+// the trees it never read, so its next mutations copy nothing for it.
+func ExampleView_Close() {
+	x, _ := index.New(index.DefaultConfig())
+	_ = x.Add(ck.Entry{Index: 1}, 0, seg("01A", "acme", 0, 0, 10))
+	v := x.View()
+	b, ok := v.Lookup("01A")
+	fmt.Println(b.ID, ok)
+	v.Close()
+	_ = x.Add(ck.Entry{Index: 2}, 0, seg("01B", "acme", 0, 10, 20))
+	// Another view, open while the index changes, keeps its state.
+	w := x.View()
+	defer w.Close()
+	_ = x.Add(ck.Entry{Index: 3}, 0, seg("01C", "acme", 0, 20, 30))
+	fmt.Println(w.Len(), x.Len())
+	// Output:
+	// 01A true
+	// 2 3
+}
