@@ -105,6 +105,7 @@ func blocks(prefix, tenant string, shard uint32, n int, minT int64) []ck.BlockMe
 func (n *node) outputs(plan *ck.JobPlan, token uint64) []ck.BlockMeta {
 	n.t.Helper()
 	view := n.f.Index()
+	defer view.Close()
 	var minT, maxT int64 = 1<<63 - 1, 0
 	var size int64
 	for _, id := range plan.Sources {

@@ -60,6 +60,9 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	pv := st.planner.View()
 	iv := st.index.View()
 	f.mu.Unlock()
+	// A closed view lets Apply change the index trees the view never read
+	// in place, without copying them.
+	defer iv.Close()
 
 	freed := int32(0)
 	for i := range req.Updates {

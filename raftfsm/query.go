@@ -89,7 +89,9 @@ func (f *FSM) Quarantined(cursor string, limit int) ([]planner.QuarantinedBlock,
 
 // Index returns a read-only, copy-on-write view of the block index for
 // queries (blocks of a tenant over a time range, read amplification,
-// tombstones). Opening it is O(1); it may be used on any goroutine.
+// tombstones). Opening it is O(1); it may be used on any goroutine. Close
+// it when done: while a view is open, the index copies the parts of its
+// trees the view may read before changing them.
 func (f *FSM) Index() *index.View {
 	f.mu.Lock()
 	defer f.mu.Unlock()

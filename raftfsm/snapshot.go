@@ -116,6 +116,14 @@ func (f *FSM) Capture() (*Capture, error) {
 	}, nil
 }
 
+// Close releases the capture's views; the capture must not be written
+// afterwards. Closing is optional (an unclosed capture only keeps the
+// index copying what it changes until the capture is garbage) and
+// idempotent.
+func (c *Capture) Close() {
+	c.ix.Close()
+}
+
 // Index returns the last applied index and term of the captured state.
 func (c *Capture) Index() (index, term uint64) { return c.index, c.term }
 

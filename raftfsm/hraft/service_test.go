@@ -45,7 +45,10 @@ func testService(t *testing.T, mode hraft.Mode) {
 	require.Equal(t, hraft.SingleCommit, hraft.Mode(0))
 	require.Equal(t, mode, leader.Service.Mode())
 
-	// Followers refuse every call, naming the leader.
+	// Followers refuse every call, naming the leader (once they know it).
+	_, id, err := follower.WaitLeader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, leader.ID, id)
 	checkNotLeader := func(err error) {
 		t.Helper()
 		require.ErrorIs(t, err, hraft.ErrNotLeader)
@@ -55,7 +58,7 @@ func testService(t *testing.T, mode hraft.Mode) {
 		require.Equal(t, leader.Addr, nle.LeaderAddr)
 		require.Contains(t, nle.Error(), string(leader.Addr))
 	}
-	_, err := follower.Service.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
+	_, err = follower.Service.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
 	checkNotLeader(err)
 	_, err = follower.Service.AddBlocks(ctx, newWorkload(t, 0).newBlocks(1))
 	checkNotLeader(err)
