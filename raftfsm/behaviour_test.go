@@ -295,3 +295,32 @@ func TestVersionSkewLocalOptions(t *testing.T) {
 	}
 	require.Equal(t, a.snapshot(), b.snapshot())
 }
+
+func TestExcludedJobReturnsTombstones(t *testing.T) {
+	cfg := testConfig()
+	cfg.Scheduler.MaxFailures = 1
+	n := newNode(t, cfg, raftfsm.WithCleanupAfter(time.Hour))
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	a := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}).Jobs[0]
+	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, Updates: []ck.StatusUpdate{{Job: a.Job, Token: a.Token, Status: ck.ReportSuccess, Outputs: n.outputs(a.Plan, uint64(a.Token))}}})
+	n.advance(cfg.Index.CleanupDelay + time.Second)
+	n.mustApply(addBlocks(blocks("b", "t1", 2, 4, t0)))
+	b := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 3, FreeSlots: 1}).Jobs[0]
+	require.Len(t, b.Plan.Tombstones, cfg.Planner.TombstonesPerJob, "the new job carries released tombstones")
+	view := n.f.Index()
+	require.Len(t, view.Held(b.Job), cfg.Planner.TombstonesPerJob)
+	view.Close()
+	resp := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 4, Updates: []ck.StatusUpdate{{Job: b.Job, Token: b.Token, Status: ck.ReportFailure}}})
+	require.Equal(t, ck.OutcomeAccepted, resp.Jobs[0].Outcome)
+	js, _, ok := n.f.Job(b.Job)
+	require.True(t, ok)
+	require.Equal(t, ck.StatusExcluded, js.Status)
+	view = n.f.Index()
+	defer view.Close()
+	require.Empty(t, view.Held(b.Job), "an excluded job holds no tombstones")
+	for _, ts := range b.Plan.Tombstones {
+		info, ok := view.Tombstone(ts)
+		require.True(t, ok)
+		require.Empty(t, info.Job)
+	}
+}
