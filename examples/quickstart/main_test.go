@@ -42,6 +42,9 @@ func TestQuickstart(t *testing.T) {
 	assert.Equal(t, rep.Checksum, rep.Verification.Checksum)
 	assert.Less(t, rep.ReadAmpAfter, rep.ReadAmpBefore, "compaction reduced read amplification")
 	assert.Positive(t, rep.Scheduler.Completed)
+	if rep.Workers.JobsLost > 0 {
+		assert.Positive(t, rep.Scheduler.Reassigned, "the cut-off worker's jobs were reassigned")
+	}
 	after := 0
 	for _, l := range rep.After {
 		after += l.Blocks

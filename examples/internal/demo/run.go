@@ -30,8 +30,8 @@ type Config struct {
 	// once.
 	Workers, Concurrency int
 	// PartitionWorkers is the number of workers cut off from the leader
-	// halfway through the ingest, as if they had crashed: their jobs are
-	// reassigned once their leases expire.
+	// in the second half of the ingest, while they run a job, as if they
+	// had crashed: their jobs are reassigned once their leases expire.
 	PartitionWorkers int
 	// FlushInterval is the pause between ingest ticks (one segment per
 	// shard per tick).
@@ -429,9 +429,14 @@ func (r *runner) ingest(ctx context.Context, workers []*runningWorker, triggers 
 	nd := len(r.env.Disruptions)
 	fired := 0
 	for tick := range ticks {
-		if tick == ticks/2 {
+		if tick >= ticks/2 {
+			// Cut the workers off while they hold a job (at the latest
+			// on the last tick), so that a job is stranded.
 			for i := range r.cfg.PartitionWorkers {
-				workers[len(workers)-1-i].link.cut.Store(true)
+				rw := workers[len(workers)-1-i]
+				if rw.w.Stats().JobsRunning > 0 || tick == ticks-1 {
+					rw.link.cut.Store(true)
+				}
 			}
 		}
 		for fired < nd && tick >= (fired+1)*ticks/(nd+1) {
