@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -148,12 +149,13 @@ func (n *Node) start(cfg NodeConfig) error {
 		if err != nil {
 			return fmt.Errorf("hraft: node %s: bolt store: %w", cfg.ID, err)
 		}
-		n.closers = append(n.closers, bolt)
+		guard := &stableGuard{s: bolt}
+		n.closers = append(n.closers, closerFunc(func() error { return guard.close(bolt.Close) }))
 		cached, err := raft.NewLogCache(512, bolt)
 		if err != nil {
 			return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
 		}
-		logs, stable = cached, bolt
+		logs, stable = cached, guard
 		fs, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, rc.Logger)
 		if err != nil {
 			return fmt.Errorf("hraft: node %s: snapshot store: %w", cfg.ID, err)
@@ -188,6 +190,65 @@ func (n *Node) start(cfg NodeConfig) error {
 	n.Service = NewService(r, f, append([]Option{WithLogger(log)}, cfg.Service...)...)
 	n.closers = append(n.closers, n.Service)
 	return nil
+}
+
+// stableGuard works around a shutdown race in hashicorp/raft v1.7.3: the
+// transport's heartbeat fast path (Raft.processHeartbeat) checks for
+// shutdown, then may save the current term after Shutdown returned — and
+// raft panics when that save fails on a closed store. The guard waits for
+// writes in progress before closing the store and drops later ones (the
+// node is shut down: a term it no longer records is harmless, as it cast no
+// vote in it).
+type stableGuard struct {
+	mu     sync.RWMutex
+	closed bool
+	s      raft.StableStore
+}
+
+func (g *stableGuard) Set(k, v []byte) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return nil
+	}
+	return g.s.Set(k, v)
+}
+
+func (g *stableGuard) Get(k []byte) ([]byte, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return nil, ErrClosed
+	}
+	return g.s.Get(k)
+}
+
+func (g *stableGuard) SetUint64(k []byte, v uint64) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return nil
+	}
+	return g.s.SetUint64(k, v)
+}
+
+func (g *stableGuard) GetUint64(k []byte) (uint64, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return 0, ErrClosed
+	}
+	return g.s.GetUint64(k)
+}
+
+func (g *stableGuard) close(closeStore func() error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	return closeStore()
 }
 
 type closerFunc func() error
