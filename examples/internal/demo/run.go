@@ -569,9 +569,9 @@ func queueLine(st raftfsm.Stats) string {
 	return s + fmt.Sprintf("jobs:%d tombstones:%d", st.Scheduler.Jobs, tombstones(st))
 }
 
-// sample records the queues and read amplification until ctx ends.
+// sample records the queues and read amplification until ctx ends, and
+// once more after it ended, so that the chart shows the final state.
 func (r *runner) sample(ctx context.Context, from, to int64) {
-	tenants := r.cfg.Data.TenantList()
 	c, err := transport.NewClient(r.env.Peers, transport.WithRetryFor(time.Second))
 	if err != nil {
 		return
@@ -579,32 +579,38 @@ func (r *runner) sample(ctx context.Context, from, to int64) {
 	tick := time.NewTicker(r.cfg.SampleInterval)
 	defer tick.Stop()
 	for {
-		st, err := c.Stats(ctx)
-		if err == nil {
-			s := Sample{At: time.Since(r.start), Claimed: st.Planner.Claimed, Jobs: st.Scheduler.Jobs, Tombstones: tombstones(st)}
-			for _, l := range st.Planner.Levels {
-				s.Queued = append(s.Queued, l.Queued)
-			}
-			sum, ok := 0, true
-			for _, t := range tenants {
-				q, err := c.Query(ctx, t, from, to, nil)
-				if err != nil {
-					ok = false
-					break
-				}
-				sum += q.ReadAmplification
-			}
-			if ok {
-				s.ReadAmp = float64(sum) / float64(len(tenants))
-				r.mu.Lock()
-				r.samples = append(r.samples, s)
-				r.mu.Unlock()
-			}
-		}
+		r.sampleOnce(ctx, c, from, to)
 		select {
 		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			r.sampleOnce(fctx, c, from, to)
+			cancel()
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+func (r *runner) sampleOnce(ctx context.Context, c *transport.Client, from, to int64) {
+	tenants := r.cfg.Data.TenantList()
+	st, err := c.Stats(ctx)
+	if err != nil {
+		return
+	}
+	s := Sample{At: time.Since(r.start), Claimed: st.Planner.Claimed, Jobs: st.Scheduler.Jobs, Tombstones: tombstones(st)}
+	for _, l := range st.Planner.Levels {
+		s.Queued = append(s.Queued, l.Queued)
+	}
+	sum := 0
+	for _, t := range tenants {
+		q, err := c.Query(ctx, t, from, to, nil)
+		if err != nil {
+			return
+		}
+		sum += q.ReadAmplification
+	}
+	s.ReadAmp = float64(sum) / float64(len(tenants))
+	r.mu.Lock()
+	r.samples = append(r.samples, s)
+	r.mu.Unlock()
 }
