@@ -23,8 +23,9 @@ type PollRequest struct {
 	Seq uint64
 	// Updates report the jobs the worker holds.
 	Updates []StatusUpdate
-	// FreeSlots is the number of new jobs the worker can take. The leader
-	// caps it (see the scheduler's configuration).
+	// FreeSlots is the number of new jobs the worker can take, once the
+	// jobs this request ends (success, failure, release) are gone: the
+	// leader assigns at most that many, capped by its configuration.
 	FreeSlots int32
 }
 

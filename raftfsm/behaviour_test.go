@@ -188,7 +188,7 @@ func TestFailuresExcludeEvictQuarantineRequeue(t *testing.T) {
 		require.Len(t, resp.Jobs, 1)
 		job = resp.Jobs[0]
 		seq++
-		resp = n.poll(&ck.PollRequest{WorkerID: "w1", Seq: seq, Updates: []ck.StatusUpdate{{Job: job.Job, Token: job.Token, Status: ck.ReportFailure, Reason: "boom"}}})
+		resp = n.poll(&ck.PollRequest{WorkerID: "w1", Seq: seq, FreeSlots: 1, Updates: []ck.StatusUpdate{{Job: job.Job, Token: job.Token, Status: ck.ReportFailure, Reason: "boom"}}})
 		require.Equal(t, ck.OutcomeAccepted, resp.Jobs[0].Outcome)
 	}
 	// The second failure reached the limit: the job was excluded, and the

@@ -94,10 +94,11 @@ func newPollBench(b *testing.B) *pollBench {
 }
 
 // request builds the next poll: 16 renewals, 16 completions of 20 sources
-// each, 16 free slots (filled by 16 unassigned jobs and 16 new ones).
+// each, and 32 free slots (16 of them the completed jobs'), filled by 16
+// unassigned jobs and 16 new ones.
 func (pb *pollBench) request() *ck.PollRequest {
 	pb.seq++
-	req := &ck.PollRequest{WorkerID: "bench", Seq: pb.seq, FreeSlots: 16}
+	req := &ck.PollRequest{WorkerID: "bench", Seq: pb.seq, FreeSlots: 32}
 	for i := range 16 {
 		j := pb.held[i]
 		req.Updates = append(req.Updates, ck.StatusUpdate{Job: j.Job, Token: j.Token, Status: ck.ReportInProgress})

@@ -22,7 +22,8 @@ import (
 // jobs — evicting an excluded job when the queue is full — each assigned in
 // the same poll, and finally a cleanup-only job when released tombstones
 // have waited too long for a carrier. Capacity is the request's free slots
-// plus the jobs its updates free, capped by the scheduler's configuration.
+// (which already count the slots of the jobs the request ends), capped by
+// the scheduler's configuration.
 //
 // A retried request (the worker's latest sequence number) gets a command
 // that changes nothing: its Apply returns the recorded response. A request
@@ -64,7 +65,6 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	// in place, without copying them.
 	defer iv.Close()
 
-	freed := int32(0)
 	for i := range req.Updates {
 		u := &req.Updates[i]
 		if u.Status == ck.ReportSuccess {
@@ -74,15 +74,12 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 				}
 			}
 		}
-		if sv.UpdateJob(req.WorkerID, u) && u.Status != ck.ReportInProgress {
-			freed++
-		}
+		sv.UpdateJob(req.WorkerID, u)
 	}
-	free := req.FreeSlots
-	if free > (1<<31-1)-freed {
-		free = 1<<31 - 1 - freed
-	}
-	capacity := sv.Capacity(free + freed)
+	// FreeSlots already leaves out the jobs this request ends: the worker
+	// knows which slots it can fill (none while it shuts down). Adding the
+	// jobs the updates free would hand it jobs it must release unrun.
+	capacity := sv.Capacity(req.FreeSlots)
 	assigned := 0
 	for assigned < capacity && sv.AssignJob(req.WorkerID) {
 		assigned++

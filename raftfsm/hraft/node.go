@@ -192,10 +192,11 @@ func (n *Node) start(cfg NodeConfig) error {
 	return nil
 }
 
-// stableGuard works around a shutdown race in hashicorp/raft v1.7.3: the
-// transport's heartbeat fast path (Raft.processHeartbeat) checks for
-// shutdown, then may save the current term after Shutdown returned — and
-// raft panics when that save fails on a closed store. The guard waits for
+// stableGuard works around a shutdown race in hashicorp/raft (issue 717,
+// in v1.7.3 and v1.8.0): the transport's heartbeat fast path
+// (Raft.processHeartbeat) checks for shutdown, then may save the current
+// term after Shutdown returned — and raft panics when that save fails on a
+// closed store. The guard waits for
 // writes in progress before closing the store and drops later ones (the
 // node is shut down: a term it no longer records is harmless, as it cast no
 // vote in it).
