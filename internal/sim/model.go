@@ -591,7 +591,7 @@ func (m *model) settled() string {
 	for i, l := range st.Planner.Levels {
 		lc := m.s.cfg.Planner.Levels[i]
 		if l.ReadyBatches > 0 || (lc.MaxAge > 0 && l.Queued > 0) {
-			return fmt.Sprintf("level %d: %d queued, %d ready batches", l.Level, l.Queued, l.ReadyBatches)
+			return fmt.Sprintf("level %d: %d queued, %d ready batches, lag %s (max age %s); paused %v", l.Level, l.Queued, l.ReadyBatches, l.Lag, lc.MaxAge, st.Scheduler.Paused)
 		}
 	}
 	return ""

