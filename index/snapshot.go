@@ -222,7 +222,9 @@ func (s *state) snapshot(w io.Writer) error {
 // inFrames calls flush with successive batches of at most
 // codec.FrameRecords items visited by each (a tree's Ascend or Descend).
 func inFrames[T any](each func(btree.ItemIteratorG[T]), flush func([]T) error) error {
-	batch := make([]T, 0, codec.FrameRecords)
+	// The batch grows with the items: a small tree must not pay for a
+	// full frame's buffer.
+	var batch []T
 	var err error
 	each(func(it T) bool {
 		batch = append(batch, it)

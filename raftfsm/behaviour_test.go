@@ -324,3 +324,26 @@ func TestExcludedJobReturnsTombstones(t *testing.T) {
 		require.Empty(t, info.Job)
 	}
 }
+
+// A cleanup-only attempt writes nothing, so ending it orphans nothing: no
+// self-feeding chain of prefix tombstones.
+func TestCleanupOnlyAttemptLeavesNoOrphan(t *testing.T) {
+	cfg := testConfig()
+	cfg.Planner.TombstonesPerJob = 0
+	cfg.Planner.Levels[1].MaxAge = 0
+	n := newNode(t, cfg, raftfsm.WithCleanupAfter(0))
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	a := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}).Jobs[0]
+	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, Updates: []ck.StatusUpdate{{Job: a.Job, Token: a.Token, Status: ck.ReportSuccess, Outputs: n.outputs(a.Plan, uint64(a.Token))}}})
+	n.advance(cfg.Index.CleanupDelay + time.Second)
+	c := n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}).Jobs[0]
+	require.True(t, c.Plan.CleanupOnly())
+	n.advance(time.Minute) // the lease expires; the job is reassigned
+	c2 := n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 1}).Jobs[0]
+	require.Equal(t, c.Job, c2.Job)
+	view := n.f.Index()
+	defer view.Close()
+	for _, ti := range view.Tombstones(ck.Tombstone{}, 0) {
+		require.Equal(t, ck.TombstoneBlock, ti.Kind, "unexpected %s", ti.Tombstone)
+	}
+}

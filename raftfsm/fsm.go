@@ -308,7 +308,8 @@ func (st *state) orphan(now int64, job string, token fencing.Token) {
 
 // release ends the claim of a removed job: its sources that are still
 // live go back to the queue, its tombstones back to the pool, and the
-// outputs of an attempt in progress become orphans.
+// outputs of an attempt in progress become orphans (pass 0 for a
+// cleanup-only job, whose attempts write nothing).
 func (st *state) release(now int64, job string, prevToken fencing.Token) {
 	if srcs, ok := st.planner.Claimed(job); ok {
 		keep := make([]string, 0, len(srcs))
@@ -330,7 +331,7 @@ func (st *state) applyRetention(e ck.Entry, now int64, r *Retention, res *Result
 	}
 	for _, job := range st.planner.Drop(dropped) {
 		var prev fencing.Token
-		if sr, err := st.sched.Cancel(e, now, job); err == nil {
+		if sr, err := st.sched.Cancel(e, now, job); err == nil && !sr.Plan.CleanupOnly() {
 			prev = sr.PrevToken
 		}
 		st.release(now, job, prev)
@@ -360,7 +361,11 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrOperator, err)
 		}
-		st.release(now, o.Job, sr.PrevToken)
+		prev := sr.PrevToken
+		if sr.Plan.CleanupOnly() {
+			prev = 0
+		}
+		st.release(now, o.Job, prev)
 		res.Cancelled = append(res.Cancelled, o.Job)
 	case OpRequeue:
 		n, err := st.planner.Requeue(o.Blocks)

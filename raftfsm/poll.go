@@ -60,7 +60,10 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 			// that holds a tombstone confirms it.)
 			st.index.Detach(c.Job)
 		}
-		st.orphan(now, c.Job, r.PrevToken)
+		if !r.Plan.CleanupOnly() {
+			// A cleanup-only attempt writes nothing: no prefix to delete.
+			st.orphan(now, c.Job, r.PrevToken)
+		}
 	}
 	resp := st.response(p, results, now)
 	st.polls.record(p.WorkerID, p.Seq, now, resp)

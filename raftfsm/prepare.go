@@ -100,7 +100,7 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	}
 	if assigned < capacity {
 		if at, ok := iv.OldestUnattachedReleasable(now); ok && now-at >= int64(f.opts.cleanupAfter) {
-			if plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch); ok {
+			if plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now); ok {
 				if sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan)) {
 					sv.AssignJob(req.WorkerID)
 				}
@@ -127,9 +127,11 @@ func validateSuccess(u *ck.StatusUpdate, plan *ck.JobPlan) error {
 }
 
 // cleanupPlan pulls up to n released tombstones into a cleanup-only job.
-// Its name is derived from the tombstones, so two leaders preparing the
-// same cleanup propose the same job, which Apply admits once.
-func cleanupPlan(next func() (ck.Tombstone, bool), n int) (ck.JobPlan, bool) {
+// Its name is derived from the planning time and the tombstones: names
+// never recur (time only moves forward, and a set of tombstones is held by
+// one job at a time), and Apply admits a tombstone into one job only, so
+// two polls preparing the same cleanup create one job.
+func cleanupPlan(next func() (ck.Tombstone, bool), n int, now int64) (ck.JobPlan, bool) {
 	var ts []ck.Tombstone
 	h := fnv.New64a()
 	for len(ts) < n {
@@ -145,7 +147,7 @@ func cleanupPlan(next func() (ck.Tombstone, bool), n int) (ck.JobPlan, bool) {
 	if len(ts) == 0 {
 		return ck.JobPlan{}, false
 	}
-	name := "cleanup." + strconv.FormatUint(h.Sum64(), 16)
+	name := "cleanup." + strconv.FormatInt(now, 36) + "." + strconv.FormatUint(h.Sum64(), 16)
 	return ck.JobPlan{Name: name, Tombstones: ts}, true
 }
 
