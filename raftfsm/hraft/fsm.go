@@ -126,7 +126,8 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return nil
 }
 
-// Release does nothing: a capture holds no resources beyond memory.
-func (s *fsmSnapshot) Release() {}
+// Release closes the capture (its copy-on-write views stop costing Apply
+// copies); raft calls it once the snapshot is persisted or abandoned.
+func (s *fsmSnapshot) Release() { s.c.Close() }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

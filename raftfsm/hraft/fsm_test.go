@@ -121,6 +121,8 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	require.Error(t, snap.Persist(bad))
 	require.True(t, bad.cancelled)
 	require.False(t, bad.closed)
+	snap.Release()
+	snap.Release() // idempotent
 
 	// A corrupt snapshot is refused and the state stays as it was.
 	corrupt := bytes.Clone(sink.Bytes())
