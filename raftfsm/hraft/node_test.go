@@ -15,8 +15,17 @@ func TestNodeJoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	state := testState()
+	// b starts from another local configuration: the first leader seeds
+	// the replicated one, so the replicas still agree byte for byte.
+	other := testState()
+	other.Scheduler.MaxFailures = 7
+	other.Index.CleanupDelay = time.Hour
 	newNode := func(id string) *hraft.Node {
-		nd, err := hraft.NewNode(hraft.NodeConfig{ID: id, State: &state, Raft: testRaftConfig(id, 250*time.Millisecond)})
+		st := &state
+		if id == "b" {
+			st = &other
+		}
+		nd, err := hraft.NewNode(hraft.NodeConfig{ID: id, State: st, Raft: testRaftConfig(id, 250*time.Millisecond)})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, nd.Shutdown()) })
 		return nd

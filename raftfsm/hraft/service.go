@@ -102,7 +102,10 @@ func WithLogger(l *slog.Logger) Option {
 // earlier leaders, so polls are prepared on current state. Leadership is
 // noticed by a raft observer (raft's FSM is never blocked) and, as a
 // fallback, by every call, which compares the current term with the term
-// of the last TookOffice.
+// of the last TookOffice. The first leader of a new cluster proposes its
+// local configuration (a raftfsm config command) before that, so every
+// replica applies the same replicated configuration whatever it was
+// started with.
 //
 // On a node that is not the leader every method returns a
 // *[NotLeaderError] (errors.Is(err, [ErrNotLeader])) naming the leader.
@@ -287,6 +290,10 @@ func (s *Service) ensureOffice(ctx context.Context) error {
 // takeOffice proposes the lease extension of o's term.
 func (s *Service) takeOffice(o *office) {
 	defer close(o.ready)
+	if err := s.seedConfig(); err != nil {
+		o.err = err
+		return
+	}
 	_, id := s.r.LeaderWithID()
 	cmd := &raftfsm.Command{Time: s.now(), TookOffice: &raftfsm.TookOffice{Leader: string(id)}}
 	res, _, _, err := s.propose(context.Background(), cmd)
@@ -295,6 +302,30 @@ func (s *Service) takeOffice(o *office) {
 		return
 	}
 	s.o.log.Info("hraft: took office", "term", o.term, "index", res.Index, "leases_extended", res.Count)
+}
+
+// seedConfig makes the first leader of a new cluster propose its local
+// configuration as the log's first command, so that every replica applies
+// the same replicated configuration whatever its local seed. A state
+// machine that has applied any command (after a barrier, so that nothing
+// committed is pending) keeps its replicated configuration.
+func (s *Service) seedConfig() error {
+	if idx, _, _ := s.fsm.LastApplied(); idx != 0 {
+		return nil
+	}
+	if err := s.r.Barrier(s.o.applyTimeout).Error(); err != nil {
+		return s.raftErr(err)
+	}
+	if idx, _, _ := s.fsm.LastApplied(); idx != 0 {
+		return nil
+	}
+	cfg := s.fsm.Config()
+	res, _, _, err := s.propose(context.Background(), &raftfsm.Command{Config: &cfg})
+	if err != nil {
+		return err
+	}
+	s.o.log.Info("hraft: seeded the replicated configuration", "index", res.Index)
+	return nil
 }
 
 func (s *Service) now() int64 { return s.o.clock().UnixNano() }
