@@ -219,10 +219,9 @@ func (c *FSMCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.ixResults, float64(ix.Results))
 }
 
-// lagDebt returns the lag and debt of level l at time at. The planner
-// computes them at its own clock (planner.Stats.Now), the time of the last
-// entry that reached it, which lags the state machine's log time whenever
-// entries leave the planner alone (renewals, idle polls); the figures are
+// lagDebt returns the lag and debt of level l at time at. raftfsm computes
+// them at the state machine's log time (planner.Stats.Now); with WithClock,
+// at may be later (a cluster whose log stalled), and the figures are
 // carried forward from there: the oldest block has waited at - Oldest, and
 // every queued block has waited the difference longer, counted in whole
 // seconds as the planner counts them.
