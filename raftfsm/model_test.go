@@ -274,6 +274,7 @@ func TestFSMModel(t *testing.T) {
 			"cancel": func(t *rapid.T) {
 				jobs, _ := m.n.f.Jobs(scheduler.Filter{}, "", 0)
 				if len(jobs) == 0 {
+					// rapid: the action does not apply now; another is drawn.
 					t.Skip("no job")
 				}
 				j := rapid.SampledFrom(jobs).Draw(t, "job")
@@ -286,6 +287,7 @@ func TestFSMModel(t *testing.T) {
 			"requeue": func(t *rapid.T) {
 				q, _ := m.n.f.Quarantined("", 0)
 				if len(q) == 0 {
+					// rapid: the action does not apply now; another is drawn.
 					t.Skip("nothing quarantined")
 				}
 				m.apply(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRequeue, Blocks: []string{q[0].ID}}})
