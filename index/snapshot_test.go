@@ -3,11 +3,9 @@ package index
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,6 +16,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/snaptest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden snapshot and the fuzz seed corpus")
@@ -194,13 +193,6 @@ func TestRestoreRejectsCorruption(t *testing.T) {
 			check(fmt.Sprintf("byte %d ^ %#x", i, d), bad)
 		}
 	}
-}
-
-// reseal recomputes the checksum of a stream body (everything but the
-// last 4 bytes).
-func reseal(body []byte) []byte {
-	sum := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
-	return binary.BigEndian.AppendUint32(bytes.Clone(body), sum)
 }
 
 // craft writes a stream of the given header version and frames.
@@ -416,7 +408,7 @@ func FuzzRestore(f *testing.F) {
 			require.Nil(t, x)
 		}
 		if len(data) >= 4 {
-			if x, err := Restore(bytes.NewReader(reseal(data[:len(data)-4]))); err == nil {
+			if x, err := Restore(bytes.NewReader(snaptest.Reseal(data[:len(data)-4]))); err == nil {
 				exercise(t, x)
 			}
 		}

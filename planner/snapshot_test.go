@@ -2,9 +2,8 @@ package planner_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"flag"
-	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/snaptest"
 	"github.com/compactkit/compactkit/planner"
 )
 
@@ -94,44 +94,10 @@ func TestGoldenSnapshot(t *testing.T) {
 // TestRestoreRejectsDamage: every truncation and every flipped bit of a
 // snapshot is an error, never a panic or a silently different planner.
 func TestRestoreRejectsDamage(t *testing.T) {
-	snap := snapshotBytes(t, goldenPlanner(t))
-	// Every byte of the header and the first frames, a sample after that
-	// (every byte takes long under -race).
-	next := func(i int) int {
-		if i < 512 {
-			return i + 1
-		}
-		return i + 11
-	}
-	for n := 0; n < len(snap); n = next(n) {
-		_, err := planner.Restore(bytes.NewReader(snap[:n]))
-		require.Error(t, err, "truncated to %d bytes", n)
-	}
-	for i := 0; i < len(snap); i = next(i) {
-		for _, bit := range []byte{1, 0x80} {
-			bad := bytes.Clone(snap)
-			bad[i] ^= bit
-			_, err := planner.Restore(bytes.NewReader(bad))
-			require.Error(t, err, "bit flipped at %d", i)
-		}
-	}
-	_, err := planner.Restore(bytes.NewReader(nil))
-	require.ErrorIs(t, err, ck.ErrTruncated)
-	bad := bytes.Clone(snap)
-	bad[len(bad)-1] ^= 1
-	_, err = planner.Restore(bytes.NewReader(bad))
-	require.ErrorIs(t, err, ck.ErrChecksum)
-	bad = bytes.Clone(snap)
-	bad[3] = 9 // version
-	_, err = planner.Restore(bytes.NewReader(bad))
-	require.ErrorIs(t, err, ck.ErrUnknownVersion)
-}
-
-// reseal recomputes the checksum of a stream whose body was changed, so
-// that the damage reaches the decoder instead of the checksum check.
-func reseal(body []byte) []byte {
-	sum := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
-	return binary.BigEndian.AppendUint32(bytes.Clone(body), sum)
+	snaptest.RejectsDamage(t, snapshotBytes(t, goldenPlanner(t)), 11, func(r io.Reader) error {
+		_, err := planner.Restore(r)
+		return err
+	})
 }
 
 // TestRestoreValidates: structurally valid streams with invalid contents
@@ -148,7 +114,7 @@ func TestRestoreValidates(t *testing.T) {
 		for _, delta := range []byte{1, 0xff, byte(i)} {
 			bad := bytes.Clone(body)
 			bad[i] += delta
-			r, err := planner.Restore(bytes.NewReader(reseal(bad)))
+			r, err := planner.Restore(bytes.NewReader(snaptest.Reseal(bad)))
 			if err != nil {
 				refused++
 				continue
@@ -158,7 +124,7 @@ func TestRestoreValidates(t *testing.T) {
 		}
 	}
 	require.Positive(t, refused)
-	_, err := planner.Restore(bytes.NewReader(reseal(body)))
+	_, err := planner.Restore(bytes.NewReader(snaptest.Reseal(body)))
 	require.NoError(t, err)
 }
 
@@ -196,7 +162,7 @@ func FuzzRestore(f *testing.F) {
 			exercise(t, r)
 		}
 		if len(data) >= 4 {
-			if r, err := planner.Restore(bytes.NewReader(reseal(data[:len(data)-4]))); err == nil {
+			if r, err := planner.Restore(bytes.NewReader(snaptest.Reseal(data[:len(data)-4]))); err == nil {
 				exercise(t, r)
 			}
 		}

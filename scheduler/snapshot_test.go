@@ -2,10 +2,9 @@ package scheduler_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"flag"
 	"fmt"
-	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/snaptest"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -154,42 +154,10 @@ func TestRestoredBehavesAlike(t *testing.T) {
 // TestRestoreRejectsDamage: every truncation and every flipped bit of a
 // snapshot is an error, never a panic or a silently different scheduler.
 func TestRestoreRejectsDamage(t *testing.T) {
-	snap := snapshot(t, goldenScheduler(t))
-	next := func(i int) int {
-		if i < 512 {
-			return i + 1
-		}
-		return i + 7
-	}
-	for n := 0; n < len(snap); n = next(n) {
-		_, err := scheduler.Restore(bytes.NewReader(snap[:n]))
-		require.Error(t, err, "truncated to %d bytes", n)
-	}
-	for i := 0; i < len(snap); i = next(i) {
-		for _, bit := range []byte{1, 0x80} {
-			bad := bytes.Clone(snap)
-			bad[i] ^= bit
-			_, err := scheduler.Restore(bytes.NewReader(bad))
-			require.Error(t, err, "bit flipped at %d", i)
-		}
-	}
-	_, err := scheduler.Restore(bytes.NewReader(nil))
-	require.ErrorIs(t, err, ck.ErrTruncated)
-	bad := bytes.Clone(snap)
-	bad[len(bad)-1] ^= 1
-	_, err = scheduler.Restore(bytes.NewReader(bad))
-	require.ErrorIs(t, err, ck.ErrChecksum)
-	bad = bytes.Clone(snap)
-	bad[3] = 9 // version
-	_, err = scheduler.Restore(bytes.NewReader(bad))
-	require.ErrorIs(t, err, ck.ErrUnknownVersion)
-}
-
-// reseal recomputes the checksum of a stream whose body was changed, so
-// that the damage reaches the decoder instead of the checksum check.
-func reseal(body []byte) []byte {
-	sum := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
-	return binary.BigEndian.AppendUint32(bytes.Clone(body), sum)
+	snaptest.RejectsDamage(t, snapshot(t, goldenScheduler(t)), 7, func(r io.Reader) error {
+		_, err := scheduler.Restore(r)
+		return err
+	})
 }
 
 // TestRestoreValidates: structurally valid streams with invalid contents
@@ -206,7 +174,7 @@ func TestRestoreValidates(t *testing.T) {
 		for _, delta := range []byte{1, 0xff, byte(i)} {
 			bad := bytes.Clone(body)
 			bad[i] += delta
-			r, err := scheduler.Restore(bytes.NewReader(reseal(bad)))
+			r, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(bad)))
 			if err != nil {
 				refused++
 				continue
@@ -215,7 +183,7 @@ func TestRestoreValidates(t *testing.T) {
 		}
 	}
 	require.Positive(t, refused)
-	_, err := scheduler.Restore(bytes.NewReader(reseal(body)))
+	_, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(body)))
 	require.NoError(t, err)
 }
 
@@ -233,7 +201,7 @@ func TestRestoreRefusesInconsistentState(t *testing.T) {
 	i := bytes.LastIndex(body, []byte("cleanup-1")) // in the completions
 	require.Positive(t, i)
 	copy(body[i:], "globex-00") // same length, still in name order
-	_, err := scheduler.Restore(bytes.NewReader(reseal(body)))
+	_, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(body)))
 	require.ErrorIs(t, err, ck.ErrMalformed)
 	require.ErrorContains(t, err, "also queued")
 }
@@ -283,7 +251,7 @@ func FuzzRestore(f *testing.F) {
 			exercise(t, r)
 		}
 		if len(data) >= 4 {
-			if r, err := scheduler.Restore(bytes.NewReader(reseal(data[:len(data)-4]))); err == nil {
+			if r, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(data[:len(data)-4]))); err == nil {
 				exercise(t, r)
 			}
 		}
