@@ -51,7 +51,7 @@ func (s *Sim) newReplica(id int) *replica {
 	opts := []raftfsm.Option{
 		raftfsm.WithLogger(s.discard),
 		raftfsm.WithCleanupAfter(time.Duration(s.rng.IntN(10)) * time.Second),
-		raftfsm.WithCleanupBatch(1 + s.rng.IntN(64)),
+		raftfsm.WithCleanupBatch(8 + s.rng.IntN(57)),
 	}
 	f, err := raftfsm.New(s.cfg, opts...)
 	if err != nil {

@@ -27,7 +27,7 @@ type Options struct {
 	// Steps is the number of steps with faults (default 400).
 	Steps int
 	// LivenessSteps bounds the steps, once faults stop, within which the
-	// system must reach its fixed point (default 3000).
+	// system must reach its fixed point (default 4000).
 	LivenessSteps int
 	// Data runs the data check: real blocks in a blockmerge.MemStore,
 	// merged by the workers, with every live block's records compared
@@ -182,7 +182,7 @@ func newSim(seed uint64, opt Options) *Sim {
 		opt.Steps = 400
 	}
 	if opt.LivenessSteps == 0 {
-		opt.LivenessSteps = 3000
+		opt.LivenessSteps = 4000
 	}
 	if opt.TraceLen == 0 {
 		opt.TraceLen = 150
