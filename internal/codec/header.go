@@ -25,6 +25,7 @@ const (
 	KindSection      Kind = 'X' // a component's snapshot section (stream)
 )
 
+// String returns the kind's name.
 func (k Kind) String() string {
 	switch k {
 	case KindCommand:

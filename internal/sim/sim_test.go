@@ -46,7 +46,7 @@ func seedCount(t *testing.T) int {
 		n = 10
 	}
 	if raceEnabled {
-		n = 8
+		n = 4
 	}
 	return n
 }
