@@ -338,3 +338,25 @@ func TestCleanupOnlyAttemptLeavesNoOrphan(t *testing.T) {
 		require.Equal(t, ck.TombstoneBlock, ti.Kind, "unexpected %s", ti.Tombstone)
 	}
 }
+
+// Regression test of simulation finding F3: a cleanup-only job's name
+// depends on when it was planned, so the same tombstones planned again
+// later (after an earlier job for them was forgotten) get a new name.
+func TestCleanupNamesDoNotRecur(t *testing.T) {
+	cfg := testConfig()
+	cfg.Planner.TombstonesPerJob = 0
+	cfg.Planner.Levels[1].MaxAge = 0
+	n := newNode(t, cfg, raftfsm.WithCleanupAfter(0))
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	a := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}).Jobs[0]
+	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, Updates: []ck.StatusUpdate{{Job: a.Job, Token: a.Token, Status: ck.ReportSuccess, Outputs: n.outputs(a.Plan, uint64(a.Token))}}})
+	n.advance(cfg.Index.CleanupDelay + time.Second)
+	first, err := n.f.Prepare(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}, n.now)
+	require.NoError(t, err)
+	later, err := n.f.Prepare(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}, n.now+int64(time.Hour))
+	require.NoError(t, err)
+	p1, p2 := first.Poll.Update.Changes[0].Plan, later.Poll.Update.Changes[0].Plan
+	require.True(t, p1.CleanupOnly())
+	require.Equal(t, p1.Tombstones, p2.Tombstones, "the same tombstones")
+	require.NotEqual(t, p1.Name, p2.Name)
+}
