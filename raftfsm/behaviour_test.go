@@ -360,3 +360,27 @@ func TestCleanupNamesDoNotRecur(t *testing.T) {
 	require.Equal(t, p1.Tombstones, p2.Tombstones, "the same tombstones")
 	require.NotEqual(t, p1.Name, p2.Name)
 }
+
+// Simulation finding F4: a backlog of released tombstones drains as fast
+// as the workers' capacity allows, several cleanup-only jobs per poll.
+func TestCleanupFillsCapacity(t *testing.T) {
+	cfg := testConfig()
+	cfg.Planner.TombstonesPerJob = 0
+	cfg.Planner.Levels[1].MaxAge = 0
+	n := newNode(t, cfg, raftfsm.WithCleanupAfter(0), raftfsm.WithCleanupBatch(2))
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	a := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}).Jobs[0]
+	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, Updates: []ck.StatusUpdate{{Job: a.Job, Token: a.Token, Status: ck.ReportSuccess, Outputs: n.outputs(a.Plan, uint64(a.Token))}}})
+	n.advance(cfg.Index.CleanupDelay + time.Second)
+	resp := n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 3})
+	require.Len(t, resp.Jobs, 2, "four tombstones, two per job")
+	seen := map[ck.Tombstone]bool{}
+	for _, j := range resp.Jobs {
+		require.True(t, j.Plan.CleanupOnly())
+		require.Len(t, j.Plan.Tombstones, 2)
+		for _, ts := range j.Plan.Tombstones {
+			require.False(t, seen[ts], "tombstone %s in two jobs", ts)
+			seen[ts] = true
+		}
+	}
+}

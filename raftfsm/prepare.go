@@ -98,13 +98,15 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 			assigned++
 		}
 	}
-	if assigned < capacity {
-		if at, ok := iv.OldestUnattachedReleasable(now); ok && now-at >= int64(f.opts.cleanupAfter) {
-			if plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now); ok {
-				if sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan)) {
-					sv.AssignJob(req.WorkerID)
-				}
+	if at, ok := iv.OldestUnattachedReleasable(now); ok && now-at >= int64(f.opts.cleanupAfter) {
+		// Released tombstones have waited too long for a compaction job:
+		// fill the remaining capacity with cleanup-only jobs.
+		for assigned < capacity {
+			plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now)
+			if !ok || !(sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan))) || !sv.AssignJob(req.WorkerID) {
+				break
 			}
+			assigned++
 		}
 	}
 	cmd.Poll.Update = sv.Update()
