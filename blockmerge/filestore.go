@@ -243,10 +243,14 @@ func (s *FileStore) create(ctx context.Context, key string) (*fileWriter, error)
 		return nil, fmt.Errorf("blockmerge: create %q: %w", key, err)
 	}
 	dir := path.Dir(key)
-	// A concurrent Delete may remove the directory between its creation
-	// and the creation of the staging file: try again then.
+	// A concurrent Delete may remove a directory (it prunes the ones it
+	// leaves empty) between its creation and the creation of its child or
+	// of the staging file: try again then.
 	for attempt := 0; ; attempt++ {
 		if err := s.mkdirs(dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) && attempt < 100 {
+				continue
+			}
 			return nil, fmt.Errorf("blockmerge: create %q: %w", key, err)
 		}
 		tmp := filepath.Join(filepath.Dir(name), tempPrefix+s.pid+"-"+strconv.FormatUint(s.seq.Add(1), 10))
