@@ -204,14 +204,7 @@ func (s *FileStore) stat(ctx context.Context, op, key string) (fs.FileInfo, erro
 // Exists implements [Store].
 func (s *FileStore) Exists(ctx context.Context, key string) (bool, error) {
 	_, err := s.stat(ctx, "exists", key)
-	switch {
-	case err == nil:
-		return true, nil
-	case isNotFound(err):
-		return false, nil
-	default:
-		return false, err
-	}
+	return existence(err)
 }
 
 // Put implements [Store]: see [FileStore] for the protocol.

@@ -83,14 +83,7 @@ func (m *MemStore) Size(ctx context.Context, key string) (int64, error) {
 // Exists implements [Store].
 func (m *MemStore) Exists(ctx context.Context, key string) (bool, error) {
 	_, err := m.lookup(ctx, "exists", key)
-	switch {
-	case err == nil:
-		return true, nil
-	case isNotFound(err):
-		return false, nil
-	default:
-		return false, err
-	}
+	return existence(err)
 }
 
 // Put implements [Store]. The object is read whole into memory before it
@@ -235,3 +228,16 @@ func validateDeletePrefix(prefix string) error {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// existence turns the error of looking an object up into the answer of
+// Exists: found, absent, or the error.
+func existence(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	default:
+		return false, err
+	}
+}

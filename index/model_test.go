@@ -577,6 +577,7 @@ func (mm *modelMachine) doReplace(t *rapid.T, c replaceCall) {
 
 func (mm *modelMachine) Replay(t *rapid.T) {
 	if len(mm.calls) == 0 {
+		// rapid: the action does not apply now; another is drawn.
 		t.Skip("no replacement yet")
 	}
 	mm.doReplace(t, rapid.SampledFrom(mm.calls).Draw(t, "call"))

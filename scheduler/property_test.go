@@ -331,6 +331,7 @@ func TestSchedulerModel(t *testing.T) {
 			},
 			"apply-pending": func(t *rapid.T) {
 				if len(st.pending) == 0 {
+					// rapid: the action does not apply now; another is drawn.
 					t.Skip("nothing pending")
 				}
 				i := rapid.IntRange(0, len(st.pending)-1).Draw(t, "pending")
@@ -376,6 +377,7 @@ func TestSchedulerModel(t *testing.T) {
 				slices.Sort(marks)
 				i := slices.IndexFunc(marks, func(m int64) bool { return m >= st.now })
 				if i < 0 {
+					// rapid: the action does not apply now; another is drawn.
 					t.Skip("no boundary ahead")
 				}
 				st.now = marks[i] + rapid.Int64Range(0, 1).Draw(t, "past")
@@ -409,6 +411,7 @@ func TestSchedulerModel(t *testing.T) {
 						}
 					}
 					if len(excluded) == 0 {
+						// rapid: the action does not apply now; another is drawn.
 						t.Skip("nothing excluded")
 					}
 					slices.Sort(excluded)
@@ -454,6 +457,7 @@ func TestSchedulerModel(t *testing.T) {
 			},
 			"reapply": func(t *rapid.T) {
 				if st.last == nil {
+					// rapid: the action does not apply now; another is drawn.
 					t.Skip("nothing applied")
 				}
 				before := snapshot(t, st.s)
