@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/term"
 
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/examples/internal/demo"
@@ -45,26 +43,11 @@ type config struct {
 
 func main() {
 	cfg := config{Run: demo.DefaultConfig(), Chart: filepath.Join(os.TempDir(), "compactkit-quickstart.png")}
-	d := &cfg.Run.Data
-	flag.IntVar(&d.Segments, "segments", d.Segments, "level-0 segments to ingest")
-	flag.IntVar(&d.Tenants, "tenants", d.Tenants, "tenants")
-	flag.IntVar(&d.Shards, "shards", d.Shards, "shards")
-	flag.IntVar(&d.Records, "records", d.Records, "records per dataset per segment")
-	flag.IntVar(&cfg.Run.Workers, "workers", cfg.Run.Workers, "workers")
-	flag.IntVar(&cfg.Run.Concurrency, "concurrency", cfg.Run.Concurrency, "jobs per worker")
-	flag.IntVar(&cfg.Run.PartitionWorkers, "cut", cfg.Run.PartitionWorkers, "workers cut off from the leader halfway through the ingest (their jobs are reassigned)")
-	flag.DurationVar(&cfg.Run.FlushInterval, "flush", cfg.Run.FlushInterval, "pause between ingest ticks (one segment per shard each)")
-	flag.DurationVar(&cfg.Run.DrainTimeout, "timeout", cfg.Run.DrainTimeout, "how long to wait for compaction to finish after the ingest")
+	apply := demo.Flags(flag.CommandLine, &cfg.Run, &cfg.Chart)
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the object store and print its path")
 	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the object store (default: the system's temporary directory)")
-	flag.StringVar(&cfg.Chart, "chart", cfg.Chart, "chart file, .png or .svg (empty: no chart)")
-	quiet := flag.Bool("quiet", !term.IsTerminal(int(os.Stdout.Fd())), "no progress bars (default when the output is not a terminal)")
-	verbose := flag.Bool("v", false, "log the workers to stderr")
 	flag.Parse()
-	cfg.Run.Progress = !*quiet
-	if *verbose {
-		cfg.Run.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	apply()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
