@@ -384,26 +384,3 @@ func TestCleanupFillsCapacity(t *testing.T) {
 		}
 	}
 }
-
-// Cleanup progresses while compaction keeps the workers busy: when
-// released tombstones are overdue, a poll gets a cleanup-only job before
-// any new compaction job.
-func TestCleanupNotStarvedByCompaction(t *testing.T) {
-	cfg := testConfig()
-	cfg.Planner.TombstonesPerJob = 0
-	cfg.Planner.Levels[1].MaxAge = 0
-	n := newNode(t, cfg, raftfsm.WithCleanupAfter(0))
-	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
-	a := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}).Jobs[0]
-	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, Updates: []ck.StatusUpdate{{Job: a.Job, Token: a.Token, Status: ck.ReportSuccess, Outputs: n.outputs(a.Plan, uint64(a.Token))}}})
-	n.advance(cfg.Index.CleanupDelay + time.Second)
-	n.mustApply(addBlocks(blocks("b", "t1", 2, 40, t0))) // plenty of compaction work
-	resp := n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1})
-	require.Len(t, resp.Jobs, 1)
-	require.True(t, resp.Jobs[0].Plan.CleanupOnly(), "the overdue cleanup goes first")
-	resp = n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 3})
-	require.Len(t, resp.Jobs, 3)
-	for _, j := range resp.Jobs {
-		require.False(t, j.Plan.CleanupOnly(), "nothing left to clean: compaction")
-	}
-}

@@ -20,9 +20,8 @@ import (
 // same clock. The steps follow DESIGN.md §3: status updates first (renew,
 // complete, fail, release), then assignment of existing jobs, then new
 // jobs — evicting an excluded job when the queue is full — each assigned in
-// the same poll, and cleanup-only jobs when released tombstones have waited
-// too long for a carrier (one before the new compaction jobs, more with the
-// capacity left after them). Capacity is the request's free slots
+// the same poll, and finally a cleanup-only job when released tombstones
+// have waited too long for a carrier. Capacity is the request's free slots
 // (which already count the slots of the jobs the request ends), capped by
 // the scheduler's configuration.
 //
@@ -86,23 +85,6 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 		assigned++
 	}
 	tombstones := iv.Releasable(now)
-	// Released tombstones that waited too long for a compaction job to
-	// carry them get cleanup-only jobs: one before any new compaction job,
-	// so that cleanup progresses while compaction keeps the workers busy,
-	// then as many as the capacity left allows.
-	at, due := iv.OldestUnattachedReleasable(now)
-	due = due && now-at >= int64(f.opts.cleanupAfter)
-	cleanup := func() bool {
-		plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now)
-		if !ok || !(sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan))) || !sv.AssignJob(req.WorkerID) {
-			return false
-		}
-		assigned++
-		return true
-	}
-	if due && assigned < capacity {
-		due = cleanup()
-	}
 	opts := &planner.PlanOptions{Skip: sv.Paused, Tombstones: tombstones}
 	for assigned < capacity {
 		plan, ok := pv.Next(now, opts)
@@ -116,7 +98,16 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 			assigned++
 		}
 	}
-	for due && assigned < capacity && cleanup() {
+	if at, ok := iv.OldestUnattachedReleasable(now); ok && now-at >= int64(f.opts.cleanupAfter) {
+		// Released tombstones have waited too long for a compaction job:
+		// fill the remaining capacity with cleanup-only jobs.
+		for assigned < capacity {
+			plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now)
+			if !ok || !(sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan))) || !sv.AssignJob(req.WorkerID) {
+				break
+			}
+			assigned++
+		}
 	}
 	cmd.Poll.Update = sv.Update()
 	return cmd, nil
