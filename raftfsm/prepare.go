@@ -20,10 +20,11 @@ import (
 // same clock. The steps follow DESIGN.md §3: status updates first (renew,
 // complete, fail, release), then assignment of existing jobs, then new
 // jobs — evicting an excluded job when the queue is full — each assigned in
-// the same poll, and finally a cleanup-only job when released tombstones
-// have waited too long for a carrier. Capacity is the request's free slots
-// (which already count the slots of the jobs the request ends), capped by
-// the scheduler's configuration.
+// the same poll, and finally cleanup-only jobs, as many as the capacity
+// left allows, when released tombstones have waited too long for a carrier
+// (see WithCleanupAfter). Capacity is the request's free slots (which
+// already leave out the jobs the request ends), capped by the scheduler's
+// configuration.
 //
 // A retried request (the worker's latest sequence number) gets a command
 // that changes nothing: its Apply returns the recorded response. A request
