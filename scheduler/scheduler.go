@@ -247,41 +247,40 @@ func (s *Scheduler) replace(old, nj *job) {
 	s.dirty()
 }
 
-// index adds j to the indexes of its status.
-func (s *Scheduler) index(j *job) {
+// trees returns the indexes j belongs to by its status and activity.
+func (s *Scheduler) trees(j *job) (ts [2]*btree.BTreeG[*job]) {
 	switch j.st.Status {
 	case ck.StatusUnassigned:
 		if j.active {
-			s.ready.ReplaceOrInsert(j)
-			s.aging.ReplaceOrInsert(j)
+			ts = [2]*btree.BTreeG[*job]{s.ready, s.aging}
 		}
 	case ck.StatusInProgress:
 		if j.active {
-			s.expiry.ReplaceOrInsert(j)
+			ts[0] = s.expiry
 		} else {
-			s.idle.ReplaceOrInsert(j)
+			ts[0] = s.idle
 		}
 	case ck.StatusExcluded:
-		s.excluded.ReplaceOrInsert(j)
+		ts[0] = s.excluded
+	}
+	return ts
+}
+
+// index adds j to the indexes of its status.
+func (s *Scheduler) index(j *job) {
+	for _, t := range s.trees(j) {
+		if t != nil {
+			t.ReplaceOrInsert(j)
+		}
 	}
 }
 
 // unindex removes j from the indexes of its status.
 func (s *Scheduler) unindex(j *job) {
-	switch j.st.Status {
-	case ck.StatusUnassigned:
-		if j.active {
-			s.ready.Delete(j)
-			s.aging.Delete(j)
+	for _, t := range s.trees(j) {
+		if t != nil {
+			t.Delete(j)
 		}
-	case ck.StatusInProgress:
-		if j.active {
-			s.expiry.Delete(j)
-		} else {
-			s.idle.Delete(j)
-		}
-	case ck.StatusExcluded:
-		s.excluded.Delete(j)
 	}
 }
 
