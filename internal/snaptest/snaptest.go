@@ -64,3 +64,23 @@ func Reseal(body []byte) []byte {
 	sum := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
 	return binary.BigEndian.AppendUint32(bytes.Clone(body), sum)
 }
+
+// ResealedDamage changes sampled bytes of snap's body (one byte in step,
+// by 1, 0xff and its offset), recomputes the checksum, and hands each
+// damaged stream to try, which reports whether the decoder refused it. It
+// returns how many were refused. A decoder must refuse some and, for the
+// others, produce a usable state: try checks that.
+func ResealedDamage(snap []byte, step int, try func(data []byte) (refused bool)) int {
+	body := snap[:len(snap)-4]
+	refused := 0
+	for i := 4; i < len(body); i += max(1, step) {
+		for _, delta := range []byte{1, 0xff, byte(i)} {
+			bad := bytes.Clone(body)
+			bad[i] += delta
+			if try(Reseal(bad)) {
+				refused++
+			}
+		}
+	}
+	return refused
+}
