@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/examples/internal/demo"
 )
 
@@ -88,18 +87,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	if cfg.Kills < 0 {
 		return nil, fmt.Errorf("kills %d: want 0 or more", cfg.Kills)
 	}
-	dir, err := os.MkdirTemp(cfg.Dir, "compactkit-cluster-")
+	dir, store, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-cluster-", cfg.Keep)
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(dir)
-	}
-	store, err := blockmerge.NewFileStore(filepath.Join(dir, "objects"), blockmerge.WithoutSync())
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
+	defer closeWorkspace()
 
 	cl, err := newCluster(dir, 3, !cfg.Sync)
 	if err != nil {

@@ -24,7 +24,6 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/examples/internal/demo"
 	"github.com/compactkit/compactkit/metrics/prom"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
@@ -63,18 +62,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	if err := cfg.Run.Validate(); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(cfg.Dir, "compactkit-quickstart-")
+	_, store, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-quickstart-", cfg.Keep)
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(dir)
-	}
-	store, err := blockmerge.NewFileStore(filepath.Join(dir, "objects"), blockmerge.WithoutSync())
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
+	defer closeWorkspace()
 
 	// One raft node, in-memory log, stable store, snapshots and transport.
 	state := demo.StateConfig()
