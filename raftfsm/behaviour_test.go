@@ -384,3 +384,36 @@ func TestCleanupFillsCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanupNotStarvedByCompaction is simulation finding F5: a fleet
+// kept busy by compaction never had capacity left for cleanup-only jobs,
+// so released tombstones waited as long as the compaction backlog lasted.
+// Once they have waited WithCleanupUrgentAfter, cleanup goes first.
+func TestCleanupNotStarvedByCompaction(t *testing.T) {
+	cfg := testConfig()
+	cfg.Planner.TombstonesPerJob = 0 // no compaction job carries them
+	const urgent = 10 * time.Minute
+	n := newNode(t, cfg, raftfsm.WithCleanupAfter(0), raftfsm.WithCleanupUrgentAfter(urgent))
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	a := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}).Jobs[0]
+	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, Updates: []ck.StatusUpdate{{Job: a.Job, Token: a.Token, Status: ck.ReportSuccess, Outputs: n.outputs(a.Plan, uint64(a.Token))}}})
+	n.advance(cfg.Index.CleanupDelay + time.Second)
+
+	// Released, not yet urgent: the one free slot goes to compaction.
+	n.mustApply(addBlocks(blocks("b", "t2", 1, 4, t0)))
+	b := n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}).Jobs
+	require.Len(t, b, 1)
+	require.False(t, b[0].Plan.CleanupOnly(), "compaction first while cleanup can wait")
+
+	// Urgent: with compaction still waiting, the slot goes to cleanup.
+	n.advance(urgent)
+	n.mustApply(addBlocks(blocks("c", "t3", 1, 4, t0)))
+	c := n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 1}).Jobs
+	require.Len(t, c, 1)
+	require.True(t, c[0].Plan.CleanupOnly(), "cleanup waited %s: it goes first", urgent)
+	require.Len(t, c[0].Plan.Tombstones, 4, "the four replaced blocks")
+	// And the next slot goes to the compaction that waited.
+	d := n.poll(&ck.PollRequest{WorkerID: "w4", Seq: 1, FreeSlots: 1}).Jobs
+	require.Len(t, d, 1)
+	require.False(t, d[0].Plan.CleanupOnly())
+}

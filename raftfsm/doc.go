@@ -30,6 +30,17 @@
 // In two-commit mode the host proposes a [PreparePoll] first and uses its
 // index as the assignments' token (see FSM.Prepare).
 //
+// # Cleanup
+//
+// A replaced block's tombstone is released once its cleanup delay (and the
+// reader watermark) passed; a compaction job then carries it to a worker,
+// which deletes the objects and confirms them by reporting success.
+// Tombstones no compaction job has carried for [WithCleanupAfter] go to
+// cleanup-only jobs, in the capacity a poll has left after compaction;
+// once they have waited [WithCleanupUrgentAfter], one cleanup-only job
+// takes the poll's first slot, so that a fleet saturated by compaction
+// still deletes what it replaced.
+//
 // # Snapshots
 //
 // [FSM.Snapshot] writes a versioned, checksummed stream: the state

@@ -45,8 +45,9 @@ type Option func(*options)
 
 type options struct {
 	log          *slog.Logger
-	cleanupAfter time.Duration
-	cleanupBatch int
+	cleanupAfter  time.Duration
+	cleanupUrgent time.Duration
+	cleanupBatch  int
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -69,6 +70,21 @@ func WithCleanupAfter(d time.Duration) Option {
 	}
 }
 
+// WithCleanupUrgentAfter sets how long a released tombstone may wait
+// before cleanup goes ahead of compaction (default 10 minutes): from then
+// on, the first free slot of each poll gets a cleanup-only job before any
+// compaction job, so that a fleet kept busy by compaction still deletes
+// what it replaced. Before that, cleanup-only jobs only fill the capacity
+// compaction leaves (see [WithCleanupAfter]). Values below the cleanup
+// wait act as the cleanup wait. It tunes Prepare only.
+func WithCleanupUrgentAfter(d time.Duration) Option {
+	return func(o *options) {
+		if d >= 0 {
+			o.cleanupUrgent = d
+		}
+	}
+}
+
 // WithCleanupBatch sets how many tombstones one cleanup-only job carries
 // (default 64, at most planner.MaxTombstonesPerJob).
 func WithCleanupBatch(n int) Option {
@@ -80,7 +96,7 @@ func WithCleanupBatch(n int) Option {
 }
 
 func newOptions(opts []Option) options {
-	o := options{log: slog.Default(), cleanupAfter: time.Minute, cleanupBatch: 64}
+	o := options{log: slog.Default(), cleanupAfter: time.Minute, cleanupUrgent: 10 * time.Minute, cleanupBatch: 64}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -7,6 +7,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // Prepare decides, on the leader, what a worker's poll changes, and
@@ -22,7 +23,9 @@ import (
 // jobs — evicting an excluded job when the queue is full — each assigned in
 // the same poll, and finally cleanup-only jobs, as many as the capacity
 // left allows, when released tombstones have waited too long for a carrier
-// (see WithCleanupAfter). Capacity is the request's free slots (which
+// (see WithCleanupAfter). When they have waited longer still
+// (WithCleanupUrgentAfter), one cleanup-only job takes the poll's first
+// free slot, ahead of compaction. Capacity is the request's free slots (which
 // already leave out the jobs the request ends), capped by the scheduler's
 // configuration.
 //
@@ -82,10 +85,18 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	// jobs the updates free would hand it jobs it must release unrun.
 	capacity := sv.Capacity(req.FreeSlots)
 	assigned := 0
+	tombstones := iv.Releasable(now)
+	waited, waiting := iv.OldestUnattachedReleasable(now)
+	if waiting && capacity > 0 && now-waited >= int64(max(f.opts.cleanupUrgent, f.opts.cleanupAfter)) {
+		// Released tombstones have waited so long that cleanup goes first:
+		// a fleet kept busy by compaction would never get to them.
+		if f.addCleanupJob(sv, req.WorkerID, tombstones, now) {
+			assigned++
+		}
+	}
 	for assigned < capacity && sv.AssignJob(req.WorkerID) {
 		assigned++
 	}
-	tombstones := iv.Releasable(now)
 	opts := &planner.PlanOptions{Skip: sv.Paused, Tombstones: tombstones}
 	for assigned < capacity {
 		plan, ok := pv.Next(now, opts)
@@ -99,19 +110,23 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 			assigned++
 		}
 	}
-	if at, ok := iv.OldestUnattachedReleasable(now); ok && now-at >= int64(f.opts.cleanupAfter) {
+	if waiting && now-waited >= int64(f.opts.cleanupAfter) {
 		// Released tombstones have waited too long for a compaction job:
 		// fill the remaining capacity with cleanup-only jobs.
-		for assigned < capacity {
-			plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now)
-			if !ok || !(sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan))) || !sv.AssignJob(req.WorkerID) {
-				break
-			}
+		for assigned < capacity && f.addCleanupJob(sv, req.WorkerID, tombstones, now) {
 			assigned++
 		}
 	}
 	cmd.Poll.Update = sv.Update()
 	return cmd, nil
+}
+
+// addCleanupJob adds a cleanup-only job of the next released tombstones
+// and assigns it to the worker, evicting an excluded job if the queue is
+// full. It reports whether the worker got the job.
+func (f *FSM) addCleanupJob(sv *scheduler.Schedule, worker string, tombstones func() (ck.Tombstone, bool), now int64) bool {
+	plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now)
+	return ok && (sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan))) && sv.AssignJob(worker)
 }
 
 // validateSuccess checks a success report against the job's plan: outputs

@@ -33,16 +33,19 @@
 //
 // # The invariants
 //
-// After every step: replicas at the same position agree (their observable
-// state every step, their snapshot bytes periodically and after every
-// restore; Restore(Snapshot(s)) re-snapshots identically; a refused
+// After every step: replicas at the same position agree (the observable
+// state of the reference replica and of one other drawn at random every
+// step, of every replica at the end; their snapshot bytes periodically,
+// after every restore and at the end; Restore(Snapshot(s)) re-snapshots
+// identically; a refused
 // snapshot changes nothing; a re-applied entry is skipped and changes
 // nothing); the results of every entry are identical on every replica; a
 // model built from the committed commands and results agrees with the
 // reference replica: every block ever added is live (queued, claimed by
 // exactly one job, quarantined with a reason, or at the final level —
 // checked against the planner's counts) or was replaced by an output or
-// removed by retention; no block is in two jobs or compacted twice; tokens
+// removed by retention (the live sets compared for the blocks that changed
+// every step, in full every 25 steps and at the end); no block is in two jobs or compacted twice; tokens
 // only grow; at most one worker holds a token the state machine accepts
 // for a job, and only that token is renewed, completed or accepted;
 // a tombstone is attached to at most one job, and only once its removal
@@ -52,10 +55,16 @@
 // at the end the store holds exactly the live blocks (no orphan). Nothing
 // panics.
 //
-// Once faults stop, the system must reach its fixed point within
-// Options.LivenessSteps: no job, every tombstone confirmed, every live
-// block at the final level, quarantined, or queued in a batch that will
-// never be ready.
+// Once faults stop, the system must reach its fixed point — no job, every
+// tombstone confirmed, every live block at the final level, quarantined,
+// or queued in a batch that will never be ready — within a bound that
+// grows with the work left (Options.LivenessSteps: by default 2,000 steps
+// plus 40 per block awaiting compaction per worker slot), and it must
+// never go Options.StallSteps (1,500) steps without progress on the way.
+//
+// The harness's own tests break the system on purpose (a follower that
+// skips an entry, a stale restore, a second token holder, a lost block, a
+// lost object, a stalled fleet) and require the matching violation.
 //
 // Run it with `go test ./internal/sim/` (a CI-sized number of seeds);
 // see the flags in sim_test.go, and COMPACTKIT_SIM_SEEDS, for long runs.

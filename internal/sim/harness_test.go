@@ -130,6 +130,21 @@ func TestHarnessCatchesNoProgress(t *testing.T) {
 	require.Equal(t, "liveness", v.Invariant, v.Detail)
 }
 
+func TestHarnessCatchesStall(t *testing.T) {
+	// The same, with a generous bound: the stall watchdog fires first.
+	v := tampered(t, Options{Steps: 60, LivenessSteps: 100_000, StallSteps: 50}, func(s *Sim) bool {
+		if s.phase != "liveness" {
+			return false
+		}
+		for _, w := range s.workers {
+			w.stalledUntil = s.now + int64(24*3600e9)
+		}
+		return true
+	})
+	require.Equal(t, "liveness", v.Invariant, v.Detail)
+	require.Contains(t, v.Detail, "no progress in the 50 steps")
+}
+
 func TestHarnessCatchesLostRecords(t *testing.T) {
 	// A live block's object is overwritten with another live block's
 	// bytes: its records are gone and the other's are there twice.

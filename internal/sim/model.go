@@ -618,6 +618,12 @@ func (m *model) settled() string {
 	return ""
 }
 
+// progress changes whenever the system gets anything done: a
+// completion, a change of the live blocks, a confirmed tombstone.
+func (m *model) progress() [3]int {
+	return [3]int{m.s.rep.Completions, int(m.liveVer), len(m.confirmed)}
+}
+
 // checkTokens: at most one worker holds a token the state machine would
 // accept for a job.
 func (s *Sim) checkTokens() {
