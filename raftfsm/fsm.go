@@ -44,7 +44,7 @@ type state struct {
 type Option func(*options)
 
 type options struct {
-	log          *slog.Logger
+	log           *slog.Logger
 	cleanupAfter  time.Duration
 	cleanupUrgent time.Duration
 	cleanupBatch  int

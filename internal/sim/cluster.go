@@ -52,7 +52,7 @@ func (s *Sim) newReplica(id int) *replica {
 		raftfsm.WithLogger(s.discard),
 		raftfsm.WithCleanupAfter(time.Duration(s.rng.IntN(10)) * time.Second),
 		raftfsm.WithCleanupBatch(8 + s.rng.IntN(57)),
-		raftfsm.WithCleanupUrgentAfter(time.Duration(30+s.rng.IntN(270))*time.Second),
+		raftfsm.WithCleanupUrgentAfter(time.Duration(30+s.rng.IntN(270)) * time.Second),
 	}
 	f, err := raftfsm.New(s.cfg, opts...)
 	if err != nil {

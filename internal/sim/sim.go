@@ -162,7 +162,8 @@ type Sim struct {
 	store    *blockmerge.MemStore
 	metas    map[string]ck.BlockMeta
 	dataVer  uint64
-	modelPos uint64 // replica 0's position and generation at the last model check
+	records  map[string]blockRecords // live blocks' records at the last data check
+	modelPos uint64                  // replica 0's position and generation at the last model check
 	modelGen int
 	ctx      context.Context
 	trace    []string
