@@ -38,7 +38,10 @@ const tempPrefix = ".ck-tmp-"
 // Keys are checked with [ValidateKey], and every access goes through an
 // [os.Root], so no key (not even through a symbolic link planted under the
 // root) reaches outside the root. Keys with a segment starting with
-// ".ck-tmp-" are reserved for staging files and refused.
+// ".ck-tmp-" are reserved for staging files and refused, and so are keys
+// with a segment longer than 255 bytes, which no common filesystem takes
+// as a file name (a block ID may be up to 512 bytes: IDs meant for a
+// FileStore keep each '/'-separated part to 255).
 //
 // Because objects are files, a key cannot also be a "directory" of other
 // keys: with "a/b" stored, putting "a" fails (and the other way round).
@@ -94,6 +97,10 @@ func (s *FileStore) Dir() string { return s.dir }
 // Close releases the store's handle on its root directory.
 func (s *FileStore) Close() error { return s.root.Close() }
 
+// maxNameLen is the longest file name common filesystems accept
+// (NAME_MAX): a key segment longer than that cannot be a file.
+const maxNameLen = 255
+
 // name validates key and returns its path relative to the root.
 func (s *FileStore) name(key string) (string, error) {
 	if err := ValidateKey(key); err != nil {
@@ -102,6 +109,9 @@ func (s *FileStore) name(key string) (string, error) {
 	for seg := range strings.SplitSeq(key, "/") {
 		if strings.HasPrefix(seg, tempPrefix) {
 			return "", fmt.Errorf("%w: %q: segment %q is reserved", ErrInvalidKey, key, seg)
+		}
+		if len(seg) > maxNameLen {
+			return "", fmt.Errorf("%w: %q: segment of %d bytes, a file name holds at most %d", ErrInvalidKey, key, len(seg), maxNameLen)
 		}
 	}
 	return filepath.FromSlash(key), nil

@@ -236,3 +236,27 @@ func TestFileStoreConcurrentPutDelete(t *testing.T) {
 	require.NoError(t, s.DeleteByPrefix(ctx, "blocks/"))
 	require.Empty(t, files(t, dir), "empty directories left behind")
 }
+
+// TestFileStoreRefusesLongSegment is FuzzFileStoreKey's finding: a key
+// segment longer than a file name failed with the filesystem's "file name
+// too long" at the rename, not ErrInvalidKey. Now it is refused up front,
+// and nothing is written.
+func TestFileStoreRefusesLongSegment(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "root")
+	s, err := blockmerge.NewFileStore(root)
+	require.NoError(t, err)
+	defer s.Close()
+
+	long := "blocks/" + strings.Repeat("k", 256) + "/0"
+	require.NoError(t, blockmerge.ValidateKey(long), "a valid key for object stores")
+	require.ErrorIs(t, s.Put(ctx, long, strings.NewReader("data")), blockmerge.ErrInvalidKey)
+	_, err = s.Create(ctx, long)
+	require.ErrorIs(t, err, blockmerge.ErrInvalidKey)
+	_, err = s.Get(ctx, long)
+	require.ErrorIs(t, err, blockmerge.ErrInvalidKey)
+	require.Empty(t, files(t, root))
+
+	ok := "blocks/" + strings.Repeat("k", 255) + "/0"
+	require.NoError(t, s.Put(ctx, ok, strings.NewReader("data")), "255 bytes is a file name")
+}
