@@ -116,31 +116,26 @@ func TestHarnessCatchesTwoHolders(t *testing.T) {
 	require.Equal(t, "at most one token", v.Invariant, v.Detail)
 }
 
+// stallFleet stalls every worker for a day once faults stop.
+func stallFleet(s *Sim) bool {
+	if s.phase != "liveness" {
+		return false
+	}
+	for _, w := range s.workers {
+		w.stalledUntil = s.now + int64(24*3600e9)
+	}
+	return true
+}
+
 func TestHarnessCatchesNoProgress(t *testing.T) {
 	// Once faults stop, the fleet stalls for good.
-	v := tampered(t, Options{Steps: 60, LivenessSteps: 100}, func(s *Sim) bool {
-		if s.phase != "liveness" {
-			return false
-		}
-		for _, w := range s.workers {
-			w.stalledUntil = s.now + int64(24*3600e9)
-		}
-		return true
-	})
+	v := tampered(t, Options{Steps: 60, LivenessSteps: 100}, stallFleet)
 	require.Equal(t, "liveness", v.Invariant, v.Detail)
 }
 
 func TestHarnessCatchesStall(t *testing.T) {
 	// The same, with a generous bound: the stall watchdog fires first.
-	v := tampered(t, Options{Steps: 60, LivenessSteps: 100_000, StallSteps: 50}, func(s *Sim) bool {
-		if s.phase != "liveness" {
-			return false
-		}
-		for _, w := range s.workers {
-			w.stalledUntil = s.now + int64(24*3600e9)
-		}
-		return true
-	})
+	v := tampered(t, Options{Steps: 60, LivenessSteps: 100_000, StallSteps: 50}, stallFleet)
 	require.Equal(t, "liveness", v.Invariant, v.Detail)
 	require.Contains(t, v.Detail, "no progress in the 50 steps")
 }
