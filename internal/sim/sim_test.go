@@ -114,6 +114,7 @@ func TestSimulation(t *testing.T) {
 		total     Report
 		failures  []error
 		calmSteps int
+		ran       int // seeds run (fewer than n if failures stopped the run)
 		wg        sync.WaitGroup
 	)
 	next.Store(*flagStart)
@@ -131,6 +132,7 @@ func TestSimulation(t *testing.T) {
 				accumulate(&total, rep)
 				if rep != nil {
 					calmSteps += rep.LivenessSteps
+					ran++
 				}
 				if err != nil {
 					failures = append(failures, err)
@@ -144,7 +146,7 @@ func TestSimulation(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("%d seeds from %d in %s: %s, mean liveness steps %d", n, *flagStart, time.Since(start).Round(time.Millisecond), summary(&total), calmSteps/n)
+	t.Logf("%d seeds from %d in %s: %s, mean liveness steps %d", n, *flagStart, time.Since(start).Round(time.Millisecond), summary(&total), calmSteps/max(ran, 1))
 	if testing.Verbose() || n > ciSeeds {
 		t.Logf("faults injected: %s", faultCounts(&total))
 	}
