@@ -108,21 +108,24 @@ func (p *slots) fill(s *state) {
 
 // settle freezes the pending slot *p, if any, for the open views that hold it,
 // and forgets it: the index may then mutate its tree (copy-on-write if it
-// was cloned). It returns whether there was a slot. Only the index calls
-// it, before mutating the tree.
+// was cloned). It returns whether the tree is now shared with a view (the
+// slot was frozen, now or earlier by a view reading it). Only the index
+// calls it, before mutating the tree.
 func settle[T any](mu *sync.Mutex, p **slot[T]) bool {
 	if *p == nil {
 		return false
 	}
 	mu.Lock()
-	if s := *p; s.refs > 0 {
+	s := *p
+	if s.refs > 0 {
 		s.freeze()
 	} else {
 		s.live = nil // no open view will read it
 	}
+	shared := s.frozen != nil
 	mu.Unlock()
 	*p = nil
-	return true
+	return shared
 }
 
 // The index's trees, for mutation: each settles the tree's pending slot
@@ -165,7 +168,9 @@ func (x *Index) wResults() *btree.BTreeG[*result] {
 
 // wRuns returns the tree of runs for mutation. Once it has been frozen for
 // a view, the runs it holds are shared with that view: the generation moves
-// on, so that mutRun clones each run before mutating it.
+// on, so that mutRun clones each run before mutating it. A tree no view
+// froze (every view that held it closed without reading it) shares no run,
+// and the generation stays.
 func (x *Index) wRuns() *btree.BTreeG[*run] {
 	if settle(x.vmu, &x.pend.runs) {
 		x.gen++
