@@ -332,7 +332,7 @@ func (x *Index) Stats() Stats {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Level, b.Level))
 	})
 	now := x.s.clock
-	x.s.pool.Ascend(func(p poolKey) bool {
+	x.s.pool.Descend(func(p poolKey) bool {
 		if !x.s.releasable(p.created, p.release, now) {
 			return false
 		}

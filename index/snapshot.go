@@ -292,7 +292,7 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 }
 
 func (s *state) writeTombs(enc func(any) error) error {
-	return inFrames(s.tombs.Ascend, func(ts []tomb) error {
+	return inFrames(s.tombs.Descend, func(ts []tomb) error {
 		n := len(ts)
 		kinds := make([]uint8, n)
 		targets, jobs := make([]string, n), make([]string, n)

@@ -87,7 +87,8 @@ func classLower(c uint8, from int64) int64 {
 }
 
 // Trees whose keys mostly arrive in ascending order (block IDs are
-// typically time-ordered ULIDs; blocks arrive roughly in time order) are
+// typically time-ordered ULIDs; blocks arrive roughly in time order; the
+// tombstones of their replacement follow, and release times only grow) are
 // ordered descending: new items then land at the front, and google/btree's
 // middle split leaves behind freshly allocated, nearly full nodes instead of
 // half-empty ones, which halves the memory per item.
@@ -199,19 +200,24 @@ type tomb struct {
 	job     string // holder; empty while unattached
 }
 
-func lessTomb(a, b tomb) bool { return a.tkey.less(b.tkey) }
+// lessTomb orders tombstones by descending (kind, target): tombstones are
+// created as blocks are compacted, roughly in ID order (see prefix8).
+// Iterations that must follow (kind, target) order use Descend.
+func lessTomb(a, b tomb) bool { return b.tkey.less(a.tkey) }
 
 // poolKey orders unattached tombstones for release: by (release, created,
 // kind, target). Release times never decrease with creation time (see
 // Index.newTomb), so this order is also sorted by creation time and the
-// releasable tombstones form a prefix of it.
+// releasable tombstones form a prefix of it. New tombstones come last in it,
+// so the tree is ordered in reverse (see prefix8) and read with Descend: the
+// release order's first tombstone is the tree's Max.
 type poolKey struct {
 	release int64
 	created int64
 	tkey
 }
 
-func lessPool(a, b poolKey) bool {
+func lessPool(b, a poolKey) bool {
 	if a.release != b.release {
 		return a.release < b.release
 	}

@@ -84,7 +84,7 @@ func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
 		return nil
 	}
 	var picked []poolKey
-	x.s.pool.Ascend(func(p poolKey) bool {
+	x.s.pool.Descend(func(p poolKey) bool {
 		if limit > 0 && len(picked) == limit || !x.s.releasable(p.created, p.release, now) {
 			return false
 		}
@@ -255,7 +255,7 @@ func (x *Index) Tombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 	var out []TombstoneInfo
 	start := newKey(after.Kind, after.Target)
-	s.tombs.AscendGreaterOrEqual(tomb{tkey: start}, func(t tomb) bool {
+	s.tombs.DescendLessOrEqual(tomb{tkey: start}, func(t tomb) bool {
 		if t.tkey == start && (after != ck.Tombstone{}) {
 			return true
 		}

@@ -211,9 +211,9 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 				return true
 			}
 			if skip {
-				s.pool.AscendGreaterOrEqual(last, visit)
+				s.pool.DescendLessOrEqual(last, visit)
 			} else {
-				s.pool.Ascend(visit)
+				s.pool.Descend(visit)
 			}
 			done = !more
 			if len(buf) == 0 {
@@ -233,7 +233,7 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 // too long for a compaction job to carry them. O(log n).
 func (v *View) OldestUnattachedReleasable(now int64) (releaseAt int64, ok bool) {
 	s := v.state(needPool)
-	p, ok := s.pool.Min()
+	p, ok := s.pool.Max()
 	if !ok || !s.releasable(p.created, p.release, now) {
 		return 0, false
 	}
