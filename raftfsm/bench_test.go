@@ -118,13 +118,9 @@ func (pb *pollBench) outputs(plan *ck.JobPlan, token fencing.Token) []ck.BlockMe
 		out.size += s.size
 		delete(pb.spans, id)
 	}
-	id := ck.OutputID(plan.Name, token, 0)
-	pb.spans[id] = out
-	return []ck.BlockMeta{{
-		ID: id, Tenant: plan.Tenant, Shard: plan.Shard, Level: plan.Level + 1,
-		MinTime: out.minTime, MaxTime: out.maxTime, Size: out.size,
-		Datasets: []ck.DatasetMeta{{Name: "ds", Size: out.size, Records: 10, MinTime: out.minTime, MaxTime: out.maxTime}},
-	}}
+	m := outputMeta(plan, token, out.minTime, out.maxTime, out.size)
+	pb.spans[m.ID] = out
+	return []ck.BlockMeta{m}
 }
 
 // request builds the next poll: 16 renewals, 16 completions of 20 sources

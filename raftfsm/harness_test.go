@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -114,10 +115,15 @@ func (n *node) outputs(plan *ck.JobPlan, token uint64) []ck.BlockMeta {
 		minT, maxT = min(minT, b.MinTime), max(maxT, b.MaxTime)
 		size += b.Size
 	}
-	id := ck.OutputID(plan.Name, fencingToken(token), 0)
-	return []ck.BlockMeta{{
-		ID: id, Tenant: plan.Tenant, Shard: plan.Shard, Level: plan.Level + 1,
+	return []ck.BlockMeta{outputMeta(plan, fencingToken(token), minT, maxT, size)}
+}
+
+// outputMeta is the single output a test worker writes for plan: one
+// dataset spanning the sources' time range, with their total size.
+func outputMeta(plan *ck.JobPlan, token fencing.Token, minT, maxT, size int64) ck.BlockMeta {
+	return ck.BlockMeta{
+		ID: ck.OutputID(plan.Name, token, 0), Tenant: plan.Tenant, Shard: plan.Shard, Level: plan.Level + 1,
 		MinTime: minT, MaxTime: maxT, Size: size,
 		Datasets: []ck.DatasetMeta{{Name: "ds", Size: size, Records: 10, MinTime: minT, MaxTime: maxT}},
-	}}
+	}
 }
