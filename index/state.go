@@ -217,15 +217,19 @@ type poolKey struct {
 	tkey
 }
 
-func lessPool(b, a poolKey) bool {
-	if a.release != b.release {
-		return a.release < b.release
+// before reports whether p comes before o in release order.
+func (p poolKey) before(o poolKey) bool {
+	if p.release != o.release {
+		return p.release < o.release
 	}
-	if a.created != b.created {
-		return a.created < b.created
+	if p.created != o.created {
+		return p.created < o.created
 	}
-	return a.tkey.less(b.tkey)
+	return p.tkey.less(o.tkey)
 }
+
+// lessPool orders the pool tree in reverse release order.
+func lessPool(a, b poolKey) bool { return b.before(a) }
 
 // heldKey records that job holds a tombstone.
 type heldKey struct {
