@@ -1,7 +1,9 @@
 package raftfsm
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
@@ -9,11 +11,22 @@ import (
 )
 
 // CommandVersion is the newest command encoding this release writes and
-// reads. A release reads every version up to it; it writes a newer version
-// only once the replicated cluster version (see [SetClusterVersion])
-// allows it, so replicas of the previous release never see a command they
-// cannot decode.
-const CommandVersion byte = 1
+// reads, and the newest cluster version it supports. A release reads every
+// version up to it; it writes a newer version only once the replicated
+// cluster version (see [SetClusterVersion]) allows it, so replicas of the
+// previous release never see a command they cannot decode.
+//
+// Version 1 is a header and the CBOR body. Version 2 appends the CRC-32C
+// (Castagnoli) of header and body, big-endian, so that a replica detects a
+// damaged entry instead of applying it. Cluster version 2 also changes what
+// Apply does (see [FSM.Apply]); every such change takes effect only once the
+// cluster version is raised.
+const CommandVersion byte = 2
+
+// commandChecksumSize is the size of a version-2 command's trailer.
+const commandChecksumSize = 4
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Command is one entry of the host's log, as the state machine applies
 // it: the proposer's timestamp and exactly one operation.
@@ -24,8 +37,10 @@ const CommandVersion byte = 1
 type Command struct {
 	_ struct{} `cbor:",toarray"`
 	// Time is the proposer's timestamp (unix nanoseconds). The leader
-	// stamps it when it prepares the command. Zero means "use the entry's
-	// time" (for hosts whose log carries a leader timestamp).
+	// stamps it when it encodes the command ([FSM.Encode]) or prepares a
+	// poll ([FSM.Prepare]); a time set by anyone else is overwritten. Zero
+	// means "use the entry's time" (for hosts whose log carries a leader
+	// timestamp).
 	Time int64
 	// Exactly one of the following is set.
 	AddBlocks      *AddBlocks
@@ -169,23 +184,69 @@ type SetClusterVersion struct {
 	Version byte
 }
 
-// MarshalBinary encodes the command with a versioned header.
+// MarshalBinary encodes the command in the newest version,
+// [CommandVersion]. During a rolling upgrade, when replicas of the
+// previous release may still read the log, encode with [FSM.Encode]
+// (which writes the version the cluster allows) or [Command.MarshalVersion].
 func (c *Command) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindCommand, CommandVersion, c)
+	return c.MarshalVersion(CommandVersion)
+}
+
+// MarshalVersion encodes the command in the given command version (1 to
+// [CommandVersion]).
+func (c *Command) MarshalVersion(version byte) ([]byte, error) {
+	if version < 1 || version > CommandVersion {
+		return nil, fmt.Errorf("raftfsm: command version %d, this release writes 1 to %d: %w", version, CommandVersion, ErrClusterVersion)
+	}
+	data, err := codec.Default.Encode(codec.KindCommand, version, c)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: command: %w", err)
+	}
+	if version >= 2 {
+		data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))
+	}
+	return data, nil
 }
 
 // DecodeCommand decodes and validates a command encoded by
-// [Command.MarshalBinary]. Malformed input returns an error wrapping one of
-// compactkit's sentinel errors; it never panics.
+// [Command.MarshalBinary] or [Command.MarshalVersion]. Malformed input
+// returns an error wrapping one of compactkit's sentinel errors
+// (compactkit.ErrChecksum for a version-2 command whose checksum does not
+// match, compactkit.ErrUnknownVersion for a version this release does not
+// read); it never panics.
 func DecodeCommand(data []byte) (*Command, error) {
+	c, _, err := decodeCommand(data)
+	return c, err
+}
+
+// decodeCommand is DecodeCommand, also returning the version found (0 if
+// the header could not be read).
+func decodeCommand(data []byte) (*Command, byte, error) {
+	version, _, err := codec.ParseHeader(data, codec.KindCommand)
+	if err != nil {
+		return nil, 0, fmt.Errorf("raftfsm: command: %w", err)
+	}
+	if version > CommandVersion {
+		return nil, version, fmt.Errorf("raftfsm: command version %d, this release reads 1 to %d: %w", version, CommandVersion, ck.ErrUnknownVersion)
+	}
+	if version >= 2 {
+		if len(data) < codec.HeaderSize+commandChecksumSize {
+			return nil, version, fmt.Errorf("raftfsm: command of %d bytes: %w", len(data), ck.ErrTruncated)
+		}
+		body, sum := data[:len(data)-commandChecksumSize], data[len(data)-commandChecksumSize:]
+		if got, want := binary.BigEndian.Uint32(sum), crc32.Checksum(body, castagnoli); got != want {
+			return nil, version, fmt.Errorf("raftfsm: command checksum %08x, computed %08x: %w", got, want, ck.ErrChecksum)
+		}
+		data = body
+	}
 	var c Command
-	if _, err := codec.Default.Decode(data, codec.KindCommand, func(v byte) bool { return v >= 1 && v <= CommandVersion }, &c); err != nil {
-		return nil, fmt.Errorf("raftfsm: command: %w", err)
+	if _, err := codec.Default.Decode(data, codec.KindCommand, func(byte) bool { return true }, &c); err != nil {
+		return nil, version, fmt.Errorf("raftfsm: command: %w", err)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, version, err
 	}
-	return &c, nil
+	return &c, version, nil
 }
 
 // MaxBlocksPerCommand bounds the blocks of one AddBlocks command.

@@ -24,6 +24,18 @@ var (
 	// (an unknown job, a job that is not excluded, ...). Nothing changes.
 	ErrOperator = errors.New("raftfsm: operator command refused")
 	// ErrClusterVersion reports a cluster version this release cannot
-	// write, or one lower than the current.
+	// write, one lower than the current, or a command or setting that needs
+	// a cluster version the cluster has not reached.
 	ErrClusterVersion = errors.New("raftfsm: unsupported cluster version")
+	// ErrCorrupt reports a replica that stopped because it read an entry
+	// it cannot trust: a command whose checksum does not match, of a
+	// version this release does not know, or — once the cluster version is
+	// 2 — that does not decode. Skipping such an entry would make the
+	// replica diverge from the others, so it applies nothing more: every
+	// later Apply and Prepare returns an error wrapping ErrCorrupt, and
+	// [FSM.Stats] reports it, until a snapshot is restored.
+	ErrCorrupt = errors.New("raftfsm: replica stopped on a corrupt entry")
+	// ErrClock reports a command time further ahead of the log's time than
+	// the replicated [Config.MaxClockStep] allows. Nothing is done for it.
+	ErrClock = errors.New("raftfsm: command time out of bounds")
 )

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -24,6 +25,9 @@ type FSM struct {
 	mu   sync.Mutex
 	opts options
 	st   *state
+	// failed is set when the replica read an entry it cannot trust (see
+	// ErrCorrupt); it is local, never replicated, and cleared by Restore.
+	failed error
 }
 
 // state is everything replicated. Restore builds a new one and swaps it in.
@@ -50,7 +54,7 @@ type options struct {
 	cleanupBatch  int
 }
 
-// WithLogger sets the logger (default: slog.Default()).
+// WithLogger sets the logger. By default the state machine logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -96,7 +100,7 @@ func WithCleanupBatch(n int) Option {
 }
 
 func newOptions(opts []Option) options {
-	o := options{log: slog.Default(), cleanupAfter: time.Minute, cleanupUrgent: 10 * time.Minute, cleanupBatch: 64}
+	o := options{log: slog.New(slog.DiscardHandler), cleanupAfter: time.Minute, cleanupUrgent: 10 * time.Minute, cleanupBatch: 64}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -131,7 +135,12 @@ func newState(cfg Config) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
-	return &state{cfg: cfg, planner: p, sched: s, index: x, polls: newPollLog(), clusterVersion: 1}, nil
+	version := cfg.StartVersion
+	if version == 0 {
+		version = CommandVersion
+	}
+	cfg.StartVersion = 0 // read once, here
+	return &state{cfg: cfg, planner: p, sched: s, index: x, polls: newPollLog(), clusterVersion: version}, nil
 }
 
 // Result is what applying one entry did. For a poll, Poll is the response
@@ -190,28 +199,77 @@ type BlockResult struct {
 }
 
 // Apply applies one log entry: the only way the state changes. data is a
-// command encoded by [Command.MarshalBinary].
+// command encoded by [FSM.Encode] (or [Command.MarshalBinary]).
 //
 // An entry whose index is at or below the last applied index is skipped
-// (Result.Skipped). A malformed command, one of an unknown version, or one
-// that cannot be carried out (an operator cancelling an unknown job, a
-// config that would strand blocks, a stale poll) returns an error and
-// changes nothing, not even the last applied index. Apply never panics on
-// input.
+// (Result.Skipped). A command that cannot be carried out — one that fails
+// validation, of a version above the cluster version, stamped too far
+// ahead of the log's time ([ErrClock]), or refused by the state (an
+// operator cancelling an unknown job, a config that would strand blocks, a
+// stale poll) — returns an error and changes nothing, not even the last
+// applied index: every replica refuses it alike.
+//
+// An entry the replica cannot trust is different: a checksum mismatch, an
+// unknown command version, or (at cluster version 2) bytes that do not
+// decode mean that this replica's copy is damaged, and refusing it would
+// make the replica diverge from those that read it intact. The replica
+// stops instead: Apply returns an error wrapping [ErrCorrupt], and so does
+// every later Apply and Prepare, until a snapshot is restored. Apply never
+// panics on input.
+//
+// The effective time of the entry is max(previous time, command time), or
+// the entry's time for a command without one. From cluster version 2 it is
+// the only clock every component sees; at cluster version 1 the planner
+// also reads the entry's time, as the previous release did.
 func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failed != nil {
+		return nil, f.failed
+	}
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("raftfsm: entry: %w", err)
 	}
 	if e.Index <= f.st.lastApplied {
 		return &Result{Index: e.Index, Skipped: true, Now: f.st.now}, nil
 	}
-	cmd, err := DecodeCommand(data)
+	cmd, version, err := decodeCommand(data)
 	if err != nil {
+		if f.damaged(version, err) {
+			return nil, f.stop(e, err)
+		}
 		return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
 	}
+	if version > f.st.clusterVersion {
+		return nil, fmt.Errorf("raftfsm: entry %d: command version %d above the cluster version %d: %w", e.Index, version, f.st.clusterVersion, ErrClusterVersion)
+	}
 	return f.apply(e, cmd)
+}
+
+// damaged reports whether a command that failed to decode means that the
+// replica's copy of the entry is damaged.
+func (f *FSM) damaged(version byte, err error) bool {
+	switch {
+	case errors.Is(err, ck.ErrChecksum), errors.Is(err, ck.ErrUnknownVersion):
+		return true
+	case version >= 2:
+		// The checksum matched: these are the bytes the leader wrote, and
+		// every replica refuses them alike.
+		return false
+	default:
+		// Without a checksum, damage and a bad command look the same.
+		// Leaders encode only commands that validate, so from cluster
+		// version 2 on, undecodable bytes are taken for damage.
+		return f.st.clusterVersion >= 2
+	}
+}
+
+// stop marks the replica failed on entry e and returns the error it
+// answers from now on.
+func (f *FSM) stop(e ck.Entry, cause error) error {
+	f.failed = fmt.Errorf("raftfsm: entry %d: %w: %w", e.Index, ErrCorrupt, cause)
+	f.opts.log.Error("raftfsm: replica stopped: restore a snapshot to recover", "entry", e.Index, "err", cause)
+	return f.failed
 }
 
 // ApplyCommand is Apply for a command already decoded (and validated by
@@ -220,6 +278,9 @@ func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
 func (f *FSM) ApplyCommand(e ck.Entry, cmd *Command) (*Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failed != nil {
+		return nil, f.failed
+	}
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("raftfsm: entry: %w", err)
 	}
@@ -232,13 +293,61 @@ func (f *FSM) ApplyCommand(e ck.Entry, cmd *Command) (*Result, error) {
 	return f.apply(e, cmd)
 }
 
+// Encode stamps cmd with the leader's time and encodes it for proposal: the
+// way a leader turns a command into the bytes of a log entry. The time is
+// now (the leader's clock), but never behind the log's time, and — from
+// cluster version 2 — never more than [Config.MaxClockStep] ahead of it (a
+// clock further ahead is logged); whatever time cmd carried is
+// overwritten. The encoding is the newest version the replicated cluster
+// version allows, so replicas of the previous release can read it during a
+// rolling upgrade. A command that does not validate is refused.
+func (f *FSM) Encode(cmd *Command, now int64) ([]byte, error) {
+	if err := cmd.Validate(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.failed != nil {
+		f.mu.Unlock()
+		return nil, f.failed
+	}
+	cmd.Time = f.stampLocked(now)
+	version := f.st.clusterVersion
+	f.mu.Unlock()
+	return cmd.MarshalVersion(version)
+}
+
+// stampLocked returns the time the leader stamps on a command at its clock
+// now: max(now, log time), at most one clock step ahead of the log's time
+// from cluster version 2.
+func (f *FSM) stampLocked(now int64) int64 {
+	st := f.st
+	t := max(now, st.now)
+	if st.clusterVersion >= 2 && st.now > 0 {
+		if limit := st.now + st.cfg.maxClockStep(); t > limit {
+			f.opts.log.Warn("raftfsm: leader clock ahead of the log's time by more than the clock step: stamping the limit",
+				"clock", time.Unix(0, now).UTC(), "log_time", time.Unix(0, st.now).UTC(), "max_clock_step", time.Duration(st.cfg.maxClockStep()))
+			t = limit
+		}
+	}
+	return t
+}
+
 func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	st := f.st
 	t := cmd.Time
 	if t == 0 {
 		t = e.Time
 	}
+	if st.clusterVersion >= 2 && st.now > 0 && t-st.now > st.cfg.maxClockStep() {
+		return nil, fmt.Errorf("raftfsm: entry %d: command time %s is %s ahead of the log's time, limit %s: %w", e.Index,
+			time.Unix(0, t).UTC().Format(time.RFC3339Nano), time.Duration(t-st.now), time.Duration(st.cfg.maxClockStep()), ErrClock)
+	}
 	now := max(st.now, t)
+	if st.clusterVersion >= 2 {
+		// One clock: the components see the state machine's time, never
+		// the entry's own.
+		e.Time = now
+	}
 	res := &Result{Index: e.Index, Now: now}
 	var err error
 	switch {
@@ -263,7 +372,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		if cmd.ClusterVersion.Version < st.clusterVersion {
 			err = fmt.Errorf("raftfsm: cluster version %d below the current %d: %w", cmd.ClusterVersion.Version, st.clusterVersion, ErrClusterVersion)
 		} else {
-			st.clusterVersion = cmd.ClusterVersion.Version
+			st.raiseVersion(cmd.ClusterVersion.Version)
 		}
 	}
 	if err != nil {
@@ -276,6 +385,19 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	st.index.Expire(now)
 	st.polls.expire(now - int64(st.cfg.pollLogTTL()))
 	return res, nil
+}
+
+// raiseVersion moves the cluster version to v (not below the current), and
+// brings the state to what the new version's Apply would have made of it:
+// from version 2, an excluded job's plan lists no tombstones (they went
+// back to the pool when it was excluded).
+func (st *state) raiseVersion(v byte) {
+	if st.clusterVersion < 2 && v >= 2 {
+		for _, job := range st.sched.ExcludedJobs() {
+			st.sched.DropTombstones(job)
+		}
+	}
+	st.clusterVersion = v
 }
 
 func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result) {
@@ -298,6 +420,11 @@ func (st *state) applyConfig(cfg *Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if st.clusterVersion < 2 && cfg.MaxClockStep != 0 {
+		// A version-1 snapshot has no room for it: replicas restored from
+		// one would forget it.
+		return fmt.Errorf("raftfsm: config: max clock step needs cluster version 2, the cluster is at %d: %w", st.clusterVersion, ErrClusterVersion)
+	}
 	if err := st.planner.SetConfig(cfg.Planner); err != nil {
 		return err
 	}
@@ -308,6 +435,7 @@ func (st *state) applyConfig(cfg *Config) error {
 		return err // unreachable: validated above
 	}
 	st.cfg = *cfg
+	st.cfg.StartVersion = 0
 	return nil
 }
 

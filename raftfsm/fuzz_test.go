@@ -13,7 +13,7 @@ import (
 )
 
 func goldenSeeds(f *testing.F, pattern string) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "v1", pattern))
+	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "v*", pattern))
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		require.NoError(f, err)
@@ -45,7 +45,7 @@ func FuzzDecodeCommand(f *testing.F) {
 func FuzzApply(f *testing.F) {
 	goldenSeeds(f, "command-*.bin")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, _ := goldenScenario(t)
+		n, _ := goldenScenario(t, raftfsm.CommandVersion)
 		before := n.snapshot()
 		_, err := n.f.Apply(ck.Entry{Index: n.index + 1, Term: 1, Time: n.now}, data)
 		if err != nil {

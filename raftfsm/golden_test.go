@@ -3,6 +3,7 @@ package raftfsm_test
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,9 +18,13 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // goldenScenario builds a small state that exercises every component and
-// every command kind, and returns the node and the commands by name.
-func goldenScenario(t tb) (*node, map[string][]byte) {
-	n := newNode(t, testConfig())
+// every command kind at the given cluster version, with commands encoded
+// in that version, and returns the node and the commands by name.
+func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
+	cfg := testConfig()
+	cfg.StartVersion = version
+	n := newNode(t, cfg)
+	n.version = version
 	cmds := map[string]*raftfsm.Command{}
 	run := func(name string, cmd *raftfsm.Command) *raftfsm.Result {
 		cmds[name] = cmd
@@ -27,7 +32,7 @@ func goldenScenario(t tb) (*node, map[string][]byte) {
 	}
 	lvl := uint32(1)
 	run("config", &raftfsm.Command{Config: ptr(testConfig())})
-	run("cluster-version", &raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: 1}})
+	run("cluster-version", &raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: version}})
 	run("add-blocks", addBlocks(append(blocks("a", "t1", 1, 6, t0), blocks("b", "t2", 2, 4, t0)...)))
 	run("took-office", &raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: "n1"}})
 	res := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 2})
@@ -48,7 +53,7 @@ func goldenScenario(t tb) (*node, map[string][]byte) {
 	run("retention", &raftfsm.Command{Retention: &raftfsm.Retention{Tenant: "t2", Before: t0 + int64(2*time.Second)}})
 	out := map[string][]byte{}
 	for name, c := range cmds {
-		data, err := c.MarshalBinary()
+		data, err := c.MarshalVersion(version)
 		require.NoError(t, err)
 		out[name] = data
 	}
@@ -58,15 +63,25 @@ func goldenScenario(t tb) (*node, map[string][]byte) {
 func ptr[T any](v T) *T { return &v }
 
 // TestGolden checks that this release reads the snapshots and commands of
-// every earlier one (DESIGN.md §5.8): the files in testdata/golden decode,
-// re-encode to the same bytes, and a restored snapshot re-snapshots to the
-// same bytes. Run with -update only when the format changes on purpose,
-// and then keep the old files next to the new ones.
+// every earlier one: the files in testdata/golden/vN decode, re-encode to
+// the same bytes, and a restored snapshot re-snapshots to the same bytes.
+// It also checks that at cluster version N this release writes exactly
+// what the release that wrote the files did: testdata/golden/v1 was
+// written by the previous release, so a replica of this one at cluster
+// version 1 behaves byte for byte as that release. Run with -update only
+// when the newest format changes on purpose; never rewrite an older
+// release's files.
 func TestGolden(t *testing.T) {
-	n, cmds := goldenScenario(t)
-	dir := filepath.Join("testdata", "golden", "v1")
+	for _, version := range []byte{1, raftfsm.CommandVersion} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) { testGolden(t, version) })
+	}
+}
+
+func testGolden(t *testing.T, version byte) {
+	n, cmds := goldenScenario(t, version)
+	dir := filepath.Join("testdata", "golden", fmt.Sprintf("v%d", version))
 	snap := n.snapshot()
-	if *update {
+	if *update && version == raftfsm.CommandVersion {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "snapshot.bin"), snap, 0o644))
 		for name, data := range cmds {
@@ -90,7 +105,7 @@ func TestGolden(t *testing.T) {
 		require.NoError(t, err)
 		cmd, err := raftfsm.DecodeCommand(data)
 		require.NoError(t, err, file)
-		re, err := cmd.MarshalBinary()
+		re, err := cmd.MarshalVersion(version)
 		require.NoError(t, err)
 		require.Equal(t, data, re, file)
 	}

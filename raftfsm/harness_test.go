@@ -25,6 +25,8 @@ type node struct {
 	index uint64
 	now   int64
 	log   [][]byte // every entry applied, index i+1 at log[i]
+	// version is the command version the node encodes (0: the newest).
+	version byte
 }
 
 const t0 = int64(1_700_000_000_000_000_000)
@@ -53,7 +55,10 @@ func (n *node) apply(cmd *raftfsm.Command) (*raftfsm.Result, error) {
 	if cmd.Time == 0 {
 		cmd.Time = n.now
 	}
-	data, err := cmd.MarshalBinary()
+	data, err := cmd.MarshalVersion(max(n.version, 1))
+	if n.version == 0 {
+		data, err = cmd.MarshalBinary()
+	}
 	require.NoError(n.t, err)
 	n.index++
 	n.log = append(n.log, data)

@@ -55,10 +55,14 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		}
 		if r.After.Status == ck.StatusExcluded {
 			// An excluded job never runs until an operator retries it:
-			// its tombstones go back to the pool for another job. (Should
-			// it run again, deleting them twice is harmless; only the job
-			// that holds a tombstone confirms it.)
+			// its tombstones go back to the pool for another job. From
+			// cluster version 2 its plan forgets them too, so that a
+			// retry does not hand them out a second time (a cleanup-only
+			// job, left with nothing to do, is removed).
 			st.index.Detach(c.Job)
+			if st.clusterVersion >= 2 && st.sched.DropTombstones(c.Job) {
+				log.Info("raftfsm: excluded cleanup-only job removed; its tombstones go to another job", "entry", e.Index, "job", c.Job)
+			}
 		}
 		if !r.Plan.CleanupOnly() {
 			// A cleanup-only attempt writes nothing: no prefix to delete.
@@ -178,10 +182,29 @@ func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.Pol
 		}
 		resp.Jobs = append(resp.Jobs, ck.JobReply{
 			Job: c.Job, Outcome: ck.OutcomeAssigned, Token: r.After.Token,
-			Deadline: r.After.Deadline, Lease: lease, Plan: r.Plan,
+			Deadline: r.After.Deadline, Lease: lease, Plan: canonicalPlan(r.Plan),
 		})
 	}
 	return resp
+}
+
+// canonicalPlan returns p with empty, non-nil Sources and Tombstones where
+// they are empty: the form a plan has after the poll log's round trip
+// through a snapshot, so that a restored replica answers exactly as the
+// original (a plan restored with the scheduler has nil where a new one has
+// an empty slice). p is shared and is copied, not changed.
+func canonicalPlan(p *ck.JobPlan) *ck.JobPlan {
+	if p.Sources != nil && p.Tombstones != nil {
+		return p
+	}
+	c := *p
+	if c.Sources == nil {
+		c.Sources = []string{}
+	}
+	if c.Tombstones == nil {
+		c.Tombstones = []ck.Tombstone{}
+	}
+	return &c
 }
 
 // answerUnchanged answers a report no change of the poll acted on: the job

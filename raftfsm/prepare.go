@@ -16,9 +16,10 @@ import (
 // scheduler and the index (O(1)), and plans on them while entries keep
 // being applied. Its cost grows with log n and with the work asked for.
 //
-// now is the leader's clock; the command is stamped with max(now, the
-// state machine's time), so Prepare and Apply judge lease expiry by the
-// same clock. The steps follow DESIGN.md §3: status updates first (renew,
+// now is the leader's clock; the command is stamped as [FSM.Encode] stamps
+// (max(now, the log's time), at most one clock step ahead), so Prepare and
+// Apply judge lease expiry by the same clock. Propose the command with
+// FSM.Encode. The steps: status updates first (renew,
 // complete, fail, release), then assignment of existing jobs, then new
 // jobs — evicting an excluded job when the queue is full — each assigned in
 // the same poll, and finally cleanup-only jobs, as many as the capacity
@@ -50,8 +51,12 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	cmd := &Command{Poll: &Poll{WorkerID: req.WorkerID, Seq: req.Seq, Reports: reports}}
 
 	f.mu.Lock()
+	if f.failed != nil {
+		f.mu.Unlock()
+		return nil, f.failed
+	}
 	st := f.st
-	now = max(now, st.now)
+	now = f.stampLocked(now)
 	cmd.Time = now
 	if rec, ok := st.polls.lookup(req.WorkerID); ok && req.Seq <= rec.Seq {
 		f.mu.Unlock()

@@ -16,6 +16,11 @@ type Stats struct {
 	Now               int64
 	// ClusterVersion is the command version the leader may write.
 	ClusterVersion byte
+	// Failed is nil while the replica applies entries. A replica that
+	// stopped on an entry it cannot trust reports the error it answers
+	// every Apply and Prepare with (it wraps [ErrCorrupt]); restore a
+	// snapshot to recover.
+	Failed error
 	// Workers is the number of workers in the poll log.
 	Workers int
 	// Planner, Scheduler and Index are the components' statistics. The
@@ -33,7 +38,7 @@ func (f *FSM) Stats() Stats {
 	st := f.st
 	return Stats{
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
-		ClusterVersion: st.clusterVersion, Workers: st.polls.len(),
+		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(),
 		Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
 	}
 }

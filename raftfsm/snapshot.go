@@ -1,7 +1,6 @@
 package raftfsm
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -15,14 +14,18 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// SnapshotVersion is the version of the snapshot stream this release
-// writes. Restore reads every version up to it.
-const SnapshotVersion byte = 1
+// SnapshotVersion is the newest version of the snapshot stream this
+// release writes. Restore reads every version up to it. A state machine
+// writes the newest version its cluster version allows (version 1 at
+// cluster version 1, 2 from cluster version 2), so that a replica of the
+// previous release can install its leader's snapshot during a rolling
+// upgrade.
+const SnapshotVersion byte = 2
 
 // pollsPerFrame bounds the poll-log records of one snapshot frame.
 const pollsPerFrame = 256
 
-// snapshotHeader is the first frame of a snapshot.
+// snapshotHeader is the first frame of a version-2 snapshot.
 type snapshotHeader struct {
 	_              struct{} `cbor:",toarray"`
 	LastApplied    uint64
@@ -31,6 +34,24 @@ type snapshotHeader struct {
 	ClusterVersion byte
 	PollLogTTL     int64
 	Workers        int
+	MaxClockStep   int64
+}
+
+// snapshotHeaderV1 is the first frame of a version-1 snapshot.
+type snapshotHeaderV1 struct {
+	_              struct{} `cbor:",toarray"`
+	LastApplied    uint64
+	LastTerm       uint64
+	Now            int64
+	ClusterVersion byte
+	PollLogTTL     int64
+	Workers        int
+}
+
+// snapshotVersion returns the snapshot version a state at the given
+// cluster version writes.
+func snapshotVersion(clusterVersion byte) byte {
+	return min(clusterVersion, SnapshotVersion)
 }
 
 // Snapshot writes the whole state to w: a stream of kind snapshot holding
@@ -60,7 +81,8 @@ func (f *FSM) Snapshot(w io.Writer) error {
 }
 
 func (st *state) writeHeader(w io.Writer) error {
-	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSnapshot, SnapshotVersion)
+	version := snapshotVersion(st.clusterVersion)
+	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSnapshot, version)
 	if err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
@@ -68,8 +90,16 @@ func (st *state) writeHeader(w io.Writer) error {
 	h := snapshotHeader{
 		LastApplied: st.lastApplied, LastTerm: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, PollLogTTL: int64(st.cfg.PollLogTTL), Workers: len(recs),
+		MaxClockStep: int64(st.cfg.MaxClockStep),
 	}
-	if err := sw.Encode(&h); err != nil {
+	var hv any = &h
+	if version == 1 {
+		hv = &snapshotHeaderV1{
+			LastApplied: h.LastApplied, LastTerm: h.LastTerm, Now: h.Now,
+			ClusterVersion: h.ClusterVersion, PollLogTTL: h.PollLogTTL, Workers: h.Workers,
+		}
+	}
+	if err := sw.Encode(hv); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	for len(recs) > 0 {
@@ -146,10 +176,17 @@ func (c *Capture) Snapshot(w io.Writer) error {
 }
 
 // Restore reads a snapshot written by [FSM.Snapshot] and returns the state
-// machine it describes, with the given local options. It reads exactly the
-// snapshot; anything after it is an error. A malformed, truncated or
-// corrupt snapshot returns an error wrapping compactkit.ErrMalformed,
-// ErrTruncated, ErrChecksum, ErrUnknownVersion or ErrTooLarge.
+// machine it describes, with the given local options. A malformed,
+// truncated or corrupt snapshot returns an error wrapping
+// compactkit.ErrMalformed, ErrTruncated, ErrChecksum, ErrUnknownVersion or
+// ErrTooLarge.
+//
+// The snapshot may be one section of the host's own snapshot: Restore
+// reads exactly its bytes and leaves r right after them, for the host to
+// read what follows. It reads single bytes from r where r can (an
+// [io.ByteReader] such as a *bufio.Reader); a reader that cannot is read
+// without reading ahead, which costs a small read per frame. Hosts whose
+// snapshot holds nothing after compactkit's section pass a *bufio.Reader.
 func Restore(r io.Reader, opts ...Option) (*FSM, error) {
 	st, err := readState(r)
 	if err != nil {
@@ -158,8 +195,10 @@ func Restore(r io.Reader, opts ...Option) (*FSM, error) {
 	return &FSM{opts: newOptions(opts), st: st}, nil
 }
 
-// Restore replaces the state with the snapshot read from r. On error the
-// previous state stays intact.
+// Restore replaces the state with the snapshot read from r, as [Restore]
+// reads it. On error the previous state stays intact. A replica that
+// stopped on a corrupt entry ([ErrCorrupt]) applies again after a
+// successful Restore.
 func (f *FSM) Restore(r io.Reader) error {
 	st, err := readState(r)
 	if err != nil {
@@ -167,28 +206,37 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 	f.mu.Lock()
 	f.st = st
+	f.failed = nil
 	f.mu.Unlock()
 	return nil
 }
 
 func readState(r io.Reader) (*state, error) {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 1<<16)
-	}
+	br := codec.Exact(r)
 	sr, err := codec.NewReader(br, codec.Snapshot, codec.KindSnapshot)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: %w", err)
 	}
-	if sr.Version() > SnapshotVersion {
-		return nil, fmt.Errorf("raftfsm: restore: snapshot version %d, this release reads 1 to %d: %w", sr.Version(), SnapshotVersion, ck.ErrUnknownVersion)
+	version := sr.Version()
+	if version > SnapshotVersion {
+		return nil, fmt.Errorf("raftfsm: restore: snapshot version %d, this release reads 1 to %d: %w", version, SnapshotVersion, ck.ErrUnknownVersion)
 	}
 	var h snapshotHeader
-	if err := sr.Decode(&h); err != nil {
+	if version == 1 {
+		var h1 snapshotHeaderV1
+		if err := sr.Decode(&h1); err != nil {
+			return nil, fmt.Errorf("raftfsm: restore: header: %w", restoreErr(err))
+		}
+		h = snapshotHeader{
+			LastApplied: h1.LastApplied, LastTerm: h1.LastTerm, Now: h1.Now,
+			ClusterVersion: h1.ClusterVersion, PollLogTTL: h1.PollLogTTL, Workers: h1.Workers,
+		}
+	} else if err := sr.Decode(&h); err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: header: %w", restoreErr(err))
 	}
-	if h.ClusterVersion < 1 || h.ClusterVersion > CommandVersion || h.PollLogTTL < 0 || h.Workers < 0 || h.Now < 0 {
-		return nil, fmt.Errorf("raftfsm: restore: header %+v: %w", h, ck.ErrMalformed)
+	if h.ClusterVersion < 1 || h.ClusterVersion > CommandVersion || snapshotVersion(h.ClusterVersion) != version ||
+		h.PollLogTTL < 0 || h.Workers < 0 || h.Now < 0 || h.MaxClockStep < 0 {
+		return nil, fmt.Errorf("raftfsm: restore: header %+v of a version %d snapshot: %w", h, version, ck.ErrMalformed)
 	}
 	polls := newPollLog()
 	prev := ""
@@ -227,15 +275,10 @@ func readState(r io.Reader) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: %w", err)
 	}
-	if _, err := br.ReadByte(); err == nil {
-		return nil, fmt.Errorf("raftfsm: restore: data after the snapshot: %w", ck.ErrMalformed)
-	} else if !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("raftfsm: restore: %w", err)
-	}
 	st := &state{
 		cfg: Config{
 			Planner: p.Config(), Scheduler: s.Config(), Index: x.Config(),
-			PollLogTTL: time.Duration(h.PollLogTTL),
+			PollLogTTL: time.Duration(h.PollLogTTL), MaxClockStep: time.Duration(h.MaxClockStep),
 		},
 		planner: p, sched: s, index: x, polls: polls,
 		lastApplied: h.LastApplied, lastTerm: h.LastTerm, now: h.Now, clusterVersion: h.ClusterVersion,

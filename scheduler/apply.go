@@ -317,6 +317,45 @@ func (s *Scheduler) Cancel(e ck.Entry, now int64, name string) (Result, error) {
 	return s.cancel(j, Result{}), nil
 }
 
+// DropTombstones empties the tombstones of the plan of the named job, an
+// excluded one whose tombstones the state machine has returned to the pool
+// for other jobs to carry: from then on its plan lists none, so retrying it
+// cannot hand them out a second time. A cleanup-only job, which has nothing
+// left to do, is removed (counted as cancelled). It reports whether the
+// job was removed; an unknown job, or one with no tombstones, is left as
+// it is. The job's version is kept: this is not a prepared change.
+//
+// Within a [Tx], a later change of the same entry to a removed job is
+// skipped as stale, like any change to a job that is gone.
+func (s *Scheduler) DropTombstones(name string) (removed bool) {
+	j := s.get(name)
+	if j == nil || len(j.plan.Tombstones) == 0 {
+		return false
+	}
+	if j.plan.CleanupOnly() {
+		s.remove(j)
+		s.counters.Cancelled++
+		return true
+	}
+	plan := *j.plan
+	plan.Tombstones = nil
+	nj := j.with()
+	nj.plan = &plan
+	s.replace(j, nj)
+	return false
+}
+
+// ExcludedJobs returns the names of the excluded jobs, in the order of
+// the exclusion index (deterministic).
+func (s *Scheduler) ExcludedJobs() []string {
+	var names []string
+	s.excluded.Ascend(func(j *job) bool {
+		names = append(names, j.st.Name)
+		return true
+	})
+	return names
+}
+
 // ExtendLeases pushes the deadline of every in-progress job to at least
 // now + LeaseDuration, and returns how many deadlines moved. The state
 // machine calls it for a new leader's first command, so that an election

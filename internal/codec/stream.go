@@ -93,8 +93,12 @@ func (w *Writer) Close() error {
 // Reader reads a stream written by [Writer]. Each frame is read into a
 // buffer no larger than the codec's MaxBytes before it is decoded, so a
 // corrupt length cannot make it allocate more.
+//
+// A Reader consumes exactly its own stream, up to and including the
+// checksum, and nothing after it, so that a stream can be one section of a
+// larger file: the bytes that follow are left for the caller.
 type Reader struct {
-	br      *bufio.Reader
+	br      ByteReader
 	crc     hash.Hash32
 	c       *Codec
 	kind    Kind
@@ -104,18 +108,45 @@ type Reader struct {
 	err     error
 }
 
-// NewReader reads and checks the header of a stream of kind k from r.
-//
-// The reader buffers its input. To read several streams written one after
-// the other into the same file (the sections of a snapshot), pass a
-// *bufio.Reader: it is used as is, and each Reader consumes exactly its own
-// stream, up to and including the checksum.
-func NewReader(r io.Reader, c *Codec, k Kind) (*Reader, error) {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
+// ByteReader is what a [Reader] reads from: an [io.Reader] that also reads
+// single bytes (a *bufio.Reader, a *bytes.Reader, a *bytes.Buffer, ...).
+type ByteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+// Exact returns r as a [ByteReader] that never reads ahead: r itself if it
+// reads single bytes, otherwise an adapter whose ReadByte reads exactly one
+// byte from r. Frames are read whole, so only the few bytes of each frame
+// length go through single-byte reads. Wrap r in a *bufio.Reader instead
+// when nothing after the stream matters.
+func Exact(r io.Reader) ByteReader {
+	if br, ok := r.(ByteReader); ok {
+		return br
 	}
-	sr := &Reader{br: br, crc: crc32.New(castagnoli), c: c, kind: k}
+	return &exactReader{r: r}
+}
+
+type exactReader struct {
+	r io.Reader
+	b [1]byte
+}
+
+func (e *exactReader) Read(p []byte) (int, error) { return e.r.Read(p) }
+
+func (e *exactReader) ReadByte() (byte, error) {
+	if _, err := io.ReadFull(e.r, e.b[:]); err != nil {
+		return 0, err
+	}
+	return e.b[0], nil
+}
+
+// NewReader reads and checks the header of a stream of kind k from r.
+// It reads nothing past the stream's checksum (see [Exact]); to read
+// several streams written one after the other (the sections of a
+// snapshot), pass the same reader to each.
+func NewReader(r io.Reader, c *Codec, k Kind) (*Reader, error) {
+	sr := &Reader{br: Exact(r), crc: crc32.New(castagnoli), c: c, kind: k}
 	var h [HeaderSize]byte
 	if err := sr.readFull(h[:]); err != nil {
 		return nil, fmt.Errorf("codec: %s header: %w", k, err)

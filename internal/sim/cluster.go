@@ -71,7 +71,8 @@ func (s *Sim) propose(cmd *raftfsm.Command, req *ck.PollRequest) *entry {
 	if cmd.Time == 0 && cmd.Poll == nil && s.coin(0.8) {
 		cmd.Time = clock
 	}
-	data, err := cmd.MarshalBinary()
+	// The version the leader's replica allows, as FSM.Encode writes.
+	data, err := cmd.MarshalVersion(s.leaderReplica().fsm.ClusterVersion())
 	if err != nil {
 		s.fail("encode", "command %+v: %v", cmd, err)
 	}

@@ -263,15 +263,25 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 			m.dropJob(c.Job)
 		}
 	}
-	// An excluded job's tombstones go back to the pool (its plan keeps
-	// them; only the holder confirms).
+	// An excluded job's tombstones go back to the pool. From cluster
+	// version 2 its plan forgets them, and an excluded cleanup-only job is
+	// removed; before, its plan keeps them (only the holder confirms).
 	for i := range p.Update.Changes {
 		c := &p.Update.Changes[i]
 		if !res.Changes[i].Applied || c.Kind != ck.ChangeExclude && c.Kind != ck.ChangeFail {
 			continue
 		}
-		if js, _, ok := r.fsm.Job(c.Job); ok && js.Status == ck.StatusExcluded {
+		j := m.jobs[c.Job]
+		js, _, ok := r.fsm.Job(c.Job)
+		switch {
+		case ok && js.Status == ck.StatusExcluded:
 			m.detach(c.Job)
+			if r.fsm.ClusterVersion() >= 2 && j != nil {
+				j.plan.Tombstones = nil
+			}
+		case !ok && j != nil && j.plan.CleanupOnly() && r.fsm.ClusterVersion() >= 2:
+			m.detach(c.Job)
+			m.dropJob(c.Job)
 		}
 	}
 	m.checkReplies(p, res)

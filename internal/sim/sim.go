@@ -76,6 +76,9 @@ type Report struct {
 	Faults [NumFaults]int
 	// Counters of interesting outcomes.
 	Blocks, Completions, Refusals, Evictions, Quarantined, CleanupJobs, DataChecks int
+	// Upgrades is 1 for a run whose log began at cluster version 1 and
+	// was raised to the newest version mid-run (a rolling upgrade).
+	Upgrades int
 }
 
 // Violation is an invariant broken by a run.
@@ -136,20 +139,23 @@ type Sim struct {
 	phase   string
 	step    int
 
-	cfg      raftfsm.Config
-	twoMode  int // 0 single-commit, 1 two-commit, 2 mixed
-	now      int64
-	skew     int64
-	log      []*entry
-	commit   uint64
-	term     uint64
-	leader   int
-	replicas []*replica
-	hashes   map[uint64][32]byte
-	states   map[uint64][32]byte
-	digests  map[uint64][32]byte
-	fed      uint64
-	held     []*heldCmd
+	cfg     raftfsm.Config
+	twoMode int // 0 single-commit, 1 two-commit, 2 mixed
+	now     int64
+	skew    int64
+	// upgradeAt is the step from which the operator raises the cluster
+	// version (0: the log starts at the newest version).
+	upgradeAt int
+	log       []*entry
+	commit    uint64
+	term      uint64
+	leader    int
+	replicas  []*replica
+	hashes    map[uint64][32]byte
+	states    map[uint64][32]byte
+	digests   map[uint64][32]byte
+	fed       uint64
+	held      []*heldCmd
 
 	net    []*msg
 	msgSeq uint64
@@ -240,6 +246,12 @@ func newSim(seed uint64, opt Options) *Sim {
 		s.store = blockmerge.NewMemStore()
 	}
 	s.cfg = s.randomConfig()
+	if s.rng.IntN(4) == 0 {
+		// A log begun by the previous release: the replicas start at
+		// cluster version 1 and the cluster is upgraded mid-run.
+		s.cfg.StartVersion = 1
+		s.upgradeAt = 1 + s.rng.IntN(opt.Steps)
+	}
 	s.twoMode = s.rng.IntN(3)
 	s.rep.Mode = []string{"single-commit", "two-commit", "mixed"}[s.twoMode]
 	n := 3 + s.rng.IntN(3)
@@ -395,6 +407,7 @@ func (s *Sim) tamperStep() {
 func (s *Sim) stepOnce() {
 	s.now += int64(50*time.Millisecond) + s.rng.Int64N(int64(900*time.Millisecond))
 	s.clockFaults()
+	s.upgradeStep()
 	s.ingestStep()
 	s.operatorStep()
 	s.deliver()
@@ -416,6 +429,18 @@ func (s *Sim) stepOnce() {
 		}
 		s.resumeAll()
 	}
+}
+
+// upgradeStep raises the cluster version once the run reaches upgradeAt,
+// proposing again every 20 steps until the reference replica applied it
+// (a dropped log tail may lose the proposal).
+func (s *Sim) upgradeStep() {
+	if s.upgradeAt == 0 || s.step < s.upgradeAt || (s.step-s.upgradeAt)%20 != 0 ||
+		s.replicas[0].fsm.ClusterVersion() >= raftfsm.CommandVersion {
+		return
+	}
+	s.propose(&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: raftfsm.CommandVersion}}, nil)
+	s.rep.Upgrades = 1
 }
 
 // calm is the start of the liveness phase: the operator undoes what it

@@ -232,6 +232,7 @@ func accumulate(total, rep *Report) {
 		total.Faults[f] += rep.Faults[f]
 	}
 	total.Blocks += rep.Blocks
+	total.Upgrades += rep.Upgrades
 	total.Completions += rep.Completions
 	total.Refusals += rep.Refusals
 	total.Evictions += rep.Evictions
@@ -241,8 +242,8 @@ func accumulate(total, rep *Report) {
 }
 
 func summary(r *Report) string {
-	return fmt.Sprintf("steps %d, entries %d, blocks %d, completions %d, refusals %d, evictions %d, cleanup jobs %d, data checks %d, max liveness steps %d",
-		r.Steps, r.Entries, r.Blocks, r.Completions, r.Refusals, r.Evictions, r.CleanupJobs, r.DataChecks, r.LivenessSteps)
+	return fmt.Sprintf("steps %d, entries %d, blocks %d, completions %d, refusals %d, evictions %d, cleanup jobs %d, data checks %d, upgrades %d, max liveness steps %d",
+		r.Steps, r.Entries, r.Blocks, r.Completions, r.Refusals, r.Evictions, r.CleanupJobs, r.DataChecks, r.Upgrades, r.LivenessSteps)
 }
 
 func faultCounts(r *Report) string {

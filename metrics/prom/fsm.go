@@ -38,7 +38,7 @@ type FSMCollector struct {
 	clock     func() time.Time
 
 	// State machine.
-	lastApplied, term, logTime, clusterVersion, workers *prometheus.Desc
+	lastApplied, term, logTime, clusterVersion, failed, workers *prometheus.Desc
 
 	// Planner, per level, then totals and counters.
 	plKeys, plQueued, plReady, plClaimed, plQuarantined, plLag, plDebt *prometheus.Desc
@@ -74,6 +74,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 	c.term = d("fsm", "last_applied_term", "Consensus term of the last entry the state machine applied.")
 	c.logTime = d("fsm", "log_timestamp_seconds", "Effective log time of the state machine (the proposer's clock, never going backwards), in Unix seconds. time() minus this is how far the replica's clock lags.")
 	c.clusterVersion = d("fsm", "cluster_version", "Command version the replicated cluster version allows the leader to write.")
+	c.failed = d("fsm", "failed", "1 if the replica stopped on an entry it cannot trust (a corrupt command) and applies nothing until a snapshot is restored, else 0.")
 	c.workers = d("fsm", "poll_log_workers", "Workers whose latest poll response is recorded in the poll log (workers seen recently).")
 
 	c.plKeys = d("planner", "keys", "Keys (tenant, shard, level) with queued blocks, per level.", "level")
@@ -140,7 +141,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 // Describe sends the descriptors of every metric the collector exports.
 func (c *FSMCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.workers,
+		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers,
 		c.plKeys, c.plQueued, c.plReady, c.plClaimed, c.plQuarantined, c.plLag, c.plDebt, c.plJobs,
 		c.schJobs, c.schPaused, c.schCompletions, c.schPauseRules,
 		c.ixBlocks, c.ixBytes, c.ixTombstones, c.ixOrphans, c.ixReplacements, c.ixDuplicates, c.ixDeletions, c.ixResults,
@@ -173,6 +174,11 @@ func (c *FSMCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.term, float64(st.Term))
 	gauge(c.logTime, float64(st.Now)/1e9)
 	gauge(c.clusterVersion, float64(st.ClusterVersion))
+	failed := 0.0
+	if st.Failed != nil {
+		failed = 1
+	}
+	gauge(c.failed, failed)
 	gauge(c.workers, float64(st.Workers))
 
 	// Planner.

@@ -1,6 +1,7 @@
 package hraft
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -98,7 +99,8 @@ func (a *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the state with the snapshot read from rc, and closes
 // it. On error the previous state stays intact.
 func (a *FSM) Restore(rc io.ReadCloser) error {
-	err := a.f.Restore(rc)
+	// compactkit's state is the whole snapshot here: read it buffered.
+	err := a.f.Restore(bufio.NewReaderSize(rc, 64<<10))
 	if cerr := rc.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

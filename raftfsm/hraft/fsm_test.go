@@ -74,6 +74,7 @@ func TestFSMApply(t *testing.T) {
 	err, ok := resps[4].(error)
 	require.True(t, ok, "%T", resps[4])
 	require.ErrorIs(t, err, ck.ErrMalformed)
+	require.ErrorIs(t, err, raftfsm.ErrCorrupt, "a replica that reads bytes it cannot decode stops")
 	require.Equal(t, uint64(2), a.Commands())
 
 	idx, term, now := a.State().LastApplied()
@@ -81,8 +82,16 @@ func TestFSMApply(t *testing.T) {
 	require.Equal(t, uint64(2), term)
 	require.Equal(t, t0, now)
 
-	// Re-applying an old entry is a no-op.
-	res, ok = a.Apply(&raft.Log{Index: 3, Term: 2, Type: raft.LogCommand, Data: add}).(*raftfsm.Result)
+	// A stopped replica answers every entry with the error.
+	err, ok = a.Apply(&raft.Log{Index: 6, Term: 2, Type: raft.LogCommand, Data: add}).(error)
+	require.True(t, ok)
+	require.ErrorIs(t, err, raftfsm.ErrCorrupt)
+
+	// On a healthy replica, re-applying an old entry is a no-op.
+	b := newTestFSM(t)
+	_, ok = b.Apply(&raft.Log{Index: 3, Term: 2, Type: raft.LogCommand, Data: add}).(*raftfsm.Result)
+	require.True(t, ok)
+	res, ok = b.Apply(&raft.Log{Index: 3, Term: 2, Type: raft.LogCommand, Data: add}).(*raftfsm.Result)
 	require.True(t, ok)
 	require.True(t, res.Skipped)
 }

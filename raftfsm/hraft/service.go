@@ -352,15 +352,12 @@ func (s *Service) raftErr(err error) error {
 	}
 }
 
-// propose encodes cmd (stamped with the leader's clock if it has no time),
-// proposes it and waits for its result. done is closed once raft resolved
+// propose encodes cmd (stamped with the leader's clock, in the version the
+// cluster allows: raftfsm.FSM.Encode), proposes it and waits for its result. done is closed once raft resolved
 // the proposal; when ctx ends first, propose returns ctx's error and the
 // proposal goes on.
 func (s *Service) propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, uint64, <-chan struct{}, error) {
-	if cmd.Time == 0 {
-		cmd.Time = s.now()
-	}
-	data, err := cmd.MarshalBinary()
+	data, err := s.fsm.Encode(cmd, s.now())
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("hraft: encode command: %w", err)
 	}
