@@ -7,12 +7,13 @@ import (
 
 // Entry is the position and time of the log entry being applied.
 //
-// Index and Term come from the host's consensus log. Time is the
-// proposer's timestamp carried by the command (unix nanoseconds): the
-// leader stamps it when it prepares the command, and it is the only clock
-// compactkit's state machine knows. State machines use
-// now = max(previous now, Entry.Time), so time never goes backwards even if
-// a new leader's clock is behind the old one's.
+// Index and Term come from the host's consensus log. Time is the entry's
+// time in unix nanoseconds: the state machine's effective time when it
+// hands an entry to a component (max(previous time, the time the leader
+// stamped on the command), so time never goes backwards even if a new
+// leader's clock is behind the old one's); when a host applies an entry,
+// the log's own timestamp if it has one (hashicorp/raft's AppendedAt),
+// which the state machine uses only for a command that carries no time.
 type Entry struct {
 	_ struct{} `cbor:",toarray"`
 	// Index is the log index of the entry; the first entry has index 1.

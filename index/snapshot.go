@@ -362,8 +362,9 @@ func errMalformed(format string, args ...any) error {
 
 // Restore reads one snapshot stream written by [Index.Snapshot] from r and
 // returns the index it describes. It reads exactly that stream, up to and
-// including its checksum, so several sections can be read one after the
-// other from one *bufio.Reader. Everything read is validated (block
+// including its checksum, and nothing after it, so several sections can be
+// read one after the other from one reader (fastest from one that
+// implements io.ByteReader, such as a *bufio.Reader). Everything read is validated (block
 // metadata, sortedness, counts, references between sections, the
 // invariants the index relies on); malformed input returns an error
 // wrapping [compactkit.ErrMalformed], [compactkit.ErrTruncated],

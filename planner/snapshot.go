@@ -366,8 +366,9 @@ func (s *state) writeSnapshot(w io.Writer) error {
 }
 
 // Restore reads a snapshot written by [Planner.Snapshot] from r and returns
-// the planner it describes. It reads exactly one snapshot stream (a
-// *bufio.Reader is used as is, so several sections can share it) and
+// the planner it describes. It reads exactly one snapshot stream and
+// nothing after it (so several sections can share one reader; one that
+// implements io.ByteReader, such as a *bufio.Reader, is read fastest) and
 // validates everything it reads: a malformed snapshot returns an error
 // wrapping compactkit.ErrMalformed (or ErrTruncated, ErrChecksum,
 // ErrUnknownVersion, ErrTooLarge) and no planner.

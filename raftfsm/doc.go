@@ -47,6 +47,7 @@
 // machine's header and poll log, then each component's section. Replicas
 // that applied the same entries write identical bytes. [Restore] and
 // [FSM.Restore] read it back, rejecting corrupt or truncated input with
-// the previous state intact. [FSM.Capture] takes a point-in-time copy for
-// background persistence.
+// the previous state intact; they read exactly the snapshot's bytes, so it
+// can be one section of the host's own snapshot. [FSM.Capture] takes a
+// point-in-time copy for background persistence.
 package raftfsm

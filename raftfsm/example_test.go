@@ -1,6 +1,8 @@
 package raftfsm_test
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"time"
 
@@ -21,7 +23,9 @@ func Example() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	index := uint64(0)
 	apply := func(cmd *raftfsm.Command) *raftfsm.Result {
-		data, err := cmd.MarshalBinary() // what the host appends to its log
+		// The leader stamps its clock and encodes: the bytes the host
+		// appends to its log.
+		data, err := fsm.Encode(cmd, now)
 		if err != nil {
 			panic(err)
 		}
@@ -38,7 +42,7 @@ func Example() {
 	}
 
 	// Ingest flushes two small segments.
-	apply(&raftfsm.Command{Time: now, AddBlocks: &raftfsm.AddBlocks{Blocks: []ck.BlockMeta{seg("s1"), seg("s2")}}})
+	apply(&raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: []ck.BlockMeta{seg("s1"), seg("s2")}}})
 
 	// A worker polls; the leader prepares the poll and proposes it.
 	cmd, err := fsm.Prepare(&ck.PollRequest{WorkerID: "worker-1", Seq: 1, FreeSlots: 1}, now)
@@ -58,9 +62,38 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println(apply(cmd).Poll.Jobs[0].Outcome)
-	fmt.Println("live blocks:", fsm.Index().Len(), "queued at level 1:", fsm.Stats().Planner.Levels[1].Queued)
+	view := fsm.Index()
+	defer view.Close()
+	fmt.Println("live blocks:", view.Len(), "queued at level 1:", fsm.Stats().Planner.Levels[1].Queued)
 	// Output:
 	// assigned [s1 s2] token 2
 	// completed
 	// live blocks: 1 queued at level 1: 1
+}
+
+// ExampleRestore shows compactkit's snapshot as one section of a host's
+// snapshot: the host writes its own state around it, and Restore reads
+// exactly compactkit's bytes.
+func ExampleRestore() {
+	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	var file bytes.Buffer
+	file.WriteString("kv:3\n") // the host's own section
+	if err := fsm.Snapshot(&file); err != nil {
+		panic(err)
+	}
+	file.WriteString("end\n") // and another after compactkit's
+
+	r := bufio.NewReader(&file)
+	head, _ := r.ReadString('\n')
+	restored, err := raftfsm.Restore(r)
+	if err != nil {
+		panic(err)
+	}
+	tail, _ := r.ReadString('\n')
+	fmt.Printf("%q %q cluster version %d\n", head, tail, restored.ClusterVersion())
+	// Output:
+	// "kv:3\n" "end\n" cluster version 2
 }

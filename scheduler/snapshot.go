@@ -257,8 +257,9 @@ func malformedf(format string, args ...any) error {
 
 // Restore reads one snapshot stream written by [Scheduler.Snapshot] and
 // returns the scheduler it describes. It reads exactly the stream, up to and
-// including its checksum (pass a *bufio.Reader to read several sections from
-// one reader). Everything read is validated; a malformed, truncated or
+// including its checksum, and nothing after it, so several sections can be
+// read from one reader (fastest from one that implements io.ByteReader,
+// such as a *bufio.Reader). Everything read is validated; a malformed, truncated or
 // unknown snapshot returns an error wrapping compactkit.ErrMalformed,
 // ErrTruncated, ErrUnknownVersion, ErrTooLarge or ErrChecksum, and builds
 // nothing.
