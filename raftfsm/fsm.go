@@ -163,8 +163,10 @@ type Result struct {
 	// Blocks says, for an add-blocks command, what became of each block,
 	// in order.
 	Blocks []BlockResult
-	// Cancelled lists the jobs cancelled (by an operator, or because
-	// retention dropped one of their sources).
+	// Cancelled lists the jobs cancelled: by an operator, because
+	// retention dropped one of their sources, or — when the cluster
+	// version is raised to 2 — excluded cleanup-only jobs, which version 2
+	// removes.
 	Cancelled []string
 	// Dropped lists the blocks retention removed.
 	Dropped []string
@@ -372,7 +374,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		if cmd.ClusterVersion.Version < st.clusterVersion {
 			err = fmt.Errorf("raftfsm: cluster version %d below the current %d: %w", cmd.ClusterVersion.Version, st.clusterVersion, ErrClusterVersion)
 		} else {
-			st.raiseVersion(cmd.ClusterVersion.Version)
+			res.Cancelled = st.raiseVersion(cmd.ClusterVersion.Version)
 		}
 	}
 	if err != nil {
@@ -390,14 +392,18 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 // raiseVersion moves the cluster version to v (not below the current), and
 // brings the state to what the new version's Apply would have made of it:
 // from version 2, an excluded job's plan lists no tombstones (they went
-// back to the pool when it was excluded).
-func (st *state) raiseVersion(v byte) {
+// back to the pool when it was excluded), and an excluded cleanup-only job
+// is removed. It returns the jobs removed.
+func (st *state) raiseVersion(v byte) (removed []string) {
 	if st.clusterVersion < 2 && v >= 2 {
 		for _, job := range st.sched.ExcludedJobs() {
-			st.sched.DropTombstones(job)
+			if st.sched.DropTombstones(job) {
+				removed = append(removed, job)
+			}
 		}
 	}
 	st.clusterVersion = v
+	return removed
 }
 
 func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result) {

@@ -100,6 +100,17 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 			m.remove(id, "retention")
 		}
 		m.cancelled(res.Cancelled)
+	case cmd.ClusterVersion != nil:
+		// Raising the version to 2 removes excluded cleanup-only jobs and
+		// strips the tombstones of the other excluded jobs' plans.
+		m.cancelled(res.Cancelled)
+		if r.fsm.ClusterVersion() >= 2 {
+			for name, j := range m.jobs {
+				if js, _, ok := r.fsm.Job(name); ok && js.Status == ck.StatusExcluded {
+					j.plan.Tombstones = nil
+				}
+			}
+		}
 	case cmd.Operator != nil:
 		switch cmd.Operator.Action {
 		case raftfsm.OpCancel:
