@@ -146,8 +146,8 @@ func newState(cfg Config) (*state, error) {
 // Result is what applying one entry did. For a poll, Poll is the response
 // the worker gets.
 type Result struct {
-	// Index is the entry's index.
-	Index uint64
+	// Index and Term are the entry's position in the log.
+	Index, Term uint64
 	// Skipped reports an entry at or below the last applied index: nothing
 	// was done.
 	Skipped bool
@@ -350,7 +350,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		// the entry's own.
 		e.Time = now
 	}
-	res := &Result{Index: e.Index, Now: now}
+	res := &Result{Index: e.Index, Term: e.Term, Now: now}
 	var err error
 	switch {
 	case cmd.AddBlocks != nil:

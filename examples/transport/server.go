@@ -180,7 +180,7 @@ func (s *server) classify(ctx context.Context, err error) (int, ErrorBody) {
 		return http.StatusBadRequest, ErrorBody{Code: CodeBadRequest, Error: err.Error()}
 	case errors.As(err, &nl):
 		if s.leaderURL != nil && (nl.LeaderID != "" || nl.LeaderAddr != "") && !errors.Is(err, hraft.ErrClosed) {
-			if u := s.leaderURL(nl.LeaderID, nl.LeaderAddr); u != "" {
+			if u := s.leaderURL(raft.ServerID(nl.LeaderID), raft.ServerAddress(nl.LeaderAddr)); u != "" {
 				return http.StatusMisdirectedRequest, ErrorBody{Code: CodeNotLeader, Error: err.Error(), Leader: u}
 			}
 		}

@@ -245,7 +245,7 @@ func TestRetriesAcrossLeaderChange(t *testing.T) {
 			}
 			if int(leaderIdx.Load()) != i {
 				l := leaderIdx.Load()
-				return &hraft.NotLeaderError{LeaderID: raft.ServerID(fmt.Sprint(l))}
+				return &hraft.NotLeaderError{LeaderID: fmt.Sprint(l)}
 			}
 			return nil
 		}

@@ -281,18 +281,14 @@ func (n *Node) Join(ctx context.Context, id raft.ServerID, addr raft.ServerAddre
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
-	fut := n.Raft.AddVoter(id, addr, 0, timeout)
-	done := make(chan error, 1)
-	go func() { done <- fut.Error() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("hraft: node %s: join %s: %w", n.ID, id, n.Service.raftErr(err))
+	l := &raftLog{r: n.Raft, timeout: timeout}
+	if err := wait(ctx, n.Raft.AddVoter(id, addr, 0, timeout)); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			err = l.notLeader(err)
 		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("hraft: node %s: join %s: %w", n.ID, id, err)
 	}
+	return nil
 }
 
 // WaitLeader waits until this node knows a leader, and returns it.

@@ -64,7 +64,7 @@ func TestNodeJoin(t *testing.T) {
 	err = b.Join(ctx, "c", "127.0.0.1:1")
 	var nle *hraft.NotLeaderError
 	require.ErrorAs(t, err, &nle)
-	require.Equal(t, a.Addr, nle.LeaderAddr)
+	require.Equal(t, string(a.Addr), nle.LeaderAddr)
 }
 
 func TestNewNodeErrors(t *testing.T) {

@@ -10,72 +10,52 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/index"
-	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
-// Mode selects how a worker's poll goes through the log.
-type Mode uint8
+// Mode selects how a worker's poll goes through the log (see
+// [leader.Mode]).
+type Mode = leader.Mode
 
+// The poll modes.
 const (
-	// SingleCommit (the default) proposes one entry per poll: the prepared
-	// plan update. Assignment tokens are that entry's index.
-	SingleCommit Mode = iota
-	// TwoCommit first commits a read-only prepare entry
-	// ([raftfsm.PreparePoll]), then prepares the plan on the state that
-	// includes it and commits the update: two entries per poll, tokens are
-	// the prepare entry's index (the anchor's protocol).
-	TwoCommit
+	SingleCommit = leader.SingleCommit
+	TwoCommit    = leader.TwoCommit
 )
 
-// String returns the mode's name.
-func (m Mode) String() string {
-	switch m {
-	case SingleCommit:
-		return "single-commit"
-	case TwoCommit:
-		return "two-commit"
-	default:
-		return fmt.Sprintf("Mode(%d)", uint8(m))
-	}
-}
-
-// DefaultApplyTimeout bounds how long a proposal may wait to be enqueued
-// by raft when the caller's context has no earlier deadline.
-const DefaultApplyTimeout = 10 * time.Second
+// DefaultApplyTimeout bounds one proposal when the caller's context has no
+// earlier deadline.
+const DefaultApplyTimeout = leader.DefaultProposeTimeout
 
 // Option configures a [Service].
 type Option func(*options)
 
 type options struct {
-	mode         Mode
-	clock        func() time.Time
-	applyTimeout time.Duration
-	log          *slog.Logger
+	leader   []leader.Option
+	envelope func(cmd []byte) []byte
+	timeout  time.Duration
+	log      *slog.Logger
 }
 
 // WithMode selects single-commit (default) or two-commit polls.
-func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
+func WithMode(m Mode) Option {
+	return func(o *options) { o.leader = append(o.leader, leader.WithMode(m)) }
+}
 
 // WithClock sets the leader's clock that stamps commands (default
 // time.Now). Tests inject a fake one.
 func WithClock(now func() time.Time) Option {
-	return func(o *options) {
-		if now != nil {
-			o.clock = now
-		}
-	}
+	return func(o *options) { o.leader = append(o.leader, leader.WithClock(now)) }
 }
 
-// WithApplyTimeout sets the enqueue timeout handed to raft.Apply when the
-// context has no earlier deadline (default [DefaultApplyTimeout]).
+// WithApplyTimeout sets how long one proposal may take when the context
+// has no earlier deadline (default [DefaultApplyTimeout]).
 func WithApplyTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
-			o.applyTimeout = d
+			o.timeout = d
+			o.leader = append(o.leader, leader.WithProposeTimeout(d))
 		}
 	}
 }
@@ -85,62 +65,28 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
 			o.log = l
+			o.leader = append(o.leader, leader.WithLogger(l))
 		}
 	}
 }
 
-// Service is the leader-side entry point a host's RPC layer calls: worker
-// polls, new blocks, operator commands and consistent queries, each turned
-// into raft proposals over a [raftfsm.FSM].
-//
-// # Leadership
-//
-// When the node becomes leader, the service first proposes a
-// [raftfsm.TookOffice] command (extending every in-progress lease by one
-// lease duration) and serves nothing until it is applied: that entry also
-// guarantees the local state machine has applied everything committed by
-// earlier leaders, so polls are prepared on current state. Leadership is
-// noticed by a raft observer (raft's FSM is never blocked) and, as a
-// fallback, by every call, which compares the current term with the term
-// of the last TookOffice. The first leader of a new cluster proposes its
-// local configuration (a raftfsm config command) before that, so every
-// replica applies the same replicated configuration whatever it was
-// started with.
-//
-// On a node that is not the leader every method returns a
-// *[NotLeaderError] (errors.Is(err, [ErrNotLeader])) naming the leader.
-//
-// # Polls
-//
-// Polls are serialised: one at a time is prepared, proposed and waited
-// for, so each is prepared on the state that includes the previous one
-// and two polls never contend for the same job. A poll takes about one
-// replication round trip (two in [TwoCommit] mode); workers poll every few
-// seconds, so one leader serves thousands of workers. Other writes (blocks,
-// operator commands) are proposed concurrently: Apply's version checks keep
-// them consistent with a poll prepared before they applied.
-//
-// A retried poll (the worker's latest sequence number) is answered from the
-// poll log without proposing anything, when its entry was applied; if it
-// was not, the retry is prepared and proposed like a new poll.
-//
-// # Contexts
-//
-// Every method respects its context's cancellation and deadline. A write
-// abandoned by its caller may still be committed; a poll abandoned that
-// way still blocks the next poll until raft resolves it, so polls stay
-// serialised.
+// WithEnvelope wraps compactkit's command bytes into the host's own log
+// entries, for a host whose raft FSM holds other state too (see
+// [FSM] for the routing on the other side): wrap might prepend a tag byte.
+// The host's FSM must return, for a compactkit entry, what
+// raftfsm.FSM.Apply returned — the *raftfsm.Result, or the error.
+func WithEnvelope(wrap func(cmd []byte) []byte) Option {
+	return func(o *options) { o.envelope = wrap }
+}
+
+// Service is the leader-side entry point a host's RPC layer calls: the
+// host-agnostic [leader.Service] (whose methods it has) over a
+// hashicorp/raft node, taking office as soon as raft reports that the
+// node leads.
 type Service struct {
-	r   *raft.Raft
-	fsm *raftfsm.FSM
-	o   options
-
-	polls   chan struct{}   // poll semaphore
-	pending <-chan struct{} // an abandoned poll's proposal; guarded by polls
-
-	mu     sync.Mutex
-	office *office
-
+	*leader.Service
+	r         *raft.Raft
+	log       *slog.Logger
 	obs       *raft.Observer
 	obsCh     chan raft.Observation
 	stop      chan struct{}
@@ -148,25 +94,20 @@ type Service struct {
 	closeOnce sync.Once
 }
 
-// office is the TookOffice proposal of one term.
-type office struct {
-	term  uint64
-	ready chan struct{} // closed when the proposal is resolved
-	err   error
-}
-
-// NewService returns a service proposing to r, whose FSM must be an [FSM]
-// over f (the responses of raft.Apply are read as raftfsm results). It
-// watches leadership from a goroutine until [Service.Close].
+// NewService returns a service proposing to r, whose FSM must hand the
+// results of f's Apply back as raft's responses (an [FSM] over f does, or
+// the host's own FSM routing compactkit's entries to f: see
+// [WithEnvelope]). It watches leadership from a goroutine until
+// [Service.Close].
 func NewService(r *raft.Raft, f *raftfsm.FSM, opts ...Option) *Service {
-	o := options{clock: time.Now, applyTimeout: DefaultApplyTimeout, log: discardLogger()}
+	o := options{timeout: DefaultApplyTimeout, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	s := &Service{
-		r: r, fsm: f, o: o,
-		polls: make(chan struct{}, 1),
-		obsCh: make(chan raft.Observation, 16),
+		Service: leader.New(&raftLog{r: r, wrap: o.envelope, timeout: o.timeout}, f, o.leader...),
+		r:       r, log: o.log,
+		obsCh:     make(chan raft.Observation, 16),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
@@ -182,47 +123,20 @@ func NewService(r *raft.Raft, f *raftfsm.FSM, opts ...Option) *Service {
 	return s
 }
 
-// Close stops watching leadership; afterwards calls that need office fail
-// with a *[NotLeaderError] wrapping [ErrClosed]. It does not shut raft
-// down.
+// Close stops watching leadership; afterwards calls fail with a
+// *[NotLeaderError] wrapping [ErrClosed]. It does not shut raft down.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.r.DeregisterObserver(s.obs)
 		close(s.stop)
 		<-s.done
+		_ = s.Service.Close() // never fails
 	})
 	return nil
 }
 
-// FSM returns the local state machine, for reads that may be stale (on
-// followers, say).
-func (s *Service) FSM() *raftfsm.FSM { return s.fsm }
-
-// Mode returns the poll mode.
-func (s *Service) Mode() Mode { return s.o.mode }
-
-// IsLeader reports whether this node is the leader and has applied its
-// lease-extension command: it serves calls.
-func (s *Service) IsLeader() bool {
-	if s.r.State() != raft.Leader {
-		return false
-	}
-	term := s.r.CurrentTerm()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.office
-	if o == nil || o.term != term {
-		return false
-	}
-	select {
-	case <-o.ready:
-		return o.err == nil
-	default:
-		return false
-	}
-}
-
-// watch proposes the lease extension as soon as the node becomes leader.
+// watch takes office as soon as the node becomes leader, so that leases
+// are extended without waiting for the first call.
 func (s *Service) watch() {
 	defer close(s.done)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -235,8 +149,8 @@ func (s *Service) watch() {
 		if s.r.State() != raft.Leader {
 			return
 		}
-		if err := s.ensureOffice(ctx); err != nil && ctx.Err() == nil {
-			s.o.log.Info("hraft: taking office failed", "err", err)
+		if err := s.TakeOffice(ctx); err != nil && ctx.Err() == nil {
+			s.log.Info("hraft: taking office failed", "err", err)
 		}
 	}
 	check()
@@ -250,349 +164,96 @@ func (s *Service) watch() {
 	}
 }
 
-// ensureOffice returns once this term's TookOffice command is applied.
-func (s *Service) ensureOffice(ctx context.Context) error {
-	select {
-	case <-s.stop:
-		return s.closed()
-	default:
-	}
-	if s.r.State() != raft.Leader {
-		return s.notLeader(nil)
-	}
-	term := s.r.CurrentTerm()
-	s.mu.Lock()
-	o := s.office
-	if o == nil || o.term != term {
-		o = &office{term: term, ready: make(chan struct{})}
-		s.office = o
-		go s.takeOffice(o)
-	}
-	s.mu.Unlock()
-	select {
-	case <-o.ready:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stop:
-		return s.closed()
-	}
-	if o.err != nil {
-		s.mu.Lock()
-		if s.office == o {
-			s.office = nil // the next call tries again
-		}
-		s.mu.Unlock()
-		return o.err
-	}
-	return nil
+// raftLog is the [leader.Log] of a hashicorp/raft node: raft's futures
+// return the FSM's responses, so no request matching is needed.
+type raftLog struct {
+	r       *raft.Raft
+	wrap    func([]byte) []byte
+	timeout time.Duration
 }
 
-// takeOffice proposes the lease extension of o's term.
-func (s *Service) takeOffice(o *office) {
-	defer close(o.ready)
-	if err := s.seedConfig(); err != nil {
-		o.err = err
-		return
-	}
-	_, id := s.r.LeaderWithID()
-	cmd := &raftfsm.Command{Time: s.now(), TookOffice: &raftfsm.TookOffice{Leader: string(id)}}
-	res, _, _, err := s.propose(context.Background(), cmd)
-	if err != nil {
-		o.err = err
-		return
-	}
-	s.o.log.Info("hraft: took office", "term", o.term, "index", res.Index, "leases_extended", res.Count)
-}
-
-// seedConfig makes the first leader of a new cluster propose its local
-// configuration as the log's first command, so that every replica applies
-// the same replicated configuration whatever its local seed. A state
-// machine that has applied any command (after a barrier, so that nothing
-// committed is pending) keeps its replicated configuration.
-func (s *Service) seedConfig() error {
-	if idx, _, _ := s.fsm.LastApplied(); idx != 0 {
-		return nil
-	}
-	if err := s.r.Barrier(s.o.applyTimeout).Error(); err != nil {
-		return s.raftErr(err)
-	}
-	if idx, _, _ := s.fsm.LastApplied(); idx != 0 {
-		return nil
-	}
-	cfg := s.fsm.Config()
-	res, _, _, err := s.propose(context.Background(), &raftfsm.Command{Config: &cfg})
-	if err != nil {
-		return err
-	}
-	s.o.log.Info("hraft: seeded the replicated configuration", "index", res.Index)
-	return nil
-}
-
-func (s *Service) now() int64 { return s.o.clock().UnixNano() }
-
-// notLeader builds the error returned on a follower.
-func (s *Service) notLeader(cause error) error {
-	addr, id := s.r.LeaderWithID()
-	return &NotLeaderError{LeaderAddr: addr, LeaderID: id, Cause: cause}
-}
-
-// closed is the error of a call on a closed service: the node serves
-// nothing, the client should find the leader.
-func (s *Service) closed() error { return &NotLeaderError{Cause: ErrClosed} }
-
-// raftErr translates an error of a raft future.
-func (s *Service) raftErr(err error) error {
-	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown),
-		errors.Is(err, raft.ErrAbortedByRestore):
-		return s.notLeader(err)
-	default:
-		return fmt.Errorf("hraft: propose: %w", err)
+func (l *raftLog) Leader() leader.Leadership {
+	addr, id := l.r.LeaderWithID()
+	return leader.Leadership{
+		Leads: l.r.State() == raft.Leader, Term: l.r.CurrentTerm(),
+		LeaderID: string(id), LeaderAddr: string(addr),
 	}
 }
 
-// propose encodes cmd (stamped with the leader's clock, in the version the
-// cluster allows: raftfsm.FSM.Encode), proposes it and waits for its result. done is closed once raft resolved
-// the proposal; when ctx ends first, propose returns ctx's error and the
-// proposal goes on.
-func (s *Service) propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, uint64, <-chan struct{}, error) {
-	data, err := s.fsm.Encode(cmd, s.now())
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("hraft: encode command: %w", err)
-	}
-	timeout := s.o.applyTimeout
+func (l *raftLog) notLeader(cause error) error {
+	ld := l.Leader()
+	return &leader.NotLeaderError{LeaderID: ld.LeaderID, LeaderAddr: ld.LeaderAddr, Cause: cause}
+}
+
+// timeoutFor is raft's enqueue timeout for ctx.
+func (l *raftLog) timeoutFor(ctx context.Context) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
+		return min(l.timeout, time.Until(dl))
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, nil, err
-	}
-	if timeout <= 0 {
-		return nil, 0, nil, context.DeadlineExceeded
-	}
-	fut := s.r.Apply(data, timeout)
-	done := make(chan struct{})
-	go func() {
-		_ = fut.Error()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return nil, 0, done, ctx.Err()
-	}
-	if err := fut.Error(); err != nil {
-		return nil, 0, done, s.raftErr(err)
-	}
-	switch v := fut.Response().(type) {
-	case *raftfsm.Result:
-		return v, fut.Index(), done, nil
-	case error:
-		return nil, fut.Index(), done, v
-	default:
-		return nil, fut.Index(), done, fmt.Errorf("hraft: entry %d: %T: %w", fut.Index(), v, ErrUnexpectedResponse)
-	}
+	return l.timeout
 }
 
-// write waits for office, then proposes cmd.
-func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
-	if err := s.ensureOffice(ctx); err != nil {
-		return nil, err
-	}
-	res, _, _, err := s.propose(ctx, cmd)
-	return res, err
-}
-
-// Poll serves a worker's poll: a retried request is answered from the poll
-// log; otherwise the poll is prepared with the leader's clock, proposed
-// (after a prepare entry in [TwoCommit] mode) and the response the
-// replicas' Apply produced is returned. A stale request (older than the
-// worker's latest) returns an error wrapping [raftfsm.ErrStaleRequest], a
-// malformed one [raftfsm.ErrInvalidRequest]. Polls are serialised (see
-// [Service]). Its signature is worker.Client's.
-func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
-	if req == nil {
-		return nil, fmt.Errorf("hraft: poll: nil request: %w", raftfsm.ErrInvalidRequest)
-	}
-	if err := req.Validate(); err != nil {
-		return nil, fmt.Errorf("hraft: poll: %w: %w", raftfsm.ErrInvalidRequest, err)
-	}
-	select {
-	case s.polls <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-s.stop:
-		return nil, s.closed()
-	}
-	defer func() { <-s.polls }()
-	if s.pending != nil {
-		select {
-		case <-s.pending:
-			s.pending = nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	if err := s.ensureOffice(ctx); err != nil {
-		return nil, err
-	}
-	if resp, ok := s.fsm.Recorded(req.WorkerID, req.Seq); ok {
-		return resp, nil
-	}
-	var token uint64
-	if s.o.mode == TwoCommit {
-		prep := &raftfsm.Command{PreparePoll: &raftfsm.PreparePoll{WorkerID: req.WorkerID, Seq: req.Seq}}
-		_, idx, done, err := s.propose(ctx, prep)
-		if err != nil {
-			s.pending = done
-			return nil, err
-		}
-		token = idx
-	}
-	cmd, err := s.fsm.Prepare(req, s.now())
-	if err != nil {
-		return nil, fmt.Errorf("hraft: poll: %w", err)
-	}
-	if token != 0 {
-		cmd.Poll.Update.TokenIndex = token
-	}
-	res, _, done, err := s.propose(ctx, cmd)
-	if err != nil {
-		s.pending = done
-		return nil, err
-	}
-	if res.Poll == nil {
-		return nil, fmt.Errorf("hraft: poll: entry %d: no response: %w", res.Index, ErrUnexpectedResponse)
-	}
-	return res.Poll, nil
-}
-
-// AddBlocks proposes newly written blocks, in commands of at most
-// [raftfsm.MaxBlocksPerCommand] blocks, and returns what became of each,
-// in order (a duplicate is refused individually). On error the results of
-// the commands already applied are returned with it.
-func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftfsm.BlockResult, error) {
-	out := make([]raftfsm.BlockResult, 0, len(blocks))
-	for len(blocks) > 0 {
-		n := min(len(blocks), raftfsm.MaxBlocksPerCommand)
-		res, err := s.write(ctx, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: blocks[:n]}})
-		if err != nil {
-			return out, err
-		}
-		out = append(out, res.Blocks...)
-		blocks = blocks[n:]
-	}
-	return out, nil
-}
-
-// Operator proposes an operator command; an error wrapping
-// [raftfsm.ErrOperator] says it could not be carried out.
-func (s *Service) Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.Result, error) {
-	return s.write(ctx, &raftfsm.Command{Operator: &op})
-}
-
-// SetConfig proposes a new replicated configuration.
-func (s *Service) SetConfig(ctx context.Context, cfg raftfsm.Config) error {
-	_, err := s.write(ctx, &raftfsm.Command{Config: &cfg})
-	return err
-}
-
-// Retention proposes a retention command; the result lists the blocks
-// dropped and the jobs cancelled.
-func (s *Service) Retention(ctx context.Context, r raftfsm.Retention) (*raftfsm.Result, error) {
-	return s.write(ctx, &raftfsm.Command{Retention: &r})
-}
-
-// Watermark proposes the start time of the oldest query still reading.
-func (s *Service) Watermark(ctx context.Context, oldestReader int64) error {
-	_, err := s.write(ctx, &raftfsm.Command{Watermark: &raftfsm.Watermark{OldestReader: oldestReader}})
-	return err
-}
-
-// SetClusterVersion proposes raising the command version the cluster
-// writes.
-func (s *Service) SetClusterVersion(ctx context.Context, v byte) error {
-	_, err := s.write(ctx, &raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: v}})
-	return err
-}
-
-// Propose proposes any command and returns its result; a zero Time is
-// stamped with the leader's clock. Polls should go through [Service.Poll],
-// which serialises them.
-func (s *Service) Propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
-	if cmd == nil {
-		return nil, fmt.Errorf("hraft: nil command: %w", raftfsm.ErrInvalidCommand)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, err
-	}
-	return s.write(ctx, cmd)
-}
-
-// read makes the local state machine safe for a linearizable read: this
-// term's TookOffice is applied (so is everything committed before it, and
-// every write this leader acknowledged since), and raft confirms the node
-// is still the leader.
-func (s *Service) read(ctx context.Context) error {
-	if err := s.ensureOffice(ctx); err != nil {
-		return err
-	}
-	fut := s.r.VerifyLeader()
+// wait waits for a future's error, or ctx.
+func wait(ctx context.Context, fut raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- fut.Error() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			return s.raftErr(err)
-		}
-		return nil
+		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("hraft: %w: %w", leader.ErrOutcomeUnknown, ctx.Err())
 	}
 }
 
-// Stats returns the statistics of the state machine, read on the leader.
-func (s *Service) Stats(ctx context.Context) (raftfsm.Stats, error) {
-	if err := s.read(ctx); err != nil {
-		return raftfsm.Stats{}, err
+func (l *raftLog) Propose(ctx context.Context, cmd []byte, _ uint64) (leader.Applied, error) {
+	if l.wrap != nil {
+		cmd = l.wrap(cmd)
 	}
-	return s.fsm.Stats(), nil
+	timeout := l.timeoutFor(ctx)
+	if err := ctx.Err(); err != nil || timeout <= 0 {
+		return leader.Applied{}, cmp(err, context.DeadlineExceeded)
+	}
+	fut := l.r.Apply(cmd, timeout)
+	if err := wait(ctx, fut); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+			errors.Is(err, raft.ErrRaftShutdown), errors.Is(err, raft.ErrAbortedByRestore):
+			return leader.Applied{}, l.notLeader(err) // nothing appended
+		case errors.Is(err, raft.ErrLeadershipLost):
+			// Appended, perhaps committed by the next leader.
+			return leader.Applied{}, fmt.Errorf("hraft: %w: %w", leader.ErrOutcomeUnknown, l.notLeader(err))
+		default:
+			return leader.Applied{}, fmt.Errorf("hraft: propose: %w", err)
+		}
+	}
+	switch v := fut.Response().(type) {
+	case *raftfsm.Result:
+		return leader.Applied{Index: fut.Index(), Term: v.Term, Result: v}, nil
+	case error:
+		return leader.Applied{Index: fut.Index(), Err: v}, nil
+	default:
+		return leader.Applied{}, fmt.Errorf("hraft: entry %d: %T: %w", fut.Index(), v, ErrUnexpectedResponse)
+	}
 }
 
-// Jobs lists jobs matching the filter, a page at a time (see
-// [raftfsm.FSM.Jobs]), read on the leader.
-func (s *Service) Jobs(ctx context.Context, flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string, error) {
-	if err := s.read(ctx); err != nil {
-		return nil, "", err
+// cmp returns err, or def if err is nil.
+func cmp(err, def error) error {
+	if err != nil {
+		return err
 	}
-	jobs, next := s.fsm.Jobs(flt, cursor, limit)
-	return jobs, next, nil
+	return def
 }
 
-// Job returns the state and plan of the named job, read on the leader.
-func (s *Service) Job(ctx context.Context, name string) (ck.JobState, ck.JobPlan, bool, error) {
-	if err := s.read(ctx); err != nil {
-		return ck.JobState{}, ck.JobPlan{}, false, err
+func (l *raftLog) Barrier(ctx context.Context) error {
+	timeout := l.timeoutFor(ctx)
+	if timeout <= 0 {
+		return context.DeadlineExceeded
 	}
-	js, plan, ok := s.fsm.Job(name)
-	return js, plan, ok, nil
-}
-
-// Quarantined lists quarantined blocks, a page at a time, read on the
-// leader.
-func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]planner.QuarantinedBlock, string, error) {
-	if err := s.read(ctx); err != nil {
-		return nil, "", err
+	if err := wait(ctx, l.r.Barrier(timeout)); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+			return l.notLeader(err)
+		}
+		return err
 	}
-	bs, next := s.fsm.Quarantined(cursor, limit)
-	return bs, next, nil
-}
-
-// Index returns a read-only view of the block index, opened on the leader.
-func (s *Service) Index(ctx context.Context) (*index.View, error) {
-	if err := s.read(ctx); err != nil {
-		return nil, err
-	}
-	return s.fsm.Index(), nil
+	return nil
 }

@@ -54,8 +54,8 @@ func testService(t *testing.T, mode hraft.Mode) {
 		require.ErrorIs(t, err, hraft.ErrNotLeader)
 		var nle *hraft.NotLeaderError
 		require.ErrorAs(t, err, &nle)
-		require.Equal(t, leader.ID, nle.LeaderID)
-		require.Equal(t, leader.Addr, nle.LeaderAddr)
+		require.Equal(t, string(leader.ID), nle.LeaderID)
+		require.Equal(t, string(leader.Addr), nle.LeaderAddr)
 		require.Contains(t, nle.Error(), string(leader.Addr))
 	}
 	_, err = follower.Service.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})

@@ -1,0 +1,548 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
+	"github.com/compactkit/compactkit/worker"
+)
+
+// Mode selects how a worker's poll goes through the log.
+type Mode uint8
+
+const (
+	// SingleCommit (the default) proposes one entry per poll: the prepared
+	// plan update. Assignment tokens are that entry's index.
+	SingleCommit Mode = iota
+	// TwoCommit first commits a read-only prepare entry
+	// ([raftfsm.PreparePoll]), then prepares the plan on the state that
+	// includes it and commits the update: two entries per poll, tokens are
+	// the prepare entry's index (Pyroscope v2's protocol).
+	TwoCommit
+)
+
+// String returns the mode's name.
+func (m Mode) String() string {
+	switch m {
+	case SingleCommit:
+		return "single-commit"
+	case TwoCommit:
+		return "two-commit"
+	default:
+		return fmt.Sprintf("Mode(%d)", uint8(m))
+	}
+}
+
+// Defaults of the service's options.
+const (
+	// DefaultProposeTimeout bounds one proposal when the caller's context
+	// has no earlier deadline, and how long an abandoned poll's proposal
+	// may hold the next poll back.
+	DefaultProposeTimeout = 10 * time.Second
+	// DefaultRetries bounds how often a poll is prepared again after a
+	// conflict or an unknown outcome.
+	DefaultRetries = 8
+)
+
+// Option configures a [Service].
+type Option func(*options)
+
+type options struct {
+	mode    Mode
+	clock   func() time.Time
+	timeout time.Duration
+	retries int
+	backoff func(attempt int) time.Duration
+	log     *slog.Logger
+}
+
+// WithMode selects single-commit (default) or two-commit polls.
+func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
+
+// WithClock sets the leader's clock that stamps commands (default
+// time.Now). Tests inject a fake one.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.clock = now
+		}
+	}
+}
+
+// WithProposeTimeout sets how long one proposal may take when the caller's
+// context has no earlier deadline (default [DefaultProposeTimeout]).
+func WithProposeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// WithRetries sets how many times a poll is prepared again after a
+// conflict or an unknown outcome (default [DefaultRetries]), and the wait
+// before each retry (default none; the bucket log wants jittered backoff).
+func WithRetries(n int, backoff func(attempt int) time.Duration) Option {
+	return func(o *options) {
+		if n >= 0 {
+			o.retries = n
+		}
+		o.backoff = backoff
+	}
+}
+
+// WithLogger sets the service's logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// Service is the leader-side entry point a host's RPC layer calls — worker
+// polls, new blocks, operator commands, consistent queries — over any
+// [Log]. See the package documentation for what it guarantees.
+type Service struct {
+	log Log
+	fsm *raftfsm.FSM
+	o   options
+
+	polls   chan struct{}   // the poll semaphore: one poll at a time
+	pending <-chan struct{} // an abandoned poll's proposal; guarded by polls
+
+	mu     sync.Mutex
+	office *office
+	closed chan struct{}
+	once   sync.Once
+}
+
+// office is the took-office step of one term.
+type office struct {
+	term  uint64
+	ready chan struct{} // closed when the step is resolved
+	err   error
+}
+
+// New returns a service proposing to log, whose applied compactkit
+// entries go to fsm.
+func New(log Log, fsm *raftfsm.FSM, opts ...Option) *Service {
+	o := options{clock: time.Now, timeout: DefaultProposeTimeout, retries: DefaultRetries, log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Service{log: log, fsm: fsm, o: o, polls: make(chan struct{}, 1), closed: make(chan struct{})}
+}
+
+// Close makes every later call fail with a *[NotLeaderError] wrapping
+// [ErrClosed]. It closes nothing of the log's.
+func (s *Service) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+
+// FSM returns the local state machine, for reads that may be stale (on
+// followers, say).
+func (s *Service) FSM() *raftfsm.FSM { return s.fsm }
+
+// Mode returns the poll mode.
+func (s *Service) Mode() Mode { return s.o.mode }
+
+// IsLeader reports whether this node leads and has taken office in its
+// current term: it serves calls.
+func (s *Service) IsLeader() bool {
+	l := s.log.Leader()
+	if !l.Leads {
+		return false
+	}
+	s.mu.Lock()
+	o := s.office
+	s.mu.Unlock()
+	if o == nil || o.term != l.Term {
+		return false
+	}
+	select {
+	case <-o.ready:
+		return o.err == nil
+	default:
+		return false
+	}
+}
+
+// TakeOffice returns once this node, leading, has taken office in its
+// current term: everything committed before is applied locally, the first
+// leader of a new log has proposed its configuration, and the term's
+// [raftfsm.TookOffice] command (extending every lease in progress) is
+// applied. Every call takes office first; a host calls TakeOffice as soon
+// as it learns that it leads, so that leases are extended at once.
+func (s *Service) TakeOffice(ctx context.Context) error {
+	select {
+	case <-s.closed:
+		return s.closedErr()
+	default:
+	}
+	l := s.log.Leader()
+	if !l.Leads {
+		return notLeader(l, nil)
+	}
+	s.mu.Lock()
+	o := s.office
+	if o == nil || o.term != l.Term {
+		o = &office{term: l.Term, ready: make(chan struct{})}
+		s.office = o
+		go s.takeOffice(o, l)
+	}
+	s.mu.Unlock()
+	select {
+	case <-o.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closed:
+		return s.closedErr()
+	}
+	if o.err != nil {
+		s.mu.Lock()
+		if s.office == o {
+			s.office = nil // the next call tries again
+		}
+		s.mu.Unlock()
+		return o.err
+	}
+	return nil
+}
+
+// takeOffice runs the took-office step of o's term, whoever asked for it:
+// a caller that gives up does not abandon it.
+func (s *Service) takeOffice(o *office, l Leadership) {
+	defer close(o.ready)
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.timeout)
+	defer cancel()
+	if err := s.log.Barrier(ctx); err != nil {
+		o.err = fmt.Errorf("leader: take office: barrier: %w", err)
+		return
+	}
+	if idx, _, _ := s.fsm.LastApplied(); idx == 0 {
+		// The first leader of a new log proposes its configuration, so
+		// that every replica applies the same one whatever it was started
+		// with.
+		cfg := s.fsm.Config()
+		if _, err := s.propose(ctx, &raftfsm.Command{Config: &cfg}, 0); err != nil {
+			o.err = fmt.Errorf("leader: take office: seed configuration: %w", err)
+			return
+		}
+	}
+	a, err := s.propose(ctx, &raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: l.LeaderID}}, 0)
+	if err == nil && a.Term != o.term {
+		err = notLeader(s.log.Leader(), fmt.Errorf("took office in term %d, leading term %d", a.Term, o.term))
+	}
+	if err != nil {
+		o.err = fmt.Errorf("leader: take office: %w", err)
+		return
+	}
+	s.o.log.Info("leader: took office", "term", o.term, "index", a.Index, "leases_extended", a.Result.Count)
+}
+
+func (s *Service) now() int64 { return s.o.clock().UnixNano() }
+
+func (s *Service) closedErr() error { return &NotLeaderError{Cause: ErrClosed} }
+
+// propose encodes cmd (stamped with the leader's clock, in the version the
+// cluster allows) and proposes it, waiting at most the propose timeout. A
+// refusal by the state machine is returned as the error.
+func (s *Service) propose(ctx context.Context, cmd *raftfsm.Command, preparedAt uint64) (Applied, error) {
+	data, err := s.fsm.Encode(cmd, s.now())
+	if err != nil {
+		return Applied{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.timeout)
+	defer cancel()
+	a, err := s.log.Propose(ctx, data, preparedAt)
+	if err != nil {
+		return Applied{}, err
+	}
+	if a.Err != nil {
+		return a, a.Err
+	}
+	if a.Result == nil {
+		return a, fmt.Errorf("leader: entry %d: no result: %w", a.Index, ErrOutcomeUnknown)
+	}
+	return a, nil
+}
+
+// write takes office, then proposes cmd.
+func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
+	if err := s.TakeOffice(ctx); err != nil {
+		return nil, err
+	}
+	a, err := s.propose(ctx, cmd, 0)
+	return a.Result, err
+}
+
+// Poll serves a worker's poll. A retried request (the worker's latest
+// sequence number) is answered from the poll log; otherwise the poll is
+// prepared with the leader's clock, proposed (after a prepare entry in
+// [TwoCommit] mode) and the response the replicas' Apply produced is
+// returned. Polls are serialised — all of them, not per worker: two polls
+// prepared on the same state would contend for the same jobs, and the
+// second worker would get nothing.
+//
+// A conflict or an unknown outcome is resolved here: the service waits
+// until the log's state is applied, answers from the poll log if the
+// poll was applied, and otherwise prepares it again (same sequence
+// number, so it acts at most once), up to the configured retries. A
+// request the state machine refuses — malformed, inconsistent, or older
+// than the worker's latest — returns an error wrapping
+// [worker.ErrRejected] and the raftfsm sentinel. Its signature is
+// worker.Client's.
+func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+	if req == nil {
+		return nil, fmt.Errorf("leader: poll: nil request: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest)
+	}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("leader: poll: %w: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest, err)
+	}
+	select {
+	case s.polls <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closed:
+		return nil, s.closedErr()
+	}
+	defer func() { <-s.polls }()
+	if s.pending != nil {
+		// An abandoned poll's proposal may still apply: prepare on the
+		// state that includes it.
+		select {
+		case <-s.pending:
+			s.pending = nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err := s.TakeOffice(ctx); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := s.pollOnce(ctx, req)
+		if err == nil || !(errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)) || attempt >= s.o.retries || ctx.Err() != nil {
+			return resp, err
+		}
+		s.o.log.Debug("leader: poll prepared again", "worker", req.WorkerID, "seq", req.Seq, "attempt", attempt+1, "err", err)
+		if s.o.backoff != nil {
+			select {
+			case <-time.After(s.o.backoff(attempt)):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if errors.Is(err, ErrOutcomeUnknown) {
+			// Learn whether the lost proposal committed: after the
+			// barrier, the poll log answers if it was applied.
+			if err := s.log.Barrier(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// pollOnce answers req from the poll log, or prepares and proposes it.
+func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+	if resp, ok := s.fsm.Recorded(req.WorkerID, req.Seq); ok {
+		return resp, nil
+	}
+	var token uint64
+	if s.o.mode == TwoCommit {
+		prep := &raftfsm.Command{PreparePoll: &raftfsm.PreparePoll{WorkerID: req.WorkerID, Seq: req.Seq}}
+		a, err := s.proposePoll(ctx, prep, 0)
+		if err != nil {
+			return nil, err
+		}
+		token = a.Index
+	}
+	at, _, _ := s.fsm.LastApplied()
+	cmd, err := s.fsm.Prepare(req, s.now())
+	if err != nil {
+		return nil, rejected(err)
+	}
+	if token != 0 {
+		cmd.Poll.Update.TokenIndex = token
+	}
+	a, err := s.proposePoll(ctx, cmd, at)
+	if err != nil {
+		return nil, rejected(err)
+	}
+	if a.Result.Poll == nil {
+		return nil, fmt.Errorf("leader: poll: entry %d: no response: %w", a.Index, ErrOutcomeUnknown)
+	}
+	return a.Result.Poll, nil
+}
+
+// proposePoll proposes a poll's command on a goroutine, so that a caller
+// who gives up leaves the proposal to finish: the next poll waits for it
+// (Service.pending), bounded by the propose timeout.
+func (s *Service) proposePoll(ctx context.Context, cmd *raftfsm.Command, preparedAt uint64) (Applied, error) {
+	type outcome struct {
+		a   Applied
+		err error
+	}
+	ch := make(chan outcome, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a, err := s.propose(context.WithoutCancel(ctx), cmd, preparedAt)
+		ch <- outcome{a, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.a, o.err
+	case <-ctx.Done():
+		s.pending = done
+		return Applied{}, ctx.Err()
+	}
+}
+
+// rejected marks the state machine's refusal of a poll as one the worker
+// must not retry.
+func rejected(err error) error {
+	if errors.Is(err, raftfsm.ErrInvalidRequest) || errors.Is(err, raftfsm.ErrStaleRequest) {
+		return fmt.Errorf("leader: poll: %w: %w", worker.ErrRejected, err)
+	}
+	return err
+}
+
+// AddBlocks proposes newly written blocks, in commands of at most
+// [raftfsm.MaxBlocksPerCommand] blocks, and returns what became of each,
+// in order (a duplicate is refused individually). On error the results of
+// the commands already applied are returned with it.
+func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftfsm.BlockResult, error) {
+	out := make([]raftfsm.BlockResult, 0, len(blocks))
+	for len(blocks) > 0 {
+		n := min(len(blocks), raftfsm.MaxBlocksPerCommand)
+		res, err := s.write(ctx, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: blocks[:n]}})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res.Blocks...)
+		blocks = blocks[n:]
+	}
+	return out, nil
+}
+
+// Operator proposes an operator command; an error wrapping
+// [raftfsm.ErrOperator] says it could not be carried out.
+func (s *Service) Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.Result, error) {
+	return s.write(ctx, &raftfsm.Command{Operator: &op})
+}
+
+// SetConfig proposes a new replicated configuration.
+func (s *Service) SetConfig(ctx context.Context, cfg raftfsm.Config) error {
+	_, err := s.write(ctx, &raftfsm.Command{Config: &cfg})
+	return err
+}
+
+// Retention proposes a retention command; the result lists the blocks
+// dropped and the jobs cancelled.
+func (s *Service) Retention(ctx context.Context, r raftfsm.Retention) (*raftfsm.Result, error) {
+	return s.write(ctx, &raftfsm.Command{Retention: &r})
+}
+
+// Watermark proposes the start time of the oldest query still reading.
+func (s *Service) Watermark(ctx context.Context, oldestReader int64) error {
+	_, err := s.write(ctx, &raftfsm.Command{Watermark: &raftfsm.Watermark{OldestReader: oldestReader}})
+	return err
+}
+
+// SetClusterVersion proposes raising the cluster version (see the
+// upgrade procedure in the raftfsm package documentation).
+func (s *Service) SetClusterVersion(ctx context.Context, v byte) error {
+	_, err := s.write(ctx, &raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: v}})
+	return err
+}
+
+// Propose proposes any command other than a poll and returns its result;
+// the leader's clock stamps it. Polls go through [Service.Poll], which
+// serialises them.
+func (s *Service) Propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
+	if cmd == nil {
+		return nil, fmt.Errorf("leader: nil command: %w", raftfsm.ErrInvalidCommand)
+	}
+	if cmd.Poll != nil || cmd.PreparePoll != nil {
+		return nil, fmt.Errorf("leader: polls go through Service.Poll: %w", raftfsm.ErrInvalidCommand)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, err
+	}
+	return s.write(ctx, cmd)
+}
+
+// read makes the local state machine safe for a linearizable read: this
+// node leads, has taken office in its term (so everything committed
+// before, and every write it acknowledged since, is applied), and a
+// barrier confirms it still leads.
+func (s *Service) read(ctx context.Context) error {
+	if err := s.TakeOffice(ctx); err != nil {
+		return err
+	}
+	if err := s.log.Barrier(ctx); err != nil {
+		return err
+	}
+	if l := s.log.Leader(); !l.Leads {
+		return notLeader(l, nil)
+	}
+	return nil
+}
+
+// Stats returns the statistics of the state machine, read on the leader.
+func (s *Service) Stats(ctx context.Context) (raftfsm.Stats, error) {
+	if err := s.read(ctx); err != nil {
+		return raftfsm.Stats{}, err
+	}
+	return s.fsm.Stats(), nil
+}
+
+// Jobs lists jobs matching the filter, a page at a time (see
+// [raftfsm.FSM.Jobs]), read on the leader.
+func (s *Service) Jobs(ctx context.Context, flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, "", err
+	}
+	jobs, next := s.fsm.Jobs(flt, cursor, limit)
+	return jobs, next, nil
+}
+
+// Job returns the state and plan of the named job, read on the leader.
+func (s *Service) Job(ctx context.Context, name string) (ck.JobState, ck.JobPlan, bool, error) {
+	if err := s.read(ctx); err != nil {
+		return ck.JobState{}, ck.JobPlan{}, false, err
+	}
+	js, plan, ok := s.fsm.Job(name)
+	return js, plan, ok, nil
+}
+
+// Quarantined lists quarantined blocks, a page at a time, read on the
+// leader.
+func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]planner.QuarantinedBlock, string, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, "", err
+	}
+	bs, next := s.fsm.Quarantined(cursor, limit)
+	return bs, next, nil
+}
+
+// Index returns a read-only view of the block index, opened on the leader.
+// Close it when done.
+func (s *Service) Index(ctx context.Context) (*index.View, error) {
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	return s.fsm.Index(), nil
+}
