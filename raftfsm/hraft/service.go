@@ -107,7 +107,7 @@ func NewService(r *raft.Raft, f *raftfsm.FSM, opts ...Option) *Service {
 	s := &Service{
 		Service: leader.New(&raftLog{r: r, wrap: o.envelope, timeout: o.timeout}, f, o.leader...),
 		r:       r, log: o.log,
-		obsCh:     make(chan raft.Observation, 16),
+		obsCh: make(chan raft.Observation, 16),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
