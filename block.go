@@ -2,6 +2,7 @@ package compactkit
 
 import (
 	"fmt"
+	"github.com/compactkit/compactkit/internal/dups"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -126,15 +127,15 @@ func (b *BlockMeta) Validate() error {
 	if b.Tenant == "" && len(b.Datasets) == 0 {
 		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.ID, ErrInconsistent)
 	}
+	type dsKey struct{ tenant, name string }
+	var seen dups.Tracker[dsKey]
 	for i := range b.Datasets {
 		d := &b.Datasets[i]
 		if err := b.validateDataset(d); err != nil {
 			return err
 		}
-		for j := range i {
-			if b.DatasetTenant(&b.Datasets[j]) == b.DatasetTenant(d) && b.Datasets[j].Name == d.Name {
-				return fmt.Errorf("block %s: dataset %s/%s appears twice: %w", b.ID, b.DatasetTenant(d), d.Name, ErrInconsistent)
-			}
+		if seen.Seen(dsKey{b.DatasetTenant(d), d.Name}) {
+			return fmt.Errorf("block %s: dataset %s/%s appears twice: %w", b.ID, b.DatasetTenant(d), d.Name, ErrInconsistent)
 		}
 	}
 	return nil

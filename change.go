@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/dups"
 )
 
 // ChangeKind is a kind of change to a job: the rows of the change table of
@@ -142,14 +143,13 @@ func (c *Change) Validate() error {
 }
 
 func validateOutputs(job string, outputs []BlockMeta) error {
+	var seen dups.Tracker[string]
 	for i := range outputs {
 		if err := outputs[i].Validate(); err != nil {
 			return fmt.Errorf("job %s: output: %w", job, err)
 		}
-		for j := range i {
-			if outputs[j].ID == outputs[i].ID {
-				return fmt.Errorf("job %s: output %s appears twice: %w", job, outputs[i].ID, ErrInconsistent)
-			}
+		if seen.Seen(outputs[i].ID) {
+			return fmt.Errorf("job %s: output %s appears twice: %w", job, outputs[i].ID, ErrInconsistent)
 		}
 	}
 	return nil

@@ -1,10 +1,14 @@
 package compactkit
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/dups"
 )
 
 // PollRequest is what a worker sends the leader: the status of every job
@@ -41,14 +45,13 @@ func (r *PollRequest) Validate() error {
 	if r.FreeSlots < 0 {
 		return fmt.Errorf("poll from %s: free slots %d: %w", r.WorkerID, r.FreeSlots, ErrNegative)
 	}
+	var seen dups.Tracker[string]
 	for i := range r.Updates {
 		if err := r.Updates[i].Validate(); err != nil {
 			return fmt.Errorf("poll from %s: %w", r.WorkerID, err)
 		}
-		for j := range i {
-			if r.Updates[j].Job == r.Updates[i].Job {
-				return fmt.Errorf("poll from %s: job %s reported twice: %w", r.WorkerID, r.Updates[i].Job, ErrInconsistent)
-			}
+		if seen.Seen(r.Updates[i].Job) {
+			return fmt.Errorf("poll from %s: job %s reported twice: %w", r.WorkerID, r.Updates[i].Job, ErrInconsistent)
 		}
 	}
 	return nil
@@ -193,4 +196,25 @@ func (r *PollResponse) Validate() error {
 		}
 	}
 	return nil
+}
+
+// PublicWorkerName returns the name under which the worker with the given
+// ID is shown — in job listings, statistics, logs and any API — since the
+// ID itself is the worker's credential: whoever knows it can report on the
+// worker's jobs and read its recorded responses. [worker.NewID]-style IDs
+// end in a random suffix after the last '-'; the public name keeps what
+// comes before it and appends a short hash of the whole ID, so that
+// different workers of one name stay apart without revealing the suffix.
+//
+// [worker.NewID]: https://pkg.go.dev/github.com/compactkit/compactkit/worker#NewID
+func PublicWorkerName(id string) string {
+	if id == "" {
+		return ""
+	}
+	name := id
+	if i := strings.LastIndexByte(id, '-'); i > 0 {
+		name = id[:i]
+	}
+	sum := sha256.Sum256([]byte(id))
+	return name + "~" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:5])
 }

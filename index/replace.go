@@ -7,6 +7,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/dups"
 )
 
 // Refusal says why a replacement was refused.
@@ -212,6 +213,7 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 		}
 	}
 	idPrefix := strings.TrimPrefix(ck.AttemptPrefix(job, token), ck.BlockPrefix)
+	var seen dups.Tracker[string]
 	for i := range outputs {
 		o := &outputs[i]
 		if err := o.Validate(); err != nil {
@@ -220,10 +222,8 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 		if !strings.HasPrefix(o.ID, idPrefix) {
 			return RefusedInvalid, fmt.Sprintf("output %s outside the attempt prefix %s", o.ID, idPrefix)
 		}
-		for j := range i {
-			if outputs[j].ID == o.ID {
-				return RefusedInvalid, "output " + o.ID + " repeated"
-			}
+		if seen.Seen(o.ID) {
+			return RefusedInvalid, "output " + o.ID + " repeated"
 		}
 		if why := x.s.refusedID(o.ID, now, x.pivot); why != "" {
 			return RefusedOutputsNotNew, "output " + o.ID + ": " + why

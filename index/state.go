@@ -11,6 +11,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/dups"
 )
 
 // Tree degrees: 32 for the trees with an item per block (the ID tree and the
@@ -505,6 +506,8 @@ func (x *Index) checkBlock(b *block) error {
 		}
 		return b.tenant
 	}
+	type dsKey struct{ tenant, name uint32 }
+	var seen dups.Tracker[dsKey]
 	for i := range ds {
 		d := &ds[i]
 		switch {
@@ -519,10 +522,8 @@ func (x *Index) checkBlock(b *block) error {
 		case d.minTime > d.maxTime || d.minTime < b.minTime || d.maxTime > b.maxTime:
 			return fmt.Errorf("block %s: dataset %s: range [%d, %d] invalid in [%d, %d]: %w", b.id, x.s.names[d.name], d.minTime, d.maxTime, b.minTime, b.maxTime, ck.ErrTimeRange)
 		}
-		for j := range i {
-			if eff(&ds[j]) == eff(d) && ds[j].name == d.name {
-				return fmt.Errorf("block %s: dataset %s appears twice: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
-			}
+		if seen.Seen(dsKey{eff(d), d.name}) {
+			return fmt.Errorf("block %s: dataset %s appears twice: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
 		}
 	}
 	return nil

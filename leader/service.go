@@ -336,7 +336,7 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 		if err == nil || !(errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)) || attempt >= s.o.retries || ctx.Err() != nil {
 			return resp, err
 		}
-		s.o.log.Debug("leader: poll prepared again", "worker", req.WorkerID, "seq", req.Seq, "attempt", attempt+1, "err", err)
+		s.o.log.Debug("leader: poll prepared again", "worker", ck.PublicWorkerName(req.WorkerID), "seq", req.Seq, "attempt", attempt+1, "err", err)
 		if s.o.backoff != nil {
 			select {
 			case <-time.After(s.o.backoff(attempt)):

@@ -8,6 +8,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/dups"
 )
 
 // CommandVersion is the newest command encoding this release writes and
@@ -329,6 +330,7 @@ func (p *Poll) validate() error {
 	if p.Seq == 0 {
 		return fmt.Errorf("raftfsm: poll from %s: sequence 0: %w", p.WorkerID, ErrInvalidCommand)
 	}
+	var seen dups.Tracker[string]
 	for i := range p.Reports {
 		r := &p.Reports[i]
 		if err := ck.ValidateJobName(r.Job); err != nil {
@@ -337,10 +339,8 @@ func (p *Poll) validate() error {
 		if err := r.Status.Validate(); err != nil {
 			return fmt.Errorf("raftfsm: poll from %s: report on %s: %w", p.WorkerID, r.Job, err)
 		}
-		for j := range i {
-			if p.Reports[j].Job == r.Job {
-				return fmt.Errorf("raftfsm: poll from %s: job %s reported twice: %w", p.WorkerID, r.Job, ErrInvalidCommand)
-			}
+		if seen.Seen(r.Job) {
+			return fmt.Errorf("raftfsm: poll from %s: job %s reported twice: %w", p.WorkerID, r.Job, ErrInvalidCommand)
 		}
 	}
 	if err := p.Update.Validate(); err != nil {

@@ -2,6 +2,8 @@ package raftfsm
 
 import (
 	"fmt"
+
+	ck "github.com/compactkit/compactkit"
 	"time"
 
 	"github.com/compactkit/compactkit/index"
@@ -54,6 +56,97 @@ type Config struct {
 	// that release's version (1), so that it applies the old entries as the
 	// other replicas did.
 	StartVersion byte `cbor:"-"`
+	// Limits bound what one command may carry. Zero fields take the
+	// defaults of [DefaultLimits]. Setting them needs cluster version 2.
+	Limits Limits `cbor:",omitempty"`
+}
+
+// Limits bound what one command may carry, so that no request — hostile or
+// not — makes every replica do unbounded work or keeps a huge response in
+// the poll log. The leader refuses a request over a limit before any work
+// (Prepare, Encode), and Apply refuses a command over a limit, changing
+// nothing (from cluster version 2). A worker holding more jobs than
+// MaxReports splits its reports across polls.
+type Limits struct {
+	// MaxReports bounds the status updates of one poll (a worker holds at
+	// most its concurrency in jobs).
+	MaxReports int `cbor:",omitempty"`
+	// MaxBlocks bounds the blocks of one add-blocks command (at most
+	// [MaxBlocksPerCommand]).
+	MaxBlocks int `cbor:",omitempty"`
+	// MaxDatasets bounds the datasets of one block.
+	MaxDatasets int `cbor:",omitempty"`
+	// MaxOutputs bounds the outputs of one success report.
+	MaxOutputs int `cbor:",omitempty"`
+}
+
+// DefaultLimits are the limits of a zero [Limits].
+var DefaultLimits = Limits{MaxReports: 1024, MaxBlocks: MaxBlocksPerCommand, MaxDatasets: 4096, MaxOutputs: 1024}
+
+// withDefaults returns l with zero fields defaulted.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxReports > 0 {
+		d.MaxReports = l.MaxReports
+	}
+	if l.MaxBlocks > 0 {
+		d.MaxBlocks = l.MaxBlocks
+	}
+	if l.MaxDatasets > 0 {
+		d.MaxDatasets = l.MaxDatasets
+	}
+	if l.MaxOutputs > 0 {
+		d.MaxOutputs = l.MaxOutputs
+	}
+	return d
+}
+
+// checkBlocks checks blocks (of an add-blocks command, or the outputs of
+// a report) against the limits.
+func (l Limits) checkBlocks(what string, blocks []ck.BlockMeta, max int) error {
+	if len(blocks) > max {
+		return fmt.Errorf("%s: %d blocks, limit %d: %w", what, len(blocks), max, ErrLimit)
+	}
+	for i := range blocks {
+		if n := len(blocks[i].Datasets); n > l.MaxDatasets {
+			return fmt.Errorf("%s: block %s: %d datasets, limit %d: %w", what, blocks[i].ID, n, l.MaxDatasets, ErrLimit)
+		}
+	}
+	return nil
+}
+
+// checkCommand checks a command against the limits.
+func (l Limits) checkCommand(cmd *Command) error {
+	switch {
+	case cmd.AddBlocks != nil:
+		return l.checkBlocks("add blocks", cmd.AddBlocks.Blocks, l.MaxBlocks)
+	case cmd.Poll != nil:
+		p := cmd.Poll
+		return l.checkPoll(p.WorkerID, len(p.Reports), func(yield func(string, []ck.BlockMeta) bool) {
+			for i := range p.Update.Changes {
+				c := &p.Update.Changes[i]
+				if c.Kind == ck.ChangeComplete && !yield(c.Job, c.Outputs) {
+					return
+				}
+			}
+		})
+	case cmd.Operator != nil && len(cmd.Operator.Blocks) > l.MaxBlocks:
+		return fmt.Errorf("operator %s: %d blocks, limit %d: %w", cmd.Operator.Action, len(cmd.Operator.Blocks), l.MaxBlocks, ErrLimit)
+	}
+	return nil
+}
+
+// checkPoll checks a poll's reports and their outputs against the limits.
+func (l Limits) checkPoll(worker string, reports int, outputs func(yield func(job string, outs []ck.BlockMeta) bool)) error {
+	if reports > l.MaxReports {
+		return fmt.Errorf("poll from %s: %d reports, limit %d (split them across polls): %w", ck.PublicWorkerName(worker), reports, l.MaxReports, ErrLimit)
+	}
+	var err error
+	outputs(func(job string, outs []ck.BlockMeta) bool {
+		err = l.checkBlocks("job "+job+": outputs", outs, l.MaxOutputs)
+		return err == nil
+	})
+	return err
 }
 
 // DefaultConfig returns the default configuration of every component.
@@ -82,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxClockStep < 0 {
 		return fmt.Errorf("raftfsm: config: max clock step %s: %w", c.MaxClockStep, ErrInvalidConfig)
+	}
+	if l := c.Limits; l.MaxReports < 0 || l.MaxBlocks < 0 || l.MaxBlocks > MaxBlocksPerCommand || l.MaxDatasets < 0 || l.MaxOutputs < 0 {
+		return fmt.Errorf("raftfsm: config: limits %+v: %w", l, ErrInvalidConfig)
 	}
 	if c.StartVersion > CommandVersion {
 		return fmt.Errorf("raftfsm: config: start version %d, this release supports 1 to %d: %w", c.StartVersion, CommandVersion, ErrClusterVersion)

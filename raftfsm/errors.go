@@ -35,6 +35,9 @@ var (
 	// later Apply and Prepare returns an error wrapping ErrCorrupt, and
 	// [FSM.Stats] reports it, until a snapshot is restored.
 	ErrCorrupt = errors.New("raftfsm: replica stopped on a corrupt entry")
+	// ErrLimit reports a request or command carrying more than the
+	// replicated [Limits] allow. Nothing is done for it.
+	ErrLimit = errors.New("raftfsm: over a limit")
 	// ErrClock reports a command time further ahead of the log's time than
 	// the replicated [Config.MaxClockStep] allows. Nothing is done for it.
 	ErrClock = errors.New("raftfsm: command time out of bounds")

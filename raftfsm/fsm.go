@@ -312,6 +312,10 @@ func (f *FSM) Encode(cmd *Command, now int64) ([]byte, error) {
 		f.mu.Unlock()
 		return nil, f.failed
 	}
+	if err := f.st.cfg.Limits.withDefaults().checkCommand(cmd); err != nil {
+		f.mu.Unlock()
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
 	cmd.Time = f.stampLocked(now)
 	version := f.st.clusterVersion
 	f.mu.Unlock()
@@ -349,6 +353,9 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		// One clock: the components see the state machine's time, never
 		// the entry's own.
 		e.Time = now
+		if err := st.cfg.Limits.withDefaults().checkCommand(cmd); err != nil {
+			return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+		}
 	}
 	res := &Result{Index: e.Index, Term: e.Term, Now: now}
 	var err error
@@ -426,10 +433,10 @@ func (st *state) applyConfig(cfg *Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if st.clusterVersion < 2 && cfg.MaxClockStep != 0 {
-		// A version-1 snapshot has no room for it: replicas restored from
-		// one would forget it.
-		return fmt.Errorf("raftfsm: config: max clock step needs cluster version 2, the cluster is at %d: %w", st.clusterVersion, ErrClusterVersion)
+	if st.clusterVersion < 2 && (cfg.MaxClockStep != 0 || cfg.Limits != (Limits{})) {
+		// A version-1 snapshot has no room for them: replicas restored
+		// from one would forget them.
+		return fmt.Errorf("raftfsm: config: max clock step and limits need cluster version 2, the cluster is at %d: %w", st.clusterVersion, ErrClusterVersion)
 	}
 	if err := st.planner.SetConfig(cfg.Planner); err != nil {
 		return err

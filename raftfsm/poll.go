@@ -24,6 +24,9 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		}
 	}
 	tx := st.sched.Begin(e, now, p.Update.TokenIndex)
+	if st.clusterVersion >= 2 {
+		tx.CheckWorkers()
+	}
 	res.Changes = make([]ChangeResult, len(p.Update.Changes))
 	results := make([]scheduler.Result, len(p.Update.Changes))
 	for i := range p.Update.Changes {
@@ -170,7 +173,7 @@ func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.Pol
 			}
 		}
 		if !found {
-			st.answerUnchanged(&reply, now)
+			st.answerUnchanged(&reply, p.WorkerID, now)
 		}
 		resp.Jobs = append(resp.Jobs, reply)
 	}
@@ -210,13 +213,14 @@ func canonicalPlan(p *ck.JobPlan) *ck.JobPlan {
 // answerUnchanged answers a report no change of the poll acted on: the job
 // was completed with this token, or the worker still holds it (the lease
 // runs on, unrenewed), or the worker has no lease.
-func (st *state) answerUnchanged(reply *ck.JobReply, at int64) {
+func (st *state) answerUnchanged(reply *ck.JobReply, worker string, at int64) {
 	if tok, ok := st.sched.CompletedToken(reply.Job); ok && tok == reply.Token {
 		reply.Outcome = ck.OutcomeCompleted
 		return
 	}
 	js, _, ok := st.sched.Job(reply.Job)
-	if ok && js.Status == ck.StatusInProgress && js.Token == reply.Token && js.Deadline >= at {
+	if ok && js.Status == ck.StatusInProgress && js.Token == reply.Token && js.Deadline >= at &&
+		(st.clusterVersion < 2 || js.Worker == worker) {
 		reply.Outcome, reply.Deadline = ck.OutcomeRenewed, js.Deadline
 		reply.Lease = time.Duration(js.Deadline - at)
 		return

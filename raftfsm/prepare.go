@@ -40,6 +40,19 @@ import (
 // calls Prepare once that entry is applied and sets the returned command's
 // Poll.Update.TokenIndex to the prepare entry's index.
 func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
+	f.mu.Lock()
+	limits := f.st.cfg.Limits.withDefaults()
+	f.mu.Unlock()
+	// The limits first: they bound the work of everything after.
+	if err := limits.checkPoll(req.WorkerID, len(req.Updates), func(yield func(string, []ck.BlockMeta) bool) {
+		for i := range req.Updates {
+			if !yield(req.Updates[i].Job, req.Updates[i].Outputs) {
+				return
+			}
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
@@ -66,7 +79,9 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 		cmd.Poll.Update.Time = now
 		return cmd, nil
 	}
-	sv := st.sched.Schedule(now)
+	// Ownership is the token and the worker: tokens are log indexes,
+	// public and guessable. (Apply checks it too from cluster version 2.)
+	sv := st.sched.Schedule(now).CheckWorkers()
 	pv := st.planner.View()
 	iv := st.index.View()
 	f.mu.Unlock()

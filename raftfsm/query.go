@@ -66,14 +66,21 @@ func (f *FSM) ClusterVersion() byte {
 }
 
 // Jobs lists jobs that match the filter, a page at a time (see
-// scheduler.Scheduler.List for the cursor and limit rules).
+// scheduler.Scheduler.List for the cursor and limit rules). A job's worker
+// is shown by its public name ([compactkit.PublicWorkerName]): a worker's
+// ID is its credential and never leaves the state machine.
 func (f *FSM) Jobs(flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st.sched.List(flt, cursor, limit)
+	jobs, next := f.st.sched.List(flt, cursor, limit)
+	for i := range jobs {
+		jobs[i].Worker = ck.PublicWorkerName(jobs[i].Worker)
+	}
+	return jobs, next
 }
 
-// Job returns the state and a copy of the plan of the named job.
+// Job returns the state (its worker by public name, as [FSM.Jobs]) and a
+// copy of the plan of the named job.
 func (f *FSM) Job(name string) (ck.JobState, ck.JobPlan, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -81,6 +88,7 @@ func (f *FSM) Job(name string) (ck.JobState, ck.JobPlan, bool) {
 	if !ok {
 		return ck.JobState{}, ck.JobPlan{}, false
 	}
+	js.Worker = ck.PublicWorkerName(js.Worker)
 	return js, plan.Clone(), true
 }
 

@@ -35,6 +35,7 @@ type snapshotHeader struct {
 	PollLogTTL     int64
 	Workers        int
 	MaxClockStep   int64
+	Limits         [4]int // MaxReports, MaxBlocks, MaxDatasets, MaxOutputs
 }
 
 // snapshotHeaderV1 is the first frame of a version-1 snapshot.
@@ -91,6 +92,7 @@ func (st *state) writeHeader(w io.Writer) error {
 		LastApplied: st.lastApplied, LastTerm: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, PollLogTTL: int64(st.cfg.PollLogTTL), Workers: len(recs),
 		MaxClockStep: int64(st.cfg.MaxClockStep),
+		Limits:       [4]int{st.cfg.Limits.MaxReports, st.cfg.Limits.MaxBlocks, st.cfg.Limits.MaxDatasets, st.cfg.Limits.MaxOutputs},
 	}
 	var hv any = &h
 	if version == 1 {
@@ -275,11 +277,16 @@ func readState(r io.Reader) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: %w", err)
 	}
+	cfg := Config{
+		Planner: p.Config(), Scheduler: s.Config(), Index: x.Config(),
+		PollLogTTL: time.Duration(h.PollLogTTL), MaxClockStep: time.Duration(h.MaxClockStep),
+		Limits: Limits{MaxReports: h.Limits[0], MaxBlocks: h.Limits[1], MaxDatasets: h.Limits[2], MaxOutputs: h.Limits[3]},
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: %w: %w", ck.ErrMalformed, err)
+	}
 	st := &state{
-		cfg: Config{
-			Planner: p.Config(), Scheduler: s.Config(), Index: x.Config(),
-			PollLogTTL: time.Duration(h.PollLogTTL), MaxClockStep: time.Duration(h.MaxClockStep),
-		},
+		cfg:     cfg,
 		planner: p, sched: s, index: x, polls: polls,
 		lastApplied: h.LastApplied, lastTerm: h.LastTerm, now: h.Now, clusterVersion: h.ClusterVersion,
 	}

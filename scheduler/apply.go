@@ -42,6 +42,9 @@ type Tx struct {
 	now   int64
 	token fencing.Token
 	stale string // non-empty: every change is skipped, for this reason
+	// byWorker makes ownership the token and the worker (see
+	// Tx.CheckWorkers).
+	byWorker bool
 	// removed holds the jobs an applied change of this entry removed, with
 	// their version before the entry. (The version before the entry of a
 	// job changed by this entry is in its record: see job.pre.)
@@ -77,6 +80,17 @@ func (s *Scheduler) Begin(e ck.Entry, now int64, tokenIndex uint64) *Tx {
 	default:
 		s.lastEntry = e.Index
 	}
+	return tx
+}
+
+// CheckWorkers makes the transaction check the worker as well as the token
+// of renewals, completions, failures and releases: a change from any other
+// worker than the job's is skipped ("no lease"), whatever token it
+// carries. Tokens are log indexes, public and easy to guess; worker IDs
+// are not shown (see compactkit.PublicWorkerName). The state machine
+// enables it from cluster version 2; before, ownership is the token alone.
+func (tx *Tx) CheckWorkers() *Tx {
+	tx.byWorker = true
 	return tx
 }
 
@@ -214,6 +228,9 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
 		if !owns {
 			return tx.skip(&r, "no lease: %s with token %d", j.st.Status, c.Token)
+		}
+		if tx.byWorker && c.Worker != j.st.Worker {
+			return tx.skip(&r, "no lease: held by another worker")
 		}
 		switch c.Kind {
 		case ck.ChangeRenew:

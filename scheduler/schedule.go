@@ -35,8 +35,10 @@ type Schedule struct {
 	plans   []ck.JobPlan // storage for added plans
 	heads   []head       // cached index heads
 	headBuf [4]head      // first heads, without an allocation
-	probe   job
-	dprobe  done
+	// byWorker makes ownership the token and the worker (CheckWorkers).
+	byWorker bool
+	probe    job
+	dprobe   done
 }
 
 // head caches the first untouched job of an index from a level on. It stays
@@ -67,6 +69,13 @@ func (s *Scheduler) Schedule(now int64) *Schedule {
 	v := s.frozen()
 	sc := &Schedule{v: v, now: now, size: v.byName.Len()}
 	sc.heads = sc.headBuf[:0]
+	return sc
+}
+
+// CheckWorkers makes UpdateJob accept a report only from the worker the
+// job is assigned to, as well as with its token (see Tx.CheckWorkers).
+func (sc *Schedule) CheckWorkers() *Schedule {
+	sc.byWorker = true
 	return sc
 }
 
@@ -203,7 +212,8 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 		return false
 	}
 	j := sc.base(u.Job)
-	if j == nil || sc.isTouched(j) || !fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, u.Token) {
+	if j == nil || sc.isTouched(j) || !fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, u.Token) ||
+		sc.byWorker && j.st.Worker != worker {
 		return false
 	}
 	if u.Status == ck.ReportSuccess && len(j.plan.Sources) > 0 && len(u.Outputs) == 0 {

@@ -138,7 +138,7 @@ type run struct {
 
 	mu      sync.Mutex
 	answers map[key]answer
-	holds   map[string]map[string]held // worker → job → attempt
+	holds   map[string]map[string]held // worker's public name → job → attempt
 	rep     Report
 }
 
@@ -252,7 +252,7 @@ func (r *run) work(ctx context.Context, id string) {
 		if r.holds == nil {
 			r.holds = map[string]map[string]held{}
 		}
-		r.holds[id] = cloneHeld(mine)
+		r.holds[ck.PublicWorkerName(id)] = cloneHeld(mine)
 		r.mu.Unlock()
 	}
 }

@@ -1,0 +1,127 @@
+package raftfsm_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// A job's token is public (a log index, shown by Jobs): a report carrying
+// it from anyone but the job's worker changes nothing — through Prepare,
+// and through Apply for a command prepared elsewhere.
+func TestOwnershipIsTokenAndWorker(t *testing.T) {
+	n := newNode(t, testConfig())
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	const honest = "honest-3QZ7B6K2JYV5OWTR4XNLE2MFHA"
+	job := n.poll(&ck.PollRequest{WorkerID: honest, Seq: 1, FreeSlots: 1}).Jobs[0]
+	outs := n.outputs(job.Plan, uint64(job.Token))
+
+	// The thief knows the job and its token, and claims success.
+	resp := n.poll(&ck.PollRequest{WorkerID: "thief", Seq: 1, Updates: []ck.StatusUpdate{
+		{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess, Outputs: outs},
+	}})
+	require.Equal(t, ck.OutcomeNoLease, resp.Jobs[0].Outcome)
+	js, _, ok := n.f.Job(job.Job)
+	require.True(t, ok)
+	require.Equal(t, ck.StatusInProgress, js.Status)
+	require.False(t, n.f.Index().Live(outs[0].ID), "no output committed")
+
+	// A command prepared by a hostile leader, claiming the same.
+	cmd := &raftfsm.Command{Poll: &raftfsm.Poll{WorkerID: "thief", Seq: 2,
+		Reports: []raftfsm.Report{{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess}},
+		Update:  ck.PlanUpdate{Changes: []ck.Change{{Kind: ck.ChangeComplete, Job: job.Job, Version: js.Version, Token: job.Token, Worker: "thief", Outputs: outs}}}}}
+	res := n.mustApply(cmd)
+	require.False(t, res.Changes[0].Applied)
+	require.Equal(t, ck.OutcomeNoLease, res.Poll.Jobs[0].Outcome)
+	require.Equal(t, 4, n.f.Index().Len(), "the sources are still live")
+
+	// The honest worker completes it.
+	resp = n.poll(&ck.PollRequest{WorkerID: honest, Seq: 2, Updates: []ck.StatusUpdate{
+		{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess, Outputs: outs},
+	}})
+	require.Equal(t, ck.OutcomeCompleted, resp.Jobs[0].Outcome)
+}
+
+// Worker IDs are credentials: listings show a public name, and a request
+// under the public name reaches nothing of the worker's.
+func TestWorkersShownByPublicName(t *testing.T) {
+	n := newNode(t, testConfig())
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	const id = "compactor-7-3QZ7B6K2JYV5OWTR4XNLE2MFHA"
+	job := n.poll(&ck.PollRequest{WorkerID: id, Seq: 1, FreeSlots: 1}).Jobs[0]
+	jobs, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
+	require.Len(t, jobs, 1)
+	public := jobs[0].Worker
+	require.Equal(t, ck.PublicWorkerName(id), public)
+	require.NotContains(t, public, "3QZ7B6K2JYV5OWTR4XNLE2MFHA")
+	require.Contains(t, public, "compactor-7")
+	js, _, _ := n.f.Job(job.Job)
+	require.Equal(t, public, js.Worker)
+
+	// Replaying the public name with the worker's sequence gets nothing
+	// of the worker's: not its recorded response, not its job.
+	resp := n.poll(&ck.PollRequest{WorkerID: public, Seq: 1, Updates: []ck.StatusUpdate{
+		{Job: job.Job, Token: job.Token, Status: ck.ReportFailure},
+	}})
+	require.Equal(t, ck.OutcomeNoLease, resp.Jobs[0].Outcome)
+	js, _, _ = n.f.Job(job.Job)
+	require.Equal(t, ck.StatusInProgress, js.Status)
+	rec, ok := n.f.Recorded(id, 1)
+	require.True(t, ok)
+	require.Equal(t, ck.OutcomeAssigned, rec.Jobs[0].Outcome, "the worker's own record is intact")
+}
+
+// Commands over the replicated limits are refused before any work, by
+// Prepare, by Encode and by Apply, and change nothing.
+func TestLimits(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits = raftfsm.Limits{MaxReports: 2, MaxBlocks: 3, MaxDatasets: 2, MaxOutputs: 1}
+	n := newNode(t, cfg)
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 3, t0)))
+	before := n.snapshot()
+
+	var updates []ck.StatusUpdate
+	for i := range 3 {
+		updates = append(updates, ck.StatusUpdate{Job: fmt.Sprintf("j%d", i), Token: 1, Status: ck.ReportInProgress})
+	}
+	_, err := n.f.Prepare(&ck.PollRequest{WorkerID: "w", Seq: 1, Updates: updates}, n.now)
+	require.ErrorIs(t, err, raftfsm.ErrLimit)
+	require.ErrorIs(t, err, raftfsm.ErrInvalidRequest)
+	require.Contains(t, err.Error(), "split them across polls")
+
+	_, err = n.f.Encode(addBlocks(blocks("b", "t1", 1, 4, t0)), n.now)
+	require.ErrorIs(t, err, raftfsm.ErrLimit)
+	wide := block("wide", "t1", 1, 0, t0)
+	wide.Datasets = append(wide.Datasets, wide.Datasets[0], wide.Datasets[0])
+	wide.Datasets[1].Name, wide.Datasets[2].Name = "ds2", "ds3"
+	_, err = n.f.Encode(addBlocks([]ck.BlockMeta{wide}), n.now)
+	require.ErrorIs(t, err, raftfsm.ErrLimit)
+
+	// A command that bypassed the leader's checks is refused by Apply.
+	reports := make([]raftfsm.Report, 3)
+	for i := range reports {
+		reports[i] = raftfsm.Report{Job: fmt.Sprintf("j%d", i), Token: 1, Status: ck.ReportInProgress}
+	}
+	for _, cmd := range []*raftfsm.Command{
+		addBlocks(blocks("b", "t1", 1, 4, t0)),
+		addBlocks([]ck.BlockMeta{wide}),
+		{Poll: &raftfsm.Poll{WorkerID: "w", Seq: 1, Reports: reports}},
+	} {
+		_, err := n.apply(cmd)
+		require.ErrorIs(t, err, raftfsm.ErrLimit)
+		n.index--
+		n.log = n.log[:len(n.log)-1]
+	}
+	require.Equal(t, before, n.snapshot(), "nothing changed")
+
+	// The limits are replicated: a restored replica keeps them.
+	f, err := raftfsm.Restore(bytes.NewReader(n.snapshot()))
+	require.NoError(t, err)
+	require.Equal(t, cfg.Limits, f.Config().Limits)
+}
