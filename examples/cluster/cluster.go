@@ -106,10 +106,10 @@ func (c *cluster) startMember(m *member) error {
 	return nil
 }
 
-func (c *cluster) leaderURL(id raft.ServerID, _ raft.ServerAddress) string {
+func (c *cluster) leaderURL(id, _ string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.urls[id]
+	return c.urls[raft.ServerID(id)]
 }
 
 // peers returns the members' base URLs.

@@ -10,18 +10,20 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 )
 
-// Backend is what the server serves: the leader-side calls.
-// *hraft.Service satisfies it. On a node that does not lead, its methods
-// return an error wrapping a *hraft.NotLeaderError.
+// Backend is what the server serves: the leader-side calls. A
+// *leader.Service (so a *hraft.Service) satisfies it. On a node that does
+// not lead, its methods return an error wrapping a *leader.NotLeaderError.
 type Backend interface {
 	Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error)
 	AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftfsm.BlockResult, error)
@@ -30,7 +32,10 @@ type Backend interface {
 	Index(ctx context.Context) (*index.View, error)
 }
 
-var _ Backend = (*hraft.Service)(nil)
+var (
+	_ Backend = (*leader.Service)(nil)
+	_ Backend = (*hraft.Service)(nil)
+)
 
 // DefaultMaxBody bounds a request body (an add-blocks call of tens of
 // thousands of blocks fits).
@@ -40,10 +45,11 @@ const DefaultMaxBody = 32 << 20
 type ServerOption func(*server)
 
 // WithLeaderURL sets how a follower names the leader to its clients: the
-// base URL ("http://host:port") of the HTTP endpoint of the raft server
-// with the given ID and address. Without it, or when it returns "", a
-// follower answers 503 and clients try their other peers.
-func WithLeaderURL(f func(id raft.ServerID, addr raft.ServerAddress) string) ServerOption {
+// base URL ("http://host:port") of the HTTP endpoint of the log's server
+// with the given ID and address (leader.NotLeaderError's). Without it, or
+// when it returns "", a follower answers 503 and clients try their other
+// peers.
+func WithLeaderURL(f func(id, addr string) string) ServerOption {
 	return func(s *server) { s.leaderURL = f }
 }
 
@@ -68,7 +74,7 @@ func WithMaxBody(n int64) ServerOption {
 
 type server struct {
 	b         Backend
-	leaderURL func(raft.ServerID, raft.ServerAddress) string
+	leaderURL func(id, addr string) string
 	log       *slog.Logger
 	maxBody   int64
 }
@@ -91,6 +97,37 @@ func NewHandler(b Backend, opts ...ServerOption) http.Handler {
 		writeError(w, http.StatusNotFound, ErrorBody{Code: CodeNotFound, Error: "no such endpoint: " + r.URL.Path})
 	})
 	return s.recover(mux)
+}
+
+// Server timeouts of [NewServer].
+const (
+	// DefaultReadTimeout bounds reading a whole request, body included: a
+	// client that announces a large body and sends it slowly is cut off.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds a request from the end of its headers to
+	// the end of its response; a poll takes at most the leader's propose
+	// timeout (10 s by default) twice in two-commit mode.
+	DefaultWriteTimeout = time.Minute
+	// DefaultIdleTimeout bounds a keep-alive connection waiting for the
+	// next request.
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+// NewServer returns an http.Server for h with every timeout set: headers
+// within 5 s, the whole request within [DefaultReadTimeout], the response
+// within [DefaultWriteTimeout], idle connections closed after
+// [DefaultIdleTimeout], and headers of at most 64 KiB. With the handler's
+// body limit, a slow or oversized request holds neither a connection nor
+// a goroutine for long. Serve it with srv.Serve(listener).
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       DefaultReadTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
 }
 
 // badRequest marks an error as the caller's fault (400).
@@ -173,22 +210,22 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *server) classify(ctx context.Context, err error) (int, ErrorBody) {
-	var nl *hraft.NotLeaderError
+	var nl *leader.NotLeaderError
 	var br badRequest
 	switch {
 	case errors.As(err, &br):
 		return http.StatusBadRequest, ErrorBody{Code: CodeBadRequest, Error: err.Error()}
 	case errors.As(err, &nl):
-		if s.leaderURL != nil && (nl.LeaderID != "" || nl.LeaderAddr != "") && !errors.Is(err, hraft.ErrClosed) {
-			if u := s.leaderURL(raft.ServerID(nl.LeaderID), raft.ServerAddress(nl.LeaderAddr)); u != "" {
+		if s.leaderURL != nil && (nl.LeaderID != "" || nl.LeaderAddr != "") && !errors.Is(err, leader.ErrClosed) {
+			if u := s.leaderURL(nl.LeaderID, nl.LeaderAddr); u != "" {
 				return http.StatusMisdirectedRequest, ErrorBody{Code: CodeNotLeader, Error: err.Error(), Leader: u}
 			}
 		}
 		return http.StatusServiceUnavailable, ErrorBody{Code: CodeNoLeader, Error: err.Error()}
-	case errors.Is(err, hraft.ErrNotLeader), errors.Is(err, hraft.ErrClosed), errors.Is(err, raft.ErrNotLeader),
+	case errors.Is(err, leader.ErrNotLeader), errors.Is(err, leader.ErrClosed), errors.Is(err, raft.ErrNotLeader),
 		errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
 		return http.StatusServiceUnavailable, ErrorBody{Code: CodeNoLeader, Error: err.Error()}
-	case errors.Is(err, raftfsm.ErrInvalidRequest):
+	case errors.Is(err, raftfsm.ErrInvalidRequest), errors.Is(err, raftfsm.ErrLimit):
 		return http.StatusBadRequest, ErrorBody{Code: CodeInvalidRequest, Error: err.Error()}
 	case errors.Is(err, raftfsm.ErrStaleRequest):
 		return http.StatusConflict, ErrorBody{Code: CodeStale, Error: err.Error()}

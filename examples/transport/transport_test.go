@@ -209,8 +209,8 @@ func TestFollowerRedirectsToLeader(t *testing.T) {
 	follower.err = func() error {
 		return &hraft.NotLeaderError{LeaderID: "n2", LeaderAddr: "127.0.0.1:7002", Cause: raft.ErrNotLeader}
 	}
-	var asked raft.ServerID
-	followerURL := serve(t, follower, WithLeaderURL(func(id raft.ServerID, _ raft.ServerAddress) string {
+	var asked string
+	followerURL := serve(t, follower, WithLeaderURL(func(id, _ string) string {
 		asked = id
 		return leaderURL
 	}))
@@ -222,7 +222,7 @@ func TestFollowerRedirectsToLeader(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
 	assert.Contains(t, string(body), leaderURL)
-	assert.Equal(t, raft.ServerID("n2"), asked)
+	assert.Equal(t, "n2", asked)
 
 	c := client(t, followerURL, leaderURL)
 	_, err = c.Poll(context.Background(), &ck.PollRequest{WorkerID: "w", Seq: 1})
@@ -249,9 +249,9 @@ func TestRetriesAcrossLeaderChange(t *testing.T) {
 			}
 			return nil
 		}
-		urls[i] = serve(t, nodes[i], WithLeaderURL(func(id raft.ServerID, _ raft.ServerAddress) string {
+		urls[i] = serve(t, nodes[i], WithLeaderURL(func(id, _ string) string {
 			var n int
-			_, _ = fmt.Sscan(string(id), &n)
+			_, _ = fmt.Sscan(id, &n)
 			return urls[n]
 		}))
 	}

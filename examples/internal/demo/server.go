@@ -43,7 +43,7 @@ func Serve(addr string, b transport.Backend, reg *prometheus.Registry, opts ...t
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	s := &HTTPServer{URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(), done: make(chan struct{}),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+		srv: transport.NewServer(mux)}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
