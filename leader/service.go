@@ -295,6 +295,10 @@ func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Res
 // prepared on the same state would contend for the same jobs, and the
 // second worker would get nothing.
 //
+// A context already done when the poll would be proposed proposes
+// nothing; one cancelled while its proposal is in flight returns at once,
+// and the proposal may still apply (the next poll waits for it).
+//
 // A conflict or an unknown outcome is resolved here: the service waits
 // until the log's state is applied, answers from the poll log if the
 // poll was applied, and otherwise prepares it again (same sequence
@@ -393,6 +397,9 @@ func (s *Service) proposePoll(ctx context.Context, cmd *raftfsm.Command, prepare
 	type outcome struct {
 		a   Applied
 		err error
+	}
+	if err := ctx.Err(); err != nil {
+		return Applied{}, err // a caller already gone proposes nothing
 	}
 	ch := make(chan outcome, 1)
 	done := make(chan struct{})

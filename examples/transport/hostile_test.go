@@ -189,8 +189,10 @@ func TestHostileClients(t *testing.T) {
 	_, err = pw.Write([]byte(`{"WorkerID":"thief-AAAAAAAAAAAAAAAAAAAAAAAAAA","Seq":10,`))
 	require.NoError(t, err)
 	cancel()
+	// The transport waits for its body writer, which blocks reading the
+	// pipe: end the body too, as a client process that dies would.
+	pw.CloseWithError(context.Canceled)
 	require.Error(t, <-done)
-	pw.Close()
 	require.Equal(t, before, h.snapshot(), "cancelled request")
 
 	// The honest worker goes on: renews, then completes its job.
