@@ -31,8 +31,8 @@ type embedNode struct {
 }
 
 type embedCluster struct {
-	t       *testing.T
-	nodes   []*embedNode
+	t        *testing.T
+	nodes    []*embedNode
 	retries  int
 	restores int
 }
