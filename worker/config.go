@@ -38,6 +38,9 @@ func (f ClientFunc) Poll(ctx context.Context, req *compactkit.PollRequest) (*com
 const (
 	// DefaultPollInterval is how often an idle worker polls.
 	DefaultPollInterval = time.Second
+	// DefaultMaxReports is the most status updates one poll carries: the
+	// state machine's default limit (raftfsm.DefaultLimits.MaxReports).
+	DefaultMaxReports = 1024
 	// DefaultRetryBackoff is the wait before retrying a request that
 	// failed in transport.
 	DefaultRetryBackoff = 100 * time.Millisecond
@@ -61,6 +64,12 @@ type Config struct {
 	// runtime.GOMAXPROCS(0)). Free slots are Concurrency minus the jobs in
 	// progress.
 	Concurrency int
+	// MaxReports is the most status updates one poll carries (default
+	// DefaultMaxReports, the state machine's default limit; set it to the
+	// cluster's limit if that was changed). A worker holding more jobs
+	// reports them over successive polls, sent at once: final reports
+	// first, then the jobs reported longest ago.
+	MaxReports int
 	// PollInterval is how often the worker polls when nothing else makes
 	// it poll (default DefaultPollInterval). It also polls at once when a
 	// job ends and whenever a lease needs renewing (every half lease), so
@@ -156,6 +165,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxReports < 0 {
+		return cfg, fmt.Errorf("%w: max reports %d", ErrConfig, cfg.MaxReports)
+	}
+	if cfg.MaxReports == 0 {
+		cfg.MaxReports = DefaultMaxReports
 	}
 	for _, d := range []struct {
 		name string

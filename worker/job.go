@@ -55,6 +55,9 @@ type job struct {
 	running   bool // the job's goroutine is alive
 	lost      bool // the lease is lost: never reported again
 	forgotten bool // no longer held
+	// reportedSeq is the sequence number of the last request that
+	// reported the job (Config.MaxReports).
+	reportedSeq uint64
 	outputs   []compactkit.BlockMeta
 	reason    string
 	waiters   []*waiter // renewals waiting for an answer

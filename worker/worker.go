@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,9 @@ type inflight struct {
 	sentAt time.Time
 	// jobs are the jobs reported, by name, with the status reported.
 	jobs map[string]reported
+	// more says that reports that cannot wait (a result, a renewal asked
+	// for) were left for the next poll (Config.MaxReports).
+	more bool
 }
 
 type reported struct {
@@ -157,6 +161,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		default:
 			w.handle(fl, resp)
 			rejectBackoff = w.cfg.RetryBackoff
+			if fl.more {
+				wait = 0 // the reports left out go at once
+			}
 		}
 		if pending != nil {
 			break
@@ -220,6 +227,9 @@ func (w *Worker) shutdown(ctx context.Context, cancelJobs context.CancelCauseFun
 			break
 		}
 		w.handle(fl, resp)
+		if fl.more {
+			round-- // a full poll of final reports is progress, not a retry
+		}
 	}
 
 	// Whatever is still held was not accepted by the leader.
@@ -274,14 +284,17 @@ func (w *Worker) wakeup() {
 }
 
 // build builds the next request: a status update for every job held, jobs
-// whose lease was lost dropped first.
+// whose lease was lost dropped first. A worker holding more jobs than
+// Config.MaxReports reports at most that many: results first, then
+// renewals asked for, then the jobs reported longest ago.
 func (w *Worker) build() *inflight {
 	w.mu.Lock()
 	now := time.Now()
 	req := &compactkit.PollRequest{WorkerID: w.cfg.ID, Seq: w.nextSeq}
 	w.nextSeq++
-	fl := &inflight{req: req, jobs: make(map[string]reported, len(w.held))}
+	fl := &inflight{req: req, jobs: make(map[string]reported, min(len(w.held), w.cfg.MaxReports))}
 	var stops []*job
+	var held []*job
 	for _, name := range w.sortedHeldLocked() {
 		j := w.held[name]
 		if !j.lost {
@@ -294,6 +307,19 @@ func (w *Worker) build() *inflight {
 			stops = append(stops, j)
 			continue
 		}
+		held = append(held, j)
+	}
+	if len(held) > w.cfg.MaxReports {
+		slices.SortStableFunc(held, func(a, b *job) int {
+			return cmp.Or(cmp.Compare(a.urgency(), b.urgency()), cmp.Compare(a.reportedSeq, b.reportedSeq))
+		})
+		for _, j := range held[w.cfg.MaxReports:] {
+			fl.more = fl.more || j.urgency() < urgencyNone
+		}
+		held = held[:w.cfg.MaxReports]
+		slices.SortFunc(held, func(a, b *job) int { return strings.Compare(a.name, b.name) })
+	}
+	for _, j := range held {
 		u := compactkit.StatusUpdate{Job: j.name, Token: j.token}
 		switch j.state {
 		case jobRunning:
@@ -312,8 +338,9 @@ func (w *Worker) build() *inflight {
 		case jobReleased:
 			u.Status = compactkit.ReportReleased
 		}
+		j.reportedSeq = req.Seq
 		req.Updates = append(req.Updates, u)
-		fl.jobs[name] = reported{j: j, status: u.Status}
+		fl.jobs[j.name] = reported{j: j, status: u.Status}
 	}
 	if !w.stopping {
 		req.FreeSlots = int32(max(0, w.cfg.Concurrency-w.running))
@@ -321,6 +348,24 @@ func (w *Worker) build() *inflight {
 	w.mu.Unlock()
 	stopKeepers(stops)
 	return fl
+}
+
+// Urgencies of a report, most urgent first, when not all fit in one poll.
+const (
+	urgencyFinal   = iota // a result to report
+	urgencyRenewal        // a renewal asked for
+	urgencyNone           // in progress, nothing asked
+)
+
+// urgency ranks j's report. The worker's mu is held.
+func (j *job) urgency() int {
+	switch {
+	case j.state != jobRunning:
+		return urgencyFinal
+	case len(j.waiters) > 0:
+		return urgencyRenewal
+	}
+	return urgencyNone
 }
 
 // send sends the request until it is answered or ctx is done, with the same

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -954,5 +955,85 @@ func TestRejectedFinalPoll(t *testing.T) {
 		require.Equal(t, uint64(1), s.JobsFailed)
 		require.Equal(t, uint64(1), s.JobsReleased)
 		require.Zero(t, s.JobsHeld)
+	})
+}
+
+// A worker holding more jobs than MaxReports reports them over successive
+// polls — final reports first, then the jobs reported longest ago — and
+// every job is renewed, completed and, at shutdown, released; a leader
+// enforcing the limit never has to refuse a request.
+func TestReportsSplitOverMaxReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		l := newFakeLeader(testLease)
+		l.reject = func(req *ck.PollRequest) error {
+			if len(req.Updates) > 2 {
+				return fmt.Errorf("%d updates over the limit of 2", len(req.Updates))
+			}
+			return nil
+		}
+		var jobs []string
+		for i := range 7 {
+			job := fmt.Sprintf("job-%d", i)
+			jobs = append(jobs, job)
+			m.holdJob(job)
+			l.add(mergeJob(t, store, job, 2))
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 5, MaxReports: 2, MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "five merging", func() bool { return r.w.Stats().JobsRunning == 5 })
+		// Several leases long: every job held is renewed all along.
+		time.Sleep(3 * testLease)
+		synctest.Wait()
+		for _, job := range jobs[:5] {
+			require.True(t, l.job(job).inProgress, "%s kept its lease", job)
+		}
+		// Completions come first in the next poll, ahead of renewals.
+		m.release("job-3")
+		eventually(t, "job-3 completed", func() bool { _, ok := l.completion("job-3"); return ok })
+		for _, job := range jobs {
+			if job != "job-3" {
+				m.release(job)
+			}
+		}
+		eventually(t, "all completed", func() bool { return l.numCompleted() == len(jobs) })
+		require.NoError(t, r.stop())
+		l.check(t)
+		for _, rq := range l.requests() {
+			require.LessOrEqual(t, len(rq.req.Updates), 2, "request %d", rq.req.Seq)
+		}
+		s := r.w.Stats()
+		require.Equal(t, uint64(len(jobs)), s.JobsCompleted)
+		require.Zero(t, s.JobsLost+s.JobsFailed)
+	})
+}
+
+// At shutdown, more jobs than MaxReports are all released, over several
+// final polls.
+func TestShutdownReleasesOverMaxReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		m := newMerges()
+		l := newFakeLeader(testLease)
+		var jobs []string
+		for i := range 5 {
+			job := fmt.Sprintf("job-%d", i)
+			jobs = append(jobs, job)
+			m.holdJob(job)
+			l.add(mergeJob(t, store, job, 2))
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 5, MaxReports: 2, MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "five merging", func() bool { return r.w.Stats().JobsRunning == 5 })
+		require.NoError(t, r.stop())
+		l.check(t)
+		for _, job := range jobs {
+			j := l.job(job)
+			require.False(t, j.inProgress, "%s was given back", job)
+			require.Equal(t, 1, j.releases, job)
+		}
+		for _, rq := range l.requests() {
+			require.LessOrEqual(t, len(rq.req.Updates), 2, "request %d", rq.req.Seq)
+		}
+		require.Equal(t, uint64(5), r.w.Stats().JobsReleased)
 	})
 }
