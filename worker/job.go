@@ -58,9 +58,9 @@ type job struct {
 	// reportedSeq is the sequence number of the last request that
 	// reported the job (Config.MaxReports).
 	reportedSeq uint64
-	outputs   []compactkit.BlockMeta
-	reason    string
-	waiters   []*waiter // renewals waiting for an answer
+	outputs     []compactkit.BlockMeta
+	reason      string
+	waiters     []*waiter // renewals waiting for an answer
 }
 
 // waiter is a renewal asked for by the job's keeper: it waits for the answer
