@@ -10,6 +10,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 func goldenSeeds(f *testing.F, pattern string) {
@@ -71,4 +72,75 @@ func FuzzRestore(f *testing.F) {
 		require.NoError(t, fsm2.Snapshot(&b))
 		require.Equal(t, a.Bytes(), b.Bytes())
 	})
+}
+
+// FuzzPollPath: a worker's request in its wire form, through the whole
+// poll path — decode, Prepare on the leader, Apply on the replica — on a
+// state with jobs in progress. Nothing panics; a request refused at any
+// step changes nothing; an applied one answers with a valid response that
+// speaks only of the jobs it reported and of new assignments.
+func FuzzPollPath(f *testing.F) {
+	n := pollPathState(f)
+	jobs, _ := n.f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 100)
+	require.NotEmpty(f, jobs)
+	seed := func(req *ck.PollRequest) {
+		data, err := req.MarshalBinary()
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	seed(&ck.PollRequest{WorkerID: "w1", Seq: 4, FreeSlots: 2})
+	seed(&ck.PollRequest{WorkerID: "w9", Seq: 1, FreeSlots: 1})
+	for _, js := range jobs {
+		_, plan, _ := n.f.Job(js.Name)
+		for _, u := range []ck.StatusUpdate{
+			{Job: js.Name, Token: js.Token, Status: ck.ReportInProgress},
+			{Job: js.Name, Token: js.Token, Status: ck.ReportFailure, Reason: "disk full"},
+			{Job: js.Name, Token: js.Token, Status: ck.ReportReleased},
+			{Job: js.Name, Token: js.Token, Status: ck.ReportSuccess, Outputs: n.outputs(&plan, uint64(js.Token))},
+			{Job: js.Name, Token: js.Token + 1, Status: ck.ReportInProgress},
+		} {
+			for _, w := range []string{js.Worker, "w1", "w2"} { // the public name, the holder, another
+				seed(&ck.PollRequest{WorkerID: w, Seq: 4, FreeSlots: 1, Updates: []ck.StatusUpdate{u}})
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req ck.PollRequest
+		if err := req.UnmarshalBinary(data); err != nil {
+			return
+		}
+		n := pollPathState(t)
+		before := n.snapshot()
+		cmd, err := n.f.Prepare(&req, n.now)
+		if err != nil {
+			require.Equal(t, before, n.snapshot(), "a refused request changed the state")
+			return
+		}
+		res, err := n.apply(cmd)
+		if err != nil {
+			require.Equal(t, before, n.snapshot(), "a refused entry changed the state")
+			return
+		}
+		require.NotNil(t, res.Poll)
+		require.NoError(t, res.Poll.Validate())
+		reported := map[string]bool{}
+		for _, u := range req.Updates {
+			reported[u.Job] = true
+		}
+		for _, r := range res.Poll.Jobs {
+			if r.Outcome != ck.OutcomeAssigned {
+				require.True(t, reported[r.Job], "a reply about %s, not reported", r.Job)
+			}
+		}
+	})
+}
+
+// pollPathState is the golden scenario with more blocks, and jobs in
+// progress for workers w1 and w2.
+func pollPathState(t tb) *node {
+	n, _ := goldenScenario(t, raftfsm.CommandVersion)
+	n.mustApply(addBlocks(blocks("c", "t1", 3, 8, t0)))
+	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 3, FreeSlots: 1})
+	n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1})
+	return n
 }
