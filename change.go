@@ -8,7 +8,7 @@ import (
 )
 
 // ChangeKind is a kind of change to a job: the rows of the change table of
-// DESIGN.md §4.
+// ARCHITECTURE.md ("Job states and changes").
 type ChangeKind uint8
 
 // The change kinds. The zero value is not a kind.
@@ -161,7 +161,7 @@ func validateOutputs(job string, outputs []BlockMeta) error {
 // In single-commit mode TokenIndex is 0 and assignments take the index of
 // the entry that applies the update as their token. In two-commit mode the
 // prepare step is itself a log entry and TokenIndex is its index: tokens are
-// then the prepare entry's index, as in the anchor.
+// then the prepare entry's index, as in Pyroscope's two-commit mode.
 type PlanUpdate struct {
 	_ struct{} `cbor:",toarray"`
 	// Time is the leader's timestamp (unix nanoseconds) at Prepare.

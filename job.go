@@ -10,7 +10,8 @@ import (
 // JobStatus is the status of a job as the scheduler stores it.
 type JobStatus uint8
 
-// The stored job statuses (DESIGN.md §4). The zero value is not a status.
+// The stored job statuses (ARCHITECTURE.md, "Job states and changes"). The
+// zero value is not a status.
 const (
 	// StatusUnassigned: created, or released or failed and waiting for a
 	// worker.

@@ -160,7 +160,7 @@ func TestDoubleCompletion(t *testing.T) {
 	require.Equal(t, 1, h.x.Stats().Orphans)
 }
 
-// The anchor's bug: a job completes after retention removed one of its
+// Pyroscope's bug: a job completes after retention removed one of its
 // sources. The index must not resurrect the dropped data.
 func TestCompletionAfterRetention(t *testing.T) {
 	h := newHarness(t, nil)

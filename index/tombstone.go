@@ -162,7 +162,7 @@ func (x *Index) Detach(job string) int {
 // when now >= its release time (c plus the cleanup delay) and
 //
 //   - no watermark was ever recorded (the index then relies on the cleanup
-//     delay alone, like the anchors), or
+//     delay alone, like Pyroscope's), or
 //   - c < oldestReader: every read that started at or before the
 //     replacement has finished, or
 //   - ReaderTimeout > 0 and now >= c + ReaderTimeout: reads may not run

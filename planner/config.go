@@ -68,7 +68,7 @@ type Config struct {
 	TombstoneMinLevel, TombstoneMaxLevel uint32
 }
 
-// DefaultConfig returns the anchor's values: level 0 batches of 20 blocks
+// DefaultConfig returns Pyroscope's values: level 0 batches of 20 blocks
 // or 36 s, level 1 of 10 blocks or 12 min, level 2 of 10 blocks or 3 h,
 // final level 3; no byte limit; a maximum span of 3 h per job; an aging
 // threshold of four times the level's max age; shard-keyed levels; at most

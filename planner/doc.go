@@ -54,7 +54,7 @@
 //
 // [Config] is replicated state: the state machine passes it to [New] and
 // [Planner.SetConfig] as a value from its log (the planner keeps its own
-// copy and never reads local settings). [DefaultConfig] holds the anchor's
+// copy and never reads local settings). [DefaultConfig] holds Pyroscope's
 // values. Per level it sets the batch size in blocks and bytes, the max
 // age, the max time span of a job, the aging threshold and whether the
 // level is compacted across shards; it also sets the final level and the

@@ -370,7 +370,7 @@ func (h *harness) plan(t *rapid.T) {
 	pause()
 	skip := func(tenant string, level uint32) bool { return paused[fmt.Sprint(tenant, "/", level)] }
 	// A pool of tombstones with repeats, served by an iterator that
-	// restarts on every call (as the anchor's did).
+	// restarts on every call (as Pyroscope's planner did).
 	pool := []ck.Tombstone{}
 	for i := range rapid.IntRange(0, 6).Draw(t, "tombstones") {
 		pool = append(pool, ck.Tombstone{Kind: ck.TombstoneBlock, Target: fmt.Sprintf("old-%d", i)})

@@ -292,7 +292,7 @@ func TestPausedTenants(t *testing.T) {
 
 // TestTombstonesOnce: tombstones are attached at most TombstonesPerJob per
 // job, only to jobs of the configured levels, and never twice — even when
-// the iterator restarts on every call, as the anchor's did.
+// the iterator restarts on every call, as Pyroscope's planner did.
 func TestTombstonesOnce(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
 	f.add("t", 0, 0, 60)
@@ -736,7 +736,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 }
 
-// TestDefaultConfig: the defaults are the anchor's values.
+// TestDefaultConfig: the defaults are Pyroscope's values.
 func TestDefaultConfig(t *testing.T) {
 	cfg := planner.DefaultConfig()
 	require.NoError(t, cfg.Validate())

@@ -39,7 +39,7 @@ func benchBlocks(b *testing.B, n *node, count int, prefix string) {
 }
 
 // BenchmarkFSMRestore restores a state of 1,000,000 blocks: index entries
-// with five datasets each, all queued. Target (DESIGN.md §7): ≤ 1.2 s/op.
+// with five datasets each, all queued. Target (ARCHITECTURE.md, "Performance budget"): ≤ 1.2 s/op.
 func BenchmarkFSMRestore(b *testing.B) {
 	cfg := raftfsm.DefaultConfig()
 	cfg.Planner.Levels[0].MaxAge = 0
@@ -142,7 +142,7 @@ func (pb *pollBench) request() *ck.PollRequest {
 
 // BenchmarkPoll measures Prepare + Apply of one poll — 16 renewals, 16
 // completions of 20 sources each, 16 assignments and 16 new jobs — with
-// 10,000 jobs in progress and 1,000,000 blocks queued. Target (DESIGN.md
+// 10,000 jobs in progress and 1,000,000 blocks queued. Target (ARCHITECTURE.md,
 // §7): ≤ 500 µs/op; the prepare sub-benchmark, Prepare alone: ≤ 30 µs and
 // ≤ 200 allocs. The reader sub-benchmark also reads the index through a
 // view between polls (untimed), as a host serving queries does: the

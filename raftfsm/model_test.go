@@ -17,7 +17,7 @@ import (
 )
 
 // fsmModel drives a state machine and a replica with random commands and
-// checks the invariants of DESIGN.md §5 after every step.
+// checks the invariants of ARCHITECTURE.md, "Contracts", after every step.
 type fsmModel struct {
 	t       *rapid.T
 	n       *node

@@ -129,8 +129,9 @@ func (tx *Tx) skip(r *Result, format string, args ...any) Result {
 }
 
 // Apply executes one change of the entry if its precondition holds, and
-// says what happened. The precondition is the row of DESIGN.md §4's change
-// table, checked at this point of the entry, plus: the job's version before
+// says what happened. The precondition is the change's row of the table in
+// ARCHITECTURE.md ("Job states and changes"), checked at this point of the
+// entry, plus: the job's version before
 // the entry equals c.Version (except for cancel, an operator's change). A
 // skipped change changes nothing but the Skipped counter; an applied one
 // sets the job's version to the entry's index.

@@ -5,7 +5,7 @@
 //
 // # Prepare and Apply
 //
-// The state machine uses the scheduler in two steps (DESIGN.md §3–§4).
+// The state machine uses the scheduler in two steps (ARCHITECTURE.md, "Data flow").
 //
 // On the leader, a poll is prepared on a read-only [Schedule] opened with
 // [Scheduler.Schedule] at the leader's time. The schedule turns the worker's

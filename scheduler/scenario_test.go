@@ -17,7 +17,7 @@ func testConfig() scheduler.Config {
 	return cfg
 }
 
-// The anchor evicts only when the queue is strictly above its limit while
+// Pyroscope evicts only when the queue is strictly above its limit while
 // adding stops at the limit, so its eviction never fires. Ours evicts at
 // exactly the limit.
 func TestEvictionAtExactLimit(t *testing.T) {
@@ -70,7 +70,7 @@ func TestEvictionAtExactLimit(t *testing.T) {
 	require.Contains(t, rs[0].Reason, "below its limit")
 }
 
-// A job created in a poll can be assigned in the same poll (the anchor
+// A job created in a poll can be assigned in the same poll (Pyroscope
 // defers it to the next poll).
 func TestSamePollAssignmentOfNewJobs(t *testing.T) {
 	h := newHarness(t, testConfig())

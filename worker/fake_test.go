@@ -24,7 +24,7 @@ import (
 )
 
 // fakeLeader is an in-process leader implementing worker.Client with the
-// state machine's rules (DESIGN.md §3, §4), much simplified: it assigns
+// state machine's rules (ARCHITECTURE.md, "Data flow" and "Job states and changes"), much simplified: it assigns
 // queued jobs in order, renews, completes, accepts failures and releases,
 // answers "no lease" to a stale or unknown token and "completed" to a
 // repeated success, and answers a retried (worker, seq) with the recorded

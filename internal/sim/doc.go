@@ -2,7 +2,7 @@
 // several replicas of the state machine (package raftfsm), a modelled Raft
 // log with a leader that changes, many workers, ingest, an operator and a
 // simulated clock — run from a seed under crashes, message chaos and
-// leader changes, with the contracts of DESIGN.md §5 checked after every
+// leader changes, with the contracts of ARCHITECTURE.md checked after every
 // step.
 //
 // # The system

@@ -371,7 +371,7 @@ func (m *model) why(id string) string {
 }
 
 // checkRelease: a tombstone is released (attached to a job) only after the
-// entry that created it committed and its delay passed (DESIGN.md §5.5),
+// entry that created it committed and its delay passed (ARCHITECTURE.md, contract 5),
 // and the reader watermark allows it.
 func (m *model) checkRelease(job string, t ck.Tombstone) {
 	var created int64
@@ -514,7 +514,7 @@ func (m *model) checkReplies(p *raftfsm.Poll, res *raftfsm.Result) {
 // check compares the state machine (the reference replica, at the commit
 // index) with the model: the live blocks, the jobs and their claims, the
 // quarantine, the planner's queue — every added block in exactly one
-// state of DESIGN.md §5.5.
+// state of ARCHITECTURE.md's contract 5.
 func (m *model) check() {
 	f := m.s.replicas[0].fsm
 	view := f.Index()

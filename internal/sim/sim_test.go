@@ -76,7 +76,7 @@ func optionsFor(t *testing.T, seed uint64) Options {
 }
 
 // TestSimulation runs the deterministic simulation over many seeds: every
-// invariant of DESIGN.md §5 after every step, then liveness. A failing
+// contract of ARCHITECTURE.md after every step, then liveness. A failing
 // seed is shrunk (faults disabled while it still fails) and reported with
 // the command that replays it and the trace of its last steps.
 func TestSimulation(t *testing.T) {
