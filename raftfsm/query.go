@@ -31,6 +31,20 @@ type Stats struct {
 	Index     index.Stats
 }
 
+// Tombstones counts the tombstones whose objects are not yet deleted:
+// pending their delay, releasable, or held by a job.
+func (s *Stats) Tombstones() int {
+	return s.Index.TombstonesPending + s.Index.TombstonesReleasable + s.Index.TombstonesAttached
+}
+
+// Drained says that compaction has nothing left to do: no block queued or
+// claimed, no job (planned, in progress or excluded) and no tombstone
+// awaiting deletion. Quarantined blocks have left compaction and do not
+// count; Planner.Quarantined says how many there are.
+func (s *Stats) Drained() bool {
+	return s.Planner.Queued == 0 && s.Planner.Claimed == 0 && s.Scheduler.Jobs == 0 && s.Tombstones() == 0
+}
+
 // Stats returns the statistics of the state machine and its components.
 func (f *FSM) Stats() Stats {
 	f.mu.Lock()

@@ -389,7 +389,7 @@ func (s *Sim) livenessBound() int {
 	}
 	st := s.replicas[0].fsm.Stats()
 	work := st.Planner.Queued + st.Planner.Claimed +
-		(st.Index.TombstonesPending+st.Index.TombstonesReleasable+st.Index.TombstonesAttached)/8
+		st.Tombstones()/8
 	slots := 0
 	for _, w := range s.workers {
 		slots += w.capacity

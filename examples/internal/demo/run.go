@@ -514,7 +514,7 @@ func (r *runner) drain(ctx context.Context, disruptions <-chan struct{}) error {
 			bar.Describe(fmt.Sprintf("%-40s", queueLine(st)))
 			select {
 			case <-disruptions:
-				if drained(st) {
+				if st.Drained() {
 					_ = bar.Finish()
 					return nil
 				}
@@ -533,14 +533,6 @@ func (r *runner) drain(ctx context.Context, disruptions <-chan struct{}) error {
 	}
 }
 
-func tombstones(st raftfsm.Stats) int {
-	return st.Index.TombstonesPending + st.Index.TombstonesReleasable + st.Index.TombstonesAttached
-}
-
-func drained(st raftfsm.Stats) bool {
-	return st.Planner.Queued == 0 && st.Planner.Claimed == 0 && st.Scheduler.Jobs == 0 && tombstones(st) == 0
-}
-
 // finalShare is the percentage of live bytes at the final level, with a
 // last percent kept for the cleanup.
 func finalShare(st raftfsm.Stats) int64 {
@@ -555,7 +547,7 @@ func finalShare(st raftfsm.Stats) int64 {
 		return 0
 	}
 	pct := int64(math.Floor(99 * float64(final) / float64(all)))
-	if drained(st) {
+	if st.Drained() {
 		pct = 100
 	}
 	return pct
@@ -566,7 +558,7 @@ func queueLine(st raftfsm.Stats) string {
 	for _, l := range st.Planner.Levels {
 		s += fmt.Sprintf("L%d:%d ", l.Level, l.Queued+l.Claimed)
 	}
-	return s + fmt.Sprintf("jobs:%d tombstones:%d", st.Scheduler.Jobs, tombstones(st))
+	return s + fmt.Sprintf("jobs:%d tombstones:%d", st.Scheduler.Jobs, st.Tombstones())
 }
 
 // sample records the queues and read amplification until ctx ends, and
@@ -597,7 +589,7 @@ func (r *runner) sampleOnce(ctx context.Context, c *transport.Client, from, to i
 	if err != nil {
 		return
 	}
-	s := Sample{At: time.Since(r.start), Claimed: st.Planner.Claimed, Jobs: st.Scheduler.Jobs, Tombstones: tombstones(st)}
+	s := Sample{At: time.Since(r.start), Claimed: st.Planner.Claimed, Jobs: st.Scheduler.Jobs, Tombstones: st.Tombstones()}
 	for _, l := range st.Planner.Levels {
 		s.Queued = append(s.Queued, l.Queued)
 	}
