@@ -21,6 +21,9 @@ var (
 	// ErrInvalidRange reports a range read outside the object: a negative
 	// offset, a non-positive length, or an offset at or past the end.
 	ErrInvalidRange = errors.New("blockmerge: invalid range")
+	// ErrExists reports a conditional put ([ConditionalPutter]) of a key
+	// that already names an object. Errors wrapping it name the object.
+	ErrExists = errors.New("blockmerge: object exists")
 )
 
 // MaxKeyLen is the maximum length in bytes of an object key (the limit of
@@ -84,6 +87,18 @@ type ObjectWriter interface {
 type Creator interface {
 	// Create starts writing the object key; see [ObjectWriter].
 	Create(ctx context.Context, key string) (ObjectWriter, error)
+}
+
+// ConditionalPutter is implemented by stores that can put an object only if
+// no object has its key, atomically: of two concurrent conditional puts of
+// one key, exactly one succeeds. An ordered log on an object store is built
+// on it (each entry a create-if-absent of the next key).
+type ConditionalPutter interface {
+	// PutIfAbsent stores the bytes read from r under key only if no object
+	// has that key. If one does, it returns an error wrapping [ErrExists]
+	// and changes nothing. Like Put it is atomic: if r fails or ctx is
+	// cancelled, no object becomes visible.
+	PutIfAbsent(ctx context.Context, key string, r io.Reader) error
 }
 
 // CreateObject returns a writer for a new object of s. If s implements
