@@ -2,8 +2,11 @@ package compactkit
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
 )
 
@@ -100,6 +103,102 @@ type Change struct {
 	Plan *JobPlan
 	// Outputs are the blocks the job wrote (complete only).
 	Outputs []BlockMeta
+	// Reason is why the attempt failed, as the worker reported it (fail
+	// only; at most MaxReasonLen bytes of valid UTF-8, see [ClipReason]).
+	// A change without a reason encodes exactly as before reasons existed;
+	// see [Change.MarshalCBOR].
+	Reason string
+}
+
+// changeFields is the encoding of a change without a reason: the seven
+// fields every release reads.
+type changeFields struct {
+	_       struct{} `cbor:",toarray"`
+	Kind    ChangeKind
+	Job     string
+	Version uint64
+	Token   fencing.Token
+	Worker  string
+	Plan    *JobPlan
+	Outputs []BlockMeta
+}
+
+// changeWithReason is the encoding of a change with a reason: the seven
+// fields and the reason.
+type changeWithReason struct {
+	_       struct{} `cbor:",toarray"`
+	Kind    ChangeKind
+	Job     string
+	Version uint64
+	Token   fencing.Token
+	Worker  string
+	Plan    *JobPlan
+	Outputs []BlockMeta
+	Reason  string
+}
+
+// MarshalCBOR encodes the change as a CBOR array of its seven fields, or of
+// eight when it carries a reason. A change without a reason thus encodes
+// byte for byte as in releases that had no reasons; a state machine writes
+// reasons only from the cluster version that reads them.
+func (c Change) MarshalCBOR() ([]byte, error) {
+	if c.Reason == "" {
+		return codec.Default.Marshal(&changeFields{Kind: c.Kind, Job: c.Job, Version: c.Version, Token: c.Token, Worker: c.Worker, Plan: c.Plan, Outputs: c.Outputs})
+	}
+	return codec.Default.Marshal(&changeWithReason{Kind: c.Kind, Job: c.Job, Version: c.Version, Token: c.Token, Worker: c.Worker, Plan: c.Plan, Outputs: c.Outputs, Reason: c.Reason})
+}
+
+// UnmarshalCBOR decodes either encoding of [Change.MarshalCBOR]. An
+// eight-field change with an empty reason is malformed: every change has
+// exactly one encoding.
+func (c *Change) UnmarshalCBOR(data []byte) error {
+	const array7, array8 = 0x87, 0x88 // CBOR array headers of 7 and 8 items
+	if len(data) == 0 {
+		return fmt.Errorf("change: empty: %w", ErrMalformed)
+	}
+	switch data[0] {
+	case array7:
+		var f changeFields
+		if err := codec.Default.Unmarshal(data, &f); err != nil {
+			return fmt.Errorf("change: %w", err)
+		}
+		*c = Change{Kind: f.Kind, Job: f.Job, Version: f.Version, Token: f.Token, Worker: f.Worker, Plan: f.Plan, Outputs: f.Outputs}
+	case array8:
+		var f changeWithReason
+		if err := codec.Default.Unmarshal(data, &f); err != nil {
+			return fmt.Errorf("change: %w", err)
+		}
+		if f.Reason == "" {
+			return fmt.Errorf("change: eight fields with an empty reason: %w", ErrMalformed)
+		}
+		*c = Change{Kind: f.Kind, Job: f.Job, Version: f.Version, Token: f.Token, Worker: f.Worker, Plan: f.Plan, Outputs: f.Outputs, Reason: f.Reason}
+	default:
+		return fmt.Errorf("change: not an array of 7 or 8 items: %w", ErrMalformed)
+	}
+	return nil
+}
+
+// MaxReasonLen bounds a failure or quarantine reason kept in the
+// replicated state, in bytes.
+const MaxReasonLen = 1024
+
+// ClipReason makes a reason valid UTF-8 (invalid bytes become U+FFFD) of at
+// most [MaxReasonLen] bytes, cut at a character boundary.
+func ClipReason(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxReasonLen {
+		return s
+	}
+	n := MaxReasonLen
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// validReason reports whether s is a reason as ClipReason makes them.
+func validReason(s string) bool {
+	return len(s) <= MaxReasonLen && utf8.ValidString(s)
 }
 
 // Validate reports whether c is well-formed for its kind.
@@ -138,6 +237,12 @@ func (c *Change) Validate() error {
 	}
 	if c.Kind != ChangeComplete && len(c.Outputs) > 0 {
 		return fmt.Errorf("%s %s: outputs on a change that is not complete: %w", c.Kind, c.Job, ErrInconsistent)
+	}
+	if c.Reason != "" && c.Kind != ChangeFail {
+		return fmt.Errorf("%s %s: reason on a change that is not fail: %w", c.Kind, c.Job, ErrInconsistent)
+	}
+	if !validReason(c.Reason) {
+		return fmt.Errorf("%s %s: reason of %d bytes, limit %d, or not UTF-8: %w", c.Kind, c.Job, len(c.Reason), MaxReasonLen, ErrTooLarge)
 	}
 	return validateOutputs(c.Job, c.Outputs)
 }

@@ -159,6 +159,9 @@ func genChange() *rapid.Generator[ck.Change] {
 			if c.Kind == ck.ChangeComplete {
 				c.Outputs = rapid.SliceOfNDistinct(genBlock(), 0, 2, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")
 			}
+			if c.Kind == ck.ChangeFail {
+				c.Reason = ck.ClipReason(rapid.StringN(0, 40, ck.MaxReasonLen+8).Draw(t, "reason"))
+			}
 		}
 		return c
 	})

@@ -283,6 +283,12 @@ type JobState struct {
 	Failures uint32
 	// Worker is the worker holding (or that last held) the job.
 	Worker string
+	// LastFailure is why the last failed or abandoned attempt ended: the
+	// reason its worker reported, or "lease expired". FailedAt is the log
+	// time (unix nanoseconds) it was recorded, 0 if never. Both are kept
+	// from cluster version 3 and survive a retry, which resets Failures.
+	LastFailure string
+	FailedAt    int64
 }
 
 // Validate reports whether s is well-formed.
@@ -292,6 +298,9 @@ func (s *JobState) Validate() error {
 	}
 	if err := s.Status.Validate(); err != nil {
 		return fmt.Errorf("job %s: %w", s.Name, err)
+	}
+	if !validReason(s.LastFailure) || s.FailedAt < 0 {
+		return fmt.Errorf("job %s: last failure %q at %d: %w", s.Name, s.LastFailure, s.FailedAt, ErrInconsistent)
 	}
 	return validateName("job "+s.Name+": worker", s.Worker, true)
 }

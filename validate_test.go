@@ -1,6 +1,7 @@
 package compactkit_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -200,4 +201,35 @@ func TestSanitizeName(t *testing.T) {
 	require.Equal(t, "acme_corp_", ck.SanitizeName("acme corp/", 64))
 	require.Equal(t, "abc", ck.SanitizeName("abcdef", 3))
 	require.NoError(t, ck.ValidateJobName("L0-"+ck.SanitizeName("ünïcode tenant", 32)+"-1"))
+}
+
+// TestChangeReasonEncoding checks that a change without a reason encodes
+// as before reasons existed (seven fields) and that reasons are accepted
+// only where they belong.
+func TestChangeReasonEncoding(t *testing.T) {
+	c := ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w"}
+	u := ck.PlanUpdate{Changes: []ck.Change{c}}
+	plain, err := u.MarshalBinary()
+	require.NoError(t, err)
+	u.Changes[0].Reason = "disk full"
+	withReason, err := u.MarshalBinary()
+	require.NoError(t, err)
+	require.Greater(t, len(withReason), len(plain))
+	var back ck.PlanUpdate
+	require.NoError(t, back.UnmarshalBinary(withReason))
+	require.Equal(t, "disk full", back.Changes[0].Reason)
+
+	// Eight fields with an empty reason is not a canonical encoding.
+	i := bytes.Index(withReason, []byte("\x69disk full"))
+	require.Positive(t, i)
+	bad := append(append(append([]byte{}, withReason[:i]...), 0x60), withReason[i+10:]...)
+	require.ErrorIs(t, back.UnmarshalBinary(bad), ck.ErrMalformed)
+
+	for _, k := range []ck.ChangeKind{ck.ChangeRenew, ck.ChangeRelease, ck.ChangeComplete} {
+		c := ck.Change{Kind: k, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: "x"}
+		require.ErrorIs(t, c.Validate(), ck.ErrInconsistent, k)
+	}
+	long := ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: strings.Repeat("x", ck.MaxReasonLen+1)}
+	require.ErrorIs(t, long.Validate(), ck.ErrTooLarge)
+	require.NoError(t, (&ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: ck.ClipReason(long.Reason + "\xff")}).Validate())
 }

@@ -312,6 +312,7 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 		return nil, fmt.Errorf("leader: poll: nil request: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest)
 	}
 	if err := req.Validate(); err != nil {
+		s.o.log.Warn("leader: poll refused", "worker", ck.PublicWorkerName(req.WorkerID), "seq", req.Seq, "err", err)
 		return nil, fmt.Errorf("leader: poll: %w: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest, err)
 	}
 	select {
@@ -375,6 +376,9 @@ func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest) (*ck.PollRe
 	at, _, _ := s.fsm.LastApplied()
 	cmd, err := s.fsm.Prepare(req, s.now())
 	if err != nil {
+		if errors.Is(err, raftfsm.ErrInvalidRequest) {
+			s.o.log.Warn("leader: poll refused", "worker", ck.PublicWorkerName(req.WorkerID), "seq", req.Seq, "err", err)
+		}
 		return nil, rejected(err)
 	}
 	if token != 0 {
@@ -387,7 +391,44 @@ func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest) (*ck.PollRe
 	if a.Result.Poll == nil {
 		return nil, fmt.Errorf("leader: poll: entry %d: no response: %w", a.Index, ErrOutcomeUnknown)
 	}
+	s.logOutcomes(req, a)
 	return a.Result.Poll, nil
+}
+
+// logOutcomes logs, once per applied poll, what an operator wants to know
+// of it: failures reported, jobs excluded at their failure limit, blocks
+// quarantined. A replayed poll changed nothing and logs nothing.
+func (s *Service) logOutcomes(req *ck.PollRequest, a Applied) {
+	if a.Result.Replayed {
+		return
+	}
+	worker := ck.PublicWorkerName(req.WorkerID)
+	for _, c := range a.Result.Changes {
+		if !c.Applied {
+			continue
+		}
+		reason := ""
+		if c.Kind == ck.ChangeFail {
+			for i := range req.Updates {
+				if req.Updates[i].Job == c.Job {
+					reason = ck.ClipReason(req.Updates[i].Reason)
+				}
+			}
+		}
+		switch {
+		case c.Excluded && c.Kind == ck.ChangeFail:
+			s.o.log.Warn("leader: job excluded at its failure limit; it runs again only when an operator retries it",
+				"job", c.Job, "worker", worker, "reason", reason, "entry", a.Index)
+		case c.Excluded:
+			s.o.log.Warn("leader: job excluded at its failure limit: its last lease expired; it runs again only when an operator retries it",
+				"job", c.Job, "entry", a.Index)
+		case c.Kind == ck.ChangeFail:
+			s.o.log.Info("leader: job failed; it will be retried", "job", c.Job, "worker", worker, "reason", reason, "entry", a.Index)
+		case c.Kind == ck.ChangeEvict:
+			s.o.log.Warn("leader: excluded job evicted from a full queue; its sources are quarantined until an operator requeues them",
+				"job", c.Job, "blocks", c.Quarantined, "entry", a.Index)
+		}
+	}
 }
 
 // proposePoll proposes a poll's command on a goroutine, so that a caller

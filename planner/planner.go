@@ -16,8 +16,8 @@ import (
 const btreeDegree = 16
 
 // MaxReasonLen bounds the quarantine reason kept per block; longer reasons
-// are truncated.
-const MaxReasonLen = 1024
+// are truncated (see compactkit.ClipReason).
+const MaxReasonLen = ck.MaxReasonLen
 
 // fullEnt indexes a key whose head batch is full, by (level, tenant,
 // arrival of the batch's first block).
@@ -647,7 +647,7 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 		return fmt.Errorf("planner: quarantine %s: %w", job, ErrUnknownJob)
 	}
 	p.tick(e.Time)
-	reason = clipReason(reason)
+	reason = ck.ClipReason(reason)
 	for _, it := range c.items {
 		qe := &quarEnt{it: it, k: c.k, job: c.name, reason: reason, since: p.s.clock}
 		if p.s.quar.Has(qe) {
@@ -660,19 +660,6 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 	p.endClaim(c)
 	p.s.counters.Quarantines++
 	return nil
-}
-
-// clipReason makes a reason valid UTF-8 of at most MaxReasonLen bytes.
-func clipReason(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= MaxReasonLen {
-		return s
-	}
-	n := MaxReasonLen
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // Requeue puts quarantined blocks back into the queue at their original

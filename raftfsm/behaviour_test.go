@@ -209,6 +209,7 @@ func TestFailuresExcludeEvictQuarantineRequeue(t *testing.T) {
 	require.Equal(t, uint64(1), n.f.Stats().Scheduler.Counters.Evicted)
 	q, _ := n.f.Quarantined("", 0)
 	require.Len(t, q, 4)
+	require.Equal(t, "excluded after 2 failures (last: boom), evicted from a full queue", q[0].Reason)
 	ids := make([]string, len(q))
 	for i := range q {
 		ids[i] = q[i].ID

@@ -21,8 +21,14 @@ import (
 // (Castagnoli) of header and body, big-endian, so that a replica detects a
 // damaged entry instead of applying it. Cluster version 2 also changes what
 // Apply does (see [FSM.Apply]); every such change takes effect only once the
-// cluster version is raised.
-const CommandVersion byte = 2
+// cluster version is raised. Version 3 is encoded as version 2 and may
+// carry failure reasons in a poll's fail changes (compactkit.Change.Reason);
+// cluster version 3 keeps them with the jobs (compactkit.JobState.LastFailure).
+const CommandVersion byte = 3
+
+// reasonsVersion is the first command and cluster version with failure
+// reasons.
+const reasonsVersion byte = 3
 
 // commandChecksumSize is the size of a version-2 command's trailer.
 const commandChecksumSize = 4
@@ -199,6 +205,9 @@ func (c *Command) MarshalVersion(version byte) ([]byte, error) {
 	if version < 1 || version > CommandVersion {
 		return nil, fmt.Errorf("raftfsm: command version %d, this release writes 1 to %d: %w", version, CommandVersion, ErrClusterVersion)
 	}
+	if version < reasonsVersion && c.hasReasons() {
+		return nil, fmt.Errorf("raftfsm: command version %d carries no failure reasons (from version %d): %w", version, reasonsVersion, ErrClusterVersion)
+	}
 	data, err := codec.Default.Encode(codec.KindCommand, version, c)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: command: %w", err)
@@ -247,7 +256,23 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, version, err
 	}
+	if version < reasonsVersion && c.hasReasons() {
+		return nil, version, fmt.Errorf("raftfsm: command version %d with failure reasons (from version %d): %w", version, reasonsVersion, ErrInvalidCommand)
+	}
 	return &c, version, nil
+}
+
+// hasReasons reports whether c is a poll with a failure reason.
+func (c *Command) hasReasons() bool {
+	if c.Poll == nil {
+		return false
+	}
+	for i := range c.Poll.Update.Changes {
+		if c.Poll.Update.Changes[i].Reason != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxBlocksPerCommand bounds the blocks of one AddBlocks command.

@@ -1,6 +1,10 @@
 package raftfsm
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Sentinel errors of the package. They are returned wrapped, with a message
 // that names the offending value; test with errors.Is. Decoding errors wrap
@@ -42,3 +46,23 @@ var (
 	// the replicated [Config.MaxClockStep] allows. Nothing is done for it.
 	ErrClock = errors.New("raftfsm: command time out of bounds")
 )
+
+// EntryError is the error Apply returns for an entry it refused or could
+// not apply: the entry's index and the cause, which wraps the sentinels
+// above (test with errors.Is; get the index with errors.As).
+type EntryError struct {
+	Index uint64
+	Err   error
+}
+
+// Error names the package and the entry once: "raftfsm: entry 14: command
+// version 3 above the cluster version 2: raftfsm: unsupported cluster
+// version" reads "raftfsm: entry 14: command version 3 above the cluster
+// version 2: unsupported cluster version".
+func (e *EntryError) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "raftfsm: ")
+	return fmt.Sprintf("raftfsm: entry %d: %s", e.Index, strings.ReplaceAll(msg, ": raftfsm: ", ": "))
+}
+
+// Unwrap returns the cause.
+func (e *EntryError) Unwrap() error { return e.Err }

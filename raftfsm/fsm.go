@@ -184,6 +184,11 @@ type ChangeResult struct {
 	Reason string
 	// Token is the job's token after an applied add or assign.
 	Token fencing.Token
+	// Excluded reports an applied change that excluded the job: a failure
+	// or an expired lease at the failure limit. Quarantined is the number
+	// of blocks an applied evict quarantined.
+	Excluded    bool
+	Quarantined int
 	// Replace is the index's verdict on an applied completion of a
 	// compaction job (nil for cleanup-only jobs and other changes).
 	Replace *index.ReplaceResult
@@ -240,10 +245,10 @@ func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
 		if f.damaged(version, err) {
 			return nil, f.stop(e, err)
 		}
-		return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+		return nil, &EntryError{Index: e.Index, Err: err}
 	}
 	if version > f.st.clusterVersion {
-		return nil, fmt.Errorf("raftfsm: entry %d: command version %d above the cluster version %d: %w", e.Index, version, f.st.clusterVersion, ErrClusterVersion)
+		return nil, &EntryError{Index: e.Index, Err: fmt.Errorf("command version %d above the cluster version %d: %w", version, f.st.clusterVersion, ErrClusterVersion)}
 	}
 	return f.apply(e, cmd)
 }
@@ -269,7 +274,7 @@ func (f *FSM) damaged(version byte, err error) bool {
 // stop marks the replica failed on entry e and returns the error it
 // answers from now on.
 func (f *FSM) stop(e ck.Entry, cause error) error {
-	f.failed = fmt.Errorf("raftfsm: entry %d: %w: %w", e.Index, ErrCorrupt, cause)
+	f.failed = &EntryError{Index: e.Index, Err: fmt.Errorf("%w: %w", ErrCorrupt, cause)}
 	f.opts.log.Error("raftfsm: replica stopped: restore a snapshot to recover", "entry", e.Index, "err", cause)
 	return f.failed
 }
@@ -290,7 +295,7 @@ func (f *FSM) ApplyCommand(e ck.Entry, cmd *Command) (*Result, error) {
 		return &Result{Index: e.Index, Skipped: true, Now: f.st.now}, nil
 	}
 	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+		return nil, &EntryError{Index: e.Index, Err: err}
 	}
 	return f.apply(e, cmd)
 }
@@ -345,8 +350,8 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		t = e.Time
 	}
 	if st.clusterVersion >= 2 && st.now > 0 && t-st.now > st.cfg.maxClockStep() {
-		return nil, fmt.Errorf("raftfsm: entry %d: command time %s is %s ahead of the log's time, limit %s: %w", e.Index,
-			time.Unix(0, t).UTC().Format(time.RFC3339Nano), time.Duration(t-st.now), time.Duration(st.cfg.maxClockStep()), ErrClock)
+		return nil, &EntryError{Index: e.Index, Err: fmt.Errorf("command time %s is %s ahead of the log's time, limit %s: %w",
+			time.Unix(0, t).UTC().Format(time.RFC3339Nano), time.Duration(t-st.now), time.Duration(st.cfg.maxClockStep()), ErrClock)}
 	}
 	now := max(st.now, t)
 	if st.clusterVersion >= 2 {
@@ -354,7 +359,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		// the entry's own.
 		e.Time = now
 		if err := st.cfg.Limits.withDefaults().checkCommand(cmd); err != nil {
-			return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+			return nil, &EntryError{Index: e.Index, Err: err}
 		}
 	}
 	res := &Result{Index: e.Index, Term: e.Term, Now: now}
@@ -385,7 +390,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: entry %d: %w", e.Index, err)
+		return nil, &EntryError{Index: e.Index, Err: err}
 	}
 	st.now = now
 	st.lastApplied = e.Index

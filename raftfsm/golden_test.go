@@ -13,6 +13,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -51,6 +52,19 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 	run("max-failures", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpSetMaxFailures, MaxFailures: 5}})
 	run("retry", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}})
 	run("retention", &raftfsm.Command{Retention: &raftfsm.Retention{Tenant: "t2", Before: t0 + int64(2*time.Second)}})
+	if version >= 3 {
+		// A failure with its reason, kept with the job from version 3.
+		run("add-blocks-t3", addBlocks(blocks("c", "t3", 3, 4, t0)))
+		job := n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 1}).Jobs[0]
+		n.advance(time.Second)
+		cmd, err := n.f.Prepare(&ck.PollRequest{WorkerID: "w3", Seq: 2, Updates: []ck.StatusUpdate{
+			{Job: job.Job, Token: job.Token, Status: ck.ReportFailure, Reason: "merge: disk full"},
+		}}, n.now)
+		require.NoError(t, err)
+		require.Equal(t, "merge: disk full", cmd.Poll.Update.Changes[0].Reason)
+		fr := run("poll-failure", cmd)
+		require.True(t, fr.Changes[0].Applied, fr.Changes[0].Reason)
+	}
 	out := map[string][]byte{}
 	for name, c := range cmds {
 		data, err := c.MarshalVersion(version)
@@ -72,7 +86,7 @@ func ptr[T any](v T) *T { return &v }
 // when the newest format changes on purpose; never rewrite an older
 // release's files.
 func TestGolden(t *testing.T) {
-	for _, version := range []byte{1, raftfsm.CommandVersion} {
+	for version := byte(1); version <= raftfsm.CommandVersion; version++ {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) { testGolden(t, version) })
 	}
 }
@@ -96,6 +110,18 @@ func testGolden(t *testing.T, version byte) {
 	require.NoError(t, f.Snapshot(&again))
 	require.Equal(t, golden, again.Bytes(), "golden snapshot re-snapshots to the same bytes")
 	require.Equal(t, snap, golden, "this release writes the golden snapshot for the golden scenario")
+	jobs, _ := f.Jobs(scheduler.Filter{}, "", 0)
+	var reasons []string
+	for _, js := range jobs {
+		if js.LastFailure != "" {
+			reasons = append(reasons, js.LastFailure)
+		}
+	}
+	if version >= 3 {
+		require.Equal(t, []string{"merge: disk full"}, reasons, "the failure record survives the snapshot")
+	} else {
+		require.Empty(t, reasons, "no failure records before cluster version 3")
+	}
 
 	files, err := filepath.Glob(filepath.Join(dir, "command-*.bin"))
 	require.NoError(t, err)

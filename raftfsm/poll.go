@@ -27,6 +27,9 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 	if st.clusterVersion >= 2 {
 		tx.CheckWorkers()
 	}
+	if st.clusterVersion >= reasonsVersion {
+		tx.KeepReasons()
+	}
 	res.Changes = make([]ChangeResult, len(p.Update.Changes))
 	results := make([]scheduler.Result, len(p.Update.Changes))
 	for i := range p.Update.Changes {
@@ -51,12 +54,17 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 			cr.Replace = st.commit(e, now, c, r.Plan)
 		case ck.ChangeEvict:
 			reason := fmt.Sprintf("excluded after %d failures, evicted from a full queue", r.Before.Failures)
+			if r.Before.LastFailure != "" { // from cluster version 3
+				reason = fmt.Sprintf("excluded after %d failures (last: %s), evicted from a full queue", r.Before.Failures, r.Before.LastFailure)
+			}
 			_ = st.planner.Quarantine(e, c.Job, reason) // a cleanup-only job claims nothing
+			cr.Quarantined = len(r.Plan.Sources)
 			st.index.Detach(c.Job)
 		case ck.ChangeCancel:
 			st.release(now, c.Job, 0)
 		}
 		if r.After.Status == ck.StatusExcluded {
+			cr.Excluded = true
 			// An excluded job never runs until an operator retries it:
 			// its tombstones go back to the pool for another job. From
 			// cluster version 2 its plan forgets them too, so that a

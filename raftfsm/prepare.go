@@ -82,6 +82,9 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	// Ownership is the token and the worker: tokens are log indexes,
 	// public and guessable. (Apply checks it too from cluster version 2.)
 	sv := st.sched.Schedule(now).CheckWorkers()
+	if st.clusterVersion >= reasonsVersion {
+		sv.KeepReasons()
+	}
 	pv := st.planner.View()
 	iv := st.index.View()
 	f.mu.Unlock()

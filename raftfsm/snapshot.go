@@ -16,16 +16,16 @@ import (
 
 // SnapshotVersion is the newest version of the snapshot stream this
 // release writes. Restore reads every version up to it. A state machine
-// writes the newest version its cluster version allows (version 1 at
-// cluster version 1, 2 from cluster version 2), so that a replica of the
-// previous release can install its leader's snapshot during a rolling
-// upgrade.
-const SnapshotVersion byte = 2
+// writes the version of its cluster version (1, 2 or 3), so that a replica
+// of the previous release can install its leader's snapshot during a
+// rolling upgrade. Version 3 is laid out as version 2; its sections may be
+// in newer versions of their own (the scheduler's failure records).
+const SnapshotVersion byte = 3
 
 // pollsPerFrame bounds the poll-log records of one snapshot frame.
 const pollsPerFrame = 256
 
-// snapshotHeader is the first frame of a version-2 snapshot.
+// snapshotHeader is the first frame of a version-2 or version-3 snapshot.
 type snapshotHeader struct {
 	_              struct{} `cbor:",toarray"`
 	LastApplied    uint64

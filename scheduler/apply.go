@@ -45,6 +45,9 @@ type Tx struct {
 	// byWorker makes ownership the token and the worker (see
 	// Tx.CheckWorkers).
 	byWorker bool
+	// reasons makes failed and abandoned attempts leave a failure record
+	// (see Tx.KeepReasons).
+	reasons bool
 	// removed holds the jobs an applied change of this entry removed, with
 	// their version before the entry. (The version before the entry of a
 	// job changed by this entry is in its record: see job.pre.)
@@ -92,6 +95,36 @@ func (s *Scheduler) Begin(e ck.Entry, now int64, tokenIndex uint64) *Tx {
 func (tx *Tx) CheckWorkers() *Tx {
 	tx.byWorker = true
 	return tx
+}
+
+// KeepReasons makes the transaction record, with every failed or abandoned
+// attempt, why it ended and when (compactkit.JobState.LastFailure and
+// FailedAt): the reason of a fail change ([ReasonUnstated] if it has none),
+// or [ReasonLeaseExpired] for an expired lease reassigned or excluded. The
+// state machine enables it from cluster version 3; before, jobs keep no
+// failure record (and snapshots stay in the section's first version).
+func (tx *Tx) KeepReasons() *Tx {
+	tx.reasons = true
+	return tx
+}
+
+// The failure records the scheduler writes itself.
+const (
+	// ReasonLeaseExpired records an attempt whose lease expired.
+	ReasonLeaseExpired = "lease expired"
+	// ReasonUnstated records a failure reported without a reason.
+	ReasonUnstated = "failure reported without a reason"
+)
+
+// recordFailure sets nj's failure record, if the transaction keeps them.
+func (tx *Tx) recordFailure(nj *job, reason string) {
+	if !tx.reasons {
+		return
+	}
+	if reason == "" {
+		reason = ReasonUnstated
+	}
+	nj.st.LastFailure, nj.st.FailedAt = ck.ClipReason(reason), tx.now
 }
 
 // preVersion returns the version of the named job before the entry.
@@ -206,6 +239,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		}
 		if expired {
 			nj.st.Failures++
+			tx.recordFailure(nj, ReasonLeaseExpired)
 			r.PrevToken = j.st.Token
 			s.counters.Reassigned++
 		} else {
@@ -224,6 +258,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		}
 		nj.st.Status = ck.StatusExcluded
 		nj.st.Failures++
+		tx.recordFailure(nj, ReasonLeaseExpired)
 		r.PrevToken = j.st.Token
 		s.counters.Excluded++
 	case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
@@ -252,6 +287,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 				nj.st.Status = ck.StatusUnassigned
 			}
 			nj.st.Failures++
+			tx.recordFailure(nj, c.Reason)
 			r.PrevToken = j.st.Token
 			s.counters.Failed++
 		case ck.ChangeRelease:

@@ -37,8 +37,10 @@ type Schedule struct {
 	headBuf [4]head      // first heads, without an allocation
 	// byWorker makes ownership the token and the worker (CheckWorkers).
 	byWorker bool
-	probe    job
-	dprobe   done
+	// reasons makes fail changes carry the report's reason (KeepReasons).
+	reasons bool
+	probe   job
+	dprobe  done
 }
 
 // head caches the first untouched job of an index from a level on. It stays
@@ -76,6 +78,14 @@ func (s *Scheduler) Schedule(now int64) *Schedule {
 // job is assigned to, as well as with its token (see Tx.CheckWorkers).
 func (sc *Schedule) CheckWorkers() *Schedule {
 	sc.byWorker = true
+	return sc
+}
+
+// KeepReasons makes UpdateJob carry a failure report's reason, clipped by
+// compactkit.ClipReason, in its fail change, for a transaction that keeps
+// them (see Tx.KeepReasons). Without it fail changes carry no reason.
+func (sc *Schedule) KeepReasons() *Schedule {
+	sc.reasons = true
 	return sc
 }
 
@@ -227,6 +237,9 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 		c.Kind, c.Outputs = ck.ChangeComplete, u.Outputs
 	case ck.ReportFailure:
 		c.Kind = ck.ChangeFail
+		if sc.reasons {
+			c.Reason = ck.ClipReason(u.Reason)
+		}
 	case ck.ReportReleased:
 		c.Kind = ck.ChangeRelease
 	default:

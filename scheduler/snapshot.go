@@ -12,8 +12,17 @@ import (
 	"github.com/compactkit/compactkit/internal/codec"
 )
 
-// snapshotVersion is the version of the scheduler's snapshot section.
-const snapshotVersion byte = 1
+// Versions of the scheduler's snapshot section. Version 2 adds the jobs'
+// failure records (see compactkit.JobState.LastFailure) in frames of their
+// own after the completions. A scheduler writes version 2 only when some job
+// has a failure record — never before cluster version 3, which is when the
+// state machine starts keeping them — so until then its bytes are those
+// every earlier release writes and reads.
+const (
+	snapshotV1      byte = 1
+	snapshotV2      byte = 2
+	snapshotVersion      = snapshotV2
+)
 
 // componentName names the scheduler's section in its header frame.
 const componentName = "scheduler"
@@ -33,6 +42,32 @@ type snapHeader struct {
 	Jobs      uint64 // records in the job frames
 	Completed uint64 // records in the completion frames
 }
+
+// snapHeaderV2 is snapHeader with the number of failure records.
+type snapHeaderV2 struct {
+	_         struct{} `cbor:",toarray"`
+	Component string
+	Config    snapConfig
+	LastEntry uint64
+	Counters  []uint64
+	Paused    []snapPause
+	Jobs      uint64
+	Completed uint64
+	Failed    uint64 // records in the failure frames
+}
+
+// failFrame holds up to codec.FrameRecords failure records (version 2) in
+// job name order.
+type failFrame struct {
+	_       struct{} `cbor:",toarray"`
+	N       uint64
+	Names   codec.Strings
+	Reasons codec.Strings
+	At      []byte
+}
+
+// hasFailure reports whether j carries a failure record.
+func hasFailure(j *job) bool { return j.st.LastFailure != "" || j.st.FailedAt != 0 }
 
 type snapConfig struct {
 	_                  struct{} `cbor:",toarray"`
@@ -92,7 +127,18 @@ type doneFrame struct {
 // name order, in columnar frames. The bytes are a function of the logical
 // state only.
 func (s *Scheduler) Snapshot(w io.Writer) error {
-	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, snapshotVersion)
+	var failed []*job
+	s.byName.Ascend(func(j *job) bool {
+		if hasFailure(j) {
+			failed = append(failed, j)
+		}
+		return true
+	})
+	version := snapshotV1
+	if len(failed) > 0 {
+		version = snapshotV2
+	}
+	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, version)
 	if err != nil {
 		return fmt.Errorf("scheduler snapshot: %w", err)
 	}
@@ -107,7 +153,12 @@ func (s *Scheduler) Snapshot(w io.Writer) error {
 	for _, r := range s.pauses.rules {
 		h.Paused = append(h.Paused, snapPause{Tenant: r.Tenant, AllTenants: r.AllTenants, Level: r.Level, AllLevels: r.AllLevels})
 	}
-	if err := sw.Encode(&h); err != nil {
+	var hv any = &h
+	if version == snapshotV2 {
+		hv = &snapHeaderV2{Component: h.Component, Config: h.Config, LastEntry: h.LastEntry, Counters: h.Counters,
+			Paused: h.Paused, Jobs: h.Jobs, Completed: h.Completed, Failed: uint64(len(failed))}
+	}
+	if err := sw.Encode(hv); err != nil {
 		return fmt.Errorf("scheduler snapshot: header: %w", err)
 	}
 	var (
@@ -141,6 +192,11 @@ func (s *Scheduler) Snapshot(w io.Writer) error {
 	})
 	if len(dones) > 0 && werr == nil {
 		werr = sw.Encode(packDone(dones))
+	}
+	for len(failed) > 0 && werr == nil {
+		n := min(len(failed), codec.FrameRecords)
+		werr = sw.Encode(packFailures(failed[:n]))
+		failed = failed[n:]
 	}
 	if werr != nil {
 		return fmt.Errorf("scheduler snapshot: %w", werr)
@@ -237,6 +293,37 @@ func packJobs(js []*job) *jobFrame {
 	}
 }
 
+func packFailures(js []*job) *failFrame {
+	names, reasons, at := make([]string, len(js)), make([]string, len(js)), make([]int64, len(js))
+	for i, j := range js {
+		names[i], reasons[i], at[i] = j.st.Name, j.st.LastFailure, j.st.FailedAt
+	}
+	return &failFrame{N: uint64(len(js)), Names: codec.PackStrings(names), Reasons: codec.PackStrings(reasons), At: codec.PackInts(at)}
+}
+
+// unpackFailures calls fn with every record of f.
+func unpackFailures(f *failFrame, fn func(name, reason string, at int64) error) error {
+	n := int(f.N)
+	names, err := f.Names.Unpack(n)
+	if err != nil {
+		return fmt.Errorf("scheduler restore: failure names: %w", err)
+	}
+	reasons, err := f.Reasons.Unpack(n)
+	if err != nil {
+		return fmt.Errorf("scheduler restore: failure reasons: %w", err)
+	}
+	at, err := codec.UnpackInts[int64](f.At, n)
+	if err != nil {
+		return fmt.Errorf("scheduler restore: failure times: %w", err)
+	}
+	for i := range n {
+		if err := fn(names[i], reasons[i], at[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func packDone(ds []*done) *doneFrame {
 	names, tokens, at := make([]string, len(ds)), make([]uint64, len(ds)), make([]int64, len(ds))
 	for i, d := range ds {
@@ -268,12 +355,28 @@ func Restore(r io.Reader) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler restore: %w", err)
 	}
-	if v := sr.Version(); v != snapshotVersion {
-		return nil, fmt.Errorf("scheduler restore: section version %d: %w", v, ck.ErrUnknownVersion)
-	}
-	var h snapHeader
-	if err := sr.Decode(&h); err != nil {
-		return nil, fmt.Errorf("scheduler restore: header: %w", noEOF(err))
+	var (
+		h      snapHeader
+		failed uint64
+	)
+	switch v := sr.Version(); v {
+	case snapshotV1:
+		if err := sr.Decode(&h); err != nil {
+			return nil, fmt.Errorf("scheduler restore: header: %w", noEOF(err))
+		}
+	case snapshotV2:
+		var h2 snapHeaderV2
+		if err := sr.Decode(&h2); err != nil {
+			return nil, fmt.Errorf("scheduler restore: header: %w", noEOF(err))
+		}
+		if h2.Failed == 0 || h2.Failed > h2.Jobs {
+			return nil, malformedf("%d failure records for %d jobs", h2.Failed, h2.Jobs)
+		}
+		h = snapHeader{Component: h2.Component, Config: h2.Config, LastEntry: h2.LastEntry, Counters: h2.Counters,
+			Paused: h2.Paused, Jobs: h2.Jobs, Completed: h2.Completed}
+		failed = h2.Failed
+	default:
+		return nil, fmt.Errorf("scheduler restore: section version %d, this release reads %d to %d: %w", v, snapshotV1, snapshotVersion, ck.ErrUnknownVersion)
 	}
 	if h.Component != componentName {
 		return nil, malformedf("section of %q", h.Component)
@@ -347,6 +450,35 @@ func Restore(r io.Reader) (*Scheduler, error) {
 			prev = d.name
 			s.remember(d)
 			read++
+		}
+	}
+	prev = ""
+	for read := uint64(0); read < failed; {
+		var f failFrame
+		if err := sr.Decode(&f); err != nil {
+			return nil, fmt.Errorf("scheduler restore: failure records: %w", noEOF(err))
+		}
+		if f.N == 0 || f.N > codec.FrameRecords || f.N > failed-read {
+			return nil, malformedf("failure frame of %d records, %d of %d read", f.N, read, failed)
+		}
+		if err := unpackFailures(&f, func(name, reason string, at int64) error {
+			if read > 0 && name <= prev {
+				return malformedf("failure record %q after %q", name, prev)
+			}
+			prev = name
+			j := s.get(name)
+			if j == nil {
+				return malformedf("failure record of unknown job %q", name)
+			}
+			// Restore still owns every record: no view can see it.
+			j.st.LastFailure, j.st.FailedAt = reason, at
+			if !hasFailure(j) || j.st.Validate() != nil {
+				return malformedf("failure record of job %q: %q at %d", name, reason, at)
+			}
+			read++
+			return nil
+		}); err != nil {
+			return nil, err
 		}
 	}
 	if err := sr.Finish(); err != nil {
