@@ -332,7 +332,24 @@ func TestRollingUpgrade(t *testing.T) {
 	leader.advance(time.Second)
 	require.Empty(t, poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}).Jobs, "a batch one second old waits")
 	leader.advance(time.Minute)
-	require.Len(t, poll(&ck.PollRequest{WorkerID: "w2", Seq: 2, FreeSlots: 1}).Jobs, 1)
+	b := poll(&ck.PollRequest{WorkerID: "w2", Seq: 2, FreeSlots: 1}).Jobs
+	require.Len(t, b, 1)
+
+	// Version 3: failures keep their reason. Before the raise a reason
+	// reported is not kept (and the snapshot keeps version 2's bytes).
+	cfg3 := testConfig()
+	cfg3.Scheduler.MaxFailures = 3
+	apply(&raftfsm.Command{Config: &cfg3})
+	poll(&ck.PollRequest{WorkerID: "w2", Seq: 3, Updates: []ck.StatusUpdate{{Job: b[0].Job, Token: b[0].Token, Status: ck.ReportFailure, Reason: "disk full"}}})
+	js, _, _ := leader.f.Job(b[0].Job)
+	require.Empty(t, js.LastFailure)
+	apply(&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: 3}})
+	require.Equal(t, byte(3), leader.snapshot()[3])
+	b = poll(&ck.PollRequest{WorkerID: "w2", Seq: 4, FreeSlots: 1}).Jobs
+	require.Len(t, b, 1)
+	poll(&ck.PollRequest{WorkerID: "w2", Seq: 5, Updates: []ck.StatusUpdate{{Job: b[0].Job, Token: b[0].Token, Status: ck.ReportFailure, Reason: "disk full"}}})
+	js, _, _ = leader.f.Job(b[0].Job)
+	require.Equal(t, "disk full", js.LastFailure, "kept on every replica (compared after each entry)")
 }
 
 // plainReader hides every method but Read, as a host's snapshot file
