@@ -152,28 +152,18 @@ func (c Change) MarshalCBOR() ([]byte, error) {
 // eight-field change with an empty reason is malformed: every change has
 // exactly one encoding.
 func (c *Change) UnmarshalCBOR(data []byte) error {
-	const array7, array8 = 0x87, 0x88 // CBOR array headers of 7 and 8 items
-	if len(data) == 0 {
-		return fmt.Errorf("change: empty: %w", ErrMalformed)
-	}
-	switch data[0] {
-	case array7:
-		var f changeFields
-		if err := codec.Default.Unmarshal(data, &f); err != nil {
-			return fmt.Errorf("change: %w", err)
-		}
-		*c = Change{Kind: f.Kind, Job: f.Job, Version: f.Version, Token: f.Token, Worker: f.Worker, Plan: f.Plan, Outputs: f.Outputs}
-	case array8:
-		var f changeWithReason
-		if err := codec.Default.Unmarshal(data, &f); err != nil {
-			return fmt.Errorf("change: %w", err)
-		}
-		if f.Reason == "" {
-			return fmt.Errorf("change: eight fields with an empty reason: %w", ErrMalformed)
-		}
-		*c = Change{Kind: f.Kind, Job: f.Job, Version: f.Version, Token: f.Token, Worker: f.Worker, Plan: f.Plan, Outputs: f.Outputs, Reason: f.Reason}
+	var short changeFields
+	var long changeWithReason
+	tail, err := decodeTail("change", data, 7, &short, &long)
+	switch {
+	case err != nil:
+		return err
+	case !tail:
+		*c = Change{Kind: short.Kind, Job: short.Job, Version: short.Version, Token: short.Token, Worker: short.Worker, Plan: short.Plan, Outputs: short.Outputs}
+	case long.Reason == "":
+		return fmt.Errorf("change: eight fields with an empty reason: %w", ErrMalformed)
 	default:
-		return fmt.Errorf("change: not an array of 7 or 8 items: %w", ErrMalformed)
+		*c = Change{Kind: long.Kind, Job: long.Job, Version: long.Version, Token: long.Token, Worker: long.Worker, Plan: long.Plan, Outputs: long.Outputs, Reason: long.Reason}
 	}
 	return nil
 }

@@ -96,6 +96,9 @@ func genUpdate() *rapid.Generator[ck.StatusUpdate] {
 		if u.Status == ck.ReportSuccess {
 			u.Outputs = rapid.SliceOfNDistinct(genBlock(), 1, 3, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")
 		}
+		if rapid.Bool().Draw(t, "signed") {
+			u.Signature = rapid.SliceOfN(rapid.Byte(), 1, ck.MaxSignatureLen).Draw(t, "signature")
+		}
 		if u.Status == ck.ReportFailure {
 			u.Reason = rapid.StringN(0, 20, 40).Draw(t, "reason")
 		}
@@ -130,6 +133,9 @@ func genResponse() *rapid.Generator[ck.PollResponse] {
 				p := genPlan().Draw(t, "plan")
 				p.Name = j.Job
 				j.Plan = &p
+				if rapid.Bool().Draw(t, "signed") {
+					j.Signature = rapid.SliceOfN(rapid.Byte(), 1, ck.MaxSignatureLen).Draw(t, "signature")
+				}
 			}
 			r.Jobs = append(r.Jobs, j)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
 )
 
@@ -70,7 +71,64 @@ type StatusUpdate struct {
 	Outputs []BlockMeta
 	// Reason says why the attempt failed (failure only); for operators.
 	Reason string
+	// Signature is the signature the job was assigned with
+	// ([JobReply.Signature]), returned unchanged; empty when the leaders
+	// sign no tokens.
+	Signature []byte
 }
+
+// statusUpdateFields is the encoding of an update without a signature.
+type statusUpdateFields struct {
+	_       struct{} `cbor:",toarray"`
+	Job     string
+	Token   fencing.Token
+	Status  ReportStatus
+	Outputs []BlockMeta
+	Reason  string
+}
+
+// statusUpdateSigned is the encoding of an update with a signature.
+type statusUpdateSigned struct {
+	_         struct{} `cbor:",toarray"`
+	Job       string
+	Token     fencing.Token
+	Status    ReportStatus
+	Outputs   []BlockMeta
+	Reason    string
+	Signature []byte
+}
+
+// MarshalCBOR encodes the update as an array of five fields, or six with
+// a signature: an update without one encodes as in releases that had no
+// signatures.
+func (u StatusUpdate) MarshalCBOR() ([]byte, error) {
+	if len(u.Signature) == 0 {
+		return codec.Default.Marshal(&statusUpdateFields{Job: u.Job, Token: u.Token, Status: u.Status, Outputs: u.Outputs, Reason: u.Reason})
+	}
+	return codec.Default.Marshal(&statusUpdateSigned{Job: u.Job, Token: u.Token, Status: u.Status, Outputs: u.Outputs, Reason: u.Reason, Signature: u.Signature})
+}
+
+// UnmarshalCBOR decodes either encoding of [StatusUpdate.MarshalCBOR]; six
+// fields with an empty signature are malformed.
+func (u *StatusUpdate) UnmarshalCBOR(data []byte) error {
+	var short statusUpdateFields
+	var long statusUpdateSigned
+	tail, err := decodeTail("status update", data, 5, &short, &long)
+	switch {
+	case err != nil:
+		return err
+	case !tail:
+		*u = StatusUpdate{Job: short.Job, Token: short.Token, Status: short.Status, Outputs: short.Outputs, Reason: short.Reason}
+	case len(long.Signature) == 0:
+		return fmt.Errorf("status update: six fields with an empty signature: %w", ErrMalformed)
+	default:
+		*u = StatusUpdate{Job: long.Job, Token: long.Token, Status: long.Status, Outputs: long.Outputs, Reason: long.Reason, Signature: long.Signature}
+	}
+	return nil
+}
+
+// MaxSignatureLen bounds a token signature, in bytes.
+const MaxSignatureLen = 128
 
 // Validate reports whether u is well-formed on its own. Whether a success
 // carries the outputs its job needs depends on the job: see
@@ -90,6 +148,9 @@ func (u *StatusUpdate) Validate() error {
 	}
 	if len(u.Reason) > 4096 {
 		return fmt.Errorf("status update for %s: reason of %d bytes: %w", u.Job, len(u.Reason), ErrTooLarge)
+	}
+	if len(u.Signature) > MaxSignatureLen {
+		return fmt.Errorf("status update for %s: signature of %d bytes: %w", u.Job, len(u.Signature), ErrTooLarge)
 	}
 	return validateOutputs(u.Job, u.Outputs)
 }
@@ -171,6 +232,63 @@ type JobReply struct {
 	Lease time.Duration
 	// Plan is the job's plan (assigned only).
 	Plan *JobPlan
+	// Signature signs (job, token, worker) when the leaders sign tokens
+	// (assigned only; see the leader package's WithTokenKeys): the worker
+	// returns it with every report on the job. It is added by the leader
+	// to the reply it sends, never kept in the replicated state.
+	Signature []byte
+}
+
+// jobReplyFields is the encoding of a reply without a signature.
+type jobReplyFields struct {
+	_        struct{} `cbor:",toarray"`
+	Job      string
+	Outcome  Outcome
+	Token    fencing.Token
+	Deadline int64
+	Lease    time.Duration
+	Plan     *JobPlan
+}
+
+// jobReplySigned is the encoding of a reply with a signature.
+type jobReplySigned struct {
+	_         struct{} `cbor:",toarray"`
+	Job       string
+	Outcome   Outcome
+	Token     fencing.Token
+	Deadline  int64
+	Lease     time.Duration
+	Plan      *JobPlan
+	Signature []byte
+}
+
+// MarshalCBOR encodes the reply as an array of six fields, or seven with a
+// signature: a reply without one encodes as in releases that had no
+// signatures (the poll log in snapshots holds only such replies).
+func (r JobReply) MarshalCBOR() ([]byte, error) {
+	if len(r.Signature) == 0 {
+		return codec.Default.Marshal(&jobReplyFields{Job: r.Job, Outcome: r.Outcome, Token: r.Token, Deadline: r.Deadline, Lease: r.Lease, Plan: r.Plan})
+	}
+	return codec.Default.Marshal(&jobReplySigned{Job: r.Job, Outcome: r.Outcome, Token: r.Token, Deadline: r.Deadline, Lease: r.Lease, Plan: r.Plan, Signature: r.Signature})
+}
+
+// UnmarshalCBOR decodes either encoding of [JobReply.MarshalCBOR]; seven
+// fields with an empty signature are malformed.
+func (r *JobReply) UnmarshalCBOR(data []byte) error {
+	var short jobReplyFields
+	var long jobReplySigned
+	tail, err := decodeTail("job reply", data, 6, &short, &long)
+	switch {
+	case err != nil:
+		return err
+	case !tail:
+		*r = JobReply{Job: short.Job, Outcome: short.Outcome, Token: short.Token, Deadline: short.Deadline, Lease: short.Lease, Plan: short.Plan}
+	case len(long.Signature) == 0:
+		return fmt.Errorf("job reply: seven fields with an empty signature: %w", ErrMalformed)
+	default:
+		*r = JobReply{Job: long.Job, Outcome: long.Outcome, Token: long.Token, Deadline: long.Deadline, Lease: long.Lease, Plan: long.Plan, Signature: long.Signature}
+	}
+	return nil
 }
 
 // Validate reports whether r is well-formed.
@@ -193,6 +311,9 @@ func (r *PollResponse) Validate() error {
 		}
 		if j.Lease < 0 {
 			return fmt.Errorf("poll response: job %s: lease %s: %w", j.Job, j.Lease, ErrNegative)
+		}
+		if len(j.Signature) > MaxSignatureLen || (len(j.Signature) > 0 && j.Outcome != OutcomeAssigned) {
+			return fmt.Errorf("poll response: job %s: signature of %d bytes on a %s reply: %w", j.Job, len(j.Signature), j.Outcome, ErrInconsistent)
 		}
 	}
 	return nil

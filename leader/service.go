@@ -63,6 +63,7 @@ type options struct {
 	retries int
 	backoff func(attempt int) time.Duration
 	log     *slog.Logger
+	keys    []TokenKey // nil: tokens are not signed
 }
 
 // WithMode selects single-commit (default) or two-commit polls.
@@ -336,10 +337,14 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 	if err := s.TakeOffice(ctx); err != nil {
 		return nil, err
 	}
+	signed, forged := s.checkSignatures(req)
 	for attempt := 0; ; attempt++ {
-		resp, err := s.pollOnce(ctx, req)
-		if err == nil || !(errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)) || attempt >= s.o.retries || ctx.Err() != nil {
-			return resp, err
+		resp, err := s.pollOnce(ctx, signed)
+		if err == nil {
+			return s.signResponse(resp, req.WorkerID, forged), nil
+		}
+		if !(errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)) || attempt >= s.o.retries || ctx.Err() != nil {
+			return nil, err
 		}
 		s.o.log.Debug("leader: poll prepared again", "worker", ck.PublicWorkerName(req.WorkerID), "seq", req.Seq, "attempt", attempt+1, "err", err)
 		if s.o.backoff != nil {

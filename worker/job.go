@@ -43,6 +43,7 @@ const maxReason = 4096
 type job struct {
 	name   string
 	token  fencing.Token
+	sig    []byte // the assignment's token signature, returned with every report
 	plan   *compactkit.JobPlan
 	keeper *lease.Keeper
 	// ctx is the context the job runs under: the keeper's context, also
@@ -97,7 +98,7 @@ func (j *job) resolveLocked(seq uint64, r renewal) bool {
 // shutting down or has no free slot, its goroutine.
 func (w *Worker) startLocked(r *compactkit.JobReply, sentAt time.Time) {
 	w.stats.JobsAssigned++
-	j := &job{name: r.Job, token: r.Token, plan: r.Plan}
+	j := &job{name: r.Job, token: r.Token, sig: r.Signature, plan: r.Plan}
 	log := w.log.With("job", j.name, "token", j.token)
 	j.keeper = lease.NewKeeper(w.jobsCtx, r.Lease, sentAt, w.renewer(j),
 		lease.WithLogger(log),

@@ -320,7 +320,7 @@ func (w *Worker) build() *inflight {
 		slices.SortFunc(held, func(a, b *job) int { return strings.Compare(a.name, b.name) })
 	}
 	for _, j := range held {
-		u := compactkit.StatusUpdate{Job: j.name, Token: j.token}
+		u := compactkit.StatusUpdate{Job: j.name, Token: j.token, Signature: j.sig}
 		switch j.state {
 		case jobRunning:
 			u.Status = compactkit.ReportInProgress
