@@ -231,6 +231,23 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader) error {
 	return w.Commit()
 }
 
+// PutIfAbsent implements [ConditionalPutter]: the fsynced staging file is
+// hard-linked to the key's name, which fails if the name exists, so there
+// is no window between a check and the publication; then the directory is
+// synced. It needs a filesystem with hard links (every local POSIX one).
+func (s *FileStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
+	w, err := s.create(ctx, key)
+	if err != nil {
+		return err
+	}
+	w.exclusive = true
+	if _, err := io.Copy(w.f, r); err != nil {
+		w.Abort() //nolint:errcheck // the copy error is the one to report
+		return fmt.Errorf("blockmerge: put %q: %w", key, err)
+	}
+	return w.Commit()
+}
+
 // Create implements [Creator]: the object is written to a staging file
 // that Commit publishes as Put does.
 func (s *FileStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
@@ -324,6 +341,8 @@ type fileWriter struct {
 	dir  string // key's directory ("." at the root)
 	f    *os.File
 	done bool
+	// exclusive makes Commit publish only if the key does not exist.
+	exclusive bool
 	// written is the number of bytes written; synced the offset up to
 	// which writeback was started.
 	written, synced int64
@@ -363,7 +382,19 @@ func (w *fileWriter) Commit() error {
 		err = w.f.Sync()
 	}
 	err = errors.Join(err, w.f.Close())
-	if err == nil {
+	switch {
+	case err != nil:
+	case w.exclusive:
+		err = w.s.root.Link(w.tmp, w.name)
+		rerr := w.s.root.Remove(w.tmp)
+		if errors.Is(err, fs.ErrExist) {
+			w.s.pruneDirs(w.dir)
+			return fmt.Errorf("blockmerge: put %q: %w", w.key, ErrExists)
+		}
+		if err == nil {
+			err = rerr
+		}
+	default:
 		err = w.s.root.Rename(w.tmp, w.name)
 	}
 	if err != nil {

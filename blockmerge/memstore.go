@@ -100,6 +100,22 @@ func (m *MemStore) Put(ctx context.Context, key string, r io.Reader) error {
 	return w.Commit()
 }
 
+// PutIfAbsent implements [ConditionalPutter]: the check and the insertion
+// happen under the store's lock.
+func (m *MemStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
+	w, err := m.Create(ctx, key)
+	if err != nil {
+		return err
+	}
+	mw := w.(*memWriter)
+	mw.exclusive = true
+	if _, err := io.Copy(mw, r); err != nil {
+		mw.Abort() //nolint:errcheck // nothing to release
+		return fmt.Errorf("blockmerge: put %q: %w", key, err)
+	}
+	return mw.Commit()
+}
+
 // Create implements [Creator].
 func (m *MemStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
 	if err := ValidateKey(key); err != nil {
@@ -117,6 +133,8 @@ type memWriter struct {
 	key  string
 	buf  bytes.Buffer
 	done bool
+	// exclusive makes Commit fail with ErrExists if the key exists.
+	exclusive bool
 }
 
 func (w *memWriter) Write(p []byte) (int, error) {
@@ -144,8 +162,11 @@ func (w *memWriter) Commit() error {
 		b = []byte{}
 	}
 	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if _, ok := w.m.objects[w.key]; ok && w.exclusive {
+		return fmt.Errorf("blockmerge: put %q: %w", w.key, ErrExists)
+	}
 	w.m.objects[w.key] = b
-	w.m.mu.Unlock()
 	return nil
 }
 

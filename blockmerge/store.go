@@ -91,8 +91,10 @@ type Creator interface {
 
 // ConditionalPutter is implemented by stores that can put an object only if
 // no object has its key, atomically: of two concurrent conditional puts of
-// one key, exactly one succeeds. An ordered log on an object store is built
-// on it (each entry a create-if-absent of the next key).
+// one key, exactly one succeeds. [MemStore] and [FileStore] implement it;
+// the conformance suite (blockmerge/storetest) checks it on every store
+// that does. An ordered log on an object store can be built on it, each
+// entry a create-if-absent of the next key.
 type ConditionalPutter interface {
 	// PutIfAbsent stores the bytes read from r under key only if no object
 	// has that key. If one does, it returns an error wrapping [ErrExists]

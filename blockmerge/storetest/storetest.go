@@ -40,6 +40,65 @@ func Run(t *testing.T, newStore func(t *testing.T) blockmerge.Store) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
 	}
+	// Optional interfaces: their cases run for the stores that have them.
+	if _, ok := newStore(t).(blockmerge.ConditionalPutter); ok {
+		t.Run("PutIfAbsent", func(t *testing.T) { testPutIfAbsent(t, newStore(t)) })
+	}
+}
+
+// testPutIfAbsent: a conditional put publishes only a new key; of
+// concurrent conditional puts of one key exactly one wins and the losers
+// change nothing; a failed one leaves nothing.
+func testPutIfAbsent(t *testing.T, s blockmerge.Store) {
+	ctx := t.Context()
+	c := s.(blockmerge.ConditionalPutter)
+	if err := c.PutIfAbsent(ctx, "log/00000001", bytes.NewReader([]byte("first"))); err != nil {
+		t.Fatalf("put if absent of a new key: %v", err)
+	}
+	err := c.PutIfAbsent(ctx, "log/00000001", bytes.NewReader([]byte("second")))
+	isErr(t, "put if absent of an existing key", err, blockmerge.ErrExists)
+	equalBytes(t, "the first object", get(t, s, "log/00000001"), []byte("first"))
+
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			errs <- c.PutIfAbsent(ctx, "log/00000002", bytes.NewReader(pattern(1000+i, uint64(i))))
+		}()
+	}
+	won := -1
+	for range n {
+		err := <-errs
+		switch {
+		case err == nil:
+			if won >= 0 {
+				t.Fatalf("two conditional puts of one key succeeded")
+			}
+			won = 0
+		case !errors.Is(err, blockmerge.ErrExists):
+			t.Fatalf("a losing conditional put: %v, want ErrExists", err)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no conditional put succeeded")
+	}
+	got := get(t, s, "log/00000002")
+	ok := false
+	for i := range n {
+		ok = ok || bytes.Equal(got, pattern(1000+i, uint64(i)))
+	}
+	if !ok {
+		t.Fatalf("the object is none of the puts' bytes (%d bytes)", len(got))
+	}
+
+	err = c.PutIfAbsent(ctx, "log/00000003", &failingReader{data: pattern(300<<10, 3), err: errors.New("reader failed")})
+	if err == nil {
+		t.Fatalf("a conditional put whose reader fails succeeded")
+	}
+	if exists(t, s, "log/00000003") {
+		t.Fatalf("a failed conditional put left an object")
+	}
+	equalKeys(t, "keys after the conditional puts", list(t, s, "log/"), []string{"log/00000001", "log/00000002"})
 }
 
 // pattern returns n deterministic pseudo-random bytes.
