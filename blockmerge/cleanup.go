@@ -8,20 +8,63 @@ import (
 	"github.com/compactkit/compactkit"
 )
 
+// Layout says which objects make up a block in the store. Whatever the
+// layout, every object of the block with ID id lies under
+// compactkit.ObjectKey(id), so the objects of an attempt's outputs lie
+// under its compactkit.AttemptPrefix and an orphaned attempt is deleted
+// whole by its prefix tombstone.
+type Layout uint8
+
+// The layouts.
+const (
+	// ObjectLayout: a block is the one object compactkit.ObjectKey(id), as
+	// blockmerge writes it. The default.
+	ObjectLayout Layout = iota
+	// PrefixLayout: a block is every object under
+	// compactkit.ObjectKey(id) + "/" — for formats that write several
+	// objects per block (a TSDB directory, Parquet files and an index).
+	PrefixLayout
+)
+
+// String returns the layout's name.
+func (l Layout) String() string {
+	switch l {
+	case ObjectLayout:
+		return "object"
+	case PrefixLayout:
+		return "prefix"
+	default:
+		return fmt.Sprintf("Layout(%d)", uint8(l))
+	}
+}
+
+// DeleteBlock deletes the objects of the block with the given ID. Deleting
+// a block that is already gone is not an error.
+func (l Layout) DeleteBlock(ctx context.Context, store Store, id string) error {
+	switch l {
+	case ObjectLayout:
+		return store.Delete(ctx, compactkit.ObjectKey(id))
+	case PrefixLayout:
+		return store.DeleteByPrefix(ctx, compactkit.ObjectKey(id)+"/")
+	default:
+		return fmt.Errorf("blockmerge: delete block %s: layout %d: %w", id, uint8(l), ErrInvalidKey)
+	}
+}
+
 // DeleteTombstone deletes the objects a tombstone names: the block's
-// object (compactkit.ObjectKey(target)) for a TombstoneBlock, every object
-// under the prefix for a TombstonePrefix. It is idempotent: objects already
-// gone are not an error, so a worker can retry it and report the tombstone
+// objects in this layout for a TombstoneBlock, every object under the
+// prefix for a TombstonePrefix. It is idempotent: objects already gone are
+// not an error, so a worker can retry it and report the tombstone
 // confirmed once it returns nil. An invalid tombstone is refused with the
 // error of its Validate.
-func DeleteTombstone(ctx context.Context, store Store, t compactkit.Tombstone) error {
+func (l Layout) DeleteTombstone(ctx context.Context, store Store, t compactkit.Tombstone) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("blockmerge: delete %s: %w", t, err)
 	}
 	var err error
 	switch t.Kind {
 	case compactkit.TombstoneBlock:
-		err = store.Delete(ctx, compactkit.ObjectKey(t.Target))
+		err = l.DeleteBlock(ctx, store, t.Target)
 	case compactkit.TombstonePrefix:
 		err = store.DeleteByPrefix(ctx, t.Target)
 	}
@@ -32,20 +75,31 @@ func DeleteTombstone(ctx context.Context, store Store, t compactkit.Tombstone) e
 }
 
 // DeleteTombstones deletes the objects of every tombstone (see
-// [DeleteTombstone]), carrying on past failures, and returns the
+// [Layout.DeleteTombstone]), carrying on past failures, and returns the
 // tombstones whose deletion succeeded, in order — those a worker reports
 // as confirmed — with the failures joined into one error.
-func DeleteTombstones(ctx context.Context, store Store, ts []compactkit.Tombstone) ([]compactkit.Tombstone, error) {
+func (l Layout) DeleteTombstones(ctx context.Context, store Store, ts []compactkit.Tombstone) ([]compactkit.Tombstone, error) {
 	var (
 		done []compactkit.Tombstone
 		errs []error
 	)
 	for _, t := range ts {
-		if err := DeleteTombstone(ctx, store, t); err != nil {
+		if err := l.DeleteTombstone(ctx, store, t); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		done = append(done, t)
 	}
 	return done, errors.Join(errs...)
+}
+
+// DeleteTombstone is ObjectLayout.DeleteTombstone: blockmerge's own
+// layout.
+func DeleteTombstone(ctx context.Context, store Store, t compactkit.Tombstone) error {
+	return ObjectLayout.DeleteTombstone(ctx, store, t)
+}
+
+// DeleteTombstones is ObjectLayout.DeleteTombstones.
+func DeleteTombstones(ctx context.Context, store Store, ts []compactkit.Tombstone) ([]compactkit.Tombstone, error) {
+	return ObjectLayout.DeleteTombstones(ctx, store, ts)
 }

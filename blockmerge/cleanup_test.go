@@ -52,3 +52,24 @@ func TestDeleteTombstone(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixLayout: a block of several objects is deleted whole, and
+// nothing of a block whose ID merely starts with the same characters.
+func TestPrefixLayout(t *testing.T) {
+	ctx := context.Background()
+	s := blockmerge.NewMemStore()
+	for _, k := range []string{"blocks/src-1/meta.json", "blocks/src-1/chunks/000001", "blocks/src-10/meta.json", "blocks/src-1x", "blocks/job/5/0/meta.json"} {
+		putBytes(t, s, k, []byte(k))
+	}
+	block := compactkit.Tombstone{Kind: compactkit.TombstoneBlock, Target: "src-1"}
+	for range 2 { // idempotent
+		done, err := blockmerge.PrefixLayout.DeleteTombstones(ctx, s, []compactkit.Tombstone{block})
+		require.NoError(t, err)
+		require.Equal(t, []compactkit.Tombstone{block}, done)
+	}
+	require.Equal(t, []string{"blocks/job/5/0/meta.json", "blocks/src-10/meta.json", "blocks/src-1x"}, listKeys(t, s, ""))
+	require.NoError(t, blockmerge.PrefixLayout.DeleteTombstone(ctx, s, compactkit.Tombstone{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job", 5)}))
+	require.Equal(t, []string{"blocks/src-10/meta.json", "blocks/src-1x"}, listKeys(t, s, ""))
+	require.Error(t, blockmerge.Layout(7).DeleteBlock(ctx, s, "src-10"))
+	require.Equal(t, "prefix", blockmerge.PrefixLayout.String())
+}

@@ -89,9 +89,18 @@ type Config struct {
 	// (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
 	// MergeOptions are passed to [blockmerge.Merge] (dataset merger, page
-	// size, temporary directory, ...). The worker adds its logger first,
-	// so a WithLogger here wins.
+	// size, temporary directory, ...) by the default runner. The worker
+	// adds its logger first, so a WithLogger here wins.
 	MergeOptions []blockmerge.Option
+	// Runner merges a job's sources in the host's block format (default:
+	// blockmerge.Merge with MergeOptions). See [Runner] for what it must
+	// do.
+	Runner Runner
+	// Layout says which objects make up a block, for deleting the blocks
+	// that tombstones name (default blockmerge.ObjectLayout, blockmerge's
+	// format). A Runner that writes several objects per block sets
+	// blockmerge.PrefixLayout.
+	Layout blockmerge.Layout
 }
 
 // Option configures a [Worker] beyond its [Config].
@@ -190,5 +199,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	cfg.MergeOptions = append([]blockmerge.Option(nil), cfg.MergeOptions...)
+	if cfg.Layout > blockmerge.PrefixLayout {
+		return cfg, fmt.Errorf("%w: layout %s", ErrConfig, cfg.Layout)
+	}
 	return cfg, nil
 }

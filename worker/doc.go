@@ -1,6 +1,6 @@
 // Package worker is compactkit's compaction worker runtime: a poll loop that
-// takes jobs from the leader, runs them with package blockmerge, keeps their
-// leases alive and reports how they ended.
+// takes jobs from the leader, runs them (with package blockmerge, or the
+// host's own [Runner]), keeps their leases alive and reports how they ended.
 //
 // # The poll loop
 //
@@ -60,9 +60,11 @@
 // # Running a job
 //
 // A job first deletes the objects its tombstones name
-// ([blockmerge.DeleteTombstones], bounded by [Config.CleanupTimeout]), then
-// merges its sources ([blockmerge.Merge]) into outputs under the attempt's
-// prefix. Both go through a [blockmerge.FencedStore] sharing one
+// ([blockmerge.Layout.DeleteTombstones] in [Config.Layout], bounded by
+// [Config.CleanupTimeout]), then merges its sources with the [Runner]
+// ([blockmerge.Merge] by default; a host plugs in its own block format)
+// into outputs under the attempt's prefix — outputs outside it are refused
+// and the job reported failed. Both go through a [blockmerge.FencedStore] sharing one
 // [fencing.Guard] per worker, so a stale attempt of a job in this process
 // cannot write after a newer one started. The job's report is then sent
 // until the leader answers about it:

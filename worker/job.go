@@ -146,6 +146,19 @@ func (w *Worker) renewer(j *job) lease.Renewer {
 	}
 }
 
+// outsideAttempt refuses outputs whose objects would not lie under the
+// attempt's prefix: the runner broke its contract (see Runner), and
+// committing them would leave objects no tombstone ever deletes.
+func outsideAttempt(j *job, outputs []compactkit.BlockMeta) error {
+	prefix := compactkit.AttemptPrefix(j.name, j.token)
+	for _, o := range outputs {
+		if !strings.HasPrefix(compactkit.ObjectKey(o.ID), prefix) {
+			return fmt.Errorf("runner output %q is outside the attempt's prefix %q", o.ID, prefix)
+		}
+	}
+	return nil
+}
+
 // runJob runs j: deletes its tombstones, merges its sources, and records how
 // it ended.
 func (w *Worker) runJob(j *job, log *slog.Logger) {
@@ -157,7 +170,7 @@ func (w *Worker) runJob(j *job, log *slog.Logger) {
 	if len(j.plan.Tombstones) > 0 {
 		errTimeout := fmt.Errorf("cleanup of job %s: timed out after %v", j.name, w.cfg.CleanupTimeout)
 		cctx, cancel := context.WithTimeoutCause(j.ctx, w.cfg.CleanupTimeout, errTimeout)
-		deleted, derr := blockmerge.DeleteTombstones(cctx, store, j.plan.Tombstones)
+		deleted, derr := w.cfg.Layout.DeleteTombstones(cctx, store, j.plan.Tombstones)
 		if derr != nil && context.Cause(cctx) == errTimeout {
 			derr = fmt.Errorf("%w: %w", errTimeout, derr)
 		}
@@ -170,7 +183,10 @@ func (w *Worker) runJob(j *job, log *slog.Logger) {
 		}
 	}
 	if err == nil && len(j.plan.Sources) > 0 {
-		outputs, err = blockmerge.Merge(j.ctx, store, j.plan, j.token, w.merge...)
+		outputs, err = w.runner.Run(j.ctx, store, j.plan, j.token)
+	}
+	if err == nil {
+		err = outsideAttempt(j, outputs)
 	}
 	if err == nil {
 		// The leader rejects a whole request whose success report does

@@ -27,7 +27,7 @@ type Worker struct {
 	store  blockmerge.Store
 	cfg    Config
 	log    *slog.Logger
-	merge  []blockmerge.Option
+	runner Runner
 	guard  fencing.Guard
 
 	started atomic.Bool
@@ -70,12 +70,16 @@ func New(client Client, store blockmerge.Store, cfg Config, opts ...Option) (*Wo
 		}
 	}
 	log := o.logger.With("worker", cfg.ID)
+	runner := cfg.Runner
+	if runner == nil {
+		runner = mergeRunner(append([]blockmerge.Option{blockmerge.WithLogger(log)}, cfg.MergeOptions...))
+	}
 	return &Worker{
 		client:  client,
 		store:   store,
 		cfg:     cfg,
 		log:     log,
-		merge:   append([]blockmerge.Option{blockmerge.WithLogger(log)}, cfg.MergeOptions...),
+		runner:  runner,
 		wake:    make(chan struct{}, 1),
 		nextSeq: 1,
 		held:    make(map[string]*job),
