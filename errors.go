@@ -35,8 +35,8 @@ var (
 )
 
 // Decoding errors, shared by every decoder in compactkit (commands,
-// snapshots, poll messages, block metadata). They are the same values as
-// those of the internal codec, so errors.Is works across packages.
+// snapshots, poll messages, block metadata): an error from any of them
+// matches these with errors.Is, whichever package returned it.
 var (
 	// ErrMalformed reports input that is not a valid encoding.
 	ErrMalformed = codec.ErrMalformed
