@@ -27,7 +27,8 @@ import (
 // Cluster is the host's cluster under test: one [leader.Service] per node,
 // over one log.
 type Cluster interface {
-	// Services returns every node's service, in a fixed order.
+	// Services returns every node's service, in a fixed order (a node
+	// restarted during the run has a new one).
 	Services() []*leader.Service
 	// ChangeLeader makes another node lead (it may return before the
 	// election ends).
@@ -42,7 +43,7 @@ type Options struct {
 	// (default 40).
 	Workers, Polls int
 	// LeaderChanges is how many times the leader changes during the run
-	// (default 5).
+	// (default 5), evenly spread over the polls answered.
 	LeaderChanges int
 	// Blocks is how many level-0 blocks arrive during the run (default
 	// 200), in batches of 10.
@@ -83,7 +84,7 @@ type Report struct {
 func Run(t *testing.T, c Cluster, opt Options) Report {
 	t.Helper()
 	opt.defaults()
-	r := &run{t: t, c: c, opt: opt, answers: map[key]answer{}}
+	r := &run{t: t, c: c, opt: opt, answers: map[key]answer{}, change: make(chan struct{}, opt.LeaderChanges)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -136,6 +137,10 @@ type run struct {
 	c   Cluster
 	opt Options
 
+	// change receives a signal each time the polls answered pass another
+	// step of the run: the leader changes then, whatever the host's speed.
+	change chan struct{}
+
 	mu      sync.Mutex
 	answers map[key]answer
 	holds   map[string]map[string]held // worker's public name → job → attempt
@@ -150,6 +155,9 @@ func (r *run) call(ctx context.Context, what string, f func(context.Context, *le
 	for i := 0; ; i++ {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if i%len(svcs) == 0 {
+			svcs = r.c.Services() // a restarted node has a new service
 		}
 		s := svcs[i%len(svcs)]
 		// Every call is bounded by its context: a service that waited past
@@ -196,18 +204,22 @@ func (r *run) ingest(ctx context.Context) {
 }
 
 func (r *run) changeLeaders(done <-chan struct{}) {
-	every := time.Duration(r.opt.Polls) * 2 * time.Millisecond
 	for range r.opt.LeaderChanges {
 		select {
 		case <-done:
 			return
-		case <-time.After(every):
+		case <-r.change:
 		}
 		r.c.ChangeLeader(r.t)
 		r.mu.Lock()
 		r.rep.LeaderChanges++
 		r.mu.Unlock()
 	}
+}
+
+// changeStep is how many answered polls separate two leader changes.
+func (r *run) changeStep() int {
+	return max(1, r.opt.Workers*r.opt.Polls/(r.opt.LeaderChanges+1))
 }
 
 // work is one worker: it polls Polls times, completing every job it holds
@@ -295,6 +307,9 @@ func (r *run) record(k key, resp *ck.PollResponse) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rep.Polls++
+	if r.rep.Polls%r.changeStep() == 0 && r.rep.Polls/r.changeStep() <= r.opt.LeaderChanges {
+		r.change <- struct{}{} // buffered for every change
+	}
 	for _, jr := range resp.Jobs {
 		switch jr.Outcome {
 		case ck.OutcomeAssigned:
