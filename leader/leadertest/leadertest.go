@@ -141,8 +141,10 @@ type run struct {
 	// step of the run: the leader changes then, whatever the host's speed.
 	change chan struct{}
 
-	mu      sync.Mutex
-	answers map[key]answer
+	mu       sync.Mutex
+	ingested []string        // blocks added
+	replaced map[string]bool // sources of the jobs completed
+	answers  map[key]answer
 	holds   map[string]map[string]held // worker's public name → job → attempt
 	rep     Report
 }
@@ -200,6 +202,13 @@ func (r *run) ingest(ctx context.Context) {
 			r.t.Errorf("add blocks: %v", err)
 			return
 		}
+		if err == nil {
+			r.mu.Lock()
+			for _, b := range blocks {
+				r.ingested = append(r.ingested, b.ID)
+			}
+			r.mu.Unlock()
+		}
 	}
 }
 
@@ -256,6 +265,9 @@ func (r *run) work(ctx context.Context, id string) {
 			case ck.OutcomeAssigned:
 				mine[jr.Job] = held{token: jr.Token, plan: jr.Plan}
 			case ck.OutcomeRenewed:
+			case ck.OutcomeCompleted:
+				r.compacted(mine[jr.Job].plan)
+				delete(mine, jr.Job)
 			default:
 				delete(mine, jr.Job)
 			}
@@ -303,6 +315,25 @@ func (r *run) outputs(ctx context.Context, job string, h held) ([]ck.BlockMeta, 
 	return nil, false
 }
 
+// compacted records the sources of a completed job; a source completed
+// twice is compacted twice.
+func (r *run) compacted(plan *ck.JobPlan) {
+	if plan == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.replaced == nil {
+		r.replaced = map[string]bool{}
+	}
+	for _, id := range plan.Sources {
+		if r.replaced[id] {
+			r.t.Errorf("block %s compacted twice", id)
+		}
+		r.replaced[id] = true
+	}
+}
+
 func (r *run) record(k key, resp *ck.PollResponse) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -342,8 +373,20 @@ func (r *run) check(ctx context.Context) {
 		}
 	}
 	jobs, _ := svcs[0].FSM().Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 0)
+	if n := svcs[0].FSM().Stats().Scheduler.Counters.Excluded; n != 0 {
+		r.t.Errorf("%d jobs excluded: no worker failed, so leader changes cost them their leases", n)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Every block added is accounted for: live (queued, in a job, or
+	// final) or replaced by a completed job, never both.
+	view := svcs[0].FSM().Index()
+	for _, id := range r.ingested {
+		if live := view.Live(id); live == r.replaced[id] {
+			r.t.Errorf("block %s: live %t, replaced by a completed job %t", id, live, r.replaced[id])
+		}
+	}
+	view.Close()
 	for _, js := range jobs {
 		h, ok := r.holds[js.Worker][js.Name]
 		if !ok || h.token != js.Token {
