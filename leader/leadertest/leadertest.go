@@ -145,8 +145,8 @@ type run struct {
 	ingested []string        // blocks added
 	replaced map[string]bool // sources of the jobs completed
 	answers  map[key]answer
-	holds   map[string]map[string]held // worker's public name → job → attempt
-	rep     Report
+	holds    map[string]map[string]held // worker's public name → job → attempt
+	rep      Report
 }
 
 // call runs f on the services in turn until one answers, retrying what a
