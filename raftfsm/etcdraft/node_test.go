@@ -3,8 +3,10 @@ package etcdraft_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -19,9 +21,10 @@ import (
 )
 
 // The reference node: etcd-io/raft driven by a Ready loop over a
-// MemoryStorage that outlives the node (standing in for its disk: a
-// stopped node restarts from it), an in-process network, CheckQuorum,
-// PreVote and no proposal forwarding. Test code, not production storage.
+// MemoryStorage and a write-ahead file (a stopped node restarts from its
+// file: the storage is rebuilt by replaying it), an in-process network,
+// CheckQuorum, PreVote and no proposal forwarding. Test code, not
+// production storage.
 
 // network delivers messages between the running nodes; a message to a
 // stopped node is lost.
@@ -52,6 +55,7 @@ func (nw *network) send(from *refNode, msgs []*raftpb.Message) {
 type refNode struct {
 	id      uint64
 	storage *raft.MemoryStorage
+	wal     *wal
 	node    raft.Node
 	ad      *etcdraft.Adapter
 	fsm     *raftfsm.FSM
@@ -69,15 +73,23 @@ type refNode struct {
 
 var quiet = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 
-// startNode starts (or, with a storage that holds state, restarts) node
-// id of the given peers.
-func startNode(t testing.TB, nw *network, id uint64, peers []raft.Peer, storage *raft.MemoryStorage, cfg raftfsm.Config) *refNode {
+// startNode starts (or, with a write-ahead file that holds state,
+// restarts) node id of the given peers.
+func startNode(t testing.TB, nw *network, id uint64, peers []raft.Peer, walPath string, cfg raftfsm.Config) *refNode {
 	t.Helper()
 	fsm, err := raftfsm.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &refNode{id: id, storage: storage, fsm: fsm, inbox: make(chan *raftpb.Message, 4096),
+	storage, err := loadWAL(walPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := openWAL(walPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &refNode{id: id, storage: storage, wal: w, fsm: fsm, inbox: make(chan *raftpb.Message, 4096),
 		stop: make(chan struct{}), done: make(chan struct{}), snapEvery: 100}
 	var applied uint64
 	snap, err := storage.Snapshot()
@@ -128,6 +140,9 @@ func (n *refNode) run(t testing.TB, nw *network) {
 			_ = n.node.Step(ctx, m) // a message of a stale term is refused: fine
 		case rd := <-n.node.Ready():
 			n.ad.Observe(rd)
+			if err := n.wal.save(rd); err != nil {
+				t.Error(err)
+			}
 			if !raft.IsEmptySnap(rd.Snapshot) {
 				if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
 					t.Error(err)
@@ -193,17 +208,18 @@ func (n *refNode) shutdown(nw *network) {
 	close(n.stop)
 	<-n.done
 	_ = n.svc.Close()
+	_ = n.wal.close()
 }
 
 // cluster is a reference cluster of n nodes.
 type cluster struct {
-	t        testing.TB
-	nw       *network
-	cfg      raftfsm.Config
-	peers    []raft.Peer
-	storages map[uint64]*raft.MemoryStorage
-	mu       sync.Mutex
-	nodes    map[uint64]*refNode
+	t     testing.TB
+	nw    *network
+	cfg   raftfsm.Config
+	peers []raft.Peer
+	wals  map[uint64]string // each node's write-ahead file
+	mu    sync.Mutex
+	nodes map[uint64]*refNode
 	// restart makes ChangeLeader stop the leader and restart it from its
 	// storage, instead of transferring leadership.
 	restart  bool
@@ -215,13 +231,14 @@ func newCluster(t testing.TB, size int) *cluster {
 	cfg.Planner.Levels[0].MaxBlocks = 4
 	cfg.Planner.Levels[1].MaxBlocks = 4
 	c := &cluster{t: t, nw: &network{nodes: map[uint64]*refNode{}}, cfg: cfg,
-		storages: map[uint64]*raft.MemoryStorage{}, nodes: map[uint64]*refNode{}}
+		wals: map[uint64]string{}, nodes: map[uint64]*refNode{}}
 	for i := range size {
 		c.peers = append(c.peers, raft.Peer{ID: uint64(i + 1)})
 	}
+	dir := t.TempDir()
 	for _, p := range c.peers {
-		c.storages[p.ID] = raft.NewMemoryStorage()
-		c.nodes[p.ID] = startNode(t, c.nw, p.ID, c.peers, c.storages[p.ID], cfg)
+		c.wals[p.ID] = filepath.Join(dir, fmt.Sprintf("node-%d.wal", p.ID))
+		c.nodes[p.ID] = startNode(t, c.nw, p.ID, c.peers, c.wals[p.ID], cfg)
 	}
 	t.Cleanup(func() {
 		c.mu.Lock()
@@ -275,7 +292,7 @@ func (c *cluster) ChangeLeader(t testing.TB) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	lead.shutdown(c.nw)
-	c.nodes[lead.id] = startNode(t, c.nw, lead.id, c.peers, c.storages[lead.id], c.cfg)
+	c.nodes[lead.id] = startNode(t, c.nw, lead.id, c.peers, c.wals[lead.id], c.cfg)
 	c.restarts++
 }
 

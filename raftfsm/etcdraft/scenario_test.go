@@ -70,7 +70,7 @@ func TestFollowerCaughtUpBySnapshot(t *testing.T) {
 	require.Greater(t, first, follower.ad.Applied()+1, "the follower's next entry is compacted away on the leader")
 
 	c.mu.Lock()
-	restarted := startNode(t, c.nw, follower.id, c.peers, c.storages[follower.id], c.cfg)
+	restarted := startNode(t, c.nw, follower.id, c.peers, c.wals[follower.id], c.cfg)
 	c.nodes[follower.id] = restarted
 	c.mu.Unlock()
 	c.Settle(t)
