@@ -171,7 +171,9 @@ func (a *Adapter) Apply(e *raftpb.Entry) (bool, error) {
 		if node, id, cmd, ok := openEnvelope(a.tag, e.GetData()); ok {
 			isCK = true
 			var res *raftfsm.Result
-			res, err = a.fsm.Apply(ck.Entry{Index: e.GetIndex(), Term: e.GetTerm()}, cmd)
+			if len(cmd) > 0 { // an empty command is a barrier: nothing to apply
+				res, err = a.fsm.Apply(ck.Entry{Index: e.GetIndex(), Term: e.GetTerm()}, cmd)
+			}
 			if node == a.id {
 				a.reqs.Deliver(id, leader.Applied{Index: e.GetIndex(), Term: e.GetTerm(), Result: res, Err: err})
 			}
@@ -265,10 +267,19 @@ func (a *Adapter) Propose(ctx context.Context, cmd []byte, _ uint64) (leader.App
 }
 
 // Barrier returns once everything committed before the call is applied
-// here: it asks raft for a read index (ReadIndex, linearizable with
+// here. On the leader it commits a barrier entry (compactkit's envelope
+// with no command) and waits until it is applied, as hashicorp/raft's
+// Barrier does — so the two hosts number their entries alike. On a
+// follower it asks raft for a read index (ReadIndex, linearizable with
 // CheckQuorum), asking again if no answer comes within the read retry,
 // then waits until the node has applied up to it.
 func (a *Adapter) Barrier(ctx context.Context) error {
+	if a.Leader().Leads {
+		if _, err := a.Propose(ctx, nil, 0); err == nil || !errors.Is(err, leader.ErrNotLeader) {
+			return err
+		}
+		// Leadership lost meanwhile: a follower's barrier.
+	}
 	index, err := a.readIndex(ctx)
 	if err != nil {
 		return err

@@ -75,7 +75,7 @@ var quiet = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 
 // startNode starts (or, with a write-ahead file that holds state,
 // restarts) node id of the given peers.
-func startNode(t testing.TB, nw *network, id uint64, peers []raft.Peer, walPath string, cfg raftfsm.Config) *refNode {
+func startNode(t testing.TB, nw *network, id uint64, peers []raft.Peer, walPath string, cfg raftfsm.Config, opts ...leader.Option) *refNode {
 	t.Helper()
 	fsm, err := raftfsm.New(cfg)
 	if err != nil {
@@ -115,7 +115,7 @@ func startNode(t testing.TB, nw *network, id uint64, peers []raft.Peer, walPath 
 		n.node = raft.StartNode(c, peers)
 	}
 	n.ad = etcdraft.New(fsm, n.node, id, applied)
-	n.svc = leader.New(n.ad, fsm, leader.WithProposeTimeout(2*time.Second))
+	n.svc = leader.New(n.ad, fsm, append([]leader.Option{leader.WithProposeTimeout(2 * time.Second)}, opts...)...)
 	nw.mu.Lock()
 	nw.nodes[id] = n
 	nw.mu.Unlock()
@@ -220,17 +220,19 @@ type cluster struct {
 	wals  map[uint64]string // each node's write-ahead file
 	mu    sync.Mutex
 	nodes map[uint64]*refNode
+	opts  []leader.Option // for every node's service
 	// restart makes ChangeLeader stop the leader and restart it from its
 	// storage, instead of transferring leadership.
 	restart  bool
 	restarts int
 }
 
-func newCluster(t testing.TB, size int) *cluster {
+func newCluster(t testing.TB, size int, opts ...leader.Option) *cluster {
 	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 4
-	cfg.Planner.Levels[1].MaxBlocks = 4
-	c := &cluster{t: t, nw: &network{nodes: map[uint64]*refNode{}}, cfg: cfg,
+	for i := range cfg.Planner.Levels {
+		cfg.Planner.Levels[i].MaxBlocks = 4
+	}
+	c := &cluster{opts: opts, t: t, nw: &network{nodes: map[uint64]*refNode{}}, cfg: cfg,
 		wals: map[uint64]string{}, nodes: map[uint64]*refNode{}}
 	for i := range size {
 		c.peers = append(c.peers, raft.Peer{ID: uint64(i + 1)})
@@ -238,7 +240,7 @@ func newCluster(t testing.TB, size int) *cluster {
 	dir := t.TempDir()
 	for _, p := range c.peers {
 		c.wals[p.ID] = filepath.Join(dir, fmt.Sprintf("node-%d.wal", p.ID))
-		c.nodes[p.ID] = startNode(t, c.nw, p.ID, c.peers, c.wals[p.ID], cfg)
+		c.nodes[p.ID] = startNode(t, c.nw, p.ID, c.peers, c.wals[p.ID], cfg, opts...)
 	}
 	t.Cleanup(func() {
 		c.mu.Lock()
@@ -292,7 +294,7 @@ func (c *cluster) ChangeLeader(t testing.TB) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	lead.shutdown(c.nw)
-	c.nodes[lead.id] = startNode(t, c.nw, lead.id, c.peers, c.wals[lead.id], c.cfg)
+	c.nodes[lead.id] = startNode(t, c.nw, lead.id, c.peers, c.wals[lead.id], c.cfg, c.opts...)
 	c.restarts++
 }
 
