@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	thanos "github.com/thanos-io/objstore"
 
@@ -18,13 +21,42 @@ import (
 // safe for concurrent use when the bucket is, as the providers' buckets
 // are.
 type Store struct {
-	b thanos.Bucket
+	b       thanos.Bucket
+	tempDir string
+	grace   time.Duration
+}
+
+// DefaultAbortGrace is how long an upload whose context was cancelled may
+// take to clean up after itself (abort a multipart upload), by default.
+const DefaultAbortGrace = 30 * time.Second
+
+// Option configures a [Store].
+type Option func(*Store)
+
+// WithTempDir sets the directory where Put stages readers of unknown size
+// (default: the system's temporary directory).
+func WithTempDir(dir string) Option { return func(s *Store) { s.tempDir = dir } }
+
+// WithAbortGrace sets how long an upload whose context was cancelled may
+// take to abort what it started (default [DefaultAbortGrace]).
+func WithAbortGrace(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.grace = d
+		}
+	}
 }
 
 var _ blockmerge.Store = (*Store)(nil)
 
 // New returns a store over the bucket b. The store does not close b.
-func New(b thanos.Bucket) *Store { return &Store{b: b} }
+func New(b thanos.Bucket, opts ...Option) *Store {
+	s := &Store{b: b, grace: DefaultAbortGrace}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 // Bucket returns the underlying bucket.
 func (s *Store) Bucket() thanos.Bucket { return s.b }
@@ -72,6 +104,9 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 	if off < 0 || length <= 0 {
 		return nil, fmt.Errorf("objstore: get range %q [%d, +%d): %w", key, off, length, blockmerge.ErrInvalidRange)
 	}
+	// The contract clamps the range to the end of the object: a length
+	// reaching past the largest offset is that clamp, not an overflow.
+	length = min(length, math.MaxInt64-off)
 	rc, err := s.b.GetRange(ctx, key, off, length)
 	if err != nil {
 		if s.b.IsObjNotFoundErr(err) {
@@ -95,15 +130,30 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		}
 		return nil, s.wrap("get range", key, err)
 	}
-	return &peekedReader{Reader: io.MultiReader(bytes.NewReader(first[:]), rc), c: rc}, nil
+	size := int64(-1) // unknown: the provider's reader may say
+	if n, err := thanos.TryToGetSize(rc); err == nil {
+		size = n
+	}
+	return &sizedReader{Reader: io.MultiReader(bytes.NewReader(first[:]), rc), c: rc, size: size}, nil
 }
 
-type peekedReader struct {
+// sizedReader is a reader the store returns: it closes c, and tells its
+// size (when known) to whoever copies it into another store.
+type sizedReader struct {
 	io.Reader
-	c io.Closer
+	c    io.Closer
+	size int64 // -1: unknown
 }
 
-func (r *peekedReader) Close() error { return r.c.Close() }
+func (r *sizedReader) Close() error { return r.c.Close() }
+
+// ObjectSize implements thanos-io/objstore's ObjectSizer.
+func (r *sizedReader) ObjectSize() (int64, error) {
+	if r.size < 0 {
+		return 0, errors.New("objstore: size unknown")
+	}
+	return r.size, nil
+}
 
 // Size implements [blockmerge.Store].
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
@@ -136,10 +186,75 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := s.prepare(ctx, "put", key); err != nil {
 		return err
 	}
-	if err := s.b.Upload(ctx, key, r); err != nil {
+	size, err := thanos.TryToGetSize(r)
+	if err != nil {
+		// Providers size a reader of unknown length for the largest
+		// object they allow (S3: parts of 528 MiB): stage it first.
+		f, err := s.stage(ctx, key, r)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close(); _ = os.Remove(f.Name()) }()
+		r = f
+		if size, err = thanos.TryToGetSize(f); err != nil {
+			return s.wrap("put", key, err)
+		}
+	}
+	// Upload under a context that outlives the caller's by the abort
+	// grace: a cancelled put fails through its reader, and the provider
+	// still has a live context to abort what it started (a multipart
+	// upload whose parts would otherwise stay, invisible to List).
+	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(s.grace, cancel) })
+	defer stop()
+	if err := s.b.Upload(uctx, key, &cancelReader{ctx: ctx, r: r, size: size}); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("objstore: put %q: %w", key, cerr)
+		}
 		return s.wrap("put", key, err)
 	}
 	return nil
+}
+
+// stage copies r into a temporary file, rewound.
+func (s *Store) stage(ctx context.Context, key string, r io.Reader) (*os.File, error) {
+	f, err := os.CreateTemp(s.tempDir, "objstore-put-*")
+	if err != nil {
+		return nil, fmt.Errorf("objstore: put %q: staging: %w", key, err)
+	}
+	_, err = io.Copy(f, &cancelReader{ctx: ctx, r: r, size: -1})
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("objstore: put %q: staging: %w", key, err)
+	}
+	return f, nil
+}
+
+// cancelReader fails once ctx ends, and tells its size.
+type cancelReader struct {
+	ctx  context.Context
+	r    io.Reader
+	size int64
+}
+
+func (c *cancelReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// ObjectSize implements thanos-io/objstore's ObjectSizer.
+func (c *cancelReader) ObjectSize() (int64, error) {
+	if c.size < 0 {
+		return 0, errors.New("objstore: size unknown")
+	}
+	return c.size, nil
 }
 
 // Delete implements [blockmerge.Store].

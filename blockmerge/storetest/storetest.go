@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +35,8 @@ func Run(t *testing.T, newStore func(t *testing.T) blockmerge.Store) {
 		{"DeleteByPrefix", testDeleteByPrefix},
 		{"InvalidKeys", testInvalidKeys},
 		{"FailedPut", testFailedPut},
+		{"UnknownSizeReaders", testUnknownSizeReaders},
+		{"CancelledLargePut", testCancelledLargePut},
 		{"CancelledContext", testCancelledContext},
 		{"CreateObject", testCreateObject},
 		{"Concurrent", testConcurrent},
@@ -267,6 +271,77 @@ func testNotFound(t *testing.T, s blockmerge.Store) {
 	}
 }
 
+// opaque hides every method of a reader but Read: its size is unknown.
+type opaque struct{ io.Reader }
+
+// testUnknownSizeReaders: readers that do not tell their size are stored
+// whole, with memory bounded by the data, not by the largest object a
+// provider allows.
+func testUnknownSizeReaders(t *testing.T, s blockmerge.Store) {
+	ctx := context.Background()
+	for i, n := range []int{0, 1, 1 << 10, 3<<20 + 7} {
+		key := fmt.Sprintf("u/%d", i)
+		data := pattern(n, uint64(i))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := s.Put(ctx, key, opaque{bytes.NewReader(data)}); err != nil {
+			t.Fatalf("Put of %d bytes of unknown size: %v", n, err)
+		}
+		runtime.ReadMemStats(&after)
+		// Generous: a store may buffer the object and a part or two, but
+		// not size a part for a 5 TiB object (528 MiB).
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(4*n)+64<<20 {
+			t.Errorf("Put of %d bytes of unknown size allocated %d bytes", n, alloc)
+		}
+		equalBytes(t, fmt.Sprintf("object of %d bytes put from a reader of unknown size", n), get(t, s, key), data)
+		// The store's own readers, copied into the store again.
+		r, err := s.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Put(ctx, key+"-copy", r)
+		r.Close()
+		if err != nil {
+			t.Fatalf("Put of a Get reader: %v", err)
+		}
+		equalBytes(t, "copy of the object", get(t, s, key+"-copy"), data)
+	}
+}
+
+// cancellingReader yields data and cancels its context after after bytes.
+type cancellingReader struct {
+	data   []byte
+	after  int
+	read   int
+	cancel context.CancelFunc
+}
+
+func (r *cancellingReader) Read(p []byte) (int, error) {
+	if r.read >= r.after {
+		r.cancel()
+	}
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[:min(len(p), len(r.data))])
+	r.data, r.read = r.data[n:], r.read+n
+	return n, nil
+}
+
+// testCancelledLargePut: a put cancelled while a large object uploads
+// returns the context's error and leaves nothing the store can list.
+func testCancelledLargePut(t *testing.T, s blockmerge.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	data := pattern(24<<20, 9)
+	err := s.Put(ctx, "c/large", &cancellingReader{data: data, after: 12 << 20, cancel: cancel})
+	isErr(t, "a cancelled Put", err, context.Canceled)
+	if exists(t, s, "c/large") {
+		t.Fatal("a cancelled Put left an object")
+	}
+	equalKeys(t, "List after a cancelled put", list(t, s, "c/"), nil)
+}
+
 func testGetRange(t *testing.T, s blockmerge.Store) {
 	ctx := context.Background()
 	put(t, s, "r", []byte("0123456789"))
@@ -280,6 +355,9 @@ func testGetRange(t *testing.T, s blockmerge.Store) {
 		{0, 10, "0123456789"},
 		{8, 10, "89"}, // clamped to the end
 		{0, 1 << 40, "0123456789"},
+		{0, math.MaxInt64, "0123456789"}, // offset + length at the int64 limit
+		{7, math.MaxInt64, "789"},        // and beyond it: still clamped
+		{9, math.MaxInt64 - 8, "9"},
 	} {
 		equalBytes(t, fmt.Sprintf("GetRange(%d, %d)", c.off, c.n), getRange(t, s, "r", c.off, c.n), []byte(c.want))
 	}
