@@ -6,6 +6,7 @@ require (
 	github.com/compactkit/compactkit v0.0.0-00010101000000-000000000000
 	github.com/go-kit/log v0.2.1
 	github.com/johannesboyne/gofakes3 v1.2.0
+	github.com/minio/minio-go/v7 v7.0.93
 	github.com/thanos-io/objstore v0.0.0-20250804093838-71d60dfee488
 )
 
@@ -40,7 +41,6 @@ require (
 	github.com/matttproud/golang_protobuf_extensions v1.0.4 // indirect
 	github.com/minio/crc64nvme v1.0.1 // indirect
 	github.com/minio/md5-simd v1.1.2 // indirect
-	github.com/minio/minio-go/v7 v7.0.93 // indirect
 	github.com/philhofer/fwd v1.1.3-0.20240916144458-20a13a1f6b7c // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_golang v1.17.0 // indirect

@@ -13,6 +13,7 @@ import (
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/blockmerge/objstore"
+	"github.com/compactkit/compactkit/blockmerge/objstore/versitytest"
 )
 
 // TestMergeThroughBuckets runs a whole compaction through the adapter:
@@ -28,6 +29,10 @@ func TestMergeThroughBuckets(t *testing.T) {
 	}{
 		{"inmem", func(*testing.T) *objstore.Store { return objstore.New(thanos.NewInMemBucket()) }},
 		{"s3", func(t *testing.T) *objstore.Store { return srv.bucket(t) }},
+		{"versitygw", func(t *testing.T) *objstore.Store { // a real S3 server
+			s, _ := versitytest.Start(t).Store(t, 5<<20)
+			return s
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/examples/internal/demo"
 	"github.com/compactkit/compactkit/metrics/prom"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
@@ -38,6 +39,9 @@ type config struct {
 	Keep bool
 	// Chart is the chart's path (.png or .svg); "" writes none.
 	Chart string
+	// Store, if set, replaces the filesystem store in a temporary
+	// directory (the tests run the quickstart on a real S3 server).
+	Store blockmerge.Store
 }
 
 func main() {
@@ -62,11 +66,16 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	if err := cfg.Run.Validate(); err != nil {
 		return nil, err
 	}
-	_, store, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-quickstart-", cfg.Keep)
-	if err != nil {
-		return nil, err
+	var store blockmerge.Store = cfg.Store
+	where := "the given store"
+	if store == nil {
+		_, fs, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-quickstart-", cfg.Keep)
+		if err != nil {
+			return nil, err
+		}
+		defer closeWorkspace()
+		store, where = fs, fs.Dir()
 	}
-	defer closeWorkspace()
 
 	// One raft node, in-memory log, stable store, snapshots and transport.
 	state := demo.StateConfig()
@@ -95,7 +104,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	defer srv.Close()
 
 	fmt.Fprintf(out, "compactkit quickstart: single-node hashicorp/raft (in-memory stores), leader endpoints at %s (metrics: %s/metrics)\n", srv.URL, srv.URL)
-	fmt.Fprintf(out, "object store: %s\n\n", store.Dir())
+	fmt.Fprintf(out, "object store: %s\n\n", where)
 	rep, err = demo.Run(ctx, demo.Env{Peers: []string{srv.URL}, Store: store, Metrics: reg}, cfg.Run, out)
 	if rep == nil {
 		return nil, err
@@ -112,7 +121,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 		}
 	}
 	if cfg.Keep {
-		fmt.Fprintf(out, "object store kept at %s\n", store.Dir())
+		fmt.Fprintf(out, "object store kept at %s\n", where)
 	}
 	switch {
 	case errors.Is(err, demo.ErrVerification):

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/compactkit/compactkit/blockmerge/objstore/versitytest"
 	"github.com/compactkit/compactkit/examples/internal/demo"
 )
 
@@ -59,4 +60,24 @@ func TestQuickstart(t *testing.T) {
 	entries, err := os.ReadDir(cfg.Dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the temporary store is removed without -keep")
+}
+
+// TestQuickstartOnS3 runs the quickstart's whole worker path — ingest,
+// merges, cleanup, verification — on a real S3 server (versitygw).
+func TestQuickstartOnS3(t *testing.T) {
+	store, _ := versitytest.Start(t).Store(t, 5<<20)
+	cfg := config{Run: demo.DefaultConfig(), Store: store}
+	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 60, 2, 2, 8
+	cfg.Run.Workers, cfg.Run.PartitionWorkers = 2, 0
+	cfg.Run.FlushInterval = 10 * time.Millisecond
+	cfg.Run.DrainTimeout = 45 * time.Second
+	cfg.Run.Progress = false
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := run(ctx, cfg, &out)
+	require.NoError(t, err, out.String())
+	require.True(t, rep.Verification.OK(), rep.Verification.Failed())
+	assert.Positive(t, rep.Scheduler.Completed)
+	assert.Contains(t, out.String(), "verification passed")
 }

@@ -1,0 +1,157 @@
+// Package versitytest starts a real S3-compatible server for tests:
+// versitygw's POSIX gateway (github.com/versity/versitygw, v1.8.0) on
+// loopback over a temporary directory whose subdirectories are the
+// buckets. Tests get stores over new buckets through thanos-io/objstore's
+// S3 provider, and a plain S3 client to see what a store cannot
+// (unfinished multipart uploads).
+//
+// The binary is looked up on PATH, then in $(go env GOPATH)/bin. When it
+// is absent, [Start] fails the test if the environment variable
+// [RequireEnv] is set (CI sets it, after building the server) and skips it
+// otherwise, saying so.
+package versitytest
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/thanos-io/objstore/providers/s3"
+
+	"github.com/compactkit/compactkit/blockmerge/objstore"
+)
+
+// RequireEnv names the environment variable that makes a missing server
+// fail the tests instead of skipping them.
+const RequireEnv = "COMPACTKIT_REQUIRE_S3"
+
+// Install is the command that builds the server.
+const Install = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+
+// The server's single account.
+const (
+	access = "compactkit-test"
+	secret = "compactkit-test-secret"
+)
+
+// Server is a running versitygw.
+type Server struct {
+	dir      string
+	endpoint string
+	buckets  atomic.Int64
+}
+
+// binary finds versitygw on PATH or in the Go bin directory.
+func binary() (string, error) {
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(string(bytes.TrimSpace(out)), "bin", "versitygw")
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// Start starts a server for the test; it stops when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := binary()
+	if err != nil {
+		msg := "versitygw not found (build it: " + Install + "): " + err.Error()
+		if os.Getenv(RequireEnv) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPED, no real S3 server: " + msg)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	v := &Server{dir: t.TempDir(), endpoint: addr}
+	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "posix", v.dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	// Wait for it to listen (bounded: a server that never starts fails).
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return v
+		}
+		if i == 1000 {
+			t.Fatalf("versitygw did not listen on %s: %v\n%s", addr, err, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Endpoint returns the server's host:port.
+func (v *Server) Endpoint() string { return v.endpoint }
+
+// NewBucket creates a new, empty bucket and returns its name.
+func (v *Server) NewBucket(t testing.TB) string {
+	t.Helper()
+	name := "bucket-" + strconv.FormatInt(v.buckets.Add(1), 10)
+	if err := os.Mkdir(filepath.Join(v.dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Store returns a store over a new bucket, through objstore's S3 provider
+// with the given part size (0: the provider's default), and the bucket's
+// name.
+func (v *Server) Store(t testing.TB, partSize uint64, opts ...objstore.Option) (*objstore.Store, string) {
+	t.Helper()
+	name := v.NewBucket(t)
+	cfg := s3.DefaultConfig
+	cfg.Bucket = name
+	cfg.Endpoint = v.endpoint
+	cfg.Region = "us-east-1"
+	cfg.Insecure = true
+	cfg.AccessKey = access
+	cfg.SecretKey = secret
+	cfg.BucketLookupType = s3.PathLookup
+	if partSize > 0 {
+		cfg.PartSize = partSize
+	}
+	b, err := s3.NewBucketWithConfig(log.NewNopLogger(), cfg, "compactkit-test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return objstore.New(b, opts...), name
+}
+
+// Client returns a plain S3 client of the server.
+func (v *Server) Client(t testing.TB) *minio.Client {
+	t.Helper()
+	c, err := minio.New(v.endpoint, &minio.Options{Creds: credentials.NewStaticV4(access, secret, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
