@@ -19,7 +19,15 @@
 //     sorts it and then calls back, so its memory grows with the number of
 //     keys under the prefix.
 //   - Put relies on the provider's upload being atomic, as the cloud
-//     stores' are (an object appears only when its upload completes).
+//     stores' are (an object appears only when its upload completes). A
+//     cancelled put leaves nothing behind, unfinished multipart uploads
+//     included: the provider aborts them under a context that outlives the
+//     caller's by [DefaultAbortGrace] (see [WithAbortGrace]).
+//   - Readers of unknown size are staged in a temporary file before
+//     upload, and the readers the store returns tell their size, so
+//     copying between stores never uploads blind.
+//   - A range reaching past the largest offset is clamped to the end of
+//     the object, as the other stores do.
 //
 // The adapter does not implement [blockmerge.Creator]: blockmerge stages
 // merge outputs in a temporary file and hands the file to Put, so the S3

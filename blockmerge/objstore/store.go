@@ -179,9 +179,13 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	return ok, nil
 }
 
-// Put implements [blockmerge.Store] with the bucket's Upload. Pass an
-// *os.File (or another reader whose size objstore can tell) to let the
-// provider upload without buffering.
+// Put implements [blockmerge.Store] with the bucket's Upload. A reader
+// whose size objstore cannot tell (not an *os.File, bytes or strings
+// reader, nor an ObjectSizer such as this store's own readers) is first
+// staged in a temporary file: providers size parts for the largest object
+// they allow when the size is unknown. A put whose context ends fails
+// through its reader while the upload keeps a live context, for at most
+// the abort grace, so the provider can abort what it started.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := s.prepare(ctx, "put", key); err != nil {
 		return err
