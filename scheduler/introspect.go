@@ -138,6 +138,14 @@ func formatCursor(k tenantKey) string {
 	return k.tenant + "/" + strconv.FormatUint(uint64(k.level), 10) + "/" + k.name
 }
 
+// ValidCursor reports whether c has the shape of the cursors [Scheduler.List]
+// returns, so that an API can refuse a malformed one instead of answering
+// an empty page.
+func ValidCursor(c string) bool {
+	_, ok := parseCursor(c)
+	return ok
+}
+
 func parseCursor(c string) (tenantKey, bool) {
 	i := strings.LastIndexByte(c, '/')
 	if i < 0 {

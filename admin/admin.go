@@ -1,0 +1,623 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// DefaultMaxBody bounds a request body, by default.
+const DefaultMaxBody = 1 << 20
+
+// Authorizer decides whether the request may perform the action (the
+// names of [Actions]); a non-nil error refuses it with 403 and the error's
+// message. It is where a host checks its own credentials.
+type Authorizer func(r *http.Request, action string) error
+
+// Actions lists the action names an [Authorizer] is asked about.
+var Actions = []string{
+	"status", "jobs", "job", "tenants", "quarantine", "dry-run",
+	"pause", "resume", "retry", "cancel", "requeue", "set-max-failures",
+}
+
+// Option configures a [Handler].
+type Option func(*Handler)
+
+// WithAuthorizer enables the operator commands, each authorized by a; it
+// also authorizes every read.
+func WithAuthorizer(a Authorizer) Option { return func(h *Handler) { h.auth = a } }
+
+// WithMaxBody sets the largest request body accepted (default
+// [DefaultMaxBody]).
+func WithMaxBody(n int64) Option {
+	return func(h *Handler) {
+		if n > 0 {
+			h.maxBody = n
+		}
+	}
+}
+
+// WithLogger sets the handler's logger (default: discard). Every command
+// is logged at info with its action, arguments and the caller's address.
+func WithLogger(l *slog.Logger) Option {
+	return func(h *Handler) {
+		if l != nil {
+			h.log = l
+		}
+	}
+}
+
+// WithClock sets the clock of the status page's backlog history (default
+// time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(h *Handler) {
+		if now != nil {
+			h.now = now
+		}
+	}
+}
+
+// Handler serves the API under /api/ and the status page at the root of
+// wherever it is mounted (strip the mount prefix with http.StripPrefix).
+type Handler struct {
+	svc     *leader.Service
+	auth    Authorizer
+	maxBody int64
+	log     *slog.Logger
+	now     func() time.Time
+	mux     *http.ServeMux
+
+	mu      sync.Mutex
+	history []sample // backlog over time, for the page's chart
+}
+
+// sample is the backlog at one moment.
+type sample struct {
+	at     time.Time
+	queued int
+	jobs   int
+}
+
+// historyLen bounds the samples kept, historyEvery spaces them.
+const (
+	historyLen   = 240
+	historyEvery = 5 * time.Second
+)
+
+// New returns the admin handler over svc.
+func New(svc *leader.Service, opts ...Option) *Handler {
+	h := &Handler{svc: svc, maxBody: DefaultMaxBody, log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, o := range opts {
+		o(h)
+	}
+	m := http.NewServeMux()
+	m.HandleFunc("GET /api/status", h.read("status", h.status))
+	m.HandleFunc("GET /api/jobs", h.read("jobs", h.jobs))
+	m.HandleFunc("GET /api/jobs/{name}", h.read("job", h.job))
+	m.HandleFunc("GET /api/tenants", h.read("tenants", h.tenants))
+	m.HandleFunc("GET /api/quarantine", h.read("quarantine", h.quarantine))
+	m.HandleFunc("GET /api/dry-run", h.read("dry-run", h.dryRun))
+	m.HandleFunc("POST /api/commands/{action}", h.command)
+	m.HandleFunc("/api/commands/{action}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s: commands are POST requests", r.Method))
+	})
+	m.HandleFunc("GET /{$}", h.page)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	h.mux = m
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	h.mux.ServeHTTP(w, r)
+}
+
+// errorBody is the JSON of every error.
+type errorBody struct {
+	Error      string `json:"error"`
+	LeaderID   string `json:"leader_id,omitempty"`
+	LeaderAddr string `json:"leader_addr,omitempty"`
+}
+
+// badRequest marks an error of the caller's input.
+type badRequest struct{ error }
+
+func (e badRequest) Unwrap() error { return e.error }
+
+func badf(format string, args ...any) error { return badRequest{fmt.Errorf(format, args...)} }
+
+// fail answers err with its status code.
+func fail(w http.ResponseWriter, err error) {
+	var nl *leader.NotLeaderError
+	var bad badRequest
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &nl):
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		_ = json.NewEncoder(w).Encode(errorBody{Error: err.Error(), LeaderID: nl.LeaderID, LeaderAddr: nl.LeaderAddr})
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+	case errors.As(err, &bad), errors.Is(err, raftfsm.ErrInvalidCommand), errors.Is(err, raftfsm.ErrInvalidRequest):
+		writeError(w, http.StatusBadRequest, err)
+	case errors.As(err, new(notFound)):
+		writeError(w, http.StatusNotFound, err)
+	case errors.Is(err, raftfsm.ErrOperator):
+		writeError(w, http.StatusConflict, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, leader.ErrOutcomeUnknown):
+		writeError(w, http.StatusServiceUnavailable, err)
+	default:
+		writeError(w, http.StatusInternalServerError, err)
+	}
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// authorize runs the authorizer, if any.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, action string) bool {
+	if h.auth == nil {
+		return true
+	}
+	if err := h.auth(r, action); err != nil {
+		writeError(w, http.StatusForbidden, fmt.Errorf("%s: %w", action, err))
+		return false
+	}
+	return true
+}
+
+// read wraps a read endpoint: authorization, then f's value as JSON.
+func (h *Handler) read(action string, f func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !h.authorize(w, r, action) {
+			return
+		}
+		v, err := f(r)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, v)
+	}
+}
+
+// Level is one level's backlog.
+type Level struct {
+	Level        uint32 `json:"level"`
+	Queued       int    `json:"queued"`
+	Claimed      int    `json:"claimed"`
+	ReadyBatches int    `json:"ready_batches"`
+	Lag          string `json:"lag"`
+	DebtBlockSec int64  `json:"debt_block_seconds"`
+}
+
+// Status is the summary of /api/status.
+type Status struct {
+	LeaderID       string         `json:"leader_id"`
+	Term           uint64         `json:"term"`
+	LastApplied    uint64         `json:"last_applied"`
+	LogTime        string         `json:"log_time"`
+	ClusterVersion int            `json:"cluster_version"`
+	Failed         string         `json:"failed,omitempty"`
+	Workers        int            `json:"workers"`
+	Levels         []Level        `json:"levels"`
+	Queued         int            `json:"queued"`
+	Claimed        int            `json:"claimed"`
+	Quarantined    int            `json:"quarantined"`
+	Jobs           map[string]int `json:"jobs"`
+	Tombstones     int            `json:"tombstones"`
+	Drained        bool           `json:"drained"`
+	Paused         []string       `json:"paused"`
+	Completed      uint64         `json:"completed_total"`
+	Failures       uint64         `json:"failed_total"`
+	Excluded       uint64         `json:"excluded_total"`
+}
+
+func logTime(ns int64) string {
+	if ns == 0 {
+		return ""
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+}
+
+func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
+	st, err := h.svc.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{
+		Term: st.Term, LastApplied: st.LastApplied, LogTime: logTime(st.Now),
+		ClusterVersion: int(st.ClusterVersion), Workers: st.Workers,
+		Queued: st.Planner.Queued, Claimed: st.Planner.Claimed, Quarantined: st.Planner.Quarantined,
+		Jobs: map[string]int{}, Tombstones: st.Tombstones(), Drained: st.Drained(), Paused: []string{},
+		Completed: st.Scheduler.Counters.Completed, Failures: st.Scheduler.Counters.Failed, Excluded: st.Scheduler.Counters.Excluded,
+	}
+	if st.Failed != nil {
+		s.Failed = st.Failed.Error()
+	}
+	for _, lv := range st.Planner.Levels {
+		s.Levels = append(s.Levels, Level{Level: lv.Level, Queued: lv.Queued, Claimed: lv.Claimed, ReadyBatches: lv.ReadyBatches, Lag: lv.Lag.String(), DebtBlockSec: lv.Debt})
+	}
+	for _, lv := range st.Scheduler.Levels {
+		s.Jobs[ck.StatusUnassigned.String()] += lv.Unassigned
+		s.Jobs[ck.StatusInProgress.String()] += lv.InProgress
+		s.Jobs[ck.StatusExcluded.String()] += lv.Excluded
+	}
+	for _, p := range st.Scheduler.Paused {
+		tenant, level := p.Tenant, strconv.FormatUint(uint64(p.Level), 10)
+		if p.AllTenants {
+			tenant = "every tenant"
+		}
+		if p.AllLevels {
+			level = "every level"
+		} else {
+			level = "level " + level
+		}
+		s.Paused = append(s.Paused, tenant+" at "+level)
+	}
+	h.record(s)
+	return s, nil
+}
+
+// record keeps a backlog sample for the page's chart, at most one per
+// historyEvery.
+func (h *Handler) record(s *Status) {
+	now := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := len(h.history); n > 0 && now.Sub(h.history[n-1].at) < historyEvery {
+		return
+	}
+	jobs := 0
+	for _, n := range s.Jobs {
+		jobs += n
+	}
+	h.history = append(h.history, sample{at: now, queued: s.Queued, jobs: jobs})
+	if len(h.history) > historyLen {
+		h.history = h.history[len(h.history)-historyLen:]
+	}
+}
+
+func (h *Handler) status(r *http.Request) (any, error) { return h.statusOf(r.Context()) }
+
+// Job is a job as the API shows it.
+type Job struct {
+	Name        string   `json:"name"`
+	Tenant      string   `json:"tenant"`
+	Level       uint32   `json:"level"`
+	Status      string   `json:"status"`
+	Token       uint64   `json:"token"`
+	Worker      string   `json:"worker,omitempty"`
+	Deadline    string   `json:"deadline,omitempty"`
+	AddedAt     string   `json:"added_at"`
+	Failures    uint32   `json:"failures"`
+	LastFailure string   `json:"last_failure,omitempty"`
+	FailedAt    string   `json:"failed_at,omitempty"`
+	Sources     []string `json:"sources,omitempty"`
+	Tombstones  []string `json:"tombstones,omitempty"`
+	Shard       *uint32  `json:"shard,omitempty"`
+}
+
+func jobOf(js ck.JobState) Job {
+	j := Job{Name: js.Name, Tenant: js.Tenant, Level: js.Level, Status: js.Status.String(), Token: uint64(js.Token),
+		Worker: js.Worker, AddedAt: logTime(js.AddedAt), Failures: js.Failures, LastFailure: js.LastFailure, FailedAt: logTime(js.FailedAt)}
+	if js.Status == ck.StatusInProgress {
+		j.Deadline = logTime(js.Deadline)
+	}
+	return j
+}
+
+// JobPage is a page of jobs; Next is the cursor of the next page ("" at
+// the end).
+type JobPage struct {
+	Jobs []Job  `json:"jobs"`
+	Next string `json:"next"`
+}
+
+func parseStatus(s string) (ck.JobStatus, error) {
+	for st := ck.JobStatus(1); st < 16; st++ {
+		if st.String() == s {
+			return st, nil
+		}
+	}
+	return 0, badf("unknown status %q", s)
+}
+
+func queryInt(q url.Values, name string, max int) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > max {
+		return 0, badf("%s %q: want an integer from 0 to %d", name, v, max)
+	}
+	return n, nil
+}
+
+func (h *Handler) jobs(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	var flt scheduler.Filter
+	if q.Has("tenant") {
+		t := q.Get("tenant")
+		flt.Tenant = &t
+	}
+	if q.Has("level") {
+		l, err := queryInt(q, "level", 255)
+		if err != nil {
+			return nil, err
+		}
+		lv := uint32(l)
+		flt.Level = &lv
+	}
+	if s := q.Get("status"); s != "" {
+		st, err := parseStatus(s)
+		if err != nil {
+			return nil, err
+		}
+		flt.Status = st
+	}
+	limit, err := queryInt(q, "limit", scheduler.MaxListLimit)
+	if err != nil {
+		return nil, err
+	}
+	cursor := q.Get("cursor")
+	jobs, next, err := h.svc.Jobs(r.Context(), flt, cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	if cursor != "" && !scheduler.ValidCursor(cursor) {
+		return nil, badf("cursor %q is not one this API returned", cursor)
+	}
+	page := JobPage{Jobs: []Job{}, Next: next}
+	for _, js := range jobs {
+		page.Jobs = append(page.Jobs, jobOf(js))
+	}
+	return page, nil
+}
+
+func (h *Handler) job(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := ck.ValidateJobName(name); err != nil {
+		return nil, badRequest{err}
+	}
+	js, plan, ok, err := h.svc.Job(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound{fmt.Errorf("no job %q", name)}
+	}
+	j := jobOf(js)
+	j.Sources = plan.Sources
+	shard := plan.Shard
+	j.Shard = &shard
+	for _, t := range plan.Tombstones {
+		j.Tombstones = append(j.Tombstones, t.String())
+	}
+	return j, nil
+}
+
+// notFound marks an absent resource.
+type notFound struct{ error }
+
+func (e notFound) Unwrap() error { return e.error }
+
+// Tenant is one tenant's backlog at one level.
+type Tenant struct {
+	Tenant       string `json:"tenant"`
+	Level        uint32 `json:"level"`
+	Queued       int    `json:"queued"`
+	ReadyBatches int    `json:"ready_batches"`
+	Oldest       string `json:"oldest"`
+	Lag          string `json:"lag"`
+	DebtBlockSec int64  `json:"debt_block_seconds"`
+}
+
+func (h *Handler) tenants(r *http.Request) (any, error) {
+	if _, err := h.svc.Stats(r.Context()); err != nil { // on the leader, up to date
+		return nil, err
+	}
+	out := []Tenant{}
+	for _, t := range h.svc.FSM().Tenants() {
+		out = append(out, Tenant{Tenant: t.Tenant, Level: t.Level, Queued: t.Queued, ReadyBatches: t.ReadyBatches,
+			Oldest: logTime(t.Oldest), Lag: t.Lag.String(), DebtBlockSec: t.Debt})
+	}
+	return out, nil
+}
+
+// Quarantined is a quarantined block.
+type Quarantined struct {
+	ID      string `json:"id"`
+	Tenant  string `json:"tenant"`
+	Shard   uint32 `json:"shard"`
+	Level   uint32 `json:"level"`
+	Job     string `json:"job"`
+	Reason  string `json:"reason"`
+	Since   string `json:"since"`
+	Arrived string `json:"arrived"`
+	Size    int64  `json:"size"`
+}
+
+// QuarantinePage is a page of quarantined blocks.
+type QuarantinePage struct {
+	Blocks []Quarantined `json:"blocks"`
+	Next   string        `json:"next"`
+}
+
+func (h *Handler) quarantine(r *http.Request) (any, error) {
+	limit, err := queryInt(r.URL.Query(), "limit", 10000)
+	if err != nil {
+		return nil, err
+	}
+	blocks, next, err := h.svc.Quarantined(r.Context(), r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return nil, err
+	}
+	page := QuarantinePage{Blocks: []Quarantined{}, Next: next}
+	for _, b := range blocks {
+		page.Blocks = append(page.Blocks, Quarantined{ID: b.ID, Tenant: b.Tenant, Shard: b.Shard, Level: b.Level, Job: b.Job,
+			Reason: b.Reason, Since: logTime(b.Since), Arrived: logTime(b.Arrived), Size: b.Size})
+	}
+	return page, nil
+}
+
+// Planned is a change a dry run would make.
+type Planned struct {
+	Change  string   `json:"change"`
+	Job     string   `json:"job"`
+	Tenant  string   `json:"tenant,omitempty"`
+	Level   uint32   `json:"level"`
+	Sources []string `json:"sources,omitempty"`
+	Cleanup int      `json:"tombstones,omitempty"`
+}
+
+// dryRunWorker is the worker a dry run prepares a poll for; nothing is
+// ever recorded under it.
+const dryRunWorker = "admin-dry-run"
+
+func (h *Handler) dryRun(r *http.Request) (any, error) {
+	slots, err := queryInt(r.URL.Query(), "slots", 1<<16)
+	if err != nil {
+		return nil, err
+	}
+	if slots == 0 {
+		slots = 1
+	}
+	if _, err := h.svc.Stats(r.Context()); err != nil { // on the leader, up to date
+		return nil, err
+	}
+	f := h.svc.FSM()
+	_, _, now := f.LastApplied()
+	// Prepare is read-only: it plans on copy-on-write views and returns
+	// the command it would propose, which is dropped.
+	cmd, err := f.Prepare(&ck.PollRequest{WorkerID: dryRunWorker, Seq: 1 << 62, FreeSlots: int32(slots)}, now)
+	if err != nil {
+		return nil, err
+	}
+	out := []Planned{}
+	plans := map[string]*ck.JobPlan{}
+	for _, c := range cmd.Poll.Update.Changes {
+		p := Planned{Change: c.Kind.String(), Job: c.Job}
+		if c.Plan != nil {
+			plans[c.Job] = c.Plan
+		}
+		if plan := plans[c.Job]; plan != nil {
+			p.Tenant, p.Level, p.Sources, p.Cleanup = plan.Tenant, plan.Level, plan.Sources, len(plan.Tombstones)
+		} else if js, plan, ok := f.Job(c.Job); ok {
+			p.Tenant, p.Level, p.Sources, p.Cleanup = js.Tenant, js.Level, plan.Sources, len(plan.Tombstones)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Command is the body of a command: the fields its action reads.
+type Command struct {
+	Tenant      string   `json:"tenant,omitempty"`
+	Level       *uint32  `json:"level,omitempty"`
+	Job         string   `json:"job,omitempty"`
+	MaxFailures *uint32  `json:"max_failures,omitempty"`
+	Blocks      []string `json:"blocks,omitempty"`
+}
+
+// CommandResult is the answer to a command.
+type CommandResult struct {
+	Action    string   `json:"action"`
+	Index     uint64   `json:"index"`
+	Count     int      `json:"count"`
+	Cancelled []string `json:"cancelled,omitempty"`
+}
+
+var actions = map[string]raftfsm.OperatorAction{
+	"pause": raftfsm.OpPause, "resume": raftfsm.OpResume, "retry": raftfsm.OpRetry,
+	"cancel": raftfsm.OpCancel, "requeue": raftfsm.OpRequeue, "set-max-failures": raftfsm.OpSetMaxFailures,
+}
+
+// sameOrigin reports whether a browser's request comes from a page of the
+// handler's own host (requests without Origin are not a browser's).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("action")
+	action, ok := actions[name]
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown action %q", name))
+		return
+	}
+	if h.auth == nil {
+		writeError(w, http.StatusForbidden, errors.New("read-only: this handler has no authorizer, so it runs no command"))
+		return
+	}
+	if !sameOrigin(r) {
+		writeError(w, http.StatusForbidden, fmt.Errorf("cross-origin command from %q refused", r.Header.Get("Origin")))
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want application/json", ct))
+		return
+	}
+	if !h.authorize(w, r, name) {
+		return
+	}
+	var c Command
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		fail(w, badRequest{fmt.Errorf("%s: body: %w", name, err)})
+		return
+	}
+	if dec.More() {
+		fail(w, badf("%s: body: more than one JSON value", name))
+		return
+	}
+	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, Level: c.Level, Job: c.Job, Blocks: c.Blocks}
+	if action == raftfsm.OpSetMaxFailures {
+		if c.MaxFailures == nil {
+			fail(w, badf("set-max-failures: max_failures is required"))
+			return
+		}
+		op.MaxFailures = *c.MaxFailures
+	}
+	res, err := h.svc.Operator(r.Context(), op)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	h.log.Info("admin: command", "action", name, "tenant", c.Tenant, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
+	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count, Cancelled: res.Cancelled})
+}

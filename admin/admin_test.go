@@ -1,0 +1,266 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/raftfsm"
+)
+
+// node is a leader service over an in-memory log, with blocks queued and
+// one job in progress for worker w1.
+type node struct {
+	svc *leader.Service
+	fsm *raftfsm.FSM
+	job ck.JobReply
+}
+
+func newNode(t *testing.T) *node {
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 2
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	ctx := context.Background()
+	_, err = svc.AddBlocks(ctx, []ck.BlockMeta{
+		leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9),
+		leadertest.Block("seg-3", "globex", 0, 0), leadertest.Block("seg-4", "globex", 0, 1e9),
+		leadertest.Block("seg-5", "initech", 0, 0),
+	})
+	require.NoError(t, err)
+	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 1})
+	require.NoError(t, err)
+	return &node{svc: svc, fsm: fsm, job: resp.Jobs[0]}
+}
+
+func (n *node) snapshot(t *testing.T) []byte {
+	var b bytes.Buffer
+	require.NoError(t, n.fsm.Snapshot(&b))
+	return b.Bytes()
+}
+
+func allow(*http.Request, string) error { return nil }
+
+// call sends a request and decodes the JSON answer into out (if not nil).
+func call(t *testing.T, srv *httptest.Server, method, path, body string, hdr map[string]string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if out != nil {
+		require.NoError(t, json.Unmarshal(data, out), string(data))
+	}
+	return resp.StatusCode
+}
+
+func TestReads(t *testing.T) {
+	n := newNode(t)
+	srv := httptest.NewServer(admin.New(n.svc))
+	defer srv.Close()
+
+	var st admin.Status
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", nil, &st))
+	require.Equal(t, 5, st.Queued+st.Claimed)
+	require.Equal(t, 1, st.Jobs["in_progress"])
+	require.NotEmpty(t, st.Levels)
+	require.NotEmpty(t, st.LogTime)
+
+	var page admin.JobPage
+	require.Equal(t, 200, call(t, srv, "GET", "/api/jobs?status=in_progress", "", nil, &page))
+	require.Len(t, page.Jobs, 1)
+	j := page.Jobs[0]
+	require.Equal(t, n.job.Job, j.Name)
+	require.Equal(t, "in_progress", j.Status)
+	require.Equal(t, ck.PublicWorkerName("w1-SECRETSECRETSECRET"), j.Worker)
+	require.NotEmpty(t, j.Deadline)
+
+	var one admin.Job
+	require.Equal(t, 200, call(t, srv, "GET", "/api/jobs/"+n.job.Job, "", nil, &one))
+	require.Equal(t, n.job.Plan.Sources, one.Sources)
+
+	var tenants []admin.Tenant
+	require.Equal(t, 200, call(t, srv, "GET", "/api/tenants", "", nil, &tenants))
+	require.NotEmpty(t, tenants)
+	var q admin.QuarantinePage
+	require.Equal(t, 200, call(t, srv, "GET", "/api/quarantine", "", nil, &q))
+	require.Empty(t, q.Blocks)
+
+	for path, code := range map[string]int{
+		"/api/jobs?status=sleeping":  400,
+		"/api/jobs?cursor=garbage":   400,
+		"/api/jobs?limit=-3":         400,
+		"/api/jobs?level=x":          400,
+		"/api/jobs/no.such.job":      404,
+		"/api/jobs/..":               404, // cleaned by the mux: no such endpoint
+		"/api/nothing":               404,
+		"/api/dry-run?slots=1000000": 400,
+	} {
+		var e struct{ Error string }
+		require.Equal(t, code, call(t, srv, "GET", path, "", nil, &e), path)
+		require.NotEmpty(t, e.Error, path)
+	}
+	raw := []byte(srv.URL)
+	require.NotContains(t, string(raw), "SECRET")
+}
+
+// The whole API never shows a worker's secret ID.
+func TestNoSecrets(t *testing.T) {
+	n := newNode(t)
+	srv := httptest.NewServer(admin.New(n.svc))
+	defer srv.Close()
+	for _, path := range []string{"/", "/api/status", "/api/jobs", "/api/jobs/" + n.job.Job, "/api/dry-run"} {
+		resp, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode, path)
+		require.NotContains(t, string(body), "SECRETSECRET", path)
+	}
+}
+
+// A dry run shows what the next poll would plan and assign, and changes
+// nothing.
+func TestDryRun(t *testing.T) {
+	n := newNode(t)
+	srv := httptest.NewServer(admin.New(n.svc))
+	defer srv.Close()
+	before := n.snapshot(t)
+	var planned []admin.Planned
+	require.Equal(t, 200, call(t, srv, "GET", "/api/dry-run?slots=4", "", nil, &planned))
+	require.NotEmpty(t, planned)
+	kinds := map[string]int{}
+	for _, p := range planned {
+		kinds[p.Change]++
+		if p.Change == "assign" {
+			require.NotEmpty(t, p.Sources)
+		}
+	}
+	require.Positive(t, kinds["assign"])
+	require.Equal(t, before, n.snapshot(t), "a dry run changes nothing")
+}
+
+func TestCommands(t *testing.T) {
+	n := newNode(t)
+	readOnly := httptest.NewServer(admin.New(n.svc))
+	defer readOnly.Close()
+	denied := errors.New("not an operator")
+	srv := httptest.NewServer(admin.New(n.svc, admin.WithMaxBody(1024), admin.WithAuthorizer(func(r *http.Request, action string) error {
+		if r.Header.Get("X-Operator") == "" && action != "status" {
+			return denied
+		}
+		return nil
+	})))
+	defer srv.Close()
+	op := map[string]string{"X-Operator": "alice"}
+
+	before := n.snapshot(t)
+	for _, c := range []struct {
+		srv  *httptest.Server
+		path string
+		body string
+		hdr  map[string]string
+		code int
+	}{
+		{readOnly, "/api/commands/pause", `{"tenant":"acme"}`, nil, 403},                        // read-only
+		{srv, "/api/commands/pause", `{"tenant":"acme"}`, nil, 403},                             // not authorized
+		{srv, "/api/commands/explode", `{}`, op, 400},                                           // unknown action
+		{srv, "/api/commands/pause", `{"tenant":`, op, 400},                                     // malformed
+		{srv, "/api/commands/pause", `{"tenant":"acme","color":"red"}`, op, 400},                // unknown field
+		{srv, "/api/commands/pause", `{"tenant":"` + strings.Repeat("a", 2000) + `"}`, op, 413}, // too large
+		{srv, "/api/commands/pause", `{"tenant":"acme"}`, map[string]string{"X-Operator": "a", "Origin": "https://evil.example"}, 403},
+		{srv, "/api/commands/pause", `{"tenant":"acme"}`, map[string]string{"X-Operator": "a", "Content-Type": "text/plain"}, 415},
+		{srv, "/api/commands/set-max-failures", `{}`, op, 400},                    // missing field
+		{srv, "/api/commands/cancel", `{"job":"no.such.job"}`, op, 409},           // refused by the state machine
+		{srv, "/api/commands/pause", `{"tenant":"acme"} {"tenant":"x"}`, op, 400}, // two values
+	} {
+		var e struct{ Error string }
+		require.Equal(t, c.code, call(t, c.srv, "POST", c.path, c.body, c.hdr, &e), "%s %s", c.path, c.body)
+		require.NotEmpty(t, e.Error)
+	}
+	require.Equal(t, before, n.snapshot(t), "refused commands change nothing")
+	require.Equal(t, 405, call(t, srv, "GET", "/api/commands/pause", "", op, nil))
+
+	var res admin.CommandResult
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":"acme"}`, op, &res))
+	require.Equal(t, "pause", res.Action)
+	require.Positive(t, res.Index)
+	var st admin.Status
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
+	require.Equal(t, []string{"acme at every level"}, st.Paused)
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"tenant":"acme"}`, map[string]string{"X-Operator": "a", "Origin": srv.URL}, &res))
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
+	require.Empty(t, st.Paused)
+}
+
+// follower is a log that does not lead.
+type follower struct{ leader.Log }
+
+func (follower) Leader() leader.Leadership {
+	return leader.Leadership{Term: 3, LeaderID: "n2", LeaderAddr: "10.0.0.2:7000"}
+}
+
+func TestFollowerNamesTheLeader(t *testing.T) {
+	n := newNode(t)
+	svc := leader.New(follower{leadertest.NewMemLog(n.fsm)}, n.fsm)
+	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(allow)))
+	defer srv.Close()
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/status", ""}, {"GET", "/api/jobs", ""}, {"GET", "/", ""},
+		{"POST", "/api/commands/pause", `{"tenant":"acme"}`},
+	} {
+		var e struct {
+			Error      string `json:"error"`
+			LeaderID   string `json:"leader_id"`
+			LeaderAddr string `json:"leader_addr"`
+		}
+		require.Equal(t, http.StatusMisdirectedRequest, call(t, srv, c.method, c.path, c.body, nil, &e), c.path)
+		require.Equal(t, "n2", e.LeaderID)
+		require.Equal(t, "10.0.0.2:7000", e.LeaderAddr)
+	}
+}
+
+func TestPage(t *testing.T) {
+	n := newNode(t)
+	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(allow)))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
+	page := string(body)
+	for _, want := range []string{`id="queued"`, `id="levels"`, `id="in-progress"`, n.job.Job, `<svg id="chart"`, `id="pause-form"`} {
+		require.Contains(t, page, want)
+	}
+	ro := httptest.NewServer(admin.New(n.svc))
+	defer ro.Close()
+	resp, err = ro.Client().Get(ro.URL + "/")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NotContains(t, string(body), `id="pause-form"`, "a read-only page offers no command")
+}

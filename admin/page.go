@@ -1,0 +1,156 @@
+package admin
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// pageData is what the status page shows.
+type pageData struct {
+	Status     *Status
+	Tenants    []Tenant
+	InProgress []Job
+	Quarantine []Quarantined
+	Chart      template.HTML
+	Commands   bool
+}
+
+// pageRows bounds each table of the page.
+const pageRows = 50
+
+var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="5">
+<title>compactkit status</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}
+td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+.ok{color:#060}.bad{color:#a00}
+</style></head><body>
+<h1>compactkit</h1>
+{{with .Status}}
+<p id="summary">term {{.Term}} · entry {{.LastApplied}} · log time {{.LogTime}} · cluster version {{.ClusterVersion}} · workers {{.Workers}}
+{{if .Failed}}<b class="bad">replica stopped: {{.Failed}}</b>{{end}}</p>
+<p>queued <b id="queued">{{.Queued}}</b> · claimed <b id="claimed">{{.Claimed}}</b> · quarantined <b id="quarantined">{{.Quarantined}}</b> ·
+tombstones <b id="tombstones">{{.Tombstones}}</b> · {{if .Drained}}<span class="ok" id="drained">drained</span>{{else}}<span id="drained">working</span>{{end}}</p>
+<p>jobs: {{range $k, $v := .Jobs}}{{$k}} <b id="jobs-{{$k}}">{{$v}}</b> {{end}} · completed {{.Completed}} · failed {{.Failures}} · excluded {{.Excluded}}</p>
+<p>paused: <span id="paused">{{if .Paused}}{{range .Paused}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>
+<h2>Levels</h2>
+<table id="levels"><tr><th>level</th><th>queued</th><th>claimed</th><th>ready batches</th><th>lag</th><th>debt (block·s)</th></tr>
+{{range .Levels}}<tr><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.Claimed}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
+</table>
+{{end}}
+<h2>Backlog</h2>
+{{.Chart}}
+{{if .Commands}}
+<h2>Pause or resume a tenant</h2>
+<form id="pause-form"><input name="tenant" id="pause-tenant" placeholder="tenant" required>
+<button type="submit" name="action" value="pause" id="pause-button">pause</button>
+<button type="submit" name="action" value="resume" id="resume-button">resume</button>
+<span id="command-result"></span></form>
+<script>
+document.getElementById("pause-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const action = e.submitter.value;
+  const tenant = document.getElementById("pause-tenant").value;
+  const r = await fetch("api/commands/" + action, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({tenant})});
+  const body = await r.json();
+  document.getElementById("command-result").textContent = r.ok ? action + "d " + tenant + " (entry " + body.index + ")" : body.error;
+});
+</script>
+{{end}}
+<h2>Tenants</h2>
+<table id="tenants"><tr><th class="l">tenant</th><th>level</th><th>queued</th><th>ready</th><th>lag</th><th>debt (block·s)</th></tr>
+{{range .Tenants}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
+</table>
+<h2>Jobs in progress</h2>
+<table id="in-progress"><tr><th class="l">job</th><th class="l">tenant</th><th>level</th><th class="l">worker</th><th>token</th><th class="l">deadline</th><th>failures</th><th class="l">last failure</th></tr>
+{{range .InProgress}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Worker}}</td><td>{{.Token}}</td><td class="l">{{.Deadline}}</td><td>{{.Failures}}</td><td class="l">{{.LastFailure}}</td></tr>{{end}}
+</table>
+<h2>Quarantined blocks</h2>
+<table id="quarantine"><tr><th class="l">block</th><th class="l">tenant</th><th>level</th><th class="l">job</th><th class="l">reason</th><th class="l">since</th></tr>
+{{range .Quarantine}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Job}}</td><td class="l">{{.Reason}}</td><td class="l">{{.Since}}</td></tr>{{end}}
+</table>
+<p>JSON: <a href="api/status">status</a> · <a href="api/jobs">jobs</a> · <a href="api/tenants">tenants</a> · <a href="api/quarantine">quarantine</a> · <a href="api/dry-run?slots=4">dry run</a></p>
+</body></html>
+`))
+
+// page serves the status page.
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r, "status") {
+		return
+	}
+	ctx := r.Context()
+	st, err := h.statusOf(ctx)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d := pageData{Status: st, Commands: h.auth != nil}
+	for _, t := range h.svc.FSM().Tenants() {
+		if len(d.Tenants) == pageRows {
+			break
+		}
+		d.Tenants = append(d.Tenants, Tenant{Tenant: t.Tenant, Level: t.Level, Queued: t.Queued, ReadyBatches: t.ReadyBatches,
+			Oldest: logTime(t.Oldest), Lag: t.Lag.String(), DebtBlockSec: t.Debt})
+	}
+	jobs, _, err := h.svc.Jobs(ctx, scheduler.Filter{Status: ck.StatusInProgress}, "", pageRows)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	for _, js := range jobs {
+		d.InProgress = append(d.InProgress, jobOf(js))
+	}
+	q, _, err := h.svc.Quarantined(ctx, "", pageRows)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	for _, b := range q {
+		d.Quarantine = append(d.Quarantine, Quarantined{ID: b.ID, Tenant: b.Tenant, Level: b.Level, Job: b.Job, Reason: b.Reason, Since: logTime(b.Since)})
+	}
+	d.Chart = h.chart()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := pageTmpl.Execute(w, d); err != nil {
+		h.log.Warn("admin: status page", "err", err)
+	}
+}
+
+// chart draws the backlog history (queued blocks, jobs) as inline SVG.
+func (h *Handler) chart() template.HTML {
+	h.mu.Lock()
+	hist := append([]sample(nil), h.history...)
+	h.mu.Unlock()
+	const width, height = 600, 120
+	top := 1
+	for _, s := range hist {
+		top = max(top, s.queued, s.jobs)
+	}
+	line := func(v func(sample) int) string {
+		var b strings.Builder
+		for i, s := range hist {
+			x := 0
+			if len(hist) > 1 {
+				x = i * width / (len(hist) - 1)
+			}
+			fmt.Fprintf(&b, "%d,%d ", x, height-v(s)*height/top)
+		}
+		return b.String()
+	}
+	svg := fmt.Sprintf(`<svg id="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="backlog over time">`+
+		`<rect width="100%%" height="100%%" fill="#fafafa" stroke="#ccc"/>`+
+		`<polyline fill="none" stroke="#36c" stroke-width="2" points="%s"/>`+
+		`<polyline fill="none" stroke="#c63" stroke-width="2" points="%s"/>`+
+		`<text x="4" y="14" font-size="12" fill="#36c">queued blocks (max %d)</text>`+
+		`<text x="4" y="28" font-size="12" fill="#c63">jobs</text></svg>`,
+		width, height, width, height, line(func(s sample) int { return s.queued }), line(func(s sample) int { return s.jobs }), top)
+	return template.HTML(svg) //nolint:gosec // numbers only
+}
