@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/compactkit/compactkit/admin"
+)
+
+// client talks to the admin API.
+type client struct {
+	base    string
+	headers http.Header
+	http    *http.Client
+}
+
+// headerList collects -H flags.
+type headerList []string
+
+func (h *headerList) String() string     { return strings.Join(*h, ", ") }
+func (h *headerList) Set(v string) error { *h = append(*h, v); return nil }
+
+// run runs one command; usage errors and API errors are returned.
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("compactctl", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	addr := fs.String("addr", "http://127.0.0.1:8080/admin/", "base URL of the admin API")
+	format := fs.String("o", "table", "output: table or json")
+	var hdrs headerList
+	fs.Var(&hdrs, "H", "extra request header 'Name: value' (repeatable), e.g. for the host's authorization")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *format != "table" && *format != "json" {
+		return fmt.Errorf("-o %q: want table or json", *format)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("no command")
+	}
+	c := &client{base: strings.TrimSuffix(*addr, "/") + "/", headers: http.Header{}, http: &http.Client{Timeout: 30 * time.Second}}
+	for _, h := range hdrs {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			return fmt.Errorf("-H %q: want 'Name: value'", h)
+		}
+		c.headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	show := func(v any, table func(w *tabwriter.Writer)) error {
+		if *format == "json" {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		table(w)
+		return w.Flush()
+	}
+	switch cmd {
+	case "status":
+		var st admin.Status
+		if err := c.get(ctx, "api/status", nil, &st); err != nil {
+			return err
+		}
+		return show(st, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "term\t%d\nentry\t%d\nlog time\t%s\ncluster version\t%d\nworkers\t%d\n", st.Term, st.LastApplied, st.LogTime, st.ClusterVersion, st.Workers)
+			fmt.Fprintf(w, "queued\t%d\nclaimed\t%d\nquarantined\t%d\ntombstones\t%d\ndrained\t%t\n", st.Queued, st.Claimed, st.Quarantined, st.Tombstones, st.Drained)
+			for _, s := range []string{"unassigned", "in_progress", "excluded"} {
+				fmt.Fprintf(w, "jobs %s\t%d\n", s, st.Jobs[s])
+			}
+			fmt.Fprintf(w, "paused\t%s\n", strings.Join(st.Paused, "; "))
+			if st.Failed != "" {
+				fmt.Fprintf(w, "FAILED\t%s\n", st.Failed)
+			}
+			fmt.Fprintln(w, "\nLEVEL\tQUEUED\tCLAIMED\tREADY\tLAG\tDEBT")
+			for _, l := range st.Levels {
+				fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%d\n", l.Level, l.Queued, l.Claimed, l.ReadyBatches, l.Lag, l.DebtBlockSec)
+			}
+		})
+	case "jobs":
+		sub := flag.NewFlagSet("jobs", flag.ContinueOnError)
+		sub.SetOutput(errOut)
+		tenant := sub.String("tenant", "", "tenant")
+		level := sub.Int("level", -1, "level")
+		status := sub.String("status", "", "unassigned, in_progress or excluded")
+		limit := sub.Int("limit", 0, "page size")
+		cursor := sub.String("cursor", "", "cursor of the page")
+		if err := sub.Parse(rest); err != nil {
+			return err
+		}
+		q := url.Values{}
+		sub.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "tenant":
+				q.Set("tenant", *tenant)
+			case "level":
+				q.Set("level", strconv.Itoa(*level))
+			}
+		})
+		if *status != "" {
+			q.Set("status", *status)
+		}
+		if *limit > 0 {
+			q.Set("limit", strconv.Itoa(*limit))
+		}
+		if *cursor != "" {
+			q.Set("cursor", *cursor)
+		}
+		var page admin.JobPage
+		if err := c.get(ctx, "api/jobs", q, &page); err != nil {
+			return err
+		}
+		return show(page, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "JOB\tTENANT\tLEVEL\tSTATUS\tWORKER\tTOKEN\tFAILURES\tLAST FAILURE")
+			for _, j := range page.Jobs {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", j.Name, j.Tenant, j.Level, j.Status, j.Worker, j.Token, j.Failures, j.LastFailure)
+			}
+			if page.Next != "" {
+				fmt.Fprintf(w, "\nnext page: -cursor %s\n", page.Next)
+			}
+		})
+	case "job":
+		if len(rest) != 1 {
+			return errors.New("job: want the job's name")
+		}
+		var j admin.Job
+		if err := c.get(ctx, "api/jobs/"+url.PathEscape(rest[0]), nil, &j); err != nil {
+			return err
+		}
+		return show(j, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "job\t%s\ntenant\t%s\nlevel\t%d\nstatus\t%s\nworker\t%s\ntoken\t%d\ndeadline\t%s\nadded\t%s\nfailures\t%d\nlast failure\t%s\nfailed at\t%s\n",
+				j.Name, j.Tenant, j.Level, j.Status, j.Worker, j.Token, j.Deadline, j.AddedAt, j.Failures, j.LastFailure, j.FailedAt)
+			fmt.Fprintf(w, "sources\t%s\ntombstones\t%s\n", strings.Join(j.Sources, " "), strings.Join(j.Tombstones, " "))
+		})
+	case "tenants":
+		var ts []admin.Tenant
+		if err := c.get(ctx, "api/tenants", nil, &ts); err != nil {
+			return err
+		}
+		return show(ts, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "TENANT\tLEVEL\tQUEUED\tREADY\tLAG\tDEBT")
+			for _, t := range ts {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\n", t.Tenant, t.Level, t.Queued, t.ReadyBatches, t.Lag, t.DebtBlockSec)
+			}
+		})
+	case "quarantine":
+		var q admin.QuarantinePage
+		if err := c.get(ctx, "api/quarantine", nil, &q); err != nil {
+			return err
+		}
+		return show(q, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "BLOCK\tTENANT\tLEVEL\tJOB\tSINCE\tREASON")
+			for _, b := range q.Blocks {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", b.ID, b.Tenant, b.Level, b.Job, b.Since, b.Reason)
+			}
+		})
+	case "dry-run":
+		sub := flag.NewFlagSet("dry-run", flag.ContinueOnError)
+		sub.SetOutput(errOut)
+		slots := sub.Int("slots", 1, "free slots of the imagined poll")
+		if err := sub.Parse(rest); err != nil {
+			return err
+		}
+		var ps []admin.Planned
+		if err := c.get(ctx, "api/dry-run", url.Values{"slots": {strconv.Itoa(*slots)}}, &ps); err != nil {
+			return err
+		}
+		return show(ps, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "CHANGE\tJOB\tTENANT\tLEVEL\tSOURCES\tTOMBSTONES")
+			for _, p := range ps {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Change, p.Job, p.Tenant, p.Level, len(p.Sources), p.Cleanup)
+			}
+		})
+	case "pause", "resume", "retry", "cancel", "requeue", "set-max-failures":
+		body, err := commandBody(cmd, rest, errOut)
+		if err != nil {
+			return err
+		}
+		var res admin.CommandResult
+		if err := c.post(ctx, "api/commands/"+cmd, body, &res); err != nil {
+			return err
+		}
+		return show(res, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "%s applied at entry %d", res.Action, res.Index)
+			if res.Count > 0 {
+				fmt.Fprintf(w, " (%d)", res.Count)
+			}
+			fmt.Fprintln(w)
+		})
+	default:
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// commandBody builds an operator command's JSON body from its arguments.
+func commandBody(cmd string, args []string, errOut io.Writer) (*admin.Command, error) {
+	sub := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	sub.SetOutput(errOut)
+	tenant := sub.String("tenant", "", "tenant")
+	level := sub.Int("level", -1, "level")
+	job := sub.String("job", "", "job")
+	if err := sub.Parse(args); err != nil {
+		return nil, err
+	}
+	c := &admin.Command{Tenant: *tenant, Job: *job}
+	if *level >= 0 {
+		l := uint32(*level)
+		c.Level = &l
+	}
+	switch cmd {
+	case "requeue":
+		if sub.NArg() == 0 {
+			return nil, errors.New("requeue: name the blocks")
+		}
+		c.Blocks = sub.Args()
+	case "set-max-failures":
+		if sub.NArg() != 1 {
+			return nil, errors.New("set-max-failures: want the limit (0 = unlimited)")
+		}
+		n, err := strconv.ParseUint(sub.Arg(0), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("set-max-failures %q: %w", sub.Arg(0), err)
+		}
+		m := uint32(n)
+		c.MaxFailures = &m
+	default:
+		if sub.NArg() != 0 {
+			return nil, fmt.Errorf("%s: unexpected arguments %q", cmd, sub.Args())
+		}
+	}
+	return c, nil
+}
+
+// apiError is an error the API answered.
+type apiError struct {
+	Status     int
+	Message    string `json:"error"`
+	LeaderID   string `json:"leader_id"`
+	LeaderAddr string `json:"leader_addr"`
+}
+
+func (e *apiError) Error() string {
+	msg := fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+	if e.LeaderID != "" || e.LeaderAddr != "" {
+		msg += fmt.Sprintf(" (the leader is %s at %s)", e.LeaderID, e.LeaderAddr)
+	}
+	return msg
+}
+
+func (c *client) get(ctx context.Context, path string, q url.Values, out any) error {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	return c.do(req, out)
+}
+
+func (c *client) post(ctx context.Context, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.do(req, out)
+}
+
+func (c *client) do(req *http.Request, out any) error {
+	for k, vs := range c.headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		e := &apiError{Status: resp.StatusCode}
+		if json.Unmarshal(data, e) != nil || e.Message == "" {
+			e.Message = strings.TrimSpace(string(data))
+		}
+		return e
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: answer: %w", req.Method, req.URL.Path, err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/raftfsm"
+)
+
+// A live in-process node: a leader service over an in-memory log, its
+// admin API mounted under /admin/ as a host would, requiring a token.
+func liveNode(t *testing.T) (*httptest.Server, string) {
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 2
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	ctx := context.Background()
+	_, err = svc.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9)})
+	require.NoError(t, err)
+	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 1})
+	require.NoError(t, err)
+	h := admin.New(svc, admin.WithAuthorizer(func(r *http.Request, _ string) error {
+		if r.Header.Get("Authorization") != "Bearer ops" {
+			return http.ErrNoCookie
+		}
+		return nil
+	}))
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", http.StripPrefix("/admin", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, resp.Jobs[0].Job
+}
+
+func ctl(t *testing.T, srv *httptest.Server, args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), append([]string{"-addr", srv.URL + "/admin/", "-H", "Authorization: Bearer ops"}, args...), &out, &errOut)
+	return out.String(), err
+}
+
+func TestCLI(t *testing.T) {
+	srv, job := liveNode(t)
+
+	out, err := ctl(t, srv, "status")
+	require.NoError(t, err)
+	require.Contains(t, out, "jobs in_progress  1")
+
+	out, err = ctl(t, srv, "jobs", "-status", "in_progress")
+	require.NoError(t, err)
+	require.Contains(t, out, job)
+	require.NotContains(t, out, "SECRETSECRET")
+
+	out, err = ctl(t, srv, "-o", "json", "job", job)
+	require.NoError(t, err)
+	var j admin.Job
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Equal(t, []string{"seg-1", "seg-2"}, j.Sources)
+
+	for _, args := range [][]string{{"tenants"}, {"quarantine"}, {"dry-run", "-slots", "2"}} {
+		_, err := ctl(t, srv, args...)
+		require.NoError(t, err, args)
+	}
+
+	out, err = ctl(t, srv, "pause", "-tenant", "acme")
+	require.NoError(t, err)
+	require.Contains(t, out, "pause applied at entry")
+	out, err = ctl(t, srv, "-o", "json", "status")
+	require.NoError(t, err)
+	require.Contains(t, out, `"acme at every level"`)
+	_, err = ctl(t, srv, "resume", "-tenant", "acme")
+	require.NoError(t, err)
+	_, err = ctl(t, srv, "set-max-failures", "5")
+	require.NoError(t, err)
+
+	// Errors say what the API said.
+	_, err = ctl(t, srv, "cancel", "-job", "no.such.job")
+	require.ErrorContains(t, err, "409")
+	_, err = ctl(t, srv, "job", "no.such.job")
+	require.ErrorContains(t, err, "404")
+	_, err = ctl(t, srv, "explode")
+	require.ErrorContains(t, err, "unknown command")
+	var out2, errOut bytes.Buffer
+	err = run(context.Background(), []string{"-addr", srv.URL + "/admin/", "status"}, &out2, &errOut)
+	require.ErrorContains(t, err, "403", "no credentials")
+	_, err = ctl(t, srv, "set-max-failures", "many")
+	require.Error(t, err)
+	require.True(t, strings.Contains(out, "acme"))
+}
