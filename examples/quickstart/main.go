@@ -104,6 +104,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	defer srv.Close()
 
 	fmt.Fprintf(out, "compactkit quickstart: single-node hashicorp/raft (in-memory stores), leader endpoints at %s (metrics: %s/metrics)\n", srv.URL, srv.URL)
+	fmt.Fprintf(out, "status page: %s/admin/ (compactctl -addr %s/admin/ status)\n", srv.URL, srv.URL)
 	fmt.Fprintf(out, "object store: %s\n\n", where)
 	rep, err = demo.Run(ctx, demo.Env{Peers: []string{srv.URL}, Store: store, Metrics: reg}, cfg.Run, out)
 	if rep == nil {

@@ -54,6 +54,7 @@ func TestQuickstart(t *testing.T) {
 	assert.Less(t, after, rep.Segments)
 	assert.Contains(t, out.String(), "verification passed")
 	assert.Contains(t, out.String(), "read amplification")
+	assert.Contains(t, out.String(), "status page: http://", "the quickstart prints the status page's address")
 	st, err := os.Stat(cfg.Chart)
 	require.NoError(t, err)
 	assert.Positive(t, st.Size())

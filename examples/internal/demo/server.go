@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/compactkit/compactkit/admin"
 	"github.com/compactkit/compactkit/examples/transport"
+	"github.com/compactkit/compactkit/raftfsm/hraft"
 )
 
 // HTTPServer serves a node's endpoints (and /metrics) on loopback.
@@ -39,6 +41,11 @@ func Serve(addr string, b transport.Backend, reg *prometheus.Registry, opts ...t
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", transport.NewHandler(b, opts...))
+	if svc, ok := b.(*hraft.Service); ok {
+		// The operator's status page and API, read-only: the demo has
+		// no credentials to check.
+		mux.Handle("/admin/", http.StripPrefix("/admin", admin.New(svc.Service)))
+	}
 	if reg != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
