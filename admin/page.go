@@ -25,7 +25,6 @@ const pageRows = 50
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="refresh" content="5">
 <title>compactkit status</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
@@ -78,6 +77,13 @@ document.getElementById("pause-form").addEventListener("submit", async (e) => {
 <table id="quarantine"><tr><th class="l">block</th><th class="l">tenant</th><th>level</th><th class="l">job</th><th class="l">reason</th><th class="l">since</th></tr>
 {{range .Quarantine}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Job}}</td><td class="l">{{.Reason}}</td><td class="l">{{.Since}}</td></tr>{{end}}
 </table>
+<script>
+// Refresh every 5 s, but not while the operator is typing a command.
+setInterval(() => {
+  const a = document.activeElement;
+  if (!a || a.tagName !== "INPUT") location.reload();
+}, 5000);
+</script>
 <p>JSON: <a href="api/status">status</a> · <a href="api/jobs">jobs</a> · <a href="api/tenants">tenants</a> · <a href="api/quarantine">quarantine</a> · <a href="api/dry-run?slots=4">dry run</a></p>
 </body></html>
 `))

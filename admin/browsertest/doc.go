@@ -1,0 +1,9 @@
+// Package browsertest drives the admin status page in a real headless
+// browser (Chromium, through the DevTools protocol with chromedp): the
+// page loads without console errors, shows the numbers the API returns,
+// and a pause issued from the page takes effect. It is a nested module so
+// that the core module never depends on a browser driver; its tests find
+// the browser on PATH (chromium, chromium-browser, google-chrome) or in
+// $CHROME, and fail without one when COMPACTKIT_REQUIRE_BROWSER is set
+// (CI installs Debian's chromium) — otherwise they skip, saying so.
+package browsertest
