@@ -14,6 +14,7 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
@@ -29,8 +30,8 @@ type Authorizer func(r *http.Request, action string) error
 
 // Actions lists the action names an [Authorizer] is asked about.
 var Actions = []string{
-	"status", "jobs", "job", "tenants", "quarantine", "dry-run",
-	"pause", "resume", "retry", "cancel", "requeue", "set-max-failures",
+	"status", "jobs", "job", "tenants", "quarantine", "dry-run", "fsck",
+	"pause", "resume", "retry", "cancel", "requeue", "set-max-failures", "fsck-remove",
 }
 
 // Option configures a [Handler].
@@ -79,6 +80,8 @@ type Handler struct {
 	log     *slog.Logger
 	now     func() time.Time
 	mux     *http.ServeMux
+	store   blockmerge.Store
+	layout  blockmerge.Layout
 
 	mu      sync.Mutex
 	history []sample // backlog over time, for the page's chart
@@ -110,6 +113,8 @@ func New(svc *leader.Service, opts ...Option) *Handler {
 	m.HandleFunc("GET /api/tenants", h.read("tenants", h.tenants))
 	m.HandleFunc("GET /api/quarantine", h.read("quarantine", h.quarantine))
 	m.HandleFunc("GET /api/dry-run", h.read("dry-run", h.dryRun))
+	m.HandleFunc("GET /api/fsck", h.read("fsck", h.fsck))
+	m.HandleFunc("POST /api/fsck/remove", h.fsckRemove)
 	m.HandleFunc("POST /api/commands/{action}", h.command)
 	m.HandleFunc("/api/commands/{action}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
@@ -572,6 +577,41 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// commandAllowed checks what every command needs: an authorizer that
+// allows it, the handler's own origin, a JSON body.
+func (h *Handler) commandAllowed(w http.ResponseWriter, r *http.Request, name string) bool {
+	if h.auth == nil {
+		writeError(w, http.StatusForbidden, errors.New("read-only: this handler has no authorizer, so it runs no command"))
+		return false
+	}
+	if !sameOrigin(r) {
+		writeError(w, http.StatusForbidden, fmt.Errorf("cross-origin command from %q refused", r.Header.Get("Origin")))
+		return false
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want application/json", ct))
+		return false
+	}
+	return h.authorize(w, r, name)
+}
+
+// decodeBody decodes exactly one JSON value with known fields into v.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest{fmt.Errorf("body: %w", err)}
+	}
+	if dec.More() {
+		return badf("body: more than one JSON value")
+	}
+	return nil
+}
+
 func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("action")
 	action, ok := actions[name]
@@ -579,30 +619,12 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown action %q", name))
 		return
 	}
-	if h.auth == nil {
-		writeError(w, http.StatusForbidden, errors.New("read-only: this handler has no authorizer, so it runs no command"))
-		return
-	}
-	if !sameOrigin(r) {
-		writeError(w, http.StatusForbidden, fmt.Errorf("cross-origin command from %q refused", r.Header.Get("Origin")))
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		writeError(w, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want application/json", ct))
-		return
-	}
-	if !h.authorize(w, r, name) {
+	if !h.commandAllowed(w, r, name) {
 		return
 	}
 	var c Command
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		fail(w, badRequest{fmt.Errorf("%s: body: %w", name, err)})
-		return
-	}
-	if dec.More() {
-		fail(w, badf("%s: body: more than one JSON value", name))
+	if err := decodeBody(r, &c); err != nil {
+		fail(w, err)
 		return
 	}
 	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, Level: c.Level, Job: c.Job, Blocks: c.Blocks}

@@ -21,6 +21,8 @@
 //	cancel -job NAME
 //	requeue BLOCK...
 //	set-max-failures N
+//	fsck
+//	fsck-remove KEY...
 package main
 
 import (

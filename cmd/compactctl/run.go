@@ -183,6 +183,36 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Change, p.Job, p.Tenant, p.Level, len(p.Sources), p.Cleanup)
 			}
 		})
+	case "fsck":
+		var rep admin.FsckReport
+		if err := c.get(ctx, "api/fsck", nil, &rep); err != nil {
+			return err
+		}
+		return show(rep, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "objects\t%d\norphans\t%d\nmissing\t%d\n", rep.Objects, len(rep.Orphans), len(rep.Missing))
+			for _, o := range rep.Orphans {
+				fmt.Fprintf(w, "orphan\t%s\t%d bytes\n", o.Key, o.Size)
+			}
+			for _, id := range rep.Missing {
+				fmt.Fprintf(w, "missing\t%s\n", id)
+			}
+		})
+	case "fsck-remove":
+		if len(rest) == 0 {
+			return errors.New("fsck-remove: name the orphaned keys to remove (from fsck)")
+		}
+		var res admin.RemoveResult
+		if err := c.post(ctx, "api/fsck/remove", admin.RemoveRequest{Keys: rest}, &res); err != nil {
+			return err
+		}
+		return show(res, func(w *tabwriter.Writer) {
+			for _, k := range res.Removed {
+				fmt.Fprintf(w, "removed\t%s\n", k)
+			}
+			for _, k := range res.Kept {
+				fmt.Fprintf(w, "kept (not an orphan)\t%s\n", k)
+			}
+		})
 	case "pause", "resume", "retry", "cancel", "requeue", "set-max-failures":
 		body, err := commandBody(cmd, rest, errOut)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -31,7 +32,7 @@ func liveNode(t *testing.T) (*httptest.Server, string) {
 	require.NoError(t, err)
 	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 1})
 	require.NoError(t, err)
-	h := admin.New(svc, admin.WithAuthorizer(func(r *http.Request, _ string) error {
+	h := admin.New(svc, admin.WithStore(blockmerge.NewMemStore(), blockmerge.ObjectLayout), admin.WithAuthorizer(func(r *http.Request, _ string) error {
 		if r.Header.Get("Authorization") != "Bearer ops" {
 			return http.ErrNoCookie
 		}
@@ -68,6 +69,9 @@ func TestCLI(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	require.Equal(t, []string{"seg-1", "seg-2"}, j.Sources)
 
+	out, err = ctl(t, srv, "fsck")
+	require.NoError(t, err)
+	require.Contains(t, out, "orphans  0")
 	for _, args := range [][]string{{"tenants"}, {"quarantine"}, {"dry-run", "-slots", "2"}} {
 		_, err := ctl(t, srv, args...)
 		require.NoError(t, err, args)
