@@ -150,4 +150,14 @@
 // function fails the scrape with ErrNoStats; a label value that is not
 // valid UTF-8 fails the scrape; constant labels that clash with a
 // collector's own are refused when the collector is registered.
+//
+// # Alerts and dashboard
+//
+// The module ships alerts.yml, Prometheus alerting rules over these
+// metrics (a stopped replica, compaction lag, nothing compacted while
+// blocks wait, excluded jobs, quarantined blocks, a tombstone backlog, a
+// log clock behind, workers rejected or losing leases), and
+// dashboard.json, a Grafana dashboard of the backlog, lag, debt, jobs,
+// completions, merge throughput and deletions. Their tests check that they
+// parse and query only metrics the collectors export.
 package prom
