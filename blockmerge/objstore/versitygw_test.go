@@ -12,11 +12,14 @@ import (
 	"github.com/compactkit/compactkit/blockmerge/storetest"
 )
 
-// The conformance suite against a real S3 server.
+// The conformance suite against a real S3 server, with the conditional
+// put (If-None-Match: *): of concurrent creates of one key exactly one
+// wins — the property the bucket log relies on, checked on the server
+// before anything relies on it.
 func TestVersityConformance(t *testing.T) {
 	v := versitytest.Start(t)
 	storetest.Run(t, func(t *testing.T) blockmerge.Store {
-		s, _ := v.Store(t, 5<<20)
+		s, _ := v.ConditionalStore(t, 5<<20)
 		return s
 	})
 }

@@ -146,6 +146,13 @@ func (v *Server) Store(t testing.TB, partSize uint64, opts ...objstore.Option) (
 	return objstore.New(b, opts...), name
 }
 
+// ConditionalStore is Store with a create-if-absent (If-None-Match: *).
+func (v *Server) ConditionalStore(t testing.TB, partSize uint64, opts ...objstore.Option) (*objstore.ConditionalStore, string) {
+	t.Helper()
+	s, name := v.Store(t, partSize, opts...)
+	return objstore.NewConditional(s, objstore.S3ConditionalPut(v.Client(t), name)), name
+}
+
 // Client returns a plain S3 client of the server.
 func (v *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
