@@ -33,8 +33,9 @@
 // leader.WithRetries(n, backoff): under contention a prepared poll loses
 // races and is prepared again.
 //
-// Not yet built: batching several commands per entry, entry times taken
-// from the store, truncation behind a low-water mark (the log and its
-// checkpoints grow), and conditional puts on S3 (the thanos-io/objstore
-// adapter has none): today the log runs on MemStore and FileStore.
+// It runs on blockmerge's MemStore and FileStore and on S3
+// (blockmerge/objstore's ConditionalStore, If-None-Match: *). Not yet
+// built: batching several commands per entry, entry times taken from the
+// store, and truncation behind a low-water mark (the log and its
+// checkpoints grow).
 package bucketlog
