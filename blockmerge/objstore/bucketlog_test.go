@@ -13,6 +13,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge/objstore/versitytest"
 	"github.com/compactkit/compactkit/bucketlog"
+	"github.com/compactkit/compactkit/bucketlog/bucketlogtest"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -64,4 +65,16 @@ func TestBucketLogOnS3(t *testing.T) {
 	view := svcs[0].FSM().Index()
 	defer view.Close()
 	require.Equal(t, 30, view.Len())
+}
+
+// BenchmarkBucketLogS3: polls through 1, 4 and 16 coordinators of one
+// bucket log on a real S3 server (versitygw on loopback).
+func BenchmarkBucketLogS3(b *testing.B) {
+	v := versitytest.Start(b)
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("s3/%d", n), func(b *testing.B) {
+			s, _ := v.ConditionalStore(b, 0)
+			bucketlogtest.CoordinatorsBenchmark(b, s, n)
+		})
+	}
 }
