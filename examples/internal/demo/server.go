@@ -13,6 +13,7 @@ import (
 
 	"github.com/compactkit/compactkit/admin"
 	"github.com/compactkit/compactkit/examples/transport"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 )
 
@@ -41,10 +42,13 @@ func Serve(addr string, b transport.Backend, reg *prometheus.Registry, opts ...t
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", transport.NewHandler(b, opts...))
-	if svc, ok := b.(*hraft.Service); ok {
-		// The operator's status page and API, read-only: the demo has
-		// no credentials to check.
+	// The operator's status page and API, read-only: the demo has no
+	// credentials to check.
+	switch svc := b.(type) {
+	case *hraft.Service:
 		mux.Handle("/admin/", http.StripPrefix("/admin", admin.New(svc.Service)))
+	case *leader.Service:
+		mux.Handle("/admin/", http.StripPrefix("/admin", admin.New(svc)))
 	}
 	if reg != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

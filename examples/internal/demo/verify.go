@@ -72,9 +72,10 @@ func Verify(ctx context.Context, store blockmerge.Store, live []ck.BlockMeta, le
 		return levels[l]
 	}
 
-	// Objects in the store.
+	// Objects in the store, under the blocks prefix (a bucket log keeps
+	// its entries beside them).
 	objects := map[string]bool{}
-	if err := store.List(ctx, "", func(key string) error { objects[key] = true; return nil }); err != nil {
+	if err := store.List(ctx, ck.BlockPrefix, func(key string) error { objects[key] = true; return nil }); err != nil {
 		return v, nil, fmt.Errorf("listing the store: %w", err)
 	}
 
