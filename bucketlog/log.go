@@ -41,6 +41,14 @@ type Option func(*Log)
 // [DefaultCheckpointEvery]; 0 writes none).
 func WithCheckpointEvery(n uint64) Option { return func(l *Log) { l.every = n } }
 
+// WithObserver calls fn for every entry the log applies, in log order,
+// with the command's bytes and how it was applied — for a host that audits
+// or indexes the log. fn runs while the log is locked: it must not call
+// the log.
+func WithObserver(fn func(cmd []byte, a leader.Applied)) Option {
+	return func(l *Log) { l.observe = fn }
+}
+
 // WithLogger sets the log's logger (default: discard).
 func WithLogger(lg *slog.Logger) Option {
 	return func(l *Log) {
@@ -53,13 +61,14 @@ func WithLogger(lg *slog.Logger) Option {
 // Log is one coordinator's view of a bucket log: it implements
 // [leader.Log] over its own replica of the state machine.
 type Log struct {
-	store  blockmerge.Store
-	cond   blockmerge.ConditionalPutter
-	prefix string
-	fsm    *raftfsm.FSM
-	id     string
-	every  uint64
-	log    *slog.Logger
+	store   blockmerge.Store
+	cond    blockmerge.ConditionalPutter
+	prefix  string
+	fsm     *raftfsm.FSM
+	id      string
+	every   uint64
+	log     *slog.Logger
+	observe func(cmd []byte, a leader.Applied)
 
 	mu      sync.Mutex // serialises catch-up and appends
 	applied uint64     // the last entry applied
@@ -244,7 +253,11 @@ func (l *Log) apply(n uint64, data []byte) (appliedEntry, error) {
 	}
 	l.applied, l.hash = n, sha256.Sum256(data)
 	l.stats.Read++
-	return appliedEntry{Applied: leader.Applied{Index: n, Term: 1, Result: res, Err: aerr}, nonce: e.nonce}, nil
+	a := appliedEntry{Applied: leader.Applied{Index: n, Term: 1, Result: res, Err: aerr}, nonce: e.nonce}
+	if l.observe != nil {
+		l.observe(e.cmd, a.Applied)
+	}
+	return a, nil
 }
 
 // maxAppendTries bounds the appends of a command that does not depend on
