@@ -22,6 +22,13 @@
 //     coordinator restores the newest checkpoint and replays the entries
 //     after it; one that cannot be read falls back to an older one (or to
 //     replaying from entry 1), with a log line.
+//   - Truncation is ordered ([Log.Truncate]): first the low-water mark is
+//     raised to the newest checkpoint (an object created if absent: the
+//     mark only grows), then older entries and checkpoints are deleted. A
+//     coordinator that finds its next entry missing reads the mark (one
+//     LIST per append) and, if the mark has passed it, restores the
+//     checkpoint at the mark instead of creating the entry — a coordinator
+//     paused past a truncation never re-creates a deleted index.
 //   - Time is the proposer's: the leader service stamps every command,
 //     and the state machine keeps its time monotonic, bounded by the
 //     replicated clock step. A fast proposer clock moves the log's time
@@ -35,7 +42,6 @@
 //
 // It runs on blockmerge's MemStore and FileStore and on S3
 // (blockmerge/objstore's ConditionalStore, If-None-Match: *). Not yet
-// built: batching several commands per entry, entry times taken from the
-// store, and truncation behind a low-water mark (the log and its
-// checkpoints grow).
+// built: batching several commands per entry, and entry times taken from
+// the store.
 package bucketlog

@@ -217,7 +217,11 @@ func (l *Log) catchUpFor(ctx context.Context, nonce string) (*leader.Applied, er
 			return mine, fmt.Errorf("bucketlog: read entry %d: %w", n, err)
 		}
 		if data == nil {
-			return mine, nil
+			// The tip, or an entry truncated behind this replica.
+			if restored, err := l.behindMark(ctx, n); err != nil || !restored {
+				return mine, err
+			}
+			continue
 		}
 		a, err := l.apply(n, data)
 		if err != nil {
