@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/compactkit/compactkit/raftfsm"
 )
 
 // A checkpoint object: magic, index, the hash of entry index, then the
@@ -75,11 +77,17 @@ func (l *Log) restoreFrom(n uint64, data []byte) error {
 	}
 	var hash [32]byte
 	copy(hash[:], rest[8:40])
-	if err := l.fsm.Restore(bytes.NewReader(rest[40:])); err != nil {
+	// Check the state on a scratch replica first: a refused checkpoint
+	// leaves this replica as it was.
+	probe, err := raftfsm.Restore(bytes.NewReader(rest[40:]))
+	if err != nil {
 		return err
 	}
-	if last, _, _ := l.fsm.LastApplied(); last > n {
+	if last, _, _ := probe.LastApplied(); last > n {
 		return fmt.Errorf("%w: checkpoint %d holds the state at entry %d", ErrCorrupt, n, last)
+	}
+	if err := l.fsm.Restore(bytes.NewReader(rest[40:])); err != nil {
+		return err
 	}
 	l.applied, l.hash = n, hash
 	return nil
