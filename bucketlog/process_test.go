@@ -121,6 +121,8 @@ func (h hideCheckpoints) PutIfAbsent(ctx context.Context, key string, r io.Reade
 // compacted, and no block was compacted twice.
 func TestCoordinatorsSIGKILL(t *testing.T) {
 	if testing.Short() {
+		// -short runs skip the process tests; CI and the README's test
+		// command run them.
 		t.Skip("SKIPPED in -short: starts processes")
 	}
 	dir := t.TempDir()
