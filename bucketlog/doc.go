@@ -23,12 +23,13 @@
 //     after it; one that cannot be read falls back to an older one (or to
 //     replaying from entry 1), with a log line.
 //   - Truncation is ordered ([Log.Truncate]): first the low-water mark is
-//     raised to the newest checkpoint (an object created if absent: the
+//     raised (marker objects created if absent, one per 64 entries: the
 //     mark only grows), then older entries and checkpoints are deleted. A
-//     coordinator that finds its next entry missing reads the mark (one
-//     LIST per append) and, if the mark has passed it, restores the
-//     checkpoint at the mark instead of creating the entry — a coordinator
-//     paused past a truncation never re-creates a deleted index.
+//     coordinator that finds its next entry missing checks the marker at
+//     or above it (one existence check per append) and, if the mark has
+//     passed it, restores the newest checkpoint instead of creating the
+//     entry — a coordinator paused past a truncation never re-creates a
+//     deleted index.
 //   - Time is the proposer's: the leader service stamps every command,
 //     and the state machine keeps its time monotonic, bounded by the
 //     replicated clock step. A fast proposer clock moves the log's time

@@ -11,13 +11,27 @@ import (
 	"github.com/compactkit/compactkit/blockmerge"
 )
 
-// The low-water mark: objects <prefix>/lowwater/<C, 20 digits>, created
-// if absent, the mark being the largest C. It only grows: two truncations
-// at once create two objects, never lower one.
+// The low-water mark is a set of marker objects
+// <prefix>/lowwater/<k·markStep, 20 digits>, created if absent, one for
+// every multiple of markStep up to the mark D: entries at or below D may
+// be deleted, and D is always a multiple of markStep. It only grows (two
+// truncations at once create markers, never remove one). Whether entry n
+// may have been deleted is one existence check: the marker at the first
+// multiple of markStep at or above n exists exactly when D ≥ n.
+const markStep = 64
 
 func (l *Log) markKey(c uint64) string { return fmt.Sprintf("%s/lowwater/%020d", l.prefix, c) }
 
-// mark returns the low-water mark: entries at or below it may be deleted.
+// truncated reports whether entry n is at or below the low-water mark.
+func (l *Log) truncated(ctx context.Context, n uint64) (bool, error) {
+	ok, err := l.store.Exists(ctx, l.markKey((n+markStep-1)/markStep*markStep))
+	if err != nil {
+		return false, fmt.Errorf("bucketlog: low-water mark: %w", err)
+	}
+	return ok, nil
+}
+
+// mark returns the low-water mark (the largest marker), by listing.
 func (l *Log) mark(ctx context.Context) (uint64, error) {
 	var c uint64
 	err := l.store.List(ctx, l.prefix+"/lowwater/", func(k string) error {
@@ -32,8 +46,24 @@ func (l *Log) mark(ctx context.Context) (uint64, error) {
 	return c, nil
 }
 
-// Truncate raises the low-water mark to the newest checkpoint and deletes
-// the entries at or below it and the older checkpoints. A coordinator that
+// newestCheckpoint lists the checkpoints' indexes, oldest first.
+func (l *Log) newestCheckpoint(ctx context.Context) ([]uint64, error) {
+	var cps []uint64
+	err := l.store.List(ctx, l.prefix+"/checkpoint/", func(k string) error {
+		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/checkpoint/"), 10, 64); err == nil {
+			cps = append(cps, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bucketlog: list checkpoints: %w", err)
+	}
+	return cps, nil // in key order: the newest last
+}
+
+// Truncate raises the low-water mark to the newest checkpoint, rounded
+// down to a multiple of 64, and deletes the entries at or below the mark
+// and the checkpoints older than the newest. A coordinator that
 // was paused behind the mark restores that checkpoint before it appends
 // (see Propose), so it never re-creates a deleted index. Deletion happens
 // only after the mark is written: run it with a delay after raising the
@@ -41,21 +71,27 @@ func (l *Log) mark(ctx context.Context) (uint64, error) {
 // entry gone below the mark restores the checkpoint too). It returns the
 // new mark (0: no checkpoint yet, nothing truncated).
 func (l *Log) Truncate(ctx context.Context) (uint64, error) {
-	var cps []uint64
-	if err := l.store.List(ctx, l.prefix+"/checkpoint/", func(k string) error {
-		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/checkpoint/"), 10, 64); err == nil {
-			cps = append(cps, v)
-		}
-		return nil
-	}); err != nil {
+	cps, err := l.newestCheckpoint(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("bucketlog: truncate: %w", err)
 	}
 	if len(cps) == 0 {
 		return 0, nil
 	}
-	c := cps[len(cps)-1] // listed in key order: the newest
-	if err := l.cond.PutIfAbsent(ctx, l.markKey(c), bytes.NewReader(nil)); err != nil && !errors.Is(err, blockmerge.ErrExists) {
-		return 0, fmt.Errorf("bucketlog: truncate: raise the mark to %d: %w", c, err)
+	c := cps[len(cps)-1] / markStep * markStep
+	if c == 0 {
+		return 0, nil
+	}
+	prev, err := l.mark(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// Markers first, lowest first, every one up to c: the existence check
+	// of any deleted entry finds one.
+	for m := prev + markStep; m <= c; m += markStep {
+		if err := l.cond.PutIfAbsent(ctx, l.markKey(m), bytes.NewReader(nil)); err != nil && !errors.Is(err, blockmerge.ErrExists) {
+			return 0, fmt.Errorf("bucketlog: truncate: raise the mark to %d: %w", m, err)
+		}
 	}
 	for _, cp := range cps[:len(cps)-1] {
 		if err := l.store.Delete(ctx, l.checkpointKey(cp)); err != nil {
@@ -82,18 +118,28 @@ func (l *Log) Truncate(ctx context.Context) (uint64, error) {
 
 // behindMark handles entry n missing: if the low-water mark has reached
 // it, the entries this replica needs were truncated, and it restores the
-// checkpoint at the mark. It reports whether it restored.
+// newest checkpoint (at or above the mark). It reports whether it
+// restored.
 func (l *Log) behindMark(ctx context.Context, n uint64) (bool, error) {
-	c, err := l.mark(ctx)
-	if err != nil || c < n {
+	if behind, err := l.truncated(ctx, n); err != nil || !behind {
 		return false, err
 	}
-	data, err := l.read(ctx, l.checkpointKey(c))
+	cps, err := l.newestCheckpoint(ctx)
 	if err != nil {
 		return false, err
 	}
-	if data == nil {
-		l.failed = fmt.Errorf("bucketlog: entry %d is below the low-water mark %d and the checkpoint at the mark is gone: %w", n, c, ErrCorrupt)
+	var (
+		c    uint64
+		data []byte
+	)
+	if len(cps) > 0 {
+		c = cps[len(cps)-1]
+		if data, err = l.read(ctx, l.checkpointKey(c)); err != nil {
+			return false, err
+		}
+	}
+	if data == nil || c < n {
+		l.failed = fmt.Errorf("bucketlog: entry %d is below the low-water mark and no checkpoint covers it: %w", n, ErrCorrupt)
 		return false, l.failed
 	}
 	if err := l.restoreFrom(c, data); err != nil {

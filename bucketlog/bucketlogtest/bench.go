@@ -22,8 +22,13 @@ import (
 // counting counts a store's operations.
 type counting struct {
 	blockmerge.Store
-	cond                 blockmerge.ConditionalPutter
-	creates, gets, lists atomic.Int64
+	cond                        blockmerge.ConditionalPutter
+	creates, gets, lists, heads atomic.Int64
+}
+
+func (c *counting) Exists(ctx context.Context, key string) (bool, error) {
+	c.heads.Add(1)
+	return c.Store.Exists(ctx, key)
 }
 
 func (c *counting) Get(ctx context.Context, key string) (io.ReadCloser, error) {
@@ -45,7 +50,7 @@ func (c *counting) PutIfAbsent(ctx context.Context, key string, r io.Reader) err
 // bucket log on store (a new, empty store with conditional puts), each
 // with its own worker taking a job and releasing it in every poll, all at
 // once. It reports polls/s, the object operations per poll (creates,
-// GETs, LISTs) and the conflicts per append.
+// GETs, HEADs, LISTs) and the conflicts per append.
 func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 	cond, ok := store.(blockmerge.ConditionalPutter)
 	if !ok {
@@ -87,6 +92,7 @@ func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 	cs.creates.Store(0)
 	cs.gets.Store(0)
 	cs.lists.Store(0)
+	cs.heads.Store(0)
 	var conflicts0, appends0 uint64
 	for _, l := range logs {
 		conflicts0 += l.Stats().Conflicts
@@ -137,6 +143,7 @@ func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 	b.ReportMetric(float64(cs.creates.Load())/polls, "creates/poll")
 	b.ReportMetric(float64(cs.gets.Load())/polls, "GETs/poll")
 	b.ReportMetric(float64(cs.lists.Load())/polls, "LISTs/poll")
+	b.ReportMetric(float64(cs.heads.Load())/polls, "HEADs/poll")
 	if appends > 0 {
 		b.ReportMetric(float64(conflicts)/float64(appends), "conflicts/append")
 	}
