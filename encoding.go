@@ -97,26 +97,10 @@ func (u *PlanUpdate) UnmarshalBinary(data []byte) error {
 // bytes of the release that had no such field — and of n+1 fields
 // otherwise, so that a value is readable by every release that can use
 // it. decodeTail reads either form.
-
-// decodeTail decodes data, a CBOR array of n or n+1 items, into short (n
-// fields) or long (n+1 fields), and reports whether the tail was present.
 func decodeTail(what string, data []byte, n int, short, long any) (bool, error) {
-	const arrayHeader = 0x80 // CBOR major type 4 with the length in the low bits (n < 23)
-	if len(data) == 0 {
-		return false, fmt.Errorf("%s: empty: %w", what, ErrMalformed)
+	tail, err := codec.Default.UnmarshalTail(data, n, short, long)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
-	switch data[0] {
-	case arrayHeader + byte(n):
-		if err := codec.Default.Unmarshal(data, short); err != nil {
-			return false, fmt.Errorf("%s: %w", what, err)
-		}
-		return false, nil
-	case arrayHeader + byte(n+1):
-		if err := codec.Default.Unmarshal(data, long); err != nil {
-			return false, fmt.Errorf("%s: %w", what, err)
-		}
-		return true, nil
-	default:
-		return false, fmt.Errorf("%s: not an array of %d or %d items: %w", what, n, n+1, ErrMalformed)
-	}
+	return tail, nil
 }

@@ -41,6 +41,14 @@ type Option func(*Handler)
 // also authorizes every read.
 func WithAuthorizer(a Authorizer) Option { return func(h *Handler) { h.auth = a } }
 
+// WithIdentity names the caller of a command (an operator's login, a
+// certificate's subject): the name travels in the log with the command
+// (raftfsm.Operator.By), so every replica logs who issued it. Without it
+// commands carry no name.
+func WithIdentity(who func(r *http.Request) string) Option {
+	return func(h *Handler) { h.identity = who }
+}
+
 // WithMaxBody sets the largest request body accepted (default
 // [DefaultMaxBody]).
 func WithMaxBody(n int64) Option {
@@ -74,14 +82,15 @@ func WithClock(now func() time.Time) Option {
 // Handler serves the API under /api/ and the status page at the root of
 // wherever it is mounted (strip the mount prefix with http.StripPrefix).
 type Handler struct {
-	svc     *leader.Service
-	auth    Authorizer
-	maxBody int64
-	log     *slog.Logger
-	now     func() time.Time
-	mux     *http.ServeMux
-	store   blockmerge.Store
-	layout  blockmerge.Layout
+	svc      *leader.Service
+	auth     Authorizer
+	maxBody  int64
+	log      *slog.Logger
+	now      func() time.Time
+	mux      *http.ServeMux
+	store    blockmerge.Store
+	layout   blockmerge.Layout
+	identity func(r *http.Request) string
 
 	mu      sync.Mutex
 	history []sample // backlog over time, for the page's chart
@@ -628,6 +637,9 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, Level: c.Level, Job: c.Job, Blocks: c.Blocks}
+	if h.identity != nil {
+		op.By = h.identity(r)
+	}
 	if action == raftfsm.OpSetMaxFailures {
 		if c.MaxFailures == nil {
 			fail(w, badf("set-max-failures: max_failures is required"))
@@ -640,6 +652,6 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	h.log.Info("admin: command", "action", name, "tenant", c.Tenant, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
+	h.log.Info("admin: command", "action", name, "by", op.By, "tenant", c.Tenant, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
 	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count, Cancelled: res.Cancelled})
 }

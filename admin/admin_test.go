@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -263,4 +264,21 @@ func TestPage(t *testing.T) {
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NotContains(t, string(body), `id="pause-form"`, "a read-only page offers no command")
+}
+
+// A command carries the caller's identity into the log: every replica
+// logs who issued it.
+func TestCommandIdentity(t *testing.T) {
+	var logs bytes.Buffer
+	cfg := raftfsm.DefaultConfig()
+	fsm, err := raftfsm.New(cfg, raftfsm.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	require.NoError(t, err)
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(allow), admin.WithIdentity(func(r *http.Request) string {
+		return r.Header.Get("X-Operator")
+	})))
+	defer srv.Close()
+	var res admin.CommandResult
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":"acme"}`, map[string]string{"X-Operator": "alice"}, &res))
+	require.Contains(t, logs.String(), `"by":"alice"`)
 }

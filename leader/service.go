@@ -491,8 +491,14 @@ func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftf
 }
 
 // Operator proposes an operator command; an error wrapping
-// [raftfsm.ErrOperator] says it could not be carried out.
+// [raftfsm.ErrOperator] says it could not be carried out. The issuer's
+// name (op.By) is carried from cluster version 3; below, it is left out
+// of the entry and only logged here.
 func (s *Service) Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.Result, error) {
+	if op.By != "" && s.fsm.ClusterVersion() < 3 {
+		s.o.log.Info("leader: operator command", "action", op.Action.String(), "by", op.By)
+		op.By = ""
+	}
 	return s.write(ctx, &raftfsm.Command{Operator: &op})
 }
 

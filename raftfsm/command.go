@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
@@ -22,8 +25,9 @@ import (
 // damaged entry instead of applying it. Cluster version 2 also changes what
 // Apply does (see [FSM.Apply]); every such change takes effect only once the
 // cluster version is raised. Version 3 is encoded as version 2 and may
-// carry failure reasons in a poll's fail changes (compactkit.Change.Reason);
-// cluster version 3 keeps them with the jobs (compactkit.JobState.LastFailure).
+// carry failure reasons in a poll's fail changes (compactkit.Change.Reason),
+// which cluster version 3 keeps with the jobs (compactkit.JobState.LastFailure),
+// and the issuer of an operator command (Operator.By).
 const CommandVersion byte = 3
 
 // reasonsVersion is the first command and cluster version with failure
@@ -173,6 +177,66 @@ type Operator struct {
 	MaxFailures uint32
 	// Blocks are the quarantined block IDs to requeue (OpRequeue).
 	Blocks []string
+	// By names who issued the command (an operator, a tool), as the
+	// host's authentication knows them: carried in the log, so every
+	// replica logs it with the command. At most MaxOperatorNameLen bytes
+	// of printable UTF-8; from cluster version 3 (an optional last CBOR
+	// item: a command without it keeps the earlier bytes).
+	By string
+}
+
+// MaxOperatorNameLen bounds [Operator.By].
+const MaxOperatorNameLen = 128
+
+// operatorFields is the encoding of an operator command without By.
+type operatorFields struct {
+	_           struct{} `cbor:",toarray"`
+	Action      OperatorAction
+	Tenant      string
+	Level       *uint32
+	Job         string
+	MaxFailures uint32
+	Blocks      []string
+}
+
+// operatorBy is the encoding of an operator command with By.
+type operatorBy struct {
+	_           struct{} `cbor:",toarray"`
+	Action      OperatorAction
+	Tenant      string
+	Level       *uint32
+	Job         string
+	MaxFailures uint32
+	Blocks      []string
+	By          string
+}
+
+// MarshalCBOR encodes the command as an array of six fields, or seven
+// with By.
+func (o Operator) MarshalCBOR() ([]byte, error) {
+	if o.By == "" {
+		return codec.Default.Marshal(&operatorFields{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks})
+	}
+	return codec.Default.Marshal(&operatorBy{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By})
+}
+
+// UnmarshalCBOR decodes either encoding of [Operator.MarshalCBOR]; seven
+// fields with an empty By are malformed.
+func (o *Operator) UnmarshalCBOR(data []byte) error {
+	var short operatorFields
+	var long operatorBy
+	tail, err := codec.Default.UnmarshalTail(data, 6, &short, &long)
+	switch {
+	case err != nil:
+		return fmt.Errorf("raftfsm: operator: %w", err)
+	case !tail:
+		*o = Operator{Action: short.Action, Tenant: short.Tenant, Level: short.Level, Job: short.Job, MaxFailures: short.MaxFailures, Blocks: short.Blocks}
+	case long.By == "":
+		return fmt.Errorf("raftfsm: operator: seven fields with an empty By: %w", ck.ErrMalformed)
+	default:
+		*o = Operator{Action: long.Action, Tenant: long.Tenant, Level: long.Level, Job: long.Job, MaxFailures: long.MaxFailures, Blocks: long.Blocks, By: long.By}
+	}
+	return nil
 }
 
 // PreparePoll is the first entry of a two-commit poll: it changes nothing
@@ -205,8 +269,8 @@ func (c *Command) MarshalVersion(version byte) ([]byte, error) {
 	if version < 1 || version > CommandVersion {
 		return nil, fmt.Errorf("raftfsm: command version %d, this release writes 1 to %d: %w", version, CommandVersion, ErrClusterVersion)
 	}
-	if version < reasonsVersion && c.hasReasons() {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no failure reasons (from version %d): %w", version, reasonsVersion, ErrClusterVersion)
+	if version < reasonsVersion && c.hasV3Fields() {
+		return nil, fmt.Errorf("raftfsm: command version %d carries no failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrClusterVersion)
 	}
 	data, err := codec.Default.Encode(codec.KindCommand, version, c)
 	if err != nil {
@@ -256,14 +320,18 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, version, err
 	}
-	if version < reasonsVersion && c.hasReasons() {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with failure reasons (from version %d): %w", version, reasonsVersion, ErrInvalidCommand)
+	if version < reasonsVersion && c.hasV3Fields() {
+		return nil, version, fmt.Errorf("raftfsm: command version %d with a failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrInvalidCommand)
 	}
 	return &c, version, nil
 }
 
-// hasReasons reports whether c is a poll with a failure reason.
-func (c *Command) hasReasons() bool {
+// hasV3Fields reports whether c carries a field of version 3: a failure
+// reason in a poll, or an operator's name.
+func (c *Command) hasV3Fields() bool {
+	if c.Operator != nil && c.Operator.By != "" {
+		return true
+	}
 	if c.Poll == nil {
 		return false
 	}
@@ -380,6 +448,9 @@ func (p *Poll) validate() error {
 func (o *Operator) validate() error {
 	if err := ck.ValidateTenant(o.Tenant); err != nil {
 		return fmt.Errorf("raftfsm: operator %s: %w", o.Action, err)
+	}
+	if len(o.By) > MaxOperatorNameLen || !utf8.ValidString(o.By) || strings.ContainsFunc(o.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Errorf("raftfsm: operator %s: issuer %q: at most %d bytes of printable UTF-8: %w", o.Action, o.By, MaxOperatorNameLen, ErrInvalidCommand)
 	}
 	switch o.Action {
 	case OpPause, OpResume:

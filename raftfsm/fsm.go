@@ -379,6 +379,11 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		st.index.SetWatermark(now, cmd.Watermark.OldestReader)
 	case cmd.Operator != nil:
 		err = st.applyOperator(e, now, cmd.Operator, res)
+		if err == nil {
+			o := cmd.Operator
+			f.opts.log.Info("raftfsm: operator command", "entry", e.Index, "action", o.Action.String(), "by", o.By,
+				"tenant", o.Tenant, "job", o.Job, "blocks", len(o.Blocks))
+		}
 	case cmd.PreparePoll != nil:
 		// Only the clock moves: the entry's index is the token of the
 		// assignments of the poll update that follows.

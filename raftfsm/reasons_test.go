@@ -3,6 +3,7 @@ package raftfsm_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +114,37 @@ func TestEntryErrorSaysEachThingOnce(t *testing.T) {
 	require.Equal(t, uint64(14), ee.Index)
 	require.Equal(t, 1, strings.Count(err.Error(), "raftfsm:"), err.Error())
 	require.Equal(t, "raftfsm: entry 14: command version 3 above the cluster version 2: unsupported cluster version", err.Error())
+}
+
+// TestOperatorIssuer: from cluster version 3 an operator command carries
+// who issued it; every replica logs it. Earlier versions neither write nor
+// accept it, and a command without it keeps its earlier bytes.
+func TestOperatorIssuer(t *testing.T) {
+	var logs bytes.Buffer
+	n := newNode(t, testConfig(), raftfsm.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	cmd := &raftfsm.Command{Time: n.now, Operator: &raftfsm.Operator{Action: raftfsm.OpPause, Tenant: "acme", By: "alice@ops"}}
+	data, err := cmd.MarshalVersion(3)
+	require.NoError(t, err)
+	back, err := raftfsm.DecodeCommand(data)
+	require.NoError(t, err)
+	require.Equal(t, "alice@ops", back.Operator.By)
+	plain := &raftfsm.Command{Time: n.now, Operator: &raftfsm.Operator{Action: raftfsm.OpPause, Tenant: "acme"}}
+	p3, err := plain.MarshalVersion(3)
+	require.NoError(t, err)
+	require.Less(t, len(p3), len(data))
+
+	_, err = cmd.MarshalVersion(2)
+	require.ErrorIs(t, err, raftfsm.ErrClusterVersion)
+	v2 := append([]byte{}, data...)
+	v2[3] = 2
+	_, err = raftfsm.DecodeCommand(v2)
+	require.Error(t, err)
+	for _, by := range []string{strings.Repeat("a", raftfsm.MaxOperatorNameLen+1), "bad\nname", "\xff"} {
+		bad := &raftfsm.Command{Time: n.now, Operator: &raftfsm.Operator{Action: raftfsm.OpPause, Tenant: "acme", By: by}}
+		require.ErrorIs(t, bad.Validate(), raftfsm.ErrInvalidCommand, "%q", by)
+	}
+
+	n.mustApply(cmd)
+	require.Contains(t, logs.String(), `"by":"alice@ops"`)
+	require.Contains(t, logs.String(), `"msg":"raftfsm: operator command"`)
 }
