@@ -296,9 +296,12 @@ func (l *Log) propose(ctx context.Context, cmd []byte, preparedAt uint64) (leade
 	if err := l.catchUp(ctx); err != nil {
 		return leader.Applied{}, err
 	}
-	if preparedAt != 0 && preparedAt != l.applied {
+	// The state moved on since cmd was prepared if the state machine
+	// applied anything since (an entry it refused changed nothing: the
+	// command is still valid on top of it).
+	if last, _, _ := l.fsm.LastApplied(); preparedAt != 0 && preparedAt != last {
 		l.stats.Conflicts++
-		return leader.Applied{}, fmt.Errorf("bucketlog: prepared at entry %d, the log is at %d: %w", preparedAt, l.applied, leader.ErrConflict)
+		return leader.Applied{}, fmt.Errorf("bucketlog: prepared at entry %d, the state is at %d: %w", preparedAt, last, leader.ErrConflict)
 	}
 	l.seq++
 	n := l.applied + 1

@@ -198,3 +198,20 @@ func TestCoordinatorsContend(t *testing.T) {
 	defer view.Close()
 	require.Equal(t, 60, view.Len(), "every block added once")
 }
+
+// An entry the state machine refuses (an operator command on an unknown
+// job) changes no state: polls prepared after it are not taken for
+// conflicts forever.
+func TestRefusedEntryIsNoConflict(t *testing.T) {
+	c := newCoordinators(t, blockmerge.NewMemStore(), 1)
+	ctx := context.Background()
+	_, err := c.svcs[0].AddBlocks(ctx, []ck.BlockMeta{leadertest.Block("seg-1", "acme", 0, 0)})
+	require.NoError(t, err)
+	_, err = c.svcs[0].Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: "no.such.job"})
+	require.ErrorIs(t, err, raftfsm.ErrOperator)
+	for seq := uint64(1); seq <= 3; seq++ {
+		_, err := c.svcs[0].Poll(ctx, &ck.PollRequest{WorkerID: "w1-AAAAAAAAAAAAAAAA", Seq: seq, FreeSlots: 1})
+		require.NoError(t, err)
+	}
+	require.Zero(t, c.logs[0].Stats().Conflicts)
+}
