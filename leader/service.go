@@ -121,6 +121,8 @@ type Service struct {
 	polls   chan struct{}   // the poll semaphore: one poll at a time
 	pending <-chan struct{} // an abandoned poll's proposal; guarded by polls
 
+	metrics *metrics
+
 	mu     sync.Mutex
 	office *office
 	closed chan struct{}
@@ -141,7 +143,7 @@ func New(log Log, fsm *raftfsm.FSM, opts ...Option) *Service {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Service{log: log, fsm: fsm, o: o, polls: make(chan struct{}, 1), closed: make(chan struct{})}
+	return &Service{log: log, fsm: fsm, o: o, polls: make(chan struct{}, 1), closed: make(chan struct{}), metrics: newMetrics()}
 }
 
 // Close makes every later call fail with a *[NotLeaderError] wrapping
@@ -309,6 +311,7 @@ func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Res
 // [worker.ErrRejected] and the raftfsm sentinel. Its signature is
 // worker.Client's.
 func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+	start := s.o.clock()
 	if req == nil {
 		return nil, fmt.Errorf("leader: poll: nil request: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest)
 	}
@@ -341,6 +344,7 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 	for attempt := 0; ; attempt++ {
 		resp, err := s.pollOnce(ctx, signed)
 		if err == nil {
+			s.measurePoll(start, resp)
 			return s.signResponse(resp, req.WorkerID, forged), nil
 		}
 		if !(errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)) || attempt >= s.o.retries || ctx.Err() != nil {
@@ -397,6 +401,9 @@ func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest) (*ck.PollRe
 		return nil, fmt.Errorf("leader: poll: entry %d: no response: %w", a.Index, ErrOutcomeUnknown)
 	}
 	s.logOutcomes(req, a)
+	if !a.Result.Replayed {
+		s.measureCompletions(a.Result)
+	}
 	return a.Result.Poll, nil
 }
 

@@ -189,6 +189,8 @@ type ChangeResult struct {
 	// of blocks an applied evict quarantined.
 	Excluded    bool
 	Quarantined int
+	// Level is the level of the job's sources (applied changes).
+	Level uint32
 	// Replace is the index's verdict on an applied completion of a
 	// compaction job (nil for cleanup-only jobs and other changes).
 	Replace *index.ReplaceResult

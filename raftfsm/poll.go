@@ -49,6 +49,9 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 			continue
 		}
 		cr.Token = r.After.Token
+		if r.Plan != nil {
+			cr.Level = r.Plan.Level
+		}
 		switch r.Kind {
 		case ck.ChangeComplete:
 			cr.Replace = st.commit(e, now, c, r.Plan)

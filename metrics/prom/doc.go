@@ -153,9 +153,13 @@
 //
 // # Alerts and dashboard
 //
+// NewLeaderCollector exports what a leader service measured by its own
+// clock (leader.Service.Metrics): poll latency and job duration
+// histograms, and the last completion per level.
+//
 // The module ships alerts.yml, Prometheus alerting rules over these
 // metrics (a stopped replica, compaction lag, nothing compacted while
-// blocks wait, excluded jobs, quarantined blocks, a tombstone backlog, a
+// blocks wait, a level not compacted for hours, slow polls, excluded jobs, quarantined blocks, a tombstone backlog, a
 // log clock behind, workers rejected or losing leases), and
 // dashboard.json, a Grafana dashboard of the backlog, lag, debt, jobs,
 // completions, merge throughput and deletions. Their tests check that they
