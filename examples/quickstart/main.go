@@ -96,7 +96,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prom.NewFSMCollector(node.State.Stats, prom.WithClock(time.Now)))
+	reg.MustRegister(prom.NewFSMCollector(node.State.Stats, prom.WithClock(time.Now)), prom.NewLeaderCollector(node.Service.Metrics))
 	srv, err := demo.Serve("127.0.0.1:0", node.Service, reg)
 	if err != nil {
 		return nil, err

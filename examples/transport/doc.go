@@ -2,6 +2,12 @@
 // JSON (net/http), for the examples: worker polls, new blocks, operator
 // commands and read-only queries.
 //
+// It is an example, not a supported API: copy it into your host and adapt
+// it (authentication, your RPC framework). The supported operator API is
+// package admin (status, jobs, commands, the status page); workers reach
+// the leader through whatever RPC your host has, mapping refusals to
+// worker.ErrRejected as this package's client does.
+//
 // # Server
 //
 // [NewHandler] serves a [Backend] — a [github.com/compactkit/compactkit/raftfsm/hraft.Service]
