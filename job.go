@@ -289,6 +289,78 @@ type JobState struct {
 	// from cluster version 3 and survive a retry, which resets Failures.
 	LastFailure string
 	FailedAt    int64
+	// History is what happened to the job, oldest first, at most
+	// MaxJobHistory events (the oldest are dropped): its attempts with
+	// their tokens and workers and how they ended, exclusion, an
+	// operator's retry. Kept from cluster version 3.
+	History []JobEvent
+}
+
+// MaxJobHistory bounds [JobState.History].
+const MaxJobHistory = 8
+
+// JobEventKind is what happened to a job.
+type JobEventKind uint8
+
+// The event kinds. The zero value is not a kind.
+const (
+	// EventAssigned: an attempt started (Token and Worker are its).
+	EventAssigned JobEventKind = iota + 1
+	// EventFailed: the attempt's worker reported a failure (Detail is
+	// the reason).
+	EventFailed
+	// EventLeaseExpired: the attempt's lease ran out.
+	EventLeaseExpired
+	// EventReleased: the attempt's worker gave the job back.
+	EventReleased
+	// EventExcluded: the job reached its failure limit.
+	EventExcluded
+	// EventRetried: an operator returned the excluded job to the queue
+	// (Detail names the operator, if known).
+	EventRetried
+)
+
+// String returns the kind's name.
+func (k JobEventKind) String() string {
+	switch k {
+	case EventAssigned:
+		return "assigned"
+	case EventFailed:
+		return "failed"
+	case EventLeaseExpired:
+		return "lease_expired"
+	case EventReleased:
+		return "released"
+	case EventExcluded:
+		return "excluded"
+	case EventRetried:
+		return "retried"
+	default:
+		return fmt.Sprintf("JobEventKind(%d)", uint8(k))
+	}
+}
+
+// JobEvent is one event of a job's history.
+type JobEvent struct {
+	_ struct{} `cbor:",toarray"`
+	// At is the log time of the event (unix nanoseconds).
+	At int64
+	// Kind is what happened.
+	Kind JobEventKind
+	// Token and Worker are those of the attempt the event is about (none
+	// for exclusion and retry).
+	Token  fencing.Token
+	Worker string
+	// Detail is the failure reason, or who retried the job.
+	Detail string
+}
+
+// Validate reports whether e is well-formed.
+func (e *JobEvent) Validate() error {
+	if e.Kind < EventAssigned || e.Kind > EventRetried || e.At < 0 || !validReason(e.Detail) {
+		return fmt.Errorf("job event %s at %d: %w", e.Kind, e.At, ErrInconsistent)
+	}
+	return validateName("job event: worker", e.Worker, true)
 }
 
 // Validate reports whether s is well-formed.
@@ -301,6 +373,14 @@ func (s *JobState) Validate() error {
 	}
 	if !validReason(s.LastFailure) || s.FailedAt < 0 {
 		return fmt.Errorf("job %s: last failure %q at %d: %w", s.Name, s.LastFailure, s.FailedAt, ErrInconsistent)
+	}
+	if len(s.History) > MaxJobHistory {
+		return fmt.Errorf("job %s: %d history events, at most %d: %w", s.Name, len(s.History), MaxJobHistory, ErrInconsistent)
+	}
+	for i := range s.History {
+		if err := s.History[i].Validate(); err != nil {
+			return fmt.Errorf("job %s: %w", s.Name, err)
+		}
 	}
 	return validateName("job "+s.Name+": worker", s.Worker, true)
 }

@@ -337,6 +337,16 @@ type Job struct {
 	Sources     []string `json:"sources,omitempty"`
 	Tombstones  []string `json:"tombstones,omitempty"`
 	Shard       *uint32  `json:"shard,omitempty"`
+	History     []Event  `json:"history,omitempty"`
+}
+
+// Event is an event of a job's history.
+type Event struct {
+	At     string `json:"at"`
+	Kind   string `json:"kind"`
+	Token  uint64 `json:"token,omitempty"`
+	Worker string `json:"worker,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 func jobOf(js ck.JobState) Job {
@@ -344,6 +354,9 @@ func jobOf(js ck.JobState) Job {
 		Worker: js.Worker, AddedAt: logTime(js.AddedAt), Failures: js.Failures, LastFailure: js.LastFailure, FailedAt: logTime(js.FailedAt)}
 	if js.Status == ck.StatusInProgress {
 		j.Deadline = logTime(js.Deadline)
+	}
+	for _, ev := range js.History {
+		j.History = append(j.History, Event{At: logTime(ev.At), Kind: ev.Kind.String(), Token: uint64(ev.Token), Worker: ev.Worker, Detail: ev.Detail})
 	}
 	return j
 }

@@ -101,6 +101,10 @@ func TestReads(t *testing.T) {
 	var one admin.Job
 	require.Equal(t, 200, call(t, srv, "GET", "/api/jobs/"+n.job.Job, "", nil, &one))
 	require.Equal(t, n.job.Plan.Sources, one.Sources)
+	require.Len(t, one.History, 1)
+	require.Equal(t, "assigned", one.History[0].Kind)
+	require.Equal(t, uint64(n.job.Token), one.History[0].Token)
+	require.Equal(t, ck.PublicWorkerName("w1-SECRETSECRETSECRET"), one.History[0].Worker)
 
 	var tenants []admin.Tenant
 	require.Equal(t, 200, call(t, srv, "GET", "/api/tenants", "", nil, &tenants))

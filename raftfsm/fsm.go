@@ -513,7 +513,11 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 	case OpPause, OpResume:
 		st.sched.SetPaused(e, o.Tenant, o.Level, o.Action == OpPause)
 	case OpRetry:
-		n, err := st.sched.Retry(e, now, o.Job)
+		retry := st.sched.Retry
+		if st.clusterVersion >= reasonsVersion {
+			retry = func(e ck.Entry, now int64, job string) (int, error) { return st.sched.RetryRecorded(e, now, job, o.By) }
+		}
+		n, err := retry(e, now, o.Job)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrOperator, err)
 		}

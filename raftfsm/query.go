@@ -88,7 +88,7 @@ func (f *FSM) Jobs(flt scheduler.Filter, cursor string, limit int) ([]ck.JobStat
 	defer f.mu.Unlock()
 	jobs, next := f.st.sched.List(flt, cursor, limit)
 	for i := range jobs {
-		jobs[i].Worker = ck.PublicWorkerName(jobs[i].Worker)
+		publicWorkers(&jobs[i])
 	}
 	return jobs, next
 }
@@ -102,8 +102,22 @@ func (f *FSM) Job(name string) (ck.JobState, ck.JobPlan, bool) {
 	if !ok {
 		return ck.JobState{}, ck.JobPlan{}, false
 	}
-	js.Worker = ck.PublicWorkerName(js.Worker)
+	publicWorkers(&js)
 	return js, plan.Clone(), true
+}
+
+// publicWorkers replaces the worker IDs of a job's state, its history
+// included, by their public names: the IDs are the workers' credentials.
+func publicWorkers(js *ck.JobState) {
+	js.Worker = ck.PublicWorkerName(js.Worker)
+	if len(js.History) > 0 {
+		h := make([]ck.JobEvent, len(js.History))
+		for i, ev := range js.History {
+			ev.Worker = ck.PublicWorkerName(ev.Worker)
+			h[i] = ev
+		}
+		js.History = h
+	}
 }
 
 // Quarantined lists quarantined blocks, a page at a time (see

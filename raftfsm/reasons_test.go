@@ -148,3 +148,61 @@ func TestOperatorIssuer(t *testing.T) {
 	require.Contains(t, logs.String(), `"by":"alice@ops"`)
 	require.Contains(t, logs.String(), `"msg":"raftfsm: operator command"`)
 }
+
+// TestJobHistory: from cluster version 3 a job keeps its last events —
+// attempts with their tokens and workers (by public name), how they
+// ended, exclusion, an operator's retry naming the operator — at most
+// MaxJobHistory of them, and snapshots carry them.
+func TestJobHistory(t *testing.T) {
+	cfg := testConfig()
+	cfg.Scheduler.MaxFailures = 2
+	n := newNode(t, cfg)
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
+	kinds := func(name string) []string {
+		js, _, ok := n.f.Job(name)
+		require.True(t, ok)
+		var out []string
+		for _, ev := range js.History {
+			out = append(out, ev.Kind.String())
+			require.NotContains(t, ev.Worker, "SECRET", "workers shown by public name")
+		}
+		return out
+	}
+	resp := n.poll(&ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 1})
+	job := resp.Jobs[0]
+	n.advance(time.Second)
+	n.poll(&ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 2, Updates: []ck.StatusUpdate{{Job: job.Job, Token: job.Token, Status: ck.ReportFailure, Reason: "disk full"}}})
+	require.Equal(t, []string{"assigned", "failed"}, kinds(job.Job))
+	js, _, _ := n.f.Job(job.Job)
+	require.Equal(t, "disk full", js.History[1].Detail)
+	require.Equal(t, job.Token, js.History[0].Token)
+	require.Equal(t, ck.PublicWorkerName("w1-SECRETSECRETSECRET"), js.History[0].Worker)
+
+	n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}) // assigned again
+	n.advance(time.Hour)                                          // its lease runs out
+	n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 4}) // excluded at the limit
+	require.Equal(t, []string{"assigned", "failed", "assigned", "lease_expired", "excluded"}, kinds(job.Job))
+	n.mustApply(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry, Job: job.Job, By: "alice"}})
+	js, _, _ = n.f.Job(job.Job)
+	require.Equal(t, ck.EventRetried, js.History[len(js.History)-1].Kind)
+	require.Equal(t, "alice", js.History[len(js.History)-1].Detail)
+
+	// Bounded: the oldest events go.
+	for seq := uint64(2); seq < 8; seq++ {
+		r := n.poll(&ck.PollRequest{WorkerID: "w2", Seq: seq, FreeSlots: 1})
+		for _, j := range r.Jobs {
+			if j.Job == job.Job && j.Outcome == ck.OutcomeAssigned {
+				seq++
+				n.poll(&ck.PollRequest{WorkerID: "w2", Seq: seq, Updates: []ck.StatusUpdate{{Job: j.Job, Token: j.Token, Status: ck.ReportReleased}}})
+			}
+		}
+	}
+	js, _, _ = n.f.Job(job.Job)
+	require.Len(t, js.History, ck.MaxJobHistory)
+
+	snap := n.snapshot()
+	r, err := raftfsm.Restore(bytes.NewReader(snap))
+	require.NoError(t, err)
+	got, _, _ := r.Job(job.Job)
+	require.Equal(t, js.History, got.History)
+}

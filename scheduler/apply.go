@@ -127,6 +127,24 @@ func (tx *Tx) recordFailure(nj *job, reason string) {
 	nj.st.LastFailure, nj.st.FailedAt = ck.ClipReason(reason), tx.now
 }
 
+// event appends an event to nj's history, if the transaction keeps
+// records (cluster version 3); the oldest events beyond
+// compactkit.MaxJobHistory are dropped. The history is copied, never
+// appended to in place: the previous record of the job shares it.
+func (tx *Tx) event(nj *job, kind ck.JobEventKind, token fencing.Token, worker, detail string) {
+	if tx.reasons {
+		nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ck.ClipReason(detail)})
+	}
+}
+
+// appendEvent returns a new history: h and ev, at most MaxJobHistory.
+func appendEvent(h []ck.JobEvent, ev ck.JobEvent) []ck.JobEvent {
+	h = h[max(0, len(h)-ck.MaxJobHistory+1):]
+	out := make([]ck.JobEvent, len(h), len(h)+1)
+	copy(out, h)
+	return append(out, ev)
+}
+
 // preVersion returns the version of the named job before the entry.
 func (tx *Tx) preVersion(name string, j *job) uint64 {
 	if j != nil {
@@ -240,6 +258,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		if expired {
 			nj.st.Failures++
 			tx.recordFailure(nj, ReasonLeaseExpired)
+			tx.event(nj, ck.EventLeaseExpired, j.st.Token, j.st.Worker, "")
 			r.PrevToken = j.st.Token
 			s.counters.Reassigned++
 		} else {
@@ -249,6 +268,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		nj.st.Token = tx.token
 		nj.st.Deadline = lease.Grant(tx.now, tx.token, cfg.LeaseDuration).Deadline
 		nj.st.Worker = c.Worker
+		tx.event(nj, ck.EventAssigned, tx.token, c.Worker, "")
 	case ck.ChangeExclude:
 		switch {
 		case !expired:
@@ -259,6 +279,8 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		nj.st.Status = ck.StatusExcluded
 		nj.st.Failures++
 		tx.recordFailure(nj, ReasonLeaseExpired)
+		tx.event(nj, ck.EventLeaseExpired, j.st.Token, j.st.Worker, "")
+		tx.event(nj, ck.EventExcluded, 0, "", "")
 		r.PrevToken = j.st.Token
 		s.counters.Excluded++
 	case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
@@ -280,18 +302,21 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 			r.Applied, r.Plan = true, j.plan
 			return r
 		case ck.ChangeFail:
+			tx.recordFailure(nj, c.Reason)
+			tx.event(nj, ck.EventFailed, j.st.Token, j.st.Worker, nj.st.LastFailure)
 			if cfg.atLimit(j.st.Failures) {
 				nj.st.Status = ck.StatusExcluded
+				tx.event(nj, ck.EventExcluded, 0, "", "")
 				s.counters.Excluded++
 			} else {
 				nj.st.Status = ck.StatusUnassigned
 			}
 			nj.st.Failures++
-			tx.recordFailure(nj, c.Reason)
 			r.PrevToken = j.st.Token
 			s.counters.Failed++
 		case ck.ChangeRelease:
 			nj.st.Status = ck.StatusUnassigned
+			tx.event(nj, ck.EventReleased, j.st.Token, j.st.Worker, "")
 			r.PrevToken = j.st.Token
 			s.counters.Released++
 		}
@@ -471,7 +496,17 @@ func (s *Scheduler) ExtendLeases(e ck.Entry, now int64) int {
 // wrapping [ErrUnknownJob], a job that is not excluded one wrapping
 // [ErrNotExcluded].
 func (s *Scheduler) Retry(e ck.Entry, now int64, name string) (int, error) {
-	_ = now
+	return s.retry(e, now, name, false, "")
+}
+
+// RetryRecorded is Retry that also records the retry in the jobs'
+// histories, naming who retried them (by may be empty). The state machine
+// uses it from cluster version 3.
+func (s *Scheduler) RetryRecorded(e ck.Entry, now int64, name, by string) (int, error) {
+	return s.retry(e, now, name, true, by)
+}
+
+func (s *Scheduler) retry(e ck.Entry, now int64, name string, record bool, by string) (int, error) {
 	var jobs []*job
 	if name != "" {
 		j := s.get(name)
@@ -493,6 +528,9 @@ func (s *Scheduler) Retry(e ck.Entry, now int64, name string) (int, error) {
 		nj.st.Status = ck.StatusUnassigned
 		nj.st.Failures = 0
 		nj.st.Version = e.Index
+		if record {
+			nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ck.ClipReason(by)})
+		}
 		s.replace(j, nj)
 		s.counters.Retried++
 	}

@@ -13,9 +13,10 @@ import (
 )
 
 // Versions of the scheduler's snapshot section. Version 2 adds the jobs'
-// failure records (see compactkit.JobState.LastFailure) in frames of their
-// own after the completions. A scheduler writes version 2 only when some job
-// has a failure record — never before cluster version 3, which is when the
+// failure records and histories (see compactkit.JobState.LastFailure and
+// History) in frames of their own after the completions. A scheduler
+// writes version 2 only when some job has such a record — never before
+// cluster version 3, which is when the
 // state machine starts keeping them — so until then its bytes are those
 // every earlier release writes and reads.
 const (
@@ -56,18 +57,28 @@ type snapHeaderV2 struct {
 	Failed    uint64 // records in the failure frames
 }
 
-// failFrame holds up to codec.FrameRecords failure records (version 2) in
-// job name order.
+// failFrame holds up to codec.FrameRecords job records (version 2) in job
+// name order: each job's failure record and history; histories flattened,
+// each job's event count, then the events' columns.
 type failFrame struct {
-	_       struct{} `cbor:",toarray"`
-	N       uint64
-	Names   codec.Strings
-	Reasons codec.Strings
-	At      []byte
+	_           struct{} `cbor:",toarray"`
+	N           uint64
+	Names       codec.Strings
+	Reasons     codec.Strings
+	At          []byte
+	HistCounts  []byte
+	HistAt      []byte
+	HistKinds   []byte
+	HistTokens  []byte
+	HistWorkers codec.Strings
+	HistDetails codec.Strings
 }
 
-// hasFailure reports whether j carries a failure record.
-func hasFailure(j *job) bool { return j.st.LastFailure != "" || j.st.FailedAt != 0 }
+// hasFailure reports whether j carries a record of version 2: a failure
+// record or a history.
+func hasFailure(j *job) bool {
+	return j.st.LastFailure != "" || j.st.FailedAt != 0 || len(j.st.History) > 0
+}
 
 type snapConfig struct {
 	_                  struct{} `cbor:",toarray"`
@@ -294,30 +305,75 @@ func packJobs(js []*job) *jobFrame {
 }
 
 func packFailures(js []*job) *failFrame {
-	names, reasons, at := make([]string, len(js)), make([]string, len(js)), make([]int64, len(js))
+	n := len(js)
+	names, reasons, at, counts := make([]string, n), make([]string, n), make([]int64, n), make([]int, n)
+	var (
+		hAt, hTokens    []int64
+		hKinds          []uint8
+		hWorkers, hDets []string
+	)
 	for i, j := range js {
-		names[i], reasons[i], at[i] = j.st.Name, j.st.LastFailure, j.st.FailedAt
+		names[i], reasons[i], at[i], counts[i] = j.st.Name, j.st.LastFailure, j.st.FailedAt, len(j.st.History)
+		for _, ev := range j.st.History {
+			hAt, hKinds, hTokens = append(hAt, ev.At), append(hKinds, uint8(ev.Kind)), append(hTokens, int64(ev.Token))
+			hWorkers, hDets = append(hWorkers, ev.Worker), append(hDets, ev.Detail)
+		}
 	}
-	return &failFrame{N: uint64(len(js)), Names: codec.PackStrings(names), Reasons: codec.PackStrings(reasons), At: codec.PackInts(at)}
+	return &failFrame{
+		N: uint64(n), Names: codec.PackStrings(names), Reasons: codec.PackStrings(reasons), At: codec.PackInts(at),
+		HistCounts: codec.PackInts(counts), HistAt: codec.PackInts(hAt), HistKinds: codec.PackInts(hKinds),
+		HistTokens: codec.PackInts(hTokens), HistWorkers: codec.PackStrings(hWorkers), HistDetails: codec.PackStrings(hDets),
+	}
 }
 
 // unpackFailures calls fn with every record of f.
-func unpackFailures(f *failFrame, fn func(name, reason string, at int64) error) error {
+func unpackFailures(f *failFrame, fn func(name, reason string, at int64, hist []ck.JobEvent) error) error {
 	n := int(f.N)
 	names, err := f.Names.Unpack(n)
 	if err != nil {
-		return fmt.Errorf("scheduler restore: failure names: %w", err)
+		return fmt.Errorf("scheduler restore: record names: %w", err)
 	}
 	reasons, err := f.Reasons.Unpack(n)
 	if err != nil {
 		return fmt.Errorf("scheduler restore: failure reasons: %w", err)
 	}
-	at, err := codec.UnpackInts[int64](f.At, n)
-	if err != nil {
-		return fmt.Errorf("scheduler restore: failure times: %w", err)
+	at, e1 := codec.UnpackInts[int64](f.At, n)
+	counts, e2 := codec.UnpackInts[uint8](f.HistCounts, n)
+	if err := errors.Join(e1, e2); err != nil {
+		return fmt.Errorf("scheduler restore: record columns: %w", err)
 	}
+	total := 0
+	for _, c := range counts {
+		if int(c) > ck.MaxJobHistory {
+			return malformedf("a history of %d events", c)
+		}
+		total += int(c)
+	}
+	hAt, e1 := codec.UnpackInts[int64](f.HistAt, total)
+	hKinds, e2 := codec.UnpackInts[uint8](f.HistKinds, total)
+	hTokens, e3 := codec.UnpackInts[uint64](f.HistTokens, total)
+	if err := errors.Join(e1, e2, e3); err != nil {
+		return fmt.Errorf("scheduler restore: history columns: %w", err)
+	}
+	hWorkers, err := f.HistWorkers.Unpack(total)
+	if err != nil {
+		return fmt.Errorf("scheduler restore: history workers: %w", err)
+	}
+	hDets, err := f.HistDetails.Unpack(total)
+	if err != nil {
+		return fmt.Errorf("scheduler restore: history details: %w", err)
+	}
+	k := 0
 	for i := range n {
-		if err := fn(names[i], reasons[i], at[i]); err != nil {
+		var hist []ck.JobEvent
+		if c := int(counts[i]); c > 0 {
+			hist = make([]ck.JobEvent, c)
+			for e := range c {
+				hist[e] = ck.JobEvent{At: hAt[k], Kind: ck.JobEventKind(hKinds[k]), Token: fencing.Token(hTokens[k]), Worker: hWorkers[k], Detail: hDets[k]}
+				k++
+			}
+		}
+		if err := fn(names[i], reasons[i], at[i], hist); err != nil {
 			return err
 		}
 	}
@@ -461,7 +517,7 @@ func Restore(r io.Reader) (*Scheduler, error) {
 		if f.N == 0 || f.N > codec.FrameRecords || f.N > failed-read {
 			return nil, malformedf("failure frame of %d records, %d of %d read", f.N, read, failed)
 		}
-		if err := unpackFailures(&f, func(name, reason string, at int64) error {
+		if err := unpackFailures(&f, func(name, reason string, at int64, hist []ck.JobEvent) error {
 			if read > 0 && name <= prev {
 				return malformedf("failure record %q after %q", name, prev)
 			}
@@ -471,7 +527,7 @@ func Restore(r io.Reader) (*Scheduler, error) {
 				return malformedf("failure record of unknown job %q", name)
 			}
 			// Restore still owns every record: no view can see it.
-			j.st.LastFailure, j.st.FailedAt = reason, at
+			j.st.LastFailure, j.st.FailedAt, j.st.History = reason, at, hist
 			if !hasFailure(j) || j.st.Validate() != nil {
 				return malformedf("failure record of job %q: %q at %d", name, reason, at)
 			}

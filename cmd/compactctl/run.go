@@ -143,6 +143,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			fmt.Fprintf(w, "job\t%s\ntenant\t%s\nlevel\t%d\nstatus\t%s\nworker\t%s\ntoken\t%d\ndeadline\t%s\nadded\t%s\nfailures\t%d\nlast failure\t%s\nfailed at\t%s\n",
 				j.Name, j.Tenant, j.Level, j.Status, j.Worker, j.Token, j.Deadline, j.AddedAt, j.Failures, j.LastFailure, j.FailedAt)
 			fmt.Fprintf(w, "sources\t%s\ntombstones\t%s\n", strings.Join(j.Sources, " "), strings.Join(j.Tombstones, " "))
+			if len(j.History) > 0 {
+				fmt.Fprintln(w, "\nAT\tEVENT\tTOKEN\tWORKER\tDETAIL")
+				for _, ev := range j.History {
+					fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", ev.At, ev.Kind, ev.Token, ev.Worker, ev.Detail)
+				}
+			}
 		})
 	case "tenants":
 		var ts []admin.Tenant

@@ -72,6 +72,9 @@ func TestCLI(t *testing.T) {
 	out, err = ctl(t, srv, "fsck")
 	require.NoError(t, err)
 	require.Contains(t, out, "orphans  0")
+	out, err = ctl(t, srv, "job", job)
+	require.NoError(t, err)
+	require.Contains(t, out, "assigned", "the job's history")
 	for _, args := range [][]string{{"tenants"}, {"quarantine"}, {"dry-run", "-slots", "2"}} {
 		_, err := ctl(t, srv, args...)
 		require.NoError(t, err, args)
