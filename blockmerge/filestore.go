@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // tempPrefix starts the names of a FileStore's staging files. Keys with a
@@ -59,8 +60,10 @@ type FileStore struct {
 }
 
 var (
-	_ Store   = (*FileStore)(nil)
-	_ Creator = (*FileStore)(nil)
+	_ Store             = (*FileStore)(nil)
+	_ Creator           = (*FileStore)(nil)
+	_ ConditionalPutter = (*FileStore)(nil)
+	_ Timestamper       = (*FileStore)(nil)
 )
 
 // FileOption configures a [FileStore].
@@ -215,6 +218,17 @@ func (s *FileStore) stat(ctx context.Context, op, key string) (fs.FileInfo, erro
 func (s *FileStore) Exists(ctx context.Context, key string) (bool, error) {
 	_, err := s.stat(ctx, "exists", key)
 	return existence(err)
+}
+
+// ModTime implements [Timestamper]: the file's modification time, which
+// its writer's last write set (on a network filesystem, the server's
+// clock).
+func (s *FileStore) ModTime(ctx context.Context, key string) (time.Time, error) {
+	fi, err := s.stat(ctx, "mod time", key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
 }
 
 // Put implements [Store]: see [FileStore] for the protocol.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // MemStore is an in-memory [Store] for tests and examples. Objects are
@@ -18,16 +19,49 @@ import (
 type MemStore struct {
 	mu      sync.RWMutex
 	objects map[string][]byte
+	mods    map[string]time.Time // when each object was written, by clock
+	clock   func() time.Time
 }
 
 var (
-	_ Store   = (*MemStore)(nil)
-	_ Creator = (*MemStore)(nil)
+	_ Store             = (*MemStore)(nil)
+	_ Creator           = (*MemStore)(nil)
+	_ ConditionalPutter = (*MemStore)(nil)
+	_ Timestamper       = (*MemStore)(nil)
 )
 
+// MemOption configures a [MemStore].
+type MemOption func(*MemStore)
+
+// WithMemClock sets the clock that stamps the objects' modification times
+// ([MemStore.ModTime]; default time.Now): a simulation gives the store its
+// simulated clock.
+func WithMemClock(clock func() time.Time) MemOption {
+	return func(m *MemStore) {
+		if clock != nil {
+			m.clock = clock
+		}
+	}
+}
+
 // NewMemStore returns an empty in-memory store.
-func NewMemStore() *MemStore {
-	return &MemStore{objects: make(map[string][]byte)}
+func NewMemStore(opts ...MemOption) *MemStore {
+	m := &MemStore{objects: make(map[string][]byte), mods: make(map[string]time.Time), clock: time.Now}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// ModTime implements [Timestamper]: the time of the store's clock when the
+// object was committed.
+func (m *MemStore) ModTime(ctx context.Context, key string) (time.Time, error) {
+	if _, err := m.lookup(ctx, "mod time", key); err != nil {
+		return time.Time{}, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.mods[key], nil
 }
 
 func (m *MemStore) lookup(ctx context.Context, op, key string) ([]byte, error) {
@@ -167,6 +201,7 @@ func (w *memWriter) Commit() error {
 		return fmt.Errorf("blockmerge: put %q: %w", w.key, ErrExists)
 	}
 	w.m.objects[w.key] = b
+	w.m.mods[w.key] = w.m.clock()
 	return nil
 }
 
@@ -186,6 +221,7 @@ func (m *MemStore) Delete(ctx context.Context, key string) error {
 	}
 	m.mu.Lock()
 	delete(m.objects, key)
+	delete(m.mods, key)
 	m.mu.Unlock()
 	return nil
 }
@@ -233,6 +269,7 @@ func (m *MemStore) DeleteByPrefix(ctx context.Context, prefix string) error {
 	for k := range m.objects {
 		if strings.HasPrefix(k, prefix) {
 			delete(m.objects, k)
+			delete(m.mods, k)
 		}
 	}
 	m.mu.Unlock()

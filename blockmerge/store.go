@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -101,6 +102,18 @@ type ConditionalPutter interface {
 	// and changes nothing. Like Put it is atomic: if r fails or ctx is
 	// cancelled, no object becomes visible.
 	PutIfAbsent(ctx context.Context, key string, r io.Reader) error
+}
+
+// Timestamper is implemented by stores that record when each object was
+// written by their own clock (S3's Last-Modified, a file's modification
+// time). A log on the store can take its entries' time from that one clock
+// rather than from each writer's; see package bucketlog.
+type Timestamper interface {
+	// ModTime returns when the object was written, by the store's clock.
+	// Every reader gets the same time for one object, as long as it is not
+	// rewritten (its precision is the store's: whole seconds on S3).
+	// A missing object is an error wrapping [ErrNotFound].
+	ModTime(ctx context.Context, key string) (time.Time, error)
 }
 
 // CreateObject returns a writer for a new object of s. If s implements

@@ -47,7 +47,10 @@ func WithAbortGrace(d time.Duration) Option {
 	}
 }
 
-var _ blockmerge.Store = (*Store)(nil)
+var (
+	_ blockmerge.Store       = (*Store)(nil)
+	_ blockmerge.Timestamper = (*Store)(nil)
+)
 
 // New returns a store over the bucket b. The store does not close b.
 func New(b thanos.Bucket, opts ...Option) *Store {
@@ -165,6 +168,20 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 		return 0, s.wrap("size", key, err)
 	}
 	return attrs.Size, nil
+}
+
+// ModTime implements [blockmerge.Timestamper] with the bucket's
+// attributes (a HEAD request on S3): the provider's Last-Modified time, in
+// whole seconds on S3.
+func (s *Store) ModTime(ctx context.Context, key string) (time.Time, error) {
+	if err := s.prepare(ctx, "mod time", key); err != nil {
+		return time.Time{}, err
+	}
+	attrs, err := s.b.Attributes(ctx, key)
+	if err != nil {
+		return time.Time{}, s.wrap("mod time", key, err)
+	}
+	return attrs.LastModified, nil
 }
 
 // Exists implements [blockmerge.Store].

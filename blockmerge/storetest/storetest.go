@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/compactkit/compactkit/blockmerge"
 )
@@ -48,6 +49,33 @@ func Run(t *testing.T, newStore func(t *testing.T) blockmerge.Store) {
 	if _, ok := newStore(t).(blockmerge.ConditionalPutter); ok {
 		t.Run("PutIfAbsent", func(t *testing.T) { testPutIfAbsent(t, newStore(t)) })
 	}
+	if _, ok := newStore(t).(blockmerge.Timestamper); ok {
+		t.Run("ModTime", func(t *testing.T) { testModTime(t, newStore(t)) })
+	}
+}
+
+// testModTime: an object's modification time is set, the same on every
+// read, within a day of this machine's clock (the store's clock may be
+// another machine's, with whole-second precision); a missing object is
+// ErrNotFound.
+func testModTime(t *testing.T, s blockmerge.Store) {
+	ctx := t.Context()
+	ts := s.(blockmerge.Timestamper)
+	before := time.Now()
+	put(t, s, "stamped/a", []byte("a"))
+	first, err := ts.ModTime(ctx, "stamped/a")
+	if err != nil {
+		t.Fatalf("mod time: %v", err)
+	}
+	if d := first.Sub(before); first.IsZero() || d < -24*time.Hour || d > 24*time.Hour {
+		t.Fatalf("mod time %v, written at about %v", first, before)
+	}
+	again, err := ts.ModTime(ctx, "stamped/a")
+	if err != nil || !again.Equal(first) {
+		t.Fatalf("mod time read again: %v, %v; first %v", again, err, first)
+	}
+	_, err = ts.ModTime(ctx, "stamped/missing")
+	isErr(t, "mod time of a missing object", err, blockmerge.ErrNotFound)
 }
 
 // testPutIfAbsent: a conditional put publishes only a new key; of
