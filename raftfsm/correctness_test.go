@@ -227,6 +227,36 @@ func TestCommandTimeBounds(t *testing.T) {
 	require.ErrorIs(t, err, raftfsm.ErrClusterVersion)
 }
 
+// ApplyAt applies a command at its entry's time, whatever its proposer
+// stamped: a log that times entries itself (the bucket log) has the last
+// word; the state machine's time still never goes back nor jumps past the
+// clock step.
+func TestApplyAtEntryTime(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxClockStep = time.Hour
+	n := newNode(t, cfg)
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 2, t0)))
+	at := func(name string, stamp, entry int64) (*raftfsm.Result, error) {
+		data, err := n.f.Encode(addBlocks(blocks(name, "t1", 1, 1, t0)), stamp)
+		require.NoError(t, err)
+		res, err := n.f.ApplyAt(ck.Entry{Index: n.index + 1, Term: 1, Time: entry}, data)
+		if err == nil {
+			n.index++
+		}
+		return res, err
+	}
+	res, err := at("b", n.now+int64(time.Minute), n.now+int64(time.Second))
+	require.NoError(t, err)
+	require.Equal(t, t0+int64(time.Second), res.Now, "the entry's time, not the stamp")
+	res, err = at("c", n.now+int64(time.Minute), t0)
+	require.NoError(t, err)
+	require.Equal(t, t0+int64(time.Second), res.Now, "never back")
+	before := n.snapshot()
+	_, err = at("d", n.now, t0+int64(2*time.Hour))
+	require.ErrorIs(t, err, raftfsm.ErrClock)
+	require.Equal(t, before, n.snapshot(), "a refused command changes nothing")
+}
+
 // Encode writes the version the cluster allows: version 1 until the
 // cluster version is raised, so that replicas of the previous release can
 // read every entry during a rolling upgrade.

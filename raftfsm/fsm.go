@@ -231,6 +231,20 @@ type BlockResult struct {
 // the only clock every component sees; at cluster version 1 the planner
 // also reads the entry's time, as the previous release did.
 func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
+	return f.applyData(e, data, false)
+}
+
+// ApplyAt is Apply for a log that times its entries itself: the command is
+// applied at e.Time, the entry's time, instead of the time its proposer
+// stamped on it. The bucket log uses it to take time from the store's
+// clock. The usual rules hold: the state machine's time never goes back,
+// and from cluster version 2 an e.Time more than [Config.MaxClockStep]
+// ahead of the log's time is refused, so the log bounds it first.
+func (f *FSM) ApplyAt(e ck.Entry, data []byte) (*Result, error) {
+	return f.applyData(e, data, true)
+}
+
+func (f *FSM) applyData(e ck.Entry, data []byte, atEntryTime bool) (*Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed != nil {
@@ -251,6 +265,9 @@ func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
 	}
 	if version > f.st.clusterVersion {
 		return nil, &EntryError{Index: e.Index, Err: fmt.Errorf("command version %d above the cluster version %d: %w", version, f.st.clusterVersion, ErrClusterVersion)}
+	}
+	if atEntryTime {
+		cmd.Time = e.Time
 	}
 	return f.apply(e, cmd)
 }
