@@ -13,9 +13,14 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// A checkpoint object: magic, index, the hash of entry index, then the
-// state machine's snapshot at index, then the SHA-256 of everything before.
-const checkpointMagic = "ckcp\x01"
+// A checkpoint object (version 2): magic, the entry number, the log index
+// of its last command, the hash of the entry, then the state machine's
+// snapshot after it, then the SHA-256 of everything before. Version 1
+// (written before batching) has no log index: it is the entry number.
+const (
+	checkpointMagicV1 = "ckcp\x01"
+	checkpointMagic   = "ckcp\x02"
+)
 
 // checkpoint writes the checkpoint of entry n if n is due; a failure is
 // logged, not returned (the next due entry writes another).
@@ -26,6 +31,7 @@ func (l *Log) checkpoint(ctx context.Context, n uint64) {
 	var b bytes.Buffer
 	b.WriteString(checkpointMagic)
 	_ = binary.Write(&b, binary.BigEndian, n)
+	_ = binary.Write(&b, binary.BigEndian, l.index)
 	b.Write(l.hash[:])
 	if err := l.fsm.Snapshot(&b); err != nil {
 		l.log.Warn("bucketlog: checkpoint", "entry", n, "err", err)
@@ -64,31 +70,44 @@ func (l *Log) restore(ctx context.Context) error {
 }
 
 func (l *Log) restoreFrom(n uint64, data []byte) error {
-	if len(data) < len(checkpointMagic)+8+32+32 || string(data[:len(checkpointMagic)]) != checkpointMagic {
+	if len(data) < len(checkpointMagic)+8+32+32 {
 		return fmt.Errorf("%w: not a checkpoint", ErrCorrupt)
+	}
+	v1 := string(data[:len(checkpointMagic)]) == checkpointMagicV1
+	if !v1 && string(data[:len(checkpointMagic)]) != checkpointMagic {
+		return fmt.Errorf("%w: not a checkpoint of a known version (magic %q)", ErrCorrupt, data[:len(checkpointMagic)])
 	}
 	body, sum := data[:len(data)-32], data[len(data)-32:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return fmt.Errorf("%w: checkpoint checksum", ErrCorrupt)
 	}
 	rest := body[len(checkpointMagic):]
-	if binary.BigEndian.Uint64(rest) != n {
-		return fmt.Errorf("%w: checkpoint of entry %d named %d", ErrCorrupt, binary.BigEndian.Uint64(rest), n)
+	if got := binary.BigEndian.Uint64(rest); got != n {
+		return fmt.Errorf("%w: checkpoint of entry %d named %d", ErrCorrupt, got, n)
+	}
+	rest = rest[8:]
+	index := n
+	if !v1 {
+		if len(rest) < 8+32 {
+			return fmt.Errorf("%w: checkpoint header", ErrCorrupt)
+		}
+		index, rest = binary.BigEndian.Uint64(rest), rest[8:]
 	}
 	var hash [32]byte
-	copy(hash[:], rest[8:40])
+	copy(hash[:], rest[:32])
+	snap := rest[32:]
 	// Check the state on a scratch replica first: a refused checkpoint
 	// leaves this replica as it was.
-	probe, err := raftfsm.Restore(bytes.NewReader(rest[40:]))
+	probe, err := raftfsm.Restore(bytes.NewReader(snap))
 	if err != nil {
 		return err
 	}
-	if last, _, _ := probe.LastApplied(); last > n {
-		return fmt.Errorf("%w: checkpoint %d holds the state at entry %d", ErrCorrupt, n, last)
+	if last, _, _ := probe.LastApplied(); last > index || index < n {
+		return fmt.Errorf("%w: checkpoint %d at log index %d holds the state at index %d", ErrCorrupt, n, index, last)
 	}
-	if err := l.fsm.Restore(bytes.NewReader(rest[40:])); err != nil {
+	if err := l.fsm.Restore(bytes.NewReader(snap)); err != nil {
 		return err
 	}
-	l.applied, l.hash = n, hash
+	l.applied, l.index, l.hash = n, index, hash
 	return nil
 }

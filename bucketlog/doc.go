@@ -30,19 +30,44 @@
 //     passed it, restores the newest checkpoint instead of creating the
 //     entry — a coordinator paused past a truncation never re-creates a
 //     deleted index.
-//   - Time is the proposer's: the leader service stamps every command,
-//     and the state machine keeps its time monotonic, bounded by the
-//     replicated clock step. A fast proposer clock moves the log's time
-//     forward by at most that step per entry; a slow one cannot move it
-//     back.
+//   - Time is one clock's where the store keeps one: an entry's time is
+//     the store's modification time of its object
+//     ([blockmerge.Timestamper]: S3's Last-Modified, a file's mtime),
+//     bounded to within the replicated clock step
+//     (raftfsm.Config.MaxClockStep, an hour by default) of the
+//     proposer's stamp, then to the state machine's rule: never back,
+//     at most one clock step forward per entry. Each entry records
+//     whether it is timed by the store; a replica that cannot read the
+//     store's times for such an entry stops (ErrNoStoreTime) rather
+//     than fork. A step of more than one lease first extends the leases
+//     in progress (a took-office command every replica derives from the
+//     entry), so a coordinator outage does not charge healthy jobs a
+//     failure.
 //
-// Each entry holds one compactkit command; indexes are the log's, so they
-// are the fencing tokens, as with Raft. Serve it with
+// What clocks can and cannot do: a proposer whose clock is within the
+// clock step of the store's has no effect on time at all. One further
+// ahead moves the log's time forward by its error less the step (at most
+// one step per entry): leases it did not extend expire early — jobs run
+// again, but no two workers hold one job with valid tokens, since tokens
+// are log indexes checked at commit. One further behind cannot move time
+// back; while only it appends, time stands still, leases last longer and
+// a dead worker's job waits longer. The store's clock is trusted within
+// that bound; WithoutStoreTime trusts the proposers' instead.
+//
+// Commands are batched: every command a coordinator has waiting when it
+// appends goes into one entry (up to MaxBatch), so a poll and the ingest
+// that arrived meanwhile cost one conditional create. Each command has its
+// own log index — the fencing token of the jobs it assigns — so entries
+// and log indexes are numbered apart: entry N holds the indexes after
+// those of entry N-1.
+//
+// Cost: appending an entry is one conditional create, one existence check
+// of the low-water marker, and — on a store that keeps times — one
+// modification-time read (a HEAD on S3); every coordinator reads every
+// entry (a GET, plus that HEAD). Serve the log with
 // leader.WithRetries(n, backoff): under contention a prepared poll loses
 // races and is prepared again.
 //
 // It runs on blockmerge's MemStore and FileStore and on S3
-// (blockmerge/objstore's ConditionalStore, If-None-Match: *). Not yet
-// built: batching several commands per entry, and entry times taken from
-// the store.
+// (blockmerge/objstore's ConditionalStore, If-None-Match: *).
 package bucketlog

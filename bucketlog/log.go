@@ -2,14 +2,14 @@ package bucketlog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +29,10 @@ var (
 	// ErrCorrupt reports an entry or checkpoint that breaks the chain or
 	// does not decode: the replica stops rather than skip it.
 	ErrCorrupt = errors.New("bucketlog: corrupt log")
+	// ErrNoStoreTime reports an entry timed by the store read through a
+	// store that reports no modification times ([blockmerge.Timestamper]):
+	// the replica stops rather than time it differently.
+	ErrNoStoreTime = errors.New("bucketlog: the entry is timed by the store and the store reports no times")
 )
 
 // DefaultCheckpointEvery is the default checkpoint interval, in entries.
@@ -49,6 +53,25 @@ func WithObserver(fn func(cmd []byte, a leader.Applied)) Option {
 	return func(l *Log) { l.observe = fn }
 }
 
+// WithClock sets the clock the log stamps its entries with (default
+// time.Now): a test or a simulation gives it a fake one. See [Log] for
+// how the stamp and the store's time make an entry's time.
+func WithClock(clock func() time.Time) Option {
+	return func(l *Log) {
+		if clock != nil {
+			l.clock = clock
+		}
+	}
+}
+
+// WithoutStoreTime makes the entries this coordinator appends take their
+// time from its stamp alone, even on a store that reports modification
+// times ([blockmerge.Timestamper]). It saves one request per entry read (a
+// HEAD on S3) at the price of trusting the proposers' clocks to within the
+// clock step. Each entry records how it is timed, so every replica times
+// it alike whatever its own options.
+func WithoutStoreTime() Option { return func(l *Log) { l.stampOnly = true } }
+
 // WithLogger sets the log's logger (default: discard).
 func WithLogger(lg *slog.Logger) Option {
 	return func(l *Log) {
@@ -60,31 +83,64 @@ func WithLogger(lg *slog.Logger) Option {
 
 // Log is one coordinator's view of a bucket log: it implements
 // [leader.Log] over its own replica of the state machine.
+//
+// Concurrent proposals are batched: whichever caller holds the append
+// lock writes every command waiting for it (up to [MaxBatch] commands and
+// [MaxEntryBytes]) as one entry, so a coordinator serving ingest and polls
+// at once pays one conditional create for many commands.
 type Log struct {
-	store   blockmerge.Store
-	cond    blockmerge.ConditionalPutter
-	prefix  string
-	fsm     *raftfsm.FSM
-	id      string
-	every   uint64
-	log     *slog.Logger
-	observe func(cmd []byte, a leader.Applied)
+	store blockmerge.Store
+	cond  blockmerge.ConditionalPutter
+	timer blockmerge.Timestamper // nil: the store reports no times
+	// stampOnly: the entries this coordinator appends are timed by their
+	// stamp (WithoutStoreTime).
+	stampOnly bool
+	clock     func() time.Time
+	prefix    string
+	fsm       *raftfsm.FSM
+	id        string
+	every     uint64
+	log       *slog.Logger
+	observe   func(cmd []byte, a leader.Applied)
 
 	mu      sync.Mutex // serialises catch-up and appends
 	applied uint64     // the last entry applied
+	index   uint64     // the log index of its last command
 	hash    [32]byte   // its hash
 	seq     uint64     // this coordinator's proposals, for nonces
 	failed  error
 	stats   Stats
+
+	qmu   sync.Mutex
+	queue []*proposal // waiting for the append lock, oldest first
 }
+
+// proposal is one command waiting to be appended; the fields below cmd
+// are set, under Log.mu, by whichever caller appended it.
+type proposal struct {
+	cmd        []byte
+	preparedAt uint64
+	done       bool
+	a          leader.Applied
+	err        error
+}
+
+// Batching bounds: one entry carries at most MaxBatch commands and, beyond
+// its first command, at most MaxEntryBytes of them.
+const (
+	MaxBatch      = 64
+	MaxEntryBytes = 8 << 20
+)
 
 // Stats counts what a coordinator's log did.
 type Stats struct {
-	// Appended counts the entries this coordinator created; Conflicts the
-	// appends it lost to another coordinator (or refused because the log
+	// Appended counts the entries this coordinator created and Commands
+	// the commands in them; Conflicts the commands it could not append
+	// because another coordinator won the race for an index (or the log
 	// moved on after the command was prepared); Read the entries it read
-	// and applied, its own included.
-	Appended, Conflicts, Read uint64
+	// and applied, its own included; Extensions the leases extensions the
+	// log applied before an entry whose time stepped more than one lease.
+	Appended, Commands, Conflicts, Read, Extensions uint64
 }
 
 // Stats returns the log's counters.
@@ -112,7 +168,9 @@ func Open(ctx context.Context, store blockmerge.Store, prefix string, fsm *raftf
 	if id == "" || strings.ContainsAny(id, "\n/") {
 		return nil, fmt.Errorf("bucketlog: coordinator ID %q", id)
 	}
-	l := &Log{store: store, cond: cond, prefix: prefix, fsm: fsm, id: id, every: DefaultCheckpointEvery, log: slog.New(slog.DiscardHandler)}
+	l := &Log{store: store, cond: cond, prefix: prefix, fsm: fsm, id: id, every: DefaultCheckpointEvery,
+		clock: time.Now, log: slog.New(slog.DiscardHandler)}
+	l.timer, _ = store.(blockmerge.Timestamper)
 	for _, o := range opts {
 		o(l)
 	}
@@ -132,56 +190,13 @@ func (l *Log) checkpointKey(n uint64) string {
 	return fmt.Sprintf("%s/checkpoint/%020d", l.prefix, n)
 }
 
-// Applied returns the index of the last entry applied.
+// Applied returns the number of the last entry applied (the log index of
+// its last command is the state machine's [raftfsm.FSM.LastApplied], or
+// more if that command was refused).
 func (l *Log) Applied() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.applied
-}
-
-// entry is one log object.
-type entry struct {
-	index uint64
-	prev  [32]byte
-	nonce string
-	cmd   []byte
-}
-
-const magic = "ckbl\x01"
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// encode: magic, index, previous hash, nonce (uvarint length), command,
-// CRC-32C of everything before it.
-func (e *entry) encode() []byte {
-	b := append([]byte(magic), make([]byte, 8)...)
-	binary.BigEndian.PutUint64(b[len(magic):], e.index)
-	b = append(b, e.prev[:]...)
-	b = binary.AppendUvarint(b, uint64(len(e.nonce)))
-	b = append(b, e.nonce...)
-	b = append(b, e.cmd...)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-}
-
-func decodeEntry(data []byte) (*entry, error) {
-	if len(data) < len(magic)+8+32+1+4 || string(data[:len(magic)]) != magic {
-		return nil, fmt.Errorf("%w: not a log entry (version or magic)", ErrCorrupt)
-	}
-	body, sum := data[:len(data)-4], data[len(data)-4:]
-	if binary.BigEndian.Uint32(sum) != crc32.Checksum(body, castagnoli) {
-		return nil, fmt.Errorf("%w: entry checksum", ErrCorrupt)
-	}
-	e := &entry{index: binary.BigEndian.Uint64(body[len(magic):])}
-	rest := body[len(magic)+8:]
-	copy(e.prev[:], rest[:32])
-	rest = rest[32:]
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || uint64(len(rest)-k) < n {
-		return nil, fmt.Errorf("%w: entry nonce", ErrCorrupt)
-	}
-	e.nonce = string(rest[k : k+int(n)])
-	e.cmd = rest[k+int(n):]
-	return e, nil
 }
 
 // read returns entry n, or nil if it does not exist.
@@ -198,15 +213,15 @@ func (l *Log) read(ctx context.Context, key string) ([]byte, error) {
 }
 
 // catchUp applies every entry after the last applied one, up to the tip.
-// It returns the result of applying the last entry if that entry is
-// nonce's.
 func (l *Log) catchUp(ctx context.Context) error {
 	_, err := l.catchUpFor(ctx, "")
 	return err
 }
 
-func (l *Log) catchUpFor(ctx context.Context, nonce string) (*leader.Applied, error) {
-	var mine *leader.Applied
+// catchUpFor is catchUp, returning what applying the commands of the entry
+// carrying nonce returned, if it read that entry.
+func (l *Log) catchUpFor(ctx context.Context, nonce string) ([]leader.Applied, error) {
+	var mine []leader.Applied
 	for {
 		if l.failed != nil {
 			return nil, l.failed
@@ -223,58 +238,137 @@ func (l *Log) catchUpFor(ctx context.Context, nonce string) (*leader.Applied, er
 			}
 			continue
 		}
-		a, err := l.apply(n, data)
+		as, entryNonce, err := l.apply(ctx, n, data)
 		if err != nil {
 			return mine, err
 		}
-		if nonce != "" && a.nonce == nonce {
-			mine = &a.Applied
+		if nonce != "" && entryNonce == nonce {
+			mine = as
 		}
 	}
 }
 
-// applied is the outcome of applying one entry.
-type appliedEntry struct {
-	leader.Applied
-	nonce string
-}
-
-// apply checks entry n's place in the chain and applies it.
-func (l *Log) apply(n uint64, data []byte) (appliedEntry, error) {
+// apply checks entry n's place in the chain and applies its commands at
+// the entry's time (see [Log.entryTime]), after extending the leases in
+// progress if that time steps more than one lease past the log's. It
+// returns what applying each command returned, and the entry's nonce.
+func (l *Log) apply(ctx context.Context, n uint64, data []byte) ([]leader.Applied, string, error) {
 	e, err := decodeEntry(data)
-	if err == nil && (e.index != n || e.prev != l.hash) {
-		err = fmt.Errorf("%w: entry %d claims index %d and a previous hash that does not match entry %d", ErrCorrupt, n, e.index, n-1)
+	if err == nil && (e.number != n || e.prev != l.hash || e.first != l.index+1) {
+		err = fmt.Errorf("%w: entry %d claims number %d, first index %d (want %d) and a previous hash that does not match entry %d",
+			ErrCorrupt, n, e.number, e.first, l.index+1, n-1)
 	}
 	if err != nil {
 		l.failed = fmt.Errorf("bucketlog: entry %d: %w", n, err)
 		l.log.Error("bucketlog: replica stopped: the log is corrupt", "entry", n, "err", err)
-		return appliedEntry{}, l.failed
+		return nil, "", l.failed
 	}
-	res, aerr := l.fsm.Apply(ck.Entry{Index: n, Term: 1}, e.cmd)
-	if errors.Is(aerr, raftfsm.ErrCorrupt) {
-		l.failed = aerr
-		return appliedEntry{}, aerr
+	index := e.first
+	applyOne := func(cmd []byte, t int64, v1 bool) (leader.Applied, error) {
+		ent := ck.Entry{Index: index, Term: 1, Time: t}
+		var res *raftfsm.Result
+		var aerr error
+		if v1 {
+			res, aerr = l.fsm.Apply(ent, cmd)
+		} else {
+			res, aerr = l.fsm.ApplyAt(ent, cmd)
+		}
+		if errors.Is(aerr, raftfsm.ErrCorrupt) {
+			l.failed = aerr
+			return leader.Applied{}, aerr
+		}
+		a := leader.Applied{Index: index, Term: 1, Result: res, Err: aerr}
+		if l.observe != nil {
+			l.observe(cmd, a)
+		}
+		index++
+		return a, nil
 	}
-	l.applied, l.hash = n, sha256.Sum256(data)
+	var t int64
+	if !e.v1 {
+		if t, err = l.entryTime(ctx, n, e); err != nil {
+			return nil, "", err
+		}
+		if ext, err := l.extension(t); err != nil {
+			return nil, "", err
+		} else if ext != nil {
+			// Not one of the entry's commands: every replica derives it
+			// from the same entry and state, and it takes the first index.
+			if _, err := applyOne(ext, t, false); err != nil {
+				return nil, "", err
+			}
+			l.stats.Extensions++
+		}
+	}
+	as := make([]leader.Applied, 0, len(e.cmds))
+	for _, cmd := range e.cmds {
+		a, err := applyOne(cmd, t, e.v1)
+		if err != nil {
+			return nil, "", err
+		}
+		as = append(as, a)
+	}
+	l.applied, l.index, l.hash = n, index-1, sha256.Sum256(data)
 	l.stats.Read++
-	a := appliedEntry{Applied: leader.Applied{Index: n, Term: 1, Result: res, Err: aerr}, nonce: e.nonce}
-	if l.observe != nil {
-		l.observe(e.cmd, a.Applied)
+	return as, e.nonce, nil
+}
+
+// entryTime is the time entry n is applied at: the store's time of the
+// object, bounded to within the clock step ([raftfsm.Config.MaxClockStep],
+// replicated) of the proposer's stamp — or the stamp alone if the store
+// keeps no times — and then to the state machine's rule: never before the
+// log's time, at most one clock step after it. Every replica computes the
+// same time from the same object and state.
+func (l *Log) entryTime(ctx context.Context, n uint64, e *entry) (int64, error) {
+	step := int64(l.fsm.Config().MaxClockStep)
+	if step <= 0 {
+		step = int64(raftfsm.DefaultMaxClockStep)
 	}
-	return a, nil
+	t := e.stamp
+	if e.stored {
+		if l.timer == nil {
+			// Timing it by the stamp would fork this replica.
+			l.failed = fmt.Errorf("bucketlog: entry %d is timed by the store, and this store (%T) reports no modification times: %w", n, l.store, ErrNoStoreTime)
+			return 0, l.failed
+		}
+		mod, err := l.timer.ModTime(ctx, l.entryKey(n))
+		if err != nil {
+			return 0, fmt.Errorf("bucketlog: time of entry %d: %w", n, err)
+		}
+		t = min(max(mod.UnixNano(), e.stamp-step), e.stamp+step)
+	}
+	if _, _, now := l.fsm.LastApplied(); now > 0 {
+		t = min(max(t, now), now+step)
+	}
+	return t, nil
+}
+
+// extension returns the command that extends the leases in progress when
+// time t steps more than one lease past the log's time (a coordinator
+// outage, or one fast clock), as a new Raft leader's took-office does, so
+// that healthy jobs are not charged a failure for time nobody could renew
+// in; nil otherwise.
+func (l *Log) extension(t int64) ([]byte, error) {
+	_, _, now := l.fsm.LastApplied()
+	if now == 0 || t-now <= int64(l.fsm.Config().Scheduler.LeaseDuration) {
+		return nil, nil
+	}
+	cmd := &raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: "bucketlog: time step"}, Time: t}
+	return cmd.MarshalVersion(l.fsm.ClusterVersion())
 }
 
 // maxAppendTries bounds the appends of a command that does not depend on
 // the state (preparedAt 0), each lost to another coordinator.
 const maxAppendTries = 64
 
-// Propose appends cmd as the next entry. preparedAt is the last entry
-// applied when cmd was prepared: if the log has moved on since (another
-// coordinator appended), or another coordinator wins the race for the
-// next index, nothing is appended and the error wraps leader.ErrConflict
-// after the log caught up, for the service to prepare again. A command
-// that does not depend on the state (preparedAt 0: new blocks, a took-office
-// or configuration command) is appended again at the next index instead,
+// Propose appends cmd, in an entry with whatever other commands are
+// waiting (see [Log]). preparedAt is the last log index applied when cmd
+// was prepared: if the log has moved on since (another coordinator
+// appended), or another coordinator wins the race for the next entry,
+// cmd is not appended and the error wraps leader.ErrConflict after the
+// log caught up, for the service to prepare again. A command that does
+// not depend on the state (preparedAt 0: new blocks, a took-office or
+// configuration command) is appended again at the next entry instead,
 // with a short backoff, up to a bound.
 func (l *Log) Propose(ctx context.Context, cmd []byte, preparedAt uint64) (leader.Applied, error) {
 	for try := 1; ; try++ {
@@ -290,51 +384,113 @@ func (l *Log) Propose(ctx context.Context, cmd []byte, preparedAt uint64) (leade
 	}
 }
 
+// propose queues cmd and appends batches until one carried it.
 func (l *Log) propose(ctx context.Context, cmd []byte, preparedAt uint64) (leader.Applied, error) {
+	p := &proposal{cmd: cmd, preparedAt: preparedAt}
+	l.qmu.Lock()
+	l.queue = append(l.queue, p)
+	l.qmu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for !p.done {
+		l.appendBatch(ctx, l.take())
+	}
+	return p.a, p.err
+}
+
+// take removes the next batch from the queue.
+func (l *Log) take() []*proposal {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	n, size := 1, len(l.queue[0].cmd)
+	for n < len(l.queue) && n < MaxBatch && size+len(l.queue[n].cmd) <= MaxEntryBytes {
+		size += len(l.queue[n].cmd)
+		n++
+	}
+	batch := slices.Clone(l.queue[:n])
+	l.queue = slices.Delete(l.queue, 0, n)
+	return batch
+}
+
+// appendBatch appends the proposals of batch still valid on the state as
+// one entry and settles every proposal of batch.
+func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
+	settle := func(ps []*proposal, err error) {
+		for _, p := range ps {
+			p.done, p.err = true, err
+		}
+	}
 	if err := l.catchUp(ctx); err != nil {
-		return leader.Applied{}, err
+		settle(batch, err)
+		return
 	}
-	// The state moved on since cmd was prepared if the state machine
-	// applied anything since (an entry it refused changed nothing: the
-	// command is still valid on top of it).
-	if last, _, _ := l.fsm.LastApplied(); preparedAt != 0 && preparedAt != last {
-		l.stats.Conflicts++
-		return leader.Applied{}, fmt.Errorf("bucketlog: prepared at entry %d, the state is at %d: %w", preparedAt, last, leader.ErrConflict)
+	// A prepared command whose state moved on since is refused (an entry
+	// the state machine refused changed nothing: the command is still
+	// valid on top of it). Prepared commands go first, on the state they
+	// were prepared on.
+	last, _, _ := l.fsm.LastApplied()
+	var ps []*proposal
+	for _, p := range batch {
+		if p.preparedAt != 0 && p.preparedAt != last {
+			l.stats.Conflicts++
+			settle([]*proposal{p}, fmt.Errorf("bucketlog: prepared at index %d, the state is at %d: %w", p.preparedAt, last, leader.ErrConflict))
+			continue
+		}
+		ps = append(ps, p)
 	}
+	if len(ps) == 0 {
+		return
+	}
+	slices.SortStableFunc(ps, func(a, b *proposal) int { return cmp.Compare(min(b.preparedAt, 1), min(a.preparedAt, 1)) })
 	l.seq++
 	n := l.applied + 1
-	e := &entry{index: n, prev: l.hash, nonce: l.id + "/" + strconv.FormatUint(l.seq, 10), cmd: cmd}
+	e := &entry{number: n, first: l.index + 1, prev: l.hash, stamp: l.clock().UnixNano(), stored: l.timer != nil && !l.stampOnly,
+		nonce: l.id + "/" + strconv.FormatUint(l.seq, 10), cmds: make([][]byte, len(ps))}
+	for i, p := range ps {
+		e.cmds[i] = p.cmd
+	}
 	data := e.encode()
+	deliver := func(as []leader.Applied) {
+		for i, p := range ps {
+			p.done, p.a = true, as[i]
+		}
+	}
 	err := l.cond.PutIfAbsent(ctx, l.entryKey(n), bytes.NewReader(data))
 	switch {
 	case err == nil:
 		l.stats.Appended++
-		a, err := l.apply(n, data)
+		l.stats.Commands += uint64(len(ps))
+		as, _, err := l.apply(ctx, n, data)
 		if err != nil {
-			return leader.Applied{}, err
+			// Appended, not applied here yet (a failed read of the
+			// store's time): the outcome is known to the log only.
+			settle(ps, fmt.Errorf("bucketlog: entry %d appended, not applied: %w: %w", n, leader.ErrOutcomeUnknown, err))
+			return
 		}
+		deliver(as)
 		l.checkpoint(ctx, n)
-		return a.Applied, nil
 	case errors.Is(err, blockmerge.ErrExists):
 		// Lost the race: apply the winner's entry (and whatever followed).
-		l.stats.Conflicts++
+		l.stats.Conflicts += uint64(len(ps))
 		if err := l.catchUp(ctx); err != nil {
-			return leader.Applied{}, err
+			settle(ps, err)
+			return
 		}
-		return leader.Applied{}, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict)
+		settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
 	default:
 		// The create may have succeeded: read back whose entry n is.
 		mine, cerr := l.catchUpFor(context.WithoutCancel(ctx), e.nonce)
 		switch {
 		case mine != nil:
+			l.stats.Appended++
+			l.stats.Commands += uint64(len(ps))
+			deliver(mine)
 			l.checkpoint(ctx, n)
-			return *mine, nil
 		case cerr == nil && l.applied >= n:
-			return leader.Applied{}, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict)
+			l.stats.Conflicts += uint64(len(ps))
+			settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
 		default:
-			return leader.Applied{}, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, err)
+			settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, err))
 		}
 	}
 }

@@ -109,6 +109,10 @@ func (h hideCheckpoints) List(ctx context.Context, prefix string, fn func(string
 	return h.Store.List(ctx, prefix, fn)
 }
 
+func (h hideCheckpoints) ModTime(ctx context.Context, key string) (time.Time, error) {
+	return h.Store.(blockmerge.Timestamper).ModTime(ctx, key)
+}
+
 func (h hideCheckpoints) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
 	return h.Store.(blockmerge.ConditionalPutter).PutIfAbsent(ctx, key, r)
 }
