@@ -190,9 +190,16 @@ func (l *Log) checkpointKey(n uint64) string {
 	return fmt.Sprintf("%s/checkpoint/%020d", l.prefix, n)
 }
 
-// Applied returns the number of the last entry applied (the log index of
-// its last command is the state machine's [raftfsm.FSM.LastApplied], or
-// more if that command was refused).
+// Index returns the log index of the last command applied (refused or
+// not; the state machine's [raftfsm.FSM.LastApplied] is that of the last
+// one it did not refuse).
+func (l *Log) Index() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.index
+}
+
+// Applied returns the number of the last entry applied.
 func (l *Log) Applied() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -386,16 +393,44 @@ func (l *Log) Propose(ctx context.Context, cmd []byte, preparedAt uint64) (leade
 
 // propose queues cmd and appends batches until one carried it.
 func (l *Log) propose(ctx context.Context, cmd []byte, preparedAt uint64) (leader.Applied, error) {
-	p := &proposal{cmd: cmd, preparedAt: preparedAt}
+	out := l.ProposeBatch(ctx, []Proposal{{Cmd: cmd, PreparedAt: preparedAt}})
+	return out[0].Applied, out[0].Err
+}
+
+// Proposal is one command given to [Log.ProposeBatch], with the log index
+// its state was prepared at (0 if it does not depend on the state), and,
+// once it returns, its outcome.
+type Proposal struct {
+	Cmd        []byte
+	PreparedAt uint64
+	// Applied and Err are what Propose would have returned for Cmd.
+	Applied leader.Applied
+	Err     error
+}
+
+// ProposeBatch appends the commands of ps together with whatever else is
+// waiting, in as few entries as the batch bounds allow, and returns ps with
+// each outcome filled in. Unlike Propose it does not append again a
+// command that lost a race: its Err wraps leader.ErrConflict.
+func (l *Log) ProposeBatch(ctx context.Context, ps []Proposal) []Proposal {
+	mine := make([]*proposal, len(ps))
 	l.qmu.Lock()
-	l.queue = append(l.queue, p)
+	for i := range ps {
+		mine[i] = &proposal{cmd: ps[i].Cmd, preparedAt: ps[i].PreparedAt}
+		l.queue = append(l.queue, mine[i])
+	}
 	l.qmu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for !p.done {
-		l.appendBatch(ctx, l.take())
+	for _, p := range mine {
+		for !p.done {
+			l.appendBatch(ctx, l.take())
+		}
 	}
-	return p.a, p.err
+	for i, p := range mine {
+		ps[i].Applied, ps[i].Err = p.a, p.err
+	}
+	return ps
 }
 
 // take removes the next batch from the queue.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/bucketlog"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -20,6 +21,10 @@ type entry struct {
 	req     *ck.PollRequest
 	batch   *ingestBatch
 	replied bool
+	// preparedAt is the log index the leader's replica had applied when
+	// it prepared the command (bucket mode: a prepared command whose
+	// state moved on is not appended).
+	preparedAt uint64
 }
 
 // replica is one replica of the state machine, with its position in the
@@ -28,6 +33,8 @@ type entry struct {
 type replica struct {
 	id        int
 	fsm       *raftfsm.FSM
+	blog      *bucketlog.Log // bucket mode: the coordinator's log
+	paused    int            // bucket mode: the step until which it is paused
 	opts      []raftfsm.Option
 	pos       uint64
 	gen       int // bumped when the FSM is replaced or restored
@@ -44,6 +51,7 @@ type heldCmd struct {
 	req   *ck.PollRequest
 	until int
 	term  uint64
+	at    uint64 // the log index it was prepared at
 }
 
 func (s *Sim) newReplica(id int) *replica {
@@ -67,6 +75,13 @@ func (s *Sim) leaderReplica() *replica { return s.replicas[s.leader] }
 
 // propose appends a command to the leader's log (uncommitted).
 func (s *Sim) propose(cmd *raftfsm.Command, req *ck.PollRequest) *entry {
+	return s.proposePrepared(cmd, req, 0)
+}
+
+// proposePrepared is propose for a command prepared on the leader's
+// replica at log index at. In bucket mode the proposal is queued for the
+// step's log phase.
+func (s *Sim) proposePrepared(cmd *raftfsm.Command, req *ck.PollRequest, at uint64) *entry {
 	clock := s.leaderClock()
 	if cmd.Time == 0 && cmd.Poll == nil && s.coin(0.8) {
 		cmd.Time = clock
@@ -78,7 +93,13 @@ func (s *Sim) propose(cmd *raftfsm.Command, req *ck.PollRequest) *entry {
 	}
 	e := &entry{
 		Entry: ck.Entry{Index: uint64(len(s.log)) + 1, Term: s.term, Time: clock},
-		data:  data, cmd: cmd, leader: s.leader, req: req,
+		data:  data, cmd: cmd, leader: s.leader, req: req, preparedAt: at,
+	}
+	if s.bucket != nil {
+		e.Index = 0 // known once appended
+		s.bucket.queue = append(s.bucket.queue, e)
+		s.tracef("queue %s at coordinator %d", describe(cmd), s.leader)
+		return e
 	}
 	s.log = append(s.log, e)
 	s.tracef("propose %d/%d %s", e.Index, e.Term, describe(cmd))
@@ -87,6 +108,10 @@ func (s *Sim) propose(cmd *raftfsm.Command, req *ck.PollRequest) *entry {
 
 // raftStep commits part of the tail, and maybe changes the leader.
 func (s *Sim) raftStep() {
+	if s.bucket != nil {
+		s.bucket.step()
+		return
+	}
 	if s.chance(FaultLeaderChange) {
 		s.electLeader()
 	}
@@ -125,6 +150,10 @@ func (s *Sim) electLeader() {
 // applyAll: the reference replica (0) applies every committed entry; the
 // others lag at random.
 func (s *Sim) applyAll() {
+	if s.bucket != nil {
+		s.bucket.applyAll()
+		return
+	}
 	for _, r := range s.replicas {
 		target := s.commit
 		if r.id != 0 && s.faultOn && s.coin(0.3) {
@@ -199,6 +228,7 @@ func (s *Sim) handleRequest(req *ck.PollRequest) {
 // holds it back).
 func (s *Sim) prepare(req *ck.PollRequest, tokenIndex uint64) {
 	r := s.leaderReplica()
+	at, _, _ := r.fsm.LastApplied()
 	cmd, err := r.fsm.Prepare(req, s.leaderClock())
 	if err != nil {
 		if errors.Is(err, raftfsm.ErrStaleRequest) {
@@ -214,10 +244,10 @@ func (s *Sim) prepare(req *ck.PollRequest, tokenIndex uint64) {
 		cmd.Poll.Update.TokenIndex = tokenIndex
 	}
 	if s.chance(FaultStalePrepare) {
-		s.held = append(s.held, &heldCmd{cmd: cmd, req: req, until: s.step + 1 + s.rng.IntN(5), term: s.term})
+		s.held = append(s.held, &heldCmd{cmd: cmd, req: req, until: s.step + 1 + s.rng.IntN(5), term: s.term, at: at})
 		return
 	}
-	s.propose(cmd, req)
+	s.proposePrepared(cmd, req, at)
 }
 
 // checkPrepared checks what Prepare returned is the command for req.
@@ -239,7 +269,7 @@ func (s *Sim) releaseHeld() {
 			continue
 		}
 		if h.term == s.term {
-			s.propose(h.cmd, h.req)
+			s.proposePrepared(h.cmd, h.req, h.at)
 		}
 	}
 	s.held = keep
@@ -248,6 +278,10 @@ func (s *Sim) releaseHeld() {
 // replicaFaults: snapshot and restore, corrupt snapshots, rebuilds,
 // re-applied entries.
 func (s *Sim) replicaFaults() {
+	if s.bucket != nil {
+		s.bucket.replicaFaults()
+		return
+	}
 	if s.chance(FaultSnapshotRestore) {
 		r := s.replicas[s.rng.IntN(len(s.replicas))]
 		snap := s.snapshot(r)
@@ -269,22 +303,7 @@ func (s *Sim) replicaFaults() {
 		s.tracef("replica %d snapshot+restore at %d", r.id, r.pos)
 	}
 	if s.chance(FaultCorruptRestore) {
-		r := s.replicas[s.rng.IntN(len(s.replicas))]
-		snap := s.snapshot(r)
-		bad := bytes.Clone(snap)
-		if s.coin(0.5) {
-			bad = bad[:s.rng.IntN(len(bad))]
-		} else {
-			bad[s.rng.IntN(len(bad))] ^= byte(1 + s.rng.IntN(255))
-		}
-		if err := r.fsm.Restore(bytes.NewReader(bad)); err == nil {
-			// A flipped byte may, rarely, still decode to a valid state
-			// (a checksum collision is not expected, so flag it).
-			s.fail("no panics on input", "replica %d accepted a corrupt snapshot", r.id)
-		}
-		if again := s.snapshot(r); !bytes.Equal(again, snap) {
-			s.fail("restore", "replica %d: a refused snapshot changed the state", r.id)
-		}
+		s.corruptRestore(s.replicas[s.rng.IntN(len(s.replicas))])
 	}
 	if s.chance(FaultRebuildReplica) {
 		r := s.replicas[s.rng.IntN(len(s.replicas))]
@@ -304,17 +323,42 @@ func (s *Sim) replicaFaults() {
 		s.tracef("replica %d rebuilt from replica %d's snapshot at %d", r.id, from.id, idx)
 	}
 	if s.chance(FaultReapply) {
-		r := s.replicas[s.rng.IntN(len(s.replicas))]
-		if idx, _, _ := r.fsm.LastApplied(); idx > 0 {
-			e := s.log[s.rng.IntN(int(idx))]
-			before := sha256.Sum256(s.snapshot(r))
-			res, err := r.fsm.Apply(e.Entry, e.data)
-			if err != nil || !res.Skipped {
-				s.fail("idempotence", "replica %d re-applying entry %d (last applied %d): skipped=%t err=%v", r.id, e.Index, idx, res != nil && res.Skipped, err)
-			}
-			if sha256.Sum256(s.snapshot(r)) != before {
-				s.fail("idempotence", "replica %d: re-applying entry %d changed the state", r.id, e.Index)
-			}
+		s.reapply(s.replicas[s.rng.IntN(len(s.replicas))])
+	}
+}
+
+// corruptRestore hands replica r a corrupt or truncated snapshot, which
+// it must refuse with its state intact.
+func (s *Sim) corruptRestore(r *replica) {
+	snap := s.snapshot(r)
+	bad := bytes.Clone(snap)
+	if s.coin(0.5) {
+		bad = bad[:s.rng.IntN(len(bad))]
+	} else {
+		bad[s.rng.IntN(len(bad))] ^= byte(1 + s.rng.IntN(255))
+	}
+	if err := r.fsm.Restore(bytes.NewReader(bad)); err == nil {
+		// A flipped byte may, rarely, still decode to a valid state
+		// (a checksum collision is not expected, so flag it).
+		s.fail("no panics on input", "replica %d accepted a corrupt snapshot", r.id)
+	}
+	if again := s.snapshot(r); !bytes.Equal(again, snap) {
+		s.fail("restore", "replica %d: a refused snapshot changed the state", r.id)
+	}
+}
+
+// reapply hands replica r an entry it already applied: skipped, nothing
+// changes.
+func (s *Sim) reapply(r *replica) {
+	if idx, _, _ := r.fsm.LastApplied(); idx > 0 {
+		e := s.log[s.rng.IntN(int(idx))]
+		before := sha256.Sum256(s.snapshot(r))
+		res, err := r.fsm.Apply(e.Entry, e.data)
+		if err != nil || !res.Skipped {
+			s.fail("idempotence", "replica %d re-applying entry %d (last applied %d): skipped=%t err=%v", r.id, e.Index, idx, res != nil && res.Skipped, err)
+		}
+		if sha256.Sum256(s.snapshot(r)) != before {
+			s.fail("idempotence", "replica %d: re-applying entry %d changed the state", r.id, e.Index)
 		}
 	}
 }

@@ -84,6 +84,30 @@ const (
 	FaultRetention
 	// FaultWatermark: a reader watermark is recorded (per step).
 	FaultWatermark
+	// Bucket mode only. FaultBucketRace: another coordinator appends the
+	// entry a coordinator is creating first (per create).
+	FaultBucketRace
+	// FaultBucketPutFail: a create fails without creating (per create).
+	FaultBucketPutFail
+	// FaultBucketLostAck: a create succeeds but reports a failure (per
+	// create): the proposer must read back whose entry it is.
+	FaultBucketLostAck
+	// FaultBucketReadFail: reading an entry fails (per read).
+	FaultBucketReadFail
+	// FaultBucketRestart: a coordinator restarts from the newest
+	// checkpoint (per step).
+	FaultBucketRestart
+	// FaultBucketTruncate: a coordinator truncates the log behind the
+	// newest checkpoint, under replicas that lag (per step).
+	FaultBucketTruncate
+	// FaultBucketStoreClock: the store's clock jumps ahead by more than a
+	// lease (a coordinator outage), so the next entry's time steps (per
+	// step).
+	FaultBucketStoreClock
+	// FaultBucketPause: a coordinator other than the reference replica
+	// stops (a paused process) for 40 to 160 steps, long enough for the
+	// log to be truncated past it (per step).
+	FaultBucketPause
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -97,6 +121,8 @@ var faultNames = [NumFaults]string{
 	"clock-back", "clock-fwd", "ingest-burst", "dup-ingest",
 	"pause", "resume", "retry", "cancel", "requeue", "set-max-failures",
 	"retention", "watermark",
+	"bucket-race", "bucket-put-fail", "bucket-lost-ack", "bucket-read-fail",
+	"bucket-restart", "bucket-truncate", "bucket-store-clock", "bucket-pause",
 }
 
 // String returns the fault's short name, as accepted by [ParseFaults].
@@ -165,5 +191,13 @@ func DefaultProb() [NumFaults]float64 {
 	p[FaultSetMaxFailures] = 0.003
 	p[FaultRetention] = 0.005
 	p[FaultWatermark] = 0.01
+	p[FaultBucketRace] = 0.05
+	p[FaultBucketPutFail] = 0.02
+	p[FaultBucketLostAck] = 0.02
+	p[FaultBucketReadFail] = 0.01
+	p[FaultBucketRestart] = 0.01
+	p[FaultBucketTruncate] = 0.01
+	p[FaultBucketStoreClock] = 0.005
+	p[FaultBucketPause] = 0.005
 	return p
 }

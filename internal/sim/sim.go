@@ -36,6 +36,11 @@ type Options struct {
 	// (a completion, a change of the live blocks, a confirmed tombstone)
 	// before the fixed point (default 1,500).
 	StallSteps int
+	// Bucket runs the log as a bucket log (package bucketlog): the
+	// replicas are coordinators appending to one bucket, with races,
+	// unknown outcomes, checkpoints, restarts and truncation (see
+	// bucketSim).
+	Bucket bool
 	// Data runs the data check: real blocks in a blockmerge.MemStore,
 	// merged by the workers, with every live block's records compared
 	// with the records ingested after every change of the live set.
@@ -92,8 +97,8 @@ type Violation struct {
 	Trace []string
 	// Disabled are the faults disabled in the run (after shrinking).
 	Disabled []Fault
-	// Data reports a run with the data check.
-	Data bool
+	// Data reports a run with the data check; Bucket one on the bucket log.
+	Data, Bucket bool
 }
 
 // Error implements error.
@@ -107,6 +112,9 @@ func (v *Violation) Replay() string {
 	fmt.Fprintf(&b, "go test ./internal/sim/ -run 'TestSimulation$' -v -sim.seed=%d", v.Seed)
 	if v.Data {
 		b.WriteString(" -sim.data=1")
+	}
+	if v.Bucket {
+		b.WriteString(" -sim.bucket=1")
 	}
 	if len(v.Disabled) > 0 {
 		names := make([]string, len(v.Disabled))
@@ -156,6 +164,7 @@ type Sim struct {
 	digests   map[uint64][32]byte
 	fed       uint64
 	held      []*heldCmd
+	bucket    *bucketSim // bucket mode: the log is a bucket log
 
 	net    []*msg
 	msgSeq uint64
@@ -267,6 +276,13 @@ func newSim(seed uint64, opt Options) *Sim {
 	s.model = newModel(s)
 	s.term = 1
 	s.leader = s.rng.IntN(n)
+	if opt.Bucket {
+		s.rep.Mode += "+bucket"
+		s.bucket = newBucketSim(s)
+		for _, r := range s.replicas {
+			s.bucket.open(r)
+		}
+	}
 	return s
 }
 
@@ -336,7 +352,7 @@ func (s *Sim) tracef(format string, args ...any) {
 }
 
 func (s *Sim) violation(invariant, detail string) *Violation {
-	v := &Violation{Seed: s.seed, Step: s.step, Phase: s.phase, Invariant: invariant, Detail: detail, Data: s.opt.Data}
+	v := &Violation{Seed: s.seed, Step: s.step, Phase: s.phase, Invariant: invariant, Detail: detail, Data: s.opt.Data, Bucket: s.opt.Bucket}
 	v.Trace = append(append([]string(nil), s.trace[s.traceAt:]...), s.trace[:s.traceAt]...)
 	v.Disabled = append([]Fault(nil), s.opt.Disable...)
 	return v
@@ -595,6 +611,9 @@ func (s *Sim) fixedPoint() string {
 
 func (s *Sim) finalCheck() {
 	for _, r := range s.replicas {
+		if s.bucket != nil {
+			s.bucket.barrier(r)
+		}
 		for r.pos < s.commit {
 			s.applyNext(r)
 		}

@@ -20,6 +20,7 @@ var (
 	flagSeed     = flag.Uint64("sim.seed", 0, "replay this one seed, with a trace")
 	flagDisable  = flag.String("sim.disable", "", "comma-separated faults to disable (see faults.go)")
 	flagData     = flag.Int("sim.data", -1, "1: data check on every seed; 0: never; default: one seed in 8")
+	flagBucket   = flag.Int("sim.bucket", -1, "1: the bucket log on every seed; 0: never; default: one seed in 4")
 	flagSteps    = flag.Int("sim.steps", 0, "steps with faults per seed (default 400)")
 	flagParallel = flag.Int("sim.parallel", 0, "seeds run in parallel (default GOMAXPROCS)")
 	flagKnown    = flag.String("sim.known", "", "comma-separated known issues whose checks are skipped")
@@ -61,6 +62,13 @@ func optionsFor(t *testing.T, seed uint64) Options {
 	case 0:
 	default:
 		opt.Data = seed%8 == 0
+	}
+	switch *flagBucket {
+	case 1:
+		opt.Bucket = true
+	case 0:
+	default:
+		opt.Bucket = seed%4 == 3
 	}
 	if *flagDisable != "" {
 		fs, err := ParseFaults(*flagDisable)
