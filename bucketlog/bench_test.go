@@ -21,3 +21,18 @@ func BenchmarkCoordinators(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIngest: the maximum append rate of one coordinator on a
+// FileStore (fsync off), with 1 and 16 writers adding a block each per
+// command; with 16, commands are batched.
+func BenchmarkIngest(b *testing.B) {
+	for _, w := range []int{1, 16} {
+		b.Run(fmt.Sprintf("file/writers=%d", w), func(b *testing.B) {
+			s, err := blockmerge.NewFileStore(b.TempDir(), blockmerge.WithoutSync())
+			if err != nil {
+				b.Fatal(err)
+			}
+			bucketlogtest.IngestBenchmark(b, s, w)
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,9 @@ type Log struct {
 	seq     uint64     // this coordinator's proposals, for nonces
 	failed  error
 	stats   Stats
+	// contended: the last append lost a race; the next reads the tip
+	// before it creates.
+	contended bool
 
 	qmu   sync.Mutex
 	queue []*proposal // waiting for the append lock, oldest first
@@ -383,8 +387,10 @@ func (l *Log) Propose(ctx context.Context, cmd []byte, preparedAt uint64) (leade
 		if preparedAt != 0 || !errors.Is(err, leader.ErrConflict) || try == maxAppendTries {
 			return a, err
 		}
+		// Jittered, so that coordinators that lost to each other do not
+		// retry in step.
 		select {
-		case <-time.After(time.Duration(try%8+1) * time.Millisecond):
+		case <-time.After(time.Duration(1+rand.IntN(1<<min(try, 5))) * time.Millisecond):
 		case <-ctx.Done():
 			return leader.Applied{}, fmt.Errorf("bucketlog: append: %w: %w", leader.ErrOutcomeUnknown, ctx.Err())
 		}
@@ -455,7 +461,29 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 			p.done, p.err = true, err
 		}
 	}
-	if err := l.catchUp(ctx); err != nil {
+	// Uncontended, the tip is not read first: the create finds out
+	// whether another coordinator appended (ErrExists), and then the log
+	// catches up. Once a race was lost, the tip is read first (a GET that
+	// finds the next entry missing) until an append finds that nobody
+	// else appended since this coordinator's last entry: under
+	// contention a read is cheaper than a create that fails, it keeps the
+	// window between reading the tip and creating the entry short, and
+	// every contender pays the same. Either way,
+	// if the low-water mark has passed the next entry, that entry may
+	// have been deleted and the create would succeed: restore first.
+	var err error
+	quiet := true // no other coordinator appended since this one's last entry
+	if l.contended {
+		before := l.applied
+		err = l.catchUp(ctx) // checks the mark when the entry is missing
+		quiet = l.applied == before
+	} else if behind, terr := l.truncated(ctx, l.applied+1); terr != nil || behind {
+		err = terr
+		if err == nil {
+			err = l.catchUp(ctx)
+		}
+	}
+	if err != nil {
 		settle(batch, err)
 		return
 	}
@@ -490,9 +518,10 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 			p.done, p.a = true, as[i]
 		}
 	}
-	err := l.cond.PutIfAbsent(ctx, l.entryKey(n), bytes.NewReader(data))
+	err = l.cond.PutIfAbsent(ctx, l.entryKey(n), bytes.NewReader(data))
 	switch {
 	case err == nil:
+		l.contended = l.contended && !quiet
 		l.stats.Appended++
 		l.stats.Commands += uint64(len(ps))
 		as, _, err := l.apply(ctx, n, data)
@@ -506,6 +535,7 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 		l.checkpoint(ctx, n)
 	case errors.Is(err, blockmerge.ErrExists):
 		// Lost the race: apply the winner's entry (and whatever followed).
+		l.contended = true
 		l.stats.Conflicts += uint64(len(ps))
 		if err := l.catchUp(ctx); err != nil {
 			settle(ps, err)

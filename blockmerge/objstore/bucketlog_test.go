@@ -78,3 +78,15 @@ func BenchmarkBucketLogS3(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBucketLogS3Ingest: the maximum append rate of one coordinator
+// on the S3 server, with 1 and 16 writers (batched).
+func BenchmarkBucketLogS3Ingest(b *testing.B) {
+	v := versitytest.Start(b)
+	for _, w := range []int{1, 16} {
+		b.Run(fmt.Sprintf("s3/writers=%d", w), func(b *testing.B) {
+			s, _ := v.ConditionalStore(b, 0)
+			bucketlogtest.IngestBenchmark(b, s, w)
+		})
+	}
+}

@@ -41,6 +41,46 @@ func (c *counting) List(ctx context.Context, prefix string, fn func(string) erro
 	return c.Store.List(ctx, prefix, fn)
 }
 
+// countingTimed is counting for a store that keeps modification times
+// (counted as HEADs: a HEAD request on S3).
+type countingTimed struct {
+	*counting
+	ts blockmerge.Timestamper
+}
+
+func (c countingTimed) ModTime(ctx context.Context, key string) (time.Time, error) {
+	c.heads.Add(1)
+	return c.ts.ModTime(ctx, key)
+}
+
+// count wraps store to count its operations.
+func count(b *testing.B, store blockmerge.Store) (*counting, blockmerge.Store) {
+	cond, ok := store.(blockmerge.ConditionalPutter)
+	if !ok {
+		b.Fatal("the store has no conditional put")
+	}
+	cs := &counting{Store: store, cond: cond}
+	if ts, ok := store.(blockmerge.Timestamper); ok {
+		return cs, countingTimed{cs, ts}
+	}
+	return cs, cs
+}
+
+func (c *counting) reset() {
+	c.creates.Store(0)
+	c.gets.Store(0)
+	c.lists.Store(0)
+	c.heads.Store(0)
+}
+
+// report reports the operations per unit (poll, block).
+func (c *counting) report(b *testing.B, per float64, unit string) {
+	b.ReportMetric(float64(c.creates.Load())/per, "creates/"+unit)
+	b.ReportMetric(float64(c.gets.Load())/per, "GETs/"+unit)
+	b.ReportMetric(float64(c.lists.Load())/per, "LISTs/"+unit)
+	b.ReportMetric(float64(c.heads.Load())/per, "HEADs/"+unit)
+}
+
 func (c *counting) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
 	c.creates.Add(1)
 	return c.cond.PutIfAbsent(ctx, key, r)
@@ -50,13 +90,10 @@ func (c *counting) PutIfAbsent(ctx context.Context, key string, r io.Reader) err
 // bucket log on store (a new, empty store with conditional puts), each
 // with its own worker taking a job and releasing it in every poll, all at
 // once. It reports polls/s, the object operations per poll (creates,
-// GETs, HEADs, LISTs) and the conflicts per append.
+// GETs, HEADs — existence checks and modification times —, LISTs) and the
+// conflicts per append.
 func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
-	cond, ok := store.(blockmerge.ConditionalPutter)
-	if !ok {
-		b.Fatal("the store has no conditional put")
-	}
-	cs := &counting{Store: store, cond: cond}
+	cs, counted := count(b, store)
 	ctx := context.Background()
 	cfg := raftfsm.DefaultConfig()
 	var (
@@ -68,7 +105,7 @@ func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		l, err := bucketlog.Open(ctx, cs, "bench", fsm, fmt.Sprintf("c%d", i))
+		l, err := bucketlog.Open(ctx, counted, "bench", fsm, fmt.Sprintf("c%d", i))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,10 +126,7 @@ func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 			b.Fatal(err)
 		}
 	}
-	cs.creates.Store(0)
-	cs.gets.Store(0)
-	cs.lists.Store(0)
-	cs.heads.Store(0)
+	cs.reset()
 	var conflicts0, appends0 uint64
 	for _, l := range logs {
 		conflicts0 += l.Stats().Conflicts
@@ -140,11 +174,59 @@ func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 	appends -= appends0
 	polls := float64(b.N)
 	b.ReportMetric(polls/elapsed.Seconds(), "polls/s")
-	b.ReportMetric(float64(cs.creates.Load())/polls, "creates/poll")
-	b.ReportMetric(float64(cs.gets.Load())/polls, "GETs/poll")
-	b.ReportMetric(float64(cs.lists.Load())/polls, "LISTs/poll")
-	b.ReportMetric(float64(cs.heads.Load())/polls, "HEADs/poll")
+	cs.report(b, polls, "poll")
 	if appends > 0 {
 		b.ReportMetric(float64(conflicts)/float64(appends), "conflicts/append")
 	}
+}
+
+// IngestBenchmark measures the log's maximum append rate: writers
+// goroutines add b.N blocks, one per command, through one coordinator on
+// store (a new, empty store with conditional puts), all at once, so that
+// commands wait for each other's appends and go out in batches. It
+// reports appends/s, blocks/s, commands per entry and the object
+// operations per block.
+func IngestBenchmark(b *testing.B, store blockmerge.Store, writers int) {
+	cs, counted := count(b, store)
+	ctx := context.Background()
+	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := bucketlog.Open(ctx, counted, "bench", fsm, "c0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := leader.New(l, fsm)
+	if err := svc.TakeOffice(ctx); err != nil {
+		b.Fatal(err)
+	}
+	cs.reset()
+	before := l.Stats()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				blk := leadertest.Block(fmt.Sprintf("seg-%02d-%08d", w, i), "acme", uint32(i%16), i*1e9)
+				if _, err := svc.AddBlocks(ctx, []ck.BlockMeta{blk}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	st := l.Stats()
+	appends := float64(st.Appended - before.Appended)
+	b.ReportMetric(appends/elapsed.Seconds(), "appends/s")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "blocks/s")
+	b.ReportMetric(float64(st.Commands-before.Commands)/appends, "commands/entry")
+	cs.report(b, float64(b.N), "block")
 }
