@@ -111,3 +111,24 @@ func (l *Log) restoreFrom(n uint64, data []byte) error {
 	l.applied, l.index, l.hash = n, index, hash
 	return nil
 }
+
+// jump restores the newest checkpoint if it is ahead of this replica
+// (WithCatchUpLimit); one that cannot be used is logged and skipped: the
+// entries are still there to read.
+func (l *Log) jump(ctx context.Context) error {
+	cps, err := l.newestCheckpoint(ctx)
+	if err != nil || len(cps) == 0 || cps[len(cps)-1] <= l.applied {
+		return err
+	}
+	c := cps[len(cps)-1]
+	data, err := l.read(ctx, l.checkpointKey(c))
+	if err == nil && data != nil {
+		err = l.restoreFrom(c, data)
+	}
+	if err != nil || data == nil {
+		l.log.Warn("bucketlog: checkpoint unusable, reading the entries instead", "entry", c, "err", err)
+		return nil
+	}
+	l.stats.Jumps++
+	return nil
+}

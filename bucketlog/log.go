@@ -73,6 +73,14 @@ func WithClock(clock func() time.Time) Option {
 // it alike whatever its own options.
 func WithoutStoreTime() Option { return func(l *Log) { l.stampOnly = true } }
 
+// WithCatchUpLimit bounds what a replica far behind reads: after reading
+// n entries in one catch-up it looks for a newer checkpoint (one LIST) and,
+// if there is one, restores it instead of reading the rest. A serverless
+// worker, which reads every other worker's polls, pays at most about n
+// reads, a LIST, one checkpoint and the entries after it per catch-up,
+// however large the fleet (0, the default: no limit).
+func WithCatchUpLimit(n int) Option { return func(l *Log) { l.jumpAfter = n } }
+
 // WithLogger sets the log's logger (default: discard).
 func WithLogger(lg *slog.Logger) Option {
 	return func(l *Log) {
@@ -114,6 +122,7 @@ type Log struct {
 	// contended: the last append lost a race; the next reads the tip
 	// before it creates.
 	contended bool
+	jumpAfter int // WithCatchUpLimit
 
 	qmu   sync.Mutex
 	queue []*proposal // waiting for the append lock, oldest first
@@ -145,6 +154,9 @@ type Stats struct {
 	// and applied, its own included; Extensions the leases extensions the
 	// log applied before an entry whose time stepped more than one lease.
 	Appended, Commands, Conflicts, Read, Extensions uint64
+	// Jumps counts the checkpoints restored to skip entries
+	// (WithCatchUpLimit).
+	Jumps uint64
 }
 
 // Stats returns the log's counters.
@@ -233,9 +245,14 @@ func (l *Log) catchUp(ctx context.Context) error {
 // carrying nonce returned, if it read that entry.
 func (l *Log) catchUpFor(ctx context.Context, nonce string) ([]leader.Applied, error) {
 	var mine []leader.Applied
-	for {
+	for read := 0; ; read++ {
 		if l.failed != nil {
 			return nil, l.failed
+		}
+		if l.jumpAfter > 0 && read == l.jumpAfter && nonce == "" {
+			if err := l.jump(ctx); err != nil {
+				return mine, err
+			}
 		}
 		n := l.applied + 1
 		data, err := l.read(ctx, l.entryKey(n))

@@ -64,7 +64,31 @@ type options struct {
 	backoff func(attempt int) time.Duration
 	log     *slog.Logger
 	keys    []TokenKey // nil: tokens are not signed
+	// staleAfter: from this conflict on, a poll is appended on any state
+	// (0: never); skipIdle: idle polls are answered without an entry.
+	staleAfter int
+	skipIdle   bool
 }
+
+// WithStaleAfter makes a poll that lost k races for the log (ErrConflict)
+// go in on whatever state the log has when its turn comes, instead of
+// being prepared again on the newest: it is proposed as not depending on
+// the state (preparedAt 0). That is safe — Apply checks every change of a
+// poll against the state it meets, as on Raft, where prepared polls are
+// never refused — and it bounds the retries under contention; a change
+// overtaken meanwhile (a job another worker got first) is skipped, and the
+// worker polls again. For logs that refuse stale appends (the bucket log);
+// 0, the default, prepares again every time.
+func WithStaleAfter(k int) Option { return func(o *options) { o.staleAfter = max(k, 0) } }
+
+// WithSkipIdlePolls answers a poll that reports nothing and gets nothing
+// (no free slot, or nothing ready at the leader's clock) without
+// appending an entry: for logs where an entry costs a write to a bucket.
+// Such a poll then leaves no record: the poll log and the worker's
+// last-seen time show only polls that did something. Every poll first
+// brings the replica up to date (a barrier), so that idle is judged on
+// the newest state.
+func WithSkipIdlePolls() Option { return func(o *options) { o.skipIdle = true } }
 
 // WithMode selects single-commit (default) or two-commit polls.
 func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
@@ -341,14 +365,18 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 		return nil, err
 	}
 	signed, forged := s.checkSignatures(req)
+	conflicts := 0
 	for attempt := 0; ; attempt++ {
-		resp, err := s.pollOnce(ctx, signed)
+		resp, err := s.pollOnce(ctx, signed, s.o.staleAfter > 0 && conflicts >= s.o.staleAfter)
 		if err == nil {
 			s.measurePoll(start, resp)
 			return s.signResponse(resp, req.WorkerID, forged), nil
 		}
 		if !(errors.Is(err, ErrConflict) || errors.Is(err, ErrOutcomeUnknown)) || attempt >= s.o.retries || ctx.Err() != nil {
 			return nil, err
+		}
+		if errors.Is(err, ErrConflict) {
+			conflicts++
 		}
 		s.o.log.Debug("leader: poll prepared again", "worker", ck.PublicWorkerName(req.WorkerID), "seq", req.Seq, "attempt", attempt+1, "err", err)
 		if s.o.backoff != nil {
@@ -368,8 +396,9 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 	}
 }
 
-// pollOnce answers req from the poll log, or prepares and proposes it.
-func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+// pollOnce answers req from the poll log, or prepares and proposes it —
+// on any state if stale (WithStaleAfter).
+func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest, stale bool) (*ck.PollResponse, error) {
 	if resp, ok := s.fsm.Recorded(req.WorkerID, req.Seq); ok {
 		return resp, nil
 	}
@@ -382,6 +411,13 @@ func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest) (*ck.PollRe
 		}
 		token = a.Index
 	}
+	if s.o.skipIdle {
+		// "Idle" is judged on the newest state (and a log whose replica
+		// follows the tip only when it reads it needs the read anyway).
+		if err := s.log.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
 	at, _, _ := s.fsm.LastApplied()
 	cmd, err := s.fsm.Prepare(req, s.now())
 	if err != nil {
@@ -392,6 +428,12 @@ func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest) (*ck.PollRe
 	}
 	if token != 0 {
 		cmd.Poll.Update.TokenIndex = token
+	}
+	if s.o.skipIdle && token == 0 && len(cmd.Poll.Reports) == 0 && len(cmd.Poll.Update.Changes) == 0 {
+		return &ck.PollResponse{}, nil // what applying it would answer
+	}
+	if stale {
+		at = 0
 	}
 	a, err := s.proposePoll(ctx, cmd, at)
 	if err != nil {
