@@ -90,10 +90,11 @@ func writeFile(t testing.TB, path, content string) {
 // is given, through its own coordinator of the log, until it is killed or
 // told to stop. Every block it added is recorded in <dir>/ingested-<id>
 // once AddBlocks returned. Between two rounds — never inside an append —
-// it looks for two files of the test's: pause-<id> makes it write the
-// last entry it applied to paused-<id> and wait until pause-<id> is gone
-// (meanwhile the test stops it with SIGSTOP, truncates the log, removes
-// the file and continues it); stop makes it append nothing more, write
+// it looks for two files of the test's: the first process to find pause
+// renames it pausing-<id>, writes the last entry it applied to
+// paused-<id> and waits until pausing-<id> is gone (meanwhile the test
+// stops it with SIGSTOP, truncates the log, removes the file and
+// continues it); stop makes it append nothing more, write
 // stopped-<id>, wait for final, catch up and write report-<id>: the last
 // entry applied, the SHA-256 of its state machine's snapshot, and the job
 // its worker holds, with its token ("- 0" for none). Its log lines go to
@@ -117,11 +118,11 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 	defer rec.Close()
 	var held *ck.JobReply
 	for n, seq := 0, uint64(1); ; n, seq = n+1, seq+1 {
-		if exists(file("pause")) {
+		if os.Rename(filepath.Join(dir, "pause"), file("pausing")) == nil {
 			// The test stops this process (SIGSTOP) while it waits here,
 			// then removes the file and continues it.
 			writeFile(t, file("paused"), strconv.FormatUint(l.Applied(), 10))
-			for exists(file("pause")) {
+			for exists(file("pausing")) {
 				time.Sleep(time.Millisecond)
 			}
 		}
@@ -199,8 +200,10 @@ type Coordinators struct {
 // RunCoordinators runs four coordinator processes (see
 // [CoordinatorProcess]) on one bucket log in c.Store, all ingesting and
 // compacting. Ten times one of them is killed with SIGKILL at whatever
-// point it reached and restarted. Once, half way, one is paused (at a
-// point between two rounds) while the others run on past checkpoints and
+// point it reached and restarted. Once, half way, one is paused (the
+// first to finish a round, so never inside an append: SIGSTOP between a
+// proposer's check of the low-water mark and its create would outlast
+// the truncation's grace) while the others run on past checkpoints and
 // the test truncates the log past the pause — raising the low-water mark
 // and deleting the entries below it — then resumed: it must restore the
 // checkpoint at the mark (its log says so) rather than re-create the
@@ -248,7 +251,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	for kill := 1; kill <= kills; kill++ {
 		r.waitGrowth(15)
 		if kill == kills/2 {
-			mark = r.pausePastTruncation(rng.IntN(processes))
+			mark = r.pausePastTruncation()
 		}
 		i := rng.IntN(processes)
 		r.kill(i)
@@ -434,25 +437,32 @@ func (r *run) waitGrowth(by uint64) {
 	r.waitFor(fmt.Sprintf("the log to grow from %d entries by %d", from, by), func() bool { return r.tip() >= from+by })
 }
 
-// pausePastTruncation pauses process i, truncates the log past the entry
-// it would append next, resumes it and waits for it to restore the
-// checkpoint at the low-water mark. It returns the mark.
-func (r *run) pausePastTruncation(i int) uint64 {
-	t, p, ctx := r.t, r.procs[i], context.Background()
-	writeFile(t, r.file("pause", p.id), "")
-	var paused uint64
-	r.waitFor("coordinator "+p.id+" to pause", func() bool {
-		data, err := os.ReadFile(r.file("paused", p.id))
-		if err != nil {
-			return false
+// pausePastTruncation pauses the first process to reach the end of a
+// round, truncates the log past the entry it would append next, resumes
+// it and waits for it to restore the checkpoint at the low-water mark. It
+// returns the mark.
+func (r *run) pausePastTruncation() uint64 {
+	t, ctx := r.t, context.Background()
+	writeFile(t, filepath.Join(r.dir, "pause"), "")
+	var (
+		p      *process
+		paused uint64
+	)
+	r.waitFor("a coordinator to pause", func() bool {
+		for _, q := range r.procs {
+			data, err := os.ReadFile(r.file("paused", q.id))
+			if err == nil {
+				p = q
+				paused, err = strconv.ParseUint(string(data), 10, 64)
+				check(t, err)
+				return true
+			}
 		}
-		paused, err = strconv.ParseUint(string(data), 10, 64)
-		check(t, err)
-		return true
+		return false
 	})
 	check(t, p.cmd.Process.Signal(syscall.SIGSTOP))
 	r.waitFor("coordinator "+p.id+" to stop", func() bool { return stopped(p.cmd.Process.Pid) })
-	check(t, os.Remove(r.file("pause", p.id)))
+	check(t, os.Remove(r.file("pausing", p.id)))
 	// The low-water mark reaches the entry after the pause once a
 	// checkpoint at or past the next multiple of 64 is grace entries
 	// behind what the test's replica read.
