@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,9 +46,34 @@ const (
 
 // Server is a running versitygw.
 type Server struct {
-	dir      string
-	endpoint string
-	buckets  atomic.Int64
+	dir            string
+	endpoint       string
+	access, secret string
+	buckets        atomic.Int64
+}
+
+// BucketEnv names the environment variable through which a process reaches
+// a bucket of a server another process started: see [Server.Env] and
+// [FromEnv].
+const BucketEnv = "COMPACTKIT_VERSITY_BUCKET"
+
+// Env returns the environment variable (BucketEnv=...) that gives a
+// process the bucket on this server: its address, account and name.
+func (v *Server) Env(bucket string) string {
+	return BucketEnv + "=" + strings.Join([]string{v.endpoint, v.access, v.secret, bucket}, ",")
+}
+
+// FromEnv returns a conditional store over the bucket named by BucketEnv (set
+// from [Server.Env] by the process that started the server), or fails the
+// test if BucketEnv is not set or malformed.
+func FromEnv(t testing.TB, partSize uint64, opts ...objstore.Option) *objstore.ConditionalStore {
+	t.Helper()
+	f := strings.Split(os.Getenv(BucketEnv), ",")
+	if len(f) != 4 {
+		t.Fatalf("%s=%q: want endpoint,access,secret,bucket", BucketEnv, os.Getenv(BucketEnv))
+	}
+	v := &Server{endpoint: f[0], access: f[1], secret: f[2]}
+	return v.conditionalStoreOf(t, f[3], partSize, opts...)
 }
 
 // binary finds versitygw on PATH or in the Go bin directory.
@@ -85,7 +111,7 @@ func Start(t testing.TB) *Server {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	v := &Server{dir: t.TempDir(), endpoint: addr}
+	v := &Server{dir: t.TempDir(), endpoint: addr, access: access, secret: secret}
 	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "posix", v.dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -129,13 +155,19 @@ func (v *Server) NewBucket(t testing.TB) string {
 func (v *Server) Store(t testing.TB, partSize uint64, opts ...objstore.Option) (*objstore.Store, string) {
 	t.Helper()
 	name := v.NewBucket(t)
+	return v.storeOf(t, name, partSize, opts...), name
+}
+
+// storeOf returns a store over the bucket name.
+func (v *Server) storeOf(t testing.TB, name string, partSize uint64, opts ...objstore.Option) *objstore.Store {
+	t.Helper()
 	cfg := s3.DefaultConfig
 	cfg.Bucket = name
 	cfg.Endpoint = v.endpoint
 	cfg.Region = "us-east-1"
 	cfg.Insecure = true
-	cfg.AccessKey = access
-	cfg.SecretKey = secret
+	cfg.AccessKey = v.access
+	cfg.SecretKey = v.secret
 	cfg.BucketLookupType = s3.PathLookup
 	if partSize > 0 {
 		cfg.PartSize = partSize
@@ -145,20 +177,26 @@ func (v *Server) Store(t testing.TB, partSize uint64, opts ...objstore.Option) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	return objstore.New(b, opts...), name
+	return objstore.New(b, opts...)
 }
 
 // ConditionalStore is Store with a create-if-absent (If-None-Match: *).
 func (v *Server) ConditionalStore(t testing.TB, partSize uint64, opts ...objstore.Option) (*objstore.ConditionalStore, string) {
 	t.Helper()
-	s, name := v.Store(t, partSize, opts...)
-	return objstore.NewConditional(s, objstore.S3ConditionalPut(v.Client(t), name)), name
+	name := v.NewBucket(t)
+	return v.conditionalStoreOf(t, name, partSize, opts...), name
+}
+
+// conditionalStoreOf returns a conditional store over the bucket name.
+func (v *Server) conditionalStoreOf(t testing.TB, name string, partSize uint64, opts ...objstore.Option) *objstore.ConditionalStore {
+	t.Helper()
+	return objstore.NewConditional(v.storeOf(t, name, partSize, opts...), objstore.S3ConditionalPut(v.Client(t), name))
 }
 
 // Client returns a plain S3 client of the server.
 func (v *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	c, err := minio.New(v.endpoint, &minio.Options{Creds: credentials.NewStaticV4(access, secret, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+	c, err := minio.New(v.endpoint, &minio.Options{Creds: credentials.NewStaticV4(v.access, v.secret, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
 	if err != nil {
 		t.Fatal(err)
 	}

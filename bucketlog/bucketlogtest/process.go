@@ -1,0 +1,628 @@
+//go:build unix
+
+package bucketlogtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/bucketlog"
+	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/raftfsm"
+)
+
+// The coordinator processes: the test binary, run with processEnv set to
+// "dir,id". They and the test talk through files in dir (see
+// CoordinatorProcess).
+const (
+	processEnv = "BUCKETLOGTEST_COORDINATOR"
+	logPrefix  = "compaction"
+	// processes coordinators run at once, kills of them in a run.
+	processes, kills = 4, 10
+	// checkpointEvery is the coordinators' checkpoint interval, small so
+	// that a run passes many checkpoints.
+	checkpointEvery = 32
+	// grace is how far, in entries, the low-water mark stays behind what
+	// the test's own replica has read when it truncates: a coordinator
+	// still reading entries there finds them (see Log.Truncate).
+	grace = 64
+	// patience bounds every wait for the processes' progress: a run that
+	// waits longer is stuck.
+	patience = 60 * time.Second
+)
+
+func processConfig() raftfsm.Config {
+	cfg := raftfsm.DefaultConfig()
+	for i := range cfg.Planner.Levels {
+		cfg.Planner.Levels[i].MaxBlocks = 4
+	}
+	return cfg
+}
+
+// check fails the test on an error; the package's tests do not use
+// testify, so that a store's module imports nothing more for them.
+func check(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// writeFile writes a file whole or not at all: the other side polls for
+// it.
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	check(t, os.WriteFile(path+".tmp", []byte(content), 0o644))
+	check(t, os.Rename(path+".tmp", path))
+}
+
+// CoordinatorProcess is the body of a coordinator process of
+// [RunCoordinators]: the test named by [Coordinators.Test] calls it, with
+// open opening the store from what [Coordinators.Env] put in the
+// environment. It returns at once outside a coordinator process.
+//
+// The process ingests blocks and runs a worker that completes the jobs it
+// is given, through its own coordinator of the log, until it is killed or
+// told to stop. Every block it added is recorded in <dir>/ingested-<id>
+// once AddBlocks returned. Between two rounds — never inside an append —
+// it looks for two files of the test's: the first process to find pause
+// renames it pausing-<id>, writes the last entry it applied to
+// paused-<id> and waits until pausing-<id> is gone (meanwhile the test
+// stops it with SIGSTOP, truncates the log, removes the file and
+// continues it); stop makes it append nothing more, write
+// stopped-<id>, wait for final, catch up and write report-<id>: the last
+// entry applied, the SHA-256 of its state machine's snapshot, and the job
+// its worker holds, with its token ("- 0" for none). Its log lines go to
+// stderr.
+func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) {
+	spec := os.Getenv(processEnv)
+	if spec == "" {
+		return // not a coordinator process
+	}
+	dir, id, _ := strings.Cut(spec, ",")
+	file := func(name string) string { return filepath.Join(dir, name+"-"+id) }
+	ctx := context.Background()
+	fsm, err := raftfsm.New(processConfig())
+	check(t, err)
+	l, err := bucketlog.Open(ctx, open(t), logPrefix, fsm, id, bucketlog.WithCheckpointEvery(checkpointEvery),
+		bucketlog.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	check(t, err)
+	svc := leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration { return time.Duration(a%8+1) * time.Millisecond }))
+	rec, err := os.OpenFile(file("ingested"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	check(t, err)
+	defer rec.Close()
+	var held *ck.JobReply
+	for n, seq := 0, uint64(1); ; n, seq = n+1, seq+1 {
+		if os.Rename(filepath.Join(dir, "pause"), file("pausing")) == nil {
+			// The test stops this process (SIGSTOP) while it waits here,
+			// then removes the file and continues it.
+			writeFile(t, file("paused"), strconv.FormatUint(l.Applied(), 10))
+			for exists(file("pausing")) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if exists(filepath.Join(dir, "stop")) {
+			writeFile(t, file("stopped"), "")
+			for !exists(filepath.Join(dir, "final")) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			check(t, l.Barrier(ctx))
+			var snap bytes.Buffer
+			check(t, fsm.Snapshot(&snap))
+			job, token := "-", fencing.Token(0)
+			if held != nil {
+				job, token = held.Job, held.Token
+			}
+			writeFile(t, file("report"), fmt.Sprintf("%d %x %s %d", l.Applied(), sha256.Sum256(snap.Bytes()), job, token))
+			return
+		}
+		b := leadertest.Block(fmt.Sprintf("%s-%05d", id, n), "acme", uint32(n%3), int64(n)*1e9)
+		_, err := svc.AddBlocks(ctx, []ck.BlockMeta{b})
+		check(t, err)
+		_, err = fmt.Fprintln(rec, b.ID)
+		check(t, err)
+		req := &ck.PollRequest{WorkerID: "w-" + id, Seq: seq, FreeSlots: 1}
+		if held != nil {
+			u := ck.StatusUpdate{Job: held.Job, Token: held.Token, Status: ck.ReportFailure, Reason: "sources gone"}
+			if outs, ok := outputsOf(svc, held); ok {
+				u = ck.StatusUpdate{Job: held.Job, Token: held.Token, Status: ck.ReportSuccess, Outputs: outs}
+			}
+			req.Updates = []ck.StatusUpdate{u}
+		}
+		resp, err := svc.Poll(ctx, req)
+		check(t, err)
+		held = nil
+		for i := range resp.Jobs {
+			if resp.Jobs[i].Outcome == ck.OutcomeAssigned && len(resp.Jobs[i].Plan.Sources) > 0 {
+				held = &resp.Jobs[i]
+			}
+		}
+	}
+}
+
+// outputsOf is a job's output: one block one level up spanning its
+// sources, if they are live.
+func outputsOf(svc *leader.Service, j *ck.JobReply) ([]ck.BlockMeta, bool) {
+	view := svc.FSM().Index()
+	defer view.Close()
+	out := leadertest.Block(ck.OutputID(j.Job, j.Token, 0), j.Plan.Tenant, j.Plan.Shard, 1<<62)
+	out.Level, out.MaxTime, out.Size = j.Plan.Level+1, 0, 0
+	for _, src := range j.Plan.Sources {
+		b, ok := view.Lookup(src)
+		if !ok {
+			return nil, false
+		}
+		out.MinTime, out.MaxTime, out.Size = min(out.MinTime, b.MinTime), max(out.MaxTime, b.MaxTime), out.Size+b.Size
+	}
+	out.Datasets[0].MinTime, out.Datasets[0].MaxTime, out.Datasets[0].Size = out.MinTime, out.MaxTime, out.Size
+	return []ck.BlockMeta{out}, true
+}
+
+// Coordinators is a run of coordinator processes over one store.
+type Coordinators struct {
+	// Test is the name of the test, in the calling package, that calls
+	// [CoordinatorProcess]: a coordinator process is the test binary
+	// running only it.
+	Test string
+	// Env is added to the processes' environment: what the open function
+	// given to CoordinatorProcess needs to reach the store.
+	Env []string
+	// Store is the test's own view of the same store, new and empty, with
+	// conditional puts and modification times.
+	Store blockmerge.Store
+}
+
+// RunCoordinators runs four coordinator processes (see
+// [CoordinatorProcess]) on one bucket log in c.Store, all ingesting and
+// compacting. Ten times one of them is killed with SIGKILL at whatever
+// point it reached and restarted. Once, half way, one is paused (the
+// first to finish a round, so never inside an append: SIGSTOP between a
+// proposer's check of the low-water mark and its create would outlast
+// the truncation's grace) while the others run on past checkpoints and
+// the test truncates the log past the pause — raising the low-water mark
+// and deleting the entries below it — then resumed: it must restore the
+// checkpoint at the mark (its log says so) rather than re-create the
+// deleted entry it would have appended next. At the end the processes stop
+// appending, catch up and report, and the test checks:
+//
+//   - no gap, no fork: the test's replica, which read every entry from
+//     entry 1 as the log grew, a new replica restoring the newest
+//     checkpoint, and the four processes' replicas are byte-identical; the
+//     entries present are exactly those above the low-water mark, up to
+//     the tip (none below the mark reappeared);
+//   - no job held by two workers with valid tokens: every renewal,
+//     completion, failure or release the log applied came from the job's
+//     current holder with its current token, and no two processes end
+//     holding one job with its current token;
+//   - every block a process recorded as added is live or was compacted,
+//     and no block was compacted twice.
+func RunCoordinators(t *testing.T, c Coordinators) {
+	if testing.Short() {
+		// -short runs skip the process tests; CI and the README's test
+		// command run them.
+		t.Skip("SKIPPED in -short: starts processes")
+	}
+	ctx := context.Background()
+	r := &run{t: t, c: c, dir: t.TempDir(), procs: make([]*process, processes)}
+	t.Cleanup(r.killAll)
+	rng := rand.New(rand.NewPCG(7, 7))
+
+	// The test's replica reads every entry from entry 1, as the log
+	// grows, and audits each; it also truncates. Its store hides the
+	// checkpoints above what it read, so that its truncations never pass
+	// it.
+	r.store = &boundedCheckpoints{Store: c.Store}
+	r.audit = newAudit()
+	replay, err := raftfsm.New(processConfig())
+	check(t, err)
+	r.log, err = bucketlog.Open(ctx, r.store, logPrefix, replay, "audit-replay", bucketlog.WithCheckpointEvery(0),
+		bucketlog.WithObserver(r.audit.observe))
+	check(t, err)
+
+	for i := range r.procs {
+		r.start(i, 0)
+	}
+	var mark uint64
+	for kill := 1; kill <= kills; kill++ {
+		r.waitGrowth(15)
+		if kill == kills/2 {
+			mark = r.pausePastTruncation()
+		}
+		i := rng.IntN(processes)
+		r.kill(i)
+		r.start(i, kill)
+	}
+	r.waitGrowth(15)
+	tip, reports := r.stop()
+
+	// No gap, no fork.
+	require(t, r.log.Stats().Read == tip, "the test's replica read %d entries of %d: it restored a checkpoint", r.log.Stats().Read, tip)
+	var want bytes.Buffer
+	check(t, replay.Snapshot(&want))
+	wantSum := fmt.Sprintf("%x", sha256.Sum256(want.Bytes()))
+	fromCheckpoint, err := raftfsm.New(processConfig())
+	check(t, err)
+	cp, err := bucketlog.Open(ctx, c.Store, logPrefix, fromCheckpoint, "audit-checkpoint")
+	check(t, err)
+	require(t, cp.Applied() == tip, "the replica restored from a checkpoint reached entry %d, the log %d", cp.Applied(), tip)
+	var got bytes.Buffer
+	check(t, fromCheckpoint.Snapshot(&got))
+	require(t, bytes.Equal(want.Bytes(), got.Bytes()), "a checkpoint-restored replica differs from one that read every entry")
+	for _, rep := range reports {
+		require(t, rep.applied == tip && rep.sum == wantSum, "coordinator %s ended at entry %d with state %s; the log's tip is %d with state %s",
+			rep.id, rep.applied, rep.sum, tip, wantSum)
+	}
+	var present []uint64
+	check(t, c.Store.List(ctx, logPrefix+"/log/", func(k string) error {
+		n, err := strconv.ParseUint(strings.TrimPrefix(k, logPrefix+"/log/"), 10, 64)
+		present = append(present, n)
+		return err
+	}))
+	require(t, len(present) > 0, "no entry left")
+	require(t, uint64(len(present)) == tip-mark && present[0] == mark+1 && present[len(present)-1] == tip,
+		"entries present: %d, from %d to %d; want %d to %d (the low-water mark is %d)", len(present), present[0], present[len(present)-1], mark+1, tip, mark)
+
+	// Tokens.
+	for _, v := range r.audit.violations {
+		t.Error(v)
+	}
+	holders := map[string]string{}
+	for _, rep := range reports {
+		js, _, ok := replay.Job(rep.job)
+		if !ok || js.Status != ck.StatusInProgress || js.Token != rep.token {
+			continue
+		}
+		require(t, holders[rep.job] == "", "coordinators %s and %s both hold %s with its current token %d", holders[rep.job], rep.id, rep.job, rep.token)
+		holders[rep.job] = rep.id
+	}
+
+	// Blocks.
+	view := replay.Index()
+	defer view.Close()
+	recorded := 0
+	files, err := filepath.Glob(filepath.Join(r.dir, "ingested-*"))
+	check(t, err)
+	for _, f := range files {
+		fh, err := os.Open(f)
+		check(t, err)
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			id := sc.Text()
+			recorded++
+			require(t, view.Live(id) != (r.audit.compacted[id] == 1), "block %s: live %t, compacted %d times", id, view.Live(id), r.audit.compacted[id])
+		}
+		fh.Close()
+	}
+	for id, n := range r.audit.compacted {
+		require(t, n == 1, "block %s compacted %d times", id, n)
+	}
+	require(t, len(r.audit.compacted) > 0, "nothing was compacted")
+	t.Logf("%d entries (low-water mark %d), %d blocks recorded, %d compacted, %d worker reports checked against their jobs' holders, %d SIGKILLs, one pause past a truncation",
+		tip, mark, recorded, len(r.audit.compacted), r.audit.reports, kills)
+}
+
+func require(t testing.TB, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}
+
+// run is the test's side of RunCoordinators.
+type run struct {
+	t     *testing.T
+	c     Coordinators
+	dir   string
+	procs []*process
+	store *boundedCheckpoints
+	log   *bucketlog.Log
+	audit *audit
+}
+
+// process is one coordinator process.
+type process struct {
+	id, out string
+	cmd     *exec.Cmd
+	done    chan error // its exit
+	exited  bool
+}
+
+func (r *run) file(name, id string) string { return filepath.Join(r.dir, name+"-"+id) }
+
+// start starts process i of its generation gen.
+func (r *run) start(i, gen int) {
+	p := &process{id: fmt.Sprintf("c%d.%d", i, gen), done: make(chan error, 1)}
+	p.out = r.file("out", p.id)
+	p.cmd = exec.Command(os.Args[0], "-test.run=^"+r.c.Test+"$")
+	p.cmd.Env = append(append(os.Environ(), r.c.Env...), fmt.Sprintf("%s=%s,%s", processEnv, r.dir, p.id))
+	out, err := os.Create(p.out)
+	check(r.t, err)
+	defer out.Close()
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	check(r.t, p.cmd.Start())
+	go func() { p.done <- p.cmd.Wait() }()
+	r.procs[i] = p
+}
+
+// output is the end of a process's output, for a failure.
+func (p *process) output() string {
+	data, _ := os.ReadFile(p.out)
+	if len(data) > 4096 {
+		data = data[len(data)-4096:]
+	}
+	return string(data)
+}
+
+// kill kills process i with SIGKILL; it must not have exited before.
+func (r *run) kill(i int) {
+	p := r.procs[i]
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	err := <-p.done
+	p.exited = true
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		r.t.Fatalf("coordinator %s exited before it was killed: %v\n%s", p.id, err, p.output())
+	}
+}
+
+func (r *run) killAll() {
+	for _, p := range r.procs {
+		if p != nil && !p.exited {
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+			p.exited = true
+		}
+	}
+}
+
+// waitFor waits until cond holds; it fails the test if a process exits
+// meanwhile or the wait lasts longer than patience.
+func (r *run) waitFor(what string, cond func() bool) {
+	r.t.Helper()
+	for deadline := time.Now().Add(patience); !cond(); {
+		for _, p := range r.procs {
+			select {
+			case err := <-p.done:
+				p.exited = true
+				r.t.Fatalf("waiting for %s: coordinator %s exited: %v\n%s", what, p.id, err, p.output())
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			var outs strings.Builder
+			for _, p := range r.procs {
+				fmt.Fprintf(&outs, "\n-- coordinator %s:\n%s", p.id, p.output())
+			}
+			r.t.Fatalf("waited %s for %s%s", patience, what, outs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// tip is the last entry of the log, as the test's replica read it.
+func (r *run) tip() uint64 {
+	r.t.Helper()
+	check(r.t, r.log.Barrier(context.Background()))
+	return r.log.Applied()
+}
+
+func (r *run) waitGrowth(by uint64) {
+	r.t.Helper()
+	from := r.tip()
+	r.waitFor(fmt.Sprintf("the log to grow from %d entries by %d", from, by), func() bool { return r.tip() >= from+by })
+}
+
+// pausePastTruncation pauses the first process to reach the end of a
+// round, truncates the log past the entry it would append next, resumes
+// it and waits for it to restore the checkpoint at the low-water mark. It
+// returns the mark.
+func (r *run) pausePastTruncation() uint64 {
+	t, ctx := r.t, context.Background()
+	writeFile(t, filepath.Join(r.dir, "pause"), "")
+	var (
+		p      *process
+		paused uint64
+	)
+	r.waitFor("a coordinator to pause", func() bool {
+		for _, q := range r.procs {
+			data, err := os.ReadFile(r.file("paused", q.id))
+			if err == nil {
+				p = q
+				paused, err = strconv.ParseUint(string(data), 10, 64)
+				check(t, err)
+				return true
+			}
+		}
+		return false
+	})
+	check(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	r.waitFor("coordinator "+p.id+" to stop", func() bool { return stopped(p.cmd.Process.Pid) })
+	check(t, os.Remove(r.file("pausing", p.id)))
+	// The low-water mark reaches the entry after the pause once a
+	// checkpoint at or past the next multiple of 64 is grace entries
+	// behind what the test's replica read.
+	least := (paused+64)/64*64 + grace
+	r.waitFor(fmt.Sprintf("the log to reach entry %d", least), func() bool { return r.tip() >= least })
+	var mark uint64
+	for mark <= paused {
+		if mark > 0 {
+			r.waitGrowth(checkpointEvery) // the checkpoint was not written
+		}
+		applied := r.log.Applied()
+		r.store.upTo.Store(applied - min(applied, grace))
+		var err error
+		mark, err = r.log.Truncate(ctx)
+		check(t, err)
+	}
+	next := fmt.Sprintf("%s/log/%020d", logPrefix, paused+1)
+	ok, err := r.c.Store.Exists(ctx, next)
+	check(t, err)
+	require(t, !ok, "entry %d, below the low-water mark %d, was not deleted", paused+1, mark)
+	check(t, p.cmd.Process.Signal(syscall.SIGCONT))
+	restored := fmt.Sprintf(" entry=%d mark=", paused+1)
+	r.waitFor(fmt.Sprintf("coordinator %s, paused after entry %d, to restore the checkpoint at the low-water mark %d", p.id, paused, mark), func() bool {
+		data, err := os.ReadFile(p.out)
+		check(t, err)
+		for line := range strings.Lines(string(data)) {
+			if strings.Contains(line, "behind the low-water mark") && strings.Contains(line, restored) {
+				return true
+			}
+		}
+		return false
+	})
+	r.waitGrowth(15)
+	ok, err = r.c.Store.Exists(ctx, next)
+	check(t, err)
+	require(t, !ok, "entry %d, below the low-water mark %d, reappeared", paused+1, mark)
+	t.Logf("coordinator %s paused after entry %d, resumed past the low-water mark %d and restored its checkpoint", p.id, paused, mark)
+	return mark
+}
+
+// stopped reports whether process pid is stopped; true where /proc does
+// not tell.
+func stopped(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	_, rest, ok := strings.Cut(string(data[bytes.LastIndexByte(data, ')')+1:]), " ")
+	return !ok || strings.HasPrefix(rest, "T") || strings.HasPrefix(rest, "t")
+}
+
+// report is what a process reported at the end.
+type report struct {
+	id, sum, job string
+	applied      uint64
+	token        fencing.Token
+}
+
+// stop stops every process (see CoordinatorProcess) and returns the
+// log's tip and their reports.
+func (r *run) stop() (uint64, []report) {
+	t := r.t
+	writeFile(t, filepath.Join(r.dir, "stop"), "")
+	for _, p := range r.procs {
+		r.waitFor("coordinator "+p.id+" to stop appending", func() bool { return exists(r.file("stopped", p.id)) })
+	}
+	tip := r.tip() // nothing appends any more
+	writeFile(t, filepath.Join(r.dir, "final"), "")
+	var reports []report
+	for _, p := range r.procs {
+		select {
+		case err := <-p.done:
+			p.exited = true
+			require(t, err == nil, "coordinator %s: %v\n%s", p.id, err, p.output())
+		case <-time.After(patience):
+			t.Fatalf("coordinator %s did not report and exit in %s", p.id, patience)
+		}
+		data, err := os.ReadFile(r.file("report", p.id))
+		check(t, err)
+		rep := report{id: p.id}
+		_, err = fmt.Sscanf(string(data), "%d %s %s %d", &rep.applied, &rep.sum, &rep.job, &rep.token)
+		check(t, err)
+		reports = append(reports, rep)
+	}
+	return tip, reports
+}
+
+// audit checks the log's commands as the test's replica applies them.
+type audit struct {
+	plans     map[string][]string // job: its sources
+	holders   map[string]holder   // job: its current holder
+	compacted map[string]int      // block: completions that replaced it
+	// reports counts the renewals, completions, failures and releases
+	// applied; violations, those not from the current holder.
+	reports    int
+	violations []string
+}
+
+type holder struct {
+	worker string
+	token  fencing.Token
+}
+
+func newAudit() *audit {
+	return &audit{plans: map[string][]string{}, holders: map[string]holder{}, compacted: map[string]int{}}
+}
+
+func (a *audit) observe(data []byte, ap leader.Applied) {
+	cmd, err := raftfsm.DecodeCommand(data)
+	if err != nil || cmd.Poll == nil || ap.Result == nil {
+		return
+	}
+	for i, c := range cmd.Poll.Update.Changes {
+		r := ap.Result.Changes[i]
+		if !r.Applied {
+			continue
+		}
+		switch c.Kind {
+		case ck.ChangeAdd:
+			a.plans[c.Job] = c.Plan.Sources
+		case ck.ChangeAssign:
+			a.holders[c.Job] = holder{c.Worker, r.Token}
+		case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
+			a.reports++
+			if h := a.holders[c.Job]; h != (holder{c.Worker, c.Token}) {
+				a.violations = append(a.violations, fmt.Sprintf("entry at index %d: %s of job %s by %s with token %d applied; its holder is %s with token %d",
+					ap.Index, c.Kind, c.Job, c.Worker, c.Token, h.worker, h.token))
+			}
+		}
+		if c.Kind == ck.ChangeComplete && r.Replace != nil && r.Replace.Applied {
+			for _, src := range a.plans[c.Job] {
+				a.compacted[src]++
+			}
+		}
+	}
+}
+
+// boundedCheckpoints hides from listings the checkpoints above upTo.
+type boundedCheckpoints struct {
+	blockmerge.Store
+	upTo atomic.Uint64
+}
+
+func (b *boundedCheckpoints) List(ctx context.Context, prefix string, fn func(string) error) error {
+	if prefix != logPrefix+"/checkpoint/" {
+		return b.Store.List(ctx, prefix, fn)
+	}
+	return b.Store.List(ctx, prefix, func(k string) error {
+		if n, err := strconv.ParseUint(strings.TrimPrefix(k, prefix), 10, 64); err == nil && n > b.upTo.Load() {
+			return nil
+		}
+		return fn(k)
+	})
+}
+
+func (b *boundedCheckpoints) ModTime(ctx context.Context, key string) (time.Time, error) {
+	return b.Store.(blockmerge.Timestamper).ModTime(ctx, key)
+}
+
+func (b *boundedCheckpoints) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
+	return b.Store.(blockmerge.ConditionalPutter).PutIfAbsent(ctx, key, r)
+}
