@@ -81,6 +81,13 @@ func WithoutStoreTime() Option { return func(l *Log) { l.stampOnly = true } }
 // however large the fleet (0, the default: no limit).
 func WithCatchUpLimit(n int) Option { return func(l *Log) { l.jumpAfter = n } }
 
+// WithTruncateGrace sets the time between raising the low-water mark over
+// an entry and deleting it (default [DefaultTruncateGrace]); see
+// [Log.Truncate]. Give every coordinator of a log the same: an append that
+// stalled for half of it checks the mark again. 0 deletes at once (and
+// checks the mark after every append): for tests.
+func WithTruncateGrace(d time.Duration) Option { return func(l *Log) { l.grace = max(d, 0) } }
+
 // WithLogger sets the log's logger (default: discard).
 func WithLogger(lg *slog.Logger) Option {
 	return func(l *Log) {
@@ -122,7 +129,8 @@ type Log struct {
 	// contended: the last append lost a race; the next reads the tip
 	// before it creates.
 	contended bool
-	jumpAfter int // WithCatchUpLimit
+	jumpAfter int           // WithCatchUpLimit
+	grace     time.Duration // WithTruncateGrace
 
 	qmu   sync.Mutex
 	queue []*proposal // waiting for the append lock, oldest first
@@ -185,7 +193,7 @@ func Open(ctx context.Context, store blockmerge.Store, prefix string, fsm *raftf
 		return nil, fmt.Errorf("bucketlog: coordinator ID %q", id)
 	}
 	l := &Log{store: store, cond: cond, prefix: prefix, fsm: fsm, id: id, every: DefaultCheckpointEvery,
-		clock: time.Now, log: slog.New(slog.DiscardHandler)}
+		clock: time.Now, grace: DefaultTruncateGrace, log: slog.New(slog.DiscardHandler)}
 	l.timer, _ = store.(blockmerge.Timestamper)
 	for _, o := range opts {
 		o(l)
@@ -267,6 +275,13 @@ func (l *Log) catchUpFor(ctx context.Context, nonce string) ([]leader.Applied, e
 			continue
 		}
 		as, entryNonce, err := l.apply(ctx, n, data)
+		if errors.Is(err, errEntryGone) {
+			// Deleted between its read and its time's: truncated.
+			if restored, err := l.behindMark(ctx, n); err != nil || !restored {
+				return mine, fmt.Errorf("bucketlog: entry %d vanished and is not below the low-water mark: %w", n, ErrCorrupt)
+			}
+			continue
+		}
 		if err != nil {
 			return mine, err
 		}
@@ -360,6 +375,9 @@ func (l *Log) entryTime(ctx context.Context, n uint64, e *entry) (int64, error) 
 			return 0, l.failed
 		}
 		mod, err := l.timer.ModTime(ctx, l.entryKey(n))
+		if errors.Is(err, blockmerge.ErrNotFound) {
+			return 0, errEntryGone
+		}
 		if err != nil {
 			return 0, fmt.Errorf("bucketlog: time of entry %d: %w", n, err)
 		}
@@ -384,6 +402,9 @@ func (l *Log) extension(t int64) ([]byte, error) {
 	cmd := &raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: "bucketlog: time step"}, Time: t}
 	return cmd.MarshalVersion(l.fsm.ClusterVersion())
 }
+
+// errEntryGone: an entry read was deleted before its time was.
+var errEntryGone = errors.New("bucketlog: entry deleted while read")
 
 // maxAppendTries bounds the appends of a command that does not depend on
 // the state (preparedAt 0), each lost to another coordinator.
@@ -488,6 +509,7 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 	// every contender pays the same. Either way,
 	// if the low-water mark has passed the next entry, that entry may
 	// have been deleted and the create would succeed: restore first.
+	start := time.Now() // monotonic: a stall, SIGSTOP included, counts
 	var err error
 	quiet := true // no other coordinator appended since this one's last entry
 	if l.contended {
@@ -537,6 +559,21 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 	}
 	err = l.cond.PutIfAbsent(ctx, l.entryKey(n), bytes.NewReader(data))
 	switch {
+	case err == nil && l.stalled(ctx, start, n):
+		// Stalled past the grace between the mark check and the create:
+		// the entry may re-create a deleted index. Take it back and
+		// restore the checkpoint instead.
+		if derr := l.store.Delete(ctx, l.entryKey(n)); derr != nil {
+			l.failed = fmt.Errorf("bucketlog: entry %d was created below the low-water mark and cannot be deleted: %w: %w", n, ErrCorrupt, derr)
+			settle(ps, l.failed)
+			return
+		}
+		l.log.Warn("bucketlog: an append stalled past the truncation grace and landed below the low-water mark: taken back", "entry", n)
+		if err := l.catchUp(ctx); err != nil {
+			settle(ps, err)
+			return
+		}
+		settle(ps, fmt.Errorf("bucketlog: entry %d is below the low-water mark: %w", n, leader.ErrConflict))
 	case err == nil:
 		l.contended = l.contended && !quiet
 		l.stats.Appended++
@@ -575,6 +612,17 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 			settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, err))
 		}
 	}
+}
+
+// stalled reports whether the append of entry n, begun at start, took half
+// the truncation grace or more and entry n is now at or below the
+// low-water mark (with no grace, it checks every append).
+func (l *Log) stalled(ctx context.Context, start time.Time, n uint64) bool {
+	if l.grace > 0 && time.Since(start) < l.grace/2 {
+		return false
+	}
+	behind, err := l.truncated(ctx, n)
+	return err == nil && behind
 }
 
 // Leader reports that this coordinator may append: a bucket log has no

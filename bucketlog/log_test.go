@@ -50,7 +50,7 @@ func (c *coordinators) start(i int) {
 	fsm, err := raftfsm.New(c.cfg)
 	require.NoError(c.t, err)
 	c.gen++
-	l, err := bucketlog.Open(context.Background(), c.store, "compaction", fsm, fmt.Sprintf("c%d-%d", i, c.gen), bucketlog.WithCheckpointEvery(16))
+	l, err := bucketlog.Open(context.Background(), c.store, "compaction", fsm, fmt.Sprintf("c%d-%d", i, c.gen), bucketlog.WithCheckpointEvery(16), bucketlog.WithTruncateGrace(0))
 	require.NoError(c.t, err)
 	c.logs[i] = l
 	c.svcs[i] = leader.New(l, fsm, leader.WithRetries(50, func(attempt int) time.Duration {
@@ -115,7 +115,7 @@ func TestCheckpointRestore(t *testing.T) {
 	}
 	fsm, err := raftfsm.New(c.cfg)
 	require.NoError(t, err)
-	l, err := bucketlog.Open(ctx, store, "compaction", fsm, "late-1", bucketlog.WithCheckpointEvery(16))
+	l, err := bucketlog.Open(ctx, store, "compaction", fsm, "late-1", bucketlog.WithCheckpointEvery(16), bucketlog.WithTruncateGrace(0))
 	require.NoError(t, err)
 	require.Equal(t, c.logs[0].Applied(), l.Applied())
 	var a, b bytes.Buffer

@@ -13,6 +13,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/bucketlog"
+	"github.com/compactkit/compactkit/bucketlog/bucketlogtest"
 	"github.com/compactkit/compactkit/leader/leadertest"
 )
 
@@ -25,8 +26,8 @@ func TestServerlessWorkersContend(t *testing.T) {
 	ctx := context.Background()
 	store, err := blockmerge.NewFileStore(t.TempDir(), blockmerge.WithoutSync())
 	require.NoError(t, err)
-	cfg := bucketlog.NodeConfig{State: processConfig(), LogOptions: []bucketlog.Option{bucketlog.WithCheckpointEvery(32)}}
-	const workers, blocks = 16, 192
+	cfg := bucketlog.NodeConfig{State: bucketlogtest.Config(), LogOptions: []bucketlog.Option{bucketlog.WithCheckpointEvery(32)}}
+	const workers, minBlocks = 16, 192
 	ingest, err := bucketlog.OpenNode(ctx, store, "compaction", "ingest", cfg)
 	require.NoError(t, err)
 	nodes := make([]*bucketlog.Node, workers)
@@ -60,7 +61,7 @@ func TestServerlessWorkersContend(t *testing.T) {
 				req := &ck.PollRequest{WorkerID: fmt.Sprintf("w%d-XXXXXXXXXXXXXXXX", i), Seq: seq, FreeSlots: 1}
 				if held != nil {
 					u := ck.StatusUpdate{Job: held.Job, Token: held.Token, Status: ck.ReportFailure, Reason: "sources gone"}
-					if outs, ok := outputsOf(node.Service, held); ok {
+					if outs, ok := leadertest.Outputs(node.FSM(), held); ok {
 						u = ck.StatusUpdate{Job: held.Job, Token: held.Token, Status: ck.ReportSuccess, Outputs: outs}
 					}
 					req.Updates = []ck.StatusUpdate{u}
@@ -89,16 +90,23 @@ func TestServerlessWorkersContend(t *testing.T) {
 			}
 		}()
 	}
-	for b := range blocks {
-		_, err := ingest.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block(fmt.Sprintf("seg-%04d", b), "acme", uint32(b%4), int64(b)*1e9)})
+	// Ingest runs until every worker was served (at least minBlocks, in
+	// full batches of 4 per shard),
+	// then the queue drains: every level-0 block compacted, nothing in
+	// progress (the deadline is the guard).
+	deadline := time.Now().Add(2 * time.Minute)
+	for b := 0; b < minBlocks || !allServed() || b%16 != 0; b++ { // full level-0 batches: none waits for its age
+		_, err := ingest.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block(fmt.Sprintf("seg-%05d", b), "acme", uint32(b%4), int64(b)*1e9)})
 		require.NoError(t, err)
+		if time.Now().After(deadline) {
+			mu.Lock()
+			t.Fatalf("after %d blocks some worker never got a job: assignments %v", b, assigned)
+		}
 	}
-	// Until every worker was served and every level-0 block compacted,
-	// nothing in progress (the test's deadline is the guard).
-	for deadline := time.Now().Add(2 * time.Minute); ; {
+	for {
 		require.NoError(t, ingest.Log.Barrier(ctx))
 		st := ingest.FSM().Stats()
-		if allServed() && st.Planner.Levels[0].Queued == 0 && st.Planner.Claimed == 0 && st.Scheduler.Jobs == 0 {
+		if st.Planner.Levels[0].Queued == 0 && st.Planner.Claimed == 0 && st.Scheduler.Jobs == 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -3,10 +3,13 @@ package bucketlog
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/compactkit/compactkit/blockmerge"
 )
@@ -31,19 +34,20 @@ func (l *Log) truncated(ctx context.Context, n uint64) (bool, error) {
 	return ok, nil
 }
 
-// mark returns the low-water mark (the largest marker), by listing.
-func (l *Log) mark(ctx context.Context) (uint64, error) {
-	var c uint64
+// markers lists the low-water markers, lowest first.
+func (l *Log) markers(ctx context.Context) ([]uint64, error) {
+	var ms []uint64
 	err := l.store.List(ctx, l.prefix+"/lowwater/", func(k string) error {
 		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/lowwater/"), 10, 64); err == nil {
-			c = max(c, v)
+			ms = append(ms, v)
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("bucketlog: low-water mark: %w", err)
+		return nil, fmt.Errorf("bucketlog: low-water mark: %w", err)
 	}
-	return c, nil
+	slices.Sort(ms)
+	return ms, nil
 }
 
 // newestCheckpoint lists the checkpoints' indexes, oldest first.
@@ -61,15 +65,22 @@ func (l *Log) newestCheckpoint(ctx context.Context) ([]uint64, error) {
 	return cps, nil // in key order: the newest last
 }
 
+// DefaultTruncateGrace is the default time between raising the low-water
+// mark over an entry and deleting it ([WithTruncateGrace]).
+const DefaultTruncateGrace = time.Minute
+
 // Truncate raises the low-water mark to the newest checkpoint, rounded
-// down to a multiple of 64, and deletes the entries at or below the mark
-// and the checkpoints older than the newest. A coordinator that
-// was paused behind the mark restores that checkpoint before it appends
-// (see Propose), so it never re-creates a deleted index. Deletion happens
-// only after the mark is written: run it with a delay after raising the
-// mark if coordinators may read entries slowly (a reader that finds an
-// entry gone below the mark restores the checkpoint too). It returns the
-// new mark (0: no checkpoint yet, nothing truncated).
+// down to a multiple of 64, deletes the checkpoints older than the newest,
+// and deletes the entries at or below the part of the mark raised at least
+// the grace period ago ([WithTruncateGrace], by the truncating
+// coordinator's clock; call it periodically, and each call deletes what
+// the previous ones marked). The grace period covers a coordinator between
+// its check of the mark and its create of the next entry, and a reader
+// between reading an entry and its time: one that finds its entry gone
+// below the mark restores the newest checkpoint instead, and one that
+// created an entry below the mark after a stall longer than half the grace
+// deletes it again and restores. It returns the new mark (0: no checkpoint
+// yet, nothing truncated).
 func (l *Log) Truncate(ctx context.Context) (uint64, error) {
 	cps, err := l.newestCheckpoint(ctx)
 	if err != nil {
@@ -82,25 +93,43 @@ func (l *Log) Truncate(ctx context.Context) (uint64, error) {
 	if c == 0 {
 		return 0, nil
 	}
-	prev, err := l.mark(ctx)
+	marks, err := l.markers(ctx)
 	if err != nil {
 		return 0, err
 	}
+	var prev uint64
+	if len(marks) > 0 {
+		prev = marks[len(marks)-1]
+	}
 	// Markers first, lowest first, every one up to c: the existence check
-	// of any deleted entry finds one.
+	// of any deleted entry finds one. Each holds the time it was raised.
+	now := l.clock()
+	stamp := binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano()))
 	for m := prev + markStep; m <= c; m += markStep {
-		if err := l.cond.PutIfAbsent(ctx, l.markKey(m), bytes.NewReader(nil)); err != nil && !errors.Is(err, blockmerge.ErrExists) {
+		if err := l.cond.PutIfAbsent(ctx, l.markKey(m), bytes.NewReader(stamp)); err != nil && !errors.Is(err, blockmerge.ErrExists) {
 			return 0, fmt.Errorf("bucketlog: truncate: raise the mark to %d: %w", m, err)
 		}
+		marks = append(marks, m)
 	}
 	for _, cp := range cps[:len(cps)-1] {
 		if err := l.store.Delete(ctx, l.checkpointKey(cp)); err != nil {
 			return c, fmt.Errorf("bucketlog: truncate: %w", err)
 		}
 	}
+	// The deletion bound: the highest marker raised the grace ago.
+	var d uint64
+	for i := len(marks) - 1; i >= 0 && d == 0; i-- {
+		at, err := l.markTime(ctx, marks[i])
+		if err != nil {
+			return c, fmt.Errorf("bucketlog: truncate: %w", err)
+		}
+		if now.Sub(at) >= l.grace {
+			d = marks[i]
+		}
+	}
 	var old []string
 	if err := l.store.List(ctx, l.prefix+"/log/", func(k string) error {
-		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/log/"), 10, 64); err == nil && v <= c {
+		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/log/"), 10, 64); err == nil && v <= d {
 			old = append(old, k)
 		}
 		return nil
@@ -112,8 +141,18 @@ func (l *Log) Truncate(ctx context.Context) (uint64, error) {
 			return c, fmt.Errorf("bucketlog: truncate: %w", err)
 		}
 	}
-	l.log.Info("bucketlog: truncated", "mark", c, "entries_deleted", len(old))
+	l.log.Info("bucketlog: truncated", "mark", c, "deleted_through", d, "entries_deleted", len(old))
 	return c, nil
+}
+
+// markTime is when marker m was raised: the time in its body (none in a
+// marker written before markers were timed: long ago).
+func (l *Log) markTime(ctx context.Context, m uint64) (time.Time, error) {
+	data, err := l.read(ctx, l.markKey(m))
+	if err != nil || len(data) != 8 {
+		return time.Time{}, err
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(data))), nil
 }
 
 // behindMark handles entry n missing: if the low-water mark has reached

@@ -51,7 +51,10 @@ const (
 	patience = 60 * time.Second
 )
 
-func processConfig() raftfsm.Config {
+// Config is the replicated configuration of the package's runs: the
+// default, with batches of four blocks at every level, so that a few
+// hundred blocks make jobs at several levels.
+func Config() raftfsm.Config {
 	cfg := raftfsm.DefaultConfig()
 	for i := range cfg.Planner.Levels {
 		cfg.Planner.Levels[i].MaxBlocks = 4
@@ -107,7 +110,7 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 	dir, id, _ := strings.Cut(spec, ",")
 	file := func(name string) string { return filepath.Join(dir, name+"-"+id) }
 	ctx := context.Background()
-	fsm, err := raftfsm.New(processConfig())
+	fsm, err := raftfsm.New(Config())
 	check(t, err)
 	l, err := bucketlog.Open(ctx, open(t), logPrefix, fsm, id, bucketlog.WithCheckpointEvery(checkpointEvery),
 		bucketlog.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
@@ -149,7 +152,7 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 		req := &ck.PollRequest{WorkerID: "w-" + id, Seq: seq, FreeSlots: 1}
 		if held != nil {
 			u := ck.StatusUpdate{Job: held.Job, Token: held.Token, Status: ck.ReportFailure, Reason: "sources gone"}
-			if outs, ok := outputsOf(svc, held); ok {
+			if outs, ok := leadertest.Outputs(svc.FSM(), held); ok {
 				u = ck.StatusUpdate{Job: held.Job, Token: held.Token, Status: ck.ReportSuccess, Outputs: outs}
 			}
 			req.Updates = []ck.StatusUpdate{u}
@@ -163,24 +166,6 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 			}
 		}
 	}
-}
-
-// outputsOf is a job's output: one block one level up spanning its
-// sources, if they are live.
-func outputsOf(svc *leader.Service, j *ck.JobReply) ([]ck.BlockMeta, bool) {
-	view := svc.FSM().Index()
-	defer view.Close()
-	out := leadertest.Block(ck.OutputID(j.Job, j.Token, 0), j.Plan.Tenant, j.Plan.Shard, 1<<62)
-	out.Level, out.MaxTime, out.Size = j.Plan.Level+1, 0, 0
-	for _, src := range j.Plan.Sources {
-		b, ok := view.Lookup(src)
-		if !ok {
-			return nil, false
-		}
-		out.MinTime, out.MaxTime, out.Size = min(out.MinTime, b.MinTime), max(out.MaxTime, b.MaxTime), out.Size+b.Size
-	}
-	out.Datasets[0].MinTime, out.Datasets[0].MaxTime, out.Datasets[0].Size = out.MinTime, out.MaxTime, out.Size
-	return []ck.BlockMeta{out}, true
 }
 
 // Coordinators is a run of coordinator processes over one store.
@@ -238,9 +223,9 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	// it.
 	r.store = &boundedCheckpoints{Store: c.Store}
 	r.audit = newAudit()
-	replay, err := raftfsm.New(processConfig())
+	replay, err := raftfsm.New(Config())
 	check(t, err)
-	r.log, err = bucketlog.Open(ctx, r.store, logPrefix, replay, "audit-replay", bucketlog.WithCheckpointEvery(0),
+	r.log, err = bucketlog.Open(ctx, r.store, logPrefix, replay, "audit-replay", bucketlog.WithCheckpointEvery(0), bucketlog.WithTruncateGrace(0),
 		bucketlog.WithObserver(r.audit.observe))
 	check(t, err)
 
@@ -265,7 +250,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	var want bytes.Buffer
 	check(t, replay.Snapshot(&want))
 	wantSum := fmt.Sprintf("%x", sha256.Sum256(want.Bytes()))
-	fromCheckpoint, err := raftfsm.New(processConfig())
+	fromCheckpoint, err := raftfsm.New(Config())
 	check(t, err)
 	cp, err := bucketlog.Open(ctx, c.Store, logPrefix, fromCheckpoint, "audit-checkpoint")
 	check(t, err)

@@ -29,6 +29,7 @@ type bucketSim struct {
 	mem     *blockmerge.MemStore
 	store   *faultStore
 	every   uint64
+	jump    int // WithCatchUpLimit (0: none)
 	queue   []*entry
 	gen     int
 	skew    int64 // the store's clock ahead of the simulation's
@@ -42,6 +43,9 @@ type bucketSim struct {
 
 func newBucketSim(s *Sim) *bucketSim {
 	b := &bucketSim{s: s, every: uint64(2 + s.rng.IntN(14)), current: -1}
+	if s.rng.IntN(2) == 0 {
+		b.jump = 1 + s.rng.IntN(8) // replicas behind restore checkpoints
+	}
 	b.mem = blockmerge.NewMemStore(blockmerge.WithMemClock(func() time.Time { return time.Unix(0, s.now+b.skew) }))
 	b.store = &faultStore{MemStore: b.mem, b: b}
 	return b
@@ -63,7 +67,8 @@ func (b *bucketSim) open(r *replica) {
 		b.gen++
 		b.opening = true
 		l, err := bucketlog.Open(s.ctx, b.store, bucketPrefix, f, fmt.Sprintf("r%d.%d", r.id, b.gen),
-			bucketlog.WithCheckpointEvery(b.every),
+			bucketlog.WithCheckpointEvery(b.every), bucketlog.WithTruncateGrace(0),
+			bucketlog.WithCatchUpLimit(b.jump),
 			bucketlog.WithClock(func() time.Time { return time.Unix(0, s.leaderClock()) }),
 			bucketlog.WithObserver(func(cmd []byte, a leader.Applied) { s.observed(r, cmd, a) }),
 			bucketlog.WithLogger(s.discard))

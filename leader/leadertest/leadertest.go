@@ -20,6 +20,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 	"github.com/compactkit/compactkit/worker"
 )
@@ -407,4 +408,27 @@ func Block(id, tenant string, shard uint32, minT int64) ck.BlockMeta {
 		ID: id, Tenant: tenant, Shard: shard, MinTime: minT, MaxTime: maxT, Size: 100,
 		Datasets: []ck.DatasetMeta{{Name: "ds", Size: 100, Records: 10, MinTime: minT, MaxTime: maxT}},
 	}
+}
+
+// Outputs is what a test worker reports for job j, as if it had merged
+// the sources: one block one level up spanning them, made with [Block]
+// and sized as their sum. It reports false if the job has no sources or
+// one of them is not live in fsm's index (another attempt replaced it).
+func Outputs(fsm *raftfsm.FSM, j *ck.JobReply) ([]ck.BlockMeta, bool) {
+	if j.Plan == nil || len(j.Plan.Sources) == 0 {
+		return nil, false
+	}
+	view := fsm.Index()
+	defer view.Close()
+	out := Block(ck.OutputID(j.Job, j.Token, 0), j.Plan.Tenant, j.Plan.Shard, 1<<62)
+	out.Level, out.MaxTime, out.Size = j.Plan.Level+1, 0, 0
+	for _, src := range j.Plan.Sources {
+		b, ok := view.Lookup(src)
+		if !ok {
+			return nil, false
+		}
+		out.MinTime, out.MaxTime, out.Size = min(out.MinTime, b.MinTime), max(out.MaxTime, b.MaxTime), out.Size+b.Size
+	}
+	out.Datasets[0].MinTime, out.Datasets[0].MaxTime, out.Datasets[0].Size = out.MinTime, out.MaxTime, out.Size
+	return []ck.BlockMeta{out}, true
 }

@@ -45,7 +45,7 @@ func oneWorker(t *testing.T, svc *leader.Service) {
 	for seq := uint64(1); seq <= 60; seq++ {
 		req := &ck.PollRequest{WorkerID: "w1-AAAAAAAAAAAAAAAA", Seq: seq, FreeSlots: 1}
 		if held != nil {
-			req.Updates = []ck.StatusUpdate{{Job: held.Job, Token: held.Token, Status: ck.ReportSuccess, Outputs: outputOf(svc, held)}}
+			req.Updates = []ck.StatusUpdate{{Job: held.Job, Token: held.Token, Status: ck.ReportSuccess, Outputs: outputs(svc, held)}}
 		}
 		resp, err := svc.Poll(ctx, req)
 		require.NoError(t, err)
@@ -56,24 +56,6 @@ func oneWorker(t *testing.T, svc *leader.Service) {
 			}
 		}
 	}
-}
-
-// outputOf is the output of a job: one block one level up spanning its
-// sources (none for a cleanup-only job).
-func outputOf(svc *leader.Service, j *ck.JobReply) []ck.BlockMeta {
-	if len(j.Plan.Sources) == 0 {
-		return nil
-	}
-	view := svc.FSM().Index()
-	defer view.Close()
-	out := leadertest.Block(ck.OutputID(j.Job, j.Token, 0), j.Plan.Tenant, j.Plan.Shard, 1<<62)
-	out.Level, out.MaxTime, out.Size = j.Plan.Level+1, 0, 0
-	for _, src := range j.Plan.Sources {
-		b, _ := view.Lookup(src)
-		out.MinTime, out.MaxTime, out.Size = min(out.MinTime, b.MinTime), max(out.MaxTime, b.MaxTime), out.Size+b.Size
-	}
-	out.Datasets[0].MinTime, out.Datasets[0].MaxTime, out.Datasets[0].Size = out.MinTime, out.MaxTime, out.Size
-	return []ck.BlockMeta{out}
 }
 
 // The same workload through the same leader service on etcd-io/raft and
@@ -108,4 +90,10 @@ func TestSameStateOnBothHosts(t *testing.T) {
 		ea.LastApplied, ea.Scheduler.Counters.Completed, eb.LastApplied, eb.Scheduler.Counters.Completed)
 	require.Positive(t, ea.Scheduler.Counters.Completed)
 	require.Equal(t, a.Bytes(), b.Bytes(), "the two hosts' state machines are byte-identical")
+}
+
+// outputs is the output the test worker reports for a job.
+func outputs(svc *leader.Service, j *ck.JobReply) []ck.BlockMeta {
+	out, _ := leadertest.Outputs(svc.FSM(), j)
+	return out
 }
