@@ -94,6 +94,10 @@ type Env struct {
 	Disruptions []func(ctx context.Context) error
 	// Metrics, if set, gets a collector per worker.
 	Metrics *prometheus.Registry
+	// WorkerClient, if set, gives worker i its own client instead of one
+	// over the peers' endpoints: in a serverless deployment each worker
+	// schedules itself through its own replica of the log.
+	WorkerClient func(i int) (worker.Client, error)
 }
 
 // Sample is the state at one moment of a run.
@@ -217,7 +221,7 @@ func (p *partitionable) Poll(ctx context.Context, req *ck.PollRequest) (*ck.Poll
 type runningWorker struct {
 	w      *worker.Worker
 	link   *partitionable
-	client *transport.Client
+	client *transport.Client // nil with Env.WorkerClient
 	done   chan error
 }
 
@@ -237,7 +241,14 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	defer stopWorkers()
 	workers := make([]*runningWorker, cfg.Workers)
 	for i := range workers {
-		c, err := r.newClient()
+		var c worker.Client
+		var tc *transport.Client
+		if r.env.WorkerClient != nil {
+			c, err = r.env.WorkerClient(i)
+		} else {
+			tc, err = r.newClient()
+			c = tc
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +270,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		if r.env.Metrics != nil {
 			_ = r.env.Metrics.Register(prom.NewWorkerCollector(w.Stats, prom.WithConstLabels(prometheus.Labels{"worker": fmt.Sprint(i + 1)})))
 		}
-		rw := &runningWorker{w: w, link: link, client: c, done: make(chan error, 1)}
+		rw := &runningWorker{w: w, link: link, client: tc, done: make(chan error, 1)}
 		workers[i] = rw
 		go func() { rw.done <- w.Run(wctx) }()
 	}
@@ -335,7 +346,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		Released: c.Released, Excluded: c.Excluded, Cancelled: c.Cancelled}
 	for _, rw := range workers {
 		rep.Workers = addStats(rep.Workers, rw.w.Stats())
-		rep.Redirects += rw.client.Redirects()
+		if rw.client != nil {
+			rep.Redirects += rw.client.Redirects()
+		}
 	}
 	rep.Redirects += r.client.Redirects()
 	rep.Records, rep.Checksum = r.ledger.Records()
