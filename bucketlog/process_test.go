@@ -40,3 +40,18 @@ func TestCoordinatorsSIGKILL(t *testing.T) {
 		Store: fileStore(t, dir),
 	})
 }
+
+// Eight serverless worker processes — each its own node of the log, no
+// coordinator — on one FileStore directory, ingesting and compacting,
+// killed with SIGKILL and restarted ten times, one paused past a
+// truncation: the same checks as TestCoordinatorsSIGKILL.
+func TestServerlessWorkersSIGKILL(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bucket")
+	bucketlogtest.RunCoordinators(t, bucketlogtest.Coordinators{
+		Test:       "TestCoordinatorProcess",
+		Env:        []string{fileStoreEnv + "=" + dir},
+		Store:      fileStore(t, dir),
+		Processes:  8,
+		Serverless: true,
+	})
+}

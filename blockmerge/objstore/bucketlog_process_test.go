@@ -30,3 +30,19 @@ func TestS3CoordinatorsSIGKILL(t *testing.T) {
 		Store: store,
 	})
 }
+
+// Eight serverless worker processes — each its own node of the log, no
+// coordinator — on one bucket of the S3 server, ingesting and compacting,
+// killed with SIGKILL and restarted ten times, one paused past a
+// truncation: the same checks as TestS3CoordinatorsSIGKILL.
+func TestS3ServerlessWorkersSIGKILL(t *testing.T) {
+	v := versitytest.Start(t)
+	store, bucket := v.ConditionalStore(t, 0)
+	bucketlogtest.RunCoordinators(t, bucketlogtest.Coordinators{
+		Test:       "TestS3CoordinatorProcess",
+		Env:        []string{v.Env(bucket)},
+		Store:      store,
+		Processes:  8,
+		Serverless: true,
+	})
+}

@@ -37,7 +37,8 @@ import (
 const (
 	processEnv = "BUCKETLOGTEST_COORDINATOR"
 	logPrefix  = "compaction"
-	// processes coordinators run at once, kills of them in a run.
+	// processes coordinators run at once by default, kills of them in a
+	// run.
 	processes, kills = 4, 10
 	// checkpointEvery is the coordinators' checkpoint interval, small so
 	// that a run passes many checkpoints.
@@ -107,15 +108,30 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 	if spec == "" {
 		return // not a coordinator process
 	}
-	dir, id, _ := strings.Cut(spec, ",")
+	dir, rest, _ := strings.Cut(spec, ",")
+	id, mode, _ := strings.Cut(rest, ",")
 	file := func(name string) string { return filepath.Join(dir, name+"-"+id) }
 	ctx := context.Background()
-	fsm, err := raftfsm.New(Config())
-	check(t, err)
-	l, err := bucketlog.Open(ctx, open(t), logPrefix, fsm, id, bucketlog.WithCheckpointEvery(checkpointEvery),
-		bucketlog.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
-	check(t, err)
-	svc := leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration { return time.Duration(a%8+1) * time.Millisecond }))
+	logOpts := []bucketlog.Option{bucketlog.WithCheckpointEvery(checkpointEvery), bucketlog.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
+	var (
+		l   *bucketlog.Log
+		svc *leader.Service
+	)
+	if mode == "serverless" {
+		// A serverless worker: its own node, as bucketlog.OpenNode makes
+		// it (idle polls skipped, stale polls after lost races, the
+		// catch-up limit).
+		node, err := bucketlog.OpenNode(ctx, open(t), logPrefix, id, bucketlog.NodeConfig{State: Config(), LogOptions: logOpts})
+		check(t, err)
+		l, svc = node.Log, node.Service
+	} else {
+		fsm, err := raftfsm.New(Config())
+		check(t, err)
+		l, err = bucketlog.Open(ctx, open(t), logPrefix, fsm, id, logOpts...)
+		check(t, err)
+		svc = leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration { return time.Duration(a%8+1) * time.Millisecond }))
+	}
+	fsm := svc.FSM()
 	rec, err := os.OpenFile(file("ingested"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	check(t, err)
 	defer rec.Close()
@@ -180,9 +196,15 @@ type Coordinators struct {
 	// Store is the test's own view of the same store, new and empty, with
 	// conditional puts and modification times.
 	Store blockmerge.Store
+	// Processes is the number of processes (default 4).
+	Processes int
+	// Serverless makes each process a serverless worker: a
+	// bucketlog.Node of its own (see bucketlog.OpenNode) rather than a
+	// coordinator built with the default options.
+	Serverless bool
 }
 
-// RunCoordinators runs four coordinator processes (see
+// RunCoordinators runs four coordinator processes (c.Processes; see
 // [CoordinatorProcess]) on one bucket log in c.Store, all ingesting and
 // compacting. Ten times one of them is killed with SIGKILL at whatever
 // point it reached and restarted. Once, half way, one is paused (the
@@ -197,7 +219,7 @@ type Coordinators struct {
 //
 //   - no gap, no fork: the test's replica, which read every entry from
 //     entry 1 as the log grew, a new replica restoring the newest
-//     checkpoint, and the four processes' replicas are byte-identical; the
+//     checkpoint, and the processes' replicas are byte-identical; the
 //     entries present are exactly those above the low-water mark, up to
 //     the tip (none below the mark reappeared);
 //   - no job held by two workers with valid tokens: every renewal,
@@ -213,7 +235,10 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 		t.Skip("SKIPPED in -short: starts processes")
 	}
 	ctx := context.Background()
-	r := &run{t: t, c: c, dir: t.TempDir(), procs: make([]*process, processes)}
+	if c.Processes == 0 {
+		c.Processes = processes
+	}
+	r := &run{t: t, c: c, dir: t.TempDir(), procs: make([]*process, c.Processes)}
 	t.Cleanup(r.killAll)
 	rng := rand.New(rand.NewPCG(7, 7))
 
@@ -238,7 +263,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 		if kill == kills/2 {
 			mark = r.pausePastTruncation()
 		}
-		i := rng.IntN(processes)
+		i := rng.IntN(c.Processes)
 		r.kill(i)
 		r.start(i, kill)
 	}
@@ -344,7 +369,11 @@ func (r *run) start(i, gen int) {
 	p := &process{id: fmt.Sprintf("c%d.%d", i, gen), done: make(chan error, 1)}
 	p.out = r.file("out", p.id)
 	p.cmd = exec.Command(os.Args[0], "-test.run=^"+r.c.Test+"$")
-	p.cmd.Env = append(append(os.Environ(), r.c.Env...), fmt.Sprintf("%s=%s,%s", processEnv, r.dir, p.id))
+	mode := "coordinator"
+	if r.c.Serverless {
+		mode = "serverless"
+	}
+	p.cmd.Env = append(append(os.Environ(), r.c.Env...), fmt.Sprintf("%s=%s,%s,%s", processEnv, r.dir, p.id, mode))
 	out, err := os.Create(p.out)
 	check(r.t, err)
 	defer out.Close()
