@@ -184,6 +184,13 @@ func (b *bucketSim) append(es []*entry) {
 		case errors.Is(p.Err, leader.ErrConflict) && e.preparedAt == 0:
 			s.tracef("append of %s lost a race: again", describe(e.cmd))
 			b.queue = append(b.queue, e)
+		case errors.Is(p.Err, leader.ErrConflict) && e.cmd.Poll != nil && s.coin(0.5):
+			// As a node's service does after lost races
+			// (leader.WithStaleAfter): the prepared poll goes in on
+			// whatever state it meets, and Apply judges every change.
+			s.tracef("append of %s lost a race: again, stale", describe(e.cmd))
+			e.preparedAt = 0
+			b.queue = append(b.queue, e)
 		case errors.Is(p.Err, leader.ErrConflict), errors.Is(p.Err, leader.ErrOutcomeUnknown), errors.Is(p.Err, errInjected):
 			s.tracef("append of %s: %v", describe(e.cmd), p.Err)
 		default:
