@@ -131,6 +131,8 @@ type Log struct {
 	contended bool
 	jumpAfter int           // WithCatchUpLimit
 	grace     time.Duration // WithTruncateGrace
+	clear     uint64        // the last entry found above the mark,
+	clearAt   time.Time     // when (see checkedClear)
 
 	qmu   sync.Mutex
 	queue []*proposal // waiting for the append lock, oldest first
@@ -509,22 +511,29 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 	// every contender pays the same. Either way,
 	// if the low-water mark has passed the next entry, that entry may
 	// have been deleted and the create would succeed: restore first.
-	start := time.Now() // monotonic: a stall, SIGSTOP included, counts
 	var err error
 	quiet := true // no other coordinator appended since this one's last entry
 	if l.contended {
 		before := l.applied
 		err = l.catchUp(ctx) // checks the mark when the entry is missing
 		quiet = l.applied == before
-	} else if behind, terr := l.truncated(ctx, l.applied+1); terr != nil || behind {
-		err = terr
-		if err == nil {
-			err = l.catchUp(ctx)
+	} else if _, ok := l.checkedClear(l.applied + 1); !ok {
+		if behind, terr := l.truncated(ctx, l.applied+1); terr != nil || behind {
+			err = terr
+			if err == nil {
+				err = l.catchUp(ctx)
+			}
 		}
 	}
 	if err != nil {
 		settle(batch, err)
 		return
+	}
+	// From the mark check on, a stall (SIGSTOP included: the clock is
+	// monotonic) counts against the grace.
+	start, ok := l.checkedClear(l.applied + 1)
+	if !ok {
+		start = time.Now() // a check just failed to find the mark; be strict
 	}
 	// A prepared command whose state moved on since is refused (an entry
 	// the state machine refused changed nothing: the command is still

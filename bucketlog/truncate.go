@@ -26,12 +26,29 @@ const markStep = 64
 func (l *Log) markKey(c uint64) string { return fmt.Sprintf("%s/lowwater/%020d", l.prefix, c) }
 
 // truncated reports whether entry n is at or below the low-water mark.
+// A check that found n above the mark is remembered (clear, clearAt):
+// an append right after a catch-up that found its entry missing need not
+// check again.
 func (l *Log) truncated(ctx context.Context, n uint64) (bool, error) {
+	at := time.Now()
 	ok, err := l.store.Exists(ctx, l.markKey((n+markStep-1)/markStep*markStep))
 	if err != nil {
 		return false, fmt.Errorf("bucketlog: low-water mark: %w", err)
 	}
+	if !ok {
+		l.clear, l.clearAt = n, at
+	}
 	return ok, nil
+}
+
+// checkedClear returns when entry n was last found above the mark, if
+// that was recently enough for an append to rely on it: within a tenth of
+// the grace (with no grace, never).
+func (l *Log) checkedClear(n uint64) (time.Time, bool) {
+	if l.clear != n || l.grace == 0 || time.Since(l.clearAt) >= l.grace/10 {
+		return time.Time{}, false
+	}
+	return l.clearAt, true
 }
 
 // markers lists the low-water markers, lowest first.

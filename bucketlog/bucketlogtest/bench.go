@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,33 +87,62 @@ func (c *counting) PutIfAbsent(ctx context.Context, key string, r io.Reader) err
 	return c.cond.PutIfAbsent(ctx, key, r)
 }
 
-// CoordinatorsBenchmark runs b.N polls spread over n coordinators of one
-// bucket log on store (a new, empty store with conditional puts), each
-// with its own worker taking a job and releasing it in every poll, all at
-// once. It reports polls/s, the object operations per poll (creates,
-// GETs, HEADs — existence checks and modification times —, LISTs) and the
-// conflicts per append.
+// Fleet is the shape of a [FleetBenchmark]: Workers workers polling at
+// once through Nodes writers of the log — coordinators serving the
+// workers round-robin, or, Serverless, one bucketlog.Node per worker
+// (Nodes is then Workers).
+type Fleet struct {
+	Nodes, Workers int
+	Serverless     bool
+}
+
+// CoordinatorsBenchmark is FleetBenchmark with n coordinators, each
+// serving one worker.
 func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
+	FleetBenchmark(b, store, Fleet{Nodes: n, Workers: n})
+}
+
+// FleetBenchmark runs b.N polls of f.Workers workers at once on one
+// bucket log on store (a new, empty store with conditional puts); each
+// poll releases the job the previous one took and takes one. It reports
+// polls/s, the object operations per poll across the fleet (creates,
+// GETs, HEADs — existence checks and modification times —, LISTs) and the
+// races lost per poll.
+func FleetBenchmark(b *testing.B, store blockmerge.Store, f Fleet) {
 	cs, counted := count(b, store)
 	ctx := context.Background()
 	cfg := raftfsm.DefaultConfig()
+	if f.Serverless {
+		f.Nodes = f.Workers
+	}
 	var (
 		logs []*bucketlog.Log
 		svcs []*leader.Service
 	)
-	for i := range n {
-		fsm, err := raftfsm.New(cfg)
-		if err != nil {
-			b.Fatal(err)
+	for i := range f.Nodes {
+		var (
+			l   *bucketlog.Log
+			svc *leader.Service
+		)
+		if f.Serverless {
+			node, err := bucketlog.OpenNode(ctx, counted, "bench", fmt.Sprintf("w%d", i), bucketlog.NodeConfig{State: cfg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			l, svc = node.Log, node.Service
+		} else {
+			fsm, err := raftfsm.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if l, err = bucketlog.Open(ctx, counted, "bench", fsm, fmt.Sprintf("c%d", i)); err != nil {
+				b.Fatal(err)
+			}
+			svc = leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration {
+				return time.Duration(a%16+1) * 200 * time.Microsecond
+			}))
 		}
-		l, err := bucketlog.Open(ctx, counted, "bench", fsm, fmt.Sprintf("c%d", i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		logs = append(logs, l)
-		svcs = append(svcs, leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration {
-			return time.Duration(a%16+1) * 200 * time.Microsecond
-		})))
+		logs, svcs = append(logs, l), append(svcs, svc)
 	}
 	var blocks []ck.BlockMeta
 	for i := range 4*b.N + 64 {
@@ -127,16 +157,16 @@ func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 		}
 	}
 	cs.reset()
-	var conflicts0, appends0 uint64
+	var conflicts0 uint64
 	for _, l := range logs {
 		conflicts0 += l.Stats().Conflicts
-		appends0 += l.Stats().Appended
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for i, svc := range svcs {
+	for i := range f.Workers {
+		svc := svcs[i%len(svcs)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -165,18 +195,52 @@ func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
-	var conflicts, appends uint64
+	var conflicts uint64
 	for _, l := range logs {
 		conflicts += l.Stats().Conflicts
-		appends += l.Stats().Appended
 	}
-	conflicts -= conflicts0
-	appends -= appends0
 	polls := float64(b.N)
 	b.ReportMetric(polls/elapsed.Seconds(), "polls/s")
 	cs.report(b, polls, "poll")
-	if appends > 0 {
-		b.ReportMetric(float64(conflicts)/float64(appends), "conflicts/append")
+	b.ReportMetric(float64(conflicts-conflicts0)/polls, "conflicts/poll")
+}
+
+// ReplicaMemoryBenchmark measures what one replica of the log's state
+// holds in memory with blocks level-0 blocks queued (the memory of a
+// serverless worker, which keeps one): the live heap after a collection,
+// in bytes per replica and per block.
+func ReplicaMemoryBenchmark(b *testing.B, blocks int) {
+	for range b.N {
+		b.StopTimer()
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		fsm, err := raftfsm.New(raftfsm.DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := make([]ck.BlockMeta, 0, raftfsm.MaxBlocksPerCommand)
+		index := uint64(0)
+		for i := range blocks {
+			batch = append(batch, leadertest.Block(fmt.Sprintf("01JD%016d-%06d", i, i%1000), fmt.Sprintf("tenant-%03d", i%100), uint32(i%64), int64(i)*1e6))
+			if len(batch) == cap(batch) || i == blocks-1 {
+				index++
+				if _, err := fsm.ApplyCommand(ck.Entry{Index: index, Term: 1, Time: 1e18}, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: batch}, Time: 1e18}); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		b.StopTimer()
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		live := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		b.ReportMetric(live/1e6, "MB/replica")
+		b.ReportMetric(live/float64(blocks), "B/block")
+		runtime.KeepAlive(fsm)
+		b.StartTimer()
 	}
 }
 
