@@ -68,6 +68,27 @@
 // leader.WithRetries(n, backoff): under contention a prepared poll loses
 // races and is prepared again.
 //
+// # Serverless
+//
+// A [Node] is a replica and a leader service in one process: a worker
+// that opens one schedules itself — nothing else to run. Its poll catches
+// its replica up (reading every entry the others appended since), is
+// prepared there and appended; an idle poll (nothing to report, nothing to
+// take) is answered without an entry; a poll that lost two races goes in
+// on whatever state it meets (Apply checks every change), so contention
+// costs retries, not starvation. Cost, from BENCHMARKS.md: a worker reads
+// every entry of the fleet, so its reads per poll grow with the fleet
+// (about one GET and one HEAD per other active worker: 17 GETs per poll at
+// 16 workers), and the fleet's reads per round of polls grow with its
+// square; WithCatchUpLimit caps one catch-up at about n reads, a LIST, a
+// checkpoint and the entries after it, which pays off only for small
+// states (the checkpoint is the whole state). Every worker holds the whole
+// state in memory: about 290 bytes per queued block (290 MB at 1M
+// blocks). So: serverless for small fleets and small states; above a
+// dozen workers, or for millions of blocks, run one or a few
+// coordinators (a Node serving workers over RPC: 3 requests per poll
+// whatever the number of workers), or Raft.
+//
 // It runs on blockmerge's MemStore and FileStore and on S3
 // (blockmerge/objstore's ConditionalStore, If-None-Match: *).
 package bucketlog

@@ -56,3 +56,43 @@ func Example() {
 }
 
 func tempDir() (string, error) { return os.MkdirTemp("", "bucketlog-example-") }
+
+// Serverless: no coordinator. The ingest process and each worker open
+// their own node of the log; a node is a worker.Client, so a worker.Worker
+// runs on it directly (here one poll by hand).
+func ExampleOpenNode() {
+	dir, err := tempDir()
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := blockmerge.NewFileStore(dir)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	cfg := bucketlog.NodeConfig{State: raftfsm.DefaultConfig()}
+	cfg.State.Planner.Levels[0].MaxBlocks = 2
+	ingest, err := bucketlog.OpenNode(ctx, store, "compaction", "ingest-1", cfg)
+	if err != nil {
+		panic(err)
+	}
+	defer ingest.Close()
+	w, err := bucketlog.OpenNode(ctx, store, "compaction", "worker-1", cfg)
+	if err != nil {
+		panic(err)
+	}
+	defer w.Close()
+
+	if _, err := ingest.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9)}); err != nil {
+		panic(err)
+	}
+	// The worker's node reads the ingest's entry, prepares the poll on
+	// its own replica and appends it.
+	resp, err := w.Poll(ctx, &ck.PollRequest{WorkerID: "worker-1", Seq: 1, FreeSlots: 1})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Jobs[0].Outcome, resp.Jobs[0].Plan.Sources)
+	// Output: assigned [seg-1 seg-2]
+}
