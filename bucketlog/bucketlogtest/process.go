@@ -47,6 +47,9 @@ const (
 	// the test's own replica has read when it truncates: a coordinator
 	// still reading entries there finds them (see Log.Truncate).
 	grace = 64
+	// truncGrace is the log's truncation grace in a run (every process's
+	// and the test's), short so that a run passes it.
+	truncGrace = time.Second
 	// patience bounds every wait for the processes' progress: a run that
 	// waits longer is stuck.
 	patience = 60 * time.Second
@@ -112,7 +115,8 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 	id, mode, _ := strings.Cut(rest, ",")
 	file := func(name string) string { return filepath.Join(dir, name+"-"+id) }
 	ctx := context.Background()
-	logOpts := []bucketlog.Option{bucketlog.WithCheckpointEvery(checkpointEvery), bucketlog.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
+	logOpts := []bucketlog.Option{bucketlog.WithCheckpointEvery(checkpointEvery), bucketlog.WithTruncateGrace(truncGrace),
+		bucketlog.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
 	var (
 		l   *bucketlog.Log
 		svc *leader.Service
@@ -212,7 +216,8 @@ type Coordinators struct {
 // proposer's check of the low-water mark and its create would outlast
 // the truncation's grace) while the others run on past checkpoints and
 // the test truncates the log past the pause — raising the low-water mark
-// and deleting the entries below it — then resumed: it must restore the
+// and, once the truncation grace passed, deleting the entries below it —
+// then resumed: it must restore the
 // checkpoint at the mark (its log says so) rather than re-create the
 // deleted entry it would have appended next. At the end the processes stop
 // appending, catch up and report, and the test checks:
@@ -250,7 +255,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	r.audit = newAudit()
 	replay, err := raftfsm.New(Config())
 	check(t, err)
-	r.log, err = bucketlog.Open(ctx, r.store, logPrefix, replay, "audit-replay", bucketlog.WithCheckpointEvery(0), bucketlog.WithTruncateGrace(0),
+	r.log, err = bucketlog.Open(ctx, r.store, logPrefix, replay, "audit-replay", bucketlog.WithCheckpointEvery(0), bucketlog.WithTruncateGrace(truncGrace),
 		bucketlog.WithObserver(r.audit.observe))
 	check(t, err)
 
@@ -493,10 +498,16 @@ func (r *run) pausePastTruncation() uint64 {
 		mark, err = r.log.Truncate(ctx)
 		check(t, err)
 	}
+	// The entries below the mark go once the grace has passed since it
+	// was raised; the paused process stays stopped meanwhile.
 	next := fmt.Sprintf("%s/log/%020d", logPrefix, paused+1)
-	ok, err := r.c.Store.Exists(ctx, next)
-	check(t, err)
-	require(t, !ok, "entry %d, below the low-water mark %d, was not deleted", paused+1, mark)
+	r.waitFor(fmt.Sprintf("entry %d, below the low-water mark %d, to be deleted after the grace", paused+1, mark), func() bool {
+		_, err := r.log.Truncate(ctx)
+		check(t, err)
+		ok, err := r.c.Store.Exists(ctx, next)
+		check(t, err)
+		return !ok
+	})
 	check(t, p.cmd.Process.Signal(syscall.SIGCONT))
 	restored := fmt.Sprintf(" entry=%d mark=", paused+1)
 	r.waitFor(fmt.Sprintf("coordinator %s, paused after entry %d, to restore the checkpoint at the low-water mark %d", p.id, paused, mark), func() bool {
@@ -510,7 +521,7 @@ func (r *run) pausePastTruncation() uint64 {
 		return false
 	})
 	r.waitGrowth(15)
-	ok, err = r.c.Store.Exists(ctx, next)
+	ok, err := r.c.Store.Exists(ctx, next)
 	check(t, err)
 	require(t, !ok, "entry %d, below the low-water mark %d, reappeared", paused+1, mark)
 	t.Logf("coordinator %s paused after entry %d, resumed past the low-water mark %d and restored its checkpoint", p.id, paused, mark)
