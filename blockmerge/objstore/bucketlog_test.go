@@ -90,3 +90,21 @@ func BenchmarkBucketLogS3Ingest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBucketLogS3Fleet: 1, 4 and 16 workers on the S3 server,
+// serverless (each its own node) and through one coordinator.
+func BenchmarkBucketLogS3Fleet(b *testing.B) {
+	v := versitytest.Start(b)
+	for _, w := range []int{1, 4, 16} {
+		for _, serverless := range []bool{true, false} {
+			mode := "coordinator"
+			if serverless {
+				mode = "serverless"
+			}
+			b.Run(fmt.Sprintf("s3/%s/workers=%d", mode, w), func(b *testing.B) {
+				s, _ := v.ConditionalStore(b, 0)
+				bucketlogtest.FleetBenchmark(b, s, bucketlogtest.Fleet{Nodes: 1, Workers: w, Serverless: serverless})
+			})
+		}
+	}
+}
