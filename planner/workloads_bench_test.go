@@ -5,7 +5,7 @@ package planner
 // its compactkit/planner/vs_bench_test.go as BenchmarkVsEnqueue/…/views=0
 // and BenchmarkVsPlannerRestore). The definitions here are the same; only
 // the names differ, and the identifiers are distinct from the harness's
-// (wSizes, not vsSizes), so that the harness's copy still compiles beside
+// (benchenv.Sizes, not vsSizes), so that the harness's copy still compiles beside
 // this file.
 //
 //   W1 BenchmarkW1Enqueue/blocks=N       enqueue N level-0 blocks, 1 tenant × 64 shards
@@ -17,32 +17,13 @@ package planner
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/benchenv"
 )
-
-// wSizes returns the sizes named by VS_SIZES, or def.
-func wSizes(tb testing.TB, def ...int) []int {
-	s := os.Getenv("VS_SIZES")
-	if s == "" {
-		return def
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			tb.Fatalf("VS_SIZES=%q: %q is not a positive size", s, f)
-		}
-		out = append(out, n)
-	}
-	return out
-}
 
 // BenchmarkW1Enqueue (W1) enqueues N level-0 blocks over 1 tenant × 64
 // shards, ten to a log entry, 1 ms apart, with no planning view open (the
@@ -52,7 +33,7 @@ func wSizes(tb testing.TB, def ...int) []int {
 // strings (allocated before the measurement), after collection.
 // BenchmarkEnqueue is the same workload with a view every 1,000 blocks.
 func BenchmarkW1Enqueue(b *testing.B) {
-	for _, n := range wSizes(b, 100_000, 1_000_000) {
+	for _, n := range benchenv.Sizes(b, 100_000, 1_000_000) {
 		blocks, _ := benchBlocks(n, 64)
 		t0 := blocks[0].MaxTime
 		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
@@ -92,7 +73,7 @@ func BenchmarkW1Enqueue(b *testing.B) {
 // Pyroscope's Compactor.Restore restores its block queue (neither side
 // loads the index). N=1,000,000 is BenchmarkPlannerRestore's state.
 func BenchmarkW3QueueRestore(b *testing.B) {
-	for _, n := range wSizes(b, 100_000, 1_000_000) {
+	for _, n := range benchenv.Sizes(b, 100_000, 1_000_000) {
 		snap := func() []byte {
 			p, _ := benchPlanner(b, n)
 			var buf bytes.Buffer

@@ -5,7 +5,7 @@ package raftfsm_test
 // defines them in its compactkit/raftfsm/vs_bench_test.go as
 // BenchmarkVsPoll and BenchmarkVsCycle). The definitions here are the
 // same; only the names differ, and the identifiers are distinct from the
-// harness's (wSizes, not vsSizes; no pollBench.cycleRequest), so that the
+// harness's (benchenv.Sizes, not vsSizes; no pollBench.cycleRequest), so that the
 // harness's copy still compiles beside this file.
 //
 //   W2 BenchmarkW2Poll/jobs=J  one poll, Prepare + Apply, J jobs in progress
@@ -20,29 +20,12 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/benchenv"
 )
-
-// wSizes returns the sizes named by VS_SIZES, or def.
-func wSizes(tb testing.TB, def ...int) []int {
-	s := os.Getenv("VS_SIZES")
-	if s == "" {
-		return def
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			tb.Fatalf("VS_SIZES=%q: %q is not a positive size", s, f)
-		}
-		out = append(out, n)
-	}
-	return out
-}
 
 // BenchmarkW2Poll (W2): Prepare + Apply of one poll — 16 renewals, 16
 // completions of 20 sources each, 32 free slots — with J jobs in progress
@@ -67,7 +50,7 @@ func wSizes(tb testing.TB, def ...int) []int {
 // a sub-benchmark first with b.N = 1, and the timed run continues from the
 // state that call left).
 func BenchmarkW2Poll(b *testing.B) {
-	for _, jobs := range wSizes(b, 1_000, 10_000, 100_000) {
+	for _, jobs := range benchenv.Sizes(b, 1_000, 10_000, 100_000) {
 		var pb *pollBench
 		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
 			if pb == nil {
