@@ -496,49 +496,103 @@ func (l *Log) take() []*proposal {
 // appendBatch appends the proposals of batch still valid on the state as
 // one entry and settles every proposal of batch.
 func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
-	settle := func(ps []*proposal, err error) {
-		for _, p := range ps {
-			p.done, p.err = true, err
+	start, quiet, err := l.readyTip(ctx)
+	if err != nil {
+		settle(batch, err)
+		return
+	}
+	ps := l.admit(batch)
+	if len(ps) == 0 {
+		return
+	}
+	l.seq++
+	n := l.applied + 1
+	e := &entry{number: n, first: l.index + 1, prev: l.hash, stamp: l.clock().UnixNano(), stored: l.timer != nil && !l.stampOnly,
+		nonce: l.id + "/" + strconv.FormatUint(l.seq, 10), cmds: make([][]byte, len(ps))}
+	for i, p := range ps {
+		e.cmds[i] = p.cmd
+	}
+	data := e.encode()
+	err = l.cond.PutIfAbsent(ctx, l.entryKey(n), bytes.NewReader(data))
+	switch {
+	case err == nil && l.stalled(ctx, start, n):
+		l.takeBack(ctx, n, ps)
+	case err == nil:
+		l.contended = l.contended && !quiet
+		as, _, err := l.apply(ctx, n, data)
+		if err != nil {
+			// Appended, not applied here yet (a failed read of the
+			// store's time): the outcome is known to the log only.
+			settle(ps, fmt.Errorf("bucketlog: entry %d appended, not applied: %w: %w", n, leader.ErrOutcomeUnknown, err))
+			return
+		}
+		l.won(ctx, n, ps, as)
+	case errors.Is(err, blockmerge.ErrExists):
+		// Lost the race: apply the winner's entry (and whatever followed).
+		l.contended = true
+		l.lost(ctx, n, ps)
+	default:
+		// The create may have succeeded: read back whose entry n is.
+		mine, cerr := l.catchUpFor(context.WithoutCancel(ctx), e.nonce)
+		switch {
+		case mine != nil:
+			l.won(ctx, n, ps, mine)
+		case cerr == nil && l.applied >= n:
+			l.lost(ctx, n, ps)
+		default:
+			settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, err))
 		}
 	}
-	// Uncontended, the tip is not read first: the create finds out
-	// whether another coordinator appended (ErrExists), and then the log
-	// catches up. Once a race was lost, the tip is read first (a GET that
-	// finds the next entry missing) until an append finds that nobody
-	// else appended since this coordinator's last entry: under
-	// contention a read is cheaper than a create that fails, it keeps the
-	// window between reading the tip and creating the entry short, and
-	// every contender pays the same. Either way,
-	// if the low-water mark has passed the next entry, that entry may
-	// have been deleted and the create would succeed: restore first.
-	var err error
-	quiet := true // no other coordinator appended since this one's last entry
+}
+
+// settle gives every proposal of ps the error err.
+func settle(ps []*proposal, err error) {
+	for _, p := range ps {
+		p.done, p.err = true, err
+	}
+}
+
+// readyTip makes sure the next entry may be created: not below the
+// low-water mark (where it may have been deleted, and a create would
+// succeed), and — after a lost race — at the tip. It returns when the
+// mark was checked (from then on a stall counts against the truncation
+// grace) and whether no other coordinator appended since this one's last
+// entry.
+//
+// Uncontended, the tip is not read first: the create finds out whether
+// another coordinator appended (ErrExists), and then the log catches up.
+// Once a race was lost, the tip is read first (a GET that finds the next
+// entry missing) until an append finds that nobody else appended
+// meanwhile: under contention a read is cheaper than a create that fails,
+// it keeps the window between reading the tip and creating the entry
+// short, and every contender pays the same.
+func (l *Log) readyTip(ctx context.Context) (start time.Time, quiet bool, err error) {
+	quiet = true
 	if l.contended {
 		before := l.applied
 		err = l.catchUp(ctx) // checks the mark when the entry is missing
 		quiet = l.applied == before
 	} else if _, ok := l.checkedClear(l.applied + 1); !ok {
-		if behind, terr := l.truncated(ctx, l.applied+1); terr != nil || behind {
-			err = terr
-			if err == nil {
-				err = l.catchUp(ctx)
-			}
+		behind, terr := l.truncated(ctx, l.applied+1)
+		if err = terr; err == nil && behind {
+			err = l.catchUp(ctx)
 		}
 	}
 	if err != nil {
-		settle(batch, err)
-		return
+		return time.Time{}, quiet, err
 	}
-	// From the mark check on, a stall (SIGSTOP included: the clock is
-	// monotonic) counts against the grace.
 	start, ok := l.checkedClear(l.applied + 1)
 	if !ok {
-		start = time.Now() // a check just failed to find the mark; be strict
+		start = time.Now() // the check was part of a catch-up just now
 	}
-	// A prepared command whose state moved on since is refused (an entry
-	// the state machine refused changed nothing: the command is still
-	// valid on top of it). Prepared commands go first, on the state they
-	// were prepared on.
+	return start, quiet, nil
+}
+
+// admit returns the proposals of batch that may go into the next entry,
+// prepared ones first, and settles the others: a prepared command whose
+// state moved on since is refused (an entry the state machine refused
+// changed nothing: the command is still valid on top of it).
+func (l *Log) admit(batch []*proposal) []*proposal {
 	last, _, _ := l.fsm.LastApplied()
 	var ps []*proposal
 	for _, p := range batch {
@@ -549,78 +603,45 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 		}
 		ps = append(ps, p)
 	}
-	if len(ps) == 0 {
+	slices.SortStableFunc(ps, func(a, b *proposal) int { return cmp.Compare(min(b.preparedAt, 1), min(a.preparedAt, 1)) })
+	return ps
+}
+
+// won settles ps with what applying entry n, this coordinator's, returned.
+func (l *Log) won(ctx context.Context, n uint64, ps []*proposal, as []leader.Applied) {
+	l.stats.Appended++
+	l.stats.Commands += uint64(len(ps))
+	for i, p := range ps {
+		p.done, p.a = true, as[i]
+	}
+	l.checkpoint(ctx, n)
+}
+
+// lost settles ps after another coordinator's entry n won, once caught up.
+func (l *Log) lost(ctx context.Context, n uint64, ps []*proposal) {
+	l.stats.Conflicts += uint64(len(ps))
+	if err := l.catchUp(ctx); err != nil {
+		settle(ps, err)
 		return
 	}
-	slices.SortStableFunc(ps, func(a, b *proposal) int { return cmp.Compare(min(b.preparedAt, 1), min(a.preparedAt, 1)) })
-	l.seq++
-	n := l.applied + 1
-	e := &entry{number: n, first: l.index + 1, prev: l.hash, stamp: l.clock().UnixNano(), stored: l.timer != nil && !l.stampOnly,
-		nonce: l.id + "/" + strconv.FormatUint(l.seq, 10), cmds: make([][]byte, len(ps))}
-	for i, p := range ps {
-		e.cmds[i] = p.cmd
+	settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
+}
+
+// takeBack deletes entry n, which this coordinator created after stalling
+// past the truncation grace below the low-water mark — it may re-create a
+// deleted index — and restores the checkpoint instead.
+func (l *Log) takeBack(ctx context.Context, n uint64, ps []*proposal) {
+	if err := l.store.Delete(ctx, l.entryKey(n)); err != nil {
+		l.failed = fmt.Errorf("bucketlog: entry %d was created below the low-water mark and cannot be deleted: %w: %w", n, ErrCorrupt, err)
+		settle(ps, l.failed)
+		return
 	}
-	data := e.encode()
-	deliver := func(as []leader.Applied) {
-		for i, p := range ps {
-			p.done, p.a = true, as[i]
-		}
+	l.log.Warn("bucketlog: an append stalled past the truncation grace and landed below the low-water mark: taken back", "entry", n)
+	if err := l.catchUp(ctx); err != nil {
+		settle(ps, err)
+		return
 	}
-	err = l.cond.PutIfAbsent(ctx, l.entryKey(n), bytes.NewReader(data))
-	switch {
-	case err == nil && l.stalled(ctx, start, n):
-		// Stalled past the grace between the mark check and the create:
-		// the entry may re-create a deleted index. Take it back and
-		// restore the checkpoint instead.
-		if derr := l.store.Delete(ctx, l.entryKey(n)); derr != nil {
-			l.failed = fmt.Errorf("bucketlog: entry %d was created below the low-water mark and cannot be deleted: %w: %w", n, ErrCorrupt, derr)
-			settle(ps, l.failed)
-			return
-		}
-		l.log.Warn("bucketlog: an append stalled past the truncation grace and landed below the low-water mark: taken back", "entry", n)
-		if err := l.catchUp(ctx); err != nil {
-			settle(ps, err)
-			return
-		}
-		settle(ps, fmt.Errorf("bucketlog: entry %d is below the low-water mark: %w", n, leader.ErrConflict))
-	case err == nil:
-		l.contended = l.contended && !quiet
-		l.stats.Appended++
-		l.stats.Commands += uint64(len(ps))
-		as, _, err := l.apply(ctx, n, data)
-		if err != nil {
-			// Appended, not applied here yet (a failed read of the
-			// store's time): the outcome is known to the log only.
-			settle(ps, fmt.Errorf("bucketlog: entry %d appended, not applied: %w: %w", n, leader.ErrOutcomeUnknown, err))
-			return
-		}
-		deliver(as)
-		l.checkpoint(ctx, n)
-	case errors.Is(err, blockmerge.ErrExists):
-		// Lost the race: apply the winner's entry (and whatever followed).
-		l.contended = true
-		l.stats.Conflicts += uint64(len(ps))
-		if err := l.catchUp(ctx); err != nil {
-			settle(ps, err)
-			return
-		}
-		settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
-	default:
-		// The create may have succeeded: read back whose entry n is.
-		mine, cerr := l.catchUpFor(context.WithoutCancel(ctx), e.nonce)
-		switch {
-		case mine != nil:
-			l.stats.Appended++
-			l.stats.Commands += uint64(len(ps))
-			deliver(mine)
-			l.checkpoint(ctx, n)
-		case cerr == nil && l.applied >= n:
-			l.stats.Conflicts += uint64(len(ps))
-			settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
-		default:
-			settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, err))
-		}
-	}
+	settle(ps, fmt.Errorf("bucketlog: entry %d is below the low-water mark: %w", n, leader.ErrConflict))
 }
 
 // stalled reports whether the append of entry n, begun at start, took half
