@@ -10,6 +10,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/internal/invariant"
 	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -41,6 +42,25 @@ type state struct {
 	lastTerm       uint64
 	now            int64
 	clusterVersion byte
+	// broken counts the invariants of Apply found broken (see invariant);
+	// lastBroken is the latest. Local: not in snapshots.
+	broken     uint64
+	lastBroken error
+}
+
+// invariant reports err, which Apply believed unreachable: a panic in
+// tests and under the "invariants" build tag, else counted (and logged by
+// the FSM after the entry).
+func (st *state) invariant(err error, what string) {
+	if err == nil {
+		return
+	}
+	err = fmt.Errorf("%s: %w", what, err)
+	if invariant.Panics() {
+		panic("raftfsm: invariant broken: " + err.Error())
+	}
+	st.broken++
+	st.lastBroken = err
 }
 
 // Option tunes the local behaviour of an FSM: logging and how Prepare
@@ -382,6 +402,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		}
 	}
 	res := &Result{Index: e.Index, Term: e.Term, Now: now}
+	broken := st.broken
 	var err error
 	switch {
 	case cmd.AddBlocks != nil:
@@ -415,6 +436,9 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	}
 	if err != nil {
 		return nil, &EntryError{Index: e.Index, Err: err}
+	}
+	if st.broken != broken {
+		f.opts.log.Error("raftfsm: an invariant of Apply broke; the state may be inconsistent: report it", "entry", e.Index, "count", st.broken, "err", st.lastBroken)
 	}
 	st.now = now
 	st.lastApplied = e.Index
@@ -487,9 +511,11 @@ func (st *state) orphan(now int64, job string, token fencing.Token) {
 	if token == 0 {
 		return
 	}
-	// The only possible error is a live block under the prefix, which
-	// means the attempt was committed: then there is nothing to delete.
-	_ = st.index.AddOrphan(now, ck.AttemptPrefix(job, token))
+	// A live block under the prefix means the attempt was committed:
+	// then there is nothing to delete.
+	if err := st.index.AddOrphan(now, ck.AttemptPrefix(job, token)); !errors.Is(err, index.ErrLiveUnderPrefix) {
+		st.invariant(err, "orphan of "+job)
+	}
 }
 
 // release ends the claim of a removed job: its sources that are still
@@ -504,7 +530,7 @@ func (st *state) release(now int64, job string, prevToken fencing.Token) {
 				keep = append(keep, id)
 			}
 		}
-		_ = st.planner.Return(job, keep) // keep ⊆ the job's sources
+		st.invariant(st.planner.Return(job, keep), "return of "+job) // keep ⊆ the job's sources
 	}
 	st.index.Detach(job)
 	st.orphan(now, job, prevToken)

@@ -60,7 +60,9 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 			if r.Before.LastFailure != "" { // from cluster version 3
 				reason = fmt.Sprintf("excluded after %d failures (last: %s), evicted from a full queue", r.Before.Failures, r.Before.LastFailure)
 			}
-			_ = st.planner.Quarantine(e, c.Job, reason) // a cleanup-only job claims nothing
+			if !r.Plan.CleanupOnly() { // a cleanup-only job claims nothing
+				st.invariant(st.planner.Quarantine(e, c.Job, reason), "quarantine of "+c.Job)
+			}
 			cr.Quarantined = len(r.Plan.Sources)
 			st.index.Detach(c.Job)
 		case ck.ChangeCancel:
@@ -125,7 +127,9 @@ func (st *state) applyAdd(e ck.Entry, now int64, tx *scheduler.Tx, c *ck.Change)
 		if err := st.planner.Claim(e, plan); err != nil {
 			// Unreachable: Admissible just accepted the plan on this very
 			// state. Undo the job rather than leave it without a claim.
-			_, _ = st.sched.Cancel(e, now, plan.Name)
+			st.invariant(err, "claim of "+plan.Name)
+			_, cerr := st.sched.Cancel(e, now, plan.Name)
+			st.invariant(cerr, "undo of "+plan.Name)
 			st.index.Detach(plan.Name)
 			return scheduler.Result{Kind: ck.ChangeAdd, Reason: err.Error()}
 		}
@@ -143,14 +147,15 @@ func (st *state) commit(e ck.Entry, now int64, c *ck.Change, plan *ck.JobPlan) *
 		rr := st.index.Replace(e, now, c.Job, c.Token, plan.Sources, c.Outputs)
 		out = &rr
 		if rr.Applied {
-			_ = st.planner.Complete(c.Job)
+			st.invariant(st.planner.Complete(c.Job), "completion of "+c.Job)
 			for i := range c.Outputs {
 				// The index validated the outputs; the planner keeps
 				// those below the final level.
-				_, _ = st.planner.Enqueue(e, &c.Outputs[i])
+				_, err := st.planner.Enqueue(e, &c.Outputs[i])
+				st.invariant(err, "output of "+c.Job)
 			}
 		} else {
-			_ = st.planner.Return(c.Job, rr.Surviving)
+			st.invariant(st.planner.Return(c.Job, rr.Surviving), "return of "+c.Job)
 		}
 	}
 	st.index.Confirm(now, c.Job)

@@ -23,6 +23,11 @@ type Stats struct {
 	Failed error
 	// Workers is the number of workers in the poll log.
 	Workers int
+	// BrokenInvariants counts the invariants of Apply this replica found
+	// broken since it started or last restored a snapshot (each is
+	// logged). It should stay 0: anything else is a bug to report. Tests
+	// and builds with the "invariants" tag panic instead.
+	BrokenInvariants uint64
 	// Planner, Scheduler and Index are the components' statistics. The
 	// planner's per-level Lag and Debt are the compaction lag and debt:
 	// the signals to autoscale workers on.
@@ -52,7 +57,7 @@ func (f *FSM) Stats() Stats {
 	st := f.st
 	return Stats{
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
-		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(),
+		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(), BrokenInvariants: st.broken,
 		Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
 	}
 }

@@ -38,7 +38,7 @@ type FSMCollector struct {
 	clock     func() time.Time
 
 	// State machine.
-	lastApplied, term, logTime, clusterVersion, failed, workers *prometheus.Desc
+	lastApplied, term, logTime, clusterVersion, failed, workers, broken *prometheus.Desc
 
 	// Planner, per level, then totals and counters.
 	plKeys, plQueued, plReady, plClaimed, plQuarantined, plLag, plDebt *prometheus.Desc
@@ -76,6 +76,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 	c.clusterVersion = d("fsm", "cluster_version", "Command version the replicated cluster version allows the leader to write.")
 	c.failed = d("fsm", "failed", "1 if the replica stopped on an entry it cannot trust (a corrupt command) and applies nothing until a snapshot is restored, else 0.")
 	c.workers = d("fsm", "poll_log_workers", "Workers whose latest poll response is recorded in the poll log (workers seen recently).")
+	c.broken = d("fsm", "broken_invariants_total", "Invariants of Apply this replica found broken since it started or restored a snapshot (each is logged). Anything above 0 is a bug to report.")
 
 	c.plKeys = d("planner", "keys", "Keys (tenant, shard, level) with queued blocks, per level.", "level")
 	c.plQueued = d("planner", "queued_blocks", "Blocks queued for compaction, per level.", "level")
@@ -141,7 +142,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 // Describe sends the descriptors of every metric the collector exports.
 func (c *FSMCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers,
+		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers, c.broken,
 		c.plKeys, c.plQueued, c.plReady, c.plClaimed, c.plQuarantined, c.plLag, c.plDebt, c.plJobs,
 		c.schJobs, c.schPaused, c.schCompletions, c.schPauseRules,
 		c.ixBlocks, c.ixBytes, c.ixTombstones, c.ixOrphans, c.ixReplacements, c.ixDuplicates, c.ixDeletions, c.ixResults,
@@ -180,6 +181,7 @@ func (c *FSMCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.failed, failed)
 	gauge(c.workers, float64(st.Workers))
+	ch <- prometheus.MustNewConstMetric(c.broken, prometheus.CounterValue, float64(st.BrokenInvariants))
 
 	// Planner.
 	at := st.Now

@@ -1,0 +1,5 @@
+//go:build invariants
+
+package invariant
+
+const enabled = true
