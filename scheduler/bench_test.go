@@ -48,67 +48,11 @@ func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 	return s
 }
 
-// benchPoll prepares the benchmark's poll: 16 renewals, 16 completions, 16
-// assignments and 16 additions.
-type benchPoll struct {
-	renew, complete []ck.StatusUpdate
-	adds            []ck.JobPlan
-}
-
-func newBenchPoll(s *Scheduler, inProgress int) *benchPoll {
-	p := &benchPoll{}
-	for i := range 32 {
-		name := fmt.Sprintf("run-%08d", i*(inProgress/32))
-		st, _, _ := s.Job(name)
-		u := ck.StatusUpdate{Job: name, Token: st.Token, Status: ck.ReportInProgress}
-		if i%2 == 1 {
-			u.Status = ck.ReportSuccess
-			u.Outputs = []ck.BlockMeta{{ID: name + "-out", Tenant: st.Tenant, Level: st.Level + 1}}
-			p.complete = append(p.complete, u)
-		} else {
-			p.renew = append(p.renew, u)
-		}
-	}
-	for i := range 16 {
-		name := fmt.Sprintf("add-%04d", i)
-		pl := ck.JobPlan{Name: name, Tenant: "tenant-1", Level: uint32(i % 2)}
-		for k := range 20 {
-			pl.Sources = append(pl.Sources, fmt.Sprintf("%s-src-%02d", name, k))
-		}
-		p.adds = append(p.adds, pl)
-	}
-	return p
-}
-
-func (p *benchPoll) run(s *Scheduler, now int64) *Schedule {
-	sc := s.Schedule(now)
-	for i := range p.renew {
-		sc.UpdateJob("w", &p.renew[i])
-	}
-	for i := range p.complete {
-		sc.UpdateJob("w", &p.complete[i])
-	}
-	for range sc.Capacity(16) {
-		sc.AssignJob("w")
-	}
-	sc.EvictJob()
-	for i := range p.adds {
-		sc.AddJob(p.adds[i])
-	}
-	return sc
-}
-
 // cpuMeter accumulates the process's CPU time over the measured parts of a
 // benchmark and reports it as cpu-ns/op.
 type cpuMeter struct {
 	total, since time.Duration
 	ok           bool
-}
-
-func startCPU() *cpuMeter {
-	m := &cpuMeter{}
-	m.resume()
-	return m
 }
 
 func (m *cpuMeter) resume() { m.since, m.ok = cpuTime() }
