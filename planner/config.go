@@ -90,33 +90,33 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports whether c is usable; the error wraps [ErrConfig].
+// Validate reports whether c is usable; the error wraps [ErrInvalidConfig].
 func (c Config) Validate() error {
 	if c.FinalLevel < 1 || c.FinalLevel > MaxLevels {
-		return fmt.Errorf("final level %d, want 1 to %d: %w", c.FinalLevel, MaxLevels, ErrConfig)
+		return fmt.Errorf("final level %d, want 1 to %d: %w", c.FinalLevel, MaxLevels, ErrInvalidConfig)
 	}
 	if len(c.Levels) != int(c.FinalLevel) {
-		return fmt.Errorf("%d level policies for final level %d, want one per level below it: %w", len(c.Levels), c.FinalLevel, ErrConfig)
+		return fmt.Errorf("%d level policies for final level %d, want one per level below it: %w", len(c.Levels), c.FinalLevel, ErrInvalidConfig)
 	}
 	for i, l := range c.Levels {
 		switch {
 		case l.MaxBlocks < 1 || l.MaxBlocks > MaxBlocksPerJob:
-			return fmt.Errorf("level %d: max blocks %d, want 1 to %d: %w", i, l.MaxBlocks, MaxBlocksPerJob, ErrConfig)
+			return fmt.Errorf("level %d: max blocks %d, want 1 to %d: %w", i, l.MaxBlocks, MaxBlocksPerJob, ErrInvalidConfig)
 		case l.MaxBytes < 0:
-			return fmt.Errorf("level %d: max bytes %d: %w", i, l.MaxBytes, ErrConfig)
+			return fmt.Errorf("level %d: max bytes %d: %w", i, l.MaxBytes, ErrInvalidConfig)
 		case l.MaxAge < 0:
-			return fmt.Errorf("level %d: max age %s: %w", i, l.MaxAge, ErrConfig)
+			return fmt.Errorf("level %d: max age %s: %w", i, l.MaxAge, ErrInvalidConfig)
 		case l.MaxSpan < 0:
-			return fmt.Errorf("level %d: max span %s: %w", i, l.MaxSpan, ErrConfig)
+			return fmt.Errorf("level %d: max span %s: %w", i, l.MaxSpan, ErrInvalidConfig)
 		case l.AgingThreshold < 0:
-			return fmt.Errorf("level %d: aging threshold %s: %w", i, l.AgingThreshold, ErrConfig)
+			return fmt.Errorf("level %d: aging threshold %s: %w", i, l.AgingThreshold, ErrInvalidConfig)
 		}
 	}
 	if c.TombstonesPerJob < 0 || c.TombstonesPerJob > MaxTombstonesPerJob {
-		return fmt.Errorf("tombstones per job %d, want 0 to %d: %w", c.TombstonesPerJob, MaxTombstonesPerJob, ErrConfig)
+		return fmt.Errorf("tombstones per job %d, want 0 to %d: %w", c.TombstonesPerJob, MaxTombstonesPerJob, ErrInvalidConfig)
 	}
 	if c.TombstoneMinLevel > c.TombstoneMaxLevel {
-		return fmt.Errorf("tombstone levels [%d, %d]: %w", c.TombstoneMinLevel, c.TombstoneMaxLevel, ErrConfig)
+		return fmt.Errorf("tombstone levels [%d, %d]: %w", c.TombstoneMinLevel, c.TombstoneMaxLevel, ErrInvalidConfig)
 	}
 	return nil
 }

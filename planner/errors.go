@@ -7,9 +7,13 @@ import "errors"
 // package compactkit (ErrInvalidID, ErrTimeRange, ...); malformed snapshots
 // return its decoding errors (ErrMalformed, ErrTruncated, ...).
 var (
-	// ErrConfig reports an invalid configuration, or a change of
+	// ErrInvalidConfig reports an invalid configuration, or a change of
 	// configuration that would strand blocks (see [Planner.SetConfig]).
-	ErrConfig = errors.New("planner: invalid configuration")
+	ErrInvalidConfig = errors.New("planner: invalid configuration")
+	// ErrConfig is the former name of ErrInvalidConfig.
+	//
+	// Deprecated: use ErrInvalidConfig, the name every package uses.
+	ErrConfig = ErrInvalidConfig
 	// ErrNotAdmissible reports a job plan that cannot be claimed now: its
 	// sources are not the oldest queued blocks of its key, or its name is
 	// not the one the planner gives those sources.

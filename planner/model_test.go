@@ -698,7 +698,7 @@ func (h *harness) setConfig(t *rapid.T) {
 		err := p.SetConfig(cfg)
 		require.Equal(t, ok, err == nil, "set config: %v", err)
 		if err != nil {
-			require.ErrorIs(t, err, ErrConfig)
+			require.ErrorIs(t, err, ErrInvalidConfig)
 		}
 	}
 	if ok {
@@ -706,7 +706,7 @@ func (h *harness) setConfig(t *rapid.T) {
 	}
 	bad := cfg
 	bad.FinalLevel = 0
-	require.ErrorIs(t, h.p.SetConfig(bad), ErrConfig)
+	require.ErrorIs(t, h.p.SetConfig(bad), ErrInvalidConfig)
 }
 
 func (h *harness) restore(t *rapid.T) {

@@ -880,7 +880,7 @@ func (s *state) claimed(job string) ([]string, bool) {
 // are queued under the new shape.
 //
 // Lowering the final level below a level that still holds queued, claimed
-// or quarantined blocks is refused (ErrConfig): those blocks would be
+// or quarantined blocks is refused (ErrInvalidConfig): those blocks would be
 // stranded. An invalid configuration is refused too; on error nothing
 // changes.
 func (p *Planner) SetConfig(cfg Config) error {
@@ -889,7 +889,7 @@ func (p *Planner) SetConfig(cfg Config) error {
 	}
 	if cfg.FinalLevel < p.s.cfg.FinalLevel {
 		if l, ok := p.s.highestLevel(); ok && l >= cfg.FinalLevel {
-			return fmt.Errorf("planner: final level %d: level %d still holds blocks: %w", cfg.FinalLevel, l, ErrConfig)
+			return fmt.Errorf("planner: final level %d: level %d still holds blocks: %w", cfg.FinalLevel, l, ErrInvalidConfig)
 		}
 	}
 	p.s.cfg = cfg.clone()

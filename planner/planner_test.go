@@ -506,10 +506,10 @@ func TestFinalLevel(t *testing.T) {
 	low := cfg
 	low.FinalLevel = 2
 	low.Levels = low.Levels[:2]
-	require.ErrorIs(t, f.p.SetConfig(low), planner.ErrConfig)
+	require.ErrorIs(t, f.p.SetConfig(low), planner.ErrInvalidConfig)
 	pl, ok := f.poll(nil)
 	require.True(t, ok)
-	require.ErrorIs(t, f.p.SetConfig(low), planner.ErrConfig, "a claimed level-2 block would be stranded")
+	require.ErrorIs(t, f.p.SetConfig(low), planner.ErrInvalidConfig, "a claimed level-2 block would be stranded")
 	require.NoError(t, f.p.Complete(pl.Name))
 	require.NoError(t, f.p.SetConfig(low))
 	require.Equal(t, low, f.p.Config())
@@ -783,10 +783,10 @@ func TestDefaultConfig(t *testing.T) {
 	} {
 		c := planner.DefaultConfig()
 		bad(&c)
-		require.ErrorIs(t, c.Validate(), planner.ErrConfig)
+		require.ErrorIs(t, c.Validate(), planner.ErrInvalidConfig)
 		_, err := planner.New(c)
-		require.ErrorIs(t, err, planner.ErrConfig)
-		require.ErrorIs(t, p.SetConfig(c), planner.ErrConfig)
+		require.ErrorIs(t, err, planner.ErrInvalidConfig)
+		require.ErrorIs(t, p.SetConfig(c), planner.ErrInvalidConfig)
 	}
 	require.Equal(t, planner.DefaultConfig(), p.Config(), "a refused configuration changed the planner")
 }

@@ -9,7 +9,7 @@ import (
 // Sentinel errors of the package. They are returned wrapped, with a message
 // that names the offending value; test with errors.Is. Decoding errors wrap
 // the root package's sentinels (compactkit.ErrMalformed, ...), and
-// component errors those of the component (planner.ErrConfig, ...).
+// component errors those of the component (planner.ErrInvalidConfig, ...).
 var (
 	// ErrInvalidConfig reports a configuration Config.Validate rejects.
 	ErrInvalidConfig = errors.New("raftfsm: invalid configuration")

@@ -122,8 +122,13 @@ func WithLogger(l *slog.Logger) Option {
 
 // Errors of the worker.
 var (
-	// ErrConfig reports an invalid configuration or argument to [New].
-	ErrConfig = errors.New("worker: invalid configuration")
+	// ErrInvalidConfig reports an invalid configuration or argument to
+	// [New].
+	ErrInvalidConfig = errors.New("worker: invalid configuration")
+	// ErrConfig is the former name of ErrInvalidConfig.
+	//
+	// Deprecated: use ErrInvalidConfig, the name every package uses.
+	ErrConfig = ErrInvalidConfig
 	// ErrAlreadyStarted reports a second call to [Worker.Run].
 	ErrAlreadyStarted = errors.New("worker: already started")
 	// ErrShutdown reports a shutdown that did not complete in time: jobs
@@ -167,16 +172,16 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	probe := compactkit.PollRequest{WorkerID: cfg.ID, Seq: 1}
 	if err := probe.Validate(); err != nil {
-		return cfg, fmt.Errorf("%w: %w", ErrConfig, err)
+		return cfg, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.Concurrency < 0 || cfg.Concurrency > 1<<20 {
-		return cfg, fmt.Errorf("%w: concurrency %d", ErrConfig, cfg.Concurrency)
+		return cfg, fmt.Errorf("%w: concurrency %d", ErrInvalidConfig, cfg.Concurrency)
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = runtime.GOMAXPROCS(0)
 	}
 	if cfg.MaxReports < 0 {
-		return cfg, fmt.Errorf("%w: max reports %d", ErrConfig, cfg.MaxReports)
+		return cfg, fmt.Errorf("%w: max reports %d", ErrInvalidConfig, cfg.MaxReports)
 	}
 	if cfg.MaxReports == 0 {
 		cfg.MaxReports = DefaultMaxReports
@@ -192,7 +197,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		{"shutdown timeout", &cfg.ShutdownTimeout, DefaultShutdownTimeout},
 	} {
 		if *d.v < 0 {
-			return cfg, fmt.Errorf("%w: %s %v", ErrConfig, d.name, *d.v)
+			return cfg, fmt.Errorf("%w: %s %v", ErrInvalidConfig, d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -200,7 +205,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.MergeOptions = append([]blockmerge.Option(nil), cfg.MergeOptions...)
 	if cfg.Layout > blockmerge.PrefixLayout {
-		return cfg, fmt.Errorf("%w: layout %s", ErrConfig, cfg.Layout)
+		return cfg, fmt.Errorf("%w: layout %s", ErrInvalidConfig, cfg.Layout)
 	}
 	return cfg, nil
 }

@@ -50,14 +50,14 @@ type Worker struct {
 }
 
 // New returns a worker that polls client for jobs and runs them over store.
-// It returns an error wrapping [ErrConfig] if client or store is nil or the
+// It returns an error wrapping [ErrInvalidConfig] if client or store is nil or the
 // configuration is invalid.
 func New(client Client, store blockmerge.Store, cfg Config, opts ...Option) (*Worker, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrConfig)
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidConfig)
 	}
 	if store == nil {
-		return nil, fmt.Errorf("%w: nil store", ErrConfig)
+		return nil, fmt.Errorf("%w: nil store", ErrInvalidConfig)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -25,9 +25,9 @@ func TestNewValidates(t *testing.T) {
 	l := newFakeLeader(testLease)
 
 	_, err := worker.New(nil, store, worker.Config{})
-	require.ErrorIs(t, err, worker.ErrConfig)
+	require.ErrorIs(t, err, worker.ErrInvalidConfig)
 	_, err = worker.New(l, nil, worker.Config{})
-	require.ErrorIs(t, err, worker.ErrConfig)
+	require.ErrorIs(t, err, worker.ErrInvalidConfig)
 	for _, cfg := range []worker.Config{
 		{Concurrency: -1},
 		{PollInterval: -time.Second},
@@ -38,7 +38,7 @@ func TestNewValidates(t *testing.T) {
 		{ID: strings.Repeat("x", ck.MaxNameLen+1)},
 	} {
 		_, err := worker.New(l, store, cfg)
-		require.ErrorIs(t, err, worker.ErrConfig, "%+v", cfg)
+		require.ErrorIs(t, err, worker.ErrInvalidConfig, "%+v", cfg)
 	}
 
 	w, err := worker.New(l, store, worker.Config{})
