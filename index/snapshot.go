@@ -383,12 +383,7 @@ func restore(r io.Reader) (*Index, error) {
 		return nil, fmt.Errorf("snapshot version %d: %w", v, ck.ErrUnknownVersion)
 	}
 	rs := &restorer{d: codec.NewDecoder(sr)}
-	for _, section := range []func() error{rs.header, rs.names, rs.blocks, rs.tombs, rs.gone, rs.results} {
-		if err := section(); err != nil {
-			return nil, err
-		}
-	}
-	if err := rs.d.Finish(); err != nil {
+	if err := rs.d.Run(rs.header, rs.names, rs.blocks, rs.tombs, rs.gone, rs.results); err != nil {
 		return nil, err
 	}
 	return rs.x, nil

@@ -401,12 +401,7 @@ func restore(r io.Reader) (*Planner, error) {
 		return nil, fmt.Errorf("snapshot version %d: %w", rd.Version(), ck.ErrUnknownVersion)
 	}
 	rs := &restorer{d: codec.NewDecoder(rd)}
-	for _, section := range []func() error{rs.header, rs.keys, rs.queued, rs.claims, rs.claimed, rs.quarantine} {
-		if err := section(); err != nil {
-			return nil, err
-		}
-	}
-	if err := rs.d.Finish(); err != nil {
+	if err := rs.d.Run(rs.header, rs.keys, rs.queued, rs.claims, rs.claimed, rs.quarantine); err != nil {
 		return nil, err
 	}
 	return rs.p, nil

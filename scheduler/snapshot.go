@@ -356,12 +356,7 @@ func restore(r io.Reader) (*Scheduler, error) {
 		return nil, err
 	}
 	rs := &restorer{d: codec.NewDecoder(sr), version: sr.Version()}
-	for _, section := range []func() error{rs.header, rs.jobs, rs.completions, rs.failures} {
-		if err := section(); err != nil {
-			return nil, err
-		}
-	}
-	if err := rs.d.Finish(); err != nil {
+	if err := rs.d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
 		return nil, err
 	}
 	rs.s.dirty()

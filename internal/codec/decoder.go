@@ -158,6 +158,19 @@ func (d *Decoder) Finish() error {
 	return d.err
 }
 
+// Run calls each section in turn, stopping at the first error, then
+// expects the end of the stream (see [Decoder.Finish]). It is how a
+// restorer with one method per section reads a whole stream.
+func (d *Decoder) Run(sections ...func() error) error {
+	for _, section := range sections {
+		if err := section(); err != nil {
+			d.fail(err)
+			return err
+		}
+	}
+	return d.Finish()
+}
+
 // Malformed returns an error that reads like fmt.Errorf(format, args...)
 // and wraps [ErrMalformed], as well as any error format wraps with %w. It
 // is how decoders report input that decodes but is not valid.

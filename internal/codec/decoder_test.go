@@ -134,3 +134,22 @@ func TestMalformed(t *testing.T) {
 	require.ErrorIs(t, err, errLimit)
 	require.EqualError(t, err, "block a: over the limit: malformed encoding")
 }
+
+func TestDecoderRun(t *testing.T) {
+	d := decoder(t, frame([]string{"a"}, []int64{1}))
+	var got []string
+	require.NoError(t, d.Run(func() error {
+		names, _, err := readAll(d, 1)
+		got = names
+		return err
+	}))
+	require.Equal(t, []string{"a"}, got)
+
+	errStop := errors.New("stop")
+	d = decoder(t, frame([]string{"a"}, []int64{1}))
+	calls := 0
+	err := d.Run(func() error { calls++; return errStop }, func() error { calls++; return nil })
+	require.ErrorIs(t, err, errStop)
+	require.Equal(t, 1, calls)
+	require.ErrorIs(t, d.Err(), errStop)
+}
