@@ -468,15 +468,13 @@ func (rs *restorer) keys() error {
 	for d.Records("keys", rs.h.Keys); d.More(); {
 		var f keysFrame
 		n := d.Frame(&f, &f.N)
-		tenants := d.Strings("tenants", f.Tenants, n)
-		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
-		levels := codec.Ints[uint32](d, "levels", f.Levels, n)
+		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
 		counts := codec.Ints[int64](d, "counts", f.Counts, n)
 		if err := d.Err(); err != nil {
 			return err
 		}
 		for i := range n {
-			k := key{tenant: tenants[i], shard: shards[i], level: levels[i]}
+			k := keys[i]
 			if err := checkKey(k, &rs.cfg); err != nil {
 				return fmt.Errorf("keys: %w", err)
 			}
@@ -540,15 +538,13 @@ func (rs *restorer) claims() error {
 		var f claimsFrame
 		n := d.Frame(&f, &f.N)
 		names := d.Strings("names", f.Names, n)
-		tenants := d.Strings("tenants", f.Tenants, n)
-		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
-		levels := codec.Ints[uint32](d, "levels", f.Levels, n)
+		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
 		counts := codec.Ints[int64](d, "counts", f.Counts, n)
 		if err := d.Err(); err != nil {
 			return err
 		}
 		for i := range n {
-			k := key{tenant: tenants[i], shard: shards[i], level: levels[i]}
+			k := keys[i]
 			if err := checkKey(k, &rs.cfg); err != nil {
 				return fmt.Errorf("claims: %w", err)
 			}
@@ -618,9 +614,7 @@ func (rs *restorer) quarantine() error {
 		n := d.Frame(&f, &f.Blocks.N)
 		bl := blockReader{d: d, what: "quarantine", clock: clock, nextArr: rs.h.NextArrival}
 		bl.load(&f.Blocks, n)
-		tenants := d.Strings("tenants", f.Tenants, n)
-		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
-		levels := codec.Ints[uint32](d, "levels", f.Levels, n)
+		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
 		jobs := d.Strings("jobs", f.Jobs, n)
 		reasons := d.Strings("reasons", f.Reasons, n)
 		since := codec.Ints[int64](d, "times", f.Since, n)
@@ -632,7 +626,7 @@ func (rs *restorer) quarantine() error {
 			if err != nil {
 				return err
 			}
-			k := key{tenant: tenants[i], shard: shards[i], level: levels[i]}
+			k := keys[i]
 			if err := checkKey(k, &rs.cfg); err != nil {
 				return fmt.Errorf("quarantine: %w", err)
 			}
@@ -738,6 +732,21 @@ func checkOrder(prev, it *item, what string) error {
 		return codec.Malformed("%s: block %s (arrival %d at %d) after block %s (arrival %d at %d)", what, it.id, it.arrival, it.time, prev.id, prev.arrival, prev.time)
 	}
 	return nil
+}
+
+// readKeys unpacks the key columns of a frame of n records.
+func readKeys(d *codec.Decoder, tenants codec.Strings, shards, levels []byte, n int) []key {
+	ts := d.Strings("tenants", tenants, n)
+	ss := codec.Ints[uint32](d, "shards", shards, n)
+	ls := codec.Ints[uint32](d, "levels", levels, n)
+	if d.Err() != nil {
+		return nil
+	}
+	keys := make([]key, n)
+	for i := range keys {
+		keys[i] = key{tenant: ts[i], shard: ss[i], level: ls[i]}
+	}
+	return keys
 }
 
 // checkKey validates a restored key.
