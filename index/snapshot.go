@@ -2,7 +2,6 @@ package index
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -354,12 +353,6 @@ func (s *state) writeResults(enc func(any) error) error {
 	})
 }
 
-// errMalformed builds a restore error wrapping ck.ErrMalformed (and the
-// validation error it reports, if the format has a %w verb).
-func errMalformed(format string, args ...any) error {
-	return fmt.Errorf("index: restore: "+format+": %w", append(args, ck.ErrMalformed)...)
-}
-
 // Restore reads one snapshot stream written by [Index.Snapshot] from r and
 // returns the index it describes. It reads exactly that stream, up to and
 // including its checksum, and nothing after it, so several sections can be
@@ -374,71 +367,42 @@ func errMalformed(format string, args ...any) error {
 // Restore(Snapshot(x)) behaves like x for every future call sequence and
 // snapshots to identical bytes.
 func Restore(r io.Reader) (*Index, error) {
-	sr, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
+	x, err := restore(r)
 	if err != nil {
-		return nil, fmt.Errorf("index: restore: %w", err)
-	}
-	if v := sr.Version(); v < 1 || v > SnapshotVersion {
-		return nil, fmt.Errorf("index: restore: snapshot version %d: %w", v, ck.ErrUnknownVersion)
-	}
-	rs := &restorer{r: sr}
-	x, err := rs.run()
-	if err != nil {
-		return nil, err
-	}
-	if err := sr.Finish(); err != nil {
 		return nil, fmt.Errorf("index: restore: %w", err)
 	}
 	return x, nil
 }
 
+func restore(r io.Reader) (*Index, error) {
+	sr, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
+	if err != nil {
+		return nil, err
+	}
+	if v := sr.Version(); v < 1 || v > SnapshotVersion {
+		return nil, fmt.Errorf("snapshot version %d: %w", v, ck.ErrUnknownVersion)
+	}
+	rs := &restorer{d: codec.NewDecoder(sr)}
+	if err := rs.d.Run(rs.header, rs.names, rs.blocks, rs.tombs, rs.gone, rs.results); err != nil {
+		return nil, err
+	}
+	return rs.x, nil
+}
+
+// restorer rebuilds an index from a snapshot, one method per section.
 type restorer struct {
-	r *codec.Reader
+	d *codec.Decoder
 	h snapHeader
 	x *Index
 }
 
-func (rs *restorer) decode(what string, v any) error {
-	if err := rs.r.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("index: restore: %s: stream ends early: %w", what, ck.ErrTruncated)
-		}
-		return fmt.Errorf("index: restore: %s: %w", what, err)
-	}
-	return nil
-}
-
-// frameN checks a frame's record count against what remains.
-func frameN(what string, n int, remaining uint64) error {
-	if n < 1 || n > codec.FrameRecords || uint64(n) > remaining {
-		return errMalformed("%s frame of %d records, %d remaining", what, n, remaining)
-	}
-	return nil
-}
-
-func unpackInts[T codec.Integer](what string, b []byte, n int) ([]T, error) {
-	v, err := codec.UnpackInts[T](b, n)
-	if err != nil {
-		return nil, fmt.Errorf("index: restore: %s: %w", what, err)
-	}
-	return v, nil
-}
-
-func unpackStrings(what string, c codec.Strings, n int) ([]string, error) {
-	v, err := c.Unpack(n)
-	if err != nil {
-		return nil, fmt.Errorf("index: restore: %s: %w", what, err)
-	}
-	return v, nil
-}
-
-func (rs *restorer) run() (*Index, error) {
+func (rs *restorer) header() error {
 	h := &rs.h
-	if err := rs.decode("header", h); err != nil {
-		return nil, err
+	if err := rs.d.Decode("header", h); err != nil {
+		return err
 	}
 	if h.Component != componentName {
-		return nil, errMalformed("component %q, want %q", h.Component, componentName)
+		return codec.Malformed("component %q, want %q", h.Component, componentName)
 	}
 	cfg := Config{
 		DedupHorizon:       durationOf(h.DedupHorizon),
@@ -447,111 +411,64 @@ func (rs *restorer) run() (*Index, error) {
 		ReaderTimeout:      durationOf(h.ReaderTimeout),
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, errMalformed("%w", err)
+		return codec.Malformed("%w", err)
 	}
 	if h.WatermarkSet && h.Watermark > h.Clock || !h.WatermarkSet && h.Watermark != 0 {
-		return nil, errMalformed("watermark %d (set %t) at clock %d", h.Watermark, h.WatermarkSet, h.Clock)
+		return codec.Malformed("watermark %d (set %t) at clock %d", h.Watermark, h.WatermarkSet, h.Clock)
 	}
 	if h.Names > 1<<31 {
-		return nil, errMalformed("%d names for %d blocks and %d datasets", h.Names, h.Blocks, h.Datasets)
+		return codec.Malformed("%d names for %d blocks and %d datasets", h.Names, h.Blocks, h.Datasets)
 	}
 	x := newIndex(cfg)
 	rs.x = x
 	x.s.clock, x.s.floor = h.Clock, h.Floor
 	x.s.wmSet, x.s.watermark = h.WatermarkSet, h.Watermark
 	x.s.applied, x.s.refused, x.s.duplicates = h.Applied, h.Refused, h.Duplicates
-	if err := rs.names(); err != nil {
-		return nil, err
-	}
-	if err := rs.blocks(); err != nil {
-		return nil, err
-	}
-	if err := rs.tombs(); err != nil {
-		return nil, err
-	}
-	if err := rs.gone(); err != nil {
-		return nil, err
-	}
-	if err := rs.results(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-func (rs *restorer) names() error {
-	var prev string
-	for rem := rs.h.Names; rem > 0; {
-		var f namesFrame
-		if err := rs.decode("names", &f); err != nil {
-			return err
-		}
-		if err := frameN("names", f.N, rem); err != nil {
-			return err
-		}
-		names, err := unpackStrings("names", f.Names, f.N)
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			if n <= prev {
-				return errMalformed("name %q after %q: names must be sorted, distinct and non-empty", n, prev)
-			}
-			if err := validName(n); err != nil {
-				return errMalformed("%w", err)
-			}
-			prev = n
-			rs.x.intern(strings.Clone(n))
-		}
-		rem -= uint64(f.N)
-	}
 	return nil
 }
 
+func (rs *restorer) names() error {
+	d := rs.d
+	var prev string
+	for d.Records("names", rs.h.Names); d.More(); {
+		var f namesFrame
+		n := d.Frame(&f, &f.N)
+		names := d.Strings("names", f.Names, n)
+		if err := d.Err(); err != nil {
+			return err
+		}
+		for _, name := range names {
+			if name <= prev {
+				return codec.Malformed("name %q after %q: names must be sorted, distinct and non-empty", name, prev)
+			}
+			if err := validName(name); err != nil {
+				return codec.Malformed("%w", err)
+			}
+			prev = name
+			rs.x.intern(strings.Clone(name))
+		}
+	}
+	return d.Err()
+}
+
 func (rs *restorer) blocks() error {
-	x := rs.x
+	d, x := rs.d, rs.x
 	nn := uint32(len(x.s.names)) // valid references are < nn
 	used := make([]bool, nn)
 	var total uint64
 	prev := ""
-	for rem := rs.h.Blocks; rem > 0; {
+	for d.Records("blocks", rs.h.Blocks); d.More(); {
 		var f blocksFrame
-		if err := rs.decode("blocks", &f); err != nil {
-			return err
-		}
-		if err := frameN("blocks", f.N, rem); err != nil {
-			return err
-		}
-		n := f.N
-		ids, err := unpackStrings("block IDs", f.IDs, n)
-		if err != nil {
-			return err
-		}
-		tenants, err := unpackInts[uint32]("block tenants", f.Tenants, n)
-		if err != nil {
-			return err
-		}
-		shards, err := unpackInts[uint32]("block shards", f.Shards, n)
-		if err != nil {
-			return err
-		}
-		levels, err := unpackInts[uint32]("block levels", f.Levels, n)
-		if err != nil {
-			return err
-		}
-		mins, err := unpackInts[int64]("block min times", f.MinTimes, n)
-		if err != nil {
-			return err
-		}
-		spans, err := unpackInts[uint64]("block spans", f.Spans, n)
-		if err != nil {
-			return err
-		}
-		sizes, err := unpackInts[int64]("block sizes", f.Sizes, n)
-		if err != nil {
-			return err
-		}
-		counts, err := unpackInts[uint32]("block dataset counts", f.Counts, n)
-		if err != nil {
+		n := d.Frame(&f, &f.N)
+		ids := d.Strings("IDs", f.IDs, n)
+		tenants := codec.Ints[uint32](d, "tenants", f.Tenants, n)
+		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
+		levels := codec.Ints[uint32](d, "levels", f.Levels, n)
+		mins := codec.Ints[int64](d, "min times", f.MinTimes, n)
+		spans := codec.Ints[uint64](d, "spans", f.Spans, n)
+		sizes := codec.Ints[int64](d, "sizes", f.Sizes, n)
+		counts := codec.Ints[uint32](d, "dataset counts", f.Counts, n)
+		if err := d.Err(); err != nil {
 			return err
 		}
 		var sum uint64
@@ -559,43 +476,27 @@ func (rs *restorer) blocks() error {
 			sum += uint64(c)
 		}
 		if f.D < 0 || uint64(f.D) != sum {
-			return errMalformed("blocks frame: %d datasets, its blocks hold %d", f.D, sum)
+			return codec.Malformed("blocks frame: %d datasets, its blocks hold %d", f.D, sum)
 		}
-		d := f.D
-		dten, err := unpackInts[uint32]("dataset tenants", f.DTenants, d)
-		if err != nil {
-			return err
-		}
-		dname, err := unpackInts[uint32]("dataset names", f.DNames, d)
-		if err != nil {
-			return err
-		}
-		dsize, err := unpackInts[int64]("dataset sizes", f.DSizes, d)
-		if err != nil {
-			return err
-		}
-		drec, err := unpackInts[int64]("dataset records", f.DRecords, d)
-		if err != nil {
-			return err
-		}
-		doff, err := unpackInts[uint64]("dataset offsets", f.DOffsets, d)
-		if err != nil {
-			return err
-		}
-		dspan, err := unpackInts[uint64]("dataset spans", f.DSpans, d)
-		if err != nil {
+		dten := codec.Ints[uint32](d, "dataset tenants", f.DTenants, f.D)
+		dname := codec.Ints[uint32](d, "dataset names", f.DNames, f.D)
+		dsize := codec.Ints[int64](d, "dataset sizes", f.DSizes, f.D)
+		drec := codec.Ints[int64](d, "dataset records", f.DRecords, f.D)
+		doff := codec.Ints[uint64](d, "dataset offsets", f.DOffsets, f.D)
+		dspan := codec.Ints[uint64](d, "dataset spans", f.DSpans, f.D)
+		if err := d.Err(); err != nil {
 			return err
 		}
 		j := 0 // next dataset
 		for i := range n {
 			id := ids[i]
 			if id <= prev {
-				return errMalformed("block %q after %q: IDs must be sorted and distinct", id, prev)
+				return codec.Malformed("block %q after %q: IDs must be sorted and distinct", id, prev)
 			}
 			prev = id
 			maxT := int64(uint64(mins[i]) + spans[i])
 			if maxT < mins[i] || tenants[i] >= nn {
-				return errMalformed("block %s: span %d or tenant reference %d out of range", id, spans[i], tenants[i])
+				return codec.Malformed("block %s: span %d or tenant reference %d out of range", id, spans[i], tenants[i])
 			}
 			b := &block{
 				id: strings.Clone(id), tenant: tenants[i], shard: shards[i], level: levels[i],
@@ -605,12 +506,12 @@ func (rs *restorer) blocks() error {
 				ds := make([]dataset, c)
 				for k := range ds {
 					if dten[j] >= nn || dname[j] >= nn {
-						return errMalformed("block %s: dataset name reference out of range", id)
+						return codec.Malformed("block %s: dataset name reference out of range", id)
 					}
 					dmin := int64(uint64(b.minTime) + doff[j])
 					dmax := int64(uint64(dmin) + dspan[j])
 					if dmin < b.minTime || dmax < dmin {
-						return errMalformed("block %s: dataset range overflows", id)
+						return codec.Malformed("block %s: dataset range overflows", id)
 					}
 					ds[k] = dataset{tenant: dten[j], name: dname[j], size: dsize[j], records: drec[j], minTime: dmin, maxTime: dmax}
 					used[dten[j]], used[dname[j]] = true, true
@@ -619,91 +520,74 @@ func (rs *restorer) blocks() error {
 				b.setDatasets(ds)
 			}
 			if err := x.checkBlock(b); err != nil {
-				return errMalformed("%w", err)
+				return codec.Malformed("%w", err)
 			}
 			used[b.tenant] = true
 			x.insert(b)
 		}
 		total += sum
-		rem -= uint64(n)
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	if total != rs.h.Datasets {
-		return errMalformed("blocks hold %d datasets, header says %d", total, rs.h.Datasets)
+		return codec.Malformed("blocks hold %d datasets, header says %d", total, rs.h.Datasets)
 	}
 	for id := 1; id < len(used); id++ {
 		if !used[id] {
-			return errMalformed("name %q is not used by any block", x.s.names[id])
+			return codec.Malformed("name %q is not used by any block", x.s.names[id])
 		}
 	}
 	return nil
 }
 
 func (rs *restorer) tombs() error {
-	x := rs.x
+	d, x := rs.d, rs.x
 	var (
 		prev tkey
 		all  []tomb
 	)
-	for rem := rs.h.Tombstones; rem > 0; {
+	for d.Records("tombstones", rs.h.Tombstones); d.More(); {
 		var f tombsFrame
-		if err := rs.decode("tombstones", &f); err != nil {
-			return err
-		}
-		if err := frameN("tombstones", f.N, rem); err != nil {
-			return err
-		}
-		n := f.N
-		kinds, err := unpackInts[uint8]("tombstone kinds", f.Kinds, n)
-		if err != nil {
-			return err
-		}
-		targets, err := unpackStrings("tombstone targets", f.Targets, n)
-		if err != nil {
-			return err
-		}
-		created, err := unpackInts[int64]("tombstone creation times", f.Created, n)
-		if err != nil {
-			return err
-		}
-		release, err := unpackInts[int64]("tombstone release times", f.Release, n)
-		if err != nil {
-			return err
-		}
-		indexes, err := unpackInts[uint64]("tombstone indexes", f.Indexes, n)
-		if err != nil {
-			return err
-		}
-		jobs, err := unpackStrings("tombstone jobs", f.Jobs, n)
-		if err != nil {
+		n := d.Frame(&f, &f.N)
+		kinds := codec.Ints[uint8](d, "kinds", f.Kinds, n)
+		targets := d.Strings("targets", f.Targets, n)
+		created := codec.Ints[int64](d, "creation times", f.Created, n)
+		release := codec.Ints[int64](d, "release times", f.Release, n)
+		indexes := codec.Ints[uint64](d, "indexes", f.Indexes, n)
+		jobs := d.Strings("jobs", f.Jobs, n)
+		if err := d.Err(); err != nil {
 			return err
 		}
 		for i := range n {
 			t := tomb{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])),
 				created: created[i], release: release[i], index: indexes[i], job: strings.Clone(jobs[i])}
 			if err := t.tombstone().Validate(); err != nil {
-				return errMalformed("%w", err)
+				return codec.Malformed("%w", err)
 			}
 			if len(all) > 0 && !prev.less(t.tkey) {
-				return errMalformed("tombstone %s after %s: must be sorted and distinct", t.tombstone(), prev.tombstone())
+				return codec.Malformed("tombstone %s after %s: must be sorted and distinct", t.tombstone(), prev.tombstone())
 			}
 			prev = t.tkey
 			if t.job != "" {
 				if err := ck.ValidateJobName(t.job); err != nil {
-					return errMalformed("tombstone %s: holder: %w", t.tombstone(), err)
+					return codec.Malformed("tombstone %s: holder: %w", t.tombstone(), err)
 				}
 			}
 			if t.created > t.release || t.created > x.s.clock || t.release > x.s.floor {
-				return errMalformed("tombstone %s: created %d, release %d, clock %d, floor %d", t.tombstone(), t.created, t.release, x.s.clock, x.s.floor)
+				return codec.Malformed("tombstone %s: created %d, release %d, clock %d, floor %d", t.tombstone(), t.created, t.release, x.s.clock, x.s.floor)
 			}
 			switch {
 			case t.kind == ck.TombstoneBlock && x.Live(t.target):
-				return errMalformed("block %s is both live and tombstoned", t.target)
+				return codec.Malformed("block %s is both live and tombstoned", t.target)
 			case t.kind == ck.TombstonePrefix && x.s.liveUnder(t.target):
-				return errMalformed("prefix tombstone %s covers a live block", t.target)
+				return codec.Malformed("prefix tombstone %s covers a live block", t.target)
 			}
 			all = append(all, t)
 		}
-		rem -= uint64(n)
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	// Release order must agree with creation order (see Index.newTomb).
 	order := slices.Clone(all)
@@ -712,7 +596,7 @@ func (rs *restorer) tombs() error {
 	})
 	for i := 1; i < len(order); i++ {
 		if order[i].created < order[i-1].created {
-			return errMalformed("tombstone %s released before the older %s", order[i-1].tombstone(), order[i].tombstone())
+			return codec.Malformed("tombstone %s released before the older %s", order[i-1].tombstone(), order[i].tombstone())
 		}
 	}
 	for _, t := range all {
@@ -730,46 +614,36 @@ func (rs *restorer) tombs() error {
 }
 
 func (rs *restorer) gone() error {
-	x := rs.x
+	d, x := rs.d, rs.x
 	var all []goneRec
-	for rem := rs.h.Gone; rem > 0; {
+	for d.Records("deletion records", rs.h.Gone); d.More(); {
 		var f goneFrame
-		if err := rs.decode("deletion records", &f); err != nil {
-			return err
-		}
-		if err := frameN("deletion records", f.N, rem); err != nil {
-			return err
-		}
-		n := f.N
-		kinds, err := unpackInts[uint8]("deletion kinds", f.Kinds, n)
-		if err != nil {
-			return err
-		}
-		targets, err := unpackStrings("deletion targets", f.Targets, n)
-		if err != nil {
-			return err
-		}
-		at, err := unpackInts[int64]("deletion times", f.At, n)
-		if err != nil {
+		n := d.Frame(&f, &f.N)
+		kinds := codec.Ints[uint8](d, "kinds", f.Kinds, n)
+		targets := d.Strings("targets", f.Targets, n)
+		at := codec.Ints[int64](d, "times", f.At, n)
+		if err := d.Err(); err != nil {
 			return err
 		}
 		for i := range n {
 			g := goneRec{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])), at: at[i]}
 			if err := g.tombstone().Validate(); err != nil {
-				return errMalformed("deletion record: %w", err)
+				return codec.Malformed("deletion record: %w", err)
 			}
 			if len(all) > 0 && !all[len(all)-1].tkey.less(g.tkey) {
-				return errMalformed("deletion record %s: must be sorted and distinct", g.tombstone())
+				return codec.Malformed("deletion record %s: must be sorted and distinct", g.tombstone())
 			}
 			if g.at > x.s.clock {
-				return errMalformed("deletion record %s at %d after clock %d", g.tombstone(), g.at, x.s.clock)
+				return codec.Malformed("deletion record %s at %d after clock %d", g.tombstone(), g.at, x.s.clock)
 			}
 			if g.kind == ck.TombstoneBlock && x.Live(g.target) {
-				return errMalformed("block %s is both live and deleted", g.target)
+				return codec.Malformed("block %s is both live and deleted", g.target)
 			}
 			all = append(all, g)
 		}
-		rem -= uint64(n)
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	for _, g := range all {
 		x.wGone().ReplaceOrInsert(g)
@@ -782,67 +656,23 @@ func (rs *restorer) gone() error {
 }
 
 func (rs *restorer) results() error {
-	x := rs.x
+	d, x := rs.d, rs.x
 	var all []*result
-	for rem := rs.h.Results; rem > 0; {
+	for d.Records("results", rs.h.Results); d.More(); {
 		var f resultsFrame
-		if err := rs.decode("results", &f); err != nil {
-			return err
-		}
-		if err := frameN("results", f.N, rem); err != nil {
-			return err
-		}
-		n := f.N
-		jobs, err := unpackStrings("result jobs", f.Jobs, n)
-		if err != nil {
-			return err
-		}
-		tokens, err := unpackInts[uint64]("result tokens", f.Tokens, n)
-		if err != nil {
-			return err
-		}
-		indexes, err := unpackInts[uint64]("result indexes", f.Indexes, n)
-		if err != nil {
-			return err
-		}
-		at, err := unpackInts[int64]("result times", f.At, n)
-		if err != nil {
-			return err
-		}
-		flags, err := unpackInts[uint8]("result flags", f.Flags, n)
-		if err != nil {
-			return err
-		}
-		reasons, err := unpackInts[uint8]("result reasons", f.Reasons, n)
-		if err != nil {
-			return err
-		}
-		details, err := unpackStrings("result details", f.Details, n)
-		if err != nil {
-			return err
-		}
-		nm, err := unpackInts[uint32]("result missing counts", f.MissingCount, n)
-		if err != nil {
-			return err
-		}
-		ns, err := unpackInts[uint32]("result surviving counts", f.SurvivingCount, n)
-		if err != nil {
-			return err
-		}
-		var tm, ts uint64
-		for i := range n {
-			tm += uint64(nm[i])
-			ts += uint64(ns[i])
-		}
-		if tm > uint64(len(f.Missing.Lens)) || ts > uint64(len(f.Surviving.Lens)) {
-			return errMalformed("result source lists shorter than their counts")
-		}
-		missing, err := unpackStrings("result missing sources", f.Missing, int(tm))
-		if err != nil {
-			return err
-		}
-		surviving, err := unpackStrings("result surviving sources", f.Surviving, int(ts))
-		if err != nil {
+		n := d.Frame(&f, &f.N)
+		jobs := d.Strings("jobs", f.Jobs, n)
+		tokens := codec.Ints[uint64](d, "tokens", f.Tokens, n)
+		indexes := codec.Ints[uint64](d, "indexes", f.Indexes, n)
+		at := codec.Ints[int64](d, "times", f.At, n)
+		flags := codec.Ints[uint8](d, "flags", f.Flags, n)
+		reasons := codec.Ints[uint8](d, "reasons", f.Reasons, n)
+		details := d.Strings("details", f.Details, n)
+		nm := codec.Ints[uint32](d, "missing counts", f.MissingCount, n)
+		ns := codec.Ints[uint32](d, "surviving counts", f.SurvivingCount, n)
+		missing := d.Strings("missing sources", f.Missing, codec.Total(d, "missing counts", nm))
+		surviving := d.Strings("surviving sources", f.Surviving, codec.Total(d, "surviving counts", ns))
+		if err := d.Err(); err != nil {
 			return err
 		}
 		for i := range n {
@@ -863,11 +693,13 @@ func (rs *restorer) results() error {
 				return err
 			}
 			if len(all) > 0 && !lessResult(all[len(all)-1], r) {
-				return errMalformed("result %s/%d: must be sorted and distinct", r.job, r.token)
+				return codec.Malformed("result %s/%d: must be sorted and distinct", r.job, r.token)
 			}
 			all = append(all, r)
 		}
-		rem -= uint64(n)
+	}
+	if err := d.Err(); err != nil {
+		return err
 	}
 	for _, r := range all {
 		x.wResults().ReplaceOrInsert(r)
@@ -889,23 +721,23 @@ func cloneAll(ss []string) []string {
 
 func validResult(r *result, clock int64) error {
 	if err := ck.ValidateJobName(r.job); err != nil {
-		return errMalformed("result: %w", err)
+		return codec.Malformed("result: %w", err)
 	}
 	switch {
 	case r.token == 0:
-		return errMalformed("result %s: token 0", r.job)
+		return codec.Malformed("result %s: token 0", r.job)
 	case r.at > clock:
-		return errMalformed("result %s/%d at %d after clock %d", r.job, r.token, r.at, clock)
+		return codec.Malformed("result %s/%d at %d after clock %d", r.job, r.token, r.at, clock)
 	case r.reason > RefusedOutputsNotNew:
-		return errMalformed("result %s/%d: reason %d", r.job, r.token, r.reason)
+		return codec.Malformed("result %s/%d: reason %d", r.job, r.token, r.reason)
 	case r.applied != (r.reason == NotRefused):
-		return errMalformed("result %s/%d: applied %t with reason %s", r.job, r.token, r.applied, r.reason)
+		return codec.Malformed("result %s/%d: applied %t with reason %s", r.job, r.token, r.applied, r.reason)
 	case r.applied && (r.orphan || len(r.missing) > 0 || len(r.surviving) > 0 || r.detail != ""):
-		return errMalformed("result %s/%d: applied with refusal details", r.job, r.token)
+		return codec.Malformed("result %s/%d: applied with refusal details", r.job, r.token)
 	}
 	for _, id := range append(slices.Clip(r.missing), r.surviving...) {
 		if err := ck.ValidateID(id); err != nil {
-			return errMalformed("result %s/%d: source: %w", r.job, r.token, err)
+			return codec.Malformed("result %s/%d: source: %w", r.job, r.token, err)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -72,7 +71,7 @@ type header struct {
 
 type keysFrame struct {
 	_       struct{} `cbor:",toarray"`
-	N       int64
+	N       int
 	Tenants codec.Strings
 	Shards  []byte
 	Levels  []byte
@@ -81,7 +80,7 @@ type keysFrame struct {
 
 type blocksFrame struct {
 	_        struct{} `cbor:",toarray"`
-	N        int64
+	N        int
 	IDs      codec.Strings
 	Arrivals []byte
 	Times    []byte
@@ -92,7 +91,7 @@ type blocksFrame struct {
 
 type claimsFrame struct {
 	_       struct{} `cbor:",toarray"`
-	N       int64
+	N       int
 	Names   codec.Strings
 	Tenants codec.Strings
 	Shards  []byte
@@ -180,7 +179,7 @@ func (b *blockCols) add(it *item) {
 
 func (b *blockCols) frame() blocksFrame {
 	return blocksFrame{
-		N: int64(len(b.ids)), IDs: codec.PackStrings(b.ids), Arrivals: codec.PackInts(b.arrivals),
+		N: len(b.ids), IDs: codec.PackStrings(b.ids), Arrivals: codec.PackInts(b.arrivals),
 		Times: codec.PackInts(b.times), MinTimes: codec.PackInts(b.minTs), MaxTimes: codec.PackInts(b.maxTs),
 		Sizes: codec.PackInts(b.sizes),
 	}
@@ -251,7 +250,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 		if len(tenants) == 0 {
 			return nil
 		}
-		err := sw.Encode(&keysFrame{N: int64(len(tenants)), Tenants: codec.PackStrings(tenants),
+		err := sw.Encode(&keysFrame{N: len(tenants), Tenants: codec.PackStrings(tenants),
 			Shards: codec.PackInts(shards), Levels: codec.PackInts(levels), Counts: codec.PackInts(counts)})
 		tenants, shards, levels, counts = tenants[:0], shards[:0], levels[:0], counts[:0]
 		return err
@@ -294,7 +293,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 		if len(names) == 0 {
 			return nil
 		}
-		err := sw.Encode(&claimsFrame{N: int64(len(names)), Names: codec.PackStrings(names), Tenants: codec.PackStrings(tenants),
+		err := sw.Encode(&claimsFrame{N: len(names), Names: codec.PackStrings(names), Tenants: codec.PackStrings(tenants),
 			Shards: codec.PackInts(shards), Levels: codec.PackInts(levels), Counts: codec.PackInts(counts)})
 		names, tenants, shards, levels, counts = names[:0], tenants[:0], shards[:0], levels[:0], counts[:0]
 		return err
@@ -392,78 +391,321 @@ func Restore(r io.Reader) (*Planner, error) {
 	return p, nil
 }
 
-func malformed(format string, args ...any) error {
-	return fmt.Errorf(format+": %w", append(args, ck.ErrMalformed)...)
-}
-
-// frameReader reads the frames of one section.
-type frameReader struct {
-	rd *codec.Reader
-}
-
-func (f frameReader) next(v any, what string) error {
-	err := f.rd.Decode(v)
-	if errors.Is(err, io.EOF) {
-		return malformed("%s: stream ended early", what)
+// restore reads the stream, one restorer method per section.
+func restore(r io.Reader) (*Planner, error) {
+	rd, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	if rd.Version() != snapshotVersion {
+		return nil, fmt.Errorf("snapshot version %d: %w", rd.Version(), ck.ErrUnknownVersion)
+	}
+	rs := &restorer{d: codec.NewDecoder(rd)}
+	if err := rs.d.Run(rs.header, rs.keys, rs.queued, rs.claims, rs.claimed, rs.quarantine); err != nil {
+		return nil, err
+	}
+	return rs.p, nil
 }
 
-// blockReader reads block frames one at a time.
+// restorer rebuilds a planner from a snapshot. The keys and claims
+// sections give the number of blocks of each key and claim, which the
+// sections of blocks that follow them fill.
+type restorer struct {
+	d           *codec.Decoder
+	h           header
+	cfg         Config
+	p           *Planner
+	keyBlocks   []keyCount
+	claimBlocks []claimCount
+}
+
+type keyCount struct {
+	k key
+	n int64
+}
+
+type claimCount struct {
+	c *claim
+	n int64
+}
+
+func (rs *restorer) header() error {
+	h := &rs.h
+	if err := rs.d.Decode("header", h); err != nil {
+		return err
+	}
+	if h.Component != componentName {
+		return codec.Malformed("component %q, want %q", h.Component, componentName)
+	}
+	cfg, err := h.Config.config()
+	if err != nil {
+		return codec.Malformed("configuration: %v", err)
+	}
+	counters, ok := countersFrom(h.Counters)
+	switch {
+	case !ok:
+		return codec.Malformed("%d counters", len(h.Counters))
+	case h.Clock < 0:
+		return codec.Malformed("clock %d", h.Clock)
+	case h.NextArrival == 0 || h.NextSeq == 0:
+		return codec.Malformed("next arrival %d, next sequence %d", h.NextArrival, h.NextSeq)
+	case h.HasCursor && checkName(h.Cursor) != nil, !h.HasCursor && h.Cursor != "":
+		return codec.Malformed("cursor %q", h.Cursor)
+	case h.Keys > h.Blocks || h.Claims > h.ClaimedBlocks:
+		return codec.Malformed("%d keys for %d blocks, %d claims for %d blocks", h.Keys, h.Blocks, h.Claims, h.ClaimedBlocks)
+	}
+	rs.cfg = cfg
+	rs.p = newPlanner(newState(cfg))
+	s := &rs.p.s
+	s.clock, s.nextArrival, s.nextSeq = h.Clock, h.NextArrival, h.NextSeq
+	s.cursor, s.hasCursor, s.counters = h.Cursor, h.HasCursor, counters
+	return nil
+}
+
+// keys reads the keys and the number of blocks queued under each.
+func (rs *restorer) keys() error {
+	d := rs.d
+	for d.Records("keys", rs.h.Keys); d.More(); {
+		var f keysFrame
+		n := d.Frame(&f, &f.N)
+		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
+		counts := codec.Ints[int64](d, "counts", f.Counts, n)
+		if err := d.Err(); err != nil {
+			return err
+		}
+		for i := range n {
+			k := keys[i]
+			if err := checkKey(k, &rs.cfg); err != nil {
+				return fmt.Errorf("keys: %w", err)
+			}
+			if len(rs.keyBlocks) > 0 && rs.keyBlocks[len(rs.keyBlocks)-1].k.compare(k) >= 0 {
+				return codec.Malformed("keys: %q/%d/%d out of order", k.tenant, k.shard, k.level)
+			}
+			if counts[i] < 1 {
+				return codec.Malformed("keys: %q/%d/%d: %d blocks", k.tenant, k.shard, k.level, counts[i])
+			}
+			rs.keyBlocks = append(rs.keyBlocks, keyCount{k: k, n: counts[i]})
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	var total uint64
+	for _, kc := range rs.keyBlocks {
+		total += uint64(kc.n)
+		if total > rs.h.Blocks {
+			return codec.Malformed("keys: more blocks than the %d counted", rs.h.Blocks)
+		}
+	}
+	if total != rs.h.Blocks {
+		return codec.Malformed("keys: %d blocks, %d counted", total, rs.h.Blocks)
+	}
+	return nil
+}
+
+// queued reads the blocks queued under each key and builds the keyBlocks.
+func (rs *restorer) queued() error {
+	s := &rs.p.s
+	br := rs.blockReader("queued blocks", rs.h.Blocks)
+	for _, kc := range rs.keyBlocks {
+		q := &queue{k: kc.k}
+		var prev item
+		for j := int64(0); j < kc.n; j++ {
+			it, err := br.next()
+			if err != nil {
+				return err
+			}
+			if j > 0 {
+				if err := checkOrder(&prev, &it, "queued blocks"); err != nil {
+					return err
+				}
+			}
+			prev = it
+			q.push(&it)
+		}
+		q.head = formBatch(q, 0, rs.cfg.level(q.k.level))
+		rs.p.setLookup(q)
+		s.keys.ReplaceOrInsert(q)
+		s.indexHead(q.k, &q.head, true)
+	}
+	return nil
+}
+
+// claims reads the claims and the number of blocks each holds.
+func (rs *restorer) claims() error {
+	d, h := rs.d, &rs.h
+	for d.Records("claims", h.Claims); d.More(); {
+		var f claimsFrame
+		n := d.Frame(&f, &f.N)
+		names := d.Strings("names", f.Names, n)
+		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
+		counts := codec.Ints[int64](d, "counts", f.Counts, n)
+		if err := d.Err(); err != nil {
+			return err
+		}
+		for i := range n {
+			k := keys[i]
+			if err := checkKey(k, &rs.cfg); err != nil {
+				return fmt.Errorf("claims: %w", err)
+			}
+			if err := ck.ValidateJobName(names[i]); err != nil {
+				return codec.Malformed("claims: %v", err)
+			}
+			if seq, ok := nameSeq(names[i]); !ok || seq >= h.NextSeq {
+				return codec.Malformed("claims: job %s: sequence number not below %d", names[i], h.NextSeq)
+			}
+			if len(rs.claimBlocks) > 0 && rs.claimBlocks[len(rs.claimBlocks)-1].c.name >= names[i] {
+				return codec.Malformed("claims: job %s out of order", names[i])
+			}
+			if counts[i] < 1 || counts[i] > math.MaxInt32 {
+				return codec.Malformed("claims: job %s: %d sources", names[i], counts[i])
+			}
+			rs.claimBlocks = append(rs.claimBlocks, claimCount{c: &claim{name: names[i], k: k}, n: counts[i]})
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	var total uint64
+	for _, cc := range rs.claimBlocks {
+		total += uint64(cc.n)
+		if total > h.ClaimedBlocks {
+			return codec.Malformed("claims: more blocks than the %d counted", h.ClaimedBlocks)
+		}
+	}
+	if total != h.ClaimedBlocks {
+		return codec.Malformed("claims: %d blocks, %d counted", total, h.ClaimedBlocks)
+	}
+	return nil
+}
+
+// claimed reads the blocks of each claim.
+func (rs *restorer) claimed() error {
+	s := &rs.p.s
+	br := rs.blockReader("claimed blocks", rs.h.ClaimedBlocks)
+	for _, cc := range rs.claimBlocks {
+		c := cc.c
+		c.items = make([]item, 0, min(cc.n, codec.FrameRecords))
+		for j := int64(0); j < cc.n; j++ {
+			it, err := br.next()
+			if err != nil {
+				return err
+			}
+			if j > 0 {
+				if err := checkOrder(&c.items[j-1], &it, "claimed blocks"); err != nil {
+					return err
+				}
+			}
+			c.items = append(c.items, it)
+		}
+		s.claims.ReplaceOrInsert(c)
+		s.claimKeys.ReplaceOrInsert(claimRef{k: c.k, name: c.name})
+	}
+	return nil
+}
+
+// quarantine reads the quarantined blocks, each with its key, job, reason
+// and time.
+func (rs *restorer) quarantine() error {
+	d, s, clock := rs.d, &rs.p.s, rs.h.Clock
+	var last string
+	for d.Records("quarantine", rs.h.Quarantined); d.More(); {
+		var f quarFrame
+		n := d.Frame(&f, &f.Blocks.N)
+		bl := blockReader{d: d, what: "quarantine", clock: clock, nextArr: rs.h.NextArrival}
+		bl.load(&f.Blocks, n)
+		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
+		jobs := d.Strings("jobs", f.Jobs, n)
+		reasons := d.Strings("reasons", f.Reasons, n)
+		since := codec.Ints[int64](d, "times", f.Since, n)
+		if err := d.Err(); err != nil {
+			return err
+		}
+		for i := range n {
+			it, err := bl.item(i)
+			if err != nil {
+				return err
+			}
+			k := keys[i]
+			if err := checkKey(k, &rs.cfg); err != nil {
+				return fmt.Errorf("quarantine: %w", err)
+			}
+			if s.quar.Len() > 0 && it.id <= last {
+				return codec.Malformed("quarantine: block %s out of order", it.id)
+			}
+			last = it.id
+			if err := ck.ValidateJobName(jobs[i]); err != nil {
+				return codec.Malformed("quarantine: block %s: %v", it.id, err)
+			}
+			if len(reasons[i]) > MaxReasonLen || !utf8.ValidString(reasons[i]) {
+				return codec.Malformed("quarantine: block %s: reason of %d bytes", it.id, len(reasons[i]))
+			}
+			if since[i] < 0 || since[i] > clock {
+				return codec.Malformed("quarantine: block %s: time %d outside [0, %d]", it.id, since[i], clock)
+			}
+			s.quar.ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
+		}
+	}
+	return d.Err()
+}
+
+// blockReader hands out the blocks of a section one at a time, reading
+// its frames as it goes, and checks each.
 type blockReader struct {
-	f       frameReader
-	left    uint64 // blocks of the section not read yet
-	ids     []string
-	cols    [5][]int64
-	arrs    []uint64
-	i       int
-	what    string
-	clock   int64
-	nextArr uint64
+	d                          *codec.Decoder
+	what                       string
+	ids                        []string
+	arrivals                   []uint64
+	times, minTs, maxTs, sizes []int64
+	i                          int // next block of the frame
+	clock                      int64
+	nextArr                    uint64
+}
+
+// blockReader starts a section of n blocks.
+func (rs *restorer) blockReader(what string, n uint64) *blockReader {
+	rs.d.Records(what, n)
+	return &blockReader{d: rs.d, what: what, clock: rs.h.Clock, nextArr: rs.h.NextArrival}
 }
 
 // next returns the next block of the section.
 func (b *blockReader) next() (item, error) {
 	if b.i == len(b.ids) {
-		if b.left == 0 {
-			return item{}, malformed("%s: more blocks than counted", b.what)
+		if !b.d.More() {
+			if err := b.d.Err(); err != nil {
+				return item{}, err
+			}
+			return item{}, codec.Malformed("%s: more blocks than counted", b.what)
 		}
-		var fr blocksFrame
-		if err := b.f.next(&fr, b.what); err != nil {
+		var f blocksFrame
+		b.load(&f, b.d.Frame(&f, &f.N))
+		if err := b.d.Err(); err != nil {
 			return item{}, err
 		}
-		if err := b.load(&fr); err != nil {
-			return item{}, err
-		}
+		b.i = 0
 	}
-	it := item{id: b.ids[b.i], arrival: b.arrs[b.i], time: b.cols[0][b.i], minT: b.cols[1][b.i], maxT: b.cols[2][b.i], size: b.cols[3][b.i]}
 	b.i++
+	return b.item(b.i - 1)
+}
+
+// load unpacks the columns of a frame of n blocks.
+func (b *blockReader) load(f *blocksFrame, n int) {
+	d := b.d
+	b.ids = d.Strings("IDs", f.IDs, n)
+	b.arrivals = codec.Ints[uint64](d, "arrivals", f.Arrivals, n)
+	b.times = codec.Ints[int64](d, "arrival times", f.Times, n)
+	b.minTs = codec.Ints[int64](d, "min times", f.MinTimes, n)
+	b.maxTs = codec.Ints[int64](d, "max times", f.MaxTimes, n)
+	b.sizes = codec.Ints[int64](d, "sizes", f.Sizes, n)
+}
+
+// item returns block i of the loaded frame, checked.
+func (b *blockReader) item(i int) (item, error) {
+	it := item{id: b.ids[i], arrival: b.arrivals[i], time: b.times[i], minT: b.minTs[i], maxT: b.maxTs[i], size: b.sizes[i]}
 	if err := checkItem(&it, b.clock, b.nextArr); err != nil {
 		return item{}, fmt.Errorf("%s: %w", b.what, err)
 	}
 	return it, nil
-}
-
-func (b *blockReader) load(fr *blocksFrame) error {
-	if fr.N <= 0 || fr.N > codec.FrameRecords || uint64(fr.N) > b.left {
-		return malformed("%s: frame of %d blocks, %d left", b.what, fr.N, b.left)
-	}
-	n := int(fr.N)
-	var err error
-	if b.ids, err = fr.IDs.Unpack(n); err != nil {
-		return fmt.Errorf("%s: IDs: %w", b.what, err)
-	}
-	if b.arrs, err = codec.UnpackInts[uint64](fr.Arrivals, n); err != nil {
-		return fmt.Errorf("%s: arrivals: %w", b.what, err)
-	}
-	for i, col := range [][]byte{fr.Times, fr.MinTimes, fr.MaxTimes, fr.Sizes} {
-		if b.cols[i], err = codec.UnpackInts[int64](col, n); err != nil {
-			return fmt.Errorf("%s: column %d: %w", b.what, i, err)
-		}
-	}
-	b.left -= uint64(n)
-	b.i = 0
-	return nil
 }
 
 // checkItem validates a restored block.
@@ -473,13 +715,13 @@ func checkItem(it *item, clock int64, nextArr uint64) error {
 	}
 	switch {
 	case it.arrival == 0 || it.arrival >= nextArr:
-		return malformed("block %s: arrival %d outside [1, %d)", it.id, it.arrival, nextArr)
+		return codec.Malformed("block %s: arrival %d outside [1, %d)", it.id, it.arrival, nextArr)
 	case it.time < 0 || it.time > clock:
-		return malformed("block %s: arrival time %d outside [0, %d]", it.id, it.time, clock)
+		return codec.Malformed("block %s: arrival time %d outside [0, %d]", it.id, it.time, clock)
 	case it.minT > it.maxT:
-		return malformed("block %s: min time %d after max time %d", it.id, it.minT, it.maxT)
+		return codec.Malformed("block %s: min time %d after max time %d", it.id, it.minT, it.maxT)
 	case it.size < 0:
-		return malformed("block %s: size %d", it.id, it.size)
+		return codec.Malformed("block %s: size %d", it.id, it.size)
 	}
 	return nil
 }
@@ -487,294 +729,33 @@ func checkItem(it *item, clock int64, nextArr uint64) error {
 // checkOrder validates that it follows prev in a key's arrival order.
 func checkOrder(prev, it *item, what string) error {
 	if it.arrival <= prev.arrival || it.time < prev.time {
-		return malformed("%s: block %s (arrival %d at %d) after block %s (arrival %d at %d)", what, it.id, it.arrival, it.time, prev.id, prev.arrival, prev.time)
+		return codec.Malformed("%s: block %s (arrival %d at %d) after block %s (arrival %d at %d)", what, it.id, it.arrival, it.time, prev.id, prev.arrival, prev.time)
 	}
 	return nil
+}
+
+// readKeys unpacks the key columns of a frame of n records.
+func readKeys(d *codec.Decoder, tenants codec.Strings, shards, levels []byte, n int) []key {
+	ts := d.Strings("tenants", tenants, n)
+	ss := codec.Ints[uint32](d, "shards", shards, n)
+	ls := codec.Ints[uint32](d, "levels", levels, n)
+	if d.Err() != nil {
+		return nil
+	}
+	keys := make([]key, n)
+	for i := range keys {
+		keys[i] = key{tenant: ts[i], shard: ss[i], level: ls[i]}
+	}
+	return keys
 }
 
 // checkKey validates a restored key.
 func checkKey(k key, cfg *Config) error {
 	if err := checkName(k.tenant); err != nil {
-		return malformed("tenant: %v", err)
+		return codec.Malformed("tenant: %v", err)
 	}
 	if k.level >= cfg.FinalLevel {
-		return malformed("key %q/%d/%d: level at or beyond the final level %d", k.tenant, k.shard, k.level, cfg.FinalLevel)
+		return codec.Malformed("key %q/%d/%d: level at or beyond the final level %d", k.tenant, k.shard, k.level, cfg.FinalLevel)
 	}
 	return nil
-}
-
-func restore(r io.Reader) (*Planner, error) {
-	rd, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
-	if err != nil {
-		return nil, err
-	}
-	if rd.Version() != snapshotVersion {
-		return nil, fmt.Errorf("snapshot version %d: %w", rd.Version(), ck.ErrUnknownVersion)
-	}
-	f := frameReader{rd: rd}
-	var h header
-	if err := f.next(&h, "header"); err != nil {
-		return nil, err
-	}
-	if h.Component != componentName {
-		return nil, malformed("component %q, want %q", h.Component, componentName)
-	}
-	cfg, err := h.Config.config()
-	if err != nil {
-		return nil, malformed("configuration: %v", err)
-	}
-	counters, ok := countersFrom(h.Counters)
-	switch {
-	case !ok:
-		return nil, malformed("%d counters", len(h.Counters))
-	case h.Clock < 0:
-		return nil, malformed("clock %d", h.Clock)
-	case h.NextArrival == 0 || h.NextSeq == 0:
-		return nil, malformed("next arrival %d, next sequence %d", h.NextArrival, h.NextSeq)
-	case h.HasCursor && checkName(h.Cursor) != nil, !h.HasCursor && h.Cursor != "":
-		return nil, malformed("cursor %q", h.Cursor)
-	case h.Keys > h.Blocks || h.Claims > h.ClaimedBlocks:
-		return nil, malformed("%d keys for %d blocks, %d claims for %d blocks", h.Keys, h.Blocks, h.Claims, h.ClaimedBlocks)
-	}
-	p := newPlanner(newState(cfg))
-	s := &p.s
-	s.clock, s.nextArrival, s.nextSeq = h.Clock, h.NextArrival, h.NextSeq
-	s.cursor, s.hasCursor, s.counters = h.Cursor, h.HasCursor, counters
-
-	// Keys.
-	type keyCount struct {
-		k key
-		n int64
-	}
-	var keys []keyCount
-	for left := h.Keys; left > 0; {
-		var fr keysFrame
-		if err := f.next(&fr, "keys"); err != nil {
-			return nil, err
-		}
-		if fr.N <= 0 || fr.N > codec.FrameRecords || uint64(fr.N) > left {
-			return nil, malformed("keys: frame of %d keys, %d left", fr.N, left)
-		}
-		n := int(fr.N)
-		tenants, err := fr.Tenants.Unpack(n)
-		if err != nil {
-			return nil, fmt.Errorf("keys: tenants: %w", err)
-		}
-		shards, err := codec.UnpackInts[uint32](fr.Shards, n)
-		if err != nil {
-			return nil, fmt.Errorf("keys: shards: %w", err)
-		}
-		levels, err := codec.UnpackInts[uint32](fr.Levels, n)
-		if err != nil {
-			return nil, fmt.Errorf("keys: levels: %w", err)
-		}
-		counts, err := codec.UnpackInts[int64](fr.Counts, n)
-		if err != nil {
-			return nil, fmt.Errorf("keys: counts: %w", err)
-		}
-		for i := range n {
-			k := key{tenant: tenants[i], shard: shards[i], level: levels[i]}
-			if err := checkKey(k, &cfg); err != nil {
-				return nil, fmt.Errorf("keys: %w", err)
-			}
-			if len(keys) > 0 && keys[len(keys)-1].k.compare(k) >= 0 {
-				return nil, malformed("keys: %q/%d/%d out of order", k.tenant, k.shard, k.level)
-			}
-			if counts[i] < 1 {
-				return nil, malformed("keys: %q/%d/%d: %d blocks", k.tenant, k.shard, k.level, counts[i])
-			}
-			keys = append(keys, keyCount{k: k, n: counts[i]})
-		}
-		left -= uint64(n)
-	}
-	var total uint64
-	for _, kc := range keys {
-		total += uint64(kc.n)
-		if total > h.Blocks {
-			return nil, malformed("keys: more blocks than the %d counted", h.Blocks)
-		}
-	}
-	if total != h.Blocks {
-		return nil, malformed("keys: %d blocks, %d counted", total, h.Blocks)
-	}
-
-	// Queued blocks.
-	br := blockReader{f: f, left: h.Blocks, what: "queued blocks", clock: h.Clock, nextArr: h.NextArrival}
-	for _, kc := range keys {
-		q := &queue{k: kc.k}
-		var prev item
-		for j := int64(0); j < kc.n; j++ {
-			it, err := br.next()
-			if err != nil {
-				return nil, err
-			}
-			if j > 0 {
-				if err := checkOrder(&prev, &it, "queued blocks"); err != nil {
-					return nil, err
-				}
-			}
-			prev = it
-			q.push(&it)
-		}
-		q.head = formBatch(q, 0, cfg.level(q.k.level))
-		p.setLookup(q)
-		s.keys.ReplaceOrInsert(q)
-		s.indexHead(q.k, &q.head, true)
-	}
-
-	// Claims.
-	type claimCount struct {
-		c *claim
-		n int64
-	}
-	var claims []claimCount
-	for left := h.Claims; left > 0; {
-		var fr claimsFrame
-		if err := f.next(&fr, "claims"); err != nil {
-			return nil, err
-		}
-		if fr.N <= 0 || fr.N > codec.FrameRecords || uint64(fr.N) > left {
-			return nil, malformed("claims: frame of %d claims, %d left", fr.N, left)
-		}
-		n := int(fr.N)
-		names, err := fr.Names.Unpack(n)
-		if err != nil {
-			return nil, fmt.Errorf("claims: names: %w", err)
-		}
-		tenants, err := fr.Tenants.Unpack(n)
-		if err != nil {
-			return nil, fmt.Errorf("claims: tenants: %w", err)
-		}
-		shards, err := codec.UnpackInts[uint32](fr.Shards, n)
-		if err != nil {
-			return nil, fmt.Errorf("claims: shards: %w", err)
-		}
-		levels, err := codec.UnpackInts[uint32](fr.Levels, n)
-		if err != nil {
-			return nil, fmt.Errorf("claims: levels: %w", err)
-		}
-		counts, err := codec.UnpackInts[int64](fr.Counts, n)
-		if err != nil {
-			return nil, fmt.Errorf("claims: counts: %w", err)
-		}
-		for i := range n {
-			k := key{tenant: tenants[i], shard: shards[i], level: levels[i]}
-			if err := checkKey(k, &cfg); err != nil {
-				return nil, fmt.Errorf("claims: %w", err)
-			}
-			if err := ck.ValidateJobName(names[i]); err != nil {
-				return nil, malformed("claims: %v", err)
-			}
-			if seq, ok := nameSeq(names[i]); !ok || seq >= h.NextSeq {
-				return nil, malformed("claims: job %s: sequence number not below %d", names[i], h.NextSeq)
-			}
-			if len(claims) > 0 && claims[len(claims)-1].c.name >= names[i] {
-				return nil, malformed("claims: job %s out of order", names[i])
-			}
-			if counts[i] < 1 || counts[i] > math.MaxInt32 {
-				return nil, malformed("claims: job %s: %d sources", names[i], counts[i])
-			}
-			claims = append(claims, claimCount{c: &claim{name: names[i], k: k}, n: counts[i]})
-		}
-		left -= uint64(n)
-	}
-	total = 0
-	for _, cc := range claims {
-		total += uint64(cc.n)
-		if total > h.ClaimedBlocks {
-			return nil, malformed("claims: more blocks than the %d counted", h.ClaimedBlocks)
-		}
-	}
-	if total != h.ClaimedBlocks {
-		return nil, malformed("claims: %d blocks, %d counted", total, h.ClaimedBlocks)
-	}
-	br = blockReader{f: f, left: h.ClaimedBlocks, what: "claimed blocks", clock: h.Clock, nextArr: h.NextArrival}
-	for _, cc := range claims {
-		c := cc.c
-		c.items = make([]item, 0, min(cc.n, codec.FrameRecords))
-		for j := int64(0); j < cc.n; j++ {
-			it, err := br.next()
-			if err != nil {
-				return nil, err
-			}
-			if j > 0 {
-				if err := checkOrder(&c.items[j-1], &it, "claimed blocks"); err != nil {
-					return nil, err
-				}
-			}
-			c.items = append(c.items, it)
-		}
-		s.claims.ReplaceOrInsert(c)
-		s.claimKeys.ReplaceOrInsert(claimRef{k: c.k, name: c.name})
-	}
-
-	// Quarantine.
-	var last string
-	for left := h.Quarantined; left > 0; {
-		var fr quarFrame
-		if err := f.next(&fr, "quarantine"); err != nil {
-			return nil, err
-		}
-		if fr.Blocks.N <= 0 || uint64(fr.Blocks.N) > left {
-			return nil, malformed("quarantine: frame of %d blocks, %d left", fr.Blocks.N, left)
-		}
-		n := int(fr.Blocks.N)
-		bl := blockReader{left: uint64(n), what: "quarantine", clock: h.Clock, nextArr: h.NextArrival}
-		if err := bl.load(&fr.Blocks); err != nil {
-			return nil, err
-		}
-		tenants, err := fr.Tenants.Unpack(n)
-		if err != nil {
-			return nil, fmt.Errorf("quarantine: tenants: %w", err)
-		}
-		shards, err := codec.UnpackInts[uint32](fr.Shards, n)
-		if err != nil {
-			return nil, fmt.Errorf("quarantine: shards: %w", err)
-		}
-		levels, err := codec.UnpackInts[uint32](fr.Levels, n)
-		if err != nil {
-			return nil, fmt.Errorf("quarantine: levels: %w", err)
-		}
-		jobs, err := fr.Jobs.Unpack(n)
-		if err != nil {
-			return nil, fmt.Errorf("quarantine: jobs: %w", err)
-		}
-		reasons, err := fr.Reasons.Unpack(n)
-		if err != nil {
-			return nil, fmt.Errorf("quarantine: reasons: %w", err)
-		}
-		since, err := codec.UnpackInts[int64](fr.Since, n)
-		if err != nil {
-			return nil, fmt.Errorf("quarantine: times: %w", err)
-		}
-		for i := range n {
-			it, err := bl.next()
-			if err != nil {
-				return nil, err
-			}
-			k := key{tenant: tenants[i], shard: shards[i], level: levels[i]}
-			if err := checkKey(k, &cfg); err != nil {
-				return nil, fmt.Errorf("quarantine: %w", err)
-			}
-			if s.quar.Len() > 0 && it.id <= last {
-				return nil, malformed("quarantine: block %s out of order", it.id)
-			}
-			last = it.id
-			if err := ck.ValidateJobName(jobs[i]); err != nil {
-				return nil, malformed("quarantine: block %s: %v", it.id, err)
-			}
-			if len(reasons[i]) > MaxReasonLen || !utf8.ValidString(reasons[i]) {
-				return nil, malformed("quarantine: block %s: reason of %d bytes", it.id, len(reasons[i]))
-			}
-			if since[i] < 0 || since[i] > h.Clock {
-				return nil, malformed("quarantine: block %s: time %d outside [0, %d]", it.id, since[i], h.Clock)
-			}
-			s.quar.ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
-		}
-		left -= uint64(n)
-	}
-	if err := rd.Finish(); err != nil {
-		return nil, err
-	}
-	return p, nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
@@ -62,7 +61,7 @@ type snapHeaderV2 struct {
 // each job's event count, then the events' columns.
 type failFrame struct {
 	_           struct{} `cbor:",toarray"`
-	N           uint64
+	N           int
 	Names       codec.Strings
 	Reasons     codec.Strings
 	At          []byte
@@ -103,7 +102,7 @@ type snapPause struct {
 // then all sources and all tombstones.
 type jobFrame struct {
 	_            struct{} `cbor:",toarray"`
-	N            uint64
+	N            int
 	Names        codec.Strings
 	Tenants      codec.Strings
 	Workers      codec.Strings
@@ -126,7 +125,7 @@ type jobFrame struct {
 // order.
 type doneFrame struct {
 	_      struct{} `cbor:",toarray"`
-	N      uint64
+	N      int
 	Names  codec.Strings
 	Tokens []byte
 	At     []byte
@@ -284,7 +283,7 @@ func packJobs(js []*job) *jobFrame {
 		}
 	}
 	return &jobFrame{
-		N:            uint64(n),
+		N:            n,
 		Names:        codec.PackStrings(names),
 		Tenants:      codec.PackStrings(tenants),
 		Workers:      codec.PackStrings(workers),
@@ -320,64 +319,10 @@ func packFailures(js []*job) *failFrame {
 		}
 	}
 	return &failFrame{
-		N: uint64(n), Names: codec.PackStrings(names), Reasons: codec.PackStrings(reasons), At: codec.PackInts(at),
+		N: n, Names: codec.PackStrings(names), Reasons: codec.PackStrings(reasons), At: codec.PackInts(at),
 		HistCounts: codec.PackInts(counts), HistAt: codec.PackInts(hAt), HistKinds: codec.PackInts(hKinds),
 		HistTokens: codec.PackInts(hTokens), HistWorkers: codec.PackStrings(hWorkers), HistDetails: codec.PackStrings(hDets),
 	}
-}
-
-// unpackFailures calls fn with every record of f.
-func unpackFailures(f *failFrame, fn func(name, reason string, at int64, hist []ck.JobEvent) error) error {
-	n := int(f.N)
-	names, err := f.Names.Unpack(n)
-	if err != nil {
-		return fmt.Errorf("scheduler restore: record names: %w", err)
-	}
-	reasons, err := f.Reasons.Unpack(n)
-	if err != nil {
-		return fmt.Errorf("scheduler restore: failure reasons: %w", err)
-	}
-	at, e1 := codec.UnpackInts[int64](f.At, n)
-	counts, e2 := codec.UnpackInts[uint8](f.HistCounts, n)
-	if err := errors.Join(e1, e2); err != nil {
-		return fmt.Errorf("scheduler restore: record columns: %w", err)
-	}
-	total := 0
-	for _, c := range counts {
-		if int(c) > ck.MaxJobHistory {
-			return malformedf("a history of %d events", c)
-		}
-		total += int(c)
-	}
-	hAt, e1 := codec.UnpackInts[int64](f.HistAt, total)
-	hKinds, e2 := codec.UnpackInts[uint8](f.HistKinds, total)
-	hTokens, e3 := codec.UnpackInts[uint64](f.HistTokens, total)
-	if err := errors.Join(e1, e2, e3); err != nil {
-		return fmt.Errorf("scheduler restore: history columns: %w", err)
-	}
-	hWorkers, err := f.HistWorkers.Unpack(total)
-	if err != nil {
-		return fmt.Errorf("scheduler restore: history workers: %w", err)
-	}
-	hDets, err := f.HistDetails.Unpack(total)
-	if err != nil {
-		return fmt.Errorf("scheduler restore: history details: %w", err)
-	}
-	k := 0
-	for i := range n {
-		var hist []ck.JobEvent
-		if c := int(counts[i]); c > 0 {
-			hist = make([]ck.JobEvent, c)
-			for e := range c {
-				hist[e] = ck.JobEvent{At: hAt[k], Kind: ck.JobEventKind(hKinds[k]), Token: fencing.Token(hTokens[k]), Worker: hWorkers[k], Detail: hDets[k]}
-				k++
-			}
-		}
-		if err := fn(names[i], reasons[i], at[i], hist); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func packDone(ds []*done) *doneFrame {
@@ -385,17 +330,7 @@ func packDone(ds []*done) *doneFrame {
 	for i, d := range ds {
 		names[i], tokens[i], at[i] = d.name, uint64(d.token), d.at
 	}
-	return &doneFrame{N: uint64(len(ds)), Names: codec.PackStrings(names), Tokens: codec.PackInts(tokens), At: codec.PackInts(at)}
-}
-
-// malformed wraps a validation error of a snapshot so that it matches both
-// compactkit.ErrMalformed and the validation sentinel.
-func malformed(where string, err error) error {
-	return fmt.Errorf("scheduler restore: %s: %w: %w", where, ck.ErrMalformed, err)
-}
-
-func malformedf(format string, args ...any) error {
-	return fmt.Errorf("scheduler restore: %s: %w", fmt.Sprintf(format, args...), ck.ErrMalformed)
+	return &doneFrame{N: len(ds), Names: codec.PackStrings(names), Tokens: codec.PackInts(tokens), At: codec.PackInts(at)}
 }
 
 // Restore reads one snapshot stream written by [Scheduler.Snapshot] and
@@ -407,42 +342,66 @@ func malformedf(format string, args ...any) error {
 // ErrTruncated, ErrUnknownVersion, ErrTooLarge or ErrChecksum, and builds
 // nothing.
 func Restore(r io.Reader) (*Scheduler, error) {
-	sr, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
+	s, err := restore(r)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler restore: %w", err)
 	}
-	var (
-		h      snapHeader
-		failed uint64
-	)
-	switch v := sr.Version(); v {
+	return s, nil
+}
+
+// restore reads the stream, one restorer method per section.
+func restore(r io.Reader) (*Scheduler, error) {
+	sr, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
+	if err != nil {
+		return nil, err
+	}
+	rs := &restorer{d: codec.NewDecoder(sr), version: sr.Version()}
+	if err := rs.d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
+		return nil, err
+	}
+	rs.s.dirty()
+	return rs.s, nil
+}
+
+// restorer rebuilds a scheduler from a snapshot.
+type restorer struct {
+	d       *codec.Decoder
+	version byte
+	h       snapHeader
+	failed  uint64 // failure records (version 2)
+	s       *Scheduler
+}
+
+func (rs *restorer) header() error {
+	h := &rs.h
+	switch v := rs.version; v {
 	case snapshotV1:
-		if err := sr.Decode(&h); err != nil {
-			return nil, fmt.Errorf("scheduler restore: header: %w", noEOF(err))
+		if err := rs.d.Decode("header", h); err != nil {
+			return err
 		}
 	case snapshotV2:
 		var h2 snapHeaderV2
-		if err := sr.Decode(&h2); err != nil {
-			return nil, fmt.Errorf("scheduler restore: header: %w", noEOF(err))
+		if err := rs.d.Decode("header", &h2); err != nil {
+			return err
 		}
 		if h2.Failed == 0 || h2.Failed > h2.Jobs {
-			return nil, malformedf("%d failure records for %d jobs", h2.Failed, h2.Jobs)
+			return codec.Malformed("%d failure records for %d jobs", h2.Failed, h2.Jobs)
 		}
-		h = snapHeader{Component: h2.Component, Config: h2.Config, LastEntry: h2.LastEntry, Counters: h2.Counters,
+		*h = snapHeader{Component: h2.Component, Config: h2.Config, LastEntry: h2.LastEntry, Counters: h2.Counters,
 			Paused: h2.Paused, Jobs: h2.Jobs, Completed: h2.Completed}
-		failed = h2.Failed
+		rs.failed = h2.Failed
 	default:
-		return nil, fmt.Errorf("scheduler restore: section version %d, this release reads %d to %d: %w", v, snapshotV1, snapshotVersion, ck.ErrUnknownVersion)
+		return fmt.Errorf("section version %d, this release reads %d to %d: %w", v, snapshotV1, snapshotVersion, ck.ErrUnknownVersion)
 	}
 	if h.Component != componentName {
-		return nil, malformedf("section of %q", h.Component)
+		return codec.Malformed("section of %q", h.Component)
 	}
 	cfg, err := h.Config.config()
 	if err != nil {
-		return nil, malformed("config", err)
+		return codec.Malformed("config: %w", err)
 	}
 	if len(h.Counters) != numCounters {
-		return nil, malformedf("%d counters, want %d", len(h.Counters), numCounters)
+		return codec.Malformed("%d counters, want %d", len(h.Counters), numCounters)
 	}
 	s := newScheduler(cfg)
 	s.lastEntry = h.LastEntry
@@ -451,220 +410,191 @@ func Restore(r io.Reader) (*Scheduler, error) {
 	for i, p := range h.Paused {
 		r := PauseRule{Tenant: p.Tenant, AllTenants: p.AllTenants, Level: p.Level, AllLevels: p.AllLevels}
 		if (r.AllTenants && r.Tenant != "") || (!r.AllTenants && r.Tenant == "") || (r.AllLevels && r.Level != 0) || !validTenant(r.Tenant) {
-			return nil, malformedf("pause rule %d: %+v", i, r)
+			return codec.Malformed("pause rule %d: %+v", i, r)
 		}
 		if i > 0 && comparePauseRules(rules[i-1], r) >= 0 {
-			return nil, malformedf("pause rule %d out of order", i)
+			return codec.Malformed("pause rule %d out of order", i)
 		}
 		rules = append(rules, r)
 	}
 	s.pauses = newPauses(rules)
+	rs.s = s
+	return nil
+}
 
+// jobs reads the jobs, in name order, with their plans.
+func (rs *restorer) jobs() error {
+	d, s := rs.d, rs.s
 	prev := ""
-	for read := uint64(0); read < h.Jobs; {
+	for d.Records("jobs", rs.h.Jobs); d.More(); {
 		var f jobFrame
-		if err := sr.Decode(&f); err != nil {
-			return nil, fmt.Errorf("scheduler restore: jobs: %w", noEOF(err))
+		n := d.Frame(&f, &f.N)
+		names := d.Strings("names", f.Names, n)
+		tenants := d.Strings("tenants", f.Tenants, n)
+		workers := d.Strings("workers", f.Workers, n)
+		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
+		levels := codec.Ints[uint32](d, "levels", f.Levels, n)
+		statuses := codec.Ints[uint8](d, "statuses", f.Statuses, n)
+		failures := codec.Ints[uint32](d, "failures", f.Failures, n)
+		tokens := codec.Ints[uint64](d, "tokens", f.Tokens, n)
+		versions := codec.Ints[uint64](d, "versions", f.Versions, n)
+		deadlines := codec.Ints[int64](d, "deadlines", f.Deadlines, n)
+		added := codec.Ints[int64](d, "added times", f.AddedAt, n)
+		srcCounts := codec.Ints[uint32](d, "source counts", f.SourceCounts, n)
+		tombCounts := codec.Ints[uint32](d, "tombstone counts", f.TombCounts, n)
+		sources := d.Strings("sources", f.Sources, codec.Total(d, "source counts", srcCounts))
+		ntomb := codec.Total(d, "tombstone counts", tombCounts)
+		targets := d.Strings("tombstones", f.TombTargets, ntomb)
+		kinds := codec.Ints[uint8](d, "tombstone kinds", f.TombKinds, ntomb)
+		if err := d.Err(); err != nil {
+			return err
 		}
-		if f.N == 0 || f.N > codec.FrameRecords || f.N > h.Jobs-read {
-			return nil, malformedf("job frame of %d records, %d of %d read", f.N, read, h.Jobs)
+		recs := make([]job, n)
+		plans := make([]ck.JobPlan, n)
+		for i := range n {
+			p := &plans[i]
+			p.Name, p.Tenant, p.Shard, p.Level = names[i], tenants[i], shards[i], levels[i]
+			if c := int(srcCounts[i]); c > 0 {
+				p.Sources, sources = sources[:c:c], sources[c:]
+			}
+			if c := int(tombCounts[i]); c > 0 {
+				p.Tombstones = make([]ck.Tombstone, c)
+				for k := range c {
+					p.Tombstones[k] = ck.Tombstone{Kind: ck.TombstoneKind(kinds[k]), Target: targets[k]}
+				}
+				kinds, targets = kinds[c:], targets[c:]
+			}
+			j := &recs[i]
+			j.plan = p
+			j.st = ck.JobState{
+				Name: names[i], Tenant: tenants[i], Level: levels[i], Status: ck.JobStatus(statuses[i]),
+				Token: fencing.Token(tokens[i]), Version: versions[i], Deadline: deadlines[i], AddedAt: added[i],
+				Failures: failures[i], Worker: workers[i],
+			}
+			if err := validateJob(j); err != nil {
+				return err
+			}
 		}
-		js, err := unpackJobs(&f)
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range js {
-			if read > 0 && j.st.Name <= prev {
-				return nil, malformedf("job %q after %q", j.st.Name, prev)
+		for i := range recs {
+			j := &recs[i]
+			if prev != "" && j.st.Name <= prev {
+				return codec.Malformed("job %q after %q", j.st.Name, prev)
 			}
 			prev = j.st.Name
 			j.active = !s.pauses.paused(j.st.Tenant, j.st.Level)
 			s.insert(j)
-			read++
 		}
 	}
-	prev = ""
-	for read := uint64(0); read < h.Completed; {
-		var f doneFrame
-		if err := sr.Decode(&f); err != nil {
-			return nil, fmt.Errorf("scheduler restore: completions: %w", noEOF(err))
-		}
-		if f.N == 0 || f.N > codec.FrameRecords || f.N > h.Completed-read {
-			return nil, malformedf("completion frame of %d records, %d of %d read", f.N, read, h.Completed)
-		}
-		ds, err := unpackDone(&f)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range ds {
-			if read > 0 && d.name <= prev {
-				return nil, malformedf("completion %q after %q", d.name, prev)
-			}
-			if s.get(d.name) != nil {
-				return nil, malformedf("completed job %q is also queued", d.name)
-			}
-			prev = d.name
-			s.remember(d)
-			read++
-		}
-	}
-	prev = ""
-	for read := uint64(0); read < failed; {
-		var f failFrame
-		if err := sr.Decode(&f); err != nil {
-			return nil, fmt.Errorf("scheduler restore: failure records: %w", noEOF(err))
-		}
-		if f.N == 0 || f.N > codec.FrameRecords || f.N > failed-read {
-			return nil, malformedf("failure frame of %d records, %d of %d read", f.N, read, failed)
-		}
-		if err := unpackFailures(&f, func(name, reason string, at int64, hist []ck.JobEvent) error {
-			if read > 0 && name <= prev {
-				return malformedf("failure record %q after %q", name, prev)
-			}
-			prev = name
-			j := s.get(name)
-			if j == nil {
-				return malformedf("failure record of unknown job %q", name)
-			}
-			// Restore still owns every record: no view can see it.
-			j.st.LastFailure, j.st.FailedAt, j.st.History = reason, at, hist
-			if !hasFailure(j) || j.st.Validate() != nil {
-				return malformedf("failure record of job %q: %q at %d", name, reason, at)
-			}
-			read++
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if err := sr.Finish(); err != nil {
-		return nil, fmt.Errorf("scheduler restore: %w", err)
-	}
-	s.dirty()
-	return s, nil
-}
-
-// noEOF turns a premature end of stream into ErrTruncated.
-func noEOF(err error) error {
-	if err == io.EOF {
-		return fmt.Errorf("stream ends early: %w", ck.ErrTruncated)
-	}
-	return err
-}
-
-func unpackJobs(f *jobFrame) ([]*job, error) {
-	n := int(f.N)
-	names, err := f.Names.Unpack(n)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: names: %w", err)
-	}
-	tenants, err := f.Tenants.Unpack(n)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: tenants: %w", err)
-	}
-	workers, err := f.Workers.Unpack(n)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: workers: %w", err)
-	}
-	shards, e1 := codec.UnpackInts[uint32](f.Shards, n)
-	levels, e2 := codec.UnpackInts[uint32](f.Levels, n)
-	statuses, e3 := codec.UnpackInts[uint8](f.Statuses, n)
-	failures, e4 := codec.UnpackInts[uint32](f.Failures, n)
-	tokens, e5 := codec.UnpackInts[uint64](f.Tokens, n)
-	versions, e6 := codec.UnpackInts[uint64](f.Versions, n)
-	deadlines, e7 := codec.UnpackInts[int64](f.Deadlines, n)
-	added, e8 := codec.UnpackInts[int64](f.AddedAt, n)
-	srcCounts, e9 := codec.UnpackInts[uint32](f.SourceCounts, n)
-	tombCounts, e10 := codec.UnpackInts[uint32](f.TombCounts, n)
-	if err := errors.Join(e1, e2, e3, e4, e5, e6, e7, e8, e9, e10); err != nil {
-		return nil, fmt.Errorf("scheduler restore: job columns: %w", err)
-	}
-	nsrc, ntomb := 0, 0
-	for i := range n {
-		nsrc += int(srcCounts[i])
-		ntomb += int(tombCounts[i])
-	}
-	sources, err := f.Sources.Unpack(nsrc)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: sources: %w", err)
-	}
-	targets, err := f.TombTargets.Unpack(ntomb)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: tombstones: %w", err)
-	}
-	kinds, err := codec.UnpackInts[uint8](f.TombKinds, ntomb)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: tombstone kinds: %w", err)
-	}
-	out := make([]*job, n)
-	recs := make([]job, n)
-	plans := make([]ck.JobPlan, n)
-	for i := range n {
-		p := &plans[i]
-		p.Name, p.Tenant, p.Shard, p.Level = names[i], tenants[i], shards[i], levels[i]
-		if c := int(srcCounts[i]); c > 0 {
-			p.Sources, sources = sources[:c:c], sources[c:]
-		}
-		if c := int(tombCounts[i]); c > 0 {
-			p.Tombstones = make([]ck.Tombstone, c)
-			for k := range c {
-				p.Tombstones[k] = ck.Tombstone{Kind: ck.TombstoneKind(kinds[k]), Target: targets[k]}
-			}
-			kinds, targets = kinds[c:], targets[c:]
-		}
-		j := &recs[i]
-		j.plan = p
-		j.st = ck.JobState{
-			Name: names[i], Tenant: tenants[i], Level: levels[i], Status: ck.JobStatus(statuses[i]),
-			Token: fencing.Token(tokens[i]), Version: versions[i], Deadline: deadlines[i], AddedAt: added[i],
-			Failures: failures[i], Worker: workers[i],
-		}
-		if err := validateJob(j); err != nil {
-			return nil, err
-		}
-		out[i] = j
-	}
-	return out, nil
+	return d.Err()
 }
 
 func validateJob(j *job) error {
 	if err := j.plan.Validate(); err != nil {
-		return malformed("job "+j.st.Name, err)
+		return codec.Malformed("job %s: %w", j.st.Name, err)
 	}
 	if err := j.st.Validate(); err != nil {
-		return malformed("job "+j.st.Name, err)
+		return codec.Malformed("job %s: %w", j.st.Name, err)
 	}
 	switch {
 	case j.st.Token == 0 || j.st.Version == 0:
-		return malformedf("job %q: token %d, version %d", j.st.Name, j.st.Token, j.st.Version)
+		return codec.Malformed("job %q: token %d, version %d", j.st.Name, j.st.Token, j.st.Version)
 	case j.st.Status == ck.StatusInProgress && j.st.Worker == "":
-		return malformedf("job %q in progress without a worker", j.st.Name)
+		return codec.Malformed("job %q in progress without a worker", j.st.Name)
 	}
 	return nil
 }
 
-func unpackDone(f *doneFrame) ([]*done, error) {
-	n := int(f.N)
-	names, err := f.Names.Unpack(n)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: completion names: %w", err)
-	}
-	tokens, e1 := codec.UnpackInts[uint64](f.Tokens, n)
-	at, e2 := codec.UnpackInts[int64](f.At, n)
-	if err := errors.Join(e1, e2); err != nil {
-		return nil, fmt.Errorf("scheduler restore: completion columns: %w", err)
-	}
-	recs := make([]done, n)
-	out := make([]*done, n)
-	for i := range n {
-		if err := ck.ValidateJobName(names[i]); err != nil {
-			return nil, malformed("completion", err)
+// completions reads the remembered completions, in name order.
+func (rs *restorer) completions() error {
+	d, s := rs.d, rs.s
+	prev := ""
+	for d.Records("completions", rs.h.Completed); d.More(); {
+		var f doneFrame
+		n := d.Frame(&f, &f.N)
+		names := d.Strings("names", f.Names, n)
+		tokens := codec.Ints[uint64](d, "tokens", f.Tokens, n)
+		at := codec.Ints[int64](d, "times", f.At, n)
+		if err := d.Err(); err != nil {
+			return err
 		}
-		if tokens[i] == 0 {
-			return nil, malformedf("completion %q with token 0", names[i])
+		recs := make([]done, n)
+		for i := range n {
+			if err := ck.ValidateJobName(names[i]); err != nil {
+				return codec.Malformed("completion: %w", err)
+			}
+			if tokens[i] == 0 {
+				return codec.Malformed("completion %q with token 0", names[i])
+			}
+			recs[i] = done{name: names[i], token: fencing.Token(tokens[i]), at: at[i]}
 		}
-		recs[i] = done{name: names[i], token: fencing.Token(tokens[i]), at: at[i]}
-		out[i] = &recs[i]
+		for i := range recs {
+			r := &recs[i]
+			if prev != "" && r.name <= prev {
+				return codec.Malformed("completion %q after %q", r.name, prev)
+			}
+			if s.get(r.name) != nil {
+				return codec.Malformed("completed job %q is also queued", r.name)
+			}
+			prev = r.name
+			s.remember(r)
+		}
 	}
-	return slices.Clip(out), nil
+	return d.Err()
+}
+
+// failures reads the jobs' failure records and histories (version 2), in
+// name order.
+func (rs *restorer) failures() error {
+	d, s := rs.d, rs.s
+	prev := ""
+	for d.Records("failure records", rs.failed); d.More(); {
+		var f failFrame
+		n := d.Frame(&f, &f.N)
+		names := d.Strings("names", f.Names, n)
+		reasons := d.Strings("reasons", f.Reasons, n)
+		at := codec.Ints[int64](d, "times", f.At, n)
+		counts := codec.Ints[uint8](d, "history counts", f.HistCounts, n)
+		if err := d.Err(); err != nil {
+			return err
+		}
+		for _, c := range counts {
+			if int(c) > ck.MaxJobHistory {
+				return codec.Malformed("a history of %d events", c)
+			}
+		}
+		total := codec.Total(d, "history counts", counts)
+		hAt := codec.Ints[int64](d, "history times", f.HistAt, total)
+		hKinds := codec.Ints[uint8](d, "history kinds", f.HistKinds, total)
+		hTokens := codec.Ints[uint64](d, "history tokens", f.HistTokens, total)
+		hWorkers := d.Strings("history workers", f.HistWorkers, total)
+		hDets := d.Strings("history details", f.HistDetails, total)
+		if err := d.Err(); err != nil {
+			return err
+		}
+		k := 0
+		for i, name := range names {
+			var hist []ck.JobEvent
+			if c := int(counts[i]); c > 0 {
+				hist = make([]ck.JobEvent, c)
+				for e := range c {
+					hist[e] = ck.JobEvent{At: hAt[k], Kind: ck.JobEventKind(hKinds[k]), Token: fencing.Token(hTokens[k]), Worker: hWorkers[k], Detail: hDets[k]}
+					k++
+				}
+			}
+			if prev != "" && name <= prev {
+				return codec.Malformed("failure record %q after %q", name, prev)
+			}
+			prev = name
+			j := s.get(name)
+			if j == nil {
+				return codec.Malformed("failure record of unknown job %q", name)
+			}
+			// Restore still owns every record: no view can see it.
+			j.st.LastFailure, j.st.FailedAt, j.st.History = reasons[i], at[i], hist
+			if !hasFailure(j) || j.st.Validate() != nil {
+				return codec.Malformed("failure record of job %q: %q at %d", name, reasons[i], at[i])
+			}
+		}
+	}
+	return d.Err()
 }

@@ -7,7 +7,7 @@
 // in array form (the "toarray" tag), which is both smaller and faster to
 // decode than maps.
 //
-// Three layers sit on top of the CBOR mode:
+// Four layers sit on top of the CBOR mode:
 //
 //   - A four-byte header (magic, kind, version) in front of every standalone
 //     message, so an unknown kind or version is an error rather than a
@@ -18,9 +18,14 @@
 //   - Column helpers that pack large collections (IDs, times, sizes) into a few
 //     byte strings, which decode an order of magnitude faster than one struct
 //     per record. See [PackStrings] and [PackInts].
+//   - A decoder for snapshot sections that reads runs of frames holding a
+//     counted number of records and unpacks their columns, remembering the
+//     first error in the manner of bufio.Scanner, so that a restorer checks
+//     one error per frame rather than one per column. See [Decoder].
 //
 // Decoding is hardened against hostile input: array, map and nesting limits
 // are explicit ([Limits]), frames have a maximum size, and every failure
 // returns an error wrapping one of the sentinel errors of this package rather
-// than panicking.
+// than panicking. Restorers report input that decodes but is not valid with
+// [Malformed].
 package codec
