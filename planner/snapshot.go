@@ -128,7 +128,7 @@ func (c *Config) record() configRec {
 
 func (r *configRec) config() (Config, error) {
 	if r.TombstonesPerJob < 0 || r.TombstonesPerJob > MaxTombstonesPerJob || len(r.Levels) > MaxLevels {
-		return Config{}, fmt.Errorf("configuration out of range: %w", ErrConfig)
+		return Config{}, fmt.Errorf("configuration out of range: %w", ErrInvalidConfig)
 	}
 	c := Config{
 		FinalLevel:        r.FinalLevel,
@@ -138,7 +138,7 @@ func (r *configRec) config() (Config, error) {
 	}
 	for i, l := range r.Levels {
 		if l.MaxBlocks < 0 || l.MaxBlocks > MaxBlocksPerJob {
-			return Config{}, fmt.Errorf("level %d: max blocks %d: %w", i, l.MaxBlocks, ErrConfig)
+			return Config{}, fmt.Errorf("level %d: max blocks %d: %w", i, l.MaxBlocks, ErrInvalidConfig)
 		}
 		c.Levels = append(c.Levels, LevelConfig{
 			MaxBlocks: int(l.MaxBlocks), MaxBytes: l.MaxBytes, MaxAge: time.Duration(l.MaxAge),
