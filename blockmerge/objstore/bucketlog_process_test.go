@@ -34,7 +34,8 @@ func TestS3CoordinatorsSIGKILL(t *testing.T) {
 // Eight serverless worker processes — each its own node of the log, no
 // coordinator — on one bucket of the S3 server, ingesting and compacting,
 // killed with SIGKILL and restarted ten times, one paused past a
-// truncation: the same checks as TestS3CoordinatorsSIGKILL.
+// truncation: the same checks as TestS3CoordinatorsSIGKILL, and the
+// data's, as in the FileStore test.
 func TestS3ServerlessWorkersSIGKILL(t *testing.T) {
 	v := versitytest.Start(t)
 	store, bucket := v.ConditionalStore(t, 0)
@@ -44,5 +45,6 @@ func TestS3ServerlessWorkersSIGKILL(t *testing.T) {
 		Store:      store,
 		Processes:  8,
 		Serverless: true,
+		Data:       true,
 	})
 }

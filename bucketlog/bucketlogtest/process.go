@@ -113,10 +113,16 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 	}
 	dir, rest, _ := strings.Cut(spec, ",")
 	id, mode, _ := strings.Cut(rest, ",")
+	mode, data := strings.CutSuffix(mode, "+data")
 	file := func(name string) string { return filepath.Join(dir, name+"-"+id) }
 	ctx := context.Background()
 	logOpts := []bucketlog.Option{bucketlog.WithCheckpointEvery(checkpointEvery), bucketlog.WithTruncateGrace(truncGrace),
 		bucketlog.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
+	cfg, fsmOpts := Config(), []raftfsm.Option(nil)
+	if data {
+		cfg, fsmOpts = dataConfig(), dataOptions()
+	}
+	store := open(t)
 	var (
 		l   *bucketlog.Log
 		svc *leader.Service
@@ -125,13 +131,13 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 		// A serverless worker: its own node, as bucketlog.OpenNode makes
 		// it (idle polls skipped, stale polls after lost races, the
 		// catch-up limit).
-		node, err := bucketlog.OpenNode(ctx, open(t), logPrefix, id, bucketlog.NodeConfig{State: Config(), LogOptions: logOpts})
+		node, err := bucketlog.OpenNode(ctx, store, logPrefix, id, bucketlog.NodeConfig{State: cfg, FSMOptions: fsmOpts, LogOptions: logOpts})
 		check(t, err)
 		l, svc = node.Log, node.Service
 	} else {
-		fsm, err := raftfsm.New(Config())
+		fsm, err := raftfsm.New(cfg, fsmOpts...)
 		check(t, err)
-		l, err = bucketlog.Open(ctx, open(t), logPrefix, fsm, id, logOpts...)
+		l, err = bucketlog.Open(ctx, store, logPrefix, fsm, id, logOpts...)
 		check(t, err)
 		svc = leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration { return time.Duration(a%8+1) * time.Millisecond }))
 	}
@@ -139,8 +145,8 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 	rec, err := os.OpenFile(file("ingested"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	check(t, err)
 	defer rec.Close()
-	var held *ck.JobReply
-	for n, seq := 0, uint64(1); ; n, seq = n+1, seq+1 {
+	// pause waits while the test pauses this process, if it asks to.
+	pause := func() {
 		if os.Rename(filepath.Join(dir, "pause"), file("pausing")) == nil {
 			// The test stops this process (SIGSTOP) while it waits here,
 			// then removes the file and continues it.
@@ -149,19 +155,52 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 				time.Sleep(time.Millisecond)
 			}
 		}
-		if exists(filepath.Join(dir, "stop")) {
-			writeFile(t, file("stopped"), "")
-			for !exists(filepath.Join(dir, "final")) {
-				time.Sleep(5 * time.Millisecond)
+	}
+	// stop, once the test asks for it, waits for the final word, catches up
+	// and reports.
+	stop := func(held *ck.JobReply) bool {
+		if !exists(filepath.Join(dir, "stop")) {
+			return false
+		}
+		writeFile(t, file("stopped"), "")
+		for !exists(filepath.Join(dir, "final")) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		check(t, l.Barrier(ctx))
+		var snap bytes.Buffer
+		check(t, fsm.Snapshot(&snap))
+		job, token := "-", fencing.Token(0)
+		if held != nil {
+			job, token = held.Job, held.Token
+		}
+		writeFile(t, file("report"), fmt.Sprintf("%d %x %s %d", l.Applied(), sha256.Sum256(snap.Bytes()), job, token))
+		return true
+	}
+	if data {
+		// Real blocks, merged by a worker.Worker; the gate keeps the
+		// pause and the stop outside every append. The worker's jobs are
+		// not reported: the audit of the log checks their holders.
+		d := &dataProcess{store: store, svc: svc, ingested: rec}
+		d.writing, err = os.OpenFile(file("writing"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		check(t, err)
+		defer d.writing.Close()
+		d.startWorker(t, "w-"+id)
+		for n := 0; ; n++ {
+			if exists(filepath.Join(dir, "pause")) || exists(filepath.Join(dir, "stop")) {
+				d.gate.Lock()
+				pause()
+				if stop(nil) {
+					return
+				}
+				d.gate.Unlock()
 			}
-			check(t, l.Barrier(ctx))
-			var snap bytes.Buffer
-			check(t, fsm.Snapshot(&snap))
-			job, token := "-", fencing.Token(0)
-			if held != nil {
-				job, token = held.Job, held.Token
-			}
-			writeFile(t, file("report"), fmt.Sprintf("%d %x %s %d", l.Applied(), sha256.Sum256(snap.Bytes()), job, token))
+			d.ingest(t, id, n)
+		}
+	}
+	var held *ck.JobReply
+	for n, seq := 0, uint64(1); ; n, seq = n+1, seq+1 {
+		pause()
+		if stop(held) {
 			return
 		}
 		b := leadertest.Block(fmt.Sprintf("%s-%05d", id, n), "acme", uint32(n%3), int64(n)*1e9)
@@ -206,6 +245,11 @@ type Coordinators struct {
 	// bucketlog.Node of its own (see bucketlog.OpenNode) rather than a
 	// coordinator built with the default options.
 	Serverless bool
+	// Data makes the processes ingest real blocks (records whose keys
+	// name their block) and merge them with a worker.Worker, and the test
+	// drain the log at the end and check every record; see
+	// [RunCoordinators].
+	Data bool
 }
 
 // RunCoordinators runs four coordinator processes (c.Processes; see
@@ -233,6 +277,18 @@ type Coordinators struct {
 //     holding one job with its current token;
 //   - every block a process recorded as added is live or was compacted,
 //     and no block was compacted twice.
+//
+// With [Coordinators.Data], the processes write real blocks whose records
+// name their block and merge them with a worker.Worker (whose polls, like
+// the ingest's appends, never straddle a pause or the stop); after the
+// checks above the test drains the log with a worker of its own — every
+// job done, every tombstone and orphaned attempt deleted — and checks the
+// data: every record of every block added is in exactly one live block
+// (a block added by a process killed before it recorded so is found by
+// its records, all of them, once), no record is anywhere twice, and the
+// store holds the live blocks' objects and nothing else but the blocks a
+// killed process wrote and never added, which the log never knew (at most
+// one per kill).
 func RunCoordinators(t *testing.T, c Coordinators) {
 	if testing.Short() {
 		// -short runs skip the process tests; CI and the README's test
@@ -253,7 +309,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	// it.
 	r.store = &boundedCheckpoints{Store: c.Store}
 	r.audit = newAudit()
-	replay, err := raftfsm.New(Config())
+	replay, err := raftfsm.New(r.config())
 	check(t, err)
 	r.log, err = bucketlog.Open(ctx, r.store, logPrefix, replay, "audit-replay", bucketlog.WithCheckpointEvery(0), bucketlog.WithTruncateGrace(truncGrace),
 		bucketlog.WithObserver(r.audit.observe))
@@ -280,7 +336,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	var want bytes.Buffer
 	check(t, replay.Snapshot(&want))
 	wantSum := fmt.Sprintf("%x", sha256.Sum256(want.Bytes()))
-	fromCheckpoint, err := raftfsm.New(Config())
+	fromCheckpoint, err := raftfsm.New(r.config())
 	check(t, err)
 	cp, err := bucketlog.Open(ctx, c.Store, logPrefix, fromCheckpoint, "audit-checkpoint")
 	check(t, err)
@@ -339,6 +395,17 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	require(t, len(r.audit.compacted) > 0, "nothing was compacted")
 	t.Logf("%d entries (low-water mark %d), %d blocks recorded, %d compacted, %d worker reports checked against their jobs' holders, %d SIGKILLs, one pause past a truncation",
 		tip, mark, recorded, len(r.audit.compacted), r.audit.reports, kills)
+	if c.Data {
+		r.drainAndVerify()
+	}
+}
+
+// config is the run's replicated configuration.
+func (r *run) config() raftfsm.Config {
+	if r.c.Data {
+		return dataConfig()
+	}
+	return Config()
 }
 
 func require(t testing.TB, ok bool, format string, args ...any) {
@@ -377,6 +444,9 @@ func (r *run) start(i, gen int) {
 	mode := "coordinator"
 	if r.c.Serverless {
 		mode = "serverless"
+	}
+	if r.c.Data {
+		mode += "+data"
 	}
 	p.cmd.Env = append(append(os.Environ(), r.c.Env...), fmt.Sprintf("%s=%s,%s,%s", processEnv, r.dir, p.id, mode))
 	out, err := os.Create(p.out)
