@@ -3,11 +3,9 @@
 package bucketlogtest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,21 +146,7 @@ func (r *run) drainAndVerify() {
 	}
 
 	// What the processes recorded.
-	added, written := map[string]bool{}, map[string]bool{}
-	for name, set := range map[string]map[string]bool{"ingested-*": added, "writing-*": written} {
-		files, err := filepath.Glob(filepath.Join(r.dir, name))
-		check(t, err)
-		for _, f := range files {
-			fh, err := os.Open(f)
-			check(t, err)
-			sc := bufio.NewScanner(fh)
-			for sc.Scan() {
-				set[sc.Text()] = true
-			}
-			fh.Close()
-			check(t, sc.Err())
-		}
-	}
+	added, written := r.recorded("ingested"), r.recorded("writing")
 
 	// The live blocks' records.
 	view := node.FSM().Index()

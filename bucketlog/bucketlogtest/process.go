@@ -3,7 +3,6 @@
 package bucketlogtest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -375,29 +374,35 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	// Blocks.
 	view := replay.Index()
 	defer view.Close()
-	recorded := 0
-	files, err := filepath.Glob(filepath.Join(r.dir, "ingested-*"))
-	check(t, err)
-	for _, f := range files {
-		fh, err := os.Open(f)
-		check(t, err)
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			id := sc.Text()
-			recorded++
-			require(t, view.Live(id) != (r.audit.compacted[id] == 1), "block %s: live %t, compacted %d times", id, view.Live(id), r.audit.compacted[id])
-		}
-		fh.Close()
+	recorded := r.recorded("ingested")
+	for id := range recorded {
+		require(t, view.Live(id) != (r.audit.compacted[id] == 1), "block %s: live %t, compacted %d times", id, view.Live(id), r.audit.compacted[id])
 	}
 	for id, n := range r.audit.compacted {
 		require(t, n == 1, "block %s compacted %d times", id, n)
 	}
 	require(t, len(r.audit.compacted) > 0, "nothing was compacted")
 	t.Logf("%d entries (low-water mark %d), %d blocks recorded, %d compacted, %d worker reports checked against their jobs' holders, %d SIGKILLs, one pause past a truncation",
-		tip, mark, recorded, len(r.audit.compacted), r.audit.reports, kills)
+		tip, mark, len(recorded), len(r.audit.compacted), r.audit.reports, kills)
 	if c.Data {
 		r.drainAndVerify()
 	}
+}
+
+// recorded returns the lines of the processes' files named name: the IDs
+// of the blocks they recorded.
+func (r *run) recorded(name string) map[string]bool {
+	files, err := filepath.Glob(filepath.Join(r.dir, name+"-*"))
+	check(r.t, err)
+	set := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		check(r.t, err)
+		for line := range strings.Lines(string(data)) {
+			set[strings.TrimSuffix(line, "\n")] = true
+		}
+	}
+	return set
 }
 
 // config is the run's replicated configuration.
