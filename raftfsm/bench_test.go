@@ -216,38 +216,46 @@ func (pb *pollBench) run(b *testing.B, reader bool) {
 			view.Close()
 		}
 		b.StartTimer()
-		t0 := time.Now()
-		cmd, err := pb.n.f.Prepare(req, pb.n.now)
-		if err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		pb.n.index++
-		res, err := pb.n.f.ApplyCommand(ck.Entry{Index: pb.n.index, Term: 1, Time: pb.n.now}, cmd)
-		if err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		b.StopTimer()
-		prep += t1.Sub(t0)
-		appl += t2.Sub(t1)
+		cmd, dp, da := pb.step(b, req, 32)
+		prep += dp
+		appl += da
 		adds += countAdds(cmd)
-		var assigned []ck.JobReply
-		for _, r := range res.Poll.Jobs {
-			if r.Outcome == ck.OutcomeAssigned {
-				assigned = append(assigned, r)
-			}
-		}
-		if len(assigned) != 32 {
-			b.Fatalf("poll %d: %d jobs assigned, want 32", pb.seq, len(assigned))
-		}
-		// Renewed jobs go to the back; completed ones leave; new ones join.
-		pb.held = append(append(pb.held[32:], pb.held[:16]...), assigned...)
-		b.StartTimer()
 	}
 	b.ReportMetric(float64(prep.Nanoseconds())/float64(b.N), "ns/prepare")
 	b.ReportMetric(float64(appl.Nanoseconds())/float64(b.N), "ns/apply")
 	b.ReportMetric(float64(adds)/float64(b.N), "adds/poll")
+}
+
+// step prepares and applies req on the state the previous poll left,
+// with the timer running, and returns the command and the time each half
+// took. The poll must assign want jobs: its renewed jobs go to the back
+// of pb.held, its completed ones leave, its new ones join.
+func (pb *pollBench) step(b *testing.B, req *ck.PollRequest, want int) (*raftfsm.Command, time.Duration, time.Duration) {
+	t0 := time.Now()
+	cmd, err := pb.n.f.Prepare(req, pb.n.now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t1 := time.Now()
+	pb.n.index++
+	res, err := pb.n.f.ApplyCommand(ck.Entry{Index: pb.n.index, Term: 1, Time: pb.n.now}, cmd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t2 := time.Now()
+	b.StopTimer()
+	defer b.StartTimer()
+	var assigned []ck.JobReply
+	for _, r := range res.Poll.Jobs {
+		if r.Outcome == ck.OutcomeAssigned {
+			assigned = append(assigned, r)
+		}
+	}
+	if len(assigned) != want {
+		b.Fatalf("poll %d: %d jobs assigned, want %d", pb.seq, len(assigned), want)
+	}
+	pb.held = append(append(pb.held[32:], pb.held[:16]...), assigned...)
+	return cmd, t1.Sub(t0), t2.Sub(t1)
 }
 
 // countAdds returns the number of jobs a prepared poll creates.

@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/benchenv"
 )
 
@@ -93,32 +92,9 @@ func BenchmarkW4Cycle(b *testing.B) {
 			req.FreeSlots = 16
 			pb.n.advance(time.Millisecond)
 			b.StartTimer()
-			t0 := time.Now()
-			cmd, err := pb.n.f.Prepare(req, pb.n.now)
-			if err != nil {
-				b.Fatal(err)
-			}
-			t1 := time.Now()
-			pb.n.index++
-			res, err := pb.n.f.ApplyCommand(ck.Entry{Index: pb.n.index, Term: 1, Time: pb.n.now}, cmd)
-			if err != nil {
-				b.Fatal(err)
-			}
-			t2 := time.Now()
-			b.StopTimer()
-			prep += t1.Sub(t0)
-			appl += t2.Sub(t1)
-			var assigned []ck.JobReply
-			for _, r := range res.Poll.Jobs {
-				if r.Outcome == ck.OutcomeAssigned {
-					assigned = append(assigned, r)
-				}
-			}
-			if len(assigned) != 16 {
-				b.Fatalf("poll %d: %d jobs assigned, want 16", pb.seq, len(assigned))
-			}
-			pb.held = append(append(pb.held[32:], pb.held[:16]...), assigned...)
-			b.StartTimer()
+			_, dp, da := pb.step(b, req, 16)
+			prep += dp
+			appl += da
 		}
 		b.StopTimer()
 		pb = nil
