@@ -19,9 +19,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
-	"time"
 
-	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/benchenv"
 )
 
@@ -35,36 +33,7 @@ import (
 func BenchmarkW1Enqueue(b *testing.B) {
 	for _, n := range benchenv.Sizes(b, 100_000, 1_000_000) {
 		blocks, _ := benchBlocks(n, 64)
-		t0 := blocks[0].MaxTime
-		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
-			var elapsed time.Duration
-			var perBlock float64
-			runs := 0
-			for b.Loop() {
-				b.StopTimer()
-				before := heapAlloc()
-				p, err := New(DefaultConfig())
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				start := time.Now()
-				for i := range blocks {
-					e := ck.Entry{Index: uint64(i/10 + 1), Term: 1, Time: t0 + int64(i)*int64(time.Millisecond)}
-					if _, err := p.Enqueue(e, &blocks[i]); err != nil {
-						b.Fatal(err)
-					}
-				}
-				elapsed += time.Since(start)
-				runs++
-				b.StopTimer()
-				perBlock = (float64(heapAlloc()) - float64(before)) / float64(n)
-				runtime.KeepAlive(p)
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(runs*n), "ns/block")
-			b.ReportMetric(perBlock, "B/block")
-		})
+		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) { benchEnqueue(b, blocks, 0) })
 	}
 }
 
