@@ -314,6 +314,9 @@ func (h *harness) enqueue(t *rapid.T) {
 		if rapid.IntRange(0, 9).Draw(t, "longID") == 0 {
 			b.ID = fmt.Sprintf("tenant/segments/%d/01J%023d", h.nextID, h.nextID) // more than 32 bytes
 		}
+		if rapid.IntRange(0, 9).Draw(t, "anyShard") == 0 {
+			b.Shard = ck.AnyShard // the output of a cross-shard job
+		}
 		h.blocks[b.ID] = b
 		for _, p := range h.planners() {
 			queued, err := p.Enqueue(e, &b)
@@ -332,7 +335,7 @@ func (h *harness) enqueue(t *rapid.T) {
 
 func (h *harness) enqueueBad(t *rapid.T) {
 	b := ck.BlockMeta{ID: "ok", Tenant: "a", MinTime: 1, MaxTime: 2}
-	switch rapid.IntRange(0, 5).Draw(t, "defect") {
+	switch rapid.IntRange(0, 4).Draw(t, "defect") {
 	case 0:
 		b.ID = ""
 	case 1:
@@ -343,8 +346,6 @@ func (h *harness) enqueueBad(t *rapid.T) {
 		b.Size = -1
 	case 4:
 		b.Tenant = "bad\x01tenant"
-	case 5:
-		b.Shard = ck.AnyShard
 	}
 	before := snap(t, h.p)
 	_, err := h.p.Enqueue(h.nextEntry(h.m.clock+1), &b)

@@ -335,9 +335,11 @@ func (p *Planner) refresh(q *queue, old batch) {
 // Enqueue queues block b, which arrived in entry e, under its compaction
 // key: (tenant, shard, level), with the empty tenant for a multi-tenant
 // level-0 segment and [compactkit.AnyShard] for a level compacted across
-// shards. It returns false, and changes nothing, for a block at or beyond
-// the final level. A malformed block or entry returns an error and changes
-// nothing.
+// shards. A block whose shard is AnyShard — the output of a cross-shard
+// job — is queued under its tenant's cross-shard key at its level, whether
+// or not that level is compacted across shards. It returns false, and
+// changes nothing, for a block at or beyond the final level. A malformed
+// block or entry returns an error and changes nothing.
 //
 // Enqueue checks the fields the planner relies on (ID, tenant, time range,
 // size, shard); the full validation of a block, datasets included, is the
@@ -413,8 +415,6 @@ func checkBlock(b *ck.BlockMeta) error {
 		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.ID, b.MinTime, b.MaxTime, ck.ErrTimeRange)
 	case b.Size < 0:
 		return fmt.Errorf("block %s: size %d: %w", b.ID, b.Size, ck.ErrNegative)
-	case b.Shard == ck.AnyShard:
-		return fmt.Errorf("block %s: shard %d is reserved for cross-shard keys: %w", b.ID, b.Shard, ck.ErrInconsistent)
 	}
 	return nil
 }

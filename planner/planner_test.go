@@ -494,6 +494,26 @@ func TestCrossShard(t *testing.T) {
 	require.Equal(t, map[uint32]int{ck.AnyShard: 4, 1: 6}, shards)
 }
 
+// TestCrossShardOutputs: the outputs of a cross-shard job carry AnyShard;
+// they are queued under their tenant's cross-shard key at the next level
+// even where that level keys by shard, apart from the per-shard blocks, and
+// planned into a cross-shard job of their own.
+func TestCrossShardOutputs(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[1].MaxBlocks = 3
+	f := newFixture(t, cfg)
+	outs := f.add("t", ck.AnyShard, 1, 3)
+	perShard := f.add("t", 2, 1, 3)
+	require.Equal(t, 2, f.p.Stats().Levels[1].Keys)
+	got := map[uint32][]string{}
+	for range 2 {
+		pl, ok := f.poll(nil)
+		require.True(t, ok)
+		got[pl.Shard] = pl.Sources
+	}
+	require.Equal(t, map[uint32][]string{ck.AnyShard: outs, 2: perShard}, got)
+}
+
 // TestFinalLevel: blocks at or beyond the final level are not queued, and
 // the final level cannot be lowered below a level that still holds blocks.
 func TestFinalLevel(t *testing.T) {
@@ -602,7 +622,6 @@ func TestMalformedBlocks(t *testing.T) {
 		{ID: "x", Tenant: "t", MinTime: 2, MaxTime: 1},
 		{ID: "x", Tenant: "t", Size: -1},
 		{ID: "x", Tenant: "bad\x00", Size: 1},
-		{ID: "x", Tenant: "t", Shard: ck.AnyShard},
 	} {
 		_, err := f.p.Enqueue(f.entry(), &b)
 		require.Error(t, err, "%+v", b)

@@ -27,12 +27,19 @@ import (
 // cluster version is raised. Version 3 is encoded as version 2 and may
 // carry failure reasons in a poll's fail changes (compactkit.Change.Reason),
 // which cluster version 3 keeps with the jobs (compactkit.JobState.LastFailure),
-// and the issuer of an operator command (Operator.By).
-const CommandVersion byte = 3
+// and the issuer of an operator command (Operator.By). Version 4 is encoded
+// as version 3; cluster version 4 queues the outputs of cross-shard jobs
+// (and blocks added with compactkit.AnyShard) for the next level, which
+// earlier versions left unqueued.
+const CommandVersion byte = 4
 
 // reasonsVersion is the first command and cluster version with failure
 // reasons.
 const reasonsVersion byte = 3
+
+// crossShardVersion is the first cluster version that queues blocks whose
+// shard is compactkit.AnyShard.
+const crossShardVersion byte = 4
 
 // commandChecksumSize is the size of a version-2 command's trailer.
 const commandChecksumSize = 4

@@ -95,5 +95,5 @@ func ExampleRestore() {
 	tail, _ := r.ReadString('\n')
 	fmt.Printf("%q %q cluster version %d\n", head, tail, restored.ClusterVersion())
 	// Output:
-	// "kv:3\n" "end\n" cluster version 3
+	// "kv:3\n" "end\n" cluster version 4
 }

@@ -475,6 +475,14 @@ func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result
 		if br.Err = st.index.Add(e, now, b); br.Err != nil {
 			continue
 		}
+		if b.Shard == ck.AnyShard && st.clusterVersion < crossShardVersion {
+			// Before cluster version 4 the planner refused the shard
+			// reserved for cross-shard keys, after the index took the
+			// block (RELIABILITY.md F6).
+			br.Err = fmt.Errorf("planner: enqueue: block %s: shard %d is reserved for cross-shard keys before cluster version %d: %w",
+				b.ID, b.Shard, crossShardVersion, ck.ErrInconsistent)
+			continue
+		}
 		br.Queued, br.Err = st.planner.Enqueue(e, b)
 	}
 }

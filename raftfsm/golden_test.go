@@ -65,6 +65,19 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 		fr := run("poll-failure", cmd)
 		require.True(t, fr.Changes[0].Applied, fr.Changes[0].Reason)
 	}
+	if version >= 4 {
+		// Level-1 blocks with AnyShard, as a cross-shard job writes them:
+		// queued from version 4.
+		bs := blocks("d", "t4", ck.AnyShard, 2, t0)
+		for i := range bs {
+			bs[i].Level = 1
+		}
+		r := run("add-blocks-any-shard", addBlocks(bs))
+		for _, br := range r.Blocks {
+			require.NoError(t, br.Err)
+			require.True(t, br.Queued, br.ID)
+		}
+	}
 	out := map[string][]byte{}
 	for name, c := range cmds {
 		data, err := c.MarshalVersion(version)

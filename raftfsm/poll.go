@@ -149,12 +149,10 @@ func (st *state) commit(e ck.Entry, now int64, c *ck.Change, plan *ck.JobPlan) *
 		if rr.Applied {
 			st.invariant(st.planner.Complete(c.Job), "completion of "+c.Job)
 			for i := range c.Outputs {
-				if c.Outputs[i].Shard == ck.AnyShard {
-					// The output of a cross-shard job: the planner refuses
-					// the shard reserved for cross-shard keys, so it is
-					// not queued again and stays at its level (a known
-					// gap, RELIABILITY.md F6: queueing it changes Apply
-					// and needs a cluster version).
+				if c.Outputs[i].Shard == ck.AnyShard && st.clusterVersion < crossShardVersion {
+					// The output of a cross-shard job: before cluster
+					// version 4 it is not queued again and stays at its
+					// level (RELIABILITY.md F6).
 					continue
 				}
 				// The index validated the outputs; the planner keeps
