@@ -1,0 +1,43 @@
+// Package policy holds the scheduling policies operators set on a
+// compaction cluster, as values the state machine replicates and judges in
+// log time: priority classes, run windows and backpressure grades.
+//
+// Everything here is a pure function of its arguments: no clock, no time
+// zone database, no randomness, no map-order effects. Times are the log's
+// (Unix nanoseconds, as compactkit.Entry.Time); windows are recurring UTC
+// ranges shifted by a fixed offset, so a window opens at the same log time
+// on every replica, whatever the machine's time zone. Policies that have
+// memory (a backpressure grade and its hysteresis) take the previous state
+// as an argument and return the next; the state machine keeps that state
+// in its snapshots and never recomputes it from a local clock.
+//
+// # Windows
+//
+// A [Window] is a recurring weekly range: the days it starts on and a
+// range of minutes of the day, in UTC shifted by a fixed offset. A range
+// whose end is before its start wraps past midnight into the next day. A
+// [RunPolicy] lists windows and says whether new jobs may start only
+// inside them ([OnlyIn]) or never inside them ([NeverIn]); jobs in
+// progress always run to their end. A run policy under which work could
+// never start — an OnlyIn policy whose windows cover no minute of the
+// week, a NeverIn policy whose windows cover every minute — is refused by
+// [RunPolicy.Validate] ([ErrNeverOpens]), never left to starve a tenant
+// silently.
+//
+// # Priority classes
+//
+// A [Class] orders tenants at the same level: [High] before [Medium]
+// before [Low]. The zero value is Medium, so a tenant without a policy is
+// Medium.
+//
+// # Backpressure
+//
+// [Thresholds] grade a tenant's (or shard's) load — its queue depth in
+// blocks and its compaction debt — as [OK], [Slow] or [Stop], with
+// hysteresis: a grade is entered when a measure reaches its On threshold
+// and left only once every measure is below its Off threshold, so a load
+// hovering at a threshold does not flap. [Thresholds.Next] also takes
+// whether a run window is holding the tenant's work back: a closed window
+// alone never drives the grade to Stop. The grade advises a host's ingest;
+// it never drops blocks.
+package policy

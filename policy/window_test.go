@@ -1,0 +1,121 @@
+package policy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/compactkit/compactkit/policy"
+)
+
+func at(s string) int64 {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t.UnixNano()
+}
+
+func TestWindowContains(t *testing.T) {
+	offPeak := policy.Window{Days: policy.WorkingDays, Start: 22 * 60, End: 6 * 60} // 22:00-06:00 UTC, wraps
+	for _, c := range []struct {
+		when string
+		want bool
+	}{
+		{"2026-11-23T21:59:59Z", false}, // Monday, before
+		{"2026-11-23T22:00:00Z", true},  // Monday 22:00
+		{"2026-11-24T05:59:59Z", true},  // Tuesday morning: Monday's window
+		{"2026-11-24T06:00:00Z", false}, // closed at 06:00
+		{"2026-11-28T02:00:00Z", true},  // Saturday 02:00: Friday's window
+		{"2026-11-28T22:00:00Z", false}, // Saturday: not a working day
+		{"2026-11-23T02:00:00Z", false}, // Monday 02:00: Sunday opened none
+	} {
+		require.Equal(t, c.want, offPeak.Contains(at(c.when)), c.when)
+	}
+
+	// An offset shifts the window: 09:00-17:00 at UTC+05:30.
+	india := policy.Window{Days: policy.EveryDay, Start: 9 * 60, End: 17 * 60, Offset: 330}
+	require.True(t, india.Contains(at("2026-11-25T03:30:00Z")))
+	require.False(t, india.Contains(at("2026-11-25T03:29:00Z")))
+	require.False(t, india.Contains(at("2026-11-25T11:30:00Z")))
+
+	// Before the epoch, too.
+	require.True(t, policy.Window{Days: policy.Wednesday, Start: 0, End: 60}.Contains(at("1969-12-31T00:30:00Z")))
+	require.Equal(t, "Mon,Tue,Wed,Thu,Fri 22:00-06:00 UTC+00:00", offPeak.String())
+	require.Equal(t, "Sun 09:00-17:00 UTC-03:30", policy.Window{Days: policy.Sunday, Start: 540, End: 1020, Offset: -210}.String())
+}
+
+// Contains agrees with the time package's calendar in a fixed zone.
+func TestWindowContainsOracle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := policy.Window{
+			Days:   policy.Weekdays(rapid.IntRange(1, int(policy.EveryDay)).Draw(t, "days")),
+			Start:  uint16(rapid.IntRange(0, policy.MinutesPerDay-1).Draw(t, "start")),
+			End:    uint16(rapid.IntRange(0, policy.MinutesPerDay).Draw(t, "end")),
+			Offset: int16(rapid.IntRange(-policy.MaxOffset, policy.MaxOffset).Draw(t, "offset")),
+		}
+		if w.Start == w.End {
+			w.End = (w.End + 1) % (policy.MinutesPerDay + 1)
+		}
+		require.NoError(t, w.Validate())
+		ts := rapid.Int64Range(-1<<60, 1<<62).Draw(t, "t")
+		local := time.Unix(0, ts).In(time.FixedZone("", int(w.Offset)*60))
+		day, minute := local.Weekday(), uint16(local.Hour()*60+local.Minute())
+		var want bool
+		if w.Start < w.End {
+			want = w.Days.Has(day) && minute >= w.Start && minute < w.End
+		} else {
+			want = (w.Days.Has(day) && minute >= w.Start) || (w.Days.Has((day+6)%7) && minute < w.End)
+		}
+		require.Equal(t, want, w.Contains(ts), "%s at %s", w, local)
+	})
+}
+
+func TestWindowValidate(t *testing.T) {
+	for _, w := range []policy.Window{
+		{},
+		{Days: 0x80, Start: 0, End: 60},
+		{Days: policy.Monday, Start: 60, End: 60},
+		{Days: policy.Monday, Start: 1440, End: 60},
+		{Days: policy.Monday, Start: 0, End: 1441},
+		{Days: policy.Monday, Start: 0, End: 60, Offset: 841},
+		{Days: policy.Monday, Start: 0, End: 60, Offset: -841},
+	} {
+		require.ErrorIs(t, w.Validate(), policy.ErrInvalid, "%+v", w)
+	}
+	require.NoError(t, policy.Window{Days: policy.EveryDay, Start: 0, End: 1440}.Validate())
+}
+
+func TestRunPolicy(t *testing.T) {
+	night := policy.Window{Days: policy.EveryDay, Start: 22 * 60, End: 6 * 60}
+	var zero policy.RunPolicy
+	require.NoError(t, zero.Validate())
+	require.True(t, zero.MayStart(at("2026-11-25T12:00:00Z")), "no policy: always")
+
+	only := policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{night}}
+	require.NoError(t, only.Validate())
+	require.True(t, only.MayStart(at("2026-11-25T23:00:00Z")))
+	require.False(t, only.MayStart(at("2026-11-25T12:00:00Z")))
+
+	freeze := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{night}}
+	require.NoError(t, freeze.Validate())
+	require.False(t, freeze.MayStart(at("2026-11-25T23:00:00Z")))
+	require.True(t, freeze.MayStart(at("2026-11-25T12:00:00Z")))
+
+	// Policies under which work never starts are refused.
+	allWeek := policy.Window{Days: policy.EveryDay, Start: 0, End: policy.MinutesPerDay}
+	require.ErrorIs(t, policy.RunPolicy{Mode: policy.OnlyIn}.Validate(), policy.ErrNeverOpens)
+	require.ErrorIs(t, policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{allWeek}}.Validate(), policy.ErrNeverOpens)
+	// Two windows that together cover the week, in different offsets.
+	day := policy.Window{Days: policy.EveryDay, Start: 6 * 60, End: 22 * 60}
+	shifted := policy.Window{Days: policy.EveryDay, Start: 23 * 60, End: 7 * 60, Offset: 60} // 22:00-06:00 UTC
+	require.ErrorIs(t, policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{day, shifted}}.Validate(), policy.ErrNeverOpens)
+	shifted.Offset = 120 // 21:00-05:00 UTC: 05:00-06:00 UTC stays open
+	require.NoError(t, policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{day, shifted}}.Validate())
+
+	require.ErrorIs(t, policy.RunPolicy{Mode: 2}.Validate(), policy.ErrInvalid)
+	require.ErrorIs(t, policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{}}}.Validate(), policy.ErrInvalid)
+	require.ErrorIs(t, policy.RunPolicy{Windows: make([]policy.Window, policy.MaxWindows+1)}.Validate(), policy.ErrInvalid)
+}
