@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/btree"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
@@ -218,27 +217,6 @@ func (s *state) snapshot(w io.Writer) error {
 	return nil
 }
 
-// inFrames calls flush with successive batches of at most
-// codec.FrameRecords items visited by each (a tree's Ascend or Descend).
-func inFrames[T any](each func(btree.ItemIteratorG[T]), flush func([]T) error) error {
-	// The batch grows with the items: a small tree must not pay for a
-	// full frame's buffer.
-	var batch []T
-	var err error
-	each(func(it T) bool {
-		batch = append(batch, it)
-		if len(batch) == codec.FrameRecords {
-			err = flush(batch)
-			batch = batch[:0]
-		}
-		return err == nil
-	})
-	if err == nil && len(batch) > 0 {
-		err = flush(batch)
-	}
-	return err
-}
-
 func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 	var (
 		ids                         []string
@@ -291,7 +269,7 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 }
 
 func (s *state) writeTombs(enc func(any) error) error {
-	return inFrames(s.tombs.Descend, func(ts []tomb) error {
+	return codec.InFrames(s.tombs.Descend, func(ts []tomb) error {
 		n := len(ts)
 		kinds := make([]uint8, n)
 		targets, jobs := make([]string, n), make([]string, n)
@@ -310,7 +288,7 @@ func (s *state) writeTombs(enc func(any) error) error {
 }
 
 func (s *state) writeGone(enc func(any) error) error {
-	return inFrames(s.gone.Ascend, func(gs []goneRec) error {
+	return codec.InFrames(s.gone.Ascend, func(gs []goneRec) error {
 		n := len(gs)
 		kinds := make([]uint8, n)
 		targets := make([]string, n)
@@ -323,7 +301,7 @@ func (s *state) writeGone(enc func(any) error) error {
 }
 
 func (s *state) writeResults(enc func(any) error) error {
-	return inFrames(s.results.Ascend, func(rs []*result) error {
+	return codec.InFrames(s.results.Ascend, func(rs []*result) error {
 		n := len(rs)
 		jobs, details := make([]string, n), make([]string, n)
 		tokens, indexes := make([]uint64, n), make([]uint64, n)

@@ -241,33 +241,14 @@ func (s *state) writeSnapshot(w io.Writer) error {
 	}
 
 	// Keys.
-	var (
-		tenants        []string
-		shards, levels []uint32
-		counts         []int64
-	)
-	flushKeys := func() error {
-		if len(tenants) == 0 {
-			return nil
+	err = codec.InFrames(s.keys.Ascend, func(qs []*queue) error {
+		tenants, shards, levels, counts := make([]string, len(qs)), make([]uint32, len(qs)), make([]uint32, len(qs)), make([]int64, len(qs))
+		for i, q := range qs {
+			tenants[i], shards[i], levels[i], counts[i] = q.k.tenant, q.k.shard, q.k.level, int64(q.n)
 		}
-		err := sw.Encode(&keysFrame{N: len(tenants), Tenants: codec.PackStrings(tenants),
+		return sw.Encode(&keysFrame{N: len(qs), Tenants: codec.PackStrings(tenants),
 			Shards: codec.PackInts(shards), Levels: codec.PackInts(levels), Counts: codec.PackInts(counts)})
-		tenants, shards, levels, counts = tenants[:0], shards[:0], levels[:0], counts[:0]
-		return err
-	}
-	s.keys.Ascend(func(q *queue) bool {
-		tenants = append(tenants, q.k.tenant)
-		shards = append(shards, q.k.shard)
-		levels = append(levels, q.k.level)
-		counts = append(counts, int64(q.n))
-		if len(tenants) == codec.FrameRecords {
-			err = flushKeys()
-		}
-		return err == nil
 	})
-	if err == nil {
-		err = flushKeys()
-	}
 	if err != nil {
 		return err
 	}
@@ -288,30 +269,15 @@ func (s *state) writeSnapshot(w io.Writer) error {
 	}
 
 	// Claims, then their blocks.
-	var names []string
-	flushClaims := func() error {
-		if len(names) == 0 {
-			return nil
+	err = codec.InFrames(s.claims.Ascend, func(cs []*claim) error {
+		names, tenants := make([]string, len(cs)), make([]string, len(cs))
+		shards, levels, counts := make([]uint32, len(cs)), make([]uint32, len(cs)), make([]int64, len(cs))
+		for i, c := range cs {
+			names[i], tenants[i], shards[i], levels[i], counts[i] = c.name, c.k.tenant, c.k.shard, c.k.level, int64(len(c.items))
 		}
-		err := sw.Encode(&claimsFrame{N: len(names), Names: codec.PackStrings(names), Tenants: codec.PackStrings(tenants),
+		return sw.Encode(&claimsFrame{N: len(cs), Names: codec.PackStrings(names), Tenants: codec.PackStrings(tenants),
 			Shards: codec.PackInts(shards), Levels: codec.PackInts(levels), Counts: codec.PackInts(counts)})
-		names, tenants, shards, levels, counts = names[:0], tenants[:0], shards[:0], levels[:0], counts[:0]
-		return err
-	}
-	s.claims.Ascend(func(c *claim) bool {
-		names = append(names, c.name)
-		tenants = append(tenants, c.k.tenant)
-		shards = append(shards, c.k.shard)
-		levels = append(levels, c.k.level)
-		counts = append(counts, int64(len(c.items)))
-		if len(names) == codec.FrameRecords {
-			err = flushClaims()
-		}
-		return err == nil
 	})
-	if err == nil {
-		err = flushClaims()
-	}
 	if err != nil {
 		return err
 	}
@@ -327,37 +293,17 @@ func (s *state) writeSnapshot(w io.Writer) error {
 	}
 
 	// Quarantine.
-	var (
-		cols          blockCols
-		jobs, reasons []string
-		since         []int64
-	)
-	flushQuar := func() error {
-		if len(cols.ids) == 0 {
-			return nil
+	err = codec.InFrames(s.quar.Ascend, func(qs []*quarEnt) error {
+		var cols blockCols
+		tenants, jobs, reasons := make([]string, len(qs)), make([]string, len(qs)), make([]string, len(qs))
+		shards, levels, since := make([]uint32, len(qs)), make([]uint32, len(qs)), make([]int64, len(qs))
+		for i, qe := range qs {
+			cols.add(&qe.it)
+			tenants[i], shards[i], levels[i], jobs[i], reasons[i], since[i] = qe.k.tenant, qe.k.shard, qe.k.level, qe.job, qe.reason, qe.since
 		}
-		err := sw.Encode(&quarFrame{Blocks: cols.frame(), Tenants: codec.PackStrings(tenants), Shards: codec.PackInts(shards),
+		return sw.Encode(&quarFrame{Blocks: cols.frame(), Tenants: codec.PackStrings(tenants), Shards: codec.PackInts(shards),
 			Levels: codec.PackInts(levels), Jobs: codec.PackStrings(jobs), Reasons: codec.PackStrings(reasons), Since: codec.PackInts(since)})
-		cols.reset()
-		tenants, shards, levels, jobs, reasons, since = tenants[:0], shards[:0], levels[:0], jobs[:0], reasons[:0], since[:0]
-		return err
-	}
-	s.quar.Ascend(func(qe *quarEnt) bool {
-		cols.add(&qe.it)
-		tenants = append(tenants, qe.k.tenant)
-		shards = append(shards, qe.k.shard)
-		levels = append(levels, qe.k.level)
-		jobs = append(jobs, qe.job)
-		reasons = append(reasons, qe.reason)
-		since = append(since, qe.since)
-		if len(cols.ids) == codec.FrameRecords {
-			err = flushQuar()
-		}
-		return err == nil
 	})
-	if err == nil {
-		err = flushQuar()
-	}
 	if err != nil {
 		return err
 	}
