@@ -72,8 +72,9 @@
 //     and cleanup — against a small Client interface.
 //   - metrics/prom (a nested module): Prometheus collectors for the stats
 //     of every component, compaction lag and debt included.
-//   - examples (a nested module): the quickstart and a 3-node Raft cluster,
-//     with an HTTP transport between workers and the leader.
+//   - examples (a nested module): the quickstart (one short program to
+//     copy), a fuller demo and a 3-node Raft cluster, with an HTTP transport
+//     between workers and the leader.
 //   - internal/sim: the deterministic simulation of the whole system under
 //     faults, which checks the invariants of the design after every step.
 //

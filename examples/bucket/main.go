@@ -6,7 +6,7 @@
 // worker follows the log in its own replica and appends its own polls
 // (bucketlog.Node); one more node ingests and answers the example's
 // queries. It ingests synthetic segments, waits until the queue has
-// drained, prints the same summary and verification as the quickstart,
+// drained, prints the same summary and verification as examples/demo,
 // and exits non-zero if a check fails.
 //
 //	go run ./examples/bucket [-coordinators 3 | -serverless] [-segments N] [-workers N] [-keep]

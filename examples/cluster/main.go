@@ -4,7 +4,7 @@
 // filesystem object store, and workers as goroutines that follow the
 // leader. Halfway through the ingest the leader is shut down, twice, and
 // restarted as a follower. It reports the leader changes and the jobs
-// reassigned, runs the quickstart's verification, and compares the three
+// reassigned, runs examples/demo's verification, and compares the three
 // replicas' snapshots byte for byte. It exits non-zero if any check fails.
 //
 //	go run ./examples/cluster

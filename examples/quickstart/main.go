@@ -1,134 +1,186 @@
-// Command quickstart runs compactkit end to end in one process: a
-// single-node hashicorp/raft (in-memory stores) hosting the state machine
-// through hraft, a filesystem object store in a temporary directory,
-// synthetic ingest of small level-0 segments across tenants and shards,
-// and several workers compacting them over the HTTP transport. It prints a
-// summary table and the verification of the final state, writes a chart,
-// and exits non-zero if any check fails.
+// Command quickstart is compactkit end to end in one short program, to read
+// top to bottom and copy: the state machine hosted on a single-node
+// hashicorp/raft cluster, a filesystem object store, ingest of small level-0
+// segments, workers that merge them level by level and delete what they
+// replaced, and a check that every ingested record is in the final blocks.
+// It takes a few seconds.
 //
 //	go run ./examples/quickstart
-//	go run ./examples/quickstart -segments 2000 -tenants 12 -workers 8
+//
+// examples/demo does the same at scale, with progress bars, a status page,
+// a worker cut off mid-run, an S3 option and a full verification.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
 
+	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
-	"github.com/compactkit/compactkit/examples/internal/demo"
-	"github.com/compactkit/compactkit/metrics/prom"
+	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/worker"
 )
 
-// config is the quickstart's configuration: the run's and where things go.
-type config struct {
-	Run demo.Config
-	// Dir is the parent of the temporary directory ("" = the system's).
-	Dir string
-	// Keep keeps the object store and prints its path.
-	Keep bool
-	// Chart is the chart's path (.png or .svg); "" writes none.
-	Chart string
-	// Store, if set, replaces the filesystem store in a temporary
-	// directory (the tests run the quickstart on a real S3 server).
-	Store blockmerge.Store
-}
-
 func main() {
-	cfg := config{Run: demo.DefaultConfig(), Chart: filepath.Join(os.TempDir(), "compactkit-quickstart.png")}
-	apply := demo.Flags(flag.CommandLine, &cfg.Run, &cfg.Chart)
-	flag.BoolVar(&cfg.Keep, "keep", false, "keep the object store and print its path")
-	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the object store (default: the system's temporary directory)")
-	flag.Parse()
-	apply()
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
+	if _, err := run(ctx, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-// run runs the quickstart and prints its summary to out. An error wrapping
-// demo.ErrVerification means a check failed (the report says which).
-func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err error) {
-	if err := cfg.Run.Validate(); err != nil {
-		return nil, err
-	}
-	var store blockmerge.Store = cfg.Store
-	where := "the given store"
-	if store == nil {
-		_, fs, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-quickstart-", cfg.Keep)
-		if err != nil {
-			return nil, err
-		}
-		defer closeWorkspace()
-		store, where = fs, fs.Dir()
-	}
+// outcome is what a run ingested and found at the end.
+type outcome struct {
+	Segments, Ingested int            // level-0 segments and records ingested
+	Blocks, Live       int            // live blocks at the end and their records
+	Objects            int            // objects left in the store
+	Levels             map[uint32]int // live blocks per level
+	Stats              raftfsm.Stats  // the state machine once drained
+}
 
-	// One raft node, in-memory log, stable store, snapshots and transport.
-	state := demo.StateConfig()
-	_, trans := raft.NewInmemTransport("")
-	node, err := hraft.NewNode(hraft.NodeConfig{ID: "node-1", Transport: trans, State: &state, FSMOptions: demo.FSMOptions()})
+func run(ctx context.Context, out io.Writer) (res outcome, err error) {
+	// 1. The object store: a directory (in production, a bucket through
+	// blockmerge/objstore).
+	dir, err := os.MkdirTemp("", "compactkit-quickstart-")
 	if err != nil {
-		return nil, err
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	store, err := blockmerge.NewFileStore(dir)
+	if err != nil {
+		return res, err
+	}
+	defer store.Close()
+
+	// 2. The replicated configuration: the defaults (levels 0, 1 and 2
+	// compacted, level 3 final) with batches of 4 blocks that wait at most
+	// half a second, and replaced blocks deleted soon after.
+	state := raftfsm.DefaultConfig()
+	for i := range state.Planner.Levels {
+		state.Planner.Levels[i].MaxBlocks = 4
+		state.Planner.Levels[i].MaxAge = 500 * time.Millisecond
+	}
+	state.Index.CleanupDelay = 100 * time.Millisecond
+
+	// 3. The host: one hashicorp/raft node with in-memory stores, running
+	// the state machine. node.Service is the leader's API.
+	_, trans := raft.NewInmemTransport("")
+	node, err := hraft.NewNode(hraft.NodeConfig{ID: "node-1", Transport: trans, State: &state,
+		FSMOptions: []raftfsm.Option{raftfsm.WithCleanupAfter(200 * time.Millisecond)}})
+	if err != nil {
+		return res, err
 	}
 	defer node.Shutdown()
 	if err := node.Bootstrap(); err != nil {
-		return nil, err
+		return res, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = node.WaitServing(wctx)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("waiting for the raft node to lead: %w", err)
+	if err := node.WaitServing(ctx); err != nil {
+		return res, err
 	}
+	leader := node.Service
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prom.NewFSMCollector(node.State.Stats, prom.WithClock(time.Now)), prom.NewLeaderCollector(node.Service.Metrics))
-	srv, err := demo.Serve("127.0.0.1:0", node.Service, reg)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
-
-	fmt.Fprintf(out, "compactkit quickstart: single-node hashicorp/raft (in-memory stores), leader endpoints at %s (metrics: %s/metrics)\n", srv.URL, srv.URL)
-	fmt.Fprintf(out, "status page: %s/admin/ (compactctl -addr %s/admin/ status)\n", srv.URL, srv.URL)
-	fmt.Fprintf(out, "object store: %s\n\n", where)
-	rep, err = demo.Run(ctx, demo.Env{Peers: []string{srv.URL}, Store: store, Metrics: reg}, cfg.Run, out)
-	if rep == nil {
-		return nil, err
-	}
-	if rep.Verification.Checks != nil {
-		idx, _, _ := node.State.LastApplied()
-		demo.WriteSummary(out, rep, [2]string{"raft log", fmt.Sprintf("%d entries applied", idx)})
-	}
-	if cfg.Chart != "" && len(rep.Samples) > 1 {
-		if cerr := demo.WriteChart(cfg.Chart, "compactkit quickstart: blocks queued per level, jobs, deletions pending", rep.Samples, nil); cerr != nil {
-			fmt.Fprintln(out, "chart:", cerr)
-		} else {
-			fmt.Fprintf(out, "\nchart: %s\n", cfg.Chart)
+	// 4. Workers. The service is a worker.Client; across processes the
+	// worker's client is an RPC stub (examples/transport is one over HTTP).
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopWorkers(); wg.Wait() }() // before the node shuts down
+	for i := range 3 {
+		w, err := worker.New(leader, store, worker.Config{
+			ID: worker.NewID(fmt.Sprintf("worker-%d", i+1)), Concurrency: 2, PollInterval: 50 * time.Millisecond})
+		if err != nil {
+			return res, err
 		}
+		wg.Go(func() { _ = w.Run(wctx) }) // returns once wctx is done
 	}
-	if cfg.Keep {
-		fmt.Fprintf(out, "object store kept at %s\n", where)
+
+	// 5. Ingest: write each segment to the store, then add its metadata.
+	// A segment holds datasets of several tenants; compaction splits them.
+	start := time.Now().Add(-time.Hour).UnixNano()
+	for i := range 32 {
+		shard := uint32(i % 2)
+		var sets []blockmerge.Dataset
+		for _, tenant := range []string{"acme", "globex"} {
+			recs := make([]blockmerge.Record, 10)
+			for r := range recs {
+				ts := start + int64(i*len(recs)+r)*int64(time.Second)
+				recs[r] = blockmerge.Record{Key: fmt.Appendf(nil, `cpu{host="h%d"}`, r%3), Timestamp: ts, Value: fmt.Appendf(nil, "%d", r)}
+			}
+			sets = append(sets, blockmerge.Dataset{Tenant: tenant, Name: "cpu", Records: recs})
+			res.Ingested += len(recs)
+		}
+		info := blockmerge.BlockInfo{ID: fmt.Sprintf("seg/%d/%03d", shard, i), Shard: shard}
+		meta, err := blockmerge.WriteBlock(ctx, store, info, sets)
+		if err != nil {
+			return res, err
+		}
+		added, err := leader.AddBlocks(ctx, []ck.BlockMeta{meta})
+		if err == nil {
+			err = added[0].Err // nil: the block is indexed and queued
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Segments++
 	}
-	switch {
-	case errors.Is(err, demo.ErrVerification):
-		fmt.Fprintln(out, "\nverification FAILED")
-	case err == nil:
-		fmt.Fprintln(out, "\nverification passed: every record exactly once, nothing left behind")
+	fmt.Fprintf(out, "ingested %d segments, %d records\n", res.Segments, res.Ingested)
+
+	// 6. Drain: wait until nothing is queued, no job runs and no replaced
+	// block awaits deletion.
+	for {
+		if res.Stats, err = leader.Stats(ctx); err != nil {
+			return res, err // ctx done, or no longer the leader
+		}
+		if res.Stats.Drained() {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return rep, err
+	fmt.Fprintf(out, "drained: %d jobs completed, log index %d\n", res.Stats.Scheduler.Counters.Completed, res.Stats.LastApplied)
+
+	// 7. Verify: read every live block back and count its records.
+	view, err := leader.Index(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer view.Close()
+	res.Levels = map[uint32]int{}
+	for _, m := range view.Blocks("", 0) {
+		rd, err := blockmerge.Open(ctx, store, m.ID)
+		if err != nil {
+			return res, err
+		}
+		for j := range rd.Datasets() {
+			it, err := rd.DatasetAt(ctx, j)
+			if err != nil {
+				return res, err
+			}
+			for it.Next() {
+				res.Live++
+			}
+			if err := it.Err(); err != nil {
+				return res, err
+			}
+		}
+		res.Blocks++
+		res.Levels[m.Level]++
+	}
+	if err := store.List(ctx, ck.BlockPrefix, func(string) error { res.Objects++; return nil }); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(out, "live blocks per level: %v; objects in the store: %d\n", res.Levels, res.Objects)
+	fmt.Fprintf(out, "records: %d ingested, %d in the live blocks\n", res.Ingested, res.Live)
+	if res.Live != res.Ingested || res.Objects != res.Blocks {
+		return res, fmt.Errorf("verification failed")
+	}
+	fmt.Fprintln(out, "ok: every record compacted, every replaced segment deleted")
+	return res, nil
 }

@@ -48,7 +48,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns the quickstart's defaults.
+// DefaultConfig returns the demo command's defaults.
 func DefaultConfig() Config {
 	return Config{
 		Data: DataConfig{
