@@ -1,0 +1,143 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+// Enqueue queues block b, which arrived in entry e, under its compaction
+// key: (tenant, shard, level), with the empty tenant for a multi-tenant
+// level-0 segment and [compactkit.AnyShard] for a level compacted across
+// shards. It returns false, and changes nothing, for a block at or beyond
+// the final level. A malformed block or entry returns an error and changes
+// nothing.
+//
+// Enqueue checks the fields the planner relies on (ID, tenant, time range,
+// size, shard); the full validation of a block, datasets included, is the
+// index's, which sees every block first.
+//
+// Precondition: b is not queued, claimed or quarantined already. The index
+// refuses duplicate IDs before the state machine enqueues a block; the
+// planner keeps no per-block ID map (it would cost more memory than the
+// queue itself) and does not check this again. Nothing else in the planner
+// can queue a block twice: Return and Requeue put back blocks that were
+// taken out of the queue, and skip any whose arrival is already queued
+// (see Counters.Duplicates).
+//
+// The block's arrival is recorded: its arrival number (the planner numbers
+// blocks in the order it receives them, which since entries are applied in
+// order is the order of (entry index, position in the entry)) and its
+// arrival time, max(e.Time, the latest time applied).
+func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
+	if err := e.Validate(); err != nil {
+		return false, fmt.Errorf("planner: enqueue: %w", err)
+	}
+	if b == nil {
+		return false, fmt.Errorf("planner: enqueue: no block: %w", ck.ErrInconsistent)
+	}
+	if err := checkBlock(b); err != nil {
+		return false, fmt.Errorf("planner: enqueue: %w", err)
+	}
+	if b.Level >= p.s.cfg.FinalLevel {
+		return false, nil
+	}
+	if p.s.nextArrival == math.MaxUint64 {
+		return false, fmt.Errorf("planner: enqueue %s: arrival numbers exhausted: %w", b.ID, ck.ErrInconsistent)
+	}
+	p.tick(e.Time)
+	lc := p.s.cfg.level(b.Level)
+	k := key{tenant: b.Tenant, shard: b.Shard, level: b.Level}
+	if lc.CrossShard {
+		k.shard = ck.AnyShard
+	}
+	it := item{id: b.ID, arrival: p.s.nextArrival, time: p.s.clock, minT: b.MinTime, maxT: b.MaxTime, size: b.Size}
+	p.s.nextArrival++
+	p.s.counters.Enqueued++
+	q := p.lookup(k)
+	if q == nil {
+		q = p.newQueue(k)
+	} else if q.gen != p.gen {
+		q = p.own(q)
+	}
+	q.push(&it)
+	if !q.head.full {
+		// The head batch holds every queued block: extend it.
+		old := q.head
+		q.head.add(&it, lc)
+		if old.count == 0 || q.head.full {
+			p.s.indexHead(k, &old, false)
+			p.s.indexHead(k, &q.head, true)
+		}
+	}
+	return true, nil
+}
+
+// checkBlock validates the fields of b the planner relies on, with the
+// rules (and errors) of compactkit.BlockMeta.Validate.
+func checkBlock(b *ck.BlockMeta) error {
+	if err := checkID(b.ID); err != nil {
+		return fmt.Errorf("block: %w", err)
+	}
+	if err := checkName(b.Tenant); err != nil {
+		return fmt.Errorf("block %s: tenant: %w", b.ID, err)
+	}
+	switch {
+	case b.MinTime > b.MaxTime:
+		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.ID, b.MinTime, b.MaxTime, ck.ErrTimeRange)
+	case b.Size < 0:
+		return fmt.Errorf("block %s: size %d: %w", b.ID, b.Size, ck.ErrNegative)
+	case b.Shard == ck.AnyShard:
+		return fmt.Errorf("block %s: shard %d is reserved for cross-shard keys: %w", b.ID, b.Shard, ck.ErrInconsistent)
+	}
+	return nil
+}
+
+// checkID is compactkit.ValidateID with a fast path for the common case,
+// ASCII IDs: it accepts exactly the IDs ValidateID accepts.
+func checkID(id string) error {
+	if len(id) == 0 || len(id) > ck.MaxIDLen {
+		return ck.ValidateID(id)
+	}
+	seg, dots := 0, 0 // length of the current segment, and its dots
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c-0x20 >= 0x7f-0x20 || c == '\\':
+			return ck.ValidateID(id) // control or non-ASCII: the full rules
+		case c == '/':
+			if seg == 0 || seg == dots && seg <= 2 {
+				return ck.ValidateID(id)
+			}
+			seg, dots = 0, 0
+			continue
+		case c == '.':
+			dots++
+		}
+		seg++
+	}
+	if seg == dots && seg <= 2 {
+		return ck.ValidateID(id)
+	}
+	return nil
+}
+
+// checkName applies compactkit's rules for tenants: at most MaxNameLen
+// bytes of valid UTF-8 without control characters, empty allowed.
+func checkName(s string) error {
+	if len(s) > ck.MaxNameLen {
+		return fmt.Errorf("%d bytes, limit %d: %w", len(s), ck.MaxNameLen, ck.ErrInvalidID)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				return fmt.Errorf("%q: invalid characters: %w", s, ck.ErrInvalidID)
+			}
+			return nil
+		}
+	}
+	return nil
+}
