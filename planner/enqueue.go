@@ -3,8 +3,6 @@ package planner
 import (
 	"fmt"
 	"math"
-	"strings"
-	"unicode/utf8"
 
 	ck "github.com/compactkit/compactkit"
 )
@@ -79,11 +77,11 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 // checkBlock validates the fields of b the planner relies on, with the
 // rules (and errors) of compactkit.BlockMeta.Validate.
 func checkBlock(b *ck.BlockMeta) error {
-	if err := checkID(b.ID); err != nil {
+	if err := ck.ValidateID(b.ID); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
-	if err := checkName(b.Tenant); err != nil {
-		return fmt.Errorf("block %s: tenant: %w", b.ID, err)
+	if err := ck.ValidateTenant(b.Tenant); err != nil {
+		return fmt.Errorf("block %s: %w", b.ID, err)
 	}
 	switch {
 	case b.MinTime > b.MaxTime:
@@ -92,52 +90,6 @@ func checkBlock(b *ck.BlockMeta) error {
 		return fmt.Errorf("block %s: size %d: %w", b.ID, b.Size, ck.ErrNegative)
 	case b.Shard == ck.AnyShard:
 		return fmt.Errorf("block %s: shard %d is reserved for cross-shard keys: %w", b.ID, b.Shard, ck.ErrInconsistent)
-	}
-	return nil
-}
-
-// checkID is compactkit.ValidateID with a fast path for the common case,
-// ASCII IDs: it accepts exactly the IDs ValidateID accepts.
-func checkID(id string) error {
-	if len(id) == 0 || len(id) > ck.MaxIDLen {
-		return ck.ValidateID(id)
-	}
-	seg, dots := 0, 0 // length of the current segment, and its dots
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c-0x20 >= 0x7f-0x20 || c == '\\':
-			return ck.ValidateID(id) // control or non-ASCII: the full rules
-		case c == '/':
-			if seg == 0 || seg == dots && seg <= 2 {
-				return ck.ValidateID(id)
-			}
-			seg, dots = 0, 0
-			continue
-		case c == '.':
-			dots++
-		}
-		seg++
-	}
-	if seg == dots && seg <= 2 {
-		return ck.ValidateID(id)
-	}
-	return nil
-}
-
-// checkName applies compactkit's rules for tenants: at most MaxNameLen
-// bytes of valid UTF-8 without control characters, empty allowed.
-func checkName(s string) error {
-	if len(s) > ck.MaxNameLen {
-		return fmt.Errorf("%d bytes, limit %d: %w", len(s), ck.MaxNameLen, ck.ErrInvalidID)
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f {
-			if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-				return fmt.Errorf("%q: invalid characters: %w", s, ck.ErrInvalidID)
-			}
-			return nil
-		}
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 // re-queued. An invalid ID returns an error and changes nothing.
 func (p *Planner) Requeue(ids []string) (int, error) {
 	for _, id := range ids {
-		if err := checkID(id); err != nil {
+		if err := ck.ValidateID(id); err != nil {
 			return 0, fmt.Errorf("planner: requeue: %w", err)
 		}
 	}
