@@ -180,6 +180,42 @@ func (b *BlockMeta) checkDataset(d *DatasetMeta) error {
 // which is empty, "." or "..". IDs written by ingest are typically ULIDs;
 // compaction outputs are named by [OutputID].
 func ValidateID(id string) error {
+	if plainID(id) {
+		return nil
+	}
+	return validateID(id)
+}
+
+// plainID is the fast path of [ValidateID] for the common case, ASCII IDs:
+// true means valid; false means "apply the full rules" (control or
+// non-ASCII bytes, backslashes, or a segment that may be empty, "." or "..").
+// It never accepts an ID the full rules refuse.
+func plainID(id string) bool {
+	if len(id) == 0 || len(id) > MaxIDLen {
+		return false
+	}
+	seg, dots := 0, 0 // length of the current segment, and its dots
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c-0x20 >= 0x7f-0x20 || c == '\\':
+			return false
+		case c == '/':
+			if seg == 0 || seg == dots && seg <= 2 {
+				return false
+			}
+			seg, dots = 0, 0
+			continue
+		case c == '.':
+			dots++
+		}
+		seg++
+	}
+	return seg != dots || seg > 2
+}
+
+// validateID applies the full rules of [ValidateID].
+func validateID(id string) error {
 	if id == "" {
 		return fmt.Errorf("block ID: %w", ErrEmptyID)
 	}
@@ -206,10 +242,23 @@ func validateName(what, s string, emptyOK bool) error {
 		return fmt.Errorf("%s: %w", what, ErrEmptyID)
 	case len(s) > MaxNameLen:
 		return fmt.Errorf("%s: %d bytes, limit %d: %w", what, len(s), MaxNameLen, ErrInvalidID)
+	case printableASCII(s):
+		return nil
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return fmt.Errorf("%s %q: invalid characters: %w", what, s, ErrInvalidID)
 	}
 	return nil
+}
+
+// printableASCII reports whether s has only printable ASCII bytes (0x20 to
+// 0x7e): the fast path of validateName, for the common case.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateTenant reports whether tenant is a valid tenant name: at most

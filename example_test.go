@@ -8,10 +8,11 @@ import (
 )
 
 // A worker reports on the jobs it holds and asks for more; the request is
-// validated and encoded for the wire.
+// validated and encoded for the wire. Job names are the planner's:
+// <tenant>.s<shard>.l<level>.<sequence number>.<hash> (see package planner).
 func ExamplePollRequest() {
 	out := ck.BlockMeta{
-		ID:      ck.OutputID("L0-acme-7-00a1b2c3d4e5f607", 57, 0),
+		ID:      ck.OutputID("acme.s7.l0.12.00a1b2c3d4e5f607", 57, 0),
 		Tenant:  "acme",
 		Shard:   7,
 		Level:   1,
@@ -26,8 +27,8 @@ func ExamplePollRequest() {
 		WorkerID: "worker-1",
 		Seq:      12,
 		Updates: []ck.StatusUpdate{
-			{Job: "L0-acme-7-00a1b2c3d4e5f607", Token: 57, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{out}},
-			{Job: "L0-acme-3-0f0e0d0c0b0a0908", Token: 60, Status: ck.ReportInProgress},
+			{Job: "acme.s7.l0.12.00a1b2c3d4e5f607", Token: 57, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{out}},
+			{Job: "acme.s3.l0.9.0f0e0d0c0b0a0908", Token: 60, Status: ck.ReportInProgress},
 		},
 		FreeSlots: 1,
 	}
@@ -45,7 +46,7 @@ func ExamplePollRequest() {
 	fmt.Println(ck.ObjectKey(out.ID))
 	// Output:
 	// worker-1 12 2 success in_progress
-	// blocks/L0-acme-7-00a1b2c3d4e5f607/57/0
+	// blocks/acme.s7.l0.12.00a1b2c3d4e5f607/57/0
 }
 
 // Validation errors wrap sentinel errors, so callers can tell what is wrong.
@@ -62,9 +63,9 @@ func ExampleBlockMeta_Validate() {
 // The outputs of an attempt live under a prefix of their own, so an attempt
 // that ends without being committed can be deleted whole.
 func ExampleAttemptPrefix() {
-	fmt.Println(ck.AttemptPrefix("L1-acme-7-0011223344556677", 42))
-	fmt.Println(ck.ObjectKey(ck.OutputID("L1-acme-7-0011223344556677", 42, 0)))
+	fmt.Println(ck.AttemptPrefix("acme.s7.l1.31.0011223344556677", 42))
+	fmt.Println(ck.ObjectKey(ck.OutputID("acme.s7.l1.31.0011223344556677", 42, 0)))
 	// Output:
-	// blocks/L1-acme-7-0011223344556677/42/
-	// blocks/L1-acme-7-0011223344556677/42/0
+	// blocks/acme.s7.l1.31.0011223344556677/42/
+	// blocks/acme.s7.l1.31.0011223344556677/42/0
 }

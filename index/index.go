@@ -24,8 +24,11 @@ type Index struct {
 
 	nameMap map[string]uint32 // fast intern lookup for Apply; s.nameID serves views
 
+	// levels holds the live blocks' statistics by (tenant, level), and
+	// orphans counts the pending prefix tombstones (both for Stats; not
+	// snapshotted, rebuilt on restore).
 	levels  map[levelKey]*LevelStats
-	orphans int // prefix tombstones
+	orphans int
 
 	pivot *block // scratch search key for the Apply goroutine
 

@@ -14,11 +14,15 @@ import (
 	"github.com/compactkit/compactkit/internal/dups"
 )
 
-// Tree degrees: 32 for the trees with an item per block (the ID tree and the
-// runs of the time index), 16 for the smaller ones.
+// Tree degrees (google/btree's: a node holds up to 2×degree-1 items).
 const (
+	// blockDegree is the ID tree's: an item per live block.
 	blockDegree = 32
-	runDegree   = 64
+	// runDegree is a time-index run's: an item per block of the run's
+	// tenant and span class, read by range scans, so wider nodes.
+	runDegree = 64
+	// smallDegree is the other trees': the run list, the names, and the
+	// tombstone and result trees.
 	smallDegree = 16
 )
 
@@ -147,10 +151,10 @@ func lessTItem(a, b titem) bool {
 // Index.View, and a run shared with a view (gen older than the index's
 // generation) is replaced by a clone before the index mutates it.
 type run struct {
-	tenant uint32
-	class  uint8
-	gen    uint64
-	items  *btree.BTreeG[titem]
+	tenant uint32               // name ID of the tenant (see block.tenants)
+	class  uint8                // span class (see spanClass)
+	gen    uint64               // the index generation that made this copy
+	items  *btree.BTreeG[titem] // the run's blocks
 }
 
 func lessRun(a, b *run) bool {
@@ -254,16 +258,22 @@ type goneRec struct {
 
 func lessGone(a, b goneRec) bool { return a.tkey.less(b.tkey) }
 
-// result is the recorded outcome of a replacement.
+// result is the recorded outcome of a replacement, kept until
+// CompletedRetention after at so that a replayed completion gets it again.
 type result struct {
-	job       string
-	token     fencing.Token
-	index     uint64
-	at        int64
-	applied   bool
-	orphan    bool
-	reason    Refusal
-	detail    string
+	job   string        // the attempt: job name
+	token fencing.Token // and fencing token
+	index uint64        // index of the entry that applied or refused it
+	at    int64         // log time it was recorded
+	// applied tells whether the replacement was applied; if not, reason
+	// and detail say why (ReplaceResult.Reason, Detail) and orphan whether
+	// the attempt's prefix was tombstoned (ReplaceResult.Orphan).
+	applied bool
+	orphan  bool
+	reason  Refusal
+	detail  string
+	// missing and surviving are the sources that were not live, and those
+	// that were, when the replacement was refused (sorted, distinct).
 	missing   []string
 	surviving []string
 }
@@ -280,11 +290,11 @@ func lessResult(a, b *result) bool {
 type state struct {
 	cfg Config
 
-	byID   *btree.BTreeG[idItem] // live blocks by ID (descending)
-	runs   *btree.BTreeG[*run]   // the time index: runs by (tenant, class)
-	pivot  *block                // an empty block, never mutated, for search keys
-	nameID *btree.BTreeG[nameEntry]
-	names  []string // by ID; append-only, names[0] == ""
+	byID   *btree.BTreeG[idItem]    // live blocks by ID (descending)
+	runs   *btree.BTreeG[*run]      // the time index: runs by (tenant, class)
+	pivot  *block                   // an empty block, never mutated, for search keys
+	nameID *btree.BTreeG[nameEntry] // interned tenant and dataset names by name
+	names  []string                 // the interned names by ID; append-only, names[0] == ""
 
 	tombs   *btree.BTreeG[tomb]    // every pending tombstone by key
 	pool    *btree.BTreeG[poolKey] // unattached tombstones in release order
@@ -294,9 +304,12 @@ type state struct {
 
 	clock     int64 // latest log time seen by a mutation
 	floor     int64 // latest release time given to a tombstone
-	wmSet     bool
-	watermark int64
+	wmSet     bool  // a reader watermark was recorded (SetWatermark)
+	watermark int64 // the oldest reader's start, capped at the log time it was recorded
 
+	// Counters (Stats): replacements applied and refused, and blocks
+	// refused by refusedID (live, tombstoned or recently deleted IDs, and
+	// IDs under an orphaned or recently deleted prefix).
 	applied, refused, duplicates uint64
 }
 

@@ -27,16 +27,15 @@ var ErrStopped = errors.New("lease: keeper stopped")
 // treated as transient and retried.
 //
 // ctx is done when the locally measured lease runs out (its deadline is the
-// local end of the lease, translated to the system clock when the keeper
-// uses an injected [Clock]) or when the keeper's context is cancelled; a
+// local end of the lease) or when the keeper's context is cancelled; a
 // Renewer should return promptly then. Its answer no longer counts: once the
 // lease has run out locally it is lost, whatever the leader says.
 type Renewer func(ctx context.Context) (time.Duration, error)
 
 // Default tuning of a [Keeper].
 const (
-	// DefaultFraction is the default renewal fraction: a keeper renews
-	// every half lease.
+	// DefaultFraction is the renewal fraction: a keeper renews every half
+	// lease.
 	DefaultFraction = 0.5
 	// DefaultRetryInitial is the default wait before retrying a failed
 	// renewal.
@@ -50,29 +49,18 @@ type Option func(*config)
 
 type config struct {
 	fraction     float64
-	clock        Clock
 	logger       *slog.Logger
 	retryInitial time.Duration
 	retryMax     time.Duration
 }
 
-// WithFraction sets the fraction of a lease after which the keeper renews it:
-// a lease of duration g obtained by a request sent at s is renewed at
+// withFraction sets the fraction of a lease after which the keeper renews
+// it: a lease of duration g obtained by a request sent at s is renewed at
 // s + f×g. f must lie in the open interval (0, 1); any other value (and NaN)
 // is ignored, with a warning on the keeper's logger, and the keeper uses
-// [DefaultFraction].
-func WithFraction(f float64) Option {
+// [DefaultFraction]. Only tests set it (export_test.go).
+func withFraction(f float64) Option {
 	return func(c *config) { c.fraction = f }
-}
-
-// WithClock sets the clock the keeper measures the lease on. The default is
-// [SystemClock]. A nil clock is ignored.
-func WithClock(clk Clock) Option {
-	return func(c *config) {
-		if clk != nil {
-			c.clock = clk
-		}
-	}
 }
 
 // WithLogger sets the logger the keeper reports renewals, failures and the
@@ -117,7 +105,6 @@ type Keeper struct {
 	done   chan struct{}
 
 	renew        Renewer
-	clock        Clock
 	log          *slog.Logger
 	fraction     float64
 	retryInitial time.Duration
@@ -128,10 +115,10 @@ type Keeper struct {
 }
 
 // NewKeeper starts a keeper for a lease of duration granted, obtained by a
-// request the worker sent at local time sentAt (read from the keeper's
-// clock, [time.Now] by default). The lease ends locally at sentAt + granted;
-// the keeper first renews it at sentAt + f×granted, f being the renewal
-// fraction ([WithFraction]), by calling renew.
+// request the worker sent at local time sentAt (read from [time.Now]). The
+// lease ends locally at sentAt + granted; the keeper first renews it at
+// sentAt + f×granted, f being the renewal fraction ([DefaultFraction]), by
+// calling renew.
 //
 // After a successful renewal sent at s that granted g, the lease ends locally
 // at the later of its previous end and s + g, and the next renewal is due at
@@ -148,8 +135,8 @@ type Keeper struct {
 //   - with the parent's cause, when parent is cancelled;
 //   - with [ErrStopped], when [Keeper.Stop] is called.
 //
-// The keeper treats the lease as lost at its local end itself, whereas
-// [Lease.Expired] lets a lease hold at its deadline: the local end is no
+// The keeper treats the lease as lost at its local end itself, whereas the
+// leader lets a lease hold at its deadline: the local end is no
 // later than the leader's deadline, and the worker errs on the side of
 // stopping early. A granted duration that is not positive gives a lease that has
 // already ended: the keeper cancels its context at once. NewKeeper panics if
@@ -160,7 +147,6 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 	}
 	cfg := config{
 		fraction:     DefaultFraction,
-		clock:        SystemClock{},
 		logger:       slog.New(slog.DiscardHandler),
 		retryInitial: DefaultRetryInitial,
 		retryMax:     DefaultRetryMax,
@@ -181,7 +167,6 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 		cancel:       cancel,
 		done:         make(chan struct{}),
 		renew:        renew,
-		clock:        cfg.clock,
 		log:          cfg.logger,
 		fraction:     cfg.fraction,
 		retryInitial: cfg.retryInitial,
@@ -197,12 +182,8 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 // keeper is stopped; [context.Cause] tells which (see [NewKeeper]).
 func (k *Keeper) Context() context.Context { return k.ctx }
 
-// Err returns nil while the keeper's context is alive and, once it is done,
-// the cause with which it was cancelled (as [context.Cause] does).
-func (k *Keeper) Err() error { return context.Cause(k.ctx) }
-
-// Deadline returns the current local end of the lease, on the keeper's
-// clock. It only ever moves later.
+// Deadline returns the current local end of the lease, in local time. It
+// only ever moves later.
 func (k *Keeper) Deadline() time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -228,13 +209,13 @@ func (k *Keeper) run(next time.Time) {
 		if !k.sleepUntil(earlier(next, end)) {
 			return
 		}
-		now := k.clock.Now()
+		now := time.Now()
 		if !now.Before(end) {
 			k.expire(end, lastErr)
 			return
 		}
 		if now.Before(next) {
-			continue // the clock's timer fired early; wait again
+			continue // the timer fired early; wait again
 		}
 
 		sent := now
@@ -261,7 +242,7 @@ func (k *Keeper) run(next time.Time) {
 			continue
 		}
 		lastErr = err
-		now = k.clock.Now()
+		now = time.Now()
 		if !now.Before(end) {
 			k.expire(end, lastErr)
 			return
@@ -279,17 +260,7 @@ func (k *Keeper) run(next time.Time) {
 // the Renewer answered: the lease ran out before the answer arrived.
 func (k *Keeper) renewOnce(end time.Time, lastErr error) (time.Duration, error) {
 	expired := expiredError(end, lastErr)
-	var (
-		rctx   context.Context
-		cancel context.CancelFunc
-	)
-	if _, ok := k.clock.(SystemClock); ok {
-		rctx, cancel = context.WithDeadlineCause(k.ctx, end, expired)
-	} else {
-		// Context deadlines run on the system clock; translate the time
-		// left on the keeper's clock into a timeout.
-		rctx, cancel = context.WithTimeoutCause(k.ctx, end.Sub(k.clock.Now()), expired)
-	}
+	rctx, cancel := context.WithDeadlineCause(k.ctx, end, expired)
 	defer cancel()
 	stop := context.AfterFunc(rctx, func() {
 		if context.Cause(rctx) == expired {
@@ -304,13 +275,13 @@ func (k *Keeper) renewOnce(end time.Time, lastErr error) (time.Duration, error) 
 	return g, err
 }
 
-// sleepUntil waits until t on the keeper's clock. It returns false if the
-// keeper's context is done first.
+// sleepUntil waits until local time t. It returns false if the keeper's
+// context is done first.
 func (k *Keeper) sleepUntil(t time.Time) bool {
-	timer := k.clock.NewTimer(t.Sub(k.clock.Now()))
+	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {
-	case <-timer.C():
+	case <-timer.C:
 		return k.ctx.Err() == nil
 	case <-k.ctx.Done():
 		return false

@@ -129,7 +129,7 @@ func runScript(t *testing.T, run *keeperRun, back time.Duration) {
 	run.cancelledAt = time.Now()
 	cancelled.Store(true)
 	k.Stop() // Stop waits for the keeper: run is safe to read afterwards
-	run.cause = k.Err()
+	run.cause = context.Cause(k.Context())
 	run.deadlineAfter = k.Deadline()
 }
 

@@ -77,14 +77,13 @@ func sleepUntil(t time.Time) {
 func requireAlive(t *testing.T, k *lease.Keeper) {
 	t.Helper()
 	require.NoError(t, k.Context().Err())
-	require.NoError(t, k.Err())
+	require.NoError(t, context.Cause(k.Context()))
 }
 
 func requireLost(t *testing.T, k *lease.Keeper) {
 	t.Helper()
 	require.Error(t, k.Context().Err())
-	require.ErrorIs(t, k.Err(), lease.ErrLeaseLost)
-	require.Equal(t, k.Err(), context.Cause(k.Context()))
+	require.ErrorIs(t, context.Cause(k.Context()), lease.ErrLeaseLost)
 }
 
 func TestKeeperRenewsEveryHalfLease(t *testing.T) {
@@ -185,7 +184,7 @@ func TestKeeperExpiresWhenRenewalHangs(t *testing.T) {
 
 		sleepUntil(end)
 		requireLost(t, k)
-		require.Contains(t, k.Err().Error(), "expired locally")
+		require.Contains(t, context.Cause(k.Context()).Error(), "expired locally")
 		require.Equal(t, end, k.Deadline())
 	})
 }
@@ -236,9 +235,9 @@ func TestKeeperExpiresWhenRenewalsKeepFailing(t *testing.T) {
 
 		sleepUntil(end)
 		requireLost(t, k)
-		require.Contains(t, k.Err().Error(), "expired locally")
-		require.Contains(t, k.Err().Error(), unavailable.Error(), "the cause reports the last failure")
-		require.NotErrorIs(t, k.Err(), unavailable, "a transient failure is not the cause")
+		require.Contains(t, context.Cause(k.Context()).Error(), "expired locally")
+		require.Contains(t, context.Cause(k.Context()).Error(), unavailable.Error(), "the cause reports the last failure")
+		require.NotErrorIs(t, context.Cause(k.Context()), unavailable, "a transient failure is not the cause")
 	})
 }
 
@@ -321,7 +320,7 @@ func TestKeeperNonPositiveGrantIsAFailure(t *testing.T) {
 		require.Greater(t, len(r.snapshot()), 1, "retried")
 		sleepUntil(t0.Add(10 * time.Second))
 		requireLost(t, k)
-		require.Contains(t, k.Err().Error(), "non-positive")
+		require.Contains(t, context.Cause(k.Context()).Error(), "non-positive")
 	})
 }
 
@@ -349,7 +348,7 @@ func TestKeeperStop(t *testing.T) {
 		sleepUntil(t0.Add(7 * time.Second))
 		k.Stop()
 		require.ErrorIs(t, k.Context().Err(), context.Canceled)
-		require.Same(t, lease.ErrStopped, k.Err())
+		require.Same(t, lease.ErrStopped, context.Cause(k.Context()))
 		requireNoKeeperGoroutine(t)
 
 		// Stop is idempotent and safe from many goroutines.
@@ -358,7 +357,7 @@ func TestKeeperStop(t *testing.T) {
 			wg.Go(k.Stop)
 		}
 		wg.Wait()
-		require.Same(t, lease.ErrStopped, k.Err())
+		require.Same(t, lease.ErrStopped, context.Cause(k.Context()))
 
 		sleepUntil(t0.Add(time.Minute))
 		require.Len(t, r.snapshot(), 1, "no renewal after Stop")
@@ -379,7 +378,7 @@ func TestKeeperStopDuringRenewal(t *testing.T) {
 		sleepUntil(t0.Add(6 * time.Second)) // a renewal is in flight
 		k.Stop()
 		require.Same(t, lease.ErrStopped, seen, "the renewal's context is cancelled by Stop")
-		require.Same(t, lease.ErrStopped, k.Err())
+		require.Same(t, lease.ErrStopped, context.Cause(k.Context()))
 		requireNoKeeperGoroutine(t)
 	})
 }
@@ -398,49 +397,11 @@ func TestKeeperParentCancellation(t *testing.T) {
 		synctest.Wait()
 
 		require.Same(t, shutdown, context.Cause(k.Context()))
-		require.Same(t, shutdown, k.Err())
+		require.Same(t, shutdown, context.Cause(k.Context()))
 		requireNoKeeperGoroutine(t) // the keeper exits without waiting for Stop
 
 		sleepUntil(t0.Add(time.Minute))
 		require.Empty(t, r.snapshot())
-	})
-}
-
-// offsetClock is an injected clock running an hour ahead of the bubble's.
-type offsetClock struct {
-	mu     sync.Mutex
-	timers int
-}
-
-func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Hour) }
-
-func (c *offsetClock) NewTimer(d time.Duration) lease.Timer {
-	c.mu.Lock()
-	c.timers++
-	c.mu.Unlock()
-	return lease.SystemClock{}.NewTimer(d)
-}
-
-func TestKeeperWithClock(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		clk := &offsetClock{}
-		t0 := time.Now()
-		sentAt := clk.Now()
-		r := &recorder{respond: grantAlways(10 * time.Second)}
-		k := lease.NewKeeper(t.Context(), 10*time.Second, sentAt, r.renew, lease.WithClock(clk))
-		defer k.Stop()
-
-		sleepUntil(t0.Add(11 * time.Second))
-		requireAlive(t, k)
-		calls := r.snapshot()
-		require.Equal(t, []time.Duration{5 * time.Second, 10 * time.Second}, offsets(t0, calls))
-		// The renewal's context times out when the lease ends on the
-		// injected clock: 5s after the second renewal was sent.
-		require.Equal(t, calls[1].at.Add(5*time.Second), calls[1].deadline)
-		require.Equal(t, sentAt.Add(20*time.Second), k.Deadline(), "deadlines are on the injected clock")
-		clk.mu.Lock()
-		require.Positive(t, clk.timers)
-		clk.mu.Unlock()
 	})
 }
 

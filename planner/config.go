@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/google/btree"
 )
 
 // Bounds on the configuration. They keep job plans within the codec's
@@ -135,3 +137,56 @@ func (c *Config) tombstoneLevel(level uint32) bool {
 
 // level returns the policy of a level below the final level.
 func (c *Config) level(l uint32) *LevelConfig { return &c.Levels[l] }
+
+// SetConfig replaces the configuration; the state machine calls it when it
+// applies a config command. Every queued block stays queued; batches are
+// formed under the new policy from now on. Keys keep their shape: after
+// CrossShard changes for a level, the blocks queued under the former shape
+// stay in their keys and are planned there until drained, while new blocks
+// are queued under the new shape.
+//
+// Lowering the final level below a level that still holds queued, claimed
+// or quarantined blocks is refused (ErrInvalidConfig): those blocks would be
+// stranded. An invalid configuration is refused too; on error nothing
+// changes.
+func (p *Planner) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	if cfg.FinalLevel < p.s.cfg.FinalLevel {
+		if l, ok := p.s.highestLevel(); ok && l >= cfg.FinalLevel {
+			return fmt.Errorf("planner: final level %d: level %d still holds blocks: %w", cfg.FinalLevel, l, ErrInvalidConfig)
+		}
+	}
+	p.s.cfg = cfg.clone()
+	var qs []*queue
+	p.s.keys.Ascend(func(q *queue) bool {
+		qs = append(qs, q)
+		return true
+	})
+	p.s.full = btree.NewG(btreeDegree, fullLess)
+	p.s.timed = btree.NewG(btreeDegree, timeLess)
+	p.s.aging = btree.NewG(btreeDegree, timeLess)
+	for _, q := range qs {
+		q = p.own(q)
+		q.head = formBatch(q, 0, p.s.cfg.level(q.k.level))
+		p.s.indexHead(q.k, &q.head, true)
+	}
+	return nil
+}
+
+// highestLevel returns the highest level that holds queued, claimed or
+// quarantined blocks.
+func (s *state) highestLevel() (uint32, bool) {
+	var l uint32
+	found := false
+	see := func(k key) {
+		if !found || k.level > l {
+			l, found = k.level, true
+		}
+	}
+	s.keys.Ascend(func(q *queue) bool { see(q.k); return true })
+	s.claims.Ascend(func(c *claim) bool { see(c.k); return true })
+	s.quar.Ascend(func(qe *quarEnt) bool { see(qe.k); return true })
+	return l, found
+}

@@ -75,6 +75,13 @@
 // never reused while the scheduler may remember it. The hash binds the name
 // to its key and sources: Admissible recomputes it.
 //
+// A cleanup-only job ([CleanupPlan]) is named cleanup.<time>.<hash>: the
+// planning time in base 36 and, in hex, a 64-bit FNV-1a hash of its
+// tombstones (each one's kind byte, target and a zero byte). Such names
+// never recur either: time only moves forward, and a set of tombstones is
+// held by one job at a time. The state machine admits a tombstone into one
+// job only, so two polls that prepare the same cleanup create one job.
+//
 // # Data structures
 //
 // Each key's queue is a list of chunks of compact 56-byte items (the block

@@ -69,27 +69,6 @@ func TestJobNameFormat(t *testing.T) {
 	}
 }
 
-// TestCheckIDMatchesValidateID checks that the fast ID check accepts
-// exactly what compactkit.ValidateID accepts.
-func TestCheckIDMatchesValidateID(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		id := rapid.OneOf(
-			rapid.StringMatching(`[a-z./\\\x00\x7f]{0,8}`),
-			rapid.StringMatching(`[\x00-\x7f]{0,12}`),
-			rapid.String(),
-			rapid.SampledFrom([]string{".", "..", "a/.", "./a", "a/../b", "a//b", "/a", "a/", "...", "a/.../b", ".a/b.", "é/x"}),
-		).Draw(t, "id")
-		want := ck.ValidateID(id) == nil
-		require.Equal(t, want, checkID(id) == nil, "%q", id)
-	})
-	long := make([]byte, ck.MaxIDLen+1)
-	for i := range long {
-		long[i] = 'a'
-	}
-	require.Error(t, checkID(string(long)))
-	require.NoError(t, checkID(string(long[1:])))
-}
-
 // TestItemSize pins the queue item size the chunk capacities are made for.
 func TestItemSize(t *testing.T) {
 	require.Equal(t, uintptr(56), unsafe.Sizeof(item{}))

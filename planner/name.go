@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -87,4 +88,17 @@ func nameSeq(name string) (uint64, bool) {
 	}
 	seq, err := strconv.ParseUint(name[j+1:i], 10, 64)
 	return seq, err == nil
+}
+
+// cleanupName returns the name of a cleanup-only job planned at log time now
+// with tombstones ts: "cleanup.", now in base 36, ".", and in hex the FNV-1a
+// 64-bit hash of each tombstone's kind byte, target and a zero byte.
+func cleanupName(now int64, ts []ck.Tombstone) string {
+	h := fnv.New64a()
+	for _, t := range ts {
+		h.Write([]byte{byte(t.Kind)})
+		h.Write([]byte(t.Target))
+		h.Write([]byte{0})
+	}
+	return "cleanup." + strconv.FormatInt(now, 36) + "." + strconv.FormatUint(h.Sum64(), 16)
 }

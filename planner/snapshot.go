@@ -395,7 +395,7 @@ func (rs *restorer) header() error {
 		return codec.Malformed("clock %d", h.Clock)
 	case h.NextArrival == 0 || h.NextSeq == 0:
 		return codec.Malformed("next arrival %d, next sequence %d", h.NextArrival, h.NextSeq)
-	case h.HasCursor && checkName(h.Cursor) != nil, !h.HasCursor && h.Cursor != "":
+	case h.HasCursor && ck.ValidateTenant(h.Cursor) != nil, !h.HasCursor && h.Cursor != "":
 		return codec.Malformed("cursor %q", h.Cursor)
 	case h.Keys > h.Blocks || h.Claims > h.ClaimedBlocks:
 		return codec.Malformed("%d keys for %d blocks, %d claims for %d blocks", h.Keys, h.Blocks, h.Claims, h.ClaimedBlocks)
@@ -656,7 +656,7 @@ func (b *blockReader) item(i int) (item, error) {
 
 // checkItem validates a restored block.
 func checkItem(it *item, clock int64, nextArr uint64) error {
-	if err := checkID(it.id); err != nil {
+	if err := ck.ValidateID(it.id); err != nil {
 		return err
 	}
 	switch {
@@ -697,8 +697,8 @@ func readKeys(d *codec.Decoder, tenants codec.Strings, shards, levels []byte, n 
 
 // checkKey validates a restored key.
 func checkKey(k key, cfg *Config) error {
-	if err := checkName(k.tenant); err != nil {
-		return codec.Malformed("tenant: %v", err)
+	if err := ck.ValidateTenant(k.tenant); err != nil {
+		return codec.Malformed("%v", err)
 	}
 	if k.level >= cfg.FinalLevel {
 		return codec.Malformed("key %q/%d/%d: level at or beyond the final level %d", k.tenant, k.shard, k.level, cfg.FinalLevel)

@@ -176,3 +176,31 @@ func (s *state) tenants(clock int64) []TenantStats {
 	})
 	return out
 }
+
+// Counters count what the planner did since its state began (they are
+// replicated state: part of the snapshot).
+type Counters struct {
+	// Enqueued counts blocks queued by Enqueue.
+	Enqueued uint64
+	// Claims counts jobs that claimed their sources.
+	Claims uint64
+	// Completions counts jobs completed.
+	Completions uint64
+	// Returns counts jobs whose claims ended by Return, and ReturnedBlocks
+	// the sources that went back into the queue.
+	Returns, ReturnedBlocks uint64
+	// Quarantines counts evicted jobs, and QuarantinedBlocks their sources.
+	Quarantines, QuarantinedBlocks uint64
+	// Requeued counts quarantined blocks an operator re-queued.
+	Requeued uint64
+	// Dropped counts blocks removed from the queue or the quarantine by
+	// retention (Drop).
+	Dropped uint64
+	// Duplicates counts blocks that were already queued (or quarantined)
+	// when Return, Requeue or Quarantine tried to add them again; they were
+	// not added twice.
+	Duplicates uint64
+	// MissedRemovals counts blocks Drop did not find queued, claimed or
+	// quarantined.
+	MissedRemovals uint64
+}

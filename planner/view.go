@@ -24,21 +24,28 @@ import (
 // changing. A view itself is not safe for concurrent use: Next advances its
 // own planning state.
 type View struct {
+	// s is the planner's state when the view was opened; planning never
+	// changes it (the view's own progress is in the fields below).
 	s state
 
 	// Planning state: what the plans returned so far took.
-	seq       uint64
-	cursor    string
-	after     string // cursor + "\x00", once computed
-	hasCursor bool
+	seq       uint64         // sequence number of the next plan's name
+	cursor    string         // fairness cursor: tenant of the last plan (or claim)
+	after     string         // cursor + "\x00", once computed
+	hasCursor bool           // cursor is set (the empty tenant is a tenant)
 	touched   []touch        // keys this view's plans took from
 	byArr     map[uint64]int // touched by head arrival, once there are many
 	pivot     queue          // B-tree search key
-	matNow    int64
-	matOK     bool
-	mat       [][]cand
-	handed    map[ck.Tombstone]struct{}
-	hash      xxWords
+
+	// mat[r] holds the keys competing at level r because of their age or
+	// aging (not because they are full), as of log time matNow; matOK
+	// tells that mat was computed. See materialize.
+	matNow int64
+	matOK  bool
+	mat    [][]cand
+
+	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
+	hash   xxWords                   // scratch for job names
 }
 
 // touch is a key some plans of the view took blocks from.

@@ -49,9 +49,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Command is one entry of the host's log, as the state machine applies
 // it: the proposer's timestamp and exactly one operation.
 //
-// Build commands with the constructors of this package (or fill the
-// struct) and encode them with [Command.MarshalBinary]; the state machine
-// decodes and validates them in Apply.
+// Build a command by filling the struct (one operation) and encode it with
+// [FSM.Encode] on the leader (or [Command.MarshalBinary]); the state machine
+// decodes and validates it in Apply.
 type Command struct {
 	_ struct{} `cbor:",toarray"`
 	// Time is the proposer's timestamp (unix nanoseconds). The leader

@@ -2,8 +2,6 @@ package raftfsm
 
 import (
 	"fmt"
-	"hash/fnv"
-	"strconv"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/planner"
@@ -148,7 +146,7 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 // and assigns it to the worker, evicting an excluded job if the queue is
 // full. It reports whether the worker got the job.
 func (f *FSM) addCleanupJob(sv *scheduler.Schedule, worker string, tombstones func() (ck.Tombstone, bool), now int64) bool {
-	plan, ok := cleanupPlan(tombstones, f.opts.cleanupBatch, now)
+	plan, ok := planner.CleanupPlan(tombstones, f.opts.cleanupBatch, now)
 	return ok && (sv.AddJob(plan) || (sv.EvictJob() && sv.AddJob(plan))) && sv.AssignJob(worker)
 }
 
@@ -165,31 +163,6 @@ func validateSuccess(u *ck.StatusUpdate, plan *ck.JobPlan) error {
 		}
 	}
 	return nil
-}
-
-// cleanupPlan pulls up to n released tombstones into a cleanup-only job.
-// Its name is derived from the planning time and the tombstones: names
-// never recur (time only moves forward, and a set of tombstones is held by
-// one job at a time), and Apply admits a tombstone into one job only, so
-// two polls preparing the same cleanup create one job.
-func cleanupPlan(next func() (ck.Tombstone, bool), n int, now int64) (ck.JobPlan, bool) {
-	var ts []ck.Tombstone
-	h := fnv.New64a()
-	for len(ts) < n {
-		t, ok := next()
-		if !ok {
-			break
-		}
-		ts = append(ts, t)
-		h.Write([]byte{byte(t.Kind)})
-		h.Write([]byte(t.Target))
-		h.Write([]byte{0})
-	}
-	if len(ts) == 0 {
-		return ck.JobPlan{}, false
-	}
-	name := "cleanup." + strconv.FormatInt(now, 36) + "." + strconv.FormatUint(h.Sum64(), 16)
-	return ck.JobPlan{Name: name, Tombstones: ts}, true
 }
 
 // Recorded returns the response recorded for the worker's request seq, if

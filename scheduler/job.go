@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
@@ -213,13 +212,6 @@ func (p *pauses) toggled(r PauseRule, on bool) *pauses {
 		rules = slices.Delete(rules, i, i+1)
 	}
 	return newPauses(rules)
-}
-
-// validTenant reports whether s could be the tenant of a valid plan: at most
-// MaxNameLen bytes of valid UTF-8 without control characters.
-func validTenant(s string) bool {
-	return len(s) <= ck.MaxNameLen && utf8.ValidString(s) &&
-		!strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // LevelStats counts the jobs of one level by status.

@@ -1,0 +1,181 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/google/btree"
+)
+
+const btreeDegree = 16
+
+// fullEnt indexes a key whose head batch is full, by (level, tenant,
+// arrival of the batch's first block).
+type fullEnt struct {
+	level  uint32
+	shard  uint32
+	tenant string
+	arr    uint64
+}
+
+func fullLess(a, b fullEnt) bool {
+	if a.level != b.level {
+		return a.level < b.level
+	}
+	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+		return c < 0
+	}
+	if a.arr != b.arr {
+		return a.arr < b.arr
+	}
+	return a.shard < b.shard // arrivals are unique; a total order all the same
+}
+
+// timeEnt indexes a key by (level, a time, arrival of the head batch's
+// first block): the first block's arrival time for partial head batches
+// (timed), the time the batch became ready for full ones (aging).
+type timeEnt struct {
+	level  uint32
+	shard  uint32
+	t      int64
+	arr    uint64
+	tenant string
+}
+
+func timeLess(a, b timeEnt) bool {
+	if a.level != b.level {
+		return a.level < b.level
+	}
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	if a.arr != b.arr {
+		return a.arr < b.arr
+	}
+	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+		return c < 0
+	}
+	return a.shard < b.shard
+}
+
+// claim records the sources a job claims.
+type claim struct {
+	name  string
+	k     key
+	items []item
+}
+
+// claimRef indexes claims by key, for retention.
+type claimRef struct {
+	k    key
+	name string
+}
+
+func claimRefLess(a, b claimRef) bool {
+	if c := a.k.compare(b.k); c != 0 {
+		return c < 0
+	}
+	return a.name < b.name
+}
+
+// quarEnt is a quarantined block.
+type quarEnt struct {
+	it     item
+	k      key
+	job    string
+	reason string
+	since  int64
+}
+
+// state is everything a view shares with its planner: copy-on-write trees
+// and plain values.
+type state struct {
+	cfg Config
+	// keys holds the non-empty queues by key.
+	keys *btree.BTreeG[*queue]
+	// full, timed and aging index the keys by their head batch.
+	full  *btree.BTreeG[fullEnt]
+	timed *btree.BTreeG[timeEnt]
+	aging *btree.BTreeG[timeEnt]
+	// claims by job name, and by key.
+	claims    *btree.BTreeG[*claim]
+	claimKeys *btree.BTreeG[claimRef]
+	// quar holds the quarantined blocks by ID.
+	quar *btree.BTreeG[*quarEnt]
+
+	clock       int64  // the latest log time applied
+	nextArrival uint64 // arrival number of the next block, from 1
+	nextSeq     uint64 // the lowest job sequence number still claimable
+	cursor      string // tenant of the last claimed job
+	hasCursor   bool
+	counters    Counters
+}
+
+func newState(cfg Config) state {
+	return state{
+		cfg:         cfg,
+		keys:        btree.NewG(btreeDegree, func(a, b *queue) bool { return a.k.compare(b.k) < 0 }),
+		full:        btree.NewG(btreeDegree, fullLess),
+		timed:       btree.NewG(btreeDegree, timeLess),
+		aging:       btree.NewG(btreeDegree, timeLess),
+		claims:      btree.NewG(btreeDegree, func(a, b *claim) bool { return a.name < b.name }),
+		claimKeys:   btree.NewG(btreeDegree, claimRefLess),
+		quar:        btree.NewG(btreeDegree, func(a, b *quarEnt) bool { return a.it.id < b.it.id }),
+		nextArrival: 1,
+		nextSeq:     1,
+	}
+}
+
+// clone returns a copy that shares every tree copy-on-write.
+func (s *state) clone() state {
+	c := *s
+	c.keys = s.keys.Clone()
+	c.full = s.full.Clone()
+	c.timed = s.timed.Clone()
+	c.aging = s.aging.Clone()
+	c.claims = s.claims.Clone()
+	c.claimKeys = s.claimKeys.Clone()
+	c.quar = s.quar.Clone()
+	return c
+}
+
+// indexHead adds (or removes) the index entries of key k with head batch h.
+func (s *state) indexHead(k key, h *batch, add bool) {
+	if h.count == 0 {
+		return
+	}
+	lc := s.cfg.level(k.level)
+	switch {
+	case h.full:
+		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr}
+		if add {
+			s.full.ReplaceOrInsert(fe)
+		} else {
+			s.full.Delete(fe)
+		}
+		if k.level > 0 && lc.AgingThreshold > 0 {
+			rs, _ := h.readySince(lc)
+			te := timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant}
+			if add {
+				s.aging.ReplaceOrInsert(te)
+			} else {
+				s.aging.Delete(te)
+			}
+		}
+	case lc.MaxAge > 0:
+		te := timeEnt{level: k.level, shard: k.shard, t: h.first, arr: h.arr, tenant: k.tenant}
+		if add {
+			s.timed.ReplaceOrInsert(te)
+		} else {
+			s.timed.Delete(te)
+		}
+	}
+}
+
+// getQueue returns the queue of key k, or nil. pivot is scratch space
+// owned by the caller (a B-tree search key would otherwise escape to the
+// heap on every call).
+func (s *state) getQueue(k key, pivot *queue) *queue {
+	pivot.k = k
+	q, _ := s.keys.Get(pivot)
+	return q
+}
