@@ -25,8 +25,11 @@
 // if the job's version still matches, wires them to the planner (claims,
 // returns, quarantine, outputs queued one level up) and the index
 // (replacement, tombstones, orphans), and returns the worker's response in
-// [Result.Poll]. The response is recorded under the worker's ID and
-// request sequence: a retried poll gets it again and acts on nothing.
+// [Result.Poll]. [Result.Changes] says what became of each change: a
+// skipped one carries the scheduler's reason ([scheduler.Skip]), and
+// [Stats.SkippedChanges] counts them by reason. The response is recorded
+// under the worker's ID and request sequence: a retried poll gets it
+// again and acts on nothing.
 // In two-commit mode the host proposes a [PreparePoll] first and uses its
 // index as the assignments' token (see FSM.Prepare).
 //

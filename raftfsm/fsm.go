@@ -46,6 +46,9 @@ type state struct {
 	// lastBroken is the latest. Local: not in snapshots.
 	broken     uint64
 	lastBroken error
+	// skipped counts the changes of polls not applied, by reason. Local:
+	// not in snapshots.
+	skipped [scheduler.NumSkips]uint64
 }
 
 // invariant reports err, which Apply believed unreachable: a panic in
@@ -200,8 +203,11 @@ type ChangeResult struct {
 	Kind    ck.ChangeKind
 	Job     string
 	Applied bool
-	// Reason says why a change was skipped.
-	Reason string
+	// Reason says why the change was skipped (scheduler.NotSkipped if it
+	// was applied), and Detail explains it naming the offending values (it
+	// may be empty). Why puts them together for people.
+	Reason scheduler.Skip
+	Detail string
 	// Token is the job's token after an applied add or assign.
 	Token fencing.Token
 	// Excluded reports an applied change that excluded the job: a failure
@@ -214,6 +220,13 @@ type ChangeResult struct {
 	// Replace is the index's verdict on an applied completion of a
 	// compaction job (nil for cleanup-only jobs and other changes).
 	Replace *index.ReplaceResult
+}
+
+// Why says why the change was skipped, for people: the reason and its
+// detail ("stale version: prepared against 1, job at 2 before entry 3"), or
+// "" for an applied change.
+func (c *ChangeResult) Why() string {
+	return c.Reason.Explain(c.Detail)
 }
 
 // BlockResult is what became of one block of an add-blocks command.

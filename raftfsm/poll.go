@@ -43,9 +43,12 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 			r = tx.Apply(c)
 		}
 		results[i] = r
-		cr.Applied, cr.Reason = r.Applied, r.Reason
+		cr.Applied, cr.Reason, cr.Detail = r.Applied, r.Reason, r.Detail
 		if !r.Applied {
-			log.Debug("raftfsm: change skipped", "entry", e.Index, "kind", c.Kind, "job", c.Job, "reason", r.Reason)
+			if r.Reason < scheduler.NumSkips {
+				st.skipped[r.Reason]++
+			}
+			log.Debug("raftfsm: change skipped", "entry", e.Index, "kind", c.Kind, "job", c.Job, "reason", r.Reason.String(), "detail", r.Detail)
 			continue
 		}
 		cr.Token = r.After.Token
@@ -98,18 +101,18 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 func (st *state) applyAdd(e ck.Entry, now int64, tx *scheduler.Tx, c *ck.Change) scheduler.Result {
 	plan := c.Plan
 	if _, _, exists := st.sched.Job(plan.Name); exists {
-		return scheduler.Result{Kind: ck.ChangeAdd, Reason: "job exists"}
+		return scheduler.Result{Kind: ck.ChangeAdd, Reason: scheduler.SkippedJobExists}
 	}
 	if !plan.CleanupOnly() {
 		if err := st.planner.Admissible(plan); err != nil {
-			return scheduler.Result{Kind: ck.ChangeAdd, Reason: err.Error()}
+			return scheduler.Result{Kind: ck.ChangeAdd, Reason: scheduler.SkippedNotAdmissible, Detail: err.Error()}
 		}
 	}
 	if len(plan.Tombstones) > 0 {
 		accepted := st.index.Attach(now, plan.Name, plan.Tombstones)
 		if len(accepted) != len(plan.Tombstones) {
 			if plan.CleanupOnly() && len(accepted) == 0 {
-				return scheduler.Result{Kind: ck.ChangeAdd, Reason: "no tombstone left to clean"}
+				return scheduler.Result{Kind: ck.ChangeAdd, Reason: scheduler.SkippedNoTombstoneLeft, Detail: fmt.Sprintf("none of its %d tombstones is unattached and releasable", len(plan.Tombstones))}
 			}
 			cp := *plan
 			cp.Tombstones = accepted
@@ -131,7 +134,7 @@ func (st *state) applyAdd(e ck.Entry, now int64, tx *scheduler.Tx, c *ck.Change)
 			_, cerr := st.sched.Cancel(e, now, plan.Name)
 			st.invariant(cerr, "undo of "+plan.Name)
 			st.index.Detach(plan.Name)
-			return scheduler.Result{Kind: ck.ChangeAdd, Reason: err.Error()}
+			return scheduler.Result{Kind: ck.ChangeAdd, Reason: scheduler.SkippedNotAdmissible, Detail: err.Error()}
 		}
 	}
 	return r

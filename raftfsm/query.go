@@ -28,6 +28,17 @@ type Stats struct {
 	// logged). It should stay 0: anything else is a bug to report. Tests
 	// and builds with the "invariants" tag panic instead.
 	BrokenInvariants uint64
+	// SkippedChanges counts the changes of applied polls that were not
+	// applied, by reason (indexed by scheduler.Skip; the NotSkipped entry
+	// stays 0), since the replica started or last restored a snapshot.
+	// Skips are normal: a poll prepared on a view that a concurrent entry
+	// moved on (stale version), a worker reporting a job it no longer
+	// holds (no lease), a job the planner no longer admits. Besides the
+	// scheduler's skips (Scheduler.Counters.Skipped) they count adds the
+	// state machine refused before the scheduler saw them (job exists, not
+	// admissible, no tombstone left). Like BrokenInvariants they are the
+	// replica's own, not in snapshots.
+	SkippedChanges [scheduler.NumSkips]uint64
 	// Planner, Scheduler and Index are the components' statistics. The
 	// planner's per-level Lag and Debt are the compaction lag and debt:
 	// the signals to autoscale workers on.
@@ -58,7 +69,7 @@ func (f *FSM) Stats() Stats {
 	return Stats{
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(), BrokenInvariants: st.broken,
-		Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
+		SkippedChanges: st.skipped, Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
 	}
 }
 

@@ -14,8 +14,11 @@ type Result struct {
 	// Applied is false when the change's precondition failed (stale
 	// version, token mismatch, wrong status, limit, ...): nothing changed.
 	Applied bool
-	// Reason says why the change was skipped, for logs and tests.
-	Reason string
+	// Reason says why the change was skipped (NotSkipped if it was
+	// applied), and Detail explains it naming the offending values (it may
+	// be empty). Why puts them together for people.
+	Reason Skip
+	Detail string
 	// Kind is the kind of change executed. A reported failure that reaches
 	// the failure limit is a ChangeFail whose After.Status is Excluded.
 	Kind ck.ChangeKind
@@ -41,7 +44,7 @@ type Tx struct {
 	e     ck.Entry
 	now   int64
 	token fencing.Token
-	stale string // non-empty: every change is skipped, for this reason
+	stale string // non-empty: every change is skipped as a stale entry, for this reason
 	// byWorker makes ownership the token and the worker (see
 	// Tx.CheckWorkers).
 	byWorker bool
@@ -172,10 +175,23 @@ func (tx *Tx) removing(j *job) {
 	tx.removed = append(tx.removed, removal{name: j.st.Name, pre: tx.preVersion(j.st.Name, j)})
 }
 
-func (tx *Tx) skip(r *Result, format string, args ...any) Result {
+// Why says why the change was skipped, for people: the reason and its
+// detail ("stale version: prepared against 1, job at 2 before entry 3"), or
+// "" for an applied change.
+func (r *Result) Why() string {
+	return r.Reason.Explain(r.Detail)
+}
+
+// skip counts a skipped change and returns r skipped for the reason, with
+// a detail formatted from format and args ("" for none).
+func (tx *Tx) skip(r *Result, reason Skip, format string, args ...any) Result {
 	tx.s.counters.Skipped++
 	r.Applied = false
-	r.Reason = fmt.Sprintf(format, args...)
+	r.Reason = reason
+	r.Detail = format
+	if len(args) > 0 {
+		r.Detail = fmt.Sprintf(format, args...)
+	}
 	return *r
 }
 
@@ -210,11 +226,11 @@ func (tx *Tx) skip(r *Result, format string, args ...any) Result {
 // applied add is kept, not copied: it must not be modified afterwards.
 func (tx *Tx) Apply(c *ck.Change) Result {
 	if c == nil {
-		return Result{Reason: "nil change"}
+		return Result{Reason: SkippedInvalid, Detail: "nil change"}
 	}
 	r := Result{Kind: c.Kind}
 	if tx.stale != "" {
-		r.Reason = tx.stale
+		r.Reason, r.Detail = SkippedStaleEntry, tx.stale
 		return r
 	}
 	s := tx.s
@@ -223,16 +239,16 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		r.Before = j.st
 	}
 	if err := c.Kind.Validate(); err != nil {
-		return tx.skip(&r, "%v", err)
+		return tx.skip(&r, SkippedInvalid, "%v", err)
 	}
 	if pre := tx.preVersion(c.Job, j); c.Kind != ck.ChangeCancel && pre != c.Version {
-		return tx.skip(&r, "stale version: prepared against %d, job at %d before entry %d", c.Version, pre, tx.e.Index)
+		return tx.skip(&r, SkippedStaleVersion, "prepared against %d, job at %d before entry %d", c.Version, pre, tx.e.Index)
 	}
 	if c.Kind == ck.ChangeAdd {
 		return tx.add(c, &r)
 	}
 	if j == nil {
-		return tx.skip(&r, "unknown job")
+		return tx.skip(&r, SkippedUnknownJob, "")
 	}
 	cfg := &s.cfg
 	expired := j.st.Status == ck.StatusInProgress && tx.now > j.st.Deadline
@@ -243,17 +259,17 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	case ck.ChangeAssign:
 		switch {
 		case c.Worker == "":
-			return tx.skip(&r, "assign without a worker")
+			return tx.skip(&r, SkippedInvalid, "assign without a worker")
 		case !j.active:
-			return tx.skip(&r, "paused")
+			return tx.skip(&r, SkippedPaused, "")
 		case j.st.Status == ck.StatusExcluded:
-			return tx.skip(&r, "excluded")
+			return tx.skip(&r, SkippedExcluded, "")
 		case j.st.Status == ck.StatusInProgress && !expired:
-			return tx.skip(&r, "lease not expired")
+			return tx.skip(&r, SkippedLeaseNotExpired, "")
 		case expired && cfg.atLimit(j.st.Failures):
-			return tx.skip(&r, "at the failure limit: exclude instead")
+			return tx.skip(&r, SkippedAtFailureLimit, "%d failures before, limit %d: exclude instead", j.st.Failures, cfg.MaxFailures)
 		case j.st.Worker == "" && tx.token < j.st.Token, j.st.Worker != "" && tx.token <= j.st.Token:
-			return tx.skip(&r, "token %d not newer than %d", tx.token, j.st.Token)
+			return tx.skip(&r, SkippedTokenNotNewer, "token %d, the job's %d", tx.token, j.st.Token)
 		}
 		if expired {
 			nj.st.Failures++
@@ -272,9 +288,9 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	case ck.ChangeExclude:
 		switch {
 		case !expired:
-			return tx.skip(&r, "not in progress with an expired lease")
+			return tx.skip(&r, SkippedNoExpiredLease, "%s", j.st.Status)
 		case !cfg.atLimit(j.st.Failures):
-			return tx.skip(&r, "below the failure limit")
+			return tx.skip(&r, SkippedBelowFailureLimit, "%d failures before, limit %d", j.st.Failures, cfg.MaxFailures)
 		}
 		nj.st.Status = ck.StatusExcluded
 		nj.st.Failures++
@@ -285,10 +301,10 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		s.counters.Excluded++
 	case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
 		if !owns {
-			return tx.skip(&r, "no lease: %s with token %d", j.st.Status, c.Token)
+			return tx.skip(&r, SkippedNoLease, "%s with token %d", j.st.Status, c.Token)
 		}
 		if tx.byWorker && c.Worker != j.st.Worker {
-			return tx.skip(&r, "no lease: held by another worker")
+			return tx.skip(&r, SkippedNoLease, "held by another worker")
 		}
 		switch c.Kind {
 		case ck.ChangeRenew:
@@ -323,9 +339,9 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	case ck.ChangeEvict:
 		switch {
 		case j.st.Status != ck.StatusExcluded:
-			return tx.skip(&r, "not excluded")
+			return tx.skip(&r, SkippedNotExcluded, "%s", j.st.Status)
 		case cfg.MaxQueueSize <= 0 || s.byName.Len() < cfg.MaxQueueSize:
-			return tx.skip(&r, "queue below its limit")
+			return tx.skip(&r, SkippedQueueBelowLimit, "")
 		}
 		tx.removing(j)
 		s.remove(j)
@@ -347,15 +363,15 @@ func (tx *Tx) add(c *ck.Change, r *Result) Result {
 	cfg := &s.cfg
 	switch {
 	case c.Plan == nil || c.Plan.Name != c.Job:
-		return tx.skip(r, "add without a matching plan")
+		return tx.skip(r, SkippedInvalid, "add without a matching plan")
 	case s.get(c.Job) != nil:
-		return tx.skip(r, "job exists")
+		return tx.skip(r, SkippedJobExists, "")
 	case s.hasCompleted(c.Job):
-		return tx.skip(r, "job completed recently")
+		return tx.skip(r, SkippedCompletedRecently, "")
 	case cfg.MaxQueueSize > 0 && s.byName.Len() >= cfg.MaxQueueSize:
-		return tx.skip(r, "queue full")
+		return tx.skip(r, SkippedQueueFull, "%d jobs", s.byName.Len())
 	case s.pauses.paused(c.Plan.Tenant, c.Plan.Level):
-		return tx.skip(r, "paused")
+		return tx.skip(r, SkippedPaused, "")
 	}
 	plan := c.Plan
 	j := &job{
@@ -391,7 +407,7 @@ func (s *Scheduler) cancel(j *job, r Result) Result {
 func (s *Scheduler) Cancel(e ck.Entry, now int64, name string) (Result, error) {
 	j := s.get(name)
 	if j == nil {
-		return Result{Kind: ck.ChangeCancel, Reason: "unknown job"}, fmt.Errorf("cancel %q at entry %d: %w", name, e.Index, ErrUnknownJob)
+		return Result{Kind: ck.ChangeCancel, Reason: SkippedUnknownJob}, fmt.Errorf("cancel %q at entry %d: %w", name, e.Index, ErrUnknownJob)
 	}
 	return s.cancel(j, Result{}), nil
 }

@@ -35,7 +35,8 @@ func TestApplySameEntryTwiceChangesNothing(t *testing.T) {
 	for i := range u.Changes {
 		r := tx.Apply(&u.Changes[i])
 		require.False(t, r.Applied)
-		require.Contains(t, r.Reason, "already applied")
+		require.Equal(t, scheduler.SkippedStaleEntry, r.Reason)
+		require.Contains(t, r.Detail, "already applied")
 	}
 	require.Equal(t, before, snapshot(t, h.s), "not even a counter moved")
 
@@ -214,7 +215,8 @@ func TestTwoCommitTokens(t *testing.T) {
 	tx := h.s.Begin(ck.Entry{Index: h.idx + 1}, h.now, h.idx+5)
 	r := tx.Apply(&ck.Change{Kind: ck.ChangeCancel, Job: "j"})
 	require.False(t, r.Applied)
-	require.Contains(t, r.Reason, "after entry")
+	require.Equal(t, scheduler.SkippedStaleEntry, r.Reason)
+	require.Contains(t, r.Detail, "after entry")
 }
 
 func TestAssignmentTokensGrow(t *testing.T) {
@@ -228,7 +230,7 @@ func TestAssignmentTokensGrow(t *testing.T) {
 	v := h.job("j").Version
 	rs := h.apply(ck.PlanUpdate{TokenIndex: uint64(tok), Changes: []ck.Change{{Kind: ck.ChangeAssign, Job: "j", Version: v, Worker: "w2"}}})
 	require.False(t, rs[0].Applied)
-	require.Contains(t, rs[0].Reason, "not newer")
+	require.Equal(t, scheduler.SkippedTokenNotNewer, rs[0].Reason)
 }
 
 func TestStaleChangesAreSkippedAndCounted(t *testing.T) {
@@ -246,25 +248,28 @@ func TestStaleChangesAreSkippedAndCounted(t *testing.T) {
 
 	rs := h.apply(stale)
 	require.False(t, rs[0].Applied)
-	require.Contains(t, rs[0].Reason, "stale version")
+	require.Equal(t, scheduler.SkippedStaleVersion, rs[0].Reason)
 	require.Equal(t, ck.StatusUnassigned, rs[0].Before.Status)
 	require.True(t, rs[1].Applied, "the other change still applies")
 	require.Equal(t, uint64(1), h.s.Stats().Counters.Skipped)
 
 	// Wrong token, wrong status, unknown job, unknown kind: skipped.
 	v := h.job("j-01").Version
-	for _, c := range []ck.Change{
-		{Kind: ck.ChangeRenew, Job: "j-01", Version: v, Token: 999},
-		{Kind: ck.ChangeExclude, Job: "j-01", Version: v},
-		{Kind: ck.ChangeEvict, Job: "j-01", Version: v},
-		{Kind: ck.ChangeAssign, Job: "j-01", Version: v, Worker: "w"},
-		{Kind: ck.ChangeRenew, Job: "nope", Token: 1},
-		{Kind: ck.ChangeKind(99), Job: "j-01", Version: v},
-		{Kind: ck.ChangeAdd, Job: "x", Plan: &ck.JobPlan{Name: "y"}},
+	for _, tc := range []struct {
+		c    ck.Change
+		want scheduler.Skip
+	}{
+		{ck.Change{Kind: ck.ChangeRenew, Job: "j-01", Version: v, Token: 999}, scheduler.SkippedNoLease},
+		{ck.Change{Kind: ck.ChangeExclude, Job: "j-01", Version: v}, scheduler.SkippedNoExpiredLease},
+		{ck.Change{Kind: ck.ChangeEvict, Job: "j-01", Version: v}, scheduler.SkippedNotExcluded},
+		{ck.Change{Kind: ck.ChangeAssign, Job: "j-01", Version: v, Worker: "w"}, scheduler.SkippedLeaseNotExpired},
+		{ck.Change{Kind: ck.ChangeRenew, Job: "nope", Token: 1}, scheduler.SkippedUnknownJob},
+		{ck.Change{Kind: ck.ChangeKind(99), Job: "j-01", Version: v}, scheduler.SkippedInvalid},
+		{ck.Change{Kind: ck.ChangeAdd, Job: "x", Plan: &ck.JobPlan{Name: "y"}}, scheduler.SkippedInvalid},
 	} {
-		rs := h.apply(ck.PlanUpdate{Changes: []ck.Change{c}})
-		require.False(t, rs[0].Applied, "%s", c.Kind)
-		require.NotEmpty(t, rs[0].Reason)
+		rs := h.apply(ck.PlanUpdate{Changes: []ck.Change{tc.c}})
+		require.False(t, rs[0].Applied, "%s", tc.c.Kind)
+		require.Equal(t, tc.want, rs[0].Reason, "%s: %s", tc.c.Kind, rs[0].Why())
 	}
 	require.Equal(t, uint64(8), h.s.Stats().Counters.Skipped)
 }

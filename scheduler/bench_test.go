@@ -228,7 +228,7 @@ func (st *steady) apply(tb testing.TB, u *ck.PlanUpdate) {
 	for i := range u.Changes {
 		r := tx.Apply(&u.Changes[i])
 		if !r.Applied {
-			tb.Fatalf("change %d (%s %s) skipped: %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Reason)
+			tb.Fatalf("change %d (%s %s) skipped: %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
 		}
 		if r.Kind == ck.ChangeAssign {
 			st.running = append(st.running, r.After.Name)

@@ -23,8 +23,11 @@
 // precondition still holds, so two polls prepared on the same view can never
 // both take a job, and applying an entry twice changes nothing. Each
 // [Result] says what happened, so the state machine can wire it to the
-// planner and the index. Apply never reads local configuration: [Config] is
-// replicated state, changed by [Scheduler.SetConfig].
+// planner and the index; a skipped change says why with a [Skip] (stale
+// version, no lease, queue full, ...) and a detail naming the values
+// ([Result.Why] puts them in words). Apply never reads local
+// configuration: [Config] is replicated state, changed by
+// [Scheduler.SetConfig].
 //
 // # Tokens, leases, versions
 //

@@ -24,7 +24,7 @@ func applyUpdate(s *scheduler.Scheduler, e ck.Entry, u ck.PlanUpdate) {
 		case r.Applied:
 			fmt.Printf("  %s %s: %s token=%d\n", r.Kind, u.Changes[i].Job, r.After.Status, r.After.Token)
 		default:
-			fmt.Printf("  %s %s: skipped (%s)\n", r.Kind, u.Changes[i].Job, r.Reason)
+			fmt.Printf("  %s %s: skipped (%s)\n", r.Kind, u.Changes[i].Job, r.Why())
 		}
 	}
 }

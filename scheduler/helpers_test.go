@@ -56,7 +56,7 @@ func (h *harness) applyAll(u ck.PlanUpdate) []scheduler.Result {
 	h.t.Helper()
 	rs := h.apply(u)
 	for i, r := range rs {
-		require.True(h.t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Reason)
+		require.True(h.t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
 	}
 	return rs
 }

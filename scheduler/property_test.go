@@ -176,10 +176,10 @@ func (st *sm) apply(t *rapid.T, u ck.PlanUpdate) []scheduler.Result {
 		c := &u.Changes[i]
 		prev, _, _ := st.s.Job(c.Job)
 		r, mr := tx.Apply(c), mtx.apply(c)
-		require.Equal(t, mr.applied, r.Applied, "change %d %s %s: %s", i, c.Kind, c.Job, r.Reason)
+		require.Equal(t, mr.applied, r.Applied, "change %d %s %s: %s", i, c.Kind, c.Job, r.Why())
 		require.Equal(t, c.Kind, r.Kind)
 		if !r.Applied {
-			require.NotEmpty(t, r.Reason)
+			require.NotEqual(t, scheduler.NotSkipped, r.Reason)
 			continue
 		}
 		require.Equal(t, mr.after, r.After, "change %d %s %s", i, c.Kind, c.Job)

@@ -67,7 +67,7 @@ func TestEvictionAtExactLimit(t *testing.T) {
 	require.NoError(t, err)
 	rs = h.apply(stale)
 	require.False(t, rs[0].Applied)
-	require.Contains(t, rs[0].Reason, "below its limit")
+	require.Equal(t, scheduler.SkippedQueueBelowLimit, rs[0].Reason)
 }
 
 // A job created in a poll can be assigned in the same poll (Pyroscope
@@ -255,7 +255,7 @@ func TestPause(t *testing.T) {
 	require.False(t, sc.AddJob(plan("a-2", "a", 0)), "paused tenants do not fill the queue")
 	rs = h.apply(prepared.Update())
 	require.False(t, rs[0].Applied, "an add prepared before the pause")
-	require.Contains(t, rs[0].Reason, "paused")
+	require.Equal(t, scheduler.SkippedPaused, rs[0].Reason)
 
 	// Only b's jobs are assigned; the running job of a keeps its lease.
 	require.Equal(t, []string{"b-0", "b-1"}, h.assign("w", 10))

@@ -396,7 +396,7 @@ func digest(res *raftfsm.Result, err error) [32]byte {
 		}
 	}
 	for _, c := range res.Changes {
-		fmt.Fprintf(h, "c %d %s %t %s %d", c.Kind, c.Job, c.Applied, c.Reason, c.Token)
+		fmt.Fprintf(h, "c %d %s %t %s %d", c.Kind, c.Job, c.Applied, c.Why(), c.Token)
 		if c.Replace != nil {
 			fmt.Fprintf(h, " %+v", *c.Replace)
 		}

@@ -58,11 +58,27 @@
 //
 // State machine:
 //
-//	compactkit_fsm_last_applied_index           gauge   index of the last applied entry
-//	compactkit_fsm_last_applied_term            gauge   its term
-//	compactkit_fsm_log_timestamp_seconds        gauge   effective log time, Unix seconds
-//	compactkit_fsm_cluster_version              gauge   command version the cluster allows
-//	compactkit_fsm_poll_log_workers             gauge   workers in the poll log (seen recently)
+//	compactkit_fsm_last_applied_index             gauge   index of the last applied entry
+//	compactkit_fsm_last_applied_term              gauge   its term
+//	compactkit_fsm_log_timestamp_seconds          gauge   effective log time, Unix seconds
+//	compactkit_fsm_cluster_version                gauge   command version the cluster allows
+//	compactkit_fsm_poll_log_workers               gauge   workers in the poll log (seen recently)
+//	compactkit_fsm_broken_invariants_total        counter invariants of Apply found broken (a bug to report)
+//	compactkit_fsm_changes_skipped_total{reason}  counter changes of polls not applied, by reason
+//
+// changes_skipped_total has a series for every reason (raftfsm
+// Stats.SkippedChanges, scheduler.Skip), zero until a change is skipped
+// for it: stale_entry, invalid, stale_version, unknown_job, job_exists,
+// completed_recently, queue_full, paused, excluded, lease_not_expired,
+// at_failure_limit, token_not_newer, no_expired_lease,
+// below_failure_limit, no_lease, not_excluded, queue_below_limit,
+// not_admissible and no_tombstone_left. Skips are normal — a poll prepared
+// on a view that a concurrent entry moved on skips stale_version, a worker
+// reporting a job it lost skips no_lease — and only their rate matters. Like
+// broken_invariants_total it counts since the replica started or restored a
+// snapshot (a restore resets it, which rate() handles), while
+// compactkit_scheduler_changes_skipped_total, replicated, counts the
+// scheduler's skips over the cluster's life.
 //
 // Planner, per level below the final level ({level}):
 //
@@ -115,7 +131,7 @@
 //
 // Every label but one is bounded by the configuration: level by the
 // number of levels (at most planner.MaxLevels), status, state, result and
-// outcome by a handful of fixed values. The exception is tenant on
+// outcome by a handful of fixed values, reason by the skip reasons. The exception is tenant on
 // compactkit_index_live_blocks and compactkit_index_live_bytes: one series
 // per tenant and level that holds live blocks, so 2 × tenants × levels
 // series. That is fine for tens or hundreds of tenants; for thousands, use

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,7 @@ type FSMCollector struct {
 
 	// State machine.
 	lastApplied, term, logTime, clusterVersion, failed, workers, broken *prometheus.Desc
+	skipped                                                             *prometheus.Desc
 
 	// Planner, per level, then totals and counters.
 	plKeys, plQueued, plReady, plClaimed, plQuarantined, plLag, plDebt *prometheus.Desc
@@ -77,6 +79,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 	c.failed = d("fsm", "failed", "1 if the replica stopped on an entry it cannot trust (a corrupt command) and applies nothing until a snapshot is restored, else 0.")
 	c.workers = d("fsm", "poll_log_workers", "Workers whose latest poll response is recorded in the poll log (workers seen recently).")
 	c.broken = d("fsm", "broken_invariants_total", "Invariants of Apply this replica found broken since it started or restored a snapshot (each is logged). Anything above 0 is a bug to report.")
+	c.skipped = d("fsm", "changes_skipped_total", "Changes of polls not applied because their precondition no longer held, by reason (stale_version, no_lease, queue_full, ...), since the replica started or restored a snapshot. Includes adds the state machine refused before the scheduler saw them.", "reason")
 
 	c.plKeys = d("planner", "keys", "Keys (tenant, shard, level) with queued blocks, per level.", "level")
 	c.plQueued = d("planner", "queued_blocks", "Blocks queued for compaction, per level.", "level")
@@ -142,7 +145,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 // Describe sends the descriptors of every metric the collector exports.
 func (c *FSMCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers, c.broken,
+		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers, c.broken, c.skipped,
 		c.plKeys, c.plQueued, c.plReady, c.plClaimed, c.plQuarantined, c.plLag, c.plDebt, c.plJobs,
 		c.schJobs, c.schPaused, c.schCompletions, c.schPauseRules,
 		c.ixBlocks, c.ixBytes, c.ixTombstones, c.ixOrphans, c.ixReplacements, c.ixDuplicates, c.ixDeletions, c.ixResults,
@@ -182,6 +185,10 @@ func (c *FSMCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.failed, failed)
 	gauge(c.workers, float64(st.Workers))
 	ch <- prometheus.MustNewConstMetric(c.broken, prometheus.CounterValue, float64(st.BrokenInvariants))
+	// Every reason has its series, zero until a change is skipped for it.
+	for r := scheduler.NotSkipped + 1; r < scheduler.NumSkips; r++ {
+		count(c.skipped, st.SkippedChanges[r], skipLabel(r))
+	}
 
 	// Planner.
 	at := st.Now
@@ -314,3 +321,8 @@ func emit(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueTyp
 }
 
 func levelLabel(l uint32) string { return strconv.FormatUint(uint64(l), 10) }
+
+// skipLabel returns the value of the reason label of
+// compactkit_fsm_changes_skipped_total for a skip reason: its name with
+// underscores for spaces ("stale_version" for scheduler.SkippedStaleVersion).
+func skipLabel(r scheduler.Skip) string { return strings.ReplaceAll(r.String(), " ", "_") }

@@ -13,6 +13,7 @@ import (
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/metrics/prom"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // scenario drives a state machine through a compaction: tenant t1 gets a
@@ -238,4 +239,41 @@ func TestFSMCollectorMergesRepeatedIndexLevels(t *testing.T) {
 	_, mfs = gather(t, prom.NewFSMCollector(func() raftfsm.Stats { return st }, prom.WithoutTenants()))
 	require.Equal(t, 7.0, value(t, mfs, "compactkit_index_live_blocks", "level=1"))
 	require.Equal(t, 70.0, value(t, mfs, "compactkit_index_live_bytes", "level=1"))
+}
+
+// TestFSMCollectorSkippedChanges: every skip reason has its series, named
+// as the package documentation lists them, with the state machine's count.
+func TestFSMCollectorSkippedChanges(t *testing.T) {
+	labels := []string{"stale_entry", "invalid", "stale_version", "unknown_job", "job_exists",
+		"completed_recently", "queue_full", "paused", "excluded", "lease_not_expired",
+		"at_failure_limit", "token_not_newer", "no_expired_lease", "below_failure_limit",
+		"no_lease", "not_excluded", "queue_below_limit", "not_admissible", "no_tombstone_left"}
+	require.Len(t, labels, int(scheduler.NumSkips)-1, "a reason without a documented label")
+	var st raftfsm.Stats
+	for r := range st.SkippedChanges {
+		st.SkippedChanges[r] = uint64(10 * r)
+	}
+	reg, mfs := gather(t, prom.NewFSMCollector(func() raftfsm.Stats { return st }))
+	for i, l := range labels {
+		require.Equal(t, float64(10*(i+1)), value(t, mfs, "compactkit_fsm_changes_skipped_total", "reason="+l), l)
+	}
+	count, err := testutil.GatherAndCount(reg, "compactkit_fsm_changes_skipped_total")
+	require.NoError(t, err)
+	require.Equal(t, len(labels), count, "no series for applied changes")
+
+	// On a state machine: two polls prepared on the same state plan the
+	// same job; the second, applied after the first, skips both changes.
+	n := newNode(t)
+	n.addBlocks(blocks("a", "t1", 1, 4, 100)...)
+	first, err := n.f.Prepare(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}, n.now)
+	require.NoError(t, err)
+	second, err := n.f.Prepare(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}, n.now)
+	require.NoError(t, err)
+	n.apply(first)
+	n.apply(second)
+	_, mfs = gather(t, prom.NewFSMCollector(n.f.Stats))
+	require.Equal(t, 1.0, value(t, mfs, "compactkit_fsm_changes_skipped_total", "reason=job_exists"))
+	require.Equal(t, 1.0, value(t, mfs, "compactkit_fsm_changes_skipped_total", "reason=stale_version"))
+	require.Equal(t, 0.0, value(t, mfs, "compactkit_fsm_changes_skipped_total", "reason=no_lease"))
+	require.Equal(t, 1.0, value(t, mfs, "compactkit_scheduler_changes_skipped_total"), "the scheduler saw only the assign")
 }
