@@ -236,7 +236,7 @@ func normalize(s string) string {
 }
 
 func writeOutput(b *strings.Builder, out string) {
-	if strings.Contains(out, "\n\n") {
+	if strings.Contains(out, "\n\n") || strings.HasPrefix(out, "\n") {
 		b.WriteString("----\n----\n" + out + "\n----\n----\n\n")
 		return
 	}

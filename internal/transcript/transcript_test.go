@@ -17,6 +17,9 @@ func echo(c *Command) string {
 	if c.Input != "" {
 		b.WriteString("\ninput:\n" + c.Input)
 	}
+	if c.Has("leading") {
+		return "\nafter a leading blank line"
+	}
 	if c.Has("blank") {
 		b.WriteString("\n\nafter a blank line")
 	}
