@@ -29,40 +29,6 @@ func (n *node) applyAt(cmd *raftfsm.Command, entryTime int64) *raftfsm.Result {
 	return res
 }
 
-// The planner judges a batch's age by the state machine's time, not by
-// the entry's: an entry time of zero (hashicorp/raft logs written before
-// AppendedAt existed) must not make every batch look ancient.
-func TestPlannerIgnoresZeroEntryTime(t *testing.T) {
-	n := newNode(t, testConfig())
-	n.applyAt(addBlocks(blocks("a", "t1", 1, 2, t0)), 0) // 2 of 4: not full
-	n.advance(time.Second)                               // well within the level's 36 s
-	resp := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
-	require.Empty(t, resp.Jobs, "a batch one second old is not planned")
-	n.advance(time.Minute)
-	resp = n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, FreeSlots: 1})
-	require.Len(t, resp.Jobs, 1, "the batch is planned once it is older than the level's max age")
-}
-
-// An entry time ahead of the command's must not delay planning.
-func TestPlannerIgnoresEntryTimeAhead(t *testing.T) {
-	n := newNode(t, testConfig())
-	n.applyAt(addBlocks(blocks("a", "t1", 1, 2, t0)), t0+int64(time.Hour))
-	n.advance(time.Minute) // older than the level's 36 s by the state machine's clock
-	resp := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
-	require.Len(t, resp.Jobs, 1, "a ready batch is planned")
-}
-
-// A block stamped by an entry time behind the log's time is not planned
-// early: its age counts from the state machine's time.
-func TestPlannerIgnoresEntryTimeBehind(t *testing.T) {
-	n := newNode(t, testConfig())
-	n.advance(time.Hour)
-	n.applyAt(addBlocks(blocks("a", "t1", 1, 2, t0)), t0)
-	n.advance(time.Second)
-	resp := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
-	require.Empty(t, resp.Jobs, "a batch one second old is not planned")
-}
-
 // Replicas that apply the same commands under different entry times (a
 // host whose entries carry no time, another whose entries do) reach the
 // same state.
@@ -76,45 +42,6 @@ func TestEntryTimeDoesNotDivergeReplicas(t *testing.T) {
 		b.advance(time.Second)
 	}
 	require.Equal(t, a.snapshot(), b.snapshot())
-}
-
-// A tombstone belongs to at most one job, operator retries included: an
-// excluded job's tombstones go to another job, and retrying the excluded
-// job must not hand them out a second time.
-func TestRetriedJobDoesNotShareTombstones(t *testing.T) {
-	cfg := testConfig()
-	cfg.Scheduler.MaxFailures = 1
-	n := newNode(t, cfg, raftfsm.WithCleanupAfter(time.Hour))
-	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
-	a := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1}).Jobs[0]
-	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 2, Updates: []ck.StatusUpdate{{Job: a.Job, Token: a.Token, Status: ck.ReportSuccess, Outputs: n.outputs(a.Plan, uint64(a.Token))}}})
-	n.advance(cfg.Index.CleanupDelay + time.Second)
-	n.mustApply(addBlocks(blocks("b", "t1", 2, 4, t0)))
-	b := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 3, FreeSlots: 1}).Jobs[0]
-	require.NotEmpty(t, b.Plan.Tombstones)
-	// b fails once: excluded, its tombstones back in the pool.
-	n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 4, Updates: []ck.StatusUpdate{{Job: b.Job, Token: b.Token, Status: ck.ReportFailure}}})
-	// c takes them.
-	n.mustApply(addBlocks(blocks("c", "t1", 3, 4, t0)))
-	c := n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1}).Jobs[0]
-	require.ElementsMatch(t, b.Plan.Tombstones, c.Plan.Tombstones, "the next job carries the excluded job's tombstones")
-	// The operator retries b; a worker takes it.
-	n.mustApply(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry, Job: b.Job}})
-	b2 := n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 1}).Jobs[0]
-	require.Equal(t, b.Job, b2.Job)
-	view := n.f.Index()
-	defer view.Close()
-	for _, ts := range b2.Plan.Tombstones {
-		info, ok := view.Tombstone(ts)
-		require.True(t, ok)
-		require.Equal(t, b2.Job, info.Job, "tombstone %s handed to %s is held by %s", ts, b2.Job, info.Job)
-	}
-	js, plan, ok := n.f.Job(b.Job)
-	require.True(t, ok)
-	require.Equal(t, ck.StatusInProgress, js.Status)
-	for _, ts := range plan.Tombstones {
-		require.NotContains(t, c.Plan.Tombstones, ts)
-	}
 }
 
 // Flipping any single bit of a command must never be applied silently:

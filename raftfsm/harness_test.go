@@ -132,3 +132,5 @@ func outputMeta(plan *ck.JobPlan, token fencing.Token, minT, maxT, size int64) c
 		Datasets: []ck.DatasetMeta{{Name: "ds", Size: size, Records: 10, MinTime: minT, MaxTime: maxT}},
 	}
 }
+
+func fencingToken(t uint64) fencing.Token { return fencing.Token(t) }

@@ -9,7 +9,6 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 // A job's token is public (a log index, shown by Jobs): a report carrying
@@ -46,35 +45,6 @@ func TestOwnershipIsTokenAndWorker(t *testing.T) {
 		{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess, Outputs: outs},
 	}})
 	require.Equal(t, ck.OutcomeCompleted, resp.Jobs[0].Outcome)
-}
-
-// Worker IDs are credentials: listings show a public name, and a request
-// under the public name reaches nothing of the worker's.
-func TestWorkersShownByPublicName(t *testing.T) {
-	n := newNode(t, testConfig())
-	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
-	const id = "compactor-7-3QZ7B6K2JYV5OWTR4XNLE2MFHA"
-	job := n.poll(&ck.PollRequest{WorkerID: id, Seq: 1, FreeSlots: 1}).Jobs[0]
-	jobs, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
-	require.Len(t, jobs, 1)
-	public := jobs[0].Worker
-	require.Equal(t, ck.PublicWorkerName(id), public)
-	require.NotContains(t, public, "3QZ7B6K2JYV5OWTR4XNLE2MFHA")
-	require.Contains(t, public, "compactor-7")
-	js, _, _ := n.f.Job(job.Job)
-	require.Equal(t, public, js.Worker)
-
-	// Replaying the public name with the worker's sequence gets nothing
-	// of the worker's: not its recorded response, not its job.
-	resp := n.poll(&ck.PollRequest{WorkerID: public, Seq: 1, Updates: []ck.StatusUpdate{
-		{Job: job.Job, Token: job.Token, Status: ck.ReportFailure},
-	}})
-	require.Equal(t, ck.OutcomeNoLease, resp.Jobs[0].Outcome)
-	js, _, _ = n.f.Job(job.Job)
-	require.Equal(t, ck.StatusInProgress, js.Status)
-	rec, ok := n.f.Recorded(id, 1)
-	require.True(t, ok)
-	require.Equal(t, ck.OutcomeAssigned, rec.Jobs[0].Outcome, "the worker's own record is intact")
 }
 
 // Commands over the replicated limits are refused before any work, by

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -126,11 +125,6 @@ func (h *harness) job(name string) ck.JobState {
 	return st
 }
 
-// owns reports whether a fresh schedule accepts a renewal with token.
-func (h *harness) owns(name string, token fencing.Token) bool {
-	return h.s.Schedule(h.now).UpdateJob("probe", &ck.StatusUpdate{Job: name, Token: token, Status: ck.ReportInProgress})
-}
-
 func snapshot(t require.TestingT, s *scheduler.Scheduler) []byte {
 	var buf bytes.Buffer
 	require.NoError(t, s.Snapshot(&buf))
@@ -149,10 +143,9 @@ func plans(prefix, tenant string, level uint32, n int) []ck.JobPlan {
 	return out
 }
 
-func kinds(u ck.PlanUpdate) []string {
-	var out []string
-	for _, c := range u.Changes {
-		out = append(out, c.Kind.String()+":"+c.Job)
-	}
-	return out
+// testConfig is the default configuration without aging.
+func testConfig() scheduler.Config {
+	cfg := scheduler.DefaultConfig()
+	cfg.AgingThreshold = nil
+	return cfg
 }
