@@ -89,7 +89,12 @@ func (e *fsmEnv) init(c *transcript.Command) {
 	cfg := testConfig()
 	var opts []raftfsm.Option
 	if c.Name == "new" {
-		c.Only("max-failures", "max-queue", "tombstones-per-job", "l1-max-age", "cleanup-after", "cleanup-batch", "urgent-after")
+		c.Only("max-failures", "max-queue", "tombstones-per-job", "l1-max-age", "cleanup-after", "cleanup-batch", "urgent-after",
+			"version", "cross-shard")
+		cfg.StartVersion = byte(c.Int("version", 0))
+		if c.Has("cross-shard") {
+			cfg.Planner.Levels[c.Int("cross-shard", 0)].CrossShard = true
+		}
 		cfg.Scheduler.MaxFailures = uint32(c.Int("max-failures", int64(cfg.Scheduler.MaxFailures)))
 		cfg.Scheduler.MaxQueueSize = int(c.Int("max-queue", int64(cfg.Scheduler.MaxQueueSize)))
 		cfg.Planner.TombstonesPerJob = int(c.Int("tombstones-per-job", int64(cfg.Planner.TombstonesPerJob)))
@@ -104,7 +109,9 @@ func (e *fsmEnv) init(c *transcript.Command) {
 			opts = append(opts, raftfsm.WithCleanupUrgentAfter(c.Duration("urgent-after", 0)))
 		}
 	}
-	*e = fsmEnv{t: e.t, n: newNode(e.t, cfg, opts...), seq: map[string]uint64{}, aliases: map[string]string{},
+	n := newNode(e.t, cfg, opts...)
+	n.version = cfg.StartVersion
+	*e = fsmEnv{t: e.t, n: n, seq: map[string]uint64{}, aliases: map[string]string{},
 		replies: map[string]ck.JobReply{}, marks: map[string][]byte{}, outs: map[string][]ck.BlockMeta{}}
 }
 
@@ -128,8 +135,15 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 		n.advance(c.ParseDuration(e.pos(c, 0)))
 		fmt.Fprintf(&b, "now=%s", e.rel(n.now))
 	case "add-blocks":
-		c.Only("tenant", "shard", "n", "entry-time")
-		bs := blocks(e.pos(c, 0), c.Str("tenant", "t1"), uint32(c.Int("shard", 1)), int(c.Int("n", 4)), t0)
+		c.Only("tenant", "shard", "level", "n", "entry-time")
+		shard := ck.AnyShard // shard=any: as a cross-shard job's outputs
+		if c.Str("shard", "") != "any" {
+			shard = uint32(c.Int("shard", 1))
+		}
+		bs := blocks(e.pos(c, 0), c.Str("tenant", "t1"), shard, int(c.Int("n", 4)), t0)
+		for i := range bs {
+			bs[i].Level = uint32(c.Int("level", 0))
+		}
 		var res *raftfsm.Result
 		if c.Has("entry-time") {
 			at := int64(0)
@@ -156,6 +170,14 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 		}
 	case "poll", "prepare":
 		e.poll(c, &b)
+	case "cluster-version":
+		v := byte(c.Int("v", 0))
+		if _, err := e.apply(&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: v}}); err != nil {
+			fmt.Fprintf(&b, "error: %v", err)
+			break
+		}
+		n.version = v
+		fmt.Fprintf(&b, "cluster version %d", n.f.ClusterVersion())
 	case "took-office":
 		res := n.mustApply(&raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: c.Str("leader", "n2")}})
 		fmt.Fprintf(&b, "extended %d", res.Count)
