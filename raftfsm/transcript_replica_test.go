@@ -238,8 +238,16 @@ func (e *fsmEnv) raw(c *transcript.Command, b *strings.Builder) {
 		if !ok {
 			c.Fatalf("no malformed command %s", e.pos(c, 0))
 		}
-		if data, err = e.encodeOn(c, n.f, mk()); err != nil {
-			c.Fatalf("encode: %v", err)
+		// Marshalled, not encoded: Encode refuses what does not validate.
+		cmd := mk()
+		cmd.Time = n.now
+		if n.version == 0 {
+			data, err = cmd.MarshalBinary()
+		} else {
+			data, err = cmd.MarshalVersion(n.version)
+		}
+		if err != nil {
+			c.Fatalf("marshal: %v", err)
 		}
 	}
 	index := uint64(c.Int("index", int64(n.index+1)))

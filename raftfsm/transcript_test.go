@@ -66,8 +66,9 @@ import (
 //	                                    worker completes jN with its token and version
 //	raw (hex=BYTES|last|<malformed>) [index=N]
 //	                                    apply hand-built bytes (the last entry's, or a
-//	                                    malformed command from the table in malformed) at
-//	                                    index N (default: the next)
+//	                                    malformed command from the table in malformed,
+//	                                    marshalled without validation) at index N (default:
+//	                                    the next; below it, an entry applied again)
 //	config [config options]             apply a config command (testConfig and the options)
 //	cluster-version v=N
 //	took-office | retention tenant=T before=D | operator pause|resume|retry|cancel|requeue ...
