@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/raftfsm"
 )
 
 // TestPrepareWhileApplying runs Prepare, snapshots of captures and queries
@@ -54,23 +53,3 @@ func TestPrepareWhileApplying(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// TestConfigCommandOverridesLocalSeed: replicas started with different
-// initial configurations agree once the log's first entry is a config
-// command.
-func TestConfigCommandOverridesLocalSeed(t *testing.T) {
-	other := raftfsm.DefaultConfig()
-	other.Scheduler.MaxFailures = 9
-	other.Index.CleanupDelay = time.Hour
-	a := newNode(t, testConfig())
-	b := newNode(t, other)
-	cfg := testConfig()
-	a.mustApply(&raftfsm.Command{Config: &cfg})
-	a.mustApply(addBlocks(blocks("a", "t1", 1, 6, t0)))
-	a.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 2})
-	for i, data := range a.log {
-		_, err := b.f.Apply(ck.Entry{Index: uint64(i + 1), Term: 1, Time: t0}, data)
-		require.NoError(t, err)
-	}
-	require.Equal(t, a.snapshot(), b.snapshot())
-}

@@ -11,42 +11,6 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// A job's token is public (a log index, shown by Jobs): a report carrying
-// it from anyone but the job's worker changes nothing — through Prepare,
-// and through Apply for a command prepared elsewhere.
-func TestOwnershipIsTokenAndWorker(t *testing.T) {
-	n := newNode(t, testConfig())
-	n.mustApply(addBlocks(blocks("a", "t1", 1, 4, t0)))
-	const honest = "honest-3QZ7B6K2JYV5OWTR4XNLE2MFHA"
-	job := n.poll(&ck.PollRequest{WorkerID: honest, Seq: 1, FreeSlots: 1}).Jobs[0]
-	outs := n.outputs(job.Plan, uint64(job.Token))
-
-	// The thief knows the job and its token, and claims success.
-	resp := n.poll(&ck.PollRequest{WorkerID: "thief", Seq: 1, Updates: []ck.StatusUpdate{
-		{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess, Outputs: outs},
-	}})
-	require.Equal(t, ck.OutcomeNoLease, resp.Jobs[0].Outcome)
-	js, _, ok := n.f.Job(job.Job)
-	require.True(t, ok)
-	require.Equal(t, ck.StatusInProgress, js.Status)
-	require.False(t, n.f.Index().Live(outs[0].ID), "no output committed")
-
-	// A command prepared by a hostile leader, claiming the same.
-	cmd := &raftfsm.Command{Poll: &raftfsm.Poll{WorkerID: "thief", Seq: 2,
-		Reports: []raftfsm.Report{{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess}},
-		Update:  ck.PlanUpdate{Changes: []ck.Change{{Kind: ck.ChangeComplete, Job: job.Job, Version: js.Version, Token: job.Token, Worker: "thief", Outputs: outs}}}}}
-	res := n.mustApply(cmd)
-	require.False(t, res.Changes[0].Applied)
-	require.Equal(t, ck.OutcomeNoLease, res.Poll.Jobs[0].Outcome)
-	require.Equal(t, 4, n.f.Index().Len(), "the sources are still live")
-
-	// The honest worker completes it.
-	resp = n.poll(&ck.PollRequest{WorkerID: honest, Seq: 2, Updates: []ck.StatusUpdate{
-		{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess, Outputs: outs},
-	}})
-	require.Equal(t, ck.OutcomeCompleted, resp.Jobs[0].Outcome)
-}
-
 // Commands over the replicated limits are refused before any work, by
 // Prepare, by Encode and by Apply, and change nothing.
 func TestLimits(t *testing.T) {

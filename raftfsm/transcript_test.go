@@ -2,6 +2,7 @@ package raftfsm_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,29 +25,70 @@ import (
 //
 // and review the diff. Jobs are shown as j1, j2, ... in the order they
 // first appear (their names are hashes); times are durations since t0.
+// An error is printed with the sentinels it wraps ("is: ErrClock").
 //
-// Commands:
+// Commands (config options: [max-failures=N] [max-queue=N]
+// [tombstones-per-job=N] [l1-max-age=D] [version=N] [cross-shard=L]
+// [max-clock-step=D] [cleanup-delay=D]; local options: [cleanup-after=D]
+// [cleanup-batch=N] [urgent-after=D]):
 //
-//	new [max-failures=N] [max-queue=N] [tombstones-per-job=N] [l1-max-age=D]
-//	    [cleanup-after=D] [cleanup-batch=N] [urgent-after=D]
-//	                                    a state machine with testConfig (4 blocks a batch)
+//	new [config and local options] [encode] [entry-time=none]
+//	                                    a state machine with testConfig (4 blocks a batch);
+//	                                    encode: the log's entries are encoded by FSM.Encode at
+//	                                    the clock, as a leader does (else MarshalVersion at the
+//	                                    version set by cluster-version); entry-time=none: its
+//	                                    entries carry no time (else the clock)
 //	advance <duration>
-//	add-blocks <prefix> [tenant=t1] [shard=1] [n=4] [entry-time=D|none]
-//	                                    add n level-0 blocks, one second apart from t0
-//	                                    (in an entry of that time: t0+D, or 0)
+//	add-blocks <prefix> [tenant=t1] [shard=1|any] [level=0] [n=4] [entry options]
+//	                                    add n blocks, one second apart from t0
+//	    entry options, for any command that appends an entry:
+//	    [entry-time=D|none]             the entry's time: t0+D, or 0
+//	    [stamp=D]                       the command's time: now+D (else now)
+//	    [encode=D]                      encoded by FSM.Encode at the leader's clock now+D
+//	    [apply-at]                      applied by ApplyAt (at the entry's time)
+//	                                    with any of these, "now=" prints the entry's log time
 //	poll <worker> [seq=N] [slots=N] [report=(jN:<status>[@token][!variant],...)] [reason=R]
+//	     [reason-repeat=N] [two-commit] [everywhere]
 //	                                    Prepare a poll and apply it (seq defaults to the
 //	                                    worker's last + 1); a success reports the outputs a
 //	                                    worker writes (variant nooutputs: none; elsewhere:
 //	                                    outside the attempt; level0: at the wrong level);
 //	                                    print the response, skipped changes, refusals
 //	                                    (variant live: outputs of the sources still live);
-//	                                    with two-commit, a prepare entry first gives the token
-//	prepare <worker> <same args> [at=D] only Prepare, at now or now+D: print the changes
+//	                                    with two-commit, a prepare entry first gives the token;
+//	                                    everywhere: each replica prepares the request itself
+//	                                    and applies its own command (see replica)
+//	prepare <worker> <same args> [at=D] [as=NAME]
+//	                                    only Prepare, at now or now+D: print the changes;
+//	                                    as: keep the command
+//	apply <NAME>                        apply a command kept by prepare as=NAME, as poll does
+//	forge <worker> complete jN [seq=N]  apply a poll command a hostile leader built: the
+//	                                    worker completes jN with its token and version
+//	raw (hex=BYTES|last|<malformed>) [index=N]
+//	                                    apply hand-built bytes (the last entry's, or a
+//	                                    malformed command from the table in malformed,
+//	                                    marshalled without validation) at index N (default:
+//	                                    the next; below it, an entry applied again)
+//	config [config options]             apply a config command (testConfig and the options)
+//	cluster-version v=N
 //	took-office | retention tenant=T before=D | operator pause|resume|retry|cancel|requeue ...
 //	job jN | jobs | stats | index | quarantined | tenants | recorded <worker> <seq>
-//	mark <name> | unchanged <name>      compare snapshots
+//	mark <name> [capture]               keep the snapshot (capture: take a Capture, written
+//	                                    when compared)
+//	unchanged <name> | same <name> <name>
+//	                                    compare kept snapshots with the state, or each other
 //	restore                             go on with a state machine restored from a snapshot
+//	replica <name> [config and local options] [from=snapshot] [entry-time=none|D]
+//	                                    a second state machine that applies every entry of
+//	                                    the log after the first (it catches up on the log so
+//	                                    far, or restores the first's snapshot); its entries'
+//	                                    time is the first's, 0, or the clock+D (ApplyAt
+//	                                    entries keep theirs). After each entry a replica
+//	                                    whose snapshot or response differs says so.
+//	compare                             the log position and snapshot version, and for each
+//	                                    replica whether its snapshot and answers (jobs, job
+//	                                    plans, index, quarantine, tenants, config, stats but
+//	                                    the replica's own counters) are the first's
 func TestTranscripts(t *testing.T) {
 	transcript.Walk(t, "testdata/transcripts/*.txt", func(t *testing.T) transcript.Handler {
 		e := &fsmEnv{t: t}
@@ -61,8 +103,19 @@ type fsmEnv struct {
 	aliases map[string]string // job name -> jN
 	names   []string          // jN -> job name at N-1
 	replies map[string]ck.JobReply
-	marks   map[string][]byte
+	marks   map[string]func() []byte  // snapshots kept by mark
 	outs    map[string][]ck.BlockMeta // outputs reported, by job/token/variant
+
+	encode      bool // entries are encoded by FSM.Encode
+	noEntryTime bool // entries carry no time
+	log         []entry
+	replicas    []*replica
+	prepared    map[string]*raftfsm.Command
+	own         map[*replica]*raftfsm.Command // see applyPoll
+	cur         *transcript.Command           // the command running
+	// notes are what replicas said about the current command's entries,
+	// printed after its output.
+	notes []string
 }
 
 func (e *fsmEnv) alias(name string) string {
@@ -85,34 +138,70 @@ func (e *fsmEnv) job(c *transcript.Command, a string) string {
 
 func (e *fsmEnv) rel(t int64) string { return time.Duration(t - t0).String() }
 
+// configOptions are the arguments that set the replicated configuration;
+// localOptions those that set a replica's own options.
+var (
+	configOptions = []string{"max-failures", "max-queue", "tombstones-per-job", "l1-max-age", "version", "cross-shard",
+		"max-clock-step", "cleanup-delay"}
+	localOptions = []string{"cleanup-after", "cleanup-batch", "urgent-after"}
+)
+
+// config returns testConfig with the configuration options of c.
+func config(c *transcript.Command) raftfsm.Config {
+	cfg := testConfig()
+	cfg.StartVersion = byte(c.Int("version", 0))
+	if c.Has("cross-shard") {
+		cfg.Planner.Levels[c.Int("cross-shard", 0)].CrossShard = true
+	}
+	cfg.Scheduler.MaxFailures = uint32(c.Int("max-failures", int64(cfg.Scheduler.MaxFailures)))
+	cfg.Scheduler.MaxQueueSize = int(c.Int("max-queue", int64(cfg.Scheduler.MaxQueueSize)))
+	cfg.Planner.TombstonesPerJob = int(c.Int("tombstones-per-job", int64(cfg.Planner.TombstonesPerJob)))
+	cfg.Planner.Levels[1].MaxAge = c.Duration("l1-max-age", cfg.Planner.Levels[1].MaxAge)
+	cfg.MaxClockStep = c.Duration("max-clock-step", cfg.MaxClockStep)
+	cfg.Index.CleanupDelay = c.Duration("cleanup-delay", cfg.Index.CleanupDelay)
+	return cfg
+}
+
+// options returns the local options of c.
+func options(c *transcript.Command) []raftfsm.Option {
+	var opts []raftfsm.Option
+	if c.Has("cleanup-after") {
+		opts = append(opts, raftfsm.WithCleanupAfter(c.Duration("cleanup-after", 0)))
+	}
+	if c.Has("cleanup-batch") {
+		opts = append(opts, raftfsm.WithCleanupBatch(int(c.Int("cleanup-batch", 0))))
+	}
+	if c.Has("urgent-after") {
+		opts = append(opts, raftfsm.WithCleanupUrgentAfter(c.Duration("urgent-after", 0)))
+	}
+	return opts
+}
+
 func (e *fsmEnv) init(c *transcript.Command) {
 	cfg := testConfig()
 	var opts []raftfsm.Option
+	var encode, noEntryTime bool
 	if c.Name == "new" {
-		c.Only("max-failures", "max-queue", "tombstones-per-job", "l1-max-age", "cleanup-after", "cleanup-batch", "urgent-after",
-			"version", "cross-shard")
-		cfg.StartVersion = byte(c.Int("version", 0))
-		if c.Has("cross-shard") {
-			cfg.Planner.Levels[c.Int("cross-shard", 0)].CrossShard = true
+		c.Only(append(append([]string{"entry-time"}, configOptions...), localOptions...)...)
+		cfg, opts = config(c), options(c)
+		for _, p := range c.Positional() {
+			if p != "encode" {
+				c.Fatalf("unknown argument %s", p)
+			}
+			encode = true
 		}
-		cfg.Scheduler.MaxFailures = uint32(c.Int("max-failures", int64(cfg.Scheduler.MaxFailures)))
-		cfg.Scheduler.MaxQueueSize = int(c.Int("max-queue", int64(cfg.Scheduler.MaxQueueSize)))
-		cfg.Planner.TombstonesPerJob = int(c.Int("tombstones-per-job", int64(cfg.Planner.TombstonesPerJob)))
-		cfg.Planner.Levels[1].MaxAge = c.Duration("l1-max-age", cfg.Planner.Levels[1].MaxAge)
-		if c.Has("cleanup-after") {
-			opts = append(opts, raftfsm.WithCleanupAfter(c.Duration("cleanup-after", 0)))
-		}
-		if c.Has("cleanup-batch") {
-			opts = append(opts, raftfsm.WithCleanupBatch(int(c.Int("cleanup-batch", 0))))
-		}
-		if c.Has("urgent-after") {
-			opts = append(opts, raftfsm.WithCleanupUrgentAfter(c.Duration("urgent-after", 0)))
+		if c.Has("entry-time") {
+			if c.Str("entry-time", "") != "none" {
+				c.Fatalf("entry-time=none or nothing")
+			}
+			noEntryTime = true
 		}
 	}
 	n := newNode(e.t, cfg, opts...)
 	n.version = cfg.StartVersion
 	*e = fsmEnv{t: e.t, n: n, seq: map[string]uint64{}, aliases: map[string]string{},
-		replies: map[string]ck.JobReply{}, marks: map[string][]byte{}, outs: map[string][]ck.BlockMeta{}}
+		replies: map[string]ck.JobReply{}, marks: map[string]func() []byte{}, outs: map[string][]ck.BlockMeta{},
+		encode: encode, noEntryTime: noEntryTime, prepared: map[string]*raftfsm.Command{}}
 }
 
 func (e *fsmEnv) pos(c *transcript.Command, i int) string {
@@ -123,10 +212,25 @@ func (e *fsmEnv) pos(c *transcript.Command, i int) string {
 	return p[i]
 }
 
+// entryOptions are the arguments of a command that appends an entry.
+var entryOptions = []string{"entry-time", "stamp", "encode", "apply-at"}
+
 func (e *fsmEnv) handle(c *transcript.Command) string {
 	if e.n == nil || c.Name == "new" {
 		e.init(c)
 	}
+	e.notes, e.cur = nil, c
+	out := e.run(c)
+	if len(e.notes) > 0 {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += strings.Join(e.notes, "\n")
+	}
+	return out
+}
+
+func (e *fsmEnv) run(c *transcript.Command) string {
 	n := e.n
 	var b strings.Builder
 	switch c.Name {
@@ -135,7 +239,7 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 		n.advance(c.ParseDuration(e.pos(c, 0)))
 		fmt.Fprintf(&b, "now=%s", e.rel(n.now))
 	case "add-blocks":
-		c.Only("tenant", "shard", "level", "n", "entry-time")
+		c.Only(append([]string{"tenant", "shard", "level", "n"}, entryOptions...)...)
 		shard := ck.AnyShard // shard=any: as a cross-shard job's outputs
 		if c.Str("shard", "") != "any" {
 			shard = uint32(c.Int("shard", 1))
@@ -144,19 +248,10 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 		for i := range bs {
 			bs[i].Level = uint32(c.Int("level", 0))
 		}
-		var res *raftfsm.Result
-		if c.Has("entry-time") {
-			at := int64(0)
-			if c.Str("entry-time", "") != "none" {
-				at = t0 + int64(c.Duration("entry-time", 0))
-			}
-			res = n.applyAt(addBlocks(bs), at)
-		} else {
-			var err error
-			if res, err = e.apply(addBlocks(bs)); err != nil {
-				fmt.Fprintf(&b, "error: %v", err)
-				break
-			}
+		res, err := e.propose(c, addBlocks(bs))
+		if err != nil {
+			e.error(&b, err)
+			break
 		}
 		for _, r := range res.Blocks {
 			switch {
@@ -168,23 +263,51 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 				fmt.Fprintf(&b, "%s: added\n", r.ID)
 			}
 		}
+		e.now(c, &b, res)
 	case "poll", "prepare":
 		e.poll(c, &b)
+	case "apply":
+		cmd, ok := e.prepared[e.pos(c, 0)]
+		if !ok {
+			c.Fatalf("no command kept as %s", e.pos(c, 0))
+		}
+		e.applyPoll(c, &b, cmd, nil)
+	case "forge":
+		e.forge(c, &b)
+	case "raw":
+		e.raw(c, &b)
+	case "config":
+		c.Only(append(slices.Clone(configOptions), entryOptions...)...)
+		cfg := config(c)
+		res, err := e.propose(c, &raftfsm.Command{Config: &cfg})
+		if err != nil {
+			e.error(&b, err)
+			break
+		}
+		b.WriteString("config applied")
+		e.now(c, &b, res)
 	case "cluster-version":
+		c.Only(append([]string{"v"}, entryOptions...)...)
 		v := byte(c.Int("v", 0))
-		if _, err := e.apply(&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: v}}); err != nil {
-			fmt.Fprintf(&b, "error: %v", err)
+		if _, err := e.propose(c, &raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: v}}); err != nil {
+			e.error(&b, err)
 			break
 		}
 		n.version = v
 		fmt.Fprintf(&b, "cluster version %d", n.f.ClusterVersion())
 	case "took-office":
-		res := n.mustApply(&raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: c.Str("leader", "n2")}})
+		c.Only(append([]string{"leader"}, entryOptions...)...)
+		res, err := e.propose(c, &raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: c.Str("leader", "n2")}})
+		if err != nil {
+			e.error(&b, err)
+			break
+		}
 		fmt.Fprintf(&b, "extended %d", res.Count)
 	case "retention":
-		res, err := e.apply(&raftfsm.Command{Retention: &raftfsm.Retention{Tenant: c.Str("tenant", "t1"), Before: t0 + int64(c.Duration("before", 0))}})
+		c.Only(append([]string{"tenant", "before"}, entryOptions...)...)
+		res, err := e.propose(c, &raftfsm.Command{Retention: &raftfsm.Retention{Tenant: c.Str("tenant", "t1"), Before: t0 + int64(c.Duration("before", 0))}})
 		if err != nil {
-			fmt.Fprintf(&b, "error: %v", err)
+			e.error(&b, err)
 			break
 		}
 		fmt.Fprintf(&b, "dropped %v\ncancelled %v", res.Dropped, e.aliasAll(res.Cancelled))
@@ -199,7 +322,7 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 			}
 			b.WriteString(e.state(js) + fmt.Sprintf(" sources=%d tombstones=%d", len(plan.Sources), len(plan.Tombstones)) + "\n")
 			for _, ev := range js.History {
-				fmt.Fprintf(&b, "  %s tok=%d w=%s at=%s %q\n", ev.Kind, ev.Token, ev.Worker, e.rel(ev.At), ev.Detail)
+				fmt.Fprintf(&b, "  %s tok=%d w=%s at=%s %s\n", ev.Kind, ev.Token, ev.Worker, e.rel(ev.At), quote(ev.Detail))
 			}
 		}
 	case "jobs":
@@ -216,7 +339,18 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 			}
 		}
 		fmt.Fprintf(&b, "scheduler: jobs=%d %+v\n", st.Scheduler.Jobs, st.Scheduler.Counters)
-		fmt.Fprintf(&b, "index: %+v", st.Index)
+		fmt.Fprintf(&b, "index: %+v\n", st.Index)
+		b.WriteString("skipped changes:")
+		skipped := false
+		for r, k := range st.SkippedChanges {
+			if k != 0 {
+				fmt.Fprintf(&b, " %s=%d", scheduler.Skip(r), k)
+				skipped = true
+			}
+		}
+		if !skipped {
+			b.WriteString(" none")
+		}
 	case "index":
 		view := n.f.Index()
 		fmt.Fprintf(&b, "live %d:", view.Len())
@@ -252,34 +386,182 @@ func (e *fsmEnv) handle(c *transcript.Command) string {
 		snap := n.snapshot()
 		f, err := raftfsm.Restore(bytes.NewReader(snap))
 		if err != nil {
-			fmt.Fprintf(&b, "error: %v", err)
+			e.error(&b, err)
 			break
 		}
 		n.f = f
 		fmt.Fprintf(&b, "restored; same snapshot: %t", bytes.Equal(snap, n.snapshot()))
 	case "mark":
-		e.marks[e.pos(c, 0)] = n.snapshot()
+		if c.Has("capture") {
+			capt, err := n.f.Capture()
+			if err != nil {
+				c.Fatalf("%v", err)
+			}
+			e.marks[e.pos(c, 0)] = func() []byte {
+				var b bytes.Buffer
+				if err := capt.Snapshot(&b); err != nil {
+					c.Fatalf("%v", err)
+				}
+				return b.Bytes()
+			}
+			break
+		}
+		snap := n.snapshot()
+		e.marks[e.pos(c, 0)] = func() []byte { return snap }
 	case "unchanged":
-		if bytes.Equal(e.marks[e.pos(c, 0)], n.snapshot()) {
+		if bytes.Equal(e.mark(c, e.pos(c, 0)), n.snapshot()) {
 			b.WriteString("unchanged")
 		} else {
 			b.WriteString("changed")
 		}
+	case "same":
+		if bytes.Equal(e.mark(c, e.pos(c, 0)), e.mark(c, e.pos(c, 1))) {
+			b.WriteString("same")
+		} else {
+			b.WriteString("different")
+		}
+	case "replica":
+		e.replica(c, &b)
+	case "compare":
+		e.compare(&b)
 	default:
 		c.Fatalf("unknown command")
 	}
 	return b.String()
 }
 
-// apply applies cmd as the next entry; an entry refused with an error
-// changed nothing, and its index is used again.
-func (e *fsmEnv) apply(cmd *raftfsm.Command) (*raftfsm.Result, error) {
-	res, err := e.n.apply(cmd)
-	if err != nil {
-		e.n.index--
-		e.n.log = e.n.log[:len(e.n.log)-1]
+func (e *fsmEnv) mark(c *transcript.Command, name string) []byte {
+	m, ok := e.marks[name]
+	if !ok {
+		c.Fatalf("no mark %s", name)
 	}
-	return res, err
+	return m()
+}
+
+// sentinels are the errors an error line names when the error wraps them.
+var sentinels = []struct {
+	name string
+	err  error
+}{
+	{"ErrInvalidConfig", raftfsm.ErrInvalidConfig},
+	{"ErrInvalidCommand", raftfsm.ErrInvalidCommand},
+	{"ErrStaleRequest", raftfsm.ErrStaleRequest},
+	{"ErrInvalidRequest", raftfsm.ErrInvalidRequest},
+	{"ErrOperator", raftfsm.ErrOperator},
+	{"ErrClusterVersion", raftfsm.ErrClusterVersion},
+	{"ErrCorrupt", raftfsm.ErrCorrupt},
+	{"ErrLimit", raftfsm.ErrLimit},
+	{"ErrClock", raftfsm.ErrClock},
+	{"scheduler.ErrUnknownJob", scheduler.ErrUnknownJob},
+	{"scheduler.ErrNotExcluded", scheduler.ErrNotExcluded},
+	{"ck.ErrMalformed", ck.ErrMalformed},
+	{"ck.ErrChecksum", ck.ErrChecksum},
+	{"ck.ErrUnknownVersion", ck.ErrUnknownVersion},
+	{"ck.ErrInconsistent", ck.ErrInconsistent},
+	{"ck.ErrMissingOutputs", ck.ErrMissingOutputs},
+	{"ck.ErrInvalidID", ck.ErrInvalidID},
+	{"ck.ErrEmptyID", ck.ErrEmptyID},
+}
+
+// error prints err and the sentinels it wraps.
+func (e *fsmEnv) error(b *strings.Builder, err error) {
+	fmt.Fprintf(b, "error: %v\nis:", err)
+	none := true
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			fmt.Fprintf(b, " %s", s.name)
+			none = false
+		}
+	}
+	if none {
+		b.WriteString(" none of the sentinels")
+	}
+}
+
+// now prints the log time an entry was applied at, for a command with
+// entry options.
+func (e *fsmEnv) now(c *transcript.Command, b *strings.Builder, res *raftfsm.Result) {
+	if slices.ContainsFunc(entryOptions, c.Has) {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(b, "now=%s", e.rel(res.Now))
+	}
+}
+
+// entry is one entry of the log, as the replicas receive it.
+type entry struct {
+	data []byte
+	time int64
+	at   bool // applied by ApplyAt
+}
+
+// propose appends cmd to the log as the next entry, with the entry options
+// of c, and applies it to the state machine and the replicas. An entry
+// refused with an error changed nothing, and its index is used again.
+func (e *fsmEnv) propose(c *transcript.Command, cmd *raftfsm.Command) (*raftfsm.Result, error) {
+	n := e.n
+	data, err := e.encodeOn(c, n.f, cmd)
+	if err != nil {
+		return nil, err
+	}
+	ent := entry{data: data, time: n.now, at: c.Has("apply-at")}
+	if e.noEntryTime {
+		ent.time = 0
+	}
+	if c.Has("entry-time") {
+		ent.time = 0
+		if c.Str("entry-time", "") != "none" {
+			ent.time = t0 + int64(c.Duration("entry-time", 0))
+		}
+	}
+	return e.append(ent)
+}
+
+// encodeOn encodes cmd as the leader f would, with the entry options of c:
+// by f's Encode at the clock (plus encode=D), or by MarshalVersion at the
+// version the transcript set, stamped with the clock (plus stamp=D).
+func (e *fsmEnv) encodeOn(c *transcript.Command, f *raftfsm.FSM, cmd *raftfsm.Command) ([]byte, error) {
+	n := e.n
+	if c.Has("stamp") {
+		cmd.Time = n.now + int64(c.Duration("stamp", 0))
+	}
+	switch {
+	case e.encode || c.Has("encode"):
+		return f.Encode(cmd, n.now+int64(c.Duration("encode", 0)))
+	case n.version == 0:
+		if cmd.Time == 0 {
+			cmd.Time = n.now
+		}
+		return cmd.MarshalBinary()
+	default:
+		if cmd.Time == 0 {
+			cmd.Time = n.now
+		}
+		return cmd.MarshalVersion(n.version)
+	}
+}
+
+// append applies ent as the next entry, and to the replicas if it is
+// applied.
+func (e *fsmEnv) append(ent entry) (*raftfsm.Result, error) {
+	n := e.n
+	res, err := apply(n.f, ck.Entry{Index: n.index + 1, Term: 1, Time: ent.time}, ent)
+	if err != nil {
+		return nil, err
+	}
+	n.index++
+	n.log = append(n.log, ent.data)
+	e.log = append(e.log, ent)
+	e.follow(res)
+	return res, nil
+}
+
+func apply(f *raftfsm.FSM, en ck.Entry, ent entry) (*raftfsm.Result, error) {
+	if ent.at {
+		return f.ApplyAt(en, ent.data)
+	}
+	return f.Apply(en, ent.data)
 }
 
 func (e *fsmEnv) aliasAll(names []string) []string {
@@ -307,13 +589,24 @@ func (e *fsmEnv) state(js ck.JobState) string {
 		s += " w=" + js.Worker
 	}
 	if js.LastFailure != "" {
-		s += fmt.Sprintf(" last=%q at=%s", js.LastFailure, e.rel(js.FailedAt))
+		s += " last=" + quote(js.LastFailure)
+	}
+	if js.FailedAt != 0 {
+		s += " at=" + e.rel(js.FailedAt)
 	}
 	return s
 }
 
+// quote quotes s, or for a long s gives its length and its start.
+func quote(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("(%d bytes)%q...", len(s), string([]rune(s)[:16]))
+}
+
 func (e *fsmEnv) request(c *transcript.Command) *ck.PollRequest {
-	c.Only("seq", "slots", "report", "reason", "at", "two-commit")
+	c.Only(append([]string{"seq", "slots", "report", "reason", "reason-repeat", "at", "as"}, entryOptions...)...)
 	w := e.pos(c, 0)
 	seq := uint64(c.Int("seq", int64(e.seq[w]+1)))
 	req := &ck.PollRequest{WorkerID: w, Seq: seq, FreeSlots: int32(c.Int("slots", 0))}
@@ -327,7 +620,8 @@ func (e *fsmEnv) request(c *transcript.Command) *ck.PollRequest {
 			c.Fatalf("report %q: want jN:<status>[@token][!variant]", spec)
 		}
 		reply := e.replies[e.job(c, a)]
-		u := ck.StatusUpdate{Job: reply.Job, Token: reply.Token, Status: st, Reason: c.Str("reason", "")}
+		u := ck.StatusUpdate{Job: reply.Job, Token: reply.Token, Status: st,
+			Reason: strings.Repeat(c.Str("reason", ""), int(c.Int("reason-repeat", 1)))}
 		if hasTok {
 			t, err := strconv.ParseUint(tok, 10, 64)
 			if err != nil {
@@ -368,18 +662,23 @@ func (e *fsmEnv) poll(c *transcript.Command, b *strings.Builder) {
 	var tokenIndex uint64
 	if c.Has("two-commit") {
 		// Two-commit mode: a prepare entry first, whose index is the token.
-		n.mustApply(&raftfsm.Command{PreparePoll: &raftfsm.PreparePoll{WorkerID: req.WorkerID, Seq: req.Seq}})
+		if _, err := e.propose(c, &raftfsm.Command{PreparePoll: &raftfsm.PreparePoll{WorkerID: req.WorkerID, Seq: req.Seq}}); err != nil {
+			c.Fatalf("prepare entry: %v", err)
+		}
 		tokenIndex = n.index
 		fmt.Fprintf(b, "prepare entry %d\n", tokenIndex)
 	}
 	at := n.now + int64(c.Duration("at", 0))
 	cmd, err := n.f.Prepare(req, at)
 	if err != nil {
-		fmt.Fprintf(b, "error: %v", err)
+		e.error(b, err)
 		return
 	}
 	e.seq[req.WorkerID] = max(e.seq[req.WorkerID], req.Seq)
 	if c.Name == "prepare" {
+		if c.Has("as") {
+			e.prepared[c.Str("as", "")] = cmd
+		}
 		if cmd.Poll == nil {
 			fmt.Fprintf(b, "%+v", cmd)
 			return
@@ -399,9 +698,35 @@ func (e *fsmEnv) poll(c *transcript.Command, b *strings.Builder) {
 	if tokenIndex != 0 {
 		cmd.Poll.Update.TokenIndex = tokenIndex
 	}
-	res, err := e.apply(cmd)
+	var own map[*replica]*raftfsm.Command
+	if c.Has("everywhere") {
+		// Each replica prepares the request on its own state, as if it
+		// were the leader.
+		own = map[*replica]*raftfsm.Command{}
+		for _, r := range e.replicas {
+			rc, err := r.f.Prepare(req, at)
+			if err != nil {
+				e.notes = append(e.notes, fmt.Sprintf("%s: prepare: %v", r.name, err))
+				continue
+			}
+			if tokenIndex != 0 {
+				rc.Poll.Update.TokenIndex = tokenIndex
+			}
+			own[r] = rc
+		}
+	}
+	e.applyPoll(c, b, cmd, own)
+}
+
+// applyPoll applies a poll command and prints what it did. Replicas with a
+// command in own apply theirs instead of the log's, and say whether it was
+// the same.
+func (e *fsmEnv) applyPoll(c *transcript.Command, b *strings.Builder, cmd *raftfsm.Command, own map[*replica]*raftfsm.Command) {
+	e.own = own
+	res, err := e.propose(c, cmd)
+	e.own = nil
 	if err != nil {
-		fmt.Fprintf(b, "error: %v", err)
+		e.error(b, err)
 		return
 	}
 	if res.Replayed {
@@ -409,7 +734,7 @@ func (e *fsmEnv) poll(c *transcript.Command, b *strings.Builder) {
 	}
 	for _, ch := range res.Changes {
 		if !ch.Applied {
-			fmt.Fprintf(b, "skipped %s %s: %v\n", ch.Kind, e.alias(ch.Job), ch.Reason)
+			fmt.Fprintf(b, "skipped %s %s: %s\n", ch.Kind, e.alias(ch.Job), ch.Why())
 		}
 		if ch.Excluded {
 			fmt.Fprintf(b, "excluded %s\n", e.alias(ch.Job))
@@ -463,7 +788,7 @@ func (e *fsmEnv) plan(b *strings.Builder, p *ck.JobPlan) {
 }
 
 func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {
-	c.Only("tenant", "level", "by")
+	c.Only(append([]string{"tenant", "level", "by"}, entryOptions...)...)
 	op := &raftfsm.Operator{Tenant: c.Str("tenant", ""), By: c.Str("by", "")}
 	if c.Has("level") {
 		l := uint32(c.Int("level", 0))
@@ -495,9 +820,9 @@ func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {
 	default:
 		c.Fatalf("unknown operator action %s", args[0])
 	}
-	res, err := e.apply(&raftfsm.Command{Operator: op})
+	res, err := e.propose(c, &raftfsm.Command{Operator: op})
 	if err != nil {
-		fmt.Fprintf(b, "error: %v", err)
+		e.error(b, err)
 		return
 	}
 	fmt.Fprintf(b, "count %d", res.Count)
