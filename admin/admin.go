@@ -31,7 +31,7 @@ type Authorizer func(r *http.Request, action string) error
 // Actions lists the action names an [Authorizer] is asked about.
 var Actions = []string{
 	"status", "jobs", "job", "tenants", "quarantine", "dry-run", "fsck",
-	"pause", "resume", "retry", "cancel", "requeue", "set-max-failures", "fsck-remove",
+	"pause", "resume", "retry", "cancel", "requeue", "mark", "set-max-failures", "fsck-remove",
 }
 
 // Option configures a [Handler].
@@ -573,6 +573,8 @@ type Command struct {
 	Job         string   `json:"job,omitempty"`
 	MaxFailures *uint32  `json:"max_failures,omitempty"`
 	Blocks      []string `json:"blocks,omitempty"`
+	// Reason says why blocks are marked (mark only).
+	Reason string `json:"reason,omitempty"`
 }
 
 // CommandResult is the answer to a command.
@@ -586,6 +588,7 @@ type CommandResult struct {
 var actions = map[string]raftfsm.OperatorAction{
 	"pause": raftfsm.OpPause, "resume": raftfsm.OpResume, "retry": raftfsm.OpRetry,
 	"cancel": raftfsm.OpCancel, "requeue": raftfsm.OpRequeue, "set-max-failures": raftfsm.OpSetMaxFailures,
+	"mark": raftfsm.OpMark,
 }
 
 // sameOrigin reports whether a browser's request comes from a page of the
@@ -649,7 +652,7 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, Level: c.Level, Job: c.Job, Blocks: c.Blocks}
+	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, Level: c.Level, Job: c.Job, Blocks: c.Blocks, Reason: c.Reason}
 	if h.identity != nil {
 		op.By = h.identity(r)
 	}

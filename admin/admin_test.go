@@ -218,6 +218,22 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"tenant":"acme"}`, map[string]string{"X-Operator": "a", "Origin": srv.URL}, &res))
 	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
 	require.Empty(t, st.Paused)
+
+	// Marks: a block a job claims is refused with the job's name; a
+	// queued one is quarantined with the operator's reason until a
+	// requeue.
+	var e struct{ Error string }
+	require.Equal(t, 409, call(t, srv, "POST", "/api/commands/mark", `{"blocks":["seg-1"],"reason":"legal hold"}`, op, &e))
+	require.Contains(t, e.Error, n.job.Job)
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/mark", `{"blocks":["seg-5"],"reason":"legal hold"}`, op, &res))
+	require.Equal(t, 1, res.Count)
+	var q admin.QuarantinePage
+	require.Equal(t, 200, call(t, srv, "GET", "/api/quarantine", "", op, &q))
+	require.Len(t, q.Blocks, 1)
+	require.Equal(t, "seg-5", q.Blocks[0].ID)
+	require.Contains(t, q.Blocks[0].Reason, "legal hold")
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/requeue", `{"blocks":["seg-5"]}`, op, &res))
+	require.Equal(t, 1, res.Count)
 }
 
 // follower is a log that does not lead.

@@ -5,10 +5,10 @@
 //
 // Reads (status, jobs, one job, tenants, quarantined blocks, a dry run of
 // the next poll) are GET requests; operator commands (pause, resume,
-// retry, cancel, requeue, failure limit) are POST requests with a JSON
-// body. Every request is answered by the node that leads: elsewhere the
-// answer is 421 Misdirected Request with the leader's ID and address, for
-// the caller to go there.
+// retry, cancel, requeue, mark "do not compact", failure limit) are POST
+// requests with a JSON body. Every request is answered by the node that
+// leads: elsewhere the answer is 421 Misdirected Request with the leader's
+// ID and address, for the caller to go there.
 //
 // Invariants:
 //   - Without an [Authorizer] the handler is read-only: every command is

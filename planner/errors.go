@@ -22,4 +22,10 @@ var (
 	ErrUnknownJob = errors.New("planner: unknown job")
 	// ErrNotSource reports a block that is not a source of the job named.
 	ErrNotSource = errors.New("planner: not a source of the job")
+	// ErrClaimed reports a block that a job claims: an operator cannot
+	// mark it (see [Planner.Mark]) before the job ends.
+	ErrClaimed = errors.New("planner: block claimed")
+	// ErrFinalLevel reports a block at or beyond the final level, which is
+	// never compacted.
+	ErrFinalLevel = errors.New("planner: block at the final level")
 )

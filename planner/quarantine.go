@@ -88,7 +88,8 @@ type QuarantinedBlock struct {
 	Shard  uint32
 	Level  uint32
 	// Job is the evicted job that held the block, and Reason why it was
-	// evicted.
+	// evicted; Job is empty for a block an operator marked ([Planner.Mark]),
+	// and Reason is then the operator's.
 	Job    string
 	Reason string
 	// Since is the log time of the eviction; Arrived the log time the

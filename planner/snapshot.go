@@ -25,12 +25,19 @@ import (
 //  6. quarantined blocks, in ID order: block columns, key, job, reason,
 //     time of the eviction.
 //
+// Version 2 is the same format in which a quarantined block's job may be
+// empty: a block an operator marked ([Planner.Mark]). It is written only
+// when such a block exists, so that states without one keep version 1's
+// bytes.
+//
 // Every section is columnar (codec.PackStrings, codec.PackInts). The
 // snapshot is a function of the logical state only: no chunk layout, no
 // index, no map order.
 const (
 	componentName        = "planner"
 	snapshotVersion byte = 1
+	// markedVersion is snapshotVersion with marked blocks.
+	markedVersion byte = 2
 )
 
 type levelRec struct {
@@ -232,7 +239,14 @@ func (s *state) writeSnapshot(w io.Writer) error {
 	}
 	s.keys.Ascend(func(q *queue) bool { h.Blocks += uint64(q.n); return true })
 	s.claims.Ascend(func(c *claim) bool { h.ClaimedBlocks += uint64(len(c.items)); return true })
-	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, snapshotVersion)
+	version := snapshotVersion
+	s.quar.Ascend(func(qe *quarEnt) bool {
+		if qe.job == "" {
+			version = markedVersion
+		}
+		return version == snapshotVersion
+	})
+	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, version)
 	if err != nil {
 		return err
 	}
@@ -343,10 +357,10 @@ func restore(r io.Reader) (*Planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rd.Version() != snapshotVersion {
+	if v := rd.Version(); v != snapshotVersion && v != markedVersion {
 		return nil, fmt.Errorf("snapshot version %d: %w", rd.Version(), ck.ErrUnknownVersion)
 	}
-	rs := &restorer{d: codec.NewDecoder(rd)}
+	rs := &restorer{d: codec.NewDecoder(rd), marks: rd.Version() == markedVersion}
 	if err := rs.d.Run(rs.header, rs.keys, rs.queued, rs.claims, rs.claimed, rs.quarantine); err != nil {
 		return nil, err
 	}
@@ -357,7 +371,9 @@ func restore(r io.Reader) (*Planner, error) {
 // sections give the number of blocks of each key and claim, which the
 // sections of blocks that follow them fill.
 type restorer struct {
-	d           *codec.Decoder
+	d *codec.Decoder
+	// marks: the snapshot may hold marked blocks (version 2).
+	marks       bool
 	h           header
 	cfg         Config
 	p           *Planner
@@ -555,6 +571,7 @@ func (rs *restorer) claimed() error {
 func (rs *restorer) quarantine() error {
 	d, s, clock := rs.d, &rs.p.s, rs.h.Clock
 	var last string
+	marked := false
 	for d.Records("quarantine", rs.h.Quarantined); d.More(); {
 		var f quarFrame
 		n := d.Frame(&f, &f.Blocks.N)
@@ -580,7 +597,9 @@ func (rs *restorer) quarantine() error {
 				return codec.Malformed("quarantine: block %s out of order", it.id)
 			}
 			last = it.id
-			if err := ck.ValidateJobName(jobs[i]); err != nil {
+			if jobs[i] == "" && rs.marks {
+				marked = true // an operator marked it
+			} else if err := ck.ValidateJobName(jobs[i]); err != nil {
 				return codec.Malformed("quarantine: block %s: %v", it.id, err)
 			}
 			if len(reasons[i]) > MaxReasonLen || !utf8.ValidString(reasons[i]) {
@@ -591,6 +610,11 @@ func (rs *restorer) quarantine() error {
 			}
 			s.quar.ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
 		}
+	}
+	if d.Err() == nil && rs.marks && !marked {
+		// Version 2 is written only with a marked block: one without is
+		// not the bytes this state snapshots to.
+		return codec.Malformed("version %d without a marked block", markedVersion)
 	}
 	return d.Err()
 }

@@ -91,6 +91,46 @@ func TestGoldenSnapshot(t *testing.T) {
 	require.Equal(t, want, snapshotBytes(t, r))
 }
 
+// TestGoldenSnapshotMarked: a state with a block an operator marked
+// snapshots as version 2 (the golden state's bytes, version 1, stay as
+// they are without one); it restores to the same bytes, and the damage
+// checks hold for it too.
+func TestGoldenSnapshotMarked(t *testing.T) {
+	p := goldenPlanner(t)
+	// The newest acme blocks (the 48th to 50th added), queued at level 0,
+	// shard 1.
+	var live []ck.BlockMeta
+	for i := 48; i <= 50; i++ {
+		id := "01J" + string(rune('A'+i%26)) + "/" + time.Unix(0, int64(i)).UTC().Format("150405.000000000")
+		live = append(live, ck.BlockMeta{ID: id, Tenant: "acme", Shard: 1, Level: 0})
+	}
+	n, err := p.Mark(ck.Entry{Index: 100, Term: 2, Time: time.Date(2025, 6, 1, 4, 0, 0, 0, time.UTC).UnixNano()}, live[:1], "do not compact: legal hold")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	path := filepath.Join("testdata", "golden", "planner_v2.bin")
+	got := snapshotBytes(t, p)
+	require.Equal(t, byte(2), got[3], "the header's version byte")
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the snapshot of the marked golden state changed (run with -update if intended)")
+	r, err := planner.Restore(bytes.NewReader(want))
+	require.NoError(t, err)
+	require.Equal(t, want, snapshotBytes(t, r))
+	snaptest.RejectsDamage(t, want, 17, func(r io.Reader) error {
+		_, err := planner.Restore(r)
+		return err
+	})
+
+	// Version 2 without a marked block is not what any state writes.
+	v1 := snapshotBytes(t, goldenPlanner(t))
+	v1[3] = 2
+	_, err = planner.Restore(bytes.NewReader(v1))
+	require.Error(t, err)
+}
+
 // TestRestoreRejectsDamage: every truncation and every flipped bit of a
 // snapshot is an error, never a panic or a silently different planner.
 func TestRestoreRejectsDamage(t *testing.T) {

@@ -28,9 +28,10 @@ import (
 // carry failure reasons in a poll's fail changes (compactkit.Change.Reason),
 // which cluster version 3 keeps with the jobs (compactkit.JobState.LastFailure),
 // and the issuer of an operator command (Operator.By). Version 4 is encoded
-// as version 3; cluster version 4 queues the outputs of cross-shard jobs
-// (and blocks added with compactkit.AnyShard) for the next level, which
-// earlier versions left unqueued.
+// as version 3 and may carry operator marks (OpMark, Operator.Reason);
+// cluster version 4 applies them and queues the outputs of cross-shard
+// jobs (and blocks added with compactkit.AnyShard) for the next level,
+// which earlier versions left unqueued.
 const CommandVersion byte = 4
 
 // reasonsVersion is the first command and cluster version with failure
@@ -40,6 +41,10 @@ const reasonsVersion byte = 3
 // crossShardVersion is the first cluster version that queues blocks whose
 // shard is compactkit.AnyShard.
 const crossShardVersion byte = 4
+
+// marksVersion is the first command and cluster version with operator
+// marks (OpMark, Operator.Reason).
+const marksVersion byte = 4
 
 // commandChecksumSize is the size of a version-2 command's trailer.
 const commandChecksumSize = 4
@@ -146,8 +151,13 @@ const (
 	// OpCancel removes a job; its sources return to the queue.
 	OpCancel
 	// OpRequeue returns quarantined blocks to the queue, at their original
-	// arrival positions.
+	// arrival positions: it also clears marks.
 	OpRequeue
+	// OpMark takes queued blocks out of compaction ("do not compact"): they
+	// are quarantined with the operator's Reason and no job, until an
+	// OpRequeue. Marking a block a job claims is refused, naming the job.
+	// From cluster version 4.
+	OpMark
 )
 
 // String returns the action name.
@@ -165,6 +175,8 @@ func (a OperatorAction) String() string {
 		return "cancel"
 	case OpRequeue:
 		return "requeue"
+	case OpMark:
+		return "mark"
 	default:
 		return fmt.Sprintf("OperatorAction(%d)", uint8(a))
 	}
@@ -182,7 +194,8 @@ type Operator struct {
 	Job string
 	// MaxFailures is the new failure limit (OpSetMaxFailures).
 	MaxFailures uint32
-	// Blocks are the quarantined block IDs to requeue (OpRequeue).
+	// Blocks are the quarantined block IDs to requeue (OpRequeue), or the
+	// queued ones to mark (OpMark).
 	Blocks []string
 	// By names who issued the command (an operator, a tool), as the
 	// host's authentication knows them: carried in the log, so every
@@ -190,6 +203,10 @@ type Operator struct {
 	// of printable UTF-8; from cluster version 3 (an optional last CBOR
 	// item: a command without it keeps the earlier bytes).
 	By string
+	// Reason says why the blocks are marked (OpMark only): at most
+	// compactkit.MaxReasonLen bytes of printable UTF-8. From cluster
+	// version 4 (an optional CBOR item after By).
+	Reason string
 }
 
 // MaxOperatorNameLen bounds [Operator.By].
@@ -218,18 +235,47 @@ type operatorBy struct {
 	By          string
 }
 
-// MarshalCBOR encodes the command as an array of six fields, or seven
-// with By.
+// operatorReason is the encoding of an operator command with a Reason
+// (By may be empty).
+type operatorReason struct {
+	_           struct{} `cbor:",toarray"`
+	Action      OperatorAction
+	Tenant      string
+	Level       *uint32
+	Job         string
+	MaxFailures uint32
+	Blocks      []string
+	By          string
+	Reason      string
+}
+
+// MarshalCBOR encodes the command as an array of six fields, seven with By,
+// or eight with a Reason.
 func (o Operator) MarshalCBOR() ([]byte, error) {
+	if o.Reason != "" {
+		return codec.Default.Marshal(&operatorReason{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By, Reason: o.Reason})
+	}
 	if o.By == "" {
 		return codec.Default.Marshal(&operatorFields{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks})
 	}
 	return codec.Default.Marshal(&operatorBy{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By})
 }
 
-// UnmarshalCBOR decodes either encoding of [Operator.MarshalCBOR]; seven
-// fields with an empty By are malformed.
+// UnmarshalCBOR decodes any encoding of [Operator.MarshalCBOR]; seven
+// fields with an empty By, or eight with an empty Reason, are malformed.
 func (o *Operator) UnmarshalCBOR(data []byte) error {
+	const eightItems = 0x88 // a CBOR array of eight items
+	if len(data) > 0 && data[0] == eightItems {
+		var r operatorReason
+		if err := codec.Default.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("raftfsm: operator: %w", err)
+		}
+		if r.Reason == "" {
+			return fmt.Errorf("raftfsm: operator: eight fields with an empty Reason: %w", ck.ErrMalformed)
+		}
+		*o = Operator{Action: r.Action, Tenant: r.Tenant, Level: r.Level, Job: r.Job, MaxFailures: r.MaxFailures, Blocks: r.Blocks, By: r.By, Reason: r.Reason}
+		return nil
+	}
 	var short operatorFields
 	var long operatorBy
 	tail, err := codec.Default.UnmarshalTail(data, 6, &short, &long)
@@ -278,6 +324,9 @@ func (c *Command) MarshalVersion(version byte) ([]byte, error) {
 	}
 	if version < reasonsVersion && c.hasV3Fields() {
 		return nil, fmt.Errorf("raftfsm: command version %d carries no failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrClusterVersion)
+	}
+	if version < marksVersion && c.hasV4Fields() {
+		return nil, fmt.Errorf("raftfsm: command version %d carries no mark (from version %d): %w", version, marksVersion, ErrClusterVersion)
 	}
 	data, err := codec.Default.Encode(codec.KindCommand, version, c)
 	if err != nil {
@@ -330,7 +379,16 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if version < reasonsVersion && c.hasV3Fields() {
 		return nil, version, fmt.Errorf("raftfsm: command version %d with a failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrInvalidCommand)
 	}
+	if version < marksVersion && c.hasV4Fields() {
+		return nil, version, fmt.Errorf("raftfsm: command version %d with a mark (from version %d): %w", version, marksVersion, ErrInvalidCommand)
+	}
 	return &c, version, nil
+}
+
+// hasV4Fields reports whether c carries what version 4 brought: an
+// operator's mark and its reason.
+func (c *Command) hasV4Fields() bool {
+	return c.Operator != nil && (c.Operator.Action == OpMark || c.Operator.Reason != "")
 }
 
 // hasV3Fields reports whether c carries a field of version 3: a failure
@@ -459,6 +517,12 @@ func (o *Operator) validate() error {
 	if len(o.By) > MaxOperatorNameLen || !utf8.ValidString(o.By) || strings.ContainsFunc(o.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
 		return fmt.Errorf("raftfsm: operator %s: issuer %q: at most %d bytes of printable UTF-8: %w", o.Action, o.By, MaxOperatorNameLen, ErrInvalidCommand)
 	}
+	if o.Reason != "" && o.Action != OpMark {
+		return fmt.Errorf("raftfsm: operator %s: a reason is for marks only: %w", o.Action, ErrInvalidCommand)
+	}
+	if len(o.Reason) > ck.MaxReasonLen || !utf8.ValidString(o.Reason) || strings.ContainsFunc(o.Reason, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Errorf("raftfsm: operator %s: reason: at most %d bytes of printable UTF-8: %w", o.Action, ck.MaxReasonLen, ErrInvalidCommand)
+	}
 	switch o.Action {
 	case OpPause, OpResume:
 		// An empty tenant and no level pause everything.
@@ -477,13 +541,13 @@ func (o *Operator) validate() error {
 			return fmt.Errorf("raftfsm: operator cancel: %w", err)
 		}
 		return nil
-	case OpRequeue:
+	case OpRequeue, OpMark:
 		if len(o.Blocks) == 0 || len(o.Blocks) > MaxBlocksPerCommand {
-			return fmt.Errorf("raftfsm: operator requeue: %d blocks, want 1 to %d: %w", len(o.Blocks), MaxBlocksPerCommand, ErrInvalidCommand)
+			return fmt.Errorf("raftfsm: operator %s: %d blocks, want 1 to %d: %w", o.Action, len(o.Blocks), MaxBlocksPerCommand, ErrInvalidCommand)
 		}
 		for _, id := range o.Blocks {
 			if err := ck.ValidateID(id); err != nil {
-				return fmt.Errorf("raftfsm: operator requeue: %w", err)
+				return fmt.Errorf("raftfsm: operator %s: %w", o.Action, err)
 			}
 		}
 		return nil

@@ -97,3 +97,44 @@ func ExampleRestore() {
 	// Output:
 	// "kv:3\n" "end\n" cluster version 4
 }
+
+// ExampleOperator_mark takes a block out of compaction ("do not compact")
+// with the operator's reason, then puts it back with a requeue.
+func ExampleOperator_mark() {
+	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	index := uint64(0)
+	apply := func(cmd *raftfsm.Command) (*raftfsm.Result, error) {
+		data, err := fsm.Encode(cmd, now)
+		if err != nil {
+			return nil, err
+		}
+		index++
+		return fsm.Apply(ck.Entry{Index: index, Term: 1, Time: now}, data)
+	}
+	seg := ck.BlockMeta{ID: "s1", Tenant: "acme", MinTime: now, MaxTime: now, Size: 10,
+		Datasets: []ck.DatasetMeta{{Name: "cpu", Size: 10, Records: 1, MinTime: now, MaxTime: now}}}
+	if _, err := apply(&raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: []ck.BlockMeta{seg}}}); err != nil {
+		panic(err)
+	}
+
+	res, err := apply(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: []string{"s1"},
+		Reason: "legal hold", By: "alice"}})
+	if err != nil {
+		panic(err)
+	}
+	q, _ := fsm.Quarantined("", 0)
+	fmt.Println("marked", res.Count, q[0].ID, q[0].Job == "", q[0].Reason)
+
+	res, err = apply(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRequeue, Blocks: []string{"s1"}}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("requeued", res.Count, fsm.Stats().Planner.Queued)
+	// Output:
+	// marked 1 s1 true marked by alice: legal hold
+	// requeued 1 1
+}

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -606,6 +607,31 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 		res.Cancelled = append(res.Cancelled, o.Job)
 	case OpRequeue:
 		n, err := st.planner.Requeue(o.Blocks)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrOperator, err)
+		}
+		res.Count = n
+	case OpMark:
+		if st.clusterVersion < marksVersion {
+			return fmt.Errorf("%w: marks need cluster version %d, the cluster is at %d: %w", ErrOperator, marksVersion, st.clusterVersion, ErrClusterVersion)
+		}
+		// The planner finds a block under its key: the index's metadata
+		// says which. A block that is not live is refused.
+		metas := make([]ck.BlockMeta, len(o.Blocks))
+		for i, id := range o.Blocks {
+			m, ok := st.index.Lookup(id)
+			if !ok {
+				return fmt.Errorf("%w: mark %s: not a live block", ErrOperator, id)
+			}
+			metas[i] = m
+		}
+		reason := cmp.Or(o.Reason, "no reason given")
+		if o.By != "" {
+			reason = "marked by " + o.By + ": " + reason
+		} else {
+			reason = "marked: " + reason
+		}
+		n, err := st.planner.Mark(e, metas, reason)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrOperator, err)
 		}

@@ -77,6 +77,10 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 			require.NoError(t, br.Err)
 			require.True(t, br.Queued, br.ID)
 		}
+		// An operator's mark: a quarantined block without a job.
+		r = run("mark", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: []string{bs[0].ID},
+			Reason: "legal hold", By: "alice"}})
+		require.Equal(t, 1, r.Count)
 	}
 	out := map[string][]byte{}
 	for name, c := range cmds {

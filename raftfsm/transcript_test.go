@@ -367,7 +367,11 @@ func (e *fsmEnv) run(c *transcript.Command) string {
 	case "quarantined":
 		q, _ := n.f.Quarantined("", 0)
 		for _, qb := range q {
-			fmt.Fprintf(&b, "%s job=%s %q\n", qb.ID, e.alias(qb.Job), qb.Reason)
+			job := "-" // marked by an operator
+			if qb.Job != "" {
+				job = e.alias(qb.Job)
+			}
+			fmt.Fprintf(&b, "%s job=%s %q\n", qb.ID, job, qb.Reason)
 		}
 	case "tenants":
 		for _, ts := range n.f.Tenants() {
@@ -788,8 +792,8 @@ func (e *fsmEnv) plan(b *strings.Builder, p *ck.JobPlan) {
 }
 
 func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {
-	c.Only(append([]string{"tenant", "level", "by"}, entryOptions...)...)
-	op := &raftfsm.Operator{Tenant: c.Str("tenant", ""), By: c.Str("by", "")}
+	c.Only(append([]string{"tenant", "level", "by", "reason"}, entryOptions...)...)
+	op := &raftfsm.Operator{Tenant: c.Str("tenant", ""), By: c.Str("by", ""), Reason: c.Str("reason", "")}
 	if c.Has("level") {
 		l := uint32(c.Int("level", 0))
 		op.Level = &l
@@ -812,11 +816,18 @@ func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {
 			op.Job = e.job(c, args[1])
 		}
 	case "requeue":
-		q, _ := e.n.f.Quarantined("", 0)
-		for _, qb := range q {
-			op.Blocks = append(op.Blocks, qb.ID)
+		// operator requeue [ID...]: the blocks named, or every quarantined one.
+		op.Blocks = args[1:]
+		if len(op.Blocks) == 0 {
+			q, _ := e.n.f.Quarantined("", 0)
+			for _, qb := range q {
+				op.Blocks = append(op.Blocks, qb.ID)
+			}
 		}
 		op.Action = raftfsm.OpRequeue
+	case "mark":
+		// operator mark ID... [reason=...] [by=...]
+		op.Action, op.Blocks = raftfsm.OpMark, args[1:]
 	default:
 		c.Fatalf("unknown operator action %s", args[0])
 	}

@@ -19,7 +19,8 @@
 //	resume -tenant T [-level N] | resume -level N
 //	retry [-job NAME]
 //	cancel -job NAME
-//	requeue BLOCK...
+//	requeue BLOCK...               (also clears marks)
+//	mark [-reason TEXT] BLOCK...    (do not compact: quarantined until requeued)
 //	set-max-failures N
 //	fsck
 //	fsck-remove KEY...

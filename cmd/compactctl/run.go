@@ -219,7 +219,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(w, "kept (not an orphan)\t%s\n", k)
 			}
 		})
-	case "pause", "resume", "retry", "cancel", "requeue", "set-max-failures":
+	case "pause", "resume", "retry", "cancel", "requeue", "mark", "set-max-failures":
 		body, err := commandBody(cmd, rest, errOut)
 		if err != nil {
 			return err
@@ -247,18 +247,19 @@ func commandBody(cmd string, args []string, errOut io.Writer) (*admin.Command, e
 	tenant := sub.String("tenant", "", "tenant")
 	level := sub.Int("level", -1, "level")
 	job := sub.String("job", "", "job")
+	reason := sub.String("reason", "", "why the blocks are marked (mark)")
 	if err := sub.Parse(args); err != nil {
 		return nil, err
 	}
-	c := &admin.Command{Tenant: *tenant, Job: *job}
+	c := &admin.Command{Tenant: *tenant, Job: *job, Reason: *reason}
 	if *level >= 0 {
 		l := uint32(*level)
 		c.Level = &l
 	}
 	switch cmd {
-	case "requeue":
+	case "requeue", "mark":
 		if sub.NArg() == 0 {
-			return nil, errors.New("requeue: name the blocks")
+			return nil, fmt.Errorf("%s: name the blocks", cmd)
 		}
 		c.Blocks = sub.Args()
 	case "set-max-failures":

@@ -108,6 +108,10 @@ const (
 	// stops (a paused process) for 40 to 160 steps, long enough for the
 	// log to be truncated past it (per step).
 	FaultBucketPause
+	// FaultMark: an operator marks one to three live blocks "do not
+	// compact" (per step, from cluster version 4): queued ones are
+	// quarantined; a claimed or final-level one makes the mark refused.
+	FaultMark
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -123,6 +127,7 @@ var faultNames = [NumFaults]string{
 	"retention", "watermark",
 	"bucket-race", "bucket-put-fail", "bucket-lost-ack", "bucket-read-fail",
 	"bucket-restart", "bucket-truncate", "bucket-store-clock", "bucket-pause",
+	"mark",
 }
 
 // String returns the fault's short name, as accepted by [ParseFaults].
@@ -188,6 +193,7 @@ func DefaultProb() [NumFaults]float64 {
 	p[FaultRetry] = 0.01
 	p[FaultCancel] = 0.005
 	p[FaultRequeue] = 0.01
+	p[FaultMark] = 0.01
 	p[FaultSetMaxFailures] = 0.003
 	p[FaultRetention] = 0.005
 	p[FaultWatermark] = 0.01

@@ -187,6 +187,18 @@ func (s *Sim) operatorStep() {
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRequeue, Blocks: ids}}, nil)
 		}
 	}
+	if r.fsm.ClusterVersion() >= 4 && s.chance(FaultMark) { // marks: cluster version 4
+		view := r.fsm.Index()
+		live := view.Blocks("", 0)
+		view.Close()
+		if len(live) > 0 {
+			var ids []string
+			for range 1 + s.rng.IntN(3) {
+				ids = append(ids, live[s.rng.IntN(len(live))].ID)
+			}
+			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: ids, Reason: "sim: do not compact", By: "sim"}}, nil)
+		}
+	}
 	if s.chance(FaultSetMaxFailures) {
 		s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpSetMaxFailures, MaxFailures: uint32(s.rng.IntN(4))}}, nil)
 	}

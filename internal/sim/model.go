@@ -79,6 +79,11 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 	cmd := e.cmd
 	if err != nil {
 		switch {
+		case cmd.Operator != nil && cmd.Operator.Action == raftfsm.OpMark && errors.Is(err, raftfsm.ErrOperator):
+			if !m.markRefused(cmd.Operator.Blocks) {
+				m.fail("marks", "mark of %v refused (%v), though every block is live, unclaimed and below the final level", cmd.Operator.Blocks, err)
+			}
+			return // refused, nothing changed
 		case cmd.Poll != nil && errors.Is(err, raftfsm.ErrStaleRequest),
 			cmd.Operator != nil && errors.Is(err, raftfsm.ErrOperator):
 			return // refused, nothing changed
@@ -126,10 +131,35 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 			if n != res.Count {
 				m.fail("quarantine", "requeue of %v re-queued %d blocks, %d were quarantined", cmd.Operator.Blocks, res.Count, n)
 			}
+		case raftfsm.OpMark:
+			if m.markRefused(cmd.Operator.Blocks) {
+				m.fail("marks", "mark of %v applied, though a block is claimed, not live or at the final level", cmd.Operator.Blocks)
+			}
+			n := 0
+			for _, id := range cmd.Operator.Blocks {
+				if !m.quar[id] {
+					m.quar[id] = true
+					n++
+				}
+			}
+			if n != res.Count {
+				m.fail("marks", "mark of %v marked %d blocks, the model %d", cmd.Operator.Blocks, res.Count, n)
+			}
 		}
 	case cmd.Watermark != nil:
 		m.wm, m.hasWM = min(cmd.Watermark.OldestReader, res.Now), true
 	}
+}
+
+// markRefused reports whether a mark of ids must be refused: one of them
+// is not live, is claimed by a job or lies at or beyond the final level.
+func (m *model) markRefused(ids []string) bool {
+	for _, id := range ids {
+		if _, c := m.claimed[id]; c || !m.live[id] || m.blocks[id].meta.Level >= m.s.cfg.Planner.FinalLevel {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *model) remove(id, why string) {

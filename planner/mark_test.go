@@ -1,0 +1,69 @@
+package planner_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/planner"
+)
+
+// TestMark: an operator's mark takes queued blocks out of compaction with
+// the operator's reason and no job; marking again changes nothing; a
+// claimed block, a final-level block or one held nowhere refuses the whole
+// mark; a requeue clears the mark and the blocks are planned again.
+func TestMark(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 4
+	f := newFixture(t, cfg)
+	claimedIDs := f.add("t", 1, 0, 4)
+	pl, ok := f.poll(nil)
+	require.True(t, ok)
+	require.Equal(t, claimedIDs, pl.Sources)
+	ids := f.add("t", 2, 0, 6)
+	meta := func(id string, shard uint32) ck.BlockMeta { return ck.BlockMeta{ID: id, Tenant: "t", Shard: shard} }
+
+	// Refusals change nothing.
+	before := f.snapshot()
+	_, err := f.p.Mark(f.entry(), []ck.BlockMeta{meta(ids[0], 2), meta(claimedIDs[2], 1)}, "x")
+	require.ErrorIs(t, err, planner.ErrClaimed)
+	require.ErrorContains(t, err, pl.Name, "the error names the job")
+	_, err = f.p.Mark(f.entry(), []ck.BlockMeta{{ID: "final", Tenant: "t", Level: cfg.FinalLevel}}, "x")
+	require.ErrorIs(t, err, planner.ErrFinalLevel)
+	_, err = f.p.Mark(f.entry(), []ck.BlockMeta{meta("nowhere", 2)}, "x")
+	require.ErrorIs(t, err, ck.ErrInconsistent)
+	_, err = f.p.Mark(f.entry(), []ck.BlockMeta{meta("../bad", 2)}, "x")
+	require.ErrorIs(t, err, ck.ErrInvalidID)
+	require.Equal(t, before, f.snapshot())
+
+	// Mark two of the six: the four left make a batch without them.
+	f.advance(time.Minute)
+	n, err := f.p.Mark(f.entry(), []ck.BlockMeta{meta(ids[1], 2), meta(ids[3], 2), meta(ids[1], 2)}, "legal hold")
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	items, _ := f.p.Quarantined("", 0)
+	require.Len(t, items, 2)
+	for _, q := range items {
+		require.Empty(t, q.Job, "a mark has no job")
+		require.Equal(t, "legal hold", q.Reason)
+		require.Equal(t, f.now, q.Since)
+	}
+	again := f.snapshot()
+	n, err = f.p.Mark(f.entry(), []ck.BlockMeta{meta(ids[1], 2)}, "other")
+	require.NoError(t, err)
+	require.Zero(t, n, "marking again changes nothing")
+	require.Equal(t, again, f.snapshot())
+	pl2, ok := f.poll(nil)
+	require.True(t, ok)
+	require.Equal(t, []string{ids[0], ids[2], ids[4], ids[5]}, pl2.Sources)
+
+	// A requeue clears the mark.
+	n, err = f.p.Requeue([]string{ids[1], ids[3]})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	items, _ = f.p.Quarantined("", 0)
+	require.Empty(t, items)
+	require.Equal(t, 2, f.p.Stats().Levels[0].Queued)
+}
