@@ -189,6 +189,9 @@ func exercise(t testing.TB, r *planner.Planner) {
 // recomputed, so that the fuzzer reaches the decoder.
 func FuzzRestore(f *testing.F) {
 	f.Add(snapshotBytes(f, goldenPlanner(f)))
+	if marked, err := os.ReadFile(filepath.Join("testdata", "golden", "planner_v2.bin")); err == nil {
+		f.Add(marked) // version 2: a marked block
+	}
 	empty, _ := planner.New(planner.DefaultConfig())
 	f.Add(snapshotBytes(f, empty))
 	f.Fuzz(func(t *testing.T, data []byte) {
