@@ -21,15 +21,7 @@ func TestDemo(t *testing.T) {
 	cfg := config{Run: demo.DefaultConfig(), Dir: t.TempDir(), Chart: filepath.Join(t.TempDir(), "chart.svg")}
 	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 120, 4, 2, 8
 	cfg.Run.Workers, cfg.Run.PartitionWorkers = 3, 1
-	cfg.Run.FlushInterval = 10 * time.Millisecond
-	cfg.Run.DrainTimeout = 45 * time.Second
-	cfg.Run.Progress = false
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	rep, err := run(ctx, cfg, &out)
-	require.NoError(t, err, out.String())
-	require.True(t, rep.Verification.OK(), rep.Verification.Failed())
+	rep, out := runSmall(t, cfg)
 	for _, name := range []string{"records", "checksum", "exactly once", "no source left", "no orphan", "index = object store", "nothing pending"} {
 		found := false
 		for _, c := range rep.Verification.Checks {
@@ -70,6 +62,15 @@ func TestDemoOnS3(t *testing.T) {
 	cfg := config{Run: demo.DefaultConfig(), Store: store}
 	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 60, 2, 2, 8
 	cfg.Run.Workers, cfg.Run.PartitionWorkers = 2, 0
+	rep, out := runSmall(t, cfg)
+	assert.Positive(t, rep.Scheduler.Completed)
+	assert.Contains(t, out.String(), "verification passed")
+}
+
+// runSmall runs the demo with a short flush interval and drain timeout,
+// without progress bars, and requires its verification to pass.
+func runSmall(t *testing.T, cfg config) (*demo.Report, *bytes.Buffer) {
+	t.Helper()
 	cfg.Run.FlushInterval = 10 * time.Millisecond
 	cfg.Run.DrainTimeout = 45 * time.Second
 	cfg.Run.Progress = false
@@ -79,6 +80,5 @@ func TestDemoOnS3(t *testing.T) {
 	rep, err := run(ctx, cfg, &out)
 	require.NoError(t, err, out.String())
 	require.True(t, rep.Verification.OK(), rep.Verification.Failed())
-	assert.Positive(t, rep.Scheduler.Completed)
-	assert.Contains(t, out.String(), "verification passed")
+	return rep, &out
 }
