@@ -78,8 +78,9 @@ func drawScenario(t *rapid.T) scenario {
 }
 
 // TestWorkerProperty runs random scenarios — jobs that merge, fail, only
-// clean up or get reassigned elsewhere, with requests and replies lost at
-// random — against the real state machine, and checks the worker's contract.
+// clean up or are taken away by an operator, with requests and replies
+// lost, successes rejected and the leader unreachable at random — against
+// the real state machine, and checks the worker's contract.
 func TestWorkerProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		sc := drawScenario(rt)

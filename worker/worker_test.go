@@ -789,6 +789,10 @@ func TestCleanupTimeout(t *testing.T) {
 	})
 }
 
+// A malformed response (one the state machine never gives: an unknown
+// outcome, about a job not reported) is ignored, and the worker carries
+// on with the next request. The first request is answered by the client
+// wrapper without reaching the leader.
 func TestInvalidResponseIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
