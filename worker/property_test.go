@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -12,6 +13,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/worker"
 )
 
@@ -27,7 +29,7 @@ type jobSpec struct {
 	kind    jobKind
 	sources int
 	take    time.Duration // how long the merge takes (fake time)
-	revoke  bool          // reassigned elsewhere at its first renewal
+	revoke  bool          // taken away by an operator at its first renewal
 }
 
 type scenario struct {
@@ -76,8 +78,9 @@ func drawScenario(t *rapid.T) scenario {
 }
 
 // TestWorkerProperty runs random scenarios — jobs that merge, fail, only
-// clean up or get reassigned elsewhere, with requests and replies lost at
-// random — against the fake leader, and checks the worker's contract.
+// clean up or are taken away by an operator, with requests and replies
+// lost, successes rejected and the leader unreachable at random — against
+// the real state machine, and checks the worker's contract.
 func TestWorkerProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		sc := drawScenario(rt)
@@ -94,33 +97,41 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	ctx := context.Background()
 	store := blockmerge.NewMemStore()
 	m := newMerges()
-	l := newFakeLeader(sc.lease)
-	l.reassignExpired = true
-	orphans := map[string]string{} // cleanup job -> orphan prefix
+	// A job gets a second attempt after a failure or an expired lease;
+	// tombstones are released after a second, and a cleanup-only job of
+	// one tombstone takes each a second later.
+	cfg := leaderConfig(sc.lease)
+	cfg.Scheduler.MaxFailures = 2
+	cfg.Index.CleanupDelay = time.Second
+	l := newLeaderWith(t, cfg, raftfsm.WithCleanupAfter(time.Second), raftfsm.WithCleanupBatch(1))
+	// The jobs' labels (see labelOf): a cleanup-only job's is that of
+	// the block it deletes, prefixed.
+	labels := make([]string, len(sc.jobs))
+	kinds := map[string]jobKind{}
 	for i, spec := range sc.jobs {
 		name := fmt.Sprintf("job-%d", i)
-		var p ck.JobPlan
-		switch spec.kind {
-		case kindMerge, kindBad:
-			p = mergeJob(t, store, name, spec.sources)
-			if spec.kind == kindBad {
-				p.Sources = append(p.Sources, "missing")
-			}
-		case kindCleanup:
-			prefix := ck.AttemptPrefix("gone-"+name, 1)
-			if err := store.Put(ctx, prefix+"0", strings.NewReader("x")); err != nil {
-				panic(err)
-			}
-			orphans[name] = prefix
-			p = ck.JobPlan{Name: name, Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: prefix}}}
+		labels[i] = name
+		if spec.kind == kindCleanup {
+			labels[i] = "cleanup:" + name
 		}
+		kinds[labels[i]] = spec.kind
 		m.take[name] = spec.take
-		l.revokeOnRenewal[name] = spec.revoke
-		l.add(p)
+		switch spec.kind {
+		case kindMerge:
+			l.addBlocks(t, mergeSources(t, store, name, spec.sources))
+		case kindBad:
+			l.addBlocks(t, append(mergeSources(t, store, name, spec.sources), missingSource(t, name, spec.sources)))
+		case kindCleanup:
+			// A block retention drops at once: its tombstone is the
+			// cleanup-only job's.
+			l.addBlocks(t, []ck.BlockMeta{writeBlock(t, store, name, sourceID(name, 0), "x")})
+			l.drop(t, name)
+		}
 	}
+	time.Sleep(time.Millisecond) // the planner's batching age
 	arrivals := 0
 	begin := time.Now()
-	l.failBefore = func(*ck.PollRequest) bool {
+	l.lose = func(*ck.PollRequest) bool {
 		arrivals++
 		if since := time.Since(begin); since >= sc.outageAt && since < sc.outageAt+sc.outageFor {
 			return true
@@ -141,25 +152,44 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 		}
 		return nil
 	}
+	// A job to revoke is taken from the worker by an operator when the
+	// worker first reports it in progress.
+	revoked := map[string]bool{}
+	l.before = func(req *ck.PollRequest) {
+		for _, u := range req.Updates {
+			label := labelOf(u.Job, l.plans[u.Job])
+			if i := slices.Index(labels, label); i >= 0 && sc.jobs[i].revoke && !revoked[label] && u.Status == ck.ReportInProgress {
+				if err := l.revokeLocked(label); err == nil {
+					revoked[label] = true
+				}
+			}
+		}
+	}
+	w1 := ck.PublicWorkerName("w1")
 
 	r := start(t, l, store, worker.Config{Concurrency: sc.concurrency, MergeOptions: []blockmerge.Option{m.option()}})
 	if sc.stopAfter > 0 {
 		time.Sleep(sc.stopAfter)
 		synctest.Wait()
 	} else {
-		// Done: every job completed, failed, or held elsewhere. A job held
-		// elsewhere, or dropped as lost, is reassigned to the worker once
-		// its lease expired; so wait until done stays done for a minute.
+		// Done: every job completed, excluded, or revoked. A job whose
+		// lease expired, or that failed once, is assigned again; so
+		// wait until done stays done for a minute.
 		done := func() bool {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			for i := range sc.jobs {
-				name := fmt.Sprintf("job-%d", i)
-				j := l.jobs[name]
+			for _, label := range labels {
+				name := l.nameLocked(label)
+				if name == "" {
+					return false
+				}
 				if _, ok := l.completed[name]; ok {
 					continue
 				}
-				if j.inProgress && j.worker == "w1" || !j.inProgress && j.failures == 0 {
+				js, _, ok := l.f.Job(name)
+				switch {
+				case !ok && revoked[label]:
+				case !ok || js.Status == ck.StatusUnassigned || js.Status == ck.StatusInProgress && js.Worker == w1:
 					return false
 				}
 			}
@@ -179,7 +209,7 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 		}
 	}
 	l.mu.Lock()
-	l.failBefore, l.dropReply, l.reject = nil, nil, nil
+	l.lose, l.dropReply, l.reject, l.before = nil, nil, nil, nil
 	l.mu.Unlock()
 	if err := r.stop(); err != nil {
 		fail("Run: %v", err)
@@ -188,9 +218,8 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	problems = append(problems, l.violations...)
-	kinds := map[string]jobKind{}
-	for i, spec := range sc.jobs {
-		kinds[fmt.Sprintf("job-%d", i)] = spec.kind
+	if st := l.f.Stats(); st.BrokenInvariants != 0 || st.Failed != nil {
+		fail("state machine: %d broken invariants, failed: %v", st.BrokenInvariants, st.Failed)
 	}
 
 	// Answers: once the leader answered "no lease" about an attempt, no
@@ -208,7 +237,7 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 		case rep.update.Status == ck.ReportFailure && rep.answer == ck.OutcomeAccepted:
 			failuresAccepted++
 			if strings.Contains(rep.update.Reason, "rejected the success report") {
-				rejectedFailure[rep.update.Job] = true
+				rejectedFailure[labelOf(rep.update.Job, l.plans[rep.update.Job])] = true
 			}
 		case rep.update.Status == ck.ReportReleased && rep.answer == ck.OutcomeAccepted:
 			releasesAccepted++
@@ -216,7 +245,7 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 	}
 
 	// Requests, each at its first send (retries repeat it, which the
-	// fake leader checks).
+	// leader checks).
 	firstSend := map[uint64]bool{}
 	reportedIn := map[attempt][]uint64{} // the requests reporting each attempt
 	for _, rq := range l.received {
@@ -238,13 +267,13 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 			// The worker measures a lease from the first send of the
 			// request that got it: an attempt is reported only while one
 			// of its grants, answering an earlier request, is less than
-			// a lease old counted from that request's first send. After
-			// that its lease is lost on the worker's clock, and it is
-			// never reported again — in particular never successful —
+			// its lease old counted from that request's first send.
+			// After that its lease is lost on the worker's clock, and it
+			// is never reported again — in particular never successful —
 			// even if the leader renewed it meanwhile.
 			valid := false
 			for _, g := range l.grants[a] {
-				if g.seq < rq.req.Seq && rq.at.Sub(g.sent) < l.leaseOf(u.Job) {
+				if g.seq < rq.req.Seq && rq.at.Sub(g.sent) < g.lease {
 					valid = true
 				}
 			}
@@ -256,8 +285,9 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 			// merge or clean up fail only when the leader rejected their
 			// success; a cancelled job is dropped (lease lost) or
 			// released (shutdown).
-			if u.Status == ck.ReportFailure && kinds[u.Job] != kindBad && !strings.Contains(u.Reason, "rejected the success report") {
-				fail("request %d reports %s (kind %d) failed: %s", rq.req.Seq, u.Job, kinds[u.Job], u.Reason)
+			label := labelOf(u.Job, l.plans[u.Job])
+			if u.Status == ck.ReportFailure && kinds[label] != kindBad && !strings.Contains(u.Reason, "rejected the success report") {
+				fail("request %d reports %s (%s, kind %d) failed: %s", rq.req.Seq, u.Job, label, kinds[label], u.Reason)
 			}
 		}
 		if int(rq.req.FreeSlots)+inProgress > sc.concurrency {
@@ -275,46 +305,62 @@ func runScenario(t *testing.T, sc scenario) (problems []string) {
 		}
 	}
 	// Jobs: each ended as its kind says.
-	completedHere := 0
-	inProgressHere := 0
-	for i, spec := range sc.jobs {
-		name := fmt.Sprintf("job-%d", i)
-		c, completed := l.completed[name]
-		j := l.jobs[name]
-		if completed && c.worker == "w1" {
+	completedHere, inProgressHere := 0, 0
+	for name, c := range l.completed {
+		if c.worker == "w1" {
 			completedHere++
 		}
-		if j != nil && j.inProgress && j.worker == "w1" {
+		if plan := l.plans[name]; plan.CleanupOnly() && len(c.outputs) != 0 {
+			fail("%s: a cleanup-only job with outputs", name)
+		}
+		label := labelOf(name, l.plans[name])
+		i := slices.Index(labels, label)
+		if i < 0 {
+			continue // the cleanup of replaced sources or of an abandoned attempt
+		}
+		switch spec := sc.jobs[i]; spec.kind {
+		case kindBad:
+			fail("%s (%s): a job with a missing source completed", label, name)
+		case kindMerge:
+			if len(c.outputs) != 1 || c.outputs[0].Records() != int64(spec.sources+1) {
+				fail("%s (%s): outputs %+v", label, name, c.outputs)
+			} else if meta, err := blockmerge.Verify(ctx, store, c.outputs[0].ID); err != nil || meta.Size != c.outputs[0].Size {
+				fail("%s (%s): output %s: %v", label, name, c.outputs[0].ID, err)
+			}
+		case kindCleanup:
+			if len(c.outputs) != 0 {
+				fail("%s (%s): a cleanup-only job with outputs", label, name)
+			}
+			if ok, _ := store.Exists(ctx, ck.ObjectKey(l.plans[name].Tombstones[0].Target)); ok {
+				fail("%s (%s): completed, but its tombstone was not deleted", label, name)
+			}
+		}
+	}
+	for name := range l.plans {
+		if js, _, ok := l.f.Job(name); ok && js.Status == ck.StatusInProgress && js.Worker == w1 {
 			inProgressHere++
 		}
+	}
+	for i, spec := range sc.jobs {
+		label := labels[i]
+		name := l.nameLocked(label)
+		_, completed := l.completed[name]
+		js, _, exists := l.f.Job(name)
 		switch {
-		case spec.kind == kindBad:
-			if completed {
-				fail("%s: a job with a missing source completed", name)
-			}
-		case completed:
-			switch spec.kind {
-			case kindMerge:
-				if len(c.outputs) != 1 || c.outputs[0].Records() != int64(spec.sources+1) {
-					fail("%s: outputs %+v", name, c.outputs)
-				} else if meta, err := blockmerge.Verify(ctx, store, c.outputs[0].ID); err != nil || meta.Size != c.outputs[0].Size {
-					fail("%s: output %s: %v", name, c.outputs[0].ID, err)
-				}
-			case kindCleanup:
-				if len(c.outputs) != 0 {
-					fail("%s: a cleanup-only job with outputs", name)
-				}
-				if ok, _ := store.Exists(ctx, orphans[name]+"0"); ok {
-					fail("%s: completed, but its tombstone was not deleted", name)
+		case completed, revoked[label], sc.stopAfter > 0:
+			// Completed (checked above), taken away, or stopped early:
+			// released, or still in progress at the leader (checked
+			// against the stats below).
+		case exists && js.Status == ck.StatusExcluded:
+			// Excluded: its attempts failed (a missing source, a success
+			// rejected) or were abandoned (the lease ran out).
+			for _, ev := range js.History {
+				if ev.Kind == ck.EventFailed && spec.kind != kindBad && !strings.Contains(ev.Detail, "rejected the success report") {
+					fail("%s (%s): excluded after a failure: %+v", label, name, ev)
 				}
 			}
-		case !j.inProgress && j.failures > 0 && rejectedFailure[name]:
-			// Its success was rejected; it was reported failed.
-		case sc.stopAfter > 0:
-			// Stopped early: released, or still in progress at the
-			// leader (checked against the stats below).
-		case !j.inProgress || j.worker != "another-worker":
-			fail("%s: neither completed nor held elsewhere: %+v", name, *j)
+		default:
+			fail("%s (%s): neither completed, excluded nor taken away: %+v", label, name, js)
 		}
 	}
 

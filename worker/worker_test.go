@@ -15,6 +15,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/lease"
+	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/worker"
 )
 
@@ -22,7 +23,7 @@ const testLease = 10 * time.Second
 
 func TestNewValidates(t *testing.T) {
 	store := blockmerge.NewMemStore()
-	l := newFakeLeader(testLease)
+	l := newLeader(t, testLease)
 
 	_, err := worker.New(nil, store, worker.Config{})
 	require.ErrorIs(t, err, worker.ErrInvalidConfig)
@@ -75,7 +76,7 @@ func TestNewID(t *testing.T) {
 
 func TestRunTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newFakeLeader(testLease)
+		l := newLeader(t, testLease)
 		r := start(t, l, blockmerge.NewMemStore(), worker.Config{})
 		synctest.Wait()
 		require.ErrorIs(t, r.w.Run(context.Background()), worker.ErrAlreadyStarted)
@@ -87,8 +88,8 @@ func TestSuccessCarriesOutputs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		store := blockmerge.NewMemStore()
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 3))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 3)...)
 		r := start(t, l, store, worker.Config{Concurrency: 2})
 
 		eventually(t, "completed", func() bool { _, ok := l.completion("job-1"); return ok })
@@ -96,8 +97,8 @@ func TestSuccessCarriesOutputs(t *testing.T) {
 		require.Equal(t, "w1", c.worker)
 		require.Len(t, c.outputs, 1)
 		out := c.outputs[0]
-		require.Equal(t, ck.OutputID("job-1", c.token, 0), out.ID)
-		require.True(t, strings.HasPrefix(ck.ObjectKey(out.ID), ck.AttemptPrefix("job-1", c.token)))
+		require.Equal(t, ck.OutputID(c.name, c.token, 0), out.ID)
+		require.True(t, strings.HasPrefix(ck.ObjectKey(out.ID), ck.AttemptPrefix(c.name, c.token)))
 		require.Equal(t, uint32(1), out.Level)
 		require.Equal(t, int64(4), out.Records(), "k00..k03, the shared keys collapse")
 		stored, err := blockmerge.Verify(ctx, store, out.ID)
@@ -122,10 +123,8 @@ func TestSuccessCarriesOutputs(t *testing.T) {
 func TestMergeErrorReportedAsFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
-		l := newFakeLeader(testLease)
-		p := mergeJob(t, store, "job-bad", 2)
-		p.Sources = append(p.Sources, "missing-block")
-		l.add(p)
+		l := newLeader(t, testLease)
+		l.add(t, append(mergeSources(t, store, "job-bad", 2), missingSource(t, "job-bad", 2))...)
 		r := start(t, l, store, worker.Config{Concurrency: 1})
 
 		eventually(t, "failed", func() bool { return l.job("job-bad").failures == 1 })
@@ -137,12 +136,12 @@ func TestMergeErrorReportedAsFailure(t *testing.T) {
 			}
 		}
 		require.NotNil(t, failure)
-		require.Contains(t, failure.Reason, "missing-block", "the reason names the missing source")
+		require.Contains(t, failure.Reason, sourceID("job-bad", 2), "the reason names the missing source")
 		require.Empty(t, failure.Outputs)
 		// Nothing of the attempt is left in the store.
-		tok := l.job("job-bad").tokens[0]
+		j := l.job("job-bad")
 		var left []string
-		require.NoError(t, store.List(context.Background(), ck.AttemptPrefix("job-bad", tok), func(k string) error {
+		require.NoError(t, store.List(context.Background(), ck.AttemptPrefix(j.name, j.tokens[0]), func(k string) error {
 			left = append(left, k)
 			return nil
 		}))
@@ -161,13 +160,13 @@ func TestNoLeaseCancelsJob(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.holdJob("job-1")
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		r := start(t, l, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
 
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
 		first := l.job("job-1").tokens[0]
-		l.revoke("job-1")
+		l.revoke(t, "job-1")
 
 		eventually(t, "cancelled", func() bool { return m.cancelCause("job-1") != nil })
 		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost)
@@ -200,8 +199,8 @@ func TestLocalLeaseExpiryCancelsJob(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.holdJob("job-1")
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		r := start(t, l, store, worker.Config{Concurrency: 1, MergeOptions: []blockmerge.Option{m.option()}})
 
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
@@ -237,8 +236,8 @@ func TestNoSuccessAfterLeaseLostAtCompletion(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := blockmerge.NewMemStore()
-				l := newFakeLeader(testLease)
-				l.add(mergeJob(t, store, "job-1", 2))
+				l := newLeader(t, testLease)
+				l.add(t, mergeSources(t, store, "job-1", 2)...)
 				entered := make(chan struct{})
 				proceed := make(chan struct{})
 				r := start(t, l, store, worker.Config{Concurrency: 1}, func(w *worker.Worker) {
@@ -251,7 +250,7 @@ func TestNoSuccessAfterLeaseLostAtCompletion(t *testing.T) {
 				<-entered // the merge succeeded; the worker has not decided yet
 				switch how {
 				case "no lease":
-					l.revoke("job-1")
+					l.revoke(t, "job-1")
 					eventually(t, "dropped", func() bool { return r.w.Stats().JobsLost == 1 })
 				case "local expiry":
 					l.setDown(true)
@@ -285,8 +284,8 @@ func TestNoSuccessWhenLeaseLostBeforeReport(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.take["job-1"] = 3 * time.Second
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		r := start(t, l, store, worker.Config{Concurrency: 1, MergeOptions: []blockmerge.Option{m.option()}})
 		synctest.Wait()
 		l.setDown(true) // the next request (in progress) is retried until the leader is back
@@ -320,9 +319,9 @@ func TestLostReplyRetriedWithSameSeq(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := blockmerge.NewMemStore()
-				l := newFakeLeader(testLease)
-				l.add(mergeJob(t, store, "job-1", 2))
-				l.add(mergeJob(t, store, "job-2", 2))
+				l := newLeader(t, testLease)
+				l.add(t, mergeSources(t, store, "job-1", 2)...)
+				l.add(t, mergeSources(t, store, "job-2", 2)...)
 				lost := map[string]int{}
 				switch where {
 				case "reply lost":
@@ -338,7 +337,7 @@ func TestLostReplyRetriedWithSameSeq(t *testing.T) {
 					}
 				case "request lost":
 					// Lose the requests reporting a success, twice each.
-					l.failBefore = func(req *ck.PollRequest) bool {
+					l.lose = func(req *ck.PollRequest) bool {
 						for _, u := range req.Updates {
 							if u.Status == ck.ReportSuccess && lost[u.Job] < 2 {
 								lost[u.Job]++
@@ -387,8 +386,8 @@ func TestLeaseMeasuredFromFirstSend(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.holdJob("job-1")
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		// The reply carrying the assignment is lost; the leader is then
 		// unreachable, so the lease can only run out.
 		l.dropReply = func(req *ck.PollRequest, resp *ck.PollResponse) bool {
@@ -427,10 +426,10 @@ func TestShutdownReleasesJobs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
-		l := newFakeLeader(testLease)
+		l := newLeader(t, testLease)
 		for _, job := range []string{"job-1", "job-2"} {
 			m.holdJob(job)
-			l.add(mergeJob(t, store, job, 2))
+			l.add(t, mergeSources(t, store, job, 2)...)
 		}
 		r := start(t, l, store, worker.Config{Concurrency: 3, MergeOptions: []blockmerge.Option{m.option()}})
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 && m.startedCount("job-2") == 1 })
@@ -467,8 +466,8 @@ func TestShutdownReleasesJobs(t *testing.T) {
 func TestShutdownRetriesPendingRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		l.dropReply = func(req *ck.PollRequest, resp *ck.PollResponse) bool { return len(resp.Jobs) > 0 }
 		r := start(t, l, store, worker.Config{Concurrency: 1, RetryBackoff: time.Hour})
 		synctest.Wait() // the worker waits to retry
@@ -485,7 +484,7 @@ func TestShutdownRetriesPendingRequest(t *testing.T) {
 		require.Len(t, reqs, 3, "the request, its retry at shutdown, the final poll")
 		require.Equal(t, reqs[0].req, reqs[1].req)
 		require.Equal(t, uint64(2), reqs[2].req.Seq)
-		require.Equal(t, []ck.StatusUpdate{{Job: "job-1", Token: j.tokens[0], Status: ck.ReportReleased}}, reqs[2].req.Updates)
+		require.Equal(t, []ck.StatusUpdate{{Job: j.name, Token: j.tokens[0], Status: ck.ReportReleased}}, reqs[2].req.Updates)
 		l.check(t)
 		s := r.w.Stats()
 		require.Equal(t, uint64(1), s.JobsAssigned)
@@ -499,8 +498,8 @@ func TestShutdownBounded(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.holdJob("job-1")
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		r := start(t, l, store, worker.Config{Concurrency: 1, ShutdownTimeout: 5 * time.Second,
 			MergeOptions: []blockmerge.Option{m.option()}})
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
@@ -523,8 +522,8 @@ func TestShutdownWithStuckJob(t *testing.T) {
 		m := newMerges()
 		m.holdJob("job-1")
 		m.stubborn["job-1"] = true
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		r := start(t, l, store, worker.Config{Concurrency: 1, ShutdownTimeout: 2 * time.Second,
 			MergeOptions: []blockmerge.Option{m.option()}})
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
@@ -536,7 +535,7 @@ func TestShutdownWithStuckJob(t *testing.T) {
 		require.Equal(t, 2*time.Second, time.Since(begin))
 		reqs := l.requests()
 		last := reqs[len(reqs)-1].req
-		require.Equal(t, []ck.StatusUpdate{{Job: "job-1", Token: last.Updates[0].Token, Status: ck.ReportReleased}}, last.Updates)
+		require.Equal(t, []ck.StatusUpdate{{Job: l.job("job-1").name, Token: last.Updates[0].Token, Status: ck.ReportReleased}}, last.Updates)
 		require.Zero(t, last.FreeSlots)
 		require.Equal(t, 1, l.job("job-1").releases)
 		s := r.w.Stats()
@@ -555,11 +554,11 @@ func TestFreeSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
-		l := newFakeLeader(testLease)
+		l := newLeader(t, testLease)
 		jobs := []string{"job-1", "job-2", "job-3", "job-4", "job-5"}
 		for _, job := range jobs {
 			m.holdJob(job)
-			l.add(mergeJob(t, store, job, 2))
+			l.add(t, mergeSources(t, store, job, 2)...)
 		}
 		r := start(t, l, store, worker.Config{Concurrency: 3, MergeOptions: []blockmerge.Option{m.option()}})
 
@@ -611,11 +610,20 @@ func TestRenewalsEveryHalfLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
-		l := newFakeLeader(testLease)
-		l.leases["job-2"] = 7 * time.Second
+		l := newLeader(t, testLease)
+		// A leader that gives job-2 shorter leases than the state
+		// machine's: the worker renews each job by its own lease.
+		l.rewrite = func(req *ck.PollRequest, resp *ck.PollResponse) {
+			for i, j := range resp.Jobs {
+				if labelOf(j.Job, l.plans[j.Job]) == "job-2" && (j.Outcome == ck.OutcomeAssigned || j.Outcome == ck.OutcomeRenewed) {
+					resp.Jobs[i].Lease -= 3 * time.Second
+					resp.Jobs[i].Deadline -= int64(3 * time.Second)
+				}
+			}
+		}
 		for _, job := range []string{"job-1", "job-2"} {
 			m.take[job] = time.Minute
-			l.add(mergeJob(t, store, job, 2))
+			l.add(t, mergeSources(t, store, job, 2)...)
 		}
 		r := start(t, l, store, worker.Config{Concurrency: 2, PollInterval: time.Hour,
 			MergeOptions: []blockmerge.Option{m.option()}})
@@ -649,16 +657,22 @@ func TestTombstonesDeletedAndConfirmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		store := blockmerge.NewMemStore()
-		writeSource(t, store, "old-1", "a")
-		orphan := ck.AttemptPrefix("job-x", 3)
+		// Two tombstones, released a second after they were made: the
+		// block old-1, dropped by retention, and what another worker
+		// left of an attempt it abandoned. A compaction job carries one;
+		// a cleanup-only job takes the other.
+		cfg := leaderConfig(testLease)
+		cfg.Planner.TombstonesPerJob = 1
+		cfg.Index.CleanupDelay = time.Second
+		l := newLeaderWith(t, cfg, raftfsm.WithCleanupAfter(time.Second))
+		l.add(t, writeBlock(t, store, "old", "old-1", "a"))
+		l.drop(t, "old")
+		orphan := l.abandoned(t, store, "job-x", 2)
 		for _, k := range []string{"0", "1"} {
 			require.NoError(t, store.Put(ctx, orphan+k, strings.NewReader("orphan")))
 		}
-		l := newFakeLeader(testLease)
-		withTombstones := mergeJob(t, store, "job-1", 2)
-		withTombstones.Tombstones = []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "old-1"}}
-		l.add(withTombstones)
-		l.add(ck.JobPlan{Name: "cleanup-1", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: orphan}}})
+		time.Sleep(3 * time.Second)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		r := start(t, l, store, worker.Config{Concurrency: 2})
 
 		eventually(t, "completed", func() bool { return l.numCompleted() == 2 })
@@ -671,9 +685,11 @@ func TestTombstonesDeletedAndConfirmed(t *testing.T) {
 		}))
 		c, _ := l.completion("job-1")
 		require.Len(t, c.outputs, 1)
-		c, _ = l.completion("cleanup-1")
+		cleanup := l.cleanupJob()
+		c, ok = l.completion(cleanup)
+		require.True(t, ok)
 		require.Empty(t, c.outputs, "a cleanup-only job succeeds without outputs")
-		for _, job := range []string{"job-1", "cleanup-1"} {
+		for _, job := range []string{"job-1", cleanup} {
 			reps := l.reportsOf(job)
 			require.Equal(t, ck.ReportSuccess, reps[len(reps)-1].update.Status, "the success report confirms the tombstones")
 		}
@@ -713,13 +729,17 @@ func TestTombstoneDeletionFailureReportsFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := blockmerge.NewMemStore()
-		writeSource(t, mem, "old-1", "a")
-		writeSource(t, mem, "old-2", "b")
 		store := &failingStore{Store: mem, failKey: ck.ObjectKey("old-1")}
-		l := newFakeLeader(testLease)
-		p := mergeJob(t, mem, "job-1", 2)
-		p.Tombstones = []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "old-1"}, {Kind: ck.TombstoneBlock, Target: "old-2"}}
-		l.add(p)
+		// Two blocks dropped by retention: the compaction job carries
+		// both tombstones once they are released.
+		cfg := leaderConfig(testLease)
+		cfg.Planner.TombstonesPerJob = 2
+		cfg.Index.CleanupDelay = time.Second
+		l := newLeaderWith(t, cfg)
+		l.add(t, writeBlock(t, mem, "old", "old-1", "a"), writeBlock(t, mem, "old", "old-2", "b"))
+		l.drop(t, "old")
+		time.Sleep(2 * time.Second)
+		l.add(t, mergeSources(t, mem, "job-1", 2)...)
 		r := start(t, l, store, worker.Config{Concurrency: 1})
 
 		eventually(t, "failed", func() bool { return l.job("job-1").failures == 1 })
@@ -731,7 +751,8 @@ func TestTombstoneDeletionFailureReportsFailure(t *testing.T) {
 		ok, err := mem.Exists(ctx, ck.ObjectKey("old-2"))
 		require.NoError(t, err)
 		require.False(t, ok, "the other deletions go ahead")
-		require.NoError(t, mem.List(ctx, ck.AttemptPrefix("job-1", last.Token), func(k string) error {
+		require.Equal(t, l.job("job-1").name, last.Job)
+		require.NoError(t, mem.List(ctx, ck.AttemptPrefix(last.Job, last.Token), func(k string) error {
 			t.Errorf("the merge ran: %s", k)
 			return nil
 		}))
@@ -747,13 +768,18 @@ func TestTombstoneDeletionFailureReportsFailure(t *testing.T) {
 func TestCleanupTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &failingStore{Store: blockmerge.NewMemStore(), blockPrefixes: true}
-		l := newFakeLeader(testLease)
-		l.add(ck.JobPlan{Name: "cleanup-1", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/job-x/3/"}}})
+		// What another worker left of an attempt it abandoned: a
+		// cleanup-only job deletes it by prefix.
+		cfg := leaderConfig(testLease)
+		cfg.Index.CleanupDelay = time.Second
+		l := newLeaderWith(t, cfg, raftfsm.WithCleanupAfter(time.Second))
+		l.abandoned(t, store, "job-x", 2)
+		time.Sleep(3 * time.Second)
 		r := start(t, l, store, worker.Config{Concurrency: 1, CleanupTimeout: 2 * time.Second})
 
 		begin := time.Now()
-		eventually(t, "failed", func() bool { return l.job("cleanup-1").failures == 1 })
-		reps := l.reportsOf("cleanup-1")
+		eventually(t, "failed", func() bool { return l.cleanupJob() != "" && l.job(l.cleanupJob()).failures == 1 })
+		reps := l.reportsOf(l.cleanupJob())
 		last := reps[len(reps)-1]
 		require.Equal(t, ck.ReportFailure, last.update.Status)
 		require.Contains(t, last.update.Reason, "timed out after 2s")
@@ -763,11 +789,15 @@ func TestCleanupTimeout(t *testing.T) {
 	})
 }
 
+// A malformed response (one the state machine never gives: an unknown
+// outcome, about a job not reported) is ignored, and the worker carries
+// on with the next request. The first request is answered by the client
+// wrapper without reaching the leader.
 func TestInvalidResponseIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		var seqs []uint64
 		client := worker.ClientFunc(func(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
 			seqs = append(seqs, req.Seq)
@@ -789,51 +819,60 @@ func TestInvalidResponseIgnored(t *testing.T) {
 // Two assignments of one job: a stale attempt the worker still holds is
 // dropped when the leader assigns the job again, and only the new attempt
 // reports.
+//
+// The state machine assigns the job again to the same worker when its
+// lease expired and the worker's poll did not report it: here the worker
+// reports one job per poll (MaxReports), and the leader's clock jumps
+// past the lease just before a poll reporting only job-2.
 func TestReassignedJobReplacesStaleAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.holdJob("job-1")
-		p := mergeJob(t, store, "job-1", 2)
-		step := 0
-		client := worker.ClientFunc(func(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
-			step++
-			resp := &ck.PollResponse{}
-			for _, u := range req.Updates {
-				out := ck.JobReply{Job: u.Job, Token: u.Token, Outcome: ck.OutcomeRenewed, Lease: testLease}
-				if u.Status == ck.ReportSuccess {
-					out = ck.JobReply{Job: u.Job, Token: u.Token, Outcome: ck.OutcomeCompleted}
-				}
-				resp.Jobs = append(resp.Jobs, out)
+		m.holdJob("job-2")
+		l := newLeader(t, testLease, func(c *raftfsm.Config) { c.Scheduler.MaxFailures = 0 })
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
+		l.add(t, mergeSources(t, store, "job-2", 2)...)
+		skewed := false
+		l.before = func(req *ck.PollRequest) {
+			if !skewed && len(req.Updates) == 1 && labelOf(req.Updates[0].Job, l.plans[req.Updates[0].Job]) == "job-2" {
+				skewed = true
+				l.skew = testLease + time.Second
 			}
-			if step == 1 || step == 2 { // assigned twice: the second with a newer token
-				plan := p.Clone()
-				resp.Jobs = append(resp.Jobs, ck.JobReply{Job: "job-1", Outcome: ck.OutcomeAssigned,
-					Token: 10 * 1 << step, Lease: testLease, Plan: &plan})
-			}
-			return resp, nil
-		})
-		var reports []ck.StatusUpdate
-		record := worker.ClientFunc(func(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
-			reports = append(reports, req.Updates...)
-			return client(ctx, req)
-		})
-		r := start(t, record, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
-		eventually(t, "both attempts started", func() bool { return m.startedCount("job-1") == 2 })
+		}
+		r := start(t, l, store, worker.Config{Concurrency: 3, MaxReports: 1, MergeOptions: []blockmerge.Option{m.option()}})
+		eventually(t, "both attempts of job-1 started", func() bool { return m.startedCount("job-1") == 2 })
 		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost, "the stale attempt is cancelled")
 		m.release("job-1")
 		eventually(t, "completed", func() bool { return r.w.Stats().JobsCompleted == 1 })
 		require.NoError(t, r.stop())
-		for _, u := range reports {
-			if u.Status == ck.ReportSuccess {
-				require.Equal(t, ck.OutputID("job-1", 40, 0), u.Outputs[0].ID)
-				require.EqualValues(t, 40, u.Token)
+		l.check(t)
+		j := l.job("job-1")
+		require.Len(t, j.tokens, 2)
+		second := j.tokens[1]
+		successes := l.successesOf("job-1")
+		require.NotEmpty(t, successes)
+		for _, req := range successes {
+			for _, u := range req.Updates {
+				if u.Status == ck.ReportSuccess {
+					require.Equal(t, ck.OutputID(j.name, second, 0), u.Outputs[0].ID)
+					require.Equal(t, second, u.Token)
+				}
 			}
 		}
+		for _, rep := range l.reportsOf("job-1") {
+			if rep.update.Token != second {
+				require.Equal(t, ck.ReportInProgress, rep.update.Status, "the stale attempt only ever reported in progress")
+			}
+		}
+		c, ok := l.completion("job-1")
+		require.True(t, ok)
+		require.Equal(t, second, c.token)
 		s := r.w.Stats()
-		require.Equal(t, uint64(2), s.JobsAssigned)
+		require.Equal(t, uint64(3), s.JobsAssigned, "job-1 twice, job-2 once")
 		require.Equal(t, uint64(1), s.JobsLost)
 		require.Equal(t, uint64(1), s.JobsCompleted)
+		require.Equal(t, uint64(1), s.JobsReleased, "job-2, at shutdown")
 	})
 }
 
@@ -841,8 +880,8 @@ func TestLogging(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf syncBuffer
 		store := blockmerge.NewMemStore()
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		w, err := worker.New(l, store, worker.Config{ID: "w-log", Concurrency: 1}, worker.WithLogger(newTextLogger(&buf)))
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -864,13 +903,13 @@ func TestLogging(t *testing.T) {
 func TestRejectedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
-		l := newFakeLeader(testLease)
-		l.add(mergeJob(t, store, "job-1", 2))
-		l.add(mergeJob(t, store, "job-2", 2))
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
+		l.add(t, mergeSources(t, store, "job-2", 2)...)
 		rejected := 0
 		l.reject = func(req *ck.PollRequest) error {
 			for _, u := range req.Updates {
-				if u.Job == "job-1" && u.Status == ck.ReportSuccess {
+				if labelOf(u.Job, l.plans[u.Job]) == "job-1" && u.Status == ck.ReportSuccess {
 					rejected++
 					return errors.New("outputs do not fit the plan")
 				}
@@ -889,10 +928,10 @@ func TestRejectedRequest(t *testing.T) {
 		reqs := l.requests()
 		for i, rq := range reqs {
 			for _, u := range rq.req.Updates {
-				if u.Job == "job-1" && u.Status == ck.ReportSuccess {
+				if u.Job == l.job("job-1").name && u.Status == ck.ReportSuccess {
 					require.Equal(t, rq.req.Seq+1, reqs[i+1].req.Seq, "the next request takes the next number")
-					require.Equal(t, []ck.StatusUpdate{{Job: "job-1", Token: u.Token, Status: ck.ReportFailure,
-						Reason: "the leader rejected the success report: fake leader: worker: request rejected by the leader: outputs do not fit the plan"}},
+					require.Equal(t, []ck.StatusUpdate{{Job: u.Job, Token: u.Token, Status: ck.ReportFailure,
+						Reason: "the leader rejected the success report: fsm leader: worker: request rejected by the leader: outputs do not fit the plan"}},
 						reqs[i+1].req.Updates)
 				}
 			}
@@ -911,10 +950,10 @@ func TestRejectedFinalPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
-		l := newFakeLeader(testLease)
+		l := newLeader(t, testLease)
 		for _, job := range []string{"job-1", "job-2"} {
 			m.holdJob(job)
-			l.add(mergeJob(t, store, job, 2))
+			l.add(t, mergeSources(t, store, job, 2)...)
 		}
 		r := start(t, l, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
 		eventually(t, "both running", func() bool { return m.startedCount("job-1") == 1 && m.startedCount("job-2") == 1 })
@@ -966,7 +1005,7 @@ func TestReportsSplitOverMaxReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
-		l := newFakeLeader(testLease)
+		l := newLeader(t, testLease)
 		l.reject = func(req *ck.PollRequest) error {
 			if len(req.Updates) > 2 {
 				return fmt.Errorf("%d updates over the limit of 2", len(req.Updates))
@@ -978,7 +1017,7 @@ func TestReportsSplitOverMaxReports(t *testing.T) {
 			job := fmt.Sprintf("job-%d", i)
 			jobs = append(jobs, job)
 			m.holdJob(job)
-			l.add(mergeJob(t, store, job, 2))
+			l.add(t, mergeSources(t, store, job, 2)...)
 		}
 		r := start(t, l, store, worker.Config{Concurrency: 5, MaxReports: 2, MergeOptions: []blockmerge.Option{m.option()}})
 		eventually(t, "five merging", func() bool { return r.w.Stats().JobsRunning == 5 })
@@ -1014,13 +1053,13 @@ func TestShutdownReleasesOverMaxReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		m := newMerges()
-		l := newFakeLeader(testLease)
+		l := newLeader(t, testLease)
 		var jobs []string
 		for i := range 5 {
 			job := fmt.Sprintf("job-%d", i)
 			jobs = append(jobs, job)
 			m.holdJob(job)
-			l.add(mergeJob(t, store, job, 2))
+			l.add(t, mergeSources(t, store, job, 2)...)
 		}
 		r := start(t, l, store, worker.Config{Concurrency: 5, MaxReports: 2, MergeOptions: []blockmerge.Option{m.option()}})
 		eventually(t, "five merging", func() bool { return r.w.Stats().JobsRunning == 5 })
