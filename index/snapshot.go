@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
