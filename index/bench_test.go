@@ -211,8 +211,17 @@ func BenchmarkIndexQuery(b *testing.B) {
 // source lookup misses the CPU caches: the adversarial case.
 func BenchmarkIndexReplace(b *testing.B) {
 	metas := benchFixture()
-	// Groups of 20 blocks of one (tenant, shard), consecutive in time, in
-	// the order their last block arrived.
+	groups := arrivalGroups(metas)
+	b.Run("arrival", func(b *testing.B) { benchReplace(b, metas, groups, nil) })
+	shuffled := slices.Clone(groups)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	b.Run("random", func(b *testing.B) { benchReplace(b, metas, shuffled, nil) })
+}
+
+// arrivalGroups returns groups of 20 blocks of one (tenant, shard),
+// consecutive in time, in the order their last block arrived.
+func arrivalGroups(metas []ck.BlockMeta) [][]int {
 	stride := benchTenants * benchShards
 	var groups [][]int
 	for base := 0; base+20*stride <= len(metas); base += 20 * stride {
@@ -224,11 +233,34 @@ func BenchmarkIndexReplace(b *testing.B) {
 			groups = append(groups, g)
 		}
 	}
-	b.Run("arrival", func(b *testing.B) { benchReplace(b, metas, groups) })
-	shuffled := slices.Clone(groups)
-	rnd := rand.New(rand.NewPCG(5, 6))
-	rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	b.Run("random", func(b *testing.B) { benchReplace(b, metas, shuffled) })
+	return groups
+}
+
+// BenchmarkIndexView is BenchmarkIndexReplace/arrival with a view opened,
+// read and closed before each replacement, as the state machine's Prepare
+// does for a worker's poll: ns/op is the view and the replacement, which
+// pays for the trees the view froze. In "poll" the view reads the
+// releasable tombstones (the tree of unattached tombstones); in "query" it
+// also queries the tenant of the next replacement (the time index and the
+// names, so the replacement clones the runs it touches).
+func BenchmarkIndexView(b *testing.B) {
+	metas := benchFixture()
+	groups := arrivalGroups(metas)
+	b.Run("poll", func(b *testing.B) {
+		benchReplace(b, metas, groups, func(v *View, now int64, _ *ck.BlockMeta) {
+			if _, ok := v.OldestUnattachedReleasable(now); ok {
+				v.Releasable(now)()
+			}
+		})
+	})
+	b.Run("query", func(b *testing.B) {
+		benchReplace(b, metas, groups, func(v *View, now int64, m *ck.BlockMeta) {
+			if _, ok := v.OldestUnattachedReleasable(now); ok {
+				v.Releasable(now)()
+			}
+			v.QueryIDs(m.Tenant, m.MinTime, m.MaxTime, nil)
+		})
+	})
 }
 
 // replaceWindow is the steady state's horizon, in replacements (one a
@@ -236,7 +268,11 @@ func BenchmarkIndexReplace(b *testing.B) {
 // and results forgotten, this long after their creation.
 const replaceWindow = 1000
 
-func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int) {
+// benchReplace runs the steady state of BenchmarkIndexReplace. If poll is
+// not nil, every replacement is preceded by a view that poll reads (given
+// the first source of the replacement) and that is then closed; both are
+// timed.
+func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, poll func(v *View, now int64, first *ck.BlockMeta)) {
 	cfg := DefaultConfig()
 	cfg.CleanupDelay = replaceWindow * time.Millisecond
 	cfg.DedupHorizon = replaceWindow * time.Millisecond
@@ -260,6 +296,11 @@ func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int) {
 	// step: arrivals, a cleanup job, expiry.
 	replace := func() {
 		g := groups[next]
+		if poll != nil {
+			v := x.View()
+			poll(v, now, &metas[g[0]])
+			v.Close()
+		}
 		next++
 		for k, i := range g {
 			sources[k] = metas[i].ID

@@ -11,9 +11,12 @@
 // has seen ([Index.Now]), so its time never goes backwards. It uses no
 // wall clock, no randomness, no map iteration order and no goroutines.
 // Readers (queries, the leader's Prepare) use a copy-on-write [View],
-// opened in O(1) with [Index.View]. Each tree is cloned only when the view
-// first reads it or the index mutates it while the view is open; closing a
-// view that is done ([View.Close]) spares the index copying the trees the
+// opened in O(1) with [Index.View]. The ownership rule: each of the index's
+// trees belongs to the index, which mutates it in place, until it is frozen
+// for the views that may read it as it is, when a view first reads it or
+// the index is about to mutate it while such a view is open; from then on
+// the views share the frozen clone and the index copies on write. Closing
+// a view that is done ([View.Close]) spares the index copying the trees the
 // view never read.
 //
 // # Blocks

@@ -36,10 +36,8 @@ type Index struct {
 	// a run whose gen is older may be shared with a view and is cloned
 	// before it is mutated.
 	gen uint64
-	// pend holds the slots of the views opened since each tree last
-	// changed, and vmu guards the slots it shares with views (lazy.go).
-	pend slots
-	vmu  *sync.Mutex
+	// vmu guards the slots of the trees, shared with views (lazy.go).
+	vmu *sync.Mutex
 	// runMap finds the runs of s.runs without a tree search (Apply only).
 	runMap map[runKey]*run
 
@@ -108,7 +106,7 @@ func (x *Index) intern(name string) uint32 {
 	id := uint32(len(x.s.names))
 	x.s.names = append(x.s.names, name)
 	x.nameMap[name] = id
-	x.wNameID().ReplaceOrInsert(nameEntry{name: name, id: id})
+	x.s.nameID.mut(x.vmu).ReplaceOrInsert(nameEntry{name: name, id: id})
 	return id
 }
 
@@ -164,7 +162,7 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 
 // insert makes b live: it must not be live already.
 func (x *Index) insert(b *block) {
-	x.wByID().ReplaceOrInsert(newIDItem(b))
+	x.s.byID.mut(x.vmu).ReplaceOrInsert(newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
 	for _, t := range b.tenants() {
 		x.mutRun(t, c).items.ReplaceOrInsert(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
@@ -172,14 +170,14 @@ func (x *Index) insert(b *block) {
 	// A stale deletion record (past its horizon) is forgotten, so that no
 	// live block has one.
 	if g := (goneRec{tkey: newKey(ck.TombstoneBlock, b.id)}); x.s.gone.Has(g) {
-		x.wGone().Delete(g)
+		x.s.gone.mut(x.vmu).Delete(g)
 	}
 	x.count(b, 1)
 }
 
 // remove makes the live block b leave the index.
 func (x *Index) remove(b *block) {
-	x.wByID().Delete(newIDItem(b))
+	x.s.byID.mut(x.vmu).Delete(newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
 	for _, t := range b.tenants() {
 		r := x.mutRun(t, c)
@@ -250,23 +248,12 @@ func (x *Index) Lookup(id string) (ck.BlockMeta, bool) {
 func (x *Index) Len() int { return x.s.byID.Len() }
 
 // View returns a read-only view of the index as it is now. It costs O(1)
-// (each of the index's trees is cloned, copy-on-write, the first time the
-// view reads it or the index mutates it while the view is open; see
-// [View.Close]) and may be used on another
-// goroutine while the index is mutated, provided View itself is called
-// where no mutation runs concurrently (under the caller's lock, or on the
-// Apply goroutine).
-func (x *Index) View() *View {
-	x.pend.fill(&x.s)
-	x.vmu.Lock()
-	x.pend.hold(1)
-	x.vmu.Unlock()
-	v := &View{s: x.s, p: x.pend, mu: x.vmu}
-	v.s.names = x.s.names[:len(x.s.names):len(x.s.names)]
-	v.s.byID, v.s.runs, v.s.nameID = nil, nil, nil
-	v.s.tombs, v.s.pool, v.s.held, v.s.gone, v.s.results = nil, nil, nil, nil, nil
-	return v
-}
+// (the trees are cloned lazily, under the ownership rule of the package
+// documentation; see [View.Close]) and may be used on another goroutine
+// while the index is mutated, provided View itself is called where no
+// mutation runs concurrently (under the caller's lock, or on the Apply
+// goroutine).
+func (x *Index) View() *View { return x.openView() }
 
 // LevelStats counts the live blocks of one tenant and level.
 type LevelStats struct {

@@ -12,18 +12,32 @@ import (
 // two of its trees, so cloning all of them would make the next Apply copy
 // the paths of every block, run and tombstone it touches in vain.
 //
-// Instead, View records, for each tree, a slot holding the index's tree as
-// it is then. The tree is cloned into the slot (frozen) the first time
-// either side needs it: the view when it reads the tree, the index when it
-// is about to mutate it. While neither happens, nothing is cloned and the
-// index mutates the tree in place, copying nothing. Views opened while a
-// tree has not changed share its slot.
+// The ownership rule: a tree belongs to the index, which mutates it in
+// place, until it is frozen for the views that may read it as it is; from
+// then on the views share the frozen clone, nobody mutates it, and the
+// index copies on write. A tree is frozen the first time either side needs
+// it: a view when it reads the tree, the index when it is about to mutate
+// it while a view that may still read it is open.
 //
-// Freezing when the index mutates the tree is needed only while a view
-// that may still read it is open: a view closed with [View.Close] gives its
-// slots up, and a tree whose slot no open view holds is mutated in place.
-// (A view that is never closed keeps its slots until the index settles
-// them, as if every tree had been cloned when it was opened.)
+// Each tree of a state is a lazy (below): the tree and its slot, one
+// generic home for every tree. Opening a view gives it, for each tree, the
+// slot of the views opened since the tree last changed (a new one if there
+// is none), holding the index's tree as it is then: views opened while a
+// tree has not changed share its slot. A view's lazy has no tree until the
+// view reads it: then the slot is frozen (the tree is cloned into it, once
+// for all the views that share it). The index's lazy keeps the tree's
+// pending slot until the index mutates the tree (mut; wRuns for the runs,
+// whose generation moves on): then it settles the slot, freezing it if an
+// open view holds it, and forgets it. While neither happens, nothing is
+// cloned and the index mutates the tree in place, copying nothing.
+//
+// A view closed with [View.Close] gives its slots up, so that a tree whose
+// slot no open view holds is mutated in place. (A view that is never closed
+// keeps its slots until the index settles them, as if every tree had been
+// cloned when it was opened.) A closed view sees the trees it had not read
+// as empty and never looks at its slots again, so the index keeps a slot
+// that no open view held when it settled it, for the tree's next slot:
+// views closed before the next Apply cost no slot allocation.
 //
 // The slots of an index and its views share one mutex: the view and the
 // index may freeze a slot from different goroutines.
@@ -31,7 +45,7 @@ import (
 // slot is one tree as it was when a view was opened.
 type slot[T any] struct {
 	live   *btree.BTreeG[T] // the index's tree; nil once frozen
-	frozen *btree.BTreeG[T] // the view's clone, once made
+	frozen *btree.BTreeG[T] // the views' clone, once made
 	refs   int              // open views holding the slot
 }
 
@@ -47,135 +61,29 @@ func (s *slot[T]) freeze() *btree.BTreeG[T] {
 	return s.frozen
 }
 
-// slots are the pending slots of every tree of a state. A nil slot means
-// no view was opened since the tree last changed.
-type slots struct {
-	byID    *slot[idItem]
-	runs    *slot[*run]
-	nameID  *slot[nameEntry]
-	tombs   *slot[tomb]
-	pool    *slot[poolKey]
-	held    *slot[heldKey]
-	gone    *slot[goneRec]
-	results *slot[*result]
+// lazy is one tree of a state with its slot: in the index, the tree and its
+// pending slot (nil if no view was opened since the tree last changed); in
+// a view, the slot it holds and, once the view read it, the frozen tree.
+type lazy[T any] struct {
+	*btree.BTreeG[T]
+	p *slot[T]
+	// spare, in the index, is a slot settled while no open view held it,
+	// for the next view to open (nil in a view).
+	spare *slot[T]
 }
 
-// slotSet holds a fresh slot for each tree, allocated together.
-type slotSet struct {
-	byID    slot[idItem]
-	runs    slot[*run]
-	nameID  slot[nameEntry]
-	tombs   slot[tomb]
-	pool    slot[poolKey]
-	held    slot[heldKey]
-	gone    slot[goneRec]
-	results slot[*result]
+// The trees of a state, whatever their types, as the views' methods on
+// them need: the bit i of a need mask is trees()[i].
+type lazyTree interface {
+	open(index lazyTree) // holds the index's slot, for a view just opened
+	read()               // freezes the tree for the view, if not done yet
+	close()              // gives the slot up
+	empty(e lazyTree)    // gives a closed view e's empty tree if it had not read it
 }
 
-// fill gives every tree of s without a pending slot a fresh one from a
-// single allocation, holding its tree as it is now.
-func (p *slots) fill(s *state) {
-	if p.byID != nil && p.runs != nil && p.nameID != nil && p.tombs != nil &&
-		p.pool != nil && p.held != nil && p.gone != nil && p.results != nil {
-		return
-	}
-	n := new(slotSet)
-	if p.byID == nil {
-		n.byID.live, p.byID = s.byID, &n.byID
-	}
-	if p.runs == nil {
-		n.runs.live, p.runs = s.runs, &n.runs
-	}
-	if p.nameID == nil {
-		n.nameID.live, p.nameID = s.nameID, &n.nameID
-	}
-	if p.tombs == nil {
-		n.tombs.live, p.tombs = s.tombs, &n.tombs
-	}
-	if p.pool == nil {
-		n.pool.live, p.pool = s.pool, &n.pool
-	}
-	if p.held == nil {
-		n.held.live, p.held = s.held, &n.held
-	}
-	if p.gone == nil {
-		n.gone.live, p.gone = s.gone, &n.gone
-	}
-	if p.results == nil {
-		n.results.live, p.results = s.results, &n.results
-	}
-}
-
-// settle freezes the pending slot *p, if any, for the open views that hold it,
-// and forgets it: the index may then mutate its tree (copy-on-write if it
-// was cloned). It returns whether the tree is now shared with a view (the
-// slot was frozen, now or earlier by a view reading it). Only the index
-// calls it, before mutating the tree.
-func settle[T any](mu *sync.Mutex, p **slot[T]) bool {
-	if *p == nil {
-		return false
-	}
-	mu.Lock()
-	s := *p
-	if s.refs > 0 {
-		s.freeze()
-	} else {
-		s.live = nil // no open view will read it
-	}
-	shared := s.frozen != nil
-	mu.Unlock()
-	*p = nil
-	return shared
-}
-
-// The index's trees, for mutation: each settles the tree's pending slot
-// first.
-
-func (x *Index) wByID() *btree.BTreeG[idItem] {
-	settle(x.vmu, &x.pend.byID)
-	return x.s.byID
-}
-
-func (x *Index) wNameID() *btree.BTreeG[nameEntry] {
-	settle(x.vmu, &x.pend.nameID)
-	return x.s.nameID
-}
-
-func (x *Index) wTombs() *btree.BTreeG[tomb] {
-	settle(x.vmu, &x.pend.tombs)
-	return x.s.tombs
-}
-
-func (x *Index) wPool() *btree.BTreeG[poolKey] {
-	settle(x.vmu, &x.pend.pool)
-	return x.s.pool
-}
-
-func (x *Index) wHeld() *btree.BTreeG[heldKey] {
-	settle(x.vmu, &x.pend.held)
-	return x.s.held
-}
-
-func (x *Index) wGone() *btree.BTreeG[goneRec] {
-	settle(x.vmu, &x.pend.gone)
-	return x.s.gone
-}
-
-func (x *Index) wResults() *btree.BTreeG[*result] {
-	settle(x.vmu, &x.pend.results)
-	return x.s.results
-}
-
-// wRuns returns the tree of runs for mutation. Once it has been frozen for
-// a view, the runs it holds are shared with that view: the generation moves
-// on, so that mutRun clones each run before mutating it. A tree no view
-// froze (every view that held it closed without reading it) shares no run,
-// and the generation stays.
-func (x *Index) wRuns() *btree.BTreeG[*run] {
-	if settle(x.vmu, &x.pend.runs) {
-		x.gen++
-	}
-	return x.s.runs
+// trees lists the trees of s, in the order of the need bits.
+func (s *state) trees() [8]lazyTree {
+	return [...]lazyTree{&s.byID, &s.runs, &s.nameID, &s.tombs, &s.pool, &s.held, &s.gone, &s.results}
 }
 
 // The trees a view method needs.
@@ -191,52 +99,114 @@ const (
 	needAll = 1<<iota - 1
 )
 
+// open makes l, in a view just opened, hold ix's pending slot, opening one
+// (in the spare slot if there is one) if there is none. The caller holds the
+// slots' mutex.
+func (l *lazy[T]) open(ix lazyTree) {
+	x := ix.(*lazy[T])
+	if x.p == nil {
+		if x.p, x.spare = x.spare, nil; x.p == nil {
+			x.p = new(slot[T])
+		}
+		*x.p = slot[T]{live: x.BTreeG}
+	}
+	x.p.refs++
+	l.BTreeG, l.p, l.spare = nil, x.p, nil
+}
+
+// read freezes the view's tree if it has not been yet. The caller holds
+// the slots' mutex.
+func (l *lazy[T]) read() {
+	if l.BTreeG == nil {
+		l.BTreeG = l.p.freeze()
+	}
+}
+
+// close gives the view's slot up. The caller holds the slots' mutex.
+func (l *lazy[T]) close() { l.p.refs-- }
+
+func (l *lazy[T]) empty(e lazyTree) {
+	if l.BTreeG == nil {
+		l.BTreeG = e.(*lazy[T]).BTreeG
+	}
+}
+
+// mut returns the index's tree for mutation, settling its pending slot
+// first.
+func (l *lazy[T]) mut(mu *sync.Mutex) *btree.BTreeG[T] {
+	if l.p != nil {
+		l.settle(mu)
+	}
+	return l.BTreeG
+}
+
+// settle freezes the index's pending slot, if any, for the open views that
+// hold it, and forgets it: the index may then mutate its tree (copy-on-write
+// if it was cloned). It returns whether the tree is now shared with a view
+// (the slot was frozen, now or earlier by a view reading it).
+func (l *lazy[T]) settle(mu *sync.Mutex) bool {
+	if l.p == nil {
+		return false
+	}
+	mu.Lock()
+	s := l.p
+	if s.refs > 0 {
+		s.freeze()
+	}
+	shared := s.frozen != nil
+	if s.refs == 0 {
+		// No open view will read it: the views that held it are closed.
+		*s, l.spare = slot[T]{}, s
+	}
+	mu.Unlock()
+	l.p = nil
+	return shared
+}
+
+// wRuns returns the tree of runs for mutation. Once it has been frozen for
+// a view, the runs it holds are shared with that view: the generation moves
+// on, so that mutRun clones each run before mutating it. A tree no view
+// froze (every view that held it closed without reading it) shares no run,
+// and the generation stays.
+func (x *Index) wRuns() *btree.BTreeG[*run] {
+	if x.s.runs.settle(x.vmu) {
+		x.gen++
+	}
+	return x.s.runs.BTreeG
+}
+
+// openView returns a view of the index's state holding its slots.
+func (x *Index) openView() *View {
+	v := &View{s: x.s, mu: x.vmu}
+	v.s.names = x.s.names[:len(x.s.names):len(x.s.names)]
+	ts := x.s.trees()
+	x.vmu.Lock()
+	for i, t := range v.s.trees() {
+		t.open(ts[i])
+	}
+	x.vmu.Unlock()
+	return v
+}
+
 // state returns the view's state with the trees in need frozen.
 func (v *View) state(need int) *state {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := &v.s
 	if v.closed {
-		v.emptyTrees()
+		e := newState(s.cfg)
+		es := e.trees()
+		for i, t := range s.trees() {
+			t.empty(es[i])
+		}
 		return s
 	}
-	if need&needByID != 0 && s.byID == nil {
-		s.byID = v.p.byID.freeze()
-	}
-	if need&needRuns != 0 && s.runs == nil {
-		s.runs = v.p.runs.freeze()
-	}
-	if need&needNameID != 0 && s.nameID == nil {
-		s.nameID = v.p.nameID.freeze()
-	}
-	if need&needTombs != 0 && s.tombs == nil {
-		s.tombs = v.p.tombs.freeze()
-	}
-	if need&needPool != 0 && s.pool == nil {
-		s.pool = v.p.pool.freeze()
-	}
-	if need&needHeld != 0 && s.held == nil {
-		s.held = v.p.held.freeze()
-	}
-	if need&needGone != 0 && s.gone == nil {
-		s.gone = v.p.gone.freeze()
-	}
-	if need&needResults != 0 && s.results == nil {
-		s.results = v.p.results.freeze()
+	for i, t := range s.trees() {
+		if need&(1<<i) != 0 {
+			t.read()
+		}
 	}
 	return s
-}
-
-// hold counts a new view in every slot of p. The caller holds the mutex.
-func (p *slots) hold(d int) {
-	p.byID.refs += d
-	p.runs.refs += d
-	p.nameID.refs += d
-	p.tombs.refs += d
-	p.pool.refs += d
-	p.held.refs += d
-	p.gone.refs += d
-	p.results.refs += d
 }
 
 // Close tells the index that the view will not be read again, so that the
@@ -252,35 +222,7 @@ func (v *View) Close() {
 		return
 	}
 	v.closed = true
-	v.p.hold(-1)
-}
-
-// emptyTrees gives a closed view empty trees for those it had not read.
-func (v *View) emptyTrees() {
-	e := newState(v.s.cfg)
-	s := &v.s
-	if s.byID == nil {
-		s.byID = e.byID
-	}
-	if s.runs == nil {
-		s.runs = e.runs
-	}
-	if s.nameID == nil {
-		s.nameID = e.nameID
-	}
-	if s.tombs == nil {
-		s.tombs = e.tombs
-	}
-	if s.pool == nil {
-		s.pool = e.pool
-	}
-	if s.held == nil {
-		s.held = e.held
-	}
-	if s.gone == nil {
-		s.gone = e.gone
-	}
-	if s.results == nil {
-		s.results = e.results
+	for _, t := range v.s.trees() {
+		t.close()
 	}
 }

@@ -191,7 +191,7 @@ func distinct(ss []string) []string {
 }
 
 func (x *Index) record(r *result) {
-	x.wResults().ReplaceOrInsert(r)
+	x.s.results.mut(x.vmu).ReplaceOrInsert(r)
 	x.resQ.push(r)
 }
 

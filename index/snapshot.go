@@ -577,11 +577,11 @@ func (rs *restorer) tombs() error {
 		}
 	}
 	for _, t := range all {
-		x.wTombs().ReplaceOrInsert(t)
+		x.s.tombs.mut(x.vmu).ReplaceOrInsert(t)
 		if t.job == "" {
-			x.wPool().ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: t.tkey})
+			x.s.pool.mut(x.vmu).ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: t.tkey})
 		} else {
-			x.wHeld().ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
+			x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
 		}
 		if t.kind == ck.TombstonePrefix {
 			x.orphans++
@@ -623,7 +623,7 @@ func (rs *restorer) gone() error {
 		return err
 	}
 	for _, g := range all {
-		x.wGone().ReplaceOrInsert(g)
+		x.s.gone.mut(x.vmu).ReplaceOrInsert(g)
 	}
 	slices.SortFunc(all, func(a, b goneRec) int { return cmp.Compare(a.at, b.at) })
 	for _, g := range all {
@@ -679,7 +679,7 @@ func (rs *restorer) results() error {
 		return err
 	}
 	for _, r := range all {
-		x.wResults().ReplaceOrInsert(r)
+		x.s.results.mut(x.vmu).ReplaceOrInsert(r)
 	}
 	slices.SortStableFunc(all, func(a, b *result) int { return cmp.Compare(a.at, b.at) })
 	for _, r := range all {

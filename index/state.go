@@ -147,9 +147,10 @@ func lessTItem(a, b titem) bool {
 // run holds the live blocks of one tenant and span class, in time order.
 // A multi-tenant segment appears in a run of each of its datasets' tenants.
 //
-// Runs are copy-on-write at two levels: the tree of runs is cloned by
-// Index.View, and a run shared with a view (gen older than the index's
-// generation) is replaced by a clone before the index mutates it.
+// Runs are copy-on-write at two levels: the tree of runs is frozen for
+// views like every tree (lazy.go), and a run shared with a view (gen older
+// than the index's generation, see wRuns) is replaced by a clone before the
+// index mutates it.
 type run struct {
 	tenant uint32               // name ID of the tenant (see block.tenants)
 	class  uint8                // span class (see spanClass)
@@ -290,17 +291,19 @@ func lessResult(a, b *result) bool {
 type state struct {
 	cfg Config
 
-	byID   *btree.BTreeG[idItem]    // live blocks by ID (descending)
-	runs   *btree.BTreeG[*run]      // the time index: runs by (tenant, class)
-	pivot  *block                   // an empty block, never mutated, for search keys
-	nameID *btree.BTreeG[nameEntry] // interned tenant and dataset names by name
-	names  []string                 // the interned names by ID; append-only, names[0] == ""
+	// The trees, cloned lazily for views (lazy.go): the index mutates
+	// them through mut (wRuns for runs).
+	byID   lazy[idItem]    // live blocks by ID (descending)
+	runs   lazy[*run]      // the time index: runs by (tenant, class)
+	pivot  *block          // an empty block, never mutated, for search keys
+	nameID lazy[nameEntry] // interned tenant and dataset names by name
+	names  []string        // the interned names by ID; append-only, names[0] == ""
 
-	tombs   *btree.BTreeG[tomb]    // every pending tombstone by key
-	pool    *btree.BTreeG[poolKey] // unattached tombstones in release order
-	held    *btree.BTreeG[heldKey] // attached tombstones by job
-	gone    *btree.BTreeG[goneRec] // confirmed deletions by key
-	results *btree.BTreeG[*result] // replacement results by (job, token)
+	tombs   lazy[tomb]    // every pending tombstone by key
+	pool    lazy[poolKey] // unattached tombstones in release order
+	held    lazy[heldKey] // attached tombstones by job
+	gone    lazy[goneRec] // confirmed deletions by key
+	results lazy[*result] // replacement results by (job, token)
 
 	clock     int64 // latest log time seen by a mutation
 	floor     int64 // latest release time given to a tombstone
@@ -316,16 +319,16 @@ type state struct {
 func newState(cfg Config) state {
 	return state{
 		cfg:     cfg,
-		byID:    btree.NewG(blockDegree, lessByID),
-		runs:    btree.NewG(smallDegree, lessRun),
+		byID:    lazy[idItem]{BTreeG: btree.NewG(blockDegree, lessByID)},
+		runs:    lazy[*run]{BTreeG: btree.NewG(smallDegree, lessRun)},
 		pivot:   &block{},
-		nameID:  btree.NewG(smallDegree, lessName),
+		nameID:  lazy[nameEntry]{BTreeG: btree.NewG(smallDegree, lessName)},
 		names:   []string{""},
-		tombs:   btree.NewG(smallDegree, lessTomb),
-		pool:    btree.NewG(smallDegree, lessPool),
-		held:    btree.NewG(smallDegree, lessHeld),
-		gone:    btree.NewG(smallDegree, lessGone),
-		results: btree.NewG(smallDegree, lessResult),
+		tombs:   lazy[tomb]{BTreeG: btree.NewG(smallDegree, lessTomb)},
+		pool:    lazy[poolKey]{BTreeG: btree.NewG(smallDegree, lessPool)},
+		held:    lazy[heldKey]{BTreeG: btree.NewG(smallDegree, lessHeld)},
+		gone:    lazy[goneRec]{BTreeG: btree.NewG(smallDegree, lessGone)},
+		results: lazy[*result]{BTreeG: btree.NewG(smallDegree, lessResult)},
 	}
 }
 

@@ -15,8 +15,8 @@ func (x *Index) newTomb(k tkey, index uint64) {
 	rel := max(addSat(x.s.clock, x.s.cfg.CleanupDelay), x.s.floor)
 	x.s.floor = rel
 	t := tomb{tkey: k, created: x.s.clock, release: rel, index: index}
-	x.wTombs().ReplaceOrInsert(t)
-	x.wPool().ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: k})
+	x.s.tombs.mut(x.vmu).ReplaceOrInsert(t)
+	x.s.pool.mut(x.vmu).ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: k})
 	if k.kind == ck.TombstonePrefix {
 		x.orphans++
 	}
@@ -62,10 +62,10 @@ func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone 
 		if !ok || cur.job != "" || !x.s.releasable(cur.created, cur.release, now) {
 			continue
 		}
-		x.wPool().Delete(poolKey{release: cur.release, created: cur.created, tkey: k})
+		x.s.pool.mut(x.vmu).Delete(poolKey{release: cur.release, created: cur.created, tkey: k})
 		cur.job = job
-		x.wTombs().ReplaceOrInsert(cur)
-		x.wHeld().ReplaceOrInsert(heldKey{job: job, tkey: k})
+		x.s.tombs.mut(x.vmu).ReplaceOrInsert(cur)
+		x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: k})
 		out = append(out, t)
 	}
 	return out
@@ -93,11 +93,11 @@ func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
 	})
 	out := make([]ck.Tombstone, len(picked))
 	for i, p := range picked {
-		x.wPool().Delete(p)
+		x.s.pool.mut(x.vmu).Delete(p)
 		cur, _ := x.s.tombs.Get(tomb{tkey: p.tkey})
 		cur.job = job
-		x.wTombs().ReplaceOrInsert(cur)
-		x.wHeld().ReplaceOrInsert(heldKey{job: job, tkey: p.tkey})
+		x.s.tombs.mut(x.vmu).ReplaceOrInsert(cur)
+		x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: p.tkey})
 		out[i] = p.tombstone()
 	}
 	return out
@@ -125,13 +125,13 @@ func (x *Index) Confirm(now int64, job string) int {
 	now = x.advance(now)
 	ks := x.s.heldBy(job)
 	for _, k := range ks {
-		x.wHeld().Delete(heldKey{job: job, tkey: k})
-		x.wTombs().Delete(tomb{tkey: k})
+		x.s.held.mut(x.vmu).Delete(heldKey{job: job, tkey: k})
+		x.s.tombs.mut(x.vmu).Delete(tomb{tkey: k})
 		if k.kind == ck.TombstonePrefix {
 			x.orphans--
 		}
 		g := goneRec{tkey: k, at: now}
-		x.wGone().ReplaceOrInsert(g)
+		x.s.gone.mut(x.vmu).ReplaceOrInsert(g)
 		x.goneQ.push(g)
 	}
 	return len(ks)
@@ -144,11 +144,11 @@ func (x *Index) Confirm(now int64, job string) int {
 func (x *Index) Detach(job string) int {
 	ks := x.s.heldBy(job)
 	for _, k := range ks {
-		x.wHeld().Delete(heldKey{job: job, tkey: k})
+		x.s.held.mut(x.vmu).Delete(heldKey{job: job, tkey: k})
 		cur, _ := x.s.tombs.Get(tomb{tkey: k})
 		cur.job = ""
-		x.wTombs().ReplaceOrInsert(cur)
-		x.wPool().ReplaceOrInsert(poolKey{release: cur.release, created: cur.created, tkey: k})
+		x.s.tombs.mut(x.vmu).ReplaceOrInsert(cur)
+		x.s.pool.mut(x.vmu).ReplaceOrInsert(poolKey{release: cur.release, created: cur.created, tkey: k})
 	}
 	return len(ks)
 }
@@ -196,7 +196,7 @@ func (x *Index) Expire(now int64) int {
 		}
 		x.goneQ.pop()
 		if cur, ok := x.s.gone.Get(g); ok && cur.at == g.at {
-			x.wGone().Delete(g)
+			x.s.gone.mut(x.vmu).Delete(g)
 			n++
 		}
 	}
@@ -207,7 +207,7 @@ func (x *Index) Expire(now int64) int {
 		}
 		x.resQ.pop()
 		if cur, ok := x.s.results.Get(r); ok && cur == r {
-			x.wResults().Delete(r)
+			x.s.results.mut(x.vmu).Delete(r)
 			n++
 		}
 	}

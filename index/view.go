@@ -14,10 +14,9 @@ import (
 // may be used on another goroutine while the index is mutated. A View may
 // be shared by several goroutines.
 type View struct {
-	// s holds the scalars as they were; its trees are nil until frozen
-	// from the slots p by state (lazy.go), under mu.
+	// s holds the scalars as they were, and the slots of the trees; its
+	// trees are nil until frozen by state (lazy.go), under mu.
 	s      state
-	p      slots
 	mu     *sync.Mutex
 	closed bool // guarded by mu
 }
