@@ -52,7 +52,13 @@
 // are log indexes checked at commit. One further behind cannot move time
 // back; while only it appends, time stands still, leases last longer and
 // a dead worker's job waits longer. The store's clock is trusted within
-// that bound; WithoutStoreTime trusts the proposers' instead.
+// that bound; WithoutStoreTime trusts the proposers' instead. Preparing
+// polls is another matter: a coordinator that prepared them at its own
+// clock, more than a lease off the log's, would judge leases wrongly — a
+// fast one would take healthy jobs for expired and propose reassignments
+// that Apply refuses, starving its workers while the error lasts (the
+// simulation found it). [Log.Now] is its clock corrected by what its last
+// entry measured; [OpenNode] prepares with it.
 //
 // Commands are batched: every command a coordinator has waiting when it
 // appends goes into one entry (up to MaxBatch), so a poll and the ingest
@@ -66,7 +72,8 @@
 // modification-time read (a HEAD on S3); every coordinator reads every
 // entry (a GET, plus that HEAD). Serve the log with
 // leader.WithRetries(n, backoff): under contention a prepared poll loses
-// races and is prepared again.
+// races and is prepared again; and with leader.WithClock(log.Now), so that
+// polls are prepared at the log's time (see [Log.Now]).
 //
 // # Serverless
 //

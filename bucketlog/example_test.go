@@ -39,8 +39,10 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		// Appends race: retry prepared polls with a short backoff.
-		return leader.New(l, fsm, leader.WithRetries(32, func(n int) time.Duration { return time.Duration(n+1) * time.Millisecond }))
+		// Appends race: retry prepared polls with a short backoff; prepare
+		// them at the log's time.
+		return leader.New(l, fsm, leader.WithClock(l.Now),
+			leader.WithRetries(32, func(n int) time.Duration { return time.Duration(n+1) * time.Millisecond }))
 	}
 	a, b := open("coordinator-a"), open("coordinator-b")
 

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
@@ -112,12 +113,15 @@ type Log struct {
 	// stamp (WithoutStoreTime).
 	stampOnly bool
 	clock     func() time.Time
-	prefix    string
-	fsm       *raftfsm.FSM
-	id        string
-	every     uint64
-	log       *slog.Logger
-	observe   func(cmd []byte, a leader.Applied)
+	// offset is the store's time less this coordinator's clock, as the
+	// last entry it appended measured it (see [Log.Now]).
+	offset  atomic.Int64
+	prefix  string
+	fsm     *raftfsm.FSM
+	id      string
+	every   uint64
+	log     *slog.Logger
+	observe func(cmd []byte, a leader.Applied)
 
 	mu      sync.Mutex // serialises catch-up and appends
 	applied uint64     // the last entry applied
@@ -355,8 +359,24 @@ func (l *Log) apply(ctx context.Context, n uint64, data []byte) ([]leader.Applie
 	}
 	l.applied, l.index, l.hash = n, index-1, sha256.Sum256(data)
 	l.stats.Read++
+	if !e.v1 && strings.HasPrefix(e.nonce, l.id+"/") {
+		// This coordinator's own entry: its time less its stamp is how
+		// far the log's time is from this coordinator's clock.
+		l.offset.Store(t - e.stamp)
+	}
 	return as, e.nonce, nil
 }
+
+// Now is the log's time as this coordinator can tell it: its clock,
+// corrected by how far the last entry it appended was timed from its
+// stamp (the store's clock against its own, within the clock step). A
+// leader service over the log prepares polls with it
+// (leader.WithClock(log.Now); [OpenNode] does so), so that a coordinator
+// whose clock is off by more than a lease judges leases as Apply will:
+// with its own clock it would take healthy jobs' leases for expired,
+// propose reassignments that Apply refuses, and leave its workers
+// without work while the error lasts.
+func (l *Log) Now() time.Time { return l.clock().Add(time.Duration(l.offset.Load())) }
 
 // entryTime is the time entry n is applied at: the store's time of the
 // object, bounded to within the clock step ([raftfsm.Config.MaxClockStep],

@@ -47,8 +47,9 @@ type NodeConfig struct {
 	// retries a poll up to NodeRetries times after losing a race, with
 	// jittered backoff, prepared again the first NodeStaleAfter times and
 	// then appended on whatever state it meets (leader.WithStaleAfter);
-	// and it answers idle polls without an entry
-	// (leader.WithSkipIdlePolls).
+	// it answers idle polls without an entry
+	// (leader.WithSkipIdlePolls); and it prepares polls at the log's time
+	// as this node can tell it (leader.WithClock(Log.Now)).
 	ServiceOptions []leader.Option
 }
 
@@ -66,7 +67,7 @@ func OpenNode(ctx context.Context, store blockmerge.Store, prefix, id string, cf
 		return nil, err
 	}
 	svc := leader.New(l, fsm, append([]leader.Option{leader.WithRetries(NodeRetries, jittered),
-		leader.WithStaleAfter(NodeStaleAfter), leader.WithSkipIdlePolls()}, cfg.ServiceOptions...)...)
+		leader.WithStaleAfter(NodeStaleAfter), leader.WithSkipIdlePolls(), leader.WithClock(l.Now)}, cfg.ServiceOptions...)...)
 	return &Node{Service: svc, Log: l}, nil
 }
 

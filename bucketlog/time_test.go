@@ -140,3 +140,55 @@ func (n noTimes) PutIfAbsent(ctx context.Context, k string, r io.Reader) error {
 func (n noTimes) List(ctx context.Context, p string, fn func(string) error) error {
 	return n.m.List(ctx, p, fn)
 }
+
+// A coordinator whose clock is 40 minutes ahead of the store's (within
+// the clock step, so the log keeps the store's time) prepares polls at
+// Log.Now, the log's time as it can tell it: a healthy job held by
+// another worker is not taken for expired. Prepared at its own clock, the
+// poll would propose the job's reassignment, which Apply refuses (the
+// lease has not run out in log time), and the worker would get nothing.
+func TestPrepareAtLogTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	for _, logClock := range []bool{true, false} {
+		t.Run(fmt.Sprintf("log-clock=%t", logClock), func(t *testing.T) {
+			c := &clocks{store: t0, proposer: t0.Add(40 * time.Minute)}
+			store := blockmerge.NewMemStore(blockmerge.WithMemClock(func() time.Time { return c.store }))
+			l, fsm := timedLog(t, c, store, "c1")
+			clock := func() time.Time { return c.proposer }
+			if logClock {
+				clock = l.Now
+			}
+			svc := leader.New(l, fsm, leader.WithClock(clock))
+			ctx := context.Background()
+			var bs []ck.BlockMeta
+			for i := range 8 {
+				bs = append(bs, leadertest.Block(fmt.Sprintf("b%d", i), "acme", 0, int64(i)*1e9))
+			}
+			_, err := svc.AddBlocks(ctx, bs)
+			require.NoError(t, err)
+			resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
+			require.NoError(t, err)
+			require.Len(t, resp.Jobs, 1)
+			held := resp.Jobs[0].Job
+			require.Equal(t, c.store, l.Now(), "after its own appends, Now is the store's clock")
+
+			c.store = c.store.Add(time.Second)
+			c.proposer = c.proposer.Add(time.Second)
+			resp, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1})
+			require.NoError(t, err)
+			skipped := fsm.Stats().Scheduler.Counters.Skipped
+			if logClock {
+				require.WithinDuration(t, c.store, l.Now(), time.Second, "Now follows the store's clock")
+				require.Len(t, resp.Jobs, 1, "w2 gets the second batch")
+				require.NotEqual(t, held, resp.Jobs[0].Job)
+				require.Zero(t, skipped)
+			} else {
+				require.Empty(t, resp.Jobs, "its only slot went to a reassignment Apply refused")
+				require.Equal(t, uint64(1), skipped)
+			}
+			js, _, _ := fsm.Job(held)
+			require.Equal(t, ck.StatusInProgress, js.Status)
+			require.Zero(t, js.Failures)
+		})
+	}
+}

@@ -138,7 +138,7 @@ func FleetBenchmark(b *testing.B, store blockmerge.Store, f Fleet) {
 			if l, err = bucketlog.Open(ctx, counted, "bench", fsm, fmt.Sprintf("c%d", i)); err != nil {
 				b.Fatal(err)
 			}
-			svc = leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration {
+			svc = leader.New(l, fsm, leader.WithClock(l.Now), leader.WithRetries(1000, func(a int) time.Duration {
 				return time.Duration(a%16+1) * 200 * time.Microsecond
 			}))
 		}

@@ -138,7 +138,7 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 		check(t, err)
 		l, err = bucketlog.Open(ctx, store, logPrefix, fsm, id, logOpts...)
 		check(t, err)
-		svc = leader.New(l, fsm, leader.WithRetries(1000, func(a int) time.Duration { return time.Duration(a%8+1) * time.Millisecond }))
+		svc = leader.New(l, fsm, leader.WithClock(l.Now), leader.WithRetries(1000, func(a int) time.Duration { return time.Duration(a%8+1) * time.Millisecond }))
 	}
 	fsm := svc.FSM()
 	rec, err := os.OpenFile(file("ingested"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -229,7 +229,13 @@ func (s *Sim) handleRequest(req *ck.PollRequest) {
 func (s *Sim) prepare(req *ck.PollRequest, tokenIndex uint64) {
 	r := s.leaderReplica()
 	at, _, _ := r.fsm.LastApplied()
-	cmd, err := r.fsm.Prepare(req, s.leaderClock())
+	now := s.leaderClock()
+	if r.blog != nil {
+		// A bucket coordinator prepares at the log's time as it can tell
+		// it, as bucketlog.OpenNode's service does.
+		now = r.blog.Now().UnixNano()
+	}
+	cmd, err := r.fsm.Prepare(req, now)
 	if err != nil {
 		if errors.Is(err, raftfsm.ErrStaleRequest) {
 			s.tracef("prepare %s seq %d: stale", req.WorkerID, req.Seq)
