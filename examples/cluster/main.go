@@ -144,21 +144,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 			fmt.Fprintln(out, "  "+e)
 		}
 	}
-	if cfg.Chart != "" && len(rep.Samples) > 1 {
-		if cerr := demo.WriteChart(cfg.Chart, "compactkit cluster: blocks queued per level (dashed red: leader shut down)", rep.Samples, marks); cerr != nil {
-			fmt.Fprintln(out, "chart:", cerr)
-		} else {
-			fmt.Fprintf(out, "\nchart: %s\n", cfg.Chart)
-		}
-	}
+	kept := ""
 	if cfg.Keep {
-		fmt.Fprintf(out, "raft directories and object store kept in %s\n", dir)
+		kept = "raft directories and object store kept in " + dir
 	}
-	switch {
-	case errors.Is(err, demo.ErrVerification):
-		fmt.Fprintln(out, "\nverification FAILED")
-	case err == nil:
-		fmt.Fprintln(out, "\nverification passed: every record exactly once, nothing left behind, replicas identical")
-	}
+	demo.Conclude(out, cfg.Chart, "compactkit cluster: blocks queued per level (dashed red: leader shut down)", rep.Samples, marks, kept,
+		"verification passed: every record exactly once, nothing left behind, replicas identical", err)
 	return res, err
 }

@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -117,21 +116,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 		idx, _, _ := node.State.LastApplied()
 		demo.WriteSummary(out, rep, [2]string{"raft log", fmt.Sprintf("%d entries applied", idx)})
 	}
-	if cfg.Chart != "" && len(rep.Samples) > 1 {
-		if cerr := demo.WriteChart(cfg.Chart, "compactkit demo: blocks queued per level, jobs, deletions pending", rep.Samples, nil); cerr != nil {
-			fmt.Fprintln(out, "chart:", cerr)
-		} else {
-			fmt.Fprintf(out, "\nchart: %s\n", cfg.Chart)
-		}
-	}
+	kept := ""
 	if cfg.Keep {
-		fmt.Fprintf(out, "object store kept at %s\n", where)
+		kept = "object store kept at " + where
 	}
-	switch {
-	case errors.Is(err, demo.ErrVerification):
-		fmt.Fprintln(out, "\nverification FAILED")
-	case err == nil:
-		fmt.Fprintln(out, "\nverification passed: every record exactly once, nothing left behind")
-	}
+	demo.Conclude(out, cfg.Chart, "compactkit demo: blocks queued per level, jobs, deletions pending", rep.Samples, nil, kept,
+		"verification passed: every record exactly once, nothing left behind", err)
 	return rep, err
 }

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -93,4 +94,28 @@ func tb2(ls []LevelCount) int64 {
 		n += l.Bytes
 	}
 	return n
+}
+
+// Conclude prints the end of a demo's output: the chart written to chart
+// (none if chart is empty or there are fewer than two samples), where the
+// run's files were kept (kept, if not empty), and the verdict for err —
+// passed when the verification passed, "verification FAILED" when it did
+// not, nothing for another error.
+func Conclude(out io.Writer, chart, title string, samples []Sample, marks []float64, kept, passed string, err error) {
+	if chart != "" && len(samples) > 1 {
+		if cerr := WriteChart(chart, title, samples, marks); cerr != nil {
+			fmt.Fprintln(out, "chart:", cerr)
+		} else {
+			fmt.Fprintf(out, "\nchart: %s\n", chart)
+		}
+	}
+	if kept != "" {
+		fmt.Fprintln(out, kept)
+	}
+	switch {
+	case errors.Is(err, ErrVerification):
+		fmt.Fprintln(out, "\nverification FAILED")
+	case err == nil:
+		fmt.Fprintln(out, "\n"+passed)
+	}
 }
