@@ -498,6 +498,7 @@ func (h *harness) tryClaim(t *rapid.T, pl ck.JobPlan) {
 func (h *harness) claimStale(t *rapid.T) {
 	if len(h.pending) == 0 {
 		// rapid: the action does not apply now; another is drawn.
+		// Not a skipped test: rapid draws another action.
 		t.Skip("no pending plan")
 	}
 	i := rapid.IntRange(0, len(h.pending)-1).Draw(t, "pending")
@@ -512,6 +513,7 @@ func (h *harness) claimStale(t *rapid.T) {
 func (h *harness) pickJob(t *rapid.T) string {
 	if len(h.m.claims) == 0 {
 		// rapid: the action does not apply now; another is drawn.
+		// Not a skipped test: rapid draws another action.
 		t.Skip("no job")
 	}
 	names := make([]string, 0, len(h.m.claims))

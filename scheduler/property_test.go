@@ -332,6 +332,7 @@ func TestSchedulerModel(t *testing.T) {
 			"apply-pending": func(t *rapid.T) {
 				if len(st.pending) == 0 {
 					// rapid: the action does not apply now; another is drawn.
+					// Not a skipped test: rapid draws another action.
 					t.Skip("nothing pending")
 				}
 				i := rapid.IntRange(0, len(st.pending)-1).Draw(t, "pending")
@@ -378,6 +379,7 @@ func TestSchedulerModel(t *testing.T) {
 				i := slices.IndexFunc(marks, func(m int64) bool { return m >= st.now })
 				if i < 0 {
 					// rapid: the action does not apply now; another is drawn.
+					// Not a skipped test: rapid draws another action.
 					t.Skip("no boundary ahead")
 				}
 				st.now = marks[i] + rapid.Int64Range(0, 1).Draw(t, "past")
@@ -412,6 +414,7 @@ func TestSchedulerModel(t *testing.T) {
 					}
 					if len(excluded) == 0 {
 						// rapid: the action does not apply now; another is drawn.
+						// Not a skipped test: rapid draws another action.
 						t.Skip("nothing excluded")
 					}
 					slices.Sort(excluded)
@@ -458,6 +461,7 @@ func TestSchedulerModel(t *testing.T) {
 			"reapply": func(t *rapid.T) {
 				if st.last == nil {
 					// rapid: the action does not apply now; another is drawn.
+					// Not a skipped test: rapid draws another action.
 					t.Skip("nothing applied")
 				}
 				before := snapshot(t, st.s)
