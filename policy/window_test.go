@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -118,4 +119,62 @@ func TestRunPolicy(t *testing.T) {
 	require.ErrorIs(t, policy.RunPolicy{Mode: 2}.Validate(), policy.ErrInvalid)
 	require.ErrorIs(t, policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{}}}.Validate(), policy.ErrInvalid)
 	require.ErrorIs(t, policy.RunPolicy{Windows: make([]policy.Window, policy.MaxWindows+1)}.Validate(), policy.ErrInvalid)
+}
+
+// NextChange finds the next minute at which MayStart changes: never a
+// change before it, and MayStart differs across it or it is an edge.
+func TestRunPolicyNextChange(t *testing.T) {
+	window := rapid.Custom(func(t *rapid.T) policy.Window {
+		start := rapid.Uint16Range(0, policy.MinutesPerDay-1).Draw(t, "start")
+		end := rapid.Uint16Range(1, policy.MinutesPerDay).Filter(func(e uint16) bool { return e != start }).Draw(t, "end")
+		return policy.Window{
+			Days:   policy.Weekdays(rapid.Uint8Range(1, uint8(policy.EveryDay)).Draw(t, "days")),
+			Start:  start,
+			End:    end,
+			Offset: int16(rapid.IntRange(-policy.MaxOffset, policy.MaxOffset).Draw(t, "offset")),
+		}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		p := policy.RunPolicy{Mode: policy.RunMode(rapid.Uint8Range(0, 1).Draw(t, "mode")), Windows: rapid.SliceOfN(window, 1, 3).Draw(t, "windows")}
+		now := rapid.Int64Range(0, 1<<62).Draw(t, "now")
+		next := p.NextChange(now)
+		if next <= now {
+			t.Fatalf("next change %d not after %d", next, now)
+		}
+		if next-now > int64(7*24*time.Hour)+int64(time.Minute) {
+			t.Fatalf("next change %s away, more than a week", time.Duration(next-now))
+		}
+		// No change in between, checked minute by minute (up to a day).
+		first := p.MayStart(now)
+		for m := (now/int64(time.Minute) + 1) * int64(time.Minute); m < next && m-now < int64(24*time.Hour); m += int64(time.Minute) {
+			if p.MayStart(m) != first {
+				t.Fatalf("MayStart changed at %d, before the next change %d", m, next)
+			}
+		}
+	})
+	require.Equal(t, int64(math.MaxInt64), policy.RunPolicy{}.NextChange(0))
+	offPeak := policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 6 * 60}}}
+	require.Equal(t, at("2026-11-25T22:00:00Z"), offPeak.NextChange(at("2026-11-25T12:00:30Z")))
+	require.Equal(t, at("2026-11-26T06:00:00Z"), offPeak.NextChange(at("2026-11-25T22:00:00Z")))
+}
+
+func TestTenantValidate(t *testing.T) {
+	require.NoError(t, policy.Tenant{}.Validate())
+	for _, bad := range []policy.Tenant{
+		{Class: 7},
+		{MaxInProgress: policy.MaxInProgressLimit + 1},
+		{NotBefore: -1},
+		{StaleAfter: -time.Second},
+		{Pressure: policy.Thresholds{SlowBlocks: policy.Limit{On: 1, Off: 2}}},
+		{Run: policy.RunPolicy{Mode: policy.OnlyIn}},
+	} {
+		require.Error(t, bad.Validate(), "%+v", bad)
+	}
+	require.ErrorIs(t, policy.Tenant{Run: policy.RunPolicy{Mode: policy.OnlyIn}}.Validate(), policy.ErrNeverOpens)
+	p := policy.Tenant{NotBefore: at("2026-11-25T12:00:00Z")}
+	require.False(t, p.MayStart(at("2026-11-25T11:59:59Z")))
+	require.True(t, p.MayStart(at("2026-11-25T12:00:00Z")))
+	require.Equal(t, p.NotBefore, p.NextChange(at("2026-11-25T11:00:00Z")))
+	require.True(t, p.Equal(p))
+	require.False(t, p.Equal(policy.Tenant{}))
 }

@@ -31,8 +31,11 @@ import (
 // as version 3 and may carry operator marks (OpMark, Operator.Reason);
 // cluster version 4 applies them and queues the outputs of cross-shard
 // jobs (and blocks added with compactkit.AnyShard) for the next level,
-// which earlier versions left unqueued.
-const CommandVersion byte = 4
+// which earlier versions left unqueued. Version 5 is encoded as version 4
+// and may carry policy commands (Command.Policy: an optional eleventh CBOR
+// item); cluster version 5 keeps scheduling policies (see package policy)
+// and applies them.
+const CommandVersion byte = 5
 
 // reasonsVersion is the first command and cluster version with failure
 // reasons.
@@ -75,6 +78,74 @@ type Command struct {
 	Operator       *Operator
 	PreparePoll    *PreparePoll
 	ClusterVersion *SetClusterVersion
+	// Policy changes the scheduling policies (from cluster version 5).
+	Policy *PolicyCommand
+}
+
+// commandFields is the encoding of a command without a policy: the ten
+// items of the releases before version 5.
+type commandFields struct {
+	_              struct{} `cbor:",toarray"`
+	Time           int64
+	AddBlocks      *AddBlocks
+	Poll           *Poll
+	Config         *Config
+	TookOffice     *TookOffice
+	Retention      *Retention
+	Watermark      *Watermark
+	Operator       *Operator
+	PreparePoll    *PreparePoll
+	ClusterVersion *SetClusterVersion
+}
+
+// commandPolicy is the encoding of a command with a policy.
+type commandPolicy struct {
+	_              struct{} `cbor:",toarray"`
+	Time           int64
+	AddBlocks      *AddBlocks
+	Poll           *Poll
+	Config         *Config
+	TookOffice     *TookOffice
+	Retention      *Retention
+	Watermark      *Watermark
+	Operator       *Operator
+	PreparePoll    *PreparePoll
+	ClusterVersion *SetClusterVersion
+	Policy         *PolicyCommand
+}
+
+// MarshalCBOR encodes the command as an array of ten items, or eleven with
+// a policy, so that commands without one keep the bytes of the releases
+// before version 5.
+func (c Command) MarshalCBOR() ([]byte, error) {
+	f := commandFields{Time: c.Time, AddBlocks: c.AddBlocks, Poll: c.Poll, Config: c.Config, TookOffice: c.TookOffice,
+		Retention: c.Retention, Watermark: c.Watermark, Operator: c.Operator, PreparePoll: c.PreparePoll, ClusterVersion: c.ClusterVersion}
+	if c.Policy == nil {
+		return codec.Default.Marshal(&f)
+	}
+	return codec.Default.Marshal(&commandPolicy{Time: f.Time, AddBlocks: f.AddBlocks, Poll: f.Poll, Config: f.Config, TookOffice: f.TookOffice,
+		Retention: f.Retention, Watermark: f.Watermark, Operator: f.Operator, PreparePoll: f.PreparePoll, ClusterVersion: f.ClusterVersion, Policy: c.Policy})
+}
+
+// UnmarshalCBOR decodes either encoding of [Command.MarshalCBOR]; eleven
+// items with no policy are malformed.
+func (c *Command) UnmarshalCBOR(data []byte) error {
+	var short commandFields
+	var long commandPolicy
+	tail, err := codec.Default.UnmarshalTail(data, 10, &short, &long)
+	switch {
+	case err != nil:
+		return err
+	case !tail:
+		*c = Command{Time: short.Time, AddBlocks: short.AddBlocks, Poll: short.Poll, Config: short.Config, TookOffice: short.TookOffice,
+			Retention: short.Retention, Watermark: short.Watermark, Operator: short.Operator, PreparePoll: short.PreparePoll, ClusterVersion: short.ClusterVersion}
+	case long.Policy == nil:
+		return fmt.Errorf("raftfsm: command of eleven items without a policy: %w", ck.ErrMalformed)
+	default:
+		*c = Command{Time: long.Time, AddBlocks: long.AddBlocks, Poll: long.Poll, Config: long.Config, TookOffice: long.TookOffice,
+			Retention: long.Retention, Watermark: long.Watermark, Operator: long.Operator, PreparePoll: long.PreparePoll, ClusterVersion: long.ClusterVersion, Policy: long.Policy}
+	}
+	return nil
 }
 
 // AddBlocks adds a batch of newly written blocks: each enters the index
@@ -328,6 +399,9 @@ func (c *Command) MarshalVersion(version byte) ([]byte, error) {
 	if version < marksVersion && c.hasV4Fields() {
 		return nil, fmt.Errorf("raftfsm: command version %d carries no mark (from version %d): %w", version, marksVersion, ErrClusterVersion)
 	}
+	if version < policiesVersion && c.Policy != nil {
+		return nil, fmt.Errorf("raftfsm: command version %d carries no policy (from version %d): %w", version, policiesVersion, ErrClusterVersion)
+	}
 	data, err := codec.Default.Encode(codec.KindCommand, version, c)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: command: %w", err)
@@ -382,6 +456,9 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if version < marksVersion && c.hasV4Fields() {
 		return nil, version, fmt.Errorf("raftfsm: command version %d with a mark (from version %d): %w", version, marksVersion, ErrInvalidCommand)
 	}
+	if version < policiesVersion && c.Policy != nil {
+		return nil, version, fmt.Errorf("raftfsm: command version %d with a policy (from version %d): %w", version, policiesVersion, ErrInvalidCommand)
+	}
 	return &c, version, nil
 }
 
@@ -417,7 +494,7 @@ const MaxBlocksPerCommand = 65536
 func (c *Command) Validate() error {
 	n := 0
 	for _, set := range []bool{c.AddBlocks != nil, c.Poll != nil, c.Config != nil, c.TookOffice != nil,
-		c.Retention != nil, c.Watermark != nil, c.Operator != nil, c.PreparePoll != nil, c.ClusterVersion != nil} {
+		c.Retention != nil, c.Watermark != nil, c.Operator != nil, c.PreparePoll != nil, c.ClusterVersion != nil, c.Policy != nil} {
 		if set {
 			n++
 		}
@@ -453,6 +530,8 @@ func (c *Command) Validate() error {
 		return nil
 	case c.Operator != nil:
 		return c.Operator.validate()
+	case c.Policy != nil:
+		return c.Policy.validate()
 	case c.PreparePoll != nil:
 		if err := ck.ValidateWorkerID(c.PreparePoll.WorkerID); err != nil {
 			return fmt.Errorf("raftfsm: prepare poll: %w", err)

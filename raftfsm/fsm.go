@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/internal/invariant"
 	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -43,6 +45,8 @@ type state struct {
 	lastTerm       uint64
 	now            int64
 	clusterVersion byte
+	// policies are the scheduling policies (cluster version 5).
+	policies *policies
 	// broken counts the invariants of Apply found broken (see invariant);
 	// lastBroken is the latest. Local: not in snapshots.
 	broken     uint64
@@ -164,7 +168,9 @@ func newState(cfg Config) (*state, error) {
 		version = CommandVersion
 	}
 	cfg.StartVersion = 0 // read once, here
-	return &state{cfg: cfg, planner: p, sched: s, index: x, polls: newPollLog(), clusterVersion: version}, nil
+	st := &state{cfg: cfg, planner: p, sched: s, index: x, polls: newPollLog(), clusterVersion: version, policies: newPolicies()}
+	st.installPolicies()
+	return st, nil
 }
 
 // Result is what applying one entry did. For a poll, Poll is the response
@@ -239,6 +245,10 @@ type BlockResult struct {
 	// Queued reports that the block entered the compaction queue (false
 	// for a block at the final level).
 	Queued bool
+	// Pressure is the backpressure grade of the block's tenant after the
+	// command (see policy.Thresholds): advice for the host's ingest, OK
+	// for a tenant without thresholds.
+	Pressure policy.Grade
 }
 
 // Apply applies one log entry: the only way the state changes. data is a
@@ -417,6 +427,11 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	}
 	res := &Result{Index: e.Index, Term: e.Term, Now: now}
 	broken := st.broken
+	if now >= st.policies.edge {
+		// A window edge or a not-before time passed: judged at the first
+		// entry past it, before its command, on every replica alike.
+		st.rejudge(now)
+	}
 	var err error
 	switch {
 	case cmd.AddBlocks != nil:
@@ -437,6 +452,12 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 			o := cmd.Operator
 			f.opts.log.Info("raftfsm: operator command", "entry", e.Index, "action", o.Action.String(), "by", o.By,
 				"tenant", o.Tenant, "job", o.Job, "blocks", len(o.Blocks))
+		}
+	case cmd.Policy != nil:
+		err = st.applyPolicy(e, now, cmd.Policy, res)
+		if err == nil {
+			p := cmd.Policy
+			f.opts.log.Info("raftfsm: policy command", "entry", e.Index, "action", p.Action.String(), "by", p.By, "tenant", p.Tenant, "all", p.All)
 		}
 	case cmd.PreparePoll != nil:
 		// Only the clock moves: the entry's index is the token of the
@@ -476,7 +497,13 @@ func (st *state) raiseVersion(v byte) (removed []string) {
 			}
 		}
 	}
+	before := st.clusterVersion
 	st.clusterVersion = v
+	if before < policiesVersion && v >= policiesVersion {
+		// Classes order tenants from version 5: the default is Medium, so
+		// that an aged job (ranked first) goes ahead of level-0 jobs.
+		st.installPolicies()
+	}
 	return removed
 }
 
@@ -498,6 +525,22 @@ func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result
 			continue
 		}
 		br.Queued, br.Err = st.planner.Enqueue(e, b)
+	}
+	if !st.policies.configured() {
+		return
+	}
+	// Grade the backpressure of the tenants the blocks went to, once
+	// each, in the order they first appear (deterministic).
+	var seen []string
+	for i := range a.Blocks {
+		t := a.Blocks[i].Tenant
+		if !slices.Contains(seen, t) {
+			seen = append(seen, t)
+			st.regrade(t, now)
+		}
+	}
+	for i := range res.Blocks {
+		res.Blocks[i].Pressure = st.policies.grades[a.Blocks[i].Tenant]
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -81,6 +82,20 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 		r = run("mark", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: []string{bs[0].ID},
 			Reason: "legal hold", By: "alice"}})
 		require.Equal(t, 1, r.Count)
+	}
+	if version >= 5 {
+		// Scheduling policies: a tenant's own, the default, a compact-now
+		// request and a backpressure grade, all in the snapshot.
+		run("policy-set", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "t1", By: "alice",
+			Policy: &policy.Tenant{Class: policy.Low, MaxInProgress: 2, NotBefore: t0,
+				Run:        policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.WorkingDays, Start: 9 * 60, End: 17 * 60, Offset: 60}}},
+				Pressure:   policy.Thresholds{SlowBlocks: policy.Limit{On: 2, Off: 1}, StopDebt: policy.Limit{On: 1 << 20, Off: 1 << 19}},
+				StaleAfter: time.Hour}}})
+		run("policy-default", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true,
+			Policy: &policy.Tenant{Class: policy.High}}})
+		run("compact-now", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyCompactNow, Tenant: "t5", Level: &lvl}})
+		r := run("add-blocks-t1", addBlocks(blocks("e", "t1", 5, 3, t0)))
+		require.Equal(t, policy.Slow, r.Blocks[0].Pressure)
 	}
 	out := map[string][]byte{}
 	for name, c := range cmds {

@@ -1,9 +1,12 @@
 package raftfsm
 
 import (
+	"slices"
+
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -45,6 +48,31 @@ type Stats struct {
 	Planner   planner.Stats
 	Scheduler scheduler.Stats
 	Index     index.Stats
+	// Pressure lists the tenants whose backpressure grade is not OK, by
+	// tenant: replicated state, graded when a tenant's queue changes (see
+	// [BlockResult.Pressure]).
+	Pressure []TenantPressure
+	// Alarms lists the staleness alarms in force, by tenant and level:
+	// the levels whose oldest queued block has waited longer than the
+	// tenant's policy.Tenant.StaleAfter at the log's time.
+	Alarms []StaleAlarm
+}
+
+// TenantPressure is a tenant's backpressure grade.
+type TenantPressure struct {
+	Tenant string
+	Grade  policy.Grade
+}
+
+// StaleAlarm says that a tenant's level has not been compacted for longer
+// than its policy allows: its oldest queued block arrived at Oldest, and
+// the alarm holds since Since (Oldest plus the threshold). Both are log
+// times, derived from replicated state: every replica reports the same
+// alarms at the same entry.
+type StaleAlarm struct {
+	Tenant        string
+	Level         uint32
+	Oldest, Since int64
 }
 
 // Tombstones counts the tombstones whose objects are not yet deleted:
@@ -70,7 +98,94 @@ func (f *FSM) Stats() Stats {
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(), BrokenInvariants: st.broken,
 		SkippedChanges: st.skipped, Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
+		Pressure: st.pressure(), Alarms: st.alarms(),
 	}
+}
+
+// pressure lists the grades that are not OK.
+func (st *state) pressure() []TenantPressure {
+	var out []TenantPressure
+	for _, g := range st.policies.gradeList() {
+		out = append(out, TenantPressure{Tenant: g.Tenant, Grade: policy.Grade(g.Grade)})
+	}
+	return out
+}
+
+// alarms lists the staleness alarms at the log's time. Its cost is the
+// planner's per-tenant statistics (linear in the keys), and nothing when
+// no policy sets a threshold.
+func (st *state) alarms() []StaleAlarm {
+	ps := st.policies
+	set := ps.def.StaleAfter > 0
+	for _, name := range ps.names {
+		set = set || ps.tenants[name].StaleAfter > 0
+	}
+	if !set {
+		return nil
+	}
+	var out []StaleAlarm
+	for _, ts := range st.planner.TenantsAt(st.now) {
+		d := ps.of(ts.Tenant).StaleAfter
+		if d > 0 && ts.Queued > 0 && ts.Lag > d {
+			out = append(out, StaleAlarm{Tenant: ts.Tenant, Level: ts.Level, Oldest: ts.Oldest, Since: ts.Oldest + int64(d)})
+		}
+	}
+	return out
+}
+
+// Pressure returns the backpressure grade of a tenant: what its ingest
+// should do (see policy.Grade). It is OK for a tenant without thresholds.
+func (f *FSM) Pressure(tenant string) policy.Grade {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.policies.grades[tenant]
+}
+
+// Policies describes the scheduling policies in force.
+type Policies struct {
+	// Default is the policy of every tenant without its own.
+	Default policy.Tenant
+	// Tenants are the tenants' own policies, by tenant.
+	Tenants []TenantPolicy
+	// CompactNow lists the compact-now requests still in force.
+	CompactNow []CompactNowRequest
+}
+
+// TenantPolicy is a tenant's own policy, and whether its new jobs may
+// start at the log's time (its run window and not-before time).
+type TenantPolicy struct {
+	Tenant string
+	Policy policy.Tenant
+	Open   bool
+}
+
+// CompactNowRequest is a compact-now request in force: the blocks of the
+// tenant (every tenant with All) at the level (every level with
+// AllLevels) queued at or before Before are planned without waiting.
+type CompactNowRequest struct {
+	Tenant    string
+	All       bool
+	Level     uint32
+	AllLevels bool
+	Before    int64
+}
+
+// Policies returns the scheduling policies in force.
+func (f *FSM) Policies() Policies {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ps := f.st.policies
+	out := Policies{Default: ps.def}
+	out.Default.Run.Windows = slices.Clone(ps.def.Run.Windows)
+	for _, name := range ps.names {
+		p := ps.tenants[name]
+		p.Run.Windows = slices.Clone(p.Run.Windows)
+		out.Tenants = append(out.Tenants, TenantPolicy{Tenant: name, Policy: p, Open: ps.mayStart(name)})
+	}
+	for _, c := range ps.compact {
+		out.CompactNow = append(out.CompactNow, CompactNowRequest{Tenant: c.tenant, All: c.all, Level: c.level, AllLevels: c.allLevels, Before: c.before})
+	}
+	return out
 }
 
 // LastApplied returns the index and term of the last applied entry and

@@ -16,11 +16,14 @@ import (
 
 // SnapshotVersion is the newest version of the snapshot stream this
 // release writes. Restore reads every version up to it. A state machine
-// writes the version of its cluster version (1, 2 or 3), so that a replica
-// of the previous release can install its leader's snapshot during a
-// rolling upgrade. Version 3 is laid out as version 2; its sections may be
-// in newer versions of their own (the scheduler's failure records).
-const SnapshotVersion byte = 3
+// writes the version of its cluster version (see snapshotVersion), so that
+// a replica of the previous release can install its leader's snapshot
+// during a rolling upgrade. Version 3 is laid out as version 2; its
+// sections may be in newer versions of their own (the scheduler's failure
+// records). Version 4 (cluster version 5) adds the scheduling policies
+// after the poll log: the header counts them, and frames hold the
+// tenants' policies, the compact-now requests and the backpressure grades.
+const SnapshotVersion byte = 4
 
 // pollsPerFrame bounds the poll-log records of one snapshot frame.
 const pollsPerFrame = 256
@@ -50,9 +53,51 @@ type snapshotHeaderV1 struct {
 }
 
 // snapshotVersion returns the snapshot version a state at the given
-// cluster version writes.
+// cluster version writes: the cluster version up to 3, 3 at cluster
+// version 4 (whose changes live in the sections), 4 from cluster version 5.
 func snapshotVersion(clusterVersion byte) byte {
-	return min(clusterVersion, SnapshotVersion)
+	switch {
+	case clusterVersion <= 3:
+		return clusterVersion
+	case clusterVersion == 4:
+		return 3
+	default:
+		return 4
+	}
+}
+
+// snapshotPolicies is the second part of a version-4 header: the default
+// policy and the counts of the policy frames that follow the poll log.
+type snapshotPolicies struct {
+	_       struct{} `cbor:",toarray"`
+	Default policyRec
+	Tenants int
+	Compact int
+	Grades  int
+}
+
+// tenantPolicyRec is a tenant's own policy in a snapshot.
+type tenantPolicyRec struct {
+	_      struct{} `cbor:",toarray"`
+	Tenant string
+	Policy policyRec
+}
+
+// compactRec is a compact-now request in a snapshot.
+type compactRec struct {
+	_         struct{} `cbor:",toarray"`
+	Tenant    string
+	All       bool
+	Level     uint32
+	AllLevels bool
+	Before    int64
+}
+
+// gradeRec is a tenant's backpressure grade (not OK) in a snapshot.
+type gradeRec struct {
+	_      struct{} `cbor:",toarray"`
+	Tenant string
+	Grade  uint8
 }
 
 // Snapshot writes the whole state to w: a stream of kind snapshot holding
@@ -104,12 +149,23 @@ func (st *state) writeHeader(w io.Writer) error {
 	if err := sw.Encode(hv); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
+	if version >= 4 {
+		ps := st.policies
+		if err := sw.Encode(&snapshotPolicies{Default: recordPolicy(&ps.def), Tenants: len(ps.names), Compact: len(ps.compact), Grades: len(ps.grades)}); err != nil {
+			return fmt.Errorf("raftfsm: snapshot: %w", err)
+		}
+	}
 	for len(recs) > 0 {
 		n := min(len(recs), pollsPerFrame)
 		if err := sw.Encode(recs[:n]); err != nil {
 			return fmt.Errorf("raftfsm: snapshot: %w", err)
 		}
 		recs = recs[n:]
+	}
+	if version >= 4 {
+		if err := st.policies.writeFrames(sw); err != nil {
+			return fmt.Errorf("raftfsm: snapshot: %w", err)
+		}
 	}
 	if err := sw.Close(); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
@@ -240,6 +296,12 @@ func readState(r io.Reader) (*state, error) {
 		h.PollLogTTL < 0 || h.Workers < 0 || h.Now < 0 || h.MaxClockStep < 0 {
 		return nil, fmt.Errorf("raftfsm: restore: header %+v of a version %d snapshot: %w", h, version, ck.ErrMalformed)
 	}
+	var ph snapshotPolicies
+	if version >= 4 {
+		if err := sr.Decode(&ph); err != nil {
+			return nil, fmt.Errorf("raftfsm: restore: policies: %w", restoreErr(err))
+		}
+	}
 	polls := newPollLog()
 	prev := ""
 	for polls.len() < h.Workers {
@@ -260,6 +322,12 @@ func readState(r io.Reader) (*state, error) {
 			}
 			prev = rec.Worker
 			polls.record(rec.Worker, rec.Seq, rec.LastSeen, rec.Response)
+		}
+	}
+	ps := newPolicies()
+	if version >= 4 {
+		if err := ps.readFrames(sr, &ph); err != nil {
+			return nil, fmt.Errorf("raftfsm: restore: policies: %w", restoreErr(err))
 		}
 	}
 	if err := sr.Finish(); err != nil {
@@ -289,7 +357,9 @@ func readState(r io.Reader) (*state, error) {
 		cfg:     cfg,
 		planner: p, sched: s, index: x, polls: polls,
 		lastApplied: h.LastApplied, lastTerm: h.LastTerm, now: h.Now, clusterVersion: h.ClusterVersion,
+		policies: ps,
 	}
+	st.installPolicies()
 	return st, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/transcript"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -257,6 +258,8 @@ func (e *fsmEnv) run(c *transcript.Command) string {
 			switch {
 			case r.Err != nil:
 				fmt.Fprintf(&b, "%s: %v\n", r.ID, r.Err)
+			case r.Queued && r.Pressure != policy.OK:
+				fmt.Fprintf(&b, "%s: queued pressure=%s\n", r.ID, r.Pressure)
 			case r.Queued:
 				fmt.Fprintf(&b, "%s: queued\n", r.ID)
 			default:
@@ -313,6 +316,28 @@ func (e *fsmEnv) run(c *transcript.Command) string {
 		fmt.Fprintf(&b, "dropped %v\ncancelled %v", res.Dropped, e.aliasAll(res.Cancelled))
 	case "operator":
 		e.operator(c, &b)
+	case "policy":
+		e.policy(c, &b)
+	case "policies":
+		ps := n.f.Policies()
+		fmt.Fprintf(&b, "default: %s\n", policyString(ps.Default))
+		for _, tp := range ps.Tenants {
+			fmt.Fprintf(&b, "%s: %s open=%t\n", tp.Tenant, policyString(tp.Policy), tp.Open)
+		}
+		for _, cn := range ps.CompactNow {
+			fmt.Fprintf(&b, "compact-now %+v before=%s\n", cn, e.rel(cn.Before))
+		}
+	case "pressure":
+		st := n.f.Stats()
+		for _, tp := range st.Pressure {
+			fmt.Fprintf(&b, "%s: %s\n", tp.Tenant, tp.Grade)
+		}
+		for _, a := range st.Alarms {
+			fmt.Fprintf(&b, "alarm %s level %d: oldest=%s since=%s\n", a.Tenant, a.Level, e.rel(a.Oldest), e.rel(a.Since))
+		}
+		if len(st.Pressure)+len(st.Alarms) == 0 {
+			b.WriteString("none")
+		}
 	case "job":
 		for _, a := range c.Positional() {
 			js, plan, ok := n.f.Job(e.job(c, a))
@@ -465,6 +490,8 @@ var sentinels = []struct {
 	{"ck.ErrMissingOutputs", ck.ErrMissingOutputs},
 	{"ck.ErrInvalidID", ck.ErrInvalidID},
 	{"ck.ErrEmptyID", ck.ErrEmptyID},
+	{"policy.ErrInvalid", policy.ErrInvalid},
+	{"policy.ErrNeverOpens", policy.ErrNeverOpens},
 }
 
 // error prints err and the sentinels it wraps.
@@ -789,6 +816,101 @@ func (e *fsmEnv) plan(b *strings.Builder, p *ck.JobPlan) {
 		slices.Sort(ts)
 		fmt.Fprintf(b, " tombstones=%v", ts)
 	}
+}
+
+// policyString formats a policy for transcripts.
+func policyString(p policy.Tenant) string {
+	s := fmt.Sprintf("class=%s cap=%d", p.Class, p.MaxInProgress)
+	for _, w := range p.Run.Windows {
+		s += fmt.Sprintf(" %s=%s", p.Run.Mode, w)
+	}
+	if p.NotBefore != 0 {
+		s += fmt.Sprintf(" not-before=%s", time.Duration(p.NotBefore-t0))
+	}
+	if p.Pressure != (policy.Thresholds{}) {
+		s += fmt.Sprintf(" pressure=%+v", p.Pressure)
+	}
+	if p.StaleAfter != 0 {
+		s += fmt.Sprintf(" stale=%s", p.StaleAfter)
+	}
+	return s
+}
+
+// policy proposes a policy command:
+//
+//	policy set (tenant=T | all) [class=low] [cap=N] [only-in=HH:MM-HH:MM | never-in=...]
+//	    [days=Mon,Tue] [offset=MIN] [not-before=DUR] [slow=ON/OFF] [stop=ON/OFF]
+//	    [slow-debt=ON/OFF] [stop-debt=ON/OFF] [stale=DUR]
+//	policy clear (tenant=T | all)
+//	policy compact-now (tenant=T | all) [level=L]
+func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
+	c.Only(append([]string{"tenant", "all", "level", "by", "class", "cap", "only-in", "never-in", "days", "offset",
+		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale"}, entryOptions...)...)
+	pc := &raftfsm.PolicyCommand{Tenant: c.Str("tenant", ""), All: c.Has("all"), By: c.Str("by", "")}
+	switch e.pos(c, 0) {
+	case "set":
+		pc.Action = raftfsm.PolicySet
+		p := &policy.Tenant{MaxInProgress: uint32(c.Int("cap", 0)), StaleAfter: c.Duration("stale", 0)}
+		if c.Has("class") {
+			class, err := policy.ParseClass(c.Str("class", ""))
+			if err != nil {
+				c.Fatalf("%v", err)
+			}
+			p.Class = class
+		}
+		for _, mode := range []policy.RunMode{policy.OnlyIn, policy.NeverIn} {
+			if !c.Has(mode.String()) {
+				continue
+			}
+			var h1, m1, h2, m2 uint16
+			if _, err := fmt.Sscanf(c.Str(mode.String(), ""), "%d:%d-%d:%d", &h1, &m1, &h2, &m2); err != nil {
+				c.Fatalf("window: %v", err)
+			}
+			w := policy.Window{Days: policy.EveryDay, Start: h1*60 + m1, End: h2*60 + m2, Offset: int16(c.Int("offset", 0))}
+			if c.Has("days") {
+				w.Days = 0
+				for _, d := range strings.Split(c.Str("days", ""), ",") {
+					i := slices.IndexFunc([]time.Weekday{0, 1, 2, 3, 4, 5, 6}, func(wd time.Weekday) bool { return wd.String()[:3] == d })
+					if i < 0 {
+						c.Fatalf("day %q", d)
+					}
+					w.Days |= 1 << i
+				}
+			}
+			p.Run = policy.RunPolicy{Mode: mode, Windows: []policy.Window{w}}
+		}
+		if c.Has("not-before") {
+			p.NotBefore = t0 + int64(c.Duration("not-before", 0))
+		}
+		limit := func(key string) policy.Limit {
+			var l policy.Limit
+			if c.Has(key) {
+				if _, err := fmt.Sscanf(c.Str(key, ""), "%d/%d", &l.On, &l.Off); err != nil {
+					c.Fatalf("%s: %v", key, err)
+				}
+			}
+			return l
+		}
+		p.Pressure = policy.Thresholds{SlowBlocks: limit("slow"), StopBlocks: limit("stop"), SlowDebt: limit("slow-debt"), StopDebt: limit("stop-debt")}
+		pc.Policy = p
+	case "clear":
+		pc.Action = raftfsm.PolicyClear
+	case "compact-now":
+		pc.Action = raftfsm.PolicyCompactNow
+		if c.Has("level") {
+			l := uint32(c.Int("level", 0))
+			pc.Level = &l
+		}
+	default:
+		c.Fatalf("policy set|clear|compact-now")
+	}
+	res, err := e.propose(c, &raftfsm.Command{Policy: pc})
+	if err != nil {
+		e.error(b, err)
+		return
+	}
+	fmt.Fprintf(b, "count %d", res.Count)
+	e.now(c, b, res)
 }
 
 func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {

@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// MaxInProgressLimit bounds [Tenant.MaxInProgress].
+const MaxInProgressLimit = 1 << 20
+
+// Tenant is the scheduling policy of one tenant, or the default policy of
+// the tenants without their own. The zero value is the policy of a tenant
+// nobody configured: class Medium, no cap, no window, no not-before time,
+// no backpressure thresholds, no staleness alarm.
+type Tenant struct {
+	// Class orders the tenant's jobs against other tenants' at the same
+	// level.
+	Class Class
+	// MaxInProgress caps the tenant's jobs in progress at once; 0 means no
+	// cap. Jobs beyond it wait, held, until one ends.
+	MaxInProgress uint32
+	// Run says when the tenant's new jobs may start; the zero value lets
+	// them start at any time.
+	Run RunPolicy
+	// NotBefore holds the tenant's new jobs until that log time (Unix
+	// nanoseconds); 0 means none.
+	NotBefore int64
+	// Pressure grades the tenant's backlog for its ingest (see
+	// [Thresholds]); the zero value always grades OK.
+	Pressure Thresholds
+	// StaleAfter raises a staleness alarm for a level of the tenant whose
+	// oldest queued block has waited longer than this; 0 means no alarm.
+	StaleAfter time.Duration
+}
+
+// Validate reports whether t is usable. Errors wrap [ErrInvalid], or
+// [ErrNeverOpens] for a run policy under which no job could ever start.
+func (t Tenant) Validate() error {
+	if err := t.Class.Validate(); err != nil {
+		return err
+	}
+	if t.MaxInProgress > MaxInProgressLimit {
+		return fmt.Errorf("policy: max in progress %d, at most %d: %w", t.MaxInProgress, MaxInProgressLimit, ErrInvalid)
+	}
+	if err := t.Run.Validate(); err != nil {
+		return err
+	}
+	if t.NotBefore < 0 {
+		return fmt.Errorf("policy: not before %d: %w", t.NotBefore, ErrInvalid)
+	}
+	if err := t.Pressure.Validate(); err != nil {
+		return err
+	}
+	if t.StaleAfter < 0 {
+		return fmt.Errorf("policy: stale after %s: %w", t.StaleAfter, ErrInvalid)
+	}
+	return nil
+}
+
+// Equal reports whether t and u are the same policy.
+func (t Tenant) Equal(u Tenant) bool {
+	return t.Class == u.Class && t.MaxInProgress == u.MaxInProgress && t.NotBefore == u.NotBefore &&
+		t.Pressure == u.Pressure && t.StaleAfter == u.StaleAfter &&
+		t.Run.Mode == u.Run.Mode && slices.Equal(t.Run.Windows, u.Run.Windows)
+}
+
+// MayStart reports whether the tenant's new jobs may start at log time
+// now: its run policy lets them and its not-before time has passed.
+func (t Tenant) MayStart(now int64) bool {
+	return now >= t.NotBefore && t.Run.MayStart(now)
+}
+
+// NextChange returns the first log time after now at which
+// [Tenant.MayStart] may change — a window edge or the not-before time —
+// or math.MaxInt64 if it never does.
+func (t Tenant) NextChange(now int64) int64 {
+	next := t.Run.NextChange(now)
+	if t.NotBefore > now {
+		next = min(next, t.NotBefore)
+	}
+	return next
+}
+
+// NextChange returns the first log time after t at which [RunPolicy.MayStart]
+// may change: the next minute at which one of the windows opens or
+// closes, or math.MaxInt64 for a policy without windows. It uses integer
+// arithmetic only.
+func (p RunPolicy) NextChange(t int64) int64 {
+	if len(p.Windows) == 0 {
+		return math.MaxInt64
+	}
+	minute := floorDiv(t, int64(time.Minute))
+	best := int64(math.MaxInt64)
+	for _, w := range p.Windows {
+		// The window's minute of the week now, and each edge's: the
+		// distance to the next edge, in minutes, is 1 to a week.
+		m := int64(w.minuteOfWeek(t))
+		length := int64(w.End) - int64(w.Start)
+		if length <= 0 {
+			length += MinutesPerDay
+		}
+		for d := range 7 {
+			if !w.Days.Has(time.Weekday(d)) {
+				continue
+			}
+			open := int64(d)*MinutesPerDay + int64(w.Start)
+			for _, edge := range [2]int64{open, open + length} {
+				dist := floorMod(edge-m, minutesPerWeek)
+				if dist == 0 {
+					dist = minutesPerWeek
+				}
+				best = min(best, dist)
+			}
+		}
+	}
+	if minute > math.MaxInt64/int64(time.Minute)-best {
+		return math.MaxInt64
+	}
+	return (minute + best) * int64(time.Minute)
+}

@@ -1,0 +1,480 @@
+package raftfsm
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/policy"
+)
+
+// policiesVersion is the first command and cluster version with
+// scheduling policies (the Policy command).
+const policiesVersion byte = 5
+
+// PolicyAction is what a [PolicyCommand] does.
+type PolicyAction uint8
+
+// The policy actions.
+const (
+	// PolicySet sets a tenant's own policy, or with All the default policy
+	// of every tenant without its own.
+	PolicySet PolicyAction = iota + 1
+	// PolicyClear removes a tenant's own policy (it follows the default
+	// again), or with All resets the default to the zero policy. Clearing
+	// a policy that is not set changes nothing.
+	PolicyClear
+	// PolicyCompactNow plans a tenant's queued blocks (with All, every
+	// tenant's), at one level or at every level, without waiting for
+	// their batches to fill or age: the blocks queued at or before the
+	// command's time are planned as soon as workers poll. Repeating it is
+	// harmless (it moves the time forward). It ends by itself once none of
+	// those blocks is queued any more.
+	PolicyCompactNow
+)
+
+// String returns the action name.
+func (a PolicyAction) String() string {
+	switch a {
+	case PolicySet:
+		return "set"
+	case PolicyClear:
+		return "clear"
+	case PolicyCompactNow:
+		return "compact_now"
+	default:
+		return fmt.Sprintf("PolicyAction(%d)", uint8(a))
+	}
+}
+
+// PolicyCommand changes the replicated scheduling policies (see package
+// policy): from cluster version 5.
+//
+// A tenant is named by Tenant, or every tenant by All (Tenant empty): the
+// empty tenant is a tenant like any other (its blocks are the multi-tenant
+// segments), so "every tenant" is said explicitly.
+type PolicyCommand struct {
+	Action PolicyAction
+	Tenant string
+	All    bool
+	// Level restricts PolicyCompactNow to one level; nil means every
+	// level. Other actions refuse it.
+	Level *uint32
+	// Policy is the policy PolicySet sets; other actions refuse it.
+	Policy *policy.Tenant
+	// By names who issued the command, as [Operator.By].
+	By string
+}
+
+// MaxPolicyTenants bounds the tenants with a policy of their own, and
+// MaxCompactNow the compact-now requests in force: a set command beyond
+// them is refused.
+const (
+	MaxPolicyTenants = 100_000
+	MaxCompactNow    = 1024
+)
+
+func (p *PolicyCommand) validate() error {
+	if err := ck.ValidateTenant(p.Tenant); err != nil {
+		return fmt.Errorf("raftfsm: policy %s: %w", p.Action, err)
+	}
+	if p.All && p.Tenant != "" {
+		return fmt.Errorf("raftfsm: policy %s: tenant %q with all: %w", p.Action, p.Tenant, ErrInvalidCommand)
+	}
+	if len(p.By) > MaxOperatorNameLen || !utf8.ValidString(p.By) || strings.ContainsFunc(p.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Errorf("raftfsm: policy %s: issuer %q: at most %d bytes of printable UTF-8: %w", p.Action, p.By, MaxOperatorNameLen, ErrInvalidCommand)
+	}
+	switch p.Action {
+	case PolicySet:
+		if p.Policy == nil {
+			return fmt.Errorf("raftfsm: policy set without a policy: %w", ErrInvalidCommand)
+		}
+		if err := p.Policy.Validate(); err != nil {
+			return fmt.Errorf("raftfsm: policy set: %w: %w", ErrInvalidCommand, err)
+		}
+	case PolicyClear, PolicyCompactNow:
+		if p.Policy != nil {
+			return fmt.Errorf("raftfsm: policy %s with a policy: %w", p.Action, ErrInvalidCommand)
+		}
+	default:
+		return fmt.Errorf("raftfsm: policy action %d: %w", uint8(p.Action), ErrInvalidCommand)
+	}
+	if p.Level != nil && p.Action != PolicyCompactNow {
+		return fmt.Errorf("raftfsm: policy %s with a level: %w", p.Action, ErrInvalidCommand)
+	}
+	return nil
+}
+
+// policyRec is the encoding of a policy.Tenant, in commands and
+// snapshots.
+type policyRec struct {
+	_             struct{} `cbor:",toarray"`
+	Class         uint8
+	MaxInProgress uint32
+	Mode          uint8
+	Windows       []windowRec
+	NotBefore     int64
+	Pressure      [8]int64 // slow blocks, stop blocks, slow debt, stop debt: On, Off each
+	StaleAfter    int64
+}
+
+type windowRec struct {
+	_      struct{} `cbor:",toarray"`
+	Days   uint8
+	Start  uint16
+	End    uint16
+	Offset int16
+}
+
+func recordPolicy(p *policy.Tenant) policyRec {
+	r := policyRec{
+		Class: uint8(p.Class), MaxInProgress: p.MaxInProgress, Mode: uint8(p.Run.Mode), NotBefore: p.NotBefore,
+		Pressure: [8]int64{
+			p.Pressure.SlowBlocks.On, p.Pressure.SlowBlocks.Off, p.Pressure.StopBlocks.On, p.Pressure.StopBlocks.Off,
+			p.Pressure.SlowDebt.On, p.Pressure.SlowDebt.Off, p.Pressure.StopDebt.On, p.Pressure.StopDebt.Off,
+		},
+		StaleAfter: int64(p.StaleAfter),
+	}
+	for _, w := range p.Run.Windows {
+		r.Windows = append(r.Windows, windowRec{Days: uint8(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
+	}
+	return r
+}
+
+func (r *policyRec) policy() policy.Tenant {
+	p := policy.Tenant{
+		Class: policy.Class(r.Class), MaxInProgress: r.MaxInProgress, NotBefore: r.NotBefore,
+		Run: policy.RunPolicy{Mode: policy.RunMode(r.Mode)},
+		Pressure: policy.Thresholds{
+			SlowBlocks: policy.Limit{On: r.Pressure[0], Off: r.Pressure[1]}, StopBlocks: policy.Limit{On: r.Pressure[2], Off: r.Pressure[3]},
+			SlowDebt: policy.Limit{On: r.Pressure[4], Off: r.Pressure[5]}, StopDebt: policy.Limit{On: r.Pressure[6], Off: r.Pressure[7]},
+		},
+		StaleAfter: time.Duration(r.StaleAfter),
+	}
+	for _, w := range r.Windows {
+		p.Run.Windows = append(p.Run.Windows, policy.Window{Days: policy.Weekdays(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
+	}
+	return p
+}
+
+// policyCommandRec is the encoding of a PolicyCommand.
+type policyCommandRec struct {
+	_      struct{} `cbor:",toarray"`
+	Action PolicyAction
+	Tenant string
+	All    bool
+	Level  *uint32
+	Policy *policyRec
+	By     string
+}
+
+// MarshalCBOR encodes the command as an array of six items.
+func (p PolicyCommand) MarshalCBOR() ([]byte, error) {
+	r := policyCommandRec{Action: p.Action, Tenant: p.Tenant, All: p.All, Level: p.Level, By: p.By}
+	if p.Policy != nil {
+		rec := recordPolicy(p.Policy)
+		r.Policy = &rec
+	}
+	return codec.Default.Marshal(&r)
+}
+
+// UnmarshalCBOR decodes [PolicyCommand.MarshalCBOR]'s encoding.
+func (p *PolicyCommand) UnmarshalCBOR(data []byte) error {
+	var r policyCommandRec
+	if err := codec.Default.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("raftfsm: policy: %w", err)
+	}
+	*p = PolicyCommand{Action: r.Action, Tenant: r.Tenant, All: r.All, Level: r.Level, By: r.By}
+	if r.Policy != nil {
+		pol := r.Policy.policy()
+		p.Policy = &pol
+	}
+	return nil
+}
+
+// compactNow is one compact-now request in force.
+type compactNow struct {
+	tenant    string
+	all       bool
+	level     uint32
+	allLevels bool
+	before    int64
+}
+
+func compareCompactNow(a, b compactNow) int {
+	if a.all != b.all {
+		if a.all {
+			return -1
+		}
+		return 1
+	}
+	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+		return c
+	}
+	if a.allLevels != b.allLevels {
+		if a.allLevels {
+			return -1
+		}
+		return 1
+	}
+	if a.level != b.level {
+		if a.level < b.level {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// policies is the replicated policy state: the default policy, the
+// tenants' own, the compact-now requests in force and the backpressure
+// grades (the grades' memory: hysteresis needs the previous grade).
+// Maps are for lookups only; every iteration that decides anything goes
+// through the sorted names.
+type policies struct {
+	def     policy.Tenant
+	tenants map[string]policy.Tenant
+	names   []string // tenants with a policy of their own, sorted
+	compact []compactNow
+	// grades holds the tenants whose grade is not OK.
+	grades map[string]policy.Grade
+	// open says whether new jobs may start under the default policy and
+	// under each tenant's own, as judged at edge (the log time up to
+	// which the judgement holds: the next window edge or not-before).
+	defOpen bool
+	open    map[string]bool
+	edge    int64
+}
+
+func newPolicies() *policies {
+	return &policies{tenants: map[string]policy.Tenant{}, grades: map[string]policy.Grade{}, defOpen: true, open: map[string]bool{}, edge: math.MaxInt64}
+}
+
+// of returns the effective policy of a tenant.
+func (ps *policies) of(tenant string) policy.Tenant {
+	if p, ok := ps.tenants[tenant]; ok {
+		return p
+	}
+	return ps.def
+}
+
+// configured reports whether any policy differs from the zero policy.
+func (ps *policies) configured() bool {
+	return len(ps.names) > 0 || !ps.def.Equal(policy.Tenant{}) || len(ps.compact) > 0 || len(ps.grades) > 0
+}
+
+func (ps *policies) set(tenant string, p policy.Tenant) error {
+	if _, ok := ps.tenants[tenant]; !ok {
+		if len(ps.names) >= MaxPolicyTenants {
+			return fmt.Errorf("%w: %d tenants have a policy, at most %d", ErrOperator, len(ps.names), MaxPolicyTenants)
+		}
+		i, _ := slices.BinarySearch(ps.names, tenant)
+		ps.names = slices.Insert(ps.names, i, tenant)
+	}
+	p.Run.Windows = slices.Clone(p.Run.Windows) // the command's slice is not ours
+	ps.tenants[tenant] = p
+	return nil
+}
+
+func (ps *policies) clear(tenant string) bool {
+	if _, ok := ps.tenants[tenant]; !ok {
+		return false
+	}
+	delete(ps.tenants, tenant)
+	delete(ps.open, tenant)
+	i, _ := slices.BinarySearch(ps.names, tenant)
+	ps.names = slices.Delete(ps.names, i, i+1)
+	return true
+}
+
+// addCompact records a compact-now request, replacing one of the same
+// scope.
+func (ps *policies) addCompact(c compactNow) error {
+	i, found := slices.BinarySearchFunc(ps.compact, c, compareCompactNow)
+	if found {
+		ps.compact[i].before = max(ps.compact[i].before, c.before)
+		return nil
+	}
+	if len(ps.compact) >= MaxCompactNow {
+		return fmt.Errorf("%w: %d compact-now requests in force, at most %d", ErrOperator, len(ps.compact), MaxCompactNow)
+	}
+	ps.compact = slices.Insert(ps.compact, i, c)
+	return nil
+}
+
+// judge re-evaluates, at log time now, whether each policy lets new jobs
+// start, and returns the tenants whose judgement changed (all: the
+// default's changed, which concerns every tenant without its own).
+func (ps *policies) judge(now int64) (changed []string, all bool) {
+	ps.edge = math.MaxInt64
+	if open := ps.def.MayStart(now); open != ps.defOpen {
+		ps.defOpen, all = open, true
+	}
+	ps.edge = min(ps.edge, ps.def.NextChange(now))
+	for _, name := range ps.names {
+		p := ps.tenants[name]
+		open := p.MayStart(now)
+		prev, ok := ps.open[name]
+		if !ok {
+			prev = true
+		}
+		if open != prev {
+			changed = append(changed, name)
+		}
+		if open {
+			delete(ps.open, name)
+		} else {
+			ps.open[name] = false
+		}
+		ps.edge = min(ps.edge, p.NextChange(now))
+	}
+	return changed, all
+}
+
+// mayStart reports whether the tenant's new jobs may start, as last
+// judged.
+func (ps *policies) mayStart(tenant string) bool {
+	if _, own := ps.tenants[tenant]; own {
+		_, closed := ps.open[tenant]
+		return !closed
+	}
+	return ps.defOpen
+}
+
+// policiesPerFrame bounds the records of one policy frame.
+const policiesPerFrame = 256
+
+// writeFrames writes the tenants' policies, the compact-now requests and
+// the grades, in frames, each list in its canonical order.
+func (ps *policies) writeFrames(sw *codec.Writer) error {
+	var tenants []tenantPolicyRec
+	for _, name := range ps.names {
+		p := ps.tenants[name]
+		tenants = append(tenants, tenantPolicyRec{Tenant: name, Policy: recordPolicy(&p)})
+	}
+	if err := encodeFrames(sw, tenants); err != nil {
+		return err
+	}
+	compact := make([]compactRec, len(ps.compact))
+	for i, c := range ps.compact {
+		compact[i] = compactRec{Tenant: c.tenant, All: c.all, Level: c.level, AllLevels: c.allLevels, Before: c.before}
+	}
+	if err := encodeFrames(sw, compact); err != nil {
+		return err
+	}
+	return encodeFrames(sw, ps.gradeList())
+}
+
+// gradeList returns the grades that are not OK, by tenant.
+func (ps *policies) gradeList() []gradeRec {
+	names := make([]string, 0, len(ps.grades))
+	for name := range ps.grades {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]gradeRec, len(names))
+	for i, name := range names {
+		out[i] = gradeRec{Tenant: name, Grade: uint8(ps.grades[name])}
+	}
+	return out
+}
+
+func encodeFrames[T any](sw *codec.Writer, recs []T) error {
+	for len(recs) > 0 {
+		n := min(len(recs), policiesPerFrame)
+		if err := sw.Encode(recs[:n]); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+// decodeFrames reads frames of records until n are read, checking each.
+func decodeFrames[T any](sr *codec.Reader, what string, n int, check func(*T) error) error {
+	if n < 0 {
+		return fmt.Errorf("%s: %d records: %w", what, n, ck.ErrMalformed)
+	}
+	for read := 0; read < n; {
+		var recs []T
+		if err := sr.Decode(&recs); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if len(recs) == 0 || len(recs) > policiesPerFrame || read+len(recs) > n {
+			return fmt.Errorf("%s: frame of %d records: %w", what, len(recs), ck.ErrMalformed)
+		}
+		for i := range recs {
+			if err := check(&recs[i]); err != nil {
+				return fmt.Errorf("%s: %w: %w", what, ck.ErrMalformed, err)
+			}
+		}
+		read += len(recs)
+	}
+	return nil
+}
+
+// readFrames reads what writeFrames wrote, refusing anything it would not
+// have written: invalid policies, unsorted or repeated names, OK grades.
+func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
+	ps.def = h.Default.policy()
+	if err := ps.def.Validate(); err != nil {
+		return fmt.Errorf("default: %w: %w", ck.ErrMalformed, err)
+	}
+	if h.Tenants > MaxPolicyTenants || h.Compact > MaxCompactNow {
+		return fmt.Errorf("%d tenant policies, %d compact-now requests: %w", h.Tenants, h.Compact, ck.ErrMalformed)
+	}
+	err := decodeFrames(sr, "tenants", h.Tenants, func(r *tenantPolicyRec) error {
+		if err := ck.ValidateTenant(r.Tenant); err != nil {
+			return err
+		}
+		if n := len(ps.names); n > 0 && r.Tenant <= ps.names[n-1] {
+			return fmt.Errorf("tenant %q out of order", r.Tenant)
+		}
+		p := r.Policy.policy()
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		ps.names = append(ps.names, r.Tenant)
+		ps.tenants[r.Tenant] = p
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = decodeFrames(sr, "compact now", h.Compact, func(r *compactRec) error {
+		c := compactNow{tenant: r.Tenant, all: r.All, level: r.Level, allLevels: r.AllLevels, before: r.Before}
+		if err := ck.ValidateTenant(c.tenant); err != nil {
+			return err
+		}
+		if (c.all && c.tenant != "") || (c.allLevels && c.level != 0) || c.before < 0 {
+			return fmt.Errorf("compact-now request %+v", *r)
+		}
+		if n := len(ps.compact); n > 0 && compareCompactNow(ps.compact[n-1], c) >= 0 {
+			return fmt.Errorf("compact-now request %+v out of order", *r)
+		}
+		ps.compact = append(ps.compact, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	prev, first := "", true
+	return decodeFrames(sr, "grades", h.Grades, func(r *gradeRec) error {
+		if err := ck.ValidateTenant(r.Tenant); err != nil {
+			return err
+		}
+		g := policy.Grade(r.Grade)
+		if (!first && r.Tenant <= prev) || g == policy.OK || g > policy.Stop {
+			return fmt.Errorf("grade %d of %q", r.Grade, r.Tenant)
+		}
+		prev, first = r.Tenant, false
+		ps.grades[r.Tenant] = g
+		return nil
+	})
+}

@@ -1,0 +1,93 @@
+package raftfsm
+
+import (
+	"fmt"
+	"slices"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/policy"
+)
+
+// applyPolicy applies a policy command: the policy state changes, then
+// the components follow (see sync).
+func (st *state) applyPolicy(e ck.Entry, now int64, p *PolicyCommand, res *Result) error {
+	if st.clusterVersion < policiesVersion {
+		return fmt.Errorf("%w: policies need cluster version %d, the cluster is at %d: %w", ErrOperator, policiesVersion, st.clusterVersion, ErrClusterVersion)
+	}
+	ps := st.policies
+	switch p.Action {
+	case PolicySet:
+		if p.All {
+			ps.def = *p.Policy
+			ps.def.Run.Windows = slices.Clone(ps.def.Run.Windows) // the command's slice is not ours
+		} else if err := ps.set(p.Tenant, *p.Policy); err != nil {
+			return err
+		}
+		res.Count = 1
+	case PolicyClear:
+		if p.All {
+			if !ps.def.Equal(policy.Tenant{}) {
+				ps.def = policy.Tenant{}
+				res.Count = 1
+			}
+		} else if ps.clear(p.Tenant) {
+			res.Count = 1
+		}
+	case PolicyCompactNow:
+		c := compactNow{tenant: p.Tenant, all: p.All, allLevels: p.Level == nil, before: now}
+		if p.Level != nil {
+			c.level = *p.Level
+		}
+		if err := ps.addCompact(c); err != nil {
+			return err
+		}
+		res.Count = 1
+		return nil
+	}
+	// Judge the windows again and bring the components in line: the
+	// default concerns every tenant without its own policy.
+	changed, all := ps.judge(now)
+	if p.All {
+		all = true
+	} else {
+		changed = append(changed, p.Tenant)
+	}
+	st.follow(now, changed, all)
+	return nil
+}
+
+// rejudge judges the run windows and not-before times at log time now and
+// brings the components in line with what changed.
+func (st *state) rejudge(now int64) {
+	changed, all := st.policies.judge(now)
+	st.follow(now, changed, all)
+}
+
+// installPolicies brings fresh components (new, restored, or a cluster
+// raised to version 5) in line with the policy state, judged at the
+// state's time.
+func (st *state) installPolicies() {
+	if st.clusterVersion < policiesVersion {
+		return
+	}
+	st.policies.judge(st.now)
+	st.follow(st.now, st.policies.names, true)
+}
+
+// regrade grades the backpressure of a tenant at log time now, from its
+// queue and its previous grade, and records it.
+func (st *state) regrade(tenant string, now int64) {
+	ps := st.policies
+	th := ps.of(tenant).Pressure
+	if th == (policy.Thresholds{}) {
+		delete(ps.grades, tenant)
+		return
+	}
+	l := st.planner.TenantLoad(tenant, now)
+	g := th.Next(ps.grades[tenant], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, !ps.mayStart(tenant))
+	if g == policy.OK {
+		delete(ps.grades, tenant)
+	} else {
+		ps.grades[tenant] = g
+	}
+}
