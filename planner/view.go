@@ -103,7 +103,9 @@ func candLess(a, b cand) bool {
 type PlanOptions struct {
 	// Skip reports whether a tenant's jobs of a level must not be planned
 	// now (a paused tenant or level: the scheduler owns the paused set).
-	// The blocks of skipped keys stay queued. Nil skips nothing.
+	// The blocks of skipped keys stay queued. Nil skips nothing. Each call
+	// of Next costs a B-tree seek per skipped tenant with a ready batch:
+	// for many tenants left out for long, hold them ([Planner.SetHeld]).
 	Skip func(tenant string, level uint32) bool
 	// Tombstones pulls the next releasable tombstone not attached to any
 	// job (from the index's view), or false when there is none. Nil
