@@ -3,6 +3,7 @@ package planner_test
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,4 +299,49 @@ func TestRestoreThenSetHeld(t *testing.T) {
 	}
 	require.Positive(t, polls)
 	require.Equal(t, wantQueued, heldQueued(f.p), "the held tenants' blocks stay queued")
+}
+
+// TestHeldConcurrentWithViews: views plan on other goroutines, forcing
+// every tenant, while the planner holds and releases tenants and changes;
+// each view plans exactly what a twin view opened at the same moment
+// planned before anything changed (run with -race).
+func TestHeldConcurrentWithViews(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	tenants := []string{"A", "B", "C", "D"}
+	for i, tn := range tenants {
+		f.add(tn, 0, 0, 50)
+		f.add(tn, 1, 1, 3+i)
+	}
+	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	var wg sync.WaitGroup
+	type result struct{ got, want []string }
+	results := make(chan result, 8)
+	for i := range 8 {
+		v, twin := f.p.View(), f.p.View()
+		now := f.now
+		want := drain(t, twin, now, force)
+		wg.Go(func() {
+			var got []string
+			for {
+				pl, ok := v.Next(now, force)
+				if !ok {
+					break
+				}
+				got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
+			}
+			results <- result{got, want}
+		})
+		// Meanwhile: hold and release, enqueue, claim.
+		f.p.SetHeld(tenants[i%4], i%3 != 2)
+		f.add(tenants[(i+1)%4], 0, 0, 20)
+		f.p.SetHeld(tenants[(i+2)%4], false)
+		_, ok := f.poll(force)
+		require.True(t, ok)
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		require.NotEmpty(t, r.want)
+		require.Equal(t, r.want, r.got)
+	}
 }
