@@ -120,7 +120,8 @@
 // arrival numbers and times, the claims, the quarantine, the fairness
 // cursor, the sequence counters and the configuration, so a restored
 // planner re-snapshots to identical bytes and plans exactly like the
-// original.
+// original once the same tenants are held again (the held set is not
+// part of the state: see [Planner.SetHeld]).
 //
 // # Observability
 //
