@@ -114,6 +114,8 @@ func TestForceInvalid(t *testing.T) {
 	require.Equal(t, []string{"A/0/0"}, drain(t, f.p.View(), f.now, bad), "a valid entry is ignored beside an invalid one")
 	require.NoError(t, forcing(planner.Force{AllTenants: true, Before: f.now}).Validate())
 	require.NoError(t, (&planner.PlanOptions{}).Validate())
+	var none *planner.PlanOptions
+	require.NoError(t, none.Validate())
 }
 
 // TestForceFairness: forced batches take their turn in the fairness

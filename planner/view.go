@@ -118,8 +118,12 @@ type PlanOptions struct {
 }
 
 // Validate reports whether every Force entry is well formed (see
-// [Force.Validate]); the error names the first one that is not.
+// [Force.Validate]); the error names the first one that is not. Nil
+// options are valid.
 func (o *PlanOptions) Validate() error {
+	if o == nil {
+		return nil
+	}
 	for i := range o.Force {
 		if err := o.Force[i].Validate(); err != nil {
 			return fmt.Errorf("planner: force %d: %w", i, err)
