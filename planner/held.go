@@ -43,6 +43,18 @@ func (p *Planner) SetHeld(tenant string, held bool) {
 // Held reports whether a tenant is held (see [Planner.SetHeld]).
 func (p *Planner) Held(tenant string) bool { return p.s.isHeld(tenant) }
 
+// HeldTenants returns the held tenants, in order.
+func (p *Planner) HeldTenants() []string {
+	var out []string
+	if p.s.held != nil {
+		p.s.held.Ascend(func(t string) bool {
+			out = append(out, t)
+			return true
+		})
+	}
+	return out
+}
+
 // eachKey calls fn with each queue of tenant, in key order.
 func (s *state) eachKey(tenant string, fn func(*queue)) {
 	s.keys.AscendGreaterOrEqual(&queue{k: key{tenant: tenant}}, func(q *queue) bool {
