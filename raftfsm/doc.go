@@ -44,6 +44,20 @@
 // takes the poll's first slot, so that a fleet saturated by compaction
 // still deletes what it replaced.
 //
+// # Policies
+//
+// From cluster version 5, [PolicyCommand]s set scheduling policies (package
+// policy): a default and tenants' own priority classes, caps on jobs in
+// progress, run windows, not-before times, backpressure thresholds and
+// staleness thresholds, plus compact-now requests. They are replicated
+// state, in snapshots, judged in log time: a window is judged at the first
+// entry past its edge, and a policy applied between a poll's Prepare and
+// its Apply wins. [Result.Blocks] carries each tenant's backpressure grade
+// for the host's ingest, [Stats.Pressure] and [Stats.Alarms] the grades and
+// staleness alarms in force, [FSM.Policies] the policies. The order in
+// which pauses, marks, windows, caps, compact-now and priorities apply is
+// the scheduler's (see package scheduler).
+//
 // # Snapshots
 //
 // [FSM.Snapshot] writes a versioned, checksummed stream: the state
