@@ -147,13 +147,13 @@ document.getElementById("pause-form").addEventListener("submit", async (e) => {
 {{if .MorePolicy}}<p>… and {{.MorePolicy}} more tenants' policies: <a href="api/policies">api/policies</a></p>{{end}}
 <p>compact now: <span id="compact-now">{{if .CompactNow}}{{range .CompactNow}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>
 <h2>Backpressure</h2>
-<table id="pressure"><tr><th class="l">tenant</th><th class="l">grade</th></tr>
+{{if not .Pressure}}<p id="pressure">every tenant ok</p>{{else}}<table id="pressure"><tr><th class="l">tenant</th><th class="l">grade</th></tr>
 {{range .Pressure}}<tr><td class="l">{{.Tenant}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
-</table>
+</table>{{end}}
 <h2>Staleness alarms</h2>
-<table id="alarms"><tr><th class="l">tenant</th><th>level</th><th class="l">oldest queued</th><th class="l">alarm since</th><th class="l">for</th></tr>
+{{if not .Alarms}}<p id="alarms">none</p>{{else}}<table id="alarms"><tr><th class="l">tenant</th><th>level</th><th class="l">oldest queued</th><th class="l">alarm since</th><th class="l">for</th></tr>
 {{range .Alarms}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Oldest}}</td><td class="l">{{.Since}}</td><td class="l bad">{{.For}}</td></tr>{{end}}
-</table>
+</table>{{end}}
 {{if .MoreGrades}}<p>… and {{.MoreGrades}} more grades and alarms: <a href="api/status">api/status</a></p>{{end}}
 <h2>Tenants</h2>
 <table id="tenants"><tr><th class="l">tenant</th><th>level</th><th>queued</th><th>ready</th><th>lag</th><th>debt (block·s)</th></tr>

@@ -70,6 +70,10 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
+	// A policy, for the picture: initech's queue is over its slow
+	// threshold.
+	var res admin.CommandResult
+	api(t, srv, "/api/commands/policy-set", `{"tenant":"initech","policy":{"class":"low","max_in_progress":1,"pressure":{"slow_blocks":{"on":2,"off":1}}}}`, &res)
 	bctx, problems := launch(t, exe)
 
 	var queued, inProgress, job string
