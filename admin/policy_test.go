@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -279,6 +280,29 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 		require.NoError(t, err, string(data))
 		require.True(t, p.Equal(got), "%+v\n%s\n%+v", p, data, got)
 	})
+}
+
+// The API's policy converts every field of policy.Tenant: a field added
+// there must be added to admin.Policy (PolicyOf, Policy.Tenant), or a
+// policy-set through the API would silently reset it.
+func TestPolicyFieldsCovered(t *testing.T) {
+	for _, c := range []struct {
+		v      any
+		fields []string
+	}{
+		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "StaleAfter"}},
+		{policy.RunPolicy{}, []string{"Mode", "Windows"}},
+		{policy.Window{}, []string{"Days", "Start", "End", "Offset"}},
+		{policy.Thresholds{}, []string{"SlowBlocks", "StopBlocks", "SlowDebt", "StopDebt"}},
+		{policy.Limit{}, []string{"On", "Off"}},
+	} {
+		typ := reflect.TypeOf(c.v)
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		require.Equal(t, c.fields, got, "%s changed: convert the new fields in admin.Policy", typ)
+	}
 }
 
 // The policy decoder takes any input without panicking; what it accepts
