@@ -268,7 +268,7 @@ func (h *Handler) policiesOf(r *http.Request) (*Policies, error) {
 		out.Tenants = append(out.Tenants, TenantPolicy{Tenant: t.Tenant, Open: t.Open, Policy: PolicyOf(t.Policy)})
 	}
 	for _, c := range ps.CompactNow {
-		cn := CompactNow{Tenant: c.Tenant, All: c.All, Before: logTime(c.Before)}
+		cn := CompactNow{Tenant: c.Tenant, All: c.AllTenants, Before: logTime(c.Before)}
 		if !c.AllLevels {
 			level := c.Level
 			cn.Level = &level

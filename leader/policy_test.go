@@ -10,6 +10,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 )
@@ -48,7 +49,7 @@ func TestServicePolicy(t *testing.T) {
 	require.Equal(t, "acme", ps.Tenants[0].Tenant)
 	require.True(t, acme.Equal(ps.Tenants[0].Policy), "%+v", ps.Tenants[0].Policy)
 	require.False(t, ps.Tenants[0].Open, "at noon the off-peak window is closed")
-	require.Equal(t, []raftfsm.CompactNowRequest{{Tenant: "globex", Level: 0, Before: noon.UnixNano()}}, ps.CompactNow)
+	require.Equal(t, []planner.Force{{Tenant: "globex", Level: 0, Before: noon.UnixNano()}}, ps.CompactNow)
 
 	// Refused before anything is proposed: a freeze that never lifts, a
 	// set without a policy, a level on a set.

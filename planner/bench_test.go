@@ -135,3 +135,68 @@ func BenchmarkPlannerRestore(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNextHeldTenants plans one job on a fresh view (View + Next) on
+// a planner of 10,000 tenants with a ready full level-0 batch each, of
+// which 9,999 — all but the last in tenant order — are left out:
+//
+//   - held: held with SetHeld, so they have no index entries;
+//   - skip: passed over by PlanOptions.Skip (a map lookup), which costs a
+//     B-tree seek per skipped tenant;
+//   - none: not left out (the first tenant is planned).
+func BenchmarkNextHeldTenants(b *testing.B) {
+	const tenants = 10_000
+	cfg := DefaultConfig()
+	names := make([]string, tenants)
+	for i := range names {
+		names[i] = fmt.Sprintf("tenant-%05d", i)
+	}
+	setup := func(b *testing.B) (*Planner, int64) {
+		b.Helper()
+		p, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		e := ck.Entry{Index: 1, Term: 1, Time: now}
+		for i, tn := range names {
+			for j := range cfg.Levels[0].MaxBlocks {
+				blk := ck.BlockMeta{ID: fmt.Sprintf("01J%08d%015d", i, j), Tenant: tn, MinTime: now - int64(time.Second), MaxTime: now, Size: 1 << 20}
+				if _, err := p.Enqueue(e, &blk); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		return p, now
+	}
+	last := names[tenants-1]
+	run := func(b *testing.B, p *Planner, now int64, opts *PlanOptions, want string) {
+		b.Helper()
+		b.ResetTimer()
+		for b.Loop() {
+			pl, ok := p.View().Next(now, opts)
+			if !ok || pl.Tenant != want {
+				b.Fatalf("planned %q, %v; want %q", pl.Tenant, ok, want)
+			}
+		}
+	}
+	b.Run("held", func(b *testing.B) {
+		p, now := setup(b)
+		for _, tn := range names[:tenants-1] {
+			p.SetHeld(tn, true)
+		}
+		run(b, p, now, nil, last)
+	})
+	b.Run("skip", func(b *testing.B) {
+		p, now := setup(b)
+		skipped := make(map[string]bool, tenants)
+		for _, tn := range names[:tenants-1] {
+			skipped[tn] = true
+		}
+		run(b, p, now, &PlanOptions{Skip: func(tenant string, _ uint32) bool { return skipped[tenant] }}, last)
+	})
+	b.Run("none", func(b *testing.B) {
+		p, now := setup(b)
+		run(b, p, now, nil, names[0])
+	})
+}

@@ -45,6 +45,20 @@
 // planning as [PlanOptions].Skip; their blocks stay queued. See [View.Next]
 // for the policy and [LevelConfig] for the batching rules.
 //
+// Held tenants ([Planner.SetHeld]) are left out of planning altogether:
+// their keys are taken out of the indexes planning searches, so a poll
+// costs nothing per held tenant, where Skip costs a B-tree seek per skipped
+// tenant and call. Their blocks stay queued and counted in the statistics.
+// The held set is derived state the state machine installs from its
+// policies (a tenant at its cap of jobs, say), not part of snapshots: it
+// calls SetHeld again after a restore.
+//
+// An operator's "compact now" is passed per call as [PlanOptions].Force
+// ([Force]): a tenant's batches (of one level or all) whose first block
+// arrived by a given log time are ready whatever their size and age, and
+// compete at their own level like batches ready by age. Held tenants and
+// skipped keys are never forced. The planner stores no forcing.
+//
 // A view is opened on demand, once per Prepare ([Planner.View]): opening it
 // clones the B-trees in O(1), and the planner copies a queue header or a
 // tree node only the first time it changes one a view may hold. Apply does
@@ -92,7 +106,10 @@
 // they touch. Queues hang off a B-tree of keys, and three B-tree indexes of
 // the keys' head batches (full ones by tenant; partial ones by age; full
 // ones by the time they became ready, for aging) let a view find the next
-// job in O(log n). Opening a view clones the B-trees (O(1)) and bumps a
+// job in O(log n); the keys of held tenants have no index entries (a B-tree
+// of held tenants, shared with views like the rest, says which), and
+// holding or releasing a tenant with k keys moves its entries in
+// O(k log n). Opening a view clones the B-trees (O(1)) and bumps a
 // generation number: a queue made in an earlier generation may be shared,
 // and the planner copies it before changing it.
 //
@@ -103,7 +120,8 @@
 // arrival numbers and times, the claims, the quarantine, the fairness
 // cursor, the sequence counters and the configuration, so a restored
 // planner re-snapshots to identical bytes and plans exactly like the
-// original.
+// original once the same tenants are held again (the held set is not
+// part of the state: see [Planner.SetHeld]).
 //
 // # Observability
 //

@@ -28,4 +28,6 @@ var (
 	// ErrFinalLevel reports a block at or beyond the final level, which is
 	// never compacted.
 	ErrFinalLevel = errors.New("planner: block at the final level")
+	// ErrInvalidForce reports a malformed [Force] entry.
+	ErrInvalidForce = errors.New("planner: invalid force")
 )

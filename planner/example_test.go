@@ -215,3 +215,52 @@ func ExamplePlanner_Stats() {
 	// Output:
 	// queued: 26 ready batches: 1 lag: 10s debt: 250 block-seconds
 }
+
+// A held tenant is left out of planning — at no cost per poll — until it
+// is released; its blocks stay queued.
+func ExamplePlanner_SetHeld() {
+	p, _ := planner.New(planner.DefaultConfig())
+	for i := range 60 {
+		tenant := []string{"capped", "other", "third"}[i%3]
+		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: tenant})
+	}
+	p.SetHeld("capped", true)
+	v := p.View()
+	for {
+		plan, ok := v.Next(0, nil)
+		if !ok {
+			break
+		}
+		fmt.Println(plan.Tenant, len(plan.Sources))
+	}
+	fmt.Println("queued:", p.Stats().Queued)
+
+	p.SetHeld("capped", false)
+	plan, _ := p.View().Next(0, nil)
+	fmt.Println(plan.Tenant, len(plan.Sources))
+	// Output:
+	// other 20
+	// third 20
+	// queued: 60
+	// capped 20
+}
+
+// An operator's "compact now": the tenant's batches that arrived before
+// the command are planned although they are neither full nor old.
+func ExampleForce() {
+	p, _ := planner.New(planner.DefaultConfig())
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for i := range 3 {
+		_, _ = p.Enqueue(ck.Entry{Index: 1, Time: start}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "acme"})
+	}
+	now := start + int64(time.Second)
+	_, ok := p.View().Next(now, nil)
+	fmt.Println("planned:", ok)
+
+	opts := &planner.PlanOptions{Force: []planner.Force{{Tenant: "acme", AllLevels: true, Before: now}}}
+	plan, ok := p.View().Next(now, opts)
+	fmt.Println("forced:", ok, plan.Sources)
+	// Output:
+	// planned: false
+	// forced: true [b0 b1 b2]
+}

@@ -17,13 +17,9 @@ type Load struct {
 func (p *Planner) TenantLoad(tenant string, now int64) Load {
 	nowSec := max(now, p.s.clock) / int64(time.Second)
 	var l Load
-	p.s.keys.AscendGreaterOrEqual(&queue{k: key{tenant: tenant}}, func(q *queue) bool {
-		if q.k.tenant != tenant {
-			return false
-		}
+	p.s.eachKey(tenant, func(q *queue) {
 		l.Blocks += int64(q.n)
 		l.Debt += int64(q.n)*nowSec - q.sumSec
-		return true
 	})
 	return l
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -48,10 +49,28 @@ type model struct {
 	cursor    string
 	hasCursor bool
 	missed    uint64
+	held      map[string]bool // held tenants (SetHeld)
 }
 
 func newModel(cfg Config) *model {
-	return &model{cfg: cfg.clone(), queues: map[key][]mBlock{}, claims: map[string]mClaim{}, quar: map[string]mQuar{}, nextArr: 1, nextSeq: 1}
+	return &model{cfg: cfg.clone(), queues: map[key][]mBlock{}, claims: map[string]mClaim{}, quar: map[string]mQuar{}, nextArr: 1, nextSeq: 1,
+		held: map[string]bool{}}
+}
+
+// mForced reports whether a Force entry of force makes a batch of key k
+// whose first block arrived at time first ready: an entry that matches the
+// key (and does not name a tenant while forcing all) and whose Before is
+// not earlier than first.
+func mForced(force []Force, k key, first int64) bool {
+	for _, f := range force {
+		if f.AllTenants && f.Tenant != "" {
+			continue
+		}
+		if (f.AllTenants || f.Tenant == k.tenant) && (f.AllLevels || f.Level == k.level) && first <= f.Before {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *model) keyOf(tenant string, shard, level uint32) key {
@@ -102,7 +121,10 @@ type mPlan struct {
 }
 
 // plan plans by brute force: every key's next batch is formed and judged.
-func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, skip func(string, uint32) bool) (mPlan, bool) {
+// Keys of held tenants are left out; a batch that is not ready but forced
+// competes at its level.
+func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, skip func(string, uint32) bool,
+	held map[string]bool, force []Force) (mPlan, bool) {
 	for r := range m.cfg.FinalLevel {
 		type c struct {
 			k   key
@@ -112,13 +134,16 @@ func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, 
 		var cs []c
 		for k, q := range m.queues {
 			q = q[off[k]:]
-			if len(q) == 0 || k.level >= m.cfg.FinalLevel || skip != nil && skip(k.tenant, k.level) {
+			if len(q) == 0 || k.level >= m.cfg.FinalLevel || held[k.tenant] || skip != nil && skip(k.tenant, k.level) {
 				continue
 			}
 			lc := m.cfg.Levels[k.level]
 			n, full, done := mBatch(q, lc)
 			ready := full || lc.MaxAge > 0 && now-q[0].t > int64(lc.MaxAge)
 			if !ready {
+				if mForced(force, k, q[0].t) && k.level == r {
+					cs = append(cs, c{k, q[0].arr, n})
+				}
 				continue
 			}
 			var since int64
@@ -241,6 +266,7 @@ var (
 	mTenants = []string{"", "a", "b", "c"}
 	mLevels  = []uint32{0, 1, 2, 3}
 	mSteps   = []time.Duration{-5 * time.Second, 0, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute}
+	mBefores = []time.Duration{-time.Minute, -10 * time.Second, -5 * time.Second, 0, 5 * time.Second, time.Minute}
 	mNows    = []time.Duration{-5 * time.Second, 0, 10 * time.Second, 30 * time.Second, 40 * time.Second,
 		70 * time.Second, 100 * time.Second, 130 * time.Second, 190 * time.Second, 10 * time.Minute}
 )
@@ -290,6 +316,7 @@ func TestPlannerModel(t *testing.T) {
 			"drop":       h.drop,
 			"setConfig":  h.setConfig,
 			"restore":    h.restore,
+			"setHeld":    h.setHeld,
 		})
 	})
 }
@@ -370,6 +397,24 @@ func (h *harness) plan(t *rapid.T) {
 	}
 	pause()
 	skip := func(tenant string, level uint32) bool { return paused[fmt.Sprint(tenant, "/", level)] }
+	var force []Force
+	reforce := func() {
+		force = nil
+		for range rapid.IntRange(0, 2).Draw(t, "forces") {
+			f := Force{
+				Tenant:     rapid.SampledFrom(mTenants).Draw(t, "forceTenant"),
+				AllTenants: rapid.IntRange(0, 3).Draw(t, "forceAllTenants") == 0,
+				Level:      rapid.SampledFrom(mLevels).Draw(t, "forceLevel"),
+				AllLevels:  rapid.IntRange(0, 2).Draw(t, "forceAllLevels") == 0,
+				Before:     h.m.clock + int64(rapid.SampledFrom(mBefores).Draw(t, "forceBefore")),
+			}
+			if f.AllTenants && rapid.IntRange(0, 3).Draw(t, "forceValid") > 0 {
+				f.Tenant = "" // valid; otherwise the entry is ignored
+			}
+			force = append(force, f)
+		}
+	}
+	reforce()
 	// A pool of tombstones with repeats, served by an iterator that
 	// restarts on every call (as Pyroscope's planner did).
 	pool := []ck.Tombstone{}
@@ -396,6 +441,7 @@ func (h *harness) plan(t *rapid.T) {
 	}
 
 	want := h.m
+	held := maps.Clone(want.held) // the held set the views were opened with
 	off := map[key]int{}
 	cursor, hasCursor, seq := want.cursor, want.hasCursor, want.nextSeq
 	handed := map[ck.Tombstone]bool{}
@@ -404,10 +450,16 @@ func (h *harness) plan(t *rapid.T) {
 		if rapid.IntRange(0, 3).Draw(t, "repause") == 0 {
 			pause() // the paused set may change between calls
 		}
-		mp, ok := want.plan(off, cursor, hasCursor, now, skip)
+		if rapid.IntRange(0, 3).Draw(t, "reforce") == 0 {
+			reforce() // so may the forced batches
+		}
+		if rapid.IntRange(0, 5).Draw(t, "holdMidView") == 0 {
+			h.setHeld(t) // views opened before plan with the former held set
+		}
+		mp, ok := want.plan(off, cursor, hasCursor, now, skip, held, force)
 		var got []ck.JobPlan
 		for _, v := range views {
-			pl, gotOK := v.Next(now, &PlanOptions{Skip: skip, Tombstones: iter()})
+			pl, gotOK := v.Next(now, &PlanOptions{Skip: skip, Tombstones: iter(), Force: force})
 			require.Equal(t, ok, gotOK, "plan exists")
 			got = append(got, pl)
 		}
@@ -430,7 +482,8 @@ func (h *harness) plan(t *rapid.T) {
 		require.LessOrEqual(t, len(pl.Sources), lc.MaxBlocks)
 		n, full, _ := mBatch(q, lc)
 		require.Equal(t, n, len(pl.Sources))
-		require.True(t, full || lc.MaxAge > 0 && now-q[0].t > int64(lc.MaxAge), "batch neither full nor old")
+		require.True(t, full || lc.MaxAge > 0 && now-q[0].t > int64(lc.MaxAge) || mForced(force, mp.k, q[0].t), "batch neither full nor old nor forced")
+		require.False(t, held[pl.Tenant], "a held tenant planned")
 		if len(pl.Sources) > 1 {
 			var bytes int64
 			lo, hi := q[0].minT, q[0].maxT
@@ -717,10 +770,34 @@ func (h *harness) restore(t *rapid.T) {
 	r, err := Restore(bytes.NewReader(b))
 	require.NoError(t, err)
 	require.Equal(t, b, snap(t, r), "a restored planner re-snapshots differently")
+	// Holds are not in snapshots: the state machine re-installs them.
+	for _, tn := range mTenants {
+		require.False(t, r.Held(tn))
+	}
+	for _, tn := range slices.Sorted(maps.Keys(h.m.held)) {
+		r.SetHeld(tn, true)
+	}
 	if h.twin == nil || rapid.Bool().Draw(t, "newTwin") {
 		h.twin = r
 	} else {
 		h.p = r
+	}
+}
+
+// setHeld holds or releases a tenant (one without blocks, sometimes).
+func (h *harness) setHeld(t *rapid.T) {
+	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "heldTenant")
+	held := rapid.Bool().Draw(t, "held")
+	before := snap(t, h.p)
+	for _, p := range h.planners() {
+		p.SetHeld(tenant, held)
+		require.Equal(t, held, p.Held(tenant))
+	}
+	require.Equal(t, before, snap(t, h.p), "a hold changed the snapshot")
+	if held {
+		h.m.held[tenant] = true
+	} else {
+		delete(h.m.held, tenant)
 	}
 }
 
@@ -745,6 +822,9 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	require.Equal(t, m.hasCursor, s.hasCursor)
 	require.Equal(t, m.cursor, s.cursor)
 	require.Equal(t, m.missed, s.counters.MissedRemovals)
+	for _, tn := range append([]string{"none"}, mTenants...) {
+		require.Equal(t, m.held[tn], p.Held(tn), "held %q", tn)
+	}
 	// Queues, and their invariants.
 	got := map[key][]mBlock{}
 	fulls, timed, aging := 0, 0, 0
@@ -765,6 +845,12 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 		got[q.k] = bs
 		lc := s.cfg.level(q.k.level)
 		require.Equal(t, formBatch(q, 0, lc), q.head, "head batch of %v", q.k)
+		if m.held[q.k.tenant] {
+			// A held tenant's keys have no index entries.
+			require.False(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr}))
+			require.False(t, s.timed.Has(timeEnt{level: q.k.level, shard: q.k.shard, t: q.head.first, arr: q.head.arr, tenant: q.k.tenant}))
+			return true
+		}
 		switch {
 		case q.head.full:
 			fulls++

@@ -343,6 +343,9 @@ func (s *state) writeSnapshot(w io.Writer) error {
 // arrival number cannot make the planner panic: at worst a block whose
 // arrival is already queued is not returned to the queue (counted in
 // [Counters].Duplicates) and a plan is refused as not admissible.
+//
+// Held tenants are not part of a snapshot: the restored planner holds no
+// tenant until the state machine calls [Planner.SetHeld] again.
 func Restore(r io.Reader) (*Planner, error) {
 	p, err := restore(r)
 	if err != nil {

@@ -101,6 +101,10 @@ type state struct {
 	claimKeys *btree.BTreeG[claimRef]
 	// quar holds the quarantined blocks by ID.
 	quar *btree.BTreeG[*quarEnt]
+	// held holds the tenants whose keys are left out of full, timed and
+	// aging (see Planner.SetHeld); nil until a tenant is first held. It is
+	// derived state, not part of snapshots.
+	held *btree.BTreeG[string]
 
 	clock       int64  // the latest log time applied
 	nextArrival uint64 // arrival number of the next block, from 1
@@ -135,12 +139,24 @@ func (s *state) clone() state {
 	c.claims = s.claims.Clone()
 	c.claimKeys = s.claimKeys.Clone()
 	c.quar = s.quar.Clone()
+	if s.held != nil {
+		c.held = s.held.Clone()
+	}
 	return c
 }
 
+// isHeld reports whether tenant is held (see Planner.SetHeld).
+func (s *state) isHeld(tenant string) bool {
+	return s.held != nil && s.held.Len() > 0 && s.held.Has(tenant)
+}
+
 // indexHead adds (or removes) the index entries of key k with head batch h.
+// The keys of a held tenant have no index entries: for them it does
+// nothing, so every path that maintains the indexes respects the held set
+// as long as the set does not change between a removal and an addition
+// (SetHeld moves the entries itself).
 func (s *state) indexHead(k key, h *batch, add bool) {
-	if h.count == 0 {
+	if h.count == 0 || s.isHeld(k.tenant) {
 		return
 	}
 	lc := s.cfg.level(k.level)

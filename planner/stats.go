@@ -18,7 +18,9 @@ type LevelStats struct {
 	// ReadyBatches estimates the number of jobs that could be planned now
 	// (at Stats.Now): per key whose head batch is ready, that batch plus one
 	// per further MaxBlocks queued blocks (byte and span limits are only
-	// applied to the head batch).
+	// applied to the head batch). Readiness is a property of the batches:
+	// those of held tenants (see [Planner.SetHeld]) and of paused ones
+	// count, and forcing ([Force]) is not taken into account.
 	ReadyBatches int
 	// Oldest is the arrival time (log time) of the oldest queued block, and
 	// Lag how long it has waited at Stats.Now: the compaction lag. Both are

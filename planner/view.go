@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -38,11 +39,15 @@ type View struct {
 	pivot     queue          // B-tree search key
 
 	// mat[r] holds the keys competing at level r because of their age or
-	// aging (not because they are full), as of log time matNow; matOK
-	// tells that mat was computed. See materialize.
-	matNow int64
-	matOK  bool
-	mat    [][]cand
+	// aging, or because they are forced (not because they are full), as of
+	// log time matNow and the Force entries matForce; matOK tells that mat
+	// was computed, and force holds the valid entries of matForce. See
+	// materialize.
+	matNow   int64
+	matOK    bool
+	matForce []Force
+	force    []Force
+	mat      [][]cand
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
 	hash   xxWords                   // scratch for job names
@@ -98,12 +103,33 @@ func candLess(a, b cand) bool {
 type PlanOptions struct {
 	// Skip reports whether a tenant's jobs of a level must not be planned
 	// now (a paused tenant or level: the scheduler owns the paused set).
-	// The blocks of skipped keys stay queued. Nil skips nothing.
+	// The blocks of skipped keys stay queued. Nil skips nothing. Each call
+	// of Next costs a B-tree seek per skipped tenant with a ready batch:
+	// for many tenants left out for long, hold them ([Planner.SetHeld]).
 	Skip func(tenant string, level uint32) bool
 	// Tombstones pulls the next releasable tombstone not attached to any
 	// job (from the index's view), or false when there is none. Nil
 	// attaches no tombstones.
 	Tombstones func() (ck.Tombstone, bool)
+	// Force lists the batches an operator wants compacted now, whatever
+	// their size and age (see [Force]); entries that do not validate are
+	// ignored. Nil forces nothing.
+	Force []Force
+}
+
+// Validate reports whether every Force entry is well formed (see
+// [Force.Validate]); the error names the first one that is not. Nil
+// options are valid.
+func (o *PlanOptions) Validate() error {
+	if o == nil {
+		return nil
+	}
+	for i := range o.Force {
+		if err := o.Force[i].Validate(); err != nil {
+			return fmt.Errorf("planner: force %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // maxDuplicatePulls bounds how many tombstones already handed out Next
@@ -155,7 +181,14 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 //     (the tenant of the last claimed job) in tenant order, wrapping
 //     around; among that tenant's batches, the one whose first block
 //     arrived first.
-//   - Keys for which opts.Skip(tenant, level) is true are passed over.
+//   - A batch that is not ready but is forced by an entry of opts.Force
+//     (its key matches the entry and its first block arrived at or before
+//     the entry's Before) is ready at its own level; after it is planned,
+//     the key's next batch is forced on the same terms.
+//   - Keys for which opts.Skip(tenant, level) is true are passed over,
+//     forced or not.
+//   - Keys of held tenants ([Planner.SetHeld], as of the view's opening)
+//     are never visited, forced or not.
 //
 // A job of a level within the configured tombstone range carries up to
 // TombstonesPerJob tombstones pulled from opts.Tombstones. They are pulled
@@ -164,14 +197,17 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 // if the iterator yields it again, so none is handed out twice.
 //
 // The cost is O(log n) per job plus the blocks of the plan, plus, once per
-// view and time, the number of batches that became ready by age or aging
-// (which are gathered and sorted by tenant).
+// view, time and set of Force entries, the number of batches that became
+// ready by age or aging and the number of keys of the forced tenants
+// (which are gathered and sorted by tenant). Held tenants cost nothing;
+// each skipped tenant costs a B-tree seek per call.
 func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	var skip func(string, uint32) bool
+	var force []Force
 	if opts != nil {
-		skip = opts.Skip
+		skip, force = opts.Skip, opts.Force
 	}
-	v.materialize(now)
+	v.materialize(now, force)
 	for r := range v.s.cfg.FinalLevel {
 		if c, ok := v.pick(r, now, skip); ok {
 			return v.plan(c, opts), true
@@ -181,13 +217,21 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 }
 
 // materialize gathers, per competing level, the keys that are ready at now
-// because of their age (and not because they are full) and those that
-// compete at level 0 because of aging, sorted by (tenant, arrival).
-func (v *View) materialize(now int64) {
-	if v.matOK && v.matNow == now {
+// because of their age (and not because they are full), those that
+// compete at level 0 because of aging, and those that force makes ready,
+// sorted by (tenant, arrival).
+func (v *View) materialize(now int64, force []Force) {
+	if v.matOK && v.matNow == now && slices.Equal(v.matForce, force) {
 		return
 	}
 	v.matOK, v.matNow = true, now
+	v.matForce = append(v.matForce[:0], force...)
+	v.force = v.force[:0]
+	for i := range force {
+		if force[i].Validate() == nil {
+			v.force = append(v.force, force[i])
+		}
+	}
 	if v.mat == nil {
 		v.mat = make([][]cand, v.s.cfg.FinalLevel)
 	}
@@ -221,6 +265,9 @@ func (v *View) materialize(now int64) {
 			})
 		}
 	}
+	if len(v.force) > 0 {
+		v.materializeForced(now)
+	}
 	for r := range v.mat {
 		slices.SortFunc(v.mat[r], func(a, b cand) int {
 			if c := strings.Compare(a.tenant, b.tenant); c != 0 {
@@ -229,6 +276,53 @@ func (v *View) materialize(now int64) {
 			return cmp.Compare(a.arr, b.arr)
 		})
 	}
+}
+
+// materializeForced adds to mat the keys that v.force makes ready at now:
+// those of the forced tenants (every key if one entry forces all tenants)
+// whose head batch is not ready anyway and is forced. Held tenants have no
+// index entries and are not forced either.
+func (v *View) materializeForced(now int64) {
+	visit := func(q *queue) {
+		h := &q.head
+		if q.k.level >= v.s.cfg.FinalLevel || h.count == 0 || h.ready(now, v.s.cfg.level(q.k.level)) {
+			return
+		}
+		if before, ok := v.forceBefore(q.k); !ok || h.first > before {
+			return
+		}
+		v.mat[q.k.level] = append(v.mat[q.k.level], cand{tenant: q.k.tenant, arr: h.arr, level: q.k.level, shard: q.k.shard})
+	}
+	tenants := make([]string, 0, len(v.force))
+	for i := range v.force {
+		if v.force[i].AllTenants {
+			v.s.keys.Ascend(func(q *queue) bool {
+				if !v.s.isHeld(q.k.tenant) {
+					visit(q)
+				}
+				return true
+			})
+			return
+		}
+		tenants = append(tenants, v.force[i].Tenant)
+	}
+	slices.Sort(tenants)
+	for _, t := range slices.Compact(tenants) {
+		if !v.s.isHeld(t) {
+			v.s.eachKey(t, visit)
+		}
+	}
+}
+
+// forceBefore returns the latest Before of the valid Force entries of the
+// current call that match key k, and whether any does.
+func (v *View) forceBefore(k key) (before int64, ok bool) {
+	for i := range v.force {
+		if f := &v.force[i]; f.matches(k) && (!ok || f.Before > before) {
+			before, ok = f.Before, true
+		}
+	}
+	return before, ok
 }
 
 // pick returns the batch to plan at competing level r, if any.
@@ -308,7 +402,11 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, low st
 			continue
 		}
 		lc := v.s.cfg.level(t.k.level)
-		if !b.ready(now, lc) || b.effectiveLevel(t.k.level, now, lc) != r {
+		if b.ready(now, lc) {
+			if b.effectiveLevel(t.k.level, now, lc) != r {
+				continue
+			}
+		} else if before, ok := v.forceBefore(t.k); !ok || b.first > before || t.k.level != r {
 			continue
 		}
 		if skip != nil && skip(t.k.tenant, t.k.level) {

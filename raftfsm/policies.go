@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
 )
 
@@ -198,38 +200,31 @@ func (p *PolicyCommand) UnmarshalCBOR(data []byte) error {
 	return nil
 }
 
-// compactNow is one compact-now request in force.
-type compactNow struct {
-	tenant    string
-	all       bool
-	level     uint32
-	allLevels bool
-	before    int64
-}
-
-func compareCompactNow(a, b compactNow) int {
-	if a.all != b.all {
-		if a.all {
-			return -1
-		}
-		return 1
-	}
-	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+// compareForce orders compact-now requests by scope: every tenant first,
+// then by tenant; every level first, then by level.
+func compareForce(a, b planner.Force) int {
+	if c := cmpBool(a.AllTenants, b.AllTenants); c != 0 {
 		return c
 	}
-	if a.allLevels != b.allLevels {
-		if a.allLevels {
-			return -1
-		}
+	if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+		return c
+	}
+	if c := cmpBool(a.AllLevels, b.AllLevels); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Level, b.Level)
+}
+
+// cmpBool orders true before false.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	default:
 		return 1
 	}
-	if a.level != b.level {
-		if a.level < b.level {
-			return -1
-		}
-		return 1
-	}
-	return 0
 }
 
 // policies is the replicated policy state: the default policy, the
@@ -241,7 +236,7 @@ type policies struct {
 	def     policy.Tenant
 	tenants map[string]policy.Tenant
 	names   []string // tenants with a policy of their own, sorted
-	compact []compactNow
+	compact []planner.Force
 	// grades holds the tenants whose grade is not OK.
 	grades map[string]policy.Grade
 	// open says whether new jobs may start under the default policy and
@@ -295,10 +290,10 @@ func (ps *policies) clear(tenant string) bool {
 
 // addCompact records a compact-now request, replacing one of the same
 // scope.
-func (ps *policies) addCompact(c compactNow) error {
-	i, found := slices.BinarySearchFunc(ps.compact, c, compareCompactNow)
+func (ps *policies) addCompact(c planner.Force) error {
+	i, found := slices.BinarySearchFunc(ps.compact, c, compareForce)
 	if found {
-		ps.compact[i].before = max(ps.compact[i].before, c.before)
+		ps.compact[i].Before = max(ps.compact[i].Before, c.Before)
 		return nil
 	}
 	if len(ps.compact) >= MaxCompactNow {
@@ -363,7 +358,7 @@ func (ps *policies) writeFrames(sw *codec.Writer) error {
 	}
 	compact := make([]compactRec, len(ps.compact))
 	for i, c := range ps.compact {
-		compact[i] = compactRec{Tenant: c.tenant, All: c.all, Level: c.level, AllLevels: c.allLevels, Before: c.before}
+		compact[i] = compactRec{Tenant: c.Tenant, All: c.AllTenants, Level: c.Level, AllLevels: c.AllLevels, Before: c.Before}
 	}
 	if err := encodeFrames(sw, compact); err != nil {
 		return err
@@ -448,14 +443,14 @@ func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 		return err
 	}
 	err = decodeFrames(sr, "compact now", h.Compact, func(r *compactRec) error {
-		c := compactNow{tenant: r.Tenant, all: r.All, level: r.Level, allLevels: r.AllLevels, before: r.Before}
-		if err := ck.ValidateTenant(c.tenant); err != nil {
+		c := planner.Force{Tenant: r.Tenant, AllTenants: r.All, Level: r.Level, AllLevels: r.AllLevels, Before: r.Before}
+		if err := c.Validate(); err != nil {
 			return err
 		}
-		if (c.all && c.tenant != "") || (c.allLevels && c.level != 0) || c.before < 0 {
+		if (c.AllLevels && c.Level != 0) || c.Before < 0 {
 			return fmt.Errorf("compact-now request %+v", *r)
 		}
-		if n := len(ps.compact); n > 0 && compareCompactNow(ps.compact[n-1], c) >= 0 {
+		if n := len(ps.compact); n > 0 && compareForce(ps.compact[n-1], c) >= 0 {
 			return fmt.Errorf("compact-now request %+v out of order", *r)
 		}
 		ps.compact = append(ps.compact, c)

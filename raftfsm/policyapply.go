@@ -5,7 +5,9 @@ import (
 	"slices"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // applyPolicy applies a policy command: the policy state changes, then
@@ -34,9 +36,9 @@ func (st *state) applyPolicy(e ck.Entry, now int64, p *PolicyCommand, res *Resul
 			res.Count = 1
 		}
 	case PolicyCompactNow:
-		c := compactNow{tenant: p.Tenant, all: p.All, allLevels: p.Level == nil, before: now}
+		c := planner.Force{Tenant: p.Tenant, AllTenants: p.All, AllLevels: p.Level == nil, Before: now}
 		if p.Level != nil {
-			c.level = *p.Level
+			c.Level = *p.Level
 		}
 		if err := ps.addCompact(c); err != nil {
 			return err
@@ -89,5 +91,39 @@ func (st *state) regrade(tenant string, now int64) {
 		delete(ps.grades, tenant)
 	} else {
 		ps.grades[tenant] = g
+	}
+}
+
+// afterPoll brings the policy state in line with what a poll's applied
+// changes did: the backpressure of the tenants whose queues changed
+// (claims, completions, cancellations, evictions) is graded again, and the
+// compact-now requests whose blocks are all planned end.
+func (st *state) afterPoll(now int64, results []scheduler.Result) {
+	ps := st.policies
+	if !ps.configured() {
+		return
+	}
+	var tenants []string
+	claimed := false
+	for i := range results {
+		r := &results[i]
+		if !r.Applied || r.Plan == nil || r.Plan.CleanupOnly() {
+			continue
+		}
+		switch r.Kind {
+		case ck.ChangeAdd, ck.ChangeComplete, ck.ChangeCancel, ck.ChangeEvict:
+			claimed = claimed || r.Kind == ck.ChangeAdd
+			if !slices.Contains(tenants, r.Plan.Tenant) {
+				tenants = append(tenants, r.Plan.Tenant)
+			}
+		}
+	}
+	for _, t := range tenants {
+		st.regrade(t, now)
+	}
+	if claimed && len(ps.compact) > 0 {
+		ps.compact = slices.DeleteFunc(ps.compact, func(c planner.Force) bool {
+			return !st.planner.Queued(c.Tenant, c.AllTenants, c.Level, c.AllLevels, c.Before)
+		})
 	}
 }

@@ -88,6 +88,7 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 			st.orphan(now, c.Job, r.PrevToken)
 		}
 	}
+	st.afterPoll(now, results)
 	resp := st.response(p, results, now)
 	st.polls.record(p.WorkerID, p.Seq, now, resp)
 	res.Poll = &resp

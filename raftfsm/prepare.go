@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"fmt"
+	"slices"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/planner"
@@ -85,6 +86,7 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	}
 	pv := st.planner.View()
 	iv := st.index.View()
+	force := slices.Clone(st.policies.compact)
 	f.mu.Unlock()
 	// A closed view lets Apply change the index trees the view never read
 	// in place, without copying them.
@@ -118,7 +120,7 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	for assigned < capacity && sv.AssignJob(req.WorkerID) {
 		assigned++
 	}
-	opts := &planner.PlanOptions{Skip: sv.Paused, Tombstones: tombstones}
+	opts := &planner.PlanOptions{Skip: sv.Paused, Tombstones: tombstones, Force: force}
 	for assigned < capacity {
 		plan, ok := pv.Next(now, opts)
 		if !ok {

@@ -147,8 +147,11 @@ type Policies struct {
 	Default policy.Tenant
 	// Tenants are the tenants' own policies, by tenant.
 	Tenants []TenantPolicy
-	// CompactNow lists the compact-now requests still in force.
-	CompactNow []CompactNowRequest
+	// CompactNow lists the compact-now requests still in force, as the
+	// planner takes them: the blocks of the tenant (every tenant with
+	// AllTenants) at the level (every level with AllLevels) queued at or
+	// before Before are planned without waiting.
+	CompactNow []planner.Force
 }
 
 // TenantPolicy is a tenant's own policy, and whether its new jobs may
@@ -157,17 +160,6 @@ type TenantPolicy struct {
 	Tenant string
 	Policy policy.Tenant
 	Open   bool
-}
-
-// CompactNowRequest is a compact-now request in force: the blocks of the
-// tenant (every tenant with All) at the level (every level with
-// AllLevels) queued at or before Before are planned without waiting.
-type CompactNowRequest struct {
-	Tenant    string
-	All       bool
-	Level     uint32
-	AllLevels bool
-	Before    int64
 }
 
 // Policies returns the scheduling policies in force.
@@ -182,9 +174,7 @@ func (f *FSM) Policies() Policies {
 		p.Run.Windows = slices.Clone(p.Run.Windows)
 		out.Tenants = append(out.Tenants, TenantPolicy{Tenant: name, Policy: p, Open: ps.mayStart(name)})
 	}
-	for _, c := range ps.compact {
-		out.CompactNow = append(out.CompactNow, CompactNowRequest{Tenant: c.tenant, All: c.all, Level: c.level, AllLevels: c.allLevels, Before: c.before})
-	}
+	out.CompactNow = slices.Clone(ps.compact)
 	return out
 }
 

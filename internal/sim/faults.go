@@ -112,6 +112,11 @@ const (
 	// compact" (per step, from cluster version 4): queued ones are
 	// quarantined; a claimed or final-level one makes the mark refused.
 	FaultMark
+	// FaultPolicy: an operator sets or clears a tenant's (or the default)
+	// scheduling policy — class, cap, run window, not-before time,
+	// backpressure thresholds — or asks to compact a tenant now (per
+	// step, from cluster version 5).
+	FaultPolicy
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -127,7 +132,7 @@ var faultNames = [NumFaults]string{
 	"retention", "watermark",
 	"bucket-race", "bucket-put-fail", "bucket-lost-ack", "bucket-read-fail",
 	"bucket-restart", "bucket-truncate", "bucket-store-clock", "bucket-pause",
-	"mark",
+	"mark", "policy",
 }
 
 // String returns the fault's short name, as accepted by [ParseFaults].
@@ -194,6 +199,7 @@ func DefaultProb() [NumFaults]float64 {
 	p[FaultCancel] = 0.005
 	p[FaultRequeue] = 0.01
 	p[FaultMark] = 0.01
+	p[FaultPolicy] = 0.01
 	p[FaultSetMaxFailures] = 0.003
 	p[FaultRetention] = 0.005
 	p[FaultWatermark] = 0.01

@@ -7,6 +7,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -134,6 +135,73 @@ func (s *Sim) newBlock() ck.BlockMeta {
 	return meta
 }
 
+// randomPolicy draws a policy command: a tenant's or the default policy
+// set (any class, a cap of 1 to 3, a run window around the present, a
+// not-before time in the next minutes, backpressure thresholds), cleared,
+// or a compact-now request.
+func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
+	pc := &raftfsm.PolicyCommand{By: "sim"}
+	if s.coin(0.2) {
+		pc.All = true
+	} else {
+		pc.Tenant = tenants[s.rng.IntN(len(tenants))]
+	}
+	switch n := s.rng.IntN(10); {
+	case n < 5:
+		pc.Action = raftfsm.PolicySet
+		p := &policy.Tenant{Class: policy.Class(s.rng.IntN(3))}
+		if s.coin(0.5) {
+			p.MaxInProgress = uint32(1 + s.rng.IntN(3))
+		}
+		if s.coin(0.3) {
+			// A window of 2 to 30 minutes starting within the next half
+			// hour (of the leader's clock), every day.
+			start := uint16((s.leaderClock()/int64(time.Minute) + int64(s.rng.IntN(30))) % policy.MinutesPerDay)
+			w := policy.Window{Days: policy.EveryDay, Start: start, End: (start + uint16(2+s.rng.IntN(29))) % policy.MinutesPerDay}
+			if w.End == 0 {
+				w.End = policy.MinutesPerDay
+			}
+			p.Run = policy.RunPolicy{Mode: policy.RunMode(s.rng.IntN(2)), Windows: []policy.Window{w}}
+		}
+		if s.coin(0.1) {
+			p.NotBefore = s.leaderClock() + s.rng.Int64N(int64(2*time.Minute))
+		}
+		if s.coin(0.3) {
+			on := int64(5 + s.rng.IntN(45))
+			p.Pressure = policy.Thresholds{SlowBlocks: policy.Limit{On: on, Off: on / 2}, StopBlocks: policy.Limit{On: 2 * on, Off: on}}
+		}
+		if s.coin(0.2) {
+			p.StaleAfter = time.Duration(10+s.rng.IntN(110)) * time.Second
+		}
+		pc.Policy = p
+	case n < 8:
+		pc.Action = raftfsm.PolicyClear
+	default:
+		pc.Action = raftfsm.PolicyCompactNow
+		if s.coin(0.5) {
+			l := uint32(s.rng.IntN(int(s.cfg.Planner.FinalLevel)))
+			pc.Level = &l
+		}
+	}
+	return pc
+}
+
+// clearPolicies clears every policy the leader's replica has, so that
+// the liveness phase drains.
+func (s *Sim) clearPolicies() {
+	f := s.leaderReplica().fsm
+	if f.ClusterVersion() < 5 {
+		return
+	}
+	ps := f.Policies()
+	if !ps.Default.Equal(policy.Tenant{}) {
+		s.propose(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, All: true}}, nil)
+	}
+	for _, tp := range ps.Tenants {
+		s.propose(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: tp.Tenant}}, nil)
+	}
+}
+
 // operatorStep issues operator commands and retention in the middle of it
 // all. The operator reads the leader's replica.
 func (s *Sim) operatorStep() {
@@ -198,6 +266,9 @@ func (s *Sim) operatorStep() {
 			}
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: ids, Reason: "sim: do not compact", By: "sim"}}, nil)
 		}
+	}
+	if r.fsm.ClusterVersion() >= 5 && s.chance(FaultPolicy) { // policies: cluster version 5
+		s.propose(&raftfsm.Command{Policy: s.randomPolicy()}, nil)
 	}
 	if s.chance(FaultSetMaxFailures) {
 		s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpSetMaxFailures, MaxFailures: uint32(s.rng.IntN(4))}}, nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -45,6 +46,47 @@ type model struct {
 	wm        int64
 	hasWM     bool
 	now       int64
+	// policies are the scheduling policies in force (cluster version 5):
+	// the default and the tenants' own.
+	defPolicy policy.Tenant
+	policies  map[string]policy.Tenant
+}
+
+// policyOf returns a tenant's effective policy.
+func (m *model) policyOf(tenant string) policy.Tenant {
+	if p, ok := m.policies[tenant]; ok {
+		return p
+	}
+	return m.defPolicy
+}
+
+// inProgress counts the tenant's jobs with an attempt in progress.
+func (m *model) inProgress(tenant string) int {
+	n := 0
+	for _, j := range m.jobs {
+		if j.attempt != 0 && j.plan.Tenant == tenant {
+			n++
+		}
+	}
+	return n
+}
+
+// feedPolicy applies a policy command to the model's copy.
+func (m *model) feedPolicy(pc *raftfsm.PolicyCommand, res *raftfsm.Result) {
+	switch pc.Action {
+	case raftfsm.PolicySet:
+		if pc.All {
+			m.defPolicy = *pc.Policy
+		} else {
+			m.policies[pc.Tenant] = *pc.Policy
+		}
+	case raftfsm.PolicyClear:
+		if pc.All {
+			m.defPolicy = policy.Tenant{}
+		} else {
+			delete(m.policies, pc.Tenant)
+		}
+	}
 }
 
 // mblock is a block ever added to the index.
@@ -67,7 +109,7 @@ func newModel(s *Sim) *model {
 		s: s, ingested: map[string]blockKeys{}, blocks: map[string]*mblock{}, live: map[string]bool{},
 		jobs: map[string]*mjob{}, claimed: map[string]string{}, quar: map[string]bool{},
 		completed: map[string]fencing.Token{}, ended: map[string]int64{}, committed: map[string]bool{},
-		attached: map[string]string{}, confirmed: map[string]bool{},
+		attached: map[string]string{}, confirmed: map[string]bool{}, policies: map[string]policy.Tenant{},
 	}
 }
 
@@ -148,6 +190,8 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 		}
 	case cmd.Watermark != nil:
 		m.wm, m.hasWM = min(cmd.Watermark.OldestReader, res.Now), true
+	case cmd.Policy != nil:
+		m.feedPolicy(cmd.Policy, res)
 	}
 }
 
@@ -270,8 +314,26 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 		}
 		switch c.Kind {
 		case ck.ChangeAdd:
+			if p := m.policyOf(c.Plan.Tenant); !p.MayStart(res.Now) {
+				m.fail("policies", "job %s of tenant %q added at %s, when its policy lets no job start (%+v)", c.Job, c.Plan.Tenant, time.Unix(0, res.Now).UTC(), p.Run)
+			}
 			m.addJob(r, e, tokenIdx, c, cr)
 		case ck.ChangeAssign:
+			if j.attempt == 0 {
+				// A new attempt (not the reassignment of an expired one,
+				// which the job's count already holds): the tenant's
+				// window must let it start, and its cap leave room.
+				p := m.policyOf(j.plan.Tenant)
+				if !p.MayStart(res.Now) {
+					m.fail("policies", "job %s of tenant %q started at %s, when its policy lets no job start (%+v, not before %d)", c.Job, j.plan.Tenant, time.Unix(0, res.Now).UTC(), p.Run, p.NotBefore)
+				}
+				if n := m.inProgress(j.plan.Tenant); p.MaxInProgress > 0 && n >= int(p.MaxInProgress) {
+					m.fail("policies", "job %s of tenant %q started with %d jobs in progress, cap %d", c.Job, j.plan.Tenant, n, p.MaxInProgress)
+				}
+				if p.MaxInProgress > 0 || len(p.Run.Windows) > 0 || p.NotBefore > 0 {
+					m.s.rep.PolicyStarts++
+				}
+			}
 			if cr.Token <= j.last || cr.Token < j.token || cr.Token != fencing.Token(tokenIdx) {
 				m.fail("tokens only grow", "job %s assigned token %d, previous attempt %d, token %d, entry %d token index %d", c.Job, cr.Token, j.last, j.token, e.Index, tokenIdx)
 			}

@@ -81,6 +81,10 @@ type Report struct {
 	Faults [NumFaults]int
 	// Counters of interesting outcomes.
 	Blocks, Completions, Refusals, Evictions, Quarantined, CleanupJobs, DataChecks int
+	// PolicyStarts counts the new attempts started while the job's tenant
+	// had a cap, a run window or a not-before time: each was checked
+	// against them.
+	PolicyStarts int
 	// Upgrades is 1 for a run whose log began at cluster version 1 and
 	// was raised to the newest version mid-run (a rolling upgrade).
 	Upgrades int
@@ -453,6 +457,7 @@ func (s *Sim) stepOnce() {
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}}, nil)
 		}
 		s.resumeAll()
+		s.clearPolicies()
 	}
 }
 
@@ -473,6 +478,7 @@ func (s *Sim) upgradeStep() {
 // and every worker is alive.
 func (s *Sim) calm() {
 	s.resumeAll()
+	s.clearPolicies()
 	s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}}, nil)
 	s.propose(&raftfsm.Command{Watermark: &raftfsm.Watermark{OldestReader: s.leaderClock()}}, nil)
 	s.lastWMAt = s.now

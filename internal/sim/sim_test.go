@@ -247,11 +247,12 @@ func accumulate(total, rep *Report) {
 	total.Quarantined += rep.Quarantined
 	total.CleanupJobs += rep.CleanupJobs
 	total.DataChecks += rep.DataChecks
+	total.PolicyStarts += rep.PolicyStarts
 }
 
 func summary(r *Report) string {
-	return fmt.Sprintf("steps %d, entries %d, blocks %d, completions %d, refusals %d, evictions %d, cleanup jobs %d, data checks %d, upgrades %d, max liveness steps %d",
-		r.Steps, r.Entries, r.Blocks, r.Completions, r.Refusals, r.Evictions, r.CleanupJobs, r.DataChecks, r.Upgrades, r.LivenessSteps)
+	return fmt.Sprintf("steps %d, entries %d, blocks %d, completions %d, refusals %d, evictions %d, cleanup jobs %d, data checks %d, upgrades %d, policy-bound starts %d, max liveness steps %d",
+		r.Steps, r.Entries, r.Blocks, r.Completions, r.Refusals, r.Evictions, r.CleanupJobs, r.DataChecks, r.Upgrades, r.PolicyStarts, r.LivenessSteps)
 }
 
 func faultCounts(r *Report) string {

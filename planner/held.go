@@ -1,0 +1,67 @@
+package planner
+
+import "github.com/google/btree"
+
+// SetHeld holds a tenant (held = true) or releases it (held = false).
+// A held tenant's keys are left out of planning: [View.Next] never visits
+// them, so polls cost nothing per held tenant (unlike [PlanOptions].Skip,
+// which is consulted per tenant and level on every call). Their blocks stay
+// queued, are claimed, returned, re-queued, dropped and re-batched under
+// SetConfig as usual, and count in [Planner.Stats] and [Planner.Tenants];
+// releasing the tenant makes its ready batches plannable again, in the
+// same order as if it had never been held. Holding a held tenant, or
+// releasing one that is not held, changes nothing. A tenant with no queued
+// block may be held: the hold applies to the blocks it receives later.
+// The empty tenant holds the multi-tenant level-0 segments.
+//
+// The held set is derived state: it is not part of snapshots (so snapshot
+// bytes do not depend on it) and [Restore] returns a planner that holds no
+// tenant. The state machine keeps the policies that hold tenants, and
+// calls SetHeld again after a restore; a restored planner with the same
+// held set plans exactly like the original. Views opened before a call
+// keep planning with the held set they were opened with. Holds are not
+// checked by [Planner.Admissible] or [Planner.Claim]: a state machine that
+// must refuse a held tenant's job in Apply checks its own policy.
+//
+// The cost is O(k log n) for a tenant with k keys among n.
+func (p *Planner) SetHeld(tenant string, held bool) {
+	if p.s.isHeld(tenant) == held {
+		return
+	}
+	if held {
+		p.s.eachKey(tenant, func(q *queue) { p.s.indexHead(q.k, &q.head, false) })
+		if p.s.held == nil {
+			p.s.held = btree.NewG(btreeDegree, func(a, b string) bool { return a < b })
+		}
+		p.s.held.ReplaceOrInsert(tenant)
+		return
+	}
+	p.s.held.Delete(tenant)
+	p.s.eachKey(tenant, func(q *queue) { p.s.indexHead(q.k, &q.head, true) })
+}
+
+// Held reports whether a tenant is held (see [Planner.SetHeld]).
+func (p *Planner) Held(tenant string) bool { return p.s.isHeld(tenant) }
+
+// HeldTenants returns the held tenants, in order.
+func (p *Planner) HeldTenants() []string {
+	var out []string
+	if p.s.held != nil {
+		p.s.held.Ascend(func(t string) bool {
+			out = append(out, t)
+			return true
+		})
+	}
+	return out
+}
+
+// eachKey calls fn with each queue of tenant, in key order.
+func (s *state) eachKey(tenant string, fn func(*queue)) {
+	s.keys.AscendGreaterOrEqual(&queue{k: key{tenant: tenant}}, func(q *queue) bool {
+		if q.k.tenant != tenant {
+			return false
+		}
+		fn(q)
+		return true
+	})
+}

@@ -1,0 +1,347 @@
+package planner_test
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/planner"
+)
+
+// drain plans on one view at now until nothing is ready and returns the
+// plans' "tenant/shard/level" keys.
+func drain(t *testing.T, v *planner.View, now int64, opts *planner.PlanOptions) []string {
+	t.Helper()
+	var got []string
+	for {
+		pl, ok := v.Next(now, opts)
+		if !ok {
+			return got
+		}
+		got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
+	}
+}
+
+// TestHeldTenants: a held tenant is never planned while the others are;
+// its blocks stay queued and counted; releasing it makes it plannable
+// again. Holding twice or releasing twice changes nothing.
+func TestHeldTenants(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	for _, tn := range []string{"A", "B", "C"} {
+		f.add(tn, 0, 0, 20)
+	}
+	b := f.add("B", 1, 1, 2) // partial, ready by age later
+	before := f.snapshot()
+	f.p.SetHeld("B", true)
+	f.p.SetHeld("B", true)
+	require.True(t, f.p.Held("B"))
+	require.False(t, f.p.Held("A"))
+	require.Equal(t, before, f.snapshot(), "a hold is not replicated state of the snapshot")
+
+	later := f.now + int64(time.Hour)
+	require.Equal(t, []string{"A/0/0", "C/0/0"}, drain(t, f.p.View(), later, nil))
+	var got []string
+	for {
+		pl, ok := f.poll(nil)
+		if !ok {
+			break
+		}
+		got = append(got, pl.Tenant)
+	}
+	require.Equal(t, []string{"A", "C"}, got)
+
+	// Held blocks stay queued and count, ready batches included.
+	st := f.p.Stats()
+	require.Equal(t, 22, st.Queued)
+	require.Equal(t, 1, st.Levels[0].ReadyBatches)
+	require.Equal(t, 20, st.Levels[0].Queued)
+	require.Equal(t, []planner.TenantStats{
+		{Tenant: "B", Level: 0, Queued: 20, ReadyBatches: 1, Oldest: t0},
+		{Tenant: "B", Level: 1, Queued: 2, Oldest: t0},
+	}, f.p.Tenants())
+
+	f.p.SetHeld("B", false)
+	f.p.SetHeld("B", false)
+	require.False(t, f.p.Held("B"))
+	pl, ok := f.poll(nil)
+	require.True(t, ok)
+	require.Equal(t, "B", pl.Tenant)
+	pl, ok = f.p.View().Next(later, nil)
+	require.True(t, ok)
+	require.Equal(t, b, pl.Sources, "the released tenant's aged batch")
+
+	// A tenant with no blocks may be held; its blocks are held on arrival.
+	f.p.SetHeld("D", true)
+	f.add("D", 0, 0, 20)
+	require.Equal(t, []string{"B/1/1"}, drain(t, f.p.View(), later, nil))
+	f.p.SetHeld("D", false)
+	require.Equal(t, []string{"D/0/0", "B/1/1"}, drain(t, f.p.View(), later, nil))
+}
+
+// TestHeldAndViews: a view keeps planning with the held set it was opened
+// with.
+func TestHeldAndViews(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	f.add("A", 0, 0, 20)
+	f.add("B", 0, 0, 20)
+	f.add("A", 2, 0, 3) // partial: only forced
+	force := &planner.PlanOptions{Force: []planner.Force{{Tenant: "A", Level: 0, Before: f.now}}}
+
+	open := f.p.View()
+	f.p.SetHeld("A", true)
+	held := f.p.View()
+	require.Equal(t, []string{"A/0/0", "B/0/0", "A/2/0"}, drain(t, open, f.now, force))
+	require.Equal(t, []string{"B/0/0"}, drain(t, held, f.now, force))
+
+	f.p.SetHeld("A", false)
+	released := f.p.View()
+	f.p.SetHeld("A", true)
+	// A view opened before A was held again still plans it; a view opened
+	// while it was held (above) still does not.
+	require.Equal(t, []string{"A/0/0", "B/0/0", "A/2/0"}, drain(t, released, f.now, force))
+	require.Equal(t, []string{"B/0/0"}, drain(t, f.p.View(), f.now, force))
+}
+
+// twins drives two planners alike, one holding a tenant and the other not.
+type twins struct {
+	t     *testing.T
+	held  *planner.Planner
+	free  *planner.Planner
+	index uint64
+	now   int64
+	ids   int
+}
+
+func (w *twins) entry() ck.Entry {
+	w.index++
+	return ck.Entry{Index: w.index, Term: 1, Time: w.now}
+}
+
+func (w *twins) both(fn func(p *planner.Planner)) {
+	fn(w.held)
+	fn(w.free)
+}
+
+func (w *twins) add(tenant string, shard, level uint32, n int) []ck.BlockMeta {
+	e := w.entry()
+	var bs []ck.BlockMeta
+	for range n {
+		w.ids++
+		bs = append(bs, ck.BlockMeta{ID: fmt.Sprintf("%s-%d-%d-%06d", tenant, shard, level, w.ids), Tenant: tenant, Shard: shard,
+			Level: level, MinTime: w.now - int64(time.Second), MaxTime: w.now, Size: 100})
+	}
+	w.both(func(p *planner.Planner) {
+		for i := range bs {
+			ok, err := p.Enqueue(e, &bs[i])
+			require.NoError(w.t, err)
+			require.True(w.t, ok)
+		}
+	})
+	return bs
+}
+
+// check: the planners are identical but for the hold, and the held one
+// never plans the held tenant.
+func (w *twins) check(tenant string) {
+	w.t.Helper()
+	var a, b bytes.Buffer
+	require.NoError(w.t, w.held.Snapshot(&a))
+	require.NoError(w.t, w.free.Snapshot(&b))
+	require.Equal(w.t, b.Bytes(), a.Bytes())
+	all := &planner.PlanOptions{Force: []planner.Force{{AllTenants: true, AllLevels: true, Before: w.now}}}
+	for _, opts := range []*planner.PlanOptions{nil, all} {
+		v := w.held.View()
+		for {
+			pl, ok := v.Next(w.now+int64(24*time.Hour), opts)
+			if !ok {
+				break
+			}
+			require.NotEqual(w.t, tenant, pl.Tenant, "a held tenant planned")
+		}
+	}
+}
+
+// TestHeldSurvivesChanges: a hold survives enqueue, claim, return,
+// quarantine and re-queue, retention and configuration changes; once
+// released, the tenant plans exactly like a twin that was never held.
+func TestHeldSurvivesChanges(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 4
+	w := &twins{t: t, now: t0}
+	var err error
+	w.held, err = planner.New(cfg)
+	require.NoError(t, err)
+	w.free, err = planner.New(cfg)
+	require.NoError(t, err)
+
+	w.add("A", 0, 0, 10)
+	w.add("A", 1, 1, 3)
+	w.add("B", 0, 0, 4)
+	// Plans prepared before the hold.
+	v := w.held.View()
+	var plans []ck.JobPlan
+	for range 3 {
+		pl, ok := v.Next(w.now, nil)
+		require.True(t, ok)
+		plans = append(plans, pl)
+	}
+	require.Equal(t, []string{"A", "B", "A"}, []string{plans[0].Tenant, plans[1].Tenant, plans[2].Tenant})
+	w.held.SetHeld("A", true)
+	w.check("A")
+
+	w.now += int64(time.Second)
+	dropped := w.add("A", 0, 0, 5)
+	w.add("A", 3, 2, 1)
+	w.check("A")
+
+	// Holds are not checked by Claim: the state machine checks its policy.
+	for _, pl := range plans {
+		w.both(func(p *planner.Planner) { require.NoError(t, p.Claim(w.entry(), &pl)) })
+	}
+	w.check("A")
+	w.both(func(p *planner.Planner) { require.NoError(t, p.Return(plans[0].Name, plans[0].Sources)) })
+	w.check("A")
+	w.both(func(p *planner.Planner) { require.NoError(t, p.Quarantine(w.entry(), plans[2].Name, "failed")) })
+	w.check("A")
+	w.both(func(p *planner.Planner) {
+		n, err := p.Requeue(plans[2].Sources)
+		require.NoError(t, err)
+		require.Equal(t, 4, n)
+	})
+	w.check("A")
+	w.both(func(p *planner.Planner) { require.Empty(t, p.Drop(dropped[1:3])) })
+	w.check("A")
+	cfg.Levels[0].MaxBlocks = 3
+	cfg.Levels[1].MaxAge = time.Second
+	w.both(func(p *planner.Planner) { require.NoError(t, p.SetConfig(cfg)) })
+	w.check("A")
+	require.True(t, w.held.Held("A"))
+
+	w.held.SetHeld("A", false)
+	later := w.now + int64(24*time.Hour)
+	require.Equal(t, drain(t, w.free.View(), later, nil), drain(t, w.held.View(), later, nil))
+	got := drain(t, w.held.View(), later, nil)
+	require.Contains(t, got, "A/0/0")
+	require.Contains(t, got, "A/1/1")
+	require.Contains(t, got, "A/3/2")
+}
+
+// TestRestoreThenSetHeld: a restored planner holds no tenant; once the same
+// tenants are held again, it plans exactly like the original, poll after
+// poll.
+func TestRestoreThenSetHeld(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 3
+	f := newFixture(t, cfg)
+	for i, tn := range []string{"", "A", "B", "C", "D"} {
+		f.add(tn, uint32(i%2), 0, 7)
+		f.add(tn, 0, 1, 2+i)
+		f.add(tn, 1, 2, 1)
+	}
+	for range 3 {
+		_, ok := f.poll(nil)
+		require.True(t, ok)
+	}
+	for _, tn := range []string{"B", "D", ""} {
+		f.p.SetHeld(tn, true)
+	}
+	heldQueued := func(p *planner.Planner) (n int) {
+		for _, ts := range p.Tenants() {
+			if ts.Tenant == "D" || ts.Tenant == "" {
+				n += ts.Queued
+			}
+		}
+		return n
+	}
+	wantQueued := heldQueued(f.p)
+	require.Positive(t, wantQueued)
+	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
+	require.NoError(t, err)
+	for _, tn := range []string{"", "A", "B", "C", "D"} {
+		require.False(t, r.Held(tn))
+	}
+	for _, tn := range []string{"B", "D", ""} {
+		r.SetHeld(tn, true)
+	}
+
+	entry := f.index
+	polls := 0
+	for step := range 40 {
+		now := f.now + int64(step)*int64(20*time.Minute)
+		if step == 20 {
+			f.p.SetHeld("B", false)
+			r.SetHeld("B", false)
+		}
+		for {
+			a, okA := f.p.View().Next(now, nil)
+			b, okB := r.View().Next(now, nil)
+			require.Equal(t, okA, okB)
+			require.Equal(t, a, b)
+			if !okA {
+				break
+			}
+			require.NotContains(t, []string{"D", ""}, a.Tenant)
+			entry++
+			e := ck.Entry{Index: entry, Term: 1, Time: now}
+			require.NoError(t, f.p.Claim(e, &a))
+			require.NoError(t, r.Claim(e, &b))
+			polls++
+		}
+		var sa, sb bytes.Buffer
+		require.NoError(t, f.p.Snapshot(&sa))
+		require.NoError(t, r.Snapshot(&sb))
+		require.Equal(t, sa.Bytes(), sb.Bytes())
+	}
+	require.Positive(t, polls)
+	require.Equal(t, wantQueued, heldQueued(f.p), "the held tenants' blocks stay queued")
+}
+
+// TestHeldConcurrentWithViews: views plan on other goroutines, forcing
+// every tenant, while the planner holds and releases tenants and changes;
+// each view plans exactly what a twin view opened at the same moment
+// planned before anything changed (run with -race).
+func TestHeldConcurrentWithViews(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	tenants := []string{"A", "B", "C", "D"}
+	for i, tn := range tenants {
+		f.add(tn, 0, 0, 50)
+		f.add(tn, 1, 1, 3+i)
+	}
+	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	var wg sync.WaitGroup
+	type result struct{ got, want []string }
+	results := make(chan result, 8)
+	for i := range 8 {
+		v, twin := f.p.View(), f.p.View()
+		now := f.now
+		want := drain(t, twin, now, force)
+		wg.Go(func() {
+			var got []string
+			for {
+				pl, ok := v.Next(now, force)
+				if !ok {
+					break
+				}
+				got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
+			}
+			results <- result{got, want}
+		})
+		// Meanwhile: hold and release, enqueue, claim.
+		f.p.SetHeld(tenants[i%4], i%3 != 2)
+		f.add(tenants[(i+1)%4], 0, 0, 20)
+		f.p.SetHeld(tenants[(i+2)%4], false)
+		_, ok := f.poll(force)
+		require.True(t, ok)
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		require.NotEmpty(t, r.want)
+		require.Equal(t, r.want, r.got)
+	}
+}
