@@ -30,8 +30,9 @@ type Authorizer func(r *http.Request, action string) error
 
 // Actions lists the action names an [Authorizer] is asked about.
 var Actions = []string{
-	"status", "jobs", "job", "tenants", "quarantine", "dry-run", "fsck",
+	"status", "jobs", "job", "tenants", "quarantine", "dry-run", "fsck", "policies",
 	"pause", "resume", "retry", "cancel", "requeue", "mark", "set-max-failures", "fsck-remove",
+	"policy-set", "policy-clear", "compact-now",
 }
 
 // Option configures a [Handler].
@@ -123,6 +124,7 @@ func New(svc *leader.Service, opts ...Option) *Handler {
 	m.HandleFunc("GET /api/quarantine", h.read("quarantine", h.quarantine))
 	m.HandleFunc("GET /api/dry-run", h.read("dry-run", h.dryRun))
 	m.HandleFunc("GET /api/fsck", h.read("fsck", h.fsck))
+	m.HandleFunc("GET /api/policies", h.read("policies", h.policies))
 	m.HandleFunc("POST /api/fsck/remove", h.fsckRemove)
 	m.HandleFunc("POST /api/commands/{action}", h.command)
 	m.HandleFunc("/api/commands/{action}", func(w http.ResponseWriter, r *http.Request) {
@@ -169,6 +171,8 @@ func fail(w http.ResponseWriter, err error) {
 		_ = json.NewEncoder(w).Encode(errorBody{Error: err.Error(), LeaderID: nl.LeaderID, LeaderAddr: nl.LeaderAddr})
 	case errors.As(err, &mbe):
 		writeError(w, http.StatusRequestEntityTooLarge, err)
+	case refused(err):
+		writeError(w, http.StatusConflict, err)
 	case errors.As(err, &bad), errors.Is(err, raftfsm.ErrInvalidCommand), errors.Is(err, raftfsm.ErrInvalidRequest):
 		writeError(w, http.StatusBadRequest, err)
 	case errors.As(err, new(notFound)):
@@ -252,6 +256,29 @@ type Status struct {
 	Completed      uint64         `json:"completed_total"`
 	Failures       uint64         `json:"failed_total"`
 	Excluded       uint64         `json:"excluded_total"`
+	// Pressure lists the tenants whose backpressure grade is not ok.
+	Pressure []TenantGrade `json:"pressure"`
+	// Alarms lists the staleness alarms in force.
+	Alarms []StaleAlarm `json:"alarms"`
+}
+
+// TenantGrade is a tenant's backpressure grade: "slow" or "stop" (what its
+// ingest should do; tenants not listed are "ok").
+type TenantGrade struct {
+	Tenant string `json:"tenant"`
+	Grade  string `json:"grade"`
+}
+
+// StaleAlarm says that a tenant's level has not been compacted for longer
+// than its policy's stale_after: its oldest queued block arrived at
+// Oldest, the alarm holds since Since, and For is how long that is at the
+// log's time.
+type StaleAlarm struct {
+	Tenant string `json:"tenant"`
+	Level  uint32 `json:"level"`
+	Oldest string `json:"oldest"`
+	Since  string `json:"since"`
+	For    string `json:"for"`
 }
 
 func logTime(ns int64) string {
@@ -275,6 +302,14 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 	}
 	if st.Failed != nil {
 		s.Failed = st.Failed.Error()
+	}
+	s.Pressure, s.Alarms = []TenantGrade{}, []StaleAlarm{}
+	for _, p := range st.Pressure {
+		s.Pressure = append(s.Pressure, TenantGrade{Tenant: p.Tenant, Grade: p.Grade.String()})
+	}
+	for _, a := range st.Alarms {
+		s.Alarms = append(s.Alarms, StaleAlarm{Tenant: a.Tenant, Level: a.Level, Oldest: logTime(a.Oldest), Since: logTime(a.Since),
+			For: time.Duration(max(st.Now-a.Since, 0)).String()})
 	}
 	for _, lv := range st.Planner.Levels {
 		s.Levels = append(s.Levels, Level{Level: lv.Level, Queued: lv.Queued, Claimed: lv.Claimed, ReadyBatches: lv.ReadyBatches, Lag: lv.Lag.String(), DebtBlockSec: lv.Debt})
@@ -639,6 +674,10 @@ func decodeBody(r *http.Request, v any) error {
 
 func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("action")
+	if pa, ok := policyActions[name]; ok {
+		h.policyCommand(w, r, name, pa)
+		return
+	}
 	action, ok := actions[name]
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown action %q", name))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 
 	ck "github.com/compactkit/compactkit"
@@ -18,6 +19,80 @@ type pageData struct {
 	Quarantine []Quarantined
 	Chart      template.HTML
 	Commands   bool
+	// Policies: the default's row first, then the tenants' own;
+	// MorePolicy counts the rows left out.
+	Policies   []policyRow
+	MorePolicy int
+	CompactNow []string
+	Pressure   []TenantGrade
+	Alarms     []StaleAlarm
+	// MoreGrades counts the grades and alarms left out.
+	MoreGrades int
+}
+
+// policyRow is a policy as the page's table shows it.
+type policyRow struct {
+	Tenant                     string
+	Default, Open              bool
+	Class, Cap, Run, NotBefore string
+	Pressure, StaleAfter       string
+}
+
+const none = "—"
+
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
+	p := t.Policy
+	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Cap: "none", Run: "any time",
+		NotBefore: orNone(p.NotBefore), Pressure: none, StaleAfter: orNone(p.StaleAfter)}
+	if isDefault {
+		row.Tenant = "default"
+	} else if t.Tenant == "" {
+		row.Tenant = "(empty tenant)"
+	}
+	if p.MaxInProgress > 0 {
+		row.Cap = fmt.Sprint(p.MaxInProgress)
+	}
+	if p.Run != nil {
+		var ws []string
+		for _, w := range p.Run.Windows {
+			if pw, err := w.window(); err == nil { // it came from PolicyOf
+				ws = append(ws, pw.String())
+			}
+		}
+		row.Run = p.Run.Mode + " " + strings.Join(ws, "; ")
+	}
+	if th := p.Pressure; th != nil {
+		var ls []string
+		for _, l := range []struct {
+			name string
+			l    *Limit
+		}{{"slow blocks", th.SlowBlocks}, {"stop blocks", th.StopBlocks}, {"slow debt", th.SlowDebt}, {"stop debt", th.StopDebt}} {
+			if l.l != nil {
+				ls = append(ls, fmt.Sprintf("%s %d/%d", l.name, l.l.On, l.l.Off))
+			}
+		}
+		row.Pressure = strings.Join(ls, " · ")
+	}
+	return row
+}
+
+func compactNowText(c CompactNow) string {
+	who := "tenant " + strconv.Quote(c.Tenant)
+	if c.All {
+		who = "every tenant"
+	}
+	level := "every level"
+	if c.Level != nil {
+		level = fmt.Sprintf("level %d", *c.Level)
+	}
+	return fmt.Sprintf("%s at %s (blocks queued up to %s)", who, level, c.Before)
 }
 
 // pageRows bounds each table of the page.
@@ -65,6 +140,21 @@ document.getElementById("pause-form").addEventListener("submit", async (e) => {
 });
 </script>
 {{end}}
+<h2>Policies</h2>
+<table id="policies"><tr><th class="l">tenant</th><th class="l">class</th><th>cap</th><th class="l">run</th><th class="l">not before</th><th class="l">backpressure (on/off)</th><th class="l">stale after</th><th class="l">new jobs</th></tr>
+{{range .Policies}}<tr{{if .Default}} id="policy-default"{{end}}><td class="l">{{if .Default}}<i>{{.Tenant}}</i>{{else}}{{.Tenant}}{{end}}</td><td class="l">{{.Class}}</td><td>{{.Cap}}</td><td class="l">{{.Run}}</td><td class="l">{{.NotBefore}}</td><td class="l">{{.Pressure}}</td><td class="l">{{.StaleAfter}}</td><td class="l">{{if .Open}}<span class="ok">open</span>{{else}}<span class="bad">closed</span>{{end}}</td></tr>{{end}}
+</table>
+{{if .MorePolicy}}<p>… and {{.MorePolicy}} more tenants' policies: <a href="api/policies">api/policies</a></p>{{end}}
+<p>compact now: <span id="compact-now">{{if .CompactNow}}{{range .CompactNow}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>
+<h2>Backpressure</h2>
+{{if not .Pressure}}<p id="pressure">every tenant ok</p>{{else}}<table id="pressure"><tr><th class="l">tenant</th><th class="l">grade</th></tr>
+{{range .Pressure}}<tr><td class="l">{{.Tenant}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
+</table>{{end}}
+<h2>Staleness alarms</h2>
+{{if not .Alarms}}<p id="alarms">none</p>{{else}}<table id="alarms"><tr><th class="l">tenant</th><th>level</th><th class="l">oldest queued</th><th class="l">alarm since</th><th class="l">for</th></tr>
+{{range .Alarms}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Oldest}}</td><td class="l">{{.Since}}</td><td class="l bad">{{.For}}</td></tr>{{end}}
+</table>{{end}}
+{{if .MoreGrades}}<p>… and {{.MoreGrades}} more grades and alarms: <a href="api/status">api/status</a></p>{{end}}
 <h2>Tenants</h2>
 <table id="tenants"><tr><th class="l">tenant</th><th>level</th><th>queued</th><th>ready</th><th>lag</th><th>debt (block·s)</th></tr>
 {{range .Tenants}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
@@ -84,7 +174,7 @@ setInterval(() => {
   if (!a || a.tagName !== "INPUT") location.reload();
 }, 5000);
 </script>
-<p>JSON: <a href="api/status">status</a> · <a href="api/jobs">jobs</a> · <a href="api/tenants">tenants</a> · <a href="api/quarantine">quarantine</a> · <a href="api/dry-run?slots=4">dry run</a></p>
+<p>JSON: <a href="api/status">status</a> · <a href="api/jobs">jobs</a> · <a href="api/tenants">tenants</a> · <a href="api/quarantine">quarantine</a> · <a href="api/policies">policies</a> · <a href="api/dry-run?slots=4">dry run</a></p>
 </body></html>
 `))
 
@@ -99,7 +189,21 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	d := pageData{Status: st, Commands: h.auth != nil}
+	d := pageData{Status: st, Commands: h.auth != nil, Pressure: st.Pressure[:min(len(st.Pressure), pageRows)], Alarms: st.Alarms[:min(len(st.Alarms), pageRows)]}
+	ps, err := h.policiesOf(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d.Policies = append(d.Policies, policyRowOf(ps.Default, true))
+	for _, t := range ps.Tenants[:min(len(ps.Tenants), pageRows)] {
+		d.Policies = append(d.Policies, policyRowOf(t, false))
+	}
+	d.MorePolicy = len(ps.Tenants) - min(len(ps.Tenants), pageRows)
+	d.MoreGrades = len(st.Pressure) - len(d.Pressure) + len(st.Alarms) - len(d.Alarms)
+	for _, c := range ps.CompactNow {
+		d.CompactNow = append(d.CompactNow, compactNowText(c))
+	}
 	for _, t := range h.svc.FSM().Tenants() {
 		if len(d.Tenants) == pageRows {
 			break

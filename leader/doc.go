@@ -40,6 +40,8 @@
 //   - Every wait honours its context; a proposal is bounded by the
 //     propose timeout, so nothing waits forever.
 //
-// Reads ([Service.Stats], [Service.Jobs], ...) are linearizable: the
+// Operator commands ([Service.Operator], [Service.Policy], ...) are
+// proposed like any other write; reads ([Service.Stats],
+// [Service.Policies], [Service.Jobs], ...) are linearizable: the
 // node has taken office in its term and a barrier confirms it still leads.
 package leader

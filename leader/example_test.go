@@ -2,11 +2,14 @@ package leader_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -42,4 +45,41 @@ func Example() {
 	// Output:
 	// assigned [seg-1 seg-2]
 	// entries: 4
+}
+
+// ExampleService_Policy sets a tenant's scheduling policy through the
+// leader: low priority, at most two jobs at once, new jobs only off-peak.
+// At noon its window is closed.
+func ExampleService_Policy() {
+	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	noon := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(func() time.Time { return noon }))
+	ctx := context.Background()
+
+	p := policy.Tenant{
+		Class:         policy.Low,
+		MaxInProgress: 2,
+		Run:           policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 6 * 60}}},
+	}
+	if _, err := svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &p, By: "alice"}); err != nil {
+		panic(err)
+	}
+	ps, err := svc.Policies(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, t := range ps.Tenants {
+		fmt.Println(t.Tenant, t.Policy.Class, t.Policy.MaxInProgress, t.Policy.Run.Mode, t.Policy.Run.Windows, "open:", t.Open)
+	}
+
+	// A freeze that never lifts is refused.
+	always := policy.Tenant{Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: policy.MinutesPerDay}}}}
+	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &always})
+	fmt.Println(errors.Is(err, policy.ErrNeverOpens))
+	// Output:
+	// acme low 2 only-in [Sun,Mon,Tue,Wed,Thu,Fri,Sat 22:00-06:00 UTC+00:00] open: false
+	// true
 }

@@ -551,6 +551,29 @@ func (s *Service) Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.R
 	return s.write(ctx, &raftfsm.Command{Operator: &op})
 }
 
+// Policy proposes a scheduling-policy command (see package policy): set
+// or clear a tenant's policy or the default, or ask for a tenant's blocks
+// to be compacted now. The command needs cluster version 5; below it the
+// error wraps [raftfsm.ErrClusterVersion] and nothing is proposed. A
+// malformed command, or a policy under which work could never start, is
+// refused before it is proposed with an error wrapping
+// [raftfsm.ErrInvalidCommand] (and policy.ErrNeverOpens or
+// policy.ErrInvalid); one the state machine refuses when applying it (too
+// many tenant policies, say) wraps [raftfsm.ErrOperator].
+func (s *Service) Policy(ctx context.Context, p raftfsm.PolicyCommand) (*raftfsm.Result, error) {
+	return s.write(ctx, &raftfsm.Command{Policy: &p})
+}
+
+// Policies returns the scheduling policies in force — the default, the
+// tenants' own with whether each lets new jobs start at the log's time,
+// and the compact-now requests — read on the leader.
+func (s *Service) Policies(ctx context.Context) (raftfsm.Policies, error) {
+	if err := s.read(ctx); err != nil {
+		return raftfsm.Policies{}, err
+	}
+	return s.fsm.Policies(), nil
+}
+
 // SetConfig proposes a new replicated configuration.
 func (s *Service) SetConfig(ctx context.Context, cfg raftfsm.Config) error {
 	_, err := s.write(ctx, &raftfsm.Command{Config: &cfg})

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,34 +70,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1200, 1400))
-	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 60*time.Second) // a browser that hangs fails the test
-	defer cancel()
-
-	var mu sync.Mutex
-	var problems []string
-	chromedp.ListenTarget(bctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.APITypeError || e.Type == runtime.APITypeWarning {
-				var args []string
-				for _, a := range e.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, string(e.Type)+": "+strings.Join(args, " "))
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Error())
-		}
-	})
+	// A policy, for the picture: initech's queue is over its slow
+	// threshold.
+	var res admin.CommandResult
+	api(t, srv, "/api/commands/policy-set", `{"tenant":"initech","policy":{"class":"low","max_in_progress":1,"pressure":{"slow_blocks":{"on":2,"off":1}}}}`, &res)
+	bctx, problems := launch(t, exe)
 
 	var queued, inProgress, job string
 	require.NoError(t, chromedp.Run(bctx,
@@ -134,7 +112,146 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.Len(t, paused, 1, "the pause issued from the page took effect")
 	require.Equal(t, "acme", paused[0].Tenant)
 
+	require.Empty(t, problems(), "console errors or exceptions")
+}
+
+// launch starts headless Chromium for the test, and returns its context
+// and a function listing the console errors, warnings and exceptions seen.
+func launch(t *testing.T, exe string) (context.Context, func() []string) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1200, 1400))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	bctx, cancel = context.WithTimeout(bctx, 60*time.Second) // a browser that hangs fails the test
+	t.Cleanup(cancel)
+
+	var mu sync.Mutex
+	var problems []string
+	chromedp.ListenTarget(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.APITypeError || e.Type == runtime.APITypeWarning {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value))
+				}
+				problems = append(problems, string(e.Type)+": "+strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+e.ExceptionDetails.Error())
+		}
+	})
+	return bctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(problems)
+	}
+}
+
+// api calls the admin API: a GET, or a POST of body, decoding the answer
+// into out; it fails the test unless the status is 200.
+func api(t *testing.T, srv *httptest.Server, path, body string, out any) {
+	t.Helper()
+	var resp *http.Response
+	var err error
+	if body == "" {
+		resp, err = http.Get(srv.URL + path)
+	} else {
+		resp, err = http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+	}
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+}
+
+// rows reads a table of the page as its cells' text, row by row, header
+// row first.
+func rows(id string, out *[][]string) chromedp.Action {
+	return chromedp.Evaluate(`Array.from(document.querySelectorAll("#`+id+` tr")).map(r => Array.from(r.cells).map(c => c.textContent.trim()))`, out)
+}
+
+// TestPoliciesInBrowser sets scheduling policies through the API, then
+// reads the status page in headless Chromium: the Policies table shows the
+// default and each tenant's policy as the API returns it, open or closed
+// at the log's time, and the backpressure and staleness tables show the
+// grades and alarms of the API's status.
+func TestPoliciesInBrowser(t *testing.T) {
+	exe := browser(t)
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 8
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday, noon
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(clock))
+	var blocks []ck.BlockMeta
+	for i, tenant := range []string{"acme", "acme", "acme", "globex", "initech", "initech"} {
+		blocks = append(blocks, leadertest.Block("seg-"+strconv.Itoa(i), tenant, 0, int64(i)*1e9))
+	}
+	_, err = svc.AddBlocks(context.Background(), blocks)
+	require.NoError(t, err)
+	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
+	defer srv.Close()
+
+	var res admin.CommandResult
+	api(t, srv, "/api/commands/policy-set", `{"tenant":"acme","policy":{"class":"low","max_in_progress":1,
+		"run":{"mode":"only-in","windows":[{"days":["Mon","Tue"],"start":"22:00","end":"06:00","offset_minutes":60}]},
+		"pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},"stale_after":"1m"}}`, &res)
+	api(t, srv, "/api/commands/policy-set", `{"tenant":"initech","policy":{"pressure":{"stop_blocks":{"on":2,"off":1}}}}`, &res)
+	api(t, srv, "/api/commands/policy-set", `{"all":true,"policy":{"class":"high","not_before":"2026-11-25T00:00:00Z"}}`, &res)
 	mu.Lock()
-	defer mu.Unlock()
-	require.Empty(t, problems, "console errors or exceptions")
+	now = now.Add(2 * time.Minute) // acme's oldest block waits past its threshold
+	mu.Unlock()
+	api(t, srv, "/api/commands/compact-now", `{"tenant":"globex","level":0}`, &res)
+
+	bctx, problems := launch(t, exe)
+	var policies, pressure, alarms [][]string
+	var compactNow string
+	require.NoError(t, chromedp.Run(bctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible("#policies", chromedp.ByID),
+		rows("policies", &policies),
+		rows("pressure", &pressure),
+		rows("alarms", &alarms),
+		chromedp.Text("#compact-now", &compactNow, chromedp.ByID),
+	))
+
+	// The page shows what the API returns.
+	var ps admin.Policies
+	api(t, srv, "/api/policies", "", &ps)
+	require.Len(t, ps.Tenants, 2)
+	require.Equal(t, [][]string{
+		{"tenant", "class", "cap", "run", "not before", "backpressure (on/off)", "stale after", "new jobs"},
+		{"default", "high", "none", "any time", "2026-11-25T00:00:00Z", "—", "—", "open"},
+		{"acme", "low", "1", "only-in Mon,Tue 22:00-06:00 UTC+01:00", "—", "slow blocks 2/1 · stop blocks 3/2", "1m0s", "closed"},
+		{"initech", "medium", "none", "any time", "—", "stop blocks 2/1", "—", "open"},
+	}, policies)
+	require.Equal(t, "high", ps.Default.Policy.Class)
+	require.True(t, ps.Default.Open)
+	require.Equal(t, "acme", ps.Tenants[0].Tenant)
+	require.False(t, ps.Tenants[0].Open, "Wednesday noon is outside Mon,Tue 22:00-06:00")
+	require.Equal(t, "1m0s", ps.Tenants[0].Policy.StaleAfter)
+	require.True(t, ps.Tenants[1].Open)
+	require.Contains(t, compactNow, `tenant "globex" at level 0`)
+
+	var st admin.Status
+	api(t, srv, "/api/status", "", &st)
+	require.Equal(t, []admin.TenantGrade{{Tenant: "acme", Grade: "slow"}, {Tenant: "initech", Grade: "stop"}}, st.Pressure)
+	require.Equal(t, [][]string{{"tenant", "grade"}, {"acme", "slow"}, {"initech", "stop"}}, pressure)
+	require.Equal(t, []admin.StaleAlarm{{Tenant: "acme", Level: 0, Oldest: "2026-11-25T12:00:00Z", Since: "2026-11-25T12:01:00Z", For: "1m0s"}}, st.Alarms)
+	require.Equal(t, [][]string{
+		{"tenant", "level", "oldest queued", "alarm since", "for"},
+		{"acme", "0", "2026-11-25T12:00:00Z", "2026-11-25T12:01:00Z", "1m0s"},
+	}, alarms)
+	require.Empty(t, problems(), "console errors or exceptions")
 }

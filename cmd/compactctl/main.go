@@ -1,7 +1,7 @@
 // Command compactctl is a command-line client of compactkit's admin API
-// (package admin): it reads the status, jobs, tenants, quarantined blocks
-// and a dry run of the next poll, and issues operator commands. Output is
-// human tables by default and JSON with -o json.
+// (package admin): it reads the status, jobs, tenants, quarantined blocks,
+// scheduling policies and a dry run of the next poll, and issues operator
+// commands. Output is human tables by default and JSON with -o json.
 //
 // Usage:
 //
@@ -9,7 +9,7 @@
 //
 // Commands:
 //
-//	status
+//	status                         (with backpressure grades and staleness alarms)
 //	jobs [-tenant T] [-level N] [-status S] [-limit N] [-cursor C]
 //	job NAME
 //	tenants
@@ -24,6 +24,23 @@
 //	set-max-failures N
 //	fsck
 //	fsck-remove KEY...
+//	policy list
+//	policy set (-tenant T | -all) [-class high|medium|low] [-cap N]
+//	    [-only-in HH:MM-HH:MM[,...] | -never-in HH:MM-HH:MM[,...]] [-days Mon,Tue] [-offset MINUTES]
+//	    [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-debt ON/OFF] [-stop-debt ON/OFF]
+//	    [-stale DURATION]
+//	policy clear (-tenant T | -all)
+//	compact-now (-tenant T | -all) [-level L]
+//
+// policy set replaces the whole policy of the tenant (with -all, the
+// default policy of every tenant without its own): flags left out take the
+// zero policy's value (class medium, no cap, no window, no threshold, no
+// alarm). Windows open on -days (default every day) at -offset minutes east
+// of UTC; an end before the start wraps past midnight. -slow 100/80 enters
+// "slow" at 100 queued blocks and leaves it below 80. policy clear returns a
+// tenant to the default (with -all, resets the default). compact-now plans
+// the tenant's queued blocks without waiting for batches to fill or age.
+// -tenant "" names the empty tenant (multi-tenant segments).
 package main
 
 import (

@@ -18,6 +18,41 @@ import (
 	"github.com/compactkit/compactkit/admin"
 )
 
+// usage lists the commands (as the package documentation does).
+const usage = `  status                         (with backpressure grades and staleness alarms)
+  jobs [-tenant T] [-level N] [-status S] [-limit N] [-cursor C]
+  job NAME
+  tenants
+  quarantine
+  dry-run [-slots N]
+  pause -tenant T [-level N] | pause -level N
+  resume -tenant T [-level N] | resume -level N
+  retry [-job NAME]
+  cancel -job NAME
+  requeue BLOCK...               (also clears marks)
+  mark [-reason TEXT] BLOCK...    (do not compact: quarantined until requeued)
+  set-max-failures N
+  fsck
+  fsck-remove KEY...
+  policy list
+  policy set (-tenant T | -all) [-class high|medium|low] [-cap N]
+      [-only-in HH:MM-HH:MM[,...] | -never-in HH:MM-HH:MM[,...]] [-days Mon,Tue] [-offset MINUTES]
+      [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-debt ON/OFF] [-stop-debt ON/OFF]
+      [-stale DURATION]
+  policy clear (-tenant T | -all)
+  compact-now (-tenant T | -all) [-level L]
+
+  policy set replaces the whole policy of the tenant (with -all, the
+  default policy of every tenant without its own): flags left out take the
+  zero policy's value (class medium, no cap, no window, no threshold, no
+  alarm). Windows open on -days (default every day) at -offset minutes east
+  of UTC; an end before the start wraps past midnight. -slow 100/80 enters
+  "slow" at 100 queued blocks and leaves it below 80. policy clear returns a
+  tenant to the default (with -all, resets the default). compact-now plans
+  the tenant's queued blocks without waiting for batches to fill or age.
+  -tenant "" names the empty tenant (multi-tenant segments).
+`
+
 // client talks to the admin API.
 type client struct {
 	base    string
@@ -39,6 +74,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	format := fs.String("o", "table", "output: table or json")
 	var hdrs headerList
 	fs.Var(&hdrs, "H", "extra request header 'Name: value' (repeatable), e.g. for the host's authorization")
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: compactctl [-addr URL] [-o table|json] [-H 'Header: value'] COMMAND [ARGS]")
+		fs.PrintDefaults()
+		fmt.Fprint(errOut, "\ncommands:\n"+usage)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,7 +98,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		c.headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	show := func(v any, table func(w *tabwriter.Writer)) error {
+	var show showFunc = func(v any, table func(w *tabwriter.Writer)) error {
 		if *format == "json" {
 			enc := json.NewEncoder(out)
 			enc.SetIndent("", "  ")
@@ -87,6 +127,18 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			fmt.Fprintln(w, "\nLEVEL\tQUEUED\tCLAIMED\tREADY\tLAG\tDEBT")
 			for _, l := range st.Levels {
 				fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%d\n", l.Level, l.Queued, l.Claimed, l.ReadyBatches, l.Lag, l.DebtBlockSec)
+			}
+			if len(st.Pressure) > 0 {
+				fmt.Fprintln(w, "\nBACKPRESSURE\tGRADE")
+				for _, p := range st.Pressure {
+					fmt.Fprintf(w, "%s\t%s\n", p.Tenant, p.Grade)
+				}
+			}
+			if len(st.Alarms) > 0 {
+				fmt.Fprintln(w, "\nSTALE\tLEVEL\tOLDEST QUEUED\tALARM SINCE\tFOR")
+				for _, a := range st.Alarms {
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", a.Tenant, a.Level, a.Oldest, a.Since, a.For)
+				}
 			}
 		})
 	case "jobs":
@@ -219,25 +271,55 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(w, "kept (not an orphan)\t%s\n", k)
 			}
 		})
-	case "pause", "resume", "retry", "cancel", "requeue", "mark", "set-max-failures":
-		body, err := commandBody(cmd, rest, errOut)
-		if err != nil {
-			return err
+	case "policy":
+		if len(rest) == 0 {
+			return errors.New("policy: want list, set or clear")
 		}
-		var res admin.CommandResult
-		if err := c.post(ctx, "api/commands/"+cmd, body, &res); err != nil {
-			return err
-		}
-		return show(res, func(w *tabwriter.Writer) {
-			fmt.Fprintf(w, "%s applied at entry %d", res.Action, res.Index)
-			if res.Count > 0 {
-				fmt.Fprintf(w, " (%d)", res.Count)
+		switch rest[0] {
+		case "list":
+			if len(rest) > 1 {
+				return fmt.Errorf("policy list: unexpected arguments %q", rest[1:])
 			}
-			fmt.Fprintln(w)
-		})
+			var ps admin.Policies
+			if err := c.get(ctx, "api/policies", nil, &ps); err != nil {
+				return err
+			}
+			return show(ps, func(w *tabwriter.Writer) { policyTable(w, &ps) })
+		case "set", "clear":
+			return c.command(ctx, "policy-"+rest[0], func() (any, error) { return policyBody(rest[0], rest[1:], errOut) }, show)
+		default:
+			return fmt.Errorf("policy %q: want list, set or clear", rest[0])
+		}
+	case "compact-now":
+		return c.command(ctx, cmd, func() (any, error) { return policyBody(cmd, rest, errOut) }, show)
+	case "pause", "resume", "retry", "cancel", "requeue", "mark", "set-max-failures":
+		return c.command(ctx, cmd, func() (any, error) { return commandBody(cmd, rest, errOut) }, show)
 	default:
 		return fmt.Errorf("unknown command %q", cmd)
 	}
+}
+
+// showFunc prints a value: as JSON, or as the table the function writes.
+type showFunc func(v any, table func(w *tabwriter.Writer)) error
+
+// command posts the body that body builds to api/commands/action and shows
+// the result.
+func (c *client) command(ctx context.Context, action string, body func() (any, error), show showFunc) error {
+	b, err := body()
+	if err != nil {
+		return err
+	}
+	var res admin.CommandResult
+	if err := c.post(ctx, "api/commands/"+action, b, &res); err != nil {
+		return err
+	}
+	return show(res, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "%s applied at entry %d", res.Action, res.Index)
+		if res.Count > 0 {
+			fmt.Fprintf(w, " (%d)", res.Count)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // commandBody builds an operator command's JSON body from its arguments.

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,14 +21,42 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// A live in-process node: a leader service over an in-memory log, its
-// admin API mounted under /admin/ as a host would, requiring a token.
+// live is a live in-process node: a leader service over an in-memory log,
+// its admin API mounted under /admin/ as a host would, requiring a token;
+// its clock moves only when the test advances it.
+type live struct {
+	srv *httptest.Server
+	svc *leader.Service
+	job string // in progress
+
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (l *live) clock() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.now
+}
+
+func (l *live) advance(d time.Duration) {
+	l.mu.Lock()
+	l.now = l.now.Add(d)
+	l.mu.Unlock()
+}
+
 func liveNode(t *testing.T) (*httptest.Server, string) {
+	l := newLive(t)
+	return l.srv, l.job
+}
+
+func newLive(t *testing.T) *live {
 	cfg := raftfsm.DefaultConfig()
 	cfg.Planner.Levels[0].MaxBlocks = 2
 	fsm, err := raftfsm.New(cfg)
 	require.NoError(t, err)
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	l := &live{now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(l.clock))
 	ctx := context.Background()
 	_, err = svc.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9)})
 	require.NoError(t, err)
@@ -42,7 +72,8 @@ func liveNode(t *testing.T) (*httptest.Server, string) {
 	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv, resp.Jobs[0].Job
+	l.srv, l.svc, l.job = srv, svc, resp.Jobs[0].Job
+	return l
 }
 
 func ctl(t *testing.T, srv *httptest.Server, args ...string) (string, error) {

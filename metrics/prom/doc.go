@@ -127,6 +127,21 @@
 // The tenant label is empty for multi-tenant level-0 segments (Prometheus
 // then shows the series without the label).
 //
+// Scheduling policies (package policy), from the replicated state:
+//
+//	compactkit_tenant_pressure{tenant}             gauge  backpressure grade: 1 slow, 2 stop
+//	compactkit_stale_alarm_seconds{tenant,level}   gauge  seconds since a staleness alarm began
+//
+// Only tenants whose grade is not ok have a tenant_pressure series, and
+// only levels in alarm a stale_alarm_seconds series: a tenant graded ok
+// or a level compacted in time has none, so alert on the presence of a
+// series. The grade is what the tenant's ingest is told (raftfsm
+// BlockResult.Pressure); it advises, it never drops blocks. An alarm
+// begins when the level's oldest queued block has waited longer than the
+// tenant's stale_after (Stats.Alarms: Since); the seconds are counted at
+// the state machine's log time, WithClock or not, so every replica
+// reports the same figure at the same entry.
+//
 // # Label cardinality
 //
 // Every label but one is bounded by the configuration: level by the
@@ -136,6 +151,9 @@
 // per tenant and level that holds live blocks, so 2 × tenants × levels
 // series. That is fine for tens or hundreds of tenants; for thousands, use
 // WithoutTenants, which sums tenants away and keeps one series per level.
+// The policy gauges keep their tenant label under WithoutTenants — which
+// tenant is under pressure or in alarm is their point — but have series
+// only for tenants in trouble.
 // No metric has a label per shard, block, job or worker ID (worker IDs
 // appear only as constant labels the caller chooses).
 //
@@ -176,8 +194,10 @@
 // The module ships alerts.yml, Prometheus alerting rules over these
 // metrics (a stopped replica, compaction lag, nothing compacted while
 // blocks wait, a level not compacted for hours, slow polls, excluded jobs, quarantined blocks, a tombstone backlog, a
-// log clock behind, workers rejected or losing leases), and
+// log clock behind, workers rejected or losing leases, a tenant whose
+// backpressure says stop, a staleness alarm), and
 // dashboard.json, a Grafana dashboard of the backlog, lag, debt, jobs,
-// completions, merge throughput and deletions. Their tests check that they
+// completions, merge throughput, deletions, backpressure and staleness
+// alarms. Their tests check that they
 // parse and query only metrics the collectors export.
 package prom

@@ -11,6 +11,7 @@ import (
 
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/planner"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -54,6 +55,9 @@ type FSMCollector struct {
 	// Index.
 	ixBlocks, ixBytes, ixTombstones, ixOrphans, ixReplacements, ixDuplicates *prometheus.Desc
 	ixDeletions, ixResults                                                   *prometheus.Desc
+
+	// Policies: backpressure grades and staleness alarms.
+	pressure, staleAlarm *prometheus.Desc
 }
 
 // NewFSMCollector returns a collector that calls stats at every scrape and
@@ -139,6 +143,9 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 	c.ixDuplicates = d("index", "duplicate_blocks_refused_total", "Blocks refused by the index as duplicates.")
 	c.ixDeletions = d("index", "deletion_records", "Remembered deletions (for deduplication).")
 	c.ixResults = d("index", "remembered_results", "Remembered replacement results.")
+
+	c.pressure = d("", "tenant_pressure", "Backpressure grade of a tenant whose grade is not ok: 1 slow (ingest should slow down), 2 stop (ingest should hold back what it can). Tenants graded ok have no series.", "tenant")
+	c.staleAlarm = d("", "stale_alarm_seconds", "Seconds since a staleness alarm began, at the log's time: the tenant's level has had a block queued for longer than its policy's stale_after. Only levels in alarm have a series.", "tenant", "level")
 	return c
 }
 
@@ -149,6 +156,7 @@ func (c *FSMCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.plKeys, c.plQueued, c.plReady, c.plClaimed, c.plQuarantined, c.plLag, c.plDebt, c.plJobs,
 		c.schJobs, c.schPaused, c.schCompletions, c.schPauseRules,
 		c.ixBlocks, c.ixBytes, c.ixTombstones, c.ixOrphans, c.ixReplacements, c.ixDuplicates, c.ixDeletions, c.ixResults,
+		c.pressure, c.staleAlarm,
 	} {
 		ch <- d
 	}
@@ -232,6 +240,44 @@ func (c *FSMCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.ixDuplicates, ix.DuplicatesRefused)
 	gauge(c.ixDeletions, float64(ix.DeletionRecords))
 	gauge(c.ixResults, float64(ix.Results))
+
+	c.collectPolicies(st, gauge)
+}
+
+// collectPolicies exports the backpressure grades that are not ok and the
+// staleness alarms, one series per tenant (and level), the same series
+// once even if the stats repeat it (the highest grade, the earliest
+// alarm).
+func (c *FSMCollector) collectPolicies(st raftfsm.Stats, gauge func(*prometheus.Desc, float64, ...string)) {
+	var tenants []string
+	grades := make(map[string]policy.Grade, len(st.Pressure))
+	for _, p := range st.Pressure {
+		if p.Grade == policy.OK {
+			continue
+		}
+		g, seen := grades[p.Tenant]
+		if !seen {
+			tenants = append(tenants, p.Tenant)
+		}
+		grades[p.Tenant] = max(g, p.Grade)
+	}
+	for _, t := range tenants {
+		gauge(c.pressure, float64(grades[t]), t)
+	}
+	var keys []tenantLevel
+	since := make(map[tenantLevel]int64, len(st.Alarms))
+	for _, a := range st.Alarms {
+		k := tenantLevel{a.Tenant, a.Level}
+		s, seen := since[k]
+		if !seen {
+			keys = append(keys, k)
+			s = a.Since
+		}
+		since[k] = min(s, a.Since)
+	}
+	for _, k := range keys {
+		gauge(c.staleAlarm, float64(max(st.Now-since[k], 0))/1e9, k.tenant, levelLabel(k.level))
+	}
 }
 
 // lagDebt returns the lag and debt of level l at time at. raftfsm computes

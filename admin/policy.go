@@ -1,0 +1,359 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/compactkit/compactkit/policy"
+	"github.com/compactkit/compactkit/raftfsm"
+)
+
+// Policy is a tenant's scheduling policy (policy.Tenant) as the API shows
+// and takes it: names, not codes. An absent field takes the zero policy's
+// value (no cap, no window, no threshold, no alarm); [Policy.Tenant]
+// converts it, [PolicyOf] is its inverse.
+type Policy struct {
+	// Class is "high", "medium" or "low" (empty: medium).
+	Class string `json:"class,omitempty"`
+	// MaxInProgress caps the tenant's jobs in progress at once; 0 means
+	// no cap.
+	MaxInProgress uint32 `json:"max_in_progress"`
+	// Run says when new jobs may start (absent: at any time).
+	Run *RunPolicy `json:"run,omitempty"`
+	// NotBefore holds new jobs until this time, RFC 3339 (absent: none).
+	NotBefore string `json:"not_before,omitempty"`
+	// Pressure grades the tenant's backlog for its ingest (absent: always
+	// ok).
+	Pressure *Thresholds `json:"pressure,omitempty"`
+	// StaleAfter raises a staleness alarm for a level whose oldest queued
+	// block has waited longer: a Go duration ("1h30m"; absent: no alarm).
+	StaleAfter string `json:"stale_after,omitempty"`
+}
+
+// RunPolicy is policy.RunPolicy: new jobs start only inside the windows
+// (mode "only-in") or never inside them ("never-in").
+type RunPolicy struct {
+	Mode    string   `json:"mode"`
+	Windows []Window `json:"windows"`
+}
+
+// Window is a recurring weekly window (policy.Window): on each of Days
+// ("Sun" to "Sat") from Start to End ("HH:MM", End up to "24:00"; an End
+// before Start wraps past midnight), in UTC shifted by OffsetMinutes.
+type Window struct {
+	Days          []string `json:"days"`
+	Start         string   `json:"start"`
+	End           string   `json:"end"`
+	OffsetMinutes int      `json:"offset_minutes"`
+}
+
+// Thresholds are the backpressure thresholds (policy.Thresholds): absent
+// limits are off.
+type Thresholds struct {
+	SlowBlocks *Limit `json:"slow_blocks,omitempty"`
+	StopBlocks *Limit `json:"stop_blocks,omitempty"`
+	SlowDebt   *Limit `json:"slow_debt,omitempty"`
+	StopDebt   *Limit `json:"stop_debt,omitempty"`
+}
+
+// Limit is a threshold with hysteresis (policy.Limit): a grade is entered
+// at On and left below Off.
+type Limit struct {
+	On  int64 `json:"on"`
+	Off int64 `json:"off"`
+}
+
+// PolicyOf returns p as the API shows it.
+func PolicyOf(p policy.Tenant) Policy {
+	out := Policy{Class: p.Class.String(), MaxInProgress: p.MaxInProgress}
+	if p.Run.Mode != policy.NeverIn || len(p.Run.Windows) > 0 {
+		out.Run = &RunPolicy{Mode: p.Run.Mode.String(), Windows: []Window{}}
+		for _, w := range p.Run.Windows {
+			out.Run.Windows = append(out.Run.Windows, Window{Days: dayNames(w.Days), Start: clock(w.Start), End: clock(w.End), OffsetMinutes: int(w.Offset)})
+		}
+	}
+	if p.NotBefore != 0 {
+		out.NotBefore = logTime(p.NotBefore)
+	}
+	if p.Pressure != (policy.Thresholds{}) {
+		lim := func(l policy.Limit) *Limit {
+			if l == (policy.Limit{}) {
+				return nil
+			}
+			return &Limit{On: l.On, Off: l.Off}
+		}
+		th := p.Pressure
+		out.Pressure = &Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
+	}
+	if p.StaleAfter != 0 {
+		out.StaleAfter = p.StaleAfter.String()
+	}
+	return out
+}
+
+// Tenant converts p to a policy.Tenant. Its errors wrap policy.ErrInvalid
+// and say which field is wrong. It checks what the JSON can get wrong (a
+// name, a time of day, a duration); the policy's own rules — a window
+// that never opens, Off above On — are policy.Tenant.Validate's, which the
+// leader applies before proposing.
+func (p Policy) Tenant() (policy.Tenant, error) {
+	var out policy.Tenant
+	if p.Class != "" {
+		c, err := policy.ParseClass(p.Class)
+		if err != nil {
+			return out, fmt.Errorf("class: %w", err)
+		}
+		out.Class = c
+	}
+	out.MaxInProgress = p.MaxInProgress
+	if p.Run != nil {
+		switch p.Run.Mode {
+		case policy.OnlyIn.String():
+			out.Run.Mode = policy.OnlyIn
+		case policy.NeverIn.String():
+			out.Run.Mode = policy.NeverIn
+		default:
+			return out, fmt.Errorf("run: mode %q, want only-in or never-in: %w", p.Run.Mode, policy.ErrInvalid)
+		}
+		if len(p.Run.Windows) > policy.MaxWindows {
+			return out, fmt.Errorf("run: %d windows, at most %d: %w", len(p.Run.Windows), policy.MaxWindows, policy.ErrInvalid)
+		}
+		for i, w := range p.Run.Windows {
+			pw, err := w.window()
+			if err != nil {
+				return out, fmt.Errorf("run: window %d: %w", i+1, err)
+			}
+			out.Run.Windows = append(out.Run.Windows, pw)
+		}
+	}
+	if p.NotBefore != "" {
+		t, err := time.Parse(time.RFC3339Nano, p.NotBefore)
+		if err != nil {
+			return out, fmt.Errorf("not_before %q: want an RFC 3339 time: %w", p.NotBefore, policy.ErrInvalid)
+		}
+		if t.Before(time.Unix(0, 0)) || t.After(time.Unix(0, math.MaxInt64)) {
+			return out, fmt.Errorf("not_before %q: want a time from 1970 to 2262: %w", p.NotBefore, policy.ErrInvalid)
+		}
+		out.NotBefore = t.UnixNano()
+	}
+	if th := p.Pressure; th != nil {
+		lim := func(l *Limit) policy.Limit {
+			if l == nil {
+				return policy.Limit{}
+			}
+			return policy.Limit{On: l.On, Off: l.Off}
+		}
+		out.Pressure = policy.Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
+	}
+	if p.StaleAfter != "" {
+		d, err := time.ParseDuration(p.StaleAfter)
+		if err != nil {
+			return out, fmt.Errorf("stale_after %q: want a duration such as 1h30m: %w", p.StaleAfter, policy.ErrInvalid)
+		}
+		out.StaleAfter = d
+	}
+	return out, nil
+}
+
+func (w Window) window() (policy.Window, error) {
+	var out policy.Window
+	if len(w.Days) == 0 {
+		return out, fmt.Errorf("days: none, want some of Sun, Mon, Tue, Wed, Thu, Fri, Sat: %w", policy.ErrInvalid)
+	}
+	for _, name := range w.Days {
+		d, ok := parseDay(name)
+		if !ok {
+			return out, fmt.Errorf("day %q, want Sun, Mon, Tue, Wed, Thu, Fri or Sat: %w", name, policy.ErrInvalid)
+		}
+		out.Days |= 1 << uint(d)
+	}
+	var err error
+	if out.Start, err = parseClock(w.Start, false); err != nil {
+		return out, fmt.Errorf("start: %w", err)
+	}
+	if out.End, err = parseClock(w.End, true); err != nil {
+		return out, fmt.Errorf("end: %w", err)
+	}
+	if w.OffsetMinutes < -policy.MaxOffset || w.OffsetMinutes > policy.MaxOffset {
+		return out, fmt.Errorf("offset_minutes %d, at most %d either way: %w", w.OffsetMinutes, policy.MaxOffset, policy.ErrInvalid)
+	}
+	out.Offset = int16(w.OffsetMinutes)
+	return out, nil
+}
+
+// parseDay parses a day's name: "Mon" or "Monday", in any case.
+func parseDay(s string) (time.Weekday, bool) {
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		if strings.EqualFold(s, d.String()[:3]) || strings.EqualFold(s, d.String()) {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+func dayNames(w policy.Weekdays) []string {
+	out := []string{}
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		if w.Has(d) {
+			out = append(out, d.String()[:3])
+		}
+	}
+	return out
+}
+
+// parseClock parses "HH:MM" as minutes of the day; "24:00" only as an end.
+func parseClock(s string, end bool) (uint16, error) {
+	h, m, ok := strings.Cut(s, ":")
+	hh, err1 := strconv.ParseUint(h, 10, 8)
+	mm, err2 := strconv.ParseUint(m, 10, 8)
+	switch {
+	case !ok || len(h) != 2 || len(m) != 2 || err1 != nil || err2 != nil || hh > 24 || mm > 59:
+		return 0, fmt.Errorf("%q, want HH:MM: %w", s, policy.ErrInvalid)
+	case hh == 24 && (mm != 0 || !end):
+		return 0, fmt.Errorf("%q: 24:00 is only an end: %w", s, policy.ErrInvalid)
+	}
+	return uint16(hh*60 + mm), nil
+}
+
+func clock(m uint16) string { return fmt.Sprintf("%02d:%02d", m/60, m%60) }
+
+// Policies is the answer of GET api/policies: the default policy, the
+// tenants' own and the compact-now requests in force.
+type Policies struct {
+	// LogTime is the log time at which Open is judged.
+	LogTime string         `json:"log_time"`
+	Default TenantPolicy   `json:"default"`
+	Tenants []TenantPolicy `json:"tenants"`
+	// CompactNow lists the compact-now requests still in force.
+	CompactNow []CompactNow `json:"compact_now"`
+}
+
+// TenantPolicy is a tenant's own policy (or the default, with no tenant)
+// and whether it lets the tenant's new jobs start at the log's time (its
+// run window and not-before time).
+type TenantPolicy struct {
+	Tenant string `json:"tenant"`
+	Open   bool   `json:"open"`
+	Policy Policy `json:"policy"`
+}
+
+// CompactNow is a compact-now request in force: the blocks of Tenant
+// (every tenant with All) at Level (every level when absent) queued up to
+// Before are planned without waiting for their batches to fill or age.
+type CompactNow struct {
+	Tenant string  `json:"tenant"`
+	All    bool    `json:"all,omitempty"`
+	Level  *uint32 `json:"level,omitempty"`
+	Before string  `json:"before"`
+}
+
+func (h *Handler) policiesOf(r *http.Request) (*Policies, error) {
+	ps, err := h.svc.Policies(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	_, _, now := h.svc.FSM().LastApplied()
+	out := &Policies{
+		LogTime:    logTime(now),
+		Default:    TenantPolicy{Open: ps.Default.MayStart(now), Policy: PolicyOf(ps.Default)},
+		Tenants:    []TenantPolicy{},
+		CompactNow: []CompactNow{},
+	}
+	for _, t := range ps.Tenants {
+		out.Tenants = append(out.Tenants, TenantPolicy{Tenant: t.Tenant, Open: t.Open, Policy: PolicyOf(t.Policy)})
+	}
+	for _, c := range ps.CompactNow {
+		cn := CompactNow{Tenant: c.Tenant, All: c.AllTenants, Before: logTime(c.Before)}
+		if !c.AllLevels {
+			level := c.Level
+			cn.Level = &level
+		}
+		out.CompactNow = append(out.CompactNow, cn)
+	}
+	return out, nil
+}
+
+func (h *Handler) policies(r *http.Request) (any, error) { return h.policiesOf(r) }
+
+// PolicyCommand is the body of the policy commands: "policy-set"
+// (Tenant or All, and Policy), "policy-clear" (Tenant or All) and
+// "compact-now" (Tenant or All, and optionally Level). Tenant is a
+// pointer because the empty tenant (multi-tenant segments) is a tenant:
+// exactly one of Tenant and All is given.
+type PolicyCommand struct {
+	Tenant *string `json:"tenant,omitempty"`
+	All    bool    `json:"all,omitempty"`
+	Level  *uint32 `json:"level,omitempty"`
+	Policy *Policy `json:"policy,omitempty"`
+}
+
+var policyActions = map[string]raftfsm.PolicyAction{
+	"policy-set": raftfsm.PolicySet, "policy-clear": raftfsm.PolicyClear, "compact-now": raftfsm.PolicyCompactNow,
+}
+
+// policyCommand converts the body of a policy command; its errors are the
+// caller's (400).
+func policyCommand(name string, action raftfsm.PolicyAction, c *PolicyCommand) (raftfsm.PolicyCommand, error) {
+	var out raftfsm.PolicyCommand
+	if (c.Tenant != nil) == c.All {
+		return out, badf(`%s: name a tenant ("tenant") or every tenant ("all": true), not both`, name)
+	}
+	out = raftfsm.PolicyCommand{Action: action, All: c.All, Level: c.Level}
+	if c.Tenant != nil {
+		out.Tenant = *c.Tenant
+	}
+	if c.Level != nil && action != raftfsm.PolicyCompactNow {
+		return out, badf("%s: level is for compact-now only", name)
+	}
+	switch {
+	case action == raftfsm.PolicySet && c.Policy == nil:
+		return out, badf("%s: policy is required", name)
+	case action != raftfsm.PolicySet && c.Policy != nil:
+		return out, badf("%s: takes no policy", name)
+	case c.Policy != nil:
+		p, err := c.Policy.Tenant()
+		if err != nil {
+			return out, badRequest{fmt.Errorf("%s: policy: %w", name, err)}
+		}
+		out.Policy = &p
+	}
+	return out, nil
+}
+
+func (h *Handler) policyCommand(w http.ResponseWriter, r *http.Request, name string, action raftfsm.PolicyAction) {
+	if !h.commandAllowed(w, r, name) {
+		return
+	}
+	var c PolicyCommand
+	if err := decodeBody(r, &c); err != nil {
+		fail(w, err)
+		return
+	}
+	cmd, err := policyCommand(name, action, &c)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if h.identity != nil {
+		cmd.By = h.identity(r)
+	}
+	res, err := h.svc.Policy(r.Context(), cmd)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	h.log.Info("admin: command", "action", name, "by", cmd.By, "tenant", cmd.Tenant, "all", cmd.All, "from", r.RemoteAddr, "entry", res.Index)
+	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count})
+}
+
+// refused reports whether err is the state machine refusing a policy as
+// unworkable (one under which work could never start), which is answered
+// as the other refusals are (409), not as malformed input.
+func refused(err error) bool {
+	return errors.Is(err, policy.ErrNeverOpens) || errors.Is(err, raftfsm.ErrClusterVersion)
+}

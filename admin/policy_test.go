@@ -1,0 +1,333 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/policy"
+	"github.com/compactkit/compactkit/raftfsm"
+)
+
+// noon is a Wednesday, 12:00 UTC.
+var noon = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// clockNode is a leader service whose clock the test moves, with blocks
+// queued at noon: acme 3, globex 1, initech 2 (level 0).
+type clockNode struct {
+	svc *leader.Service
+	fsm *raftfsm.FSM
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (n *clockNode) clock() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.now
+}
+
+func (n *clockNode) advance(d time.Duration) {
+	n.mu.Lock()
+	n.now = n.now.Add(d)
+	n.mu.Unlock()
+}
+
+func newClockNode(t *testing.T, version byte) *clockNode {
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 8
+	cfg.StartVersion = version
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	n := &clockNode{fsm: fsm, now: noon}
+	n.svc = leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(n.clock))
+	var blocks []ck.BlockMeta
+	for i, tenant := range []string{"acme", "acme", "acme", "globex", "initech", "initech"} {
+		blocks = append(blocks, leadertest.Block(tenant+"-"+string(rune('a'+i)), tenant, 0, int64(i)*1e9))
+	}
+	_, err = n.svc.AddBlocks(context.Background(), blocks)
+	require.NoError(t, err)
+	return n
+}
+
+// acmePolicy is every field of a policy, as the API takes and shows it.
+const acmePolicy = `{"class":"low","max_in_progress":1,
+ "run":{"mode":"only-in","windows":[{"days":["Mon","Tue"],"start":"22:00","end":"06:00","offset_minutes":60}]},
+ "not_before":"2026-12-01T00:00:00Z",
+ "pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},
+ "stale_after":"1m0s"}`
+
+// Policies set through the API read back with names, not codes; the
+// status shows the grades and alarms they lead to.
+func TestPolicies(t *testing.T) {
+	n := newClockNode(t, 0)
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(func(_ *http.Request, action string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, action)
+		return nil
+	})))
+	defer srv.Close()
+
+	var res admin.CommandResult
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-set", `{"tenant":"acme","policy":`+acmePolicy+`}`, nil, &res))
+	require.Equal(t, "policy-set", res.Action)
+	require.Equal(t, 1, res.Count)
+	require.Positive(t, res.Index)
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-set", `{"all":true,"policy":{"class":"high"}}`, nil, &res))
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-set", `{"tenant":"initech","policy":{"pressure":{"stop_blocks":{"on":2,"off":1}}}}`, nil, &res))
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/compact-now", `{"tenant":"globex","level":0}`, nil, &res))
+	require.Equal(t, "compact-now", res.Action)
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/compact-now", `{"all":true}`, nil, &res))
+
+	var ps admin.Policies
+	require.Equal(t, 200, call(t, srv, "GET", "/api/policies", "", nil, &ps))
+	require.Equal(t, "2026-11-25T12:00:00Z", ps.LogTime)
+	require.Equal(t, admin.TenantPolicy{Open: true, Policy: admin.Policy{Class: "high"}}, ps.Default)
+	var want admin.Policy
+	require.NoError(t, json.Unmarshal([]byte(acmePolicy), &want))
+	zero := uint32(0)
+	require.Equal(t, []admin.TenantPolicy{
+		{Tenant: "acme", Open: false, Policy: want}, // not before December, and outside its window
+		{Tenant: "initech", Open: true, Policy: admin.Policy{Class: "medium", Pressure: &admin.Thresholds{StopBlocks: &admin.Limit{On: 2, Off: 1}}}},
+	}, ps.Tenants)
+	require.Equal(t, []admin.CompactNow{
+		{All: true, Before: "2026-11-25T12:00:00Z"},
+		{Tenant: "globex", Level: &zero, Before: "2026-11-25T12:00:00Z"},
+	}, ps.CompactNow)
+
+	// The literal JSON: names and strings, zero fields left out.
+	var raw map[string]any
+	require.Equal(t, 200, call(t, srv, "GET", "/api/policies", "", nil, &raw))
+	acme := raw["tenants"].([]any)[0].(map[string]any)["policy"].(map[string]any)
+	require.Equal(t, map[string]any{"mode": "only-in", "windows": []any{
+		map[string]any{"days": []any{"Mon", "Tue"}, "start": "22:00", "end": "06:00", "offset_minutes": 60.0},
+	}}, acme["run"])
+	require.Equal(t, "2026-12-01T00:00:00Z", acme["not_before"])
+	require.Equal(t, map[string]any{"slow_blocks": map[string]any{"on": 2.0, "off": 1.0}, "stop_blocks": map[string]any{"on": 3.0, "off": 2.0}}, acme["pressure"])
+	def := raw["default"].(map[string]any)["policy"].(map[string]any)
+	require.Equal(t, map[string]any{"class": "high", "max_in_progress": 0.0}, def, "zero fields are left out")
+
+	// Backpressure: acme's 3 blocks reach its stop threshold, but its
+	// closed window holds it at slow; initech's 2 reach stop.
+	var st admin.Status
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", nil, &st))
+	require.Equal(t, []admin.TenantGrade{{Tenant: "acme", Grade: "slow"}, {Tenant: "initech", Grade: "stop"}}, st.Pressure)
+	require.Empty(t, st.Alarms)
+
+	// Two minutes on, acme's oldest block has waited past its one-minute
+	// threshold: an alarm since 12:01, for a minute at the log's time.
+	n.advance(2 * time.Minute)
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-clear", `{"tenant":"nobody"}`, nil, &res))
+	require.Equal(t, 0, res.Count, "clearing a policy that is not set changes nothing")
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", nil, &st))
+	require.Equal(t, []admin.StaleAlarm{{Tenant: "acme", Level: 0, Oldest: "2026-11-25T12:00:00Z", Since: "2026-11-25T12:01:00Z", For: "1m0s"}}, st.Alarms)
+
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-clear", `{"tenant":"acme"}`, nil, &res))
+	require.Equal(t, 1, res.Count)
+	require.Equal(t, 200, call(t, srv, "GET", "/api/policies", "", nil, &ps))
+	require.Len(t, ps.Tenants, 1)
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range []string{"policy-set", "compact-now", "policy-clear", "policies", "status"} {
+		require.Contains(t, asked, a)
+		require.True(t, slices.Contains(admin.Actions, a), a)
+	}
+}
+
+// Malformed policy commands are 400 with a message naming what is wrong,
+// policies the state machine refuses are 409 as other refusals, and
+// neither changes anything.
+func TestPolicyCommandErrors(t *testing.T) {
+	n := newClockNode(t, 0)
+	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(allow)))
+	defer srv.Close()
+	readOnly := httptest.NewServer(admin.New(n.svc))
+	defer readOnly.Close()
+	window := func(w string) string {
+		return `{"tenant":"a","policy":{"run":{"mode":"only-in","windows":[` + w + `]}}}`
+	}
+	everyDay := `"days":["Sun","Mon","Tue","Wed","Thu","Fri","Sat"]`
+
+	var before strings.Builder
+	require.NoError(t, n.fsm.Snapshot(&before))
+	for _, c := range []struct {
+		action, body string
+		code         int
+		says         string
+	}{
+		{"policy-set", `{"policy":{}}`, 400, `name a tenant ("tenant") or every tenant ("all": true)`},
+		{"policy-set", `{"tenant":"a","all":true,"policy":{}}`, 400, "not both"},
+		{"policy-set", `{"tenant":"a"}`, 400, "policy is required"},
+		{"policy-set", `{"tenant":"a","level":1,"policy":{}}`, 400, "level is for compact-now only"},
+		{"policy-set", `{"tenant":"a","policy":{"class":"urgent"}}`, 400, `class "urgent"`},
+		{"policy-set", `{"tenant":"a","policy":{"colour":"red"}}`, 400, "colour"},
+		{"policy-set", `{"tenant":"a","policy":{"max_in_progress":-1}}`, 400, "max_in_progress"},
+		{"policy-set", window(`{"days":["Funday"],"start":"22:00","end":"06:00"}`), 400, `day "Funday"`},
+		{"policy-set", window(`{"days":[],"start":"22:00","end":"06:00"}`), 400, "days: none"},
+		{"policy-set", window(`{"days":["Mon"],"start":"25:00","end":"06:00"}`), 400, `start: "25:00"`},
+		{"policy-set", window(`{"days":["Mon"],"start":"24:00","end":"06:00"}`), 400, "24:00 is only an end"},
+		{"policy-set", window(`{"days":["Mon"],"start":"9:00","end":"17:00"}`), 400, `"9:00", want HH:MM`},
+		{"policy-set", window(`{"days":["Mon"],"start":"09:00","end":"17:00","offset_minutes":900}`), 400, "offset_minutes 900"},
+		{"policy-set", window(`{"days":["Mon"],"start":"09:00","end":"09:00"}`), 400, "empty (start equals end)"},
+		{"policy-set", `{"tenant":"a","policy":{"run":{"mode":"sometimes","windows":[]}}}`, 400, `mode "sometimes"`},
+		{"policy-set", `{"tenant":"a","policy":{"not_before":"tomorrow"}}`, 400, `not_before "tomorrow"`},
+		{"policy-set", `{"tenant":"a","policy":{"not_before":"1969-12-31T23:59:59Z"}}`, 400, "from 1970 to 2262"},
+		{"policy-set", `{"tenant":"a","policy":{"stale_after":"soon"}}`, 400, `stale_after "soon"`},
+		{"policy-set", `{"tenant":"a","policy":{"stale_after":"-1h"}}`, 400, "stale after -1h0m0s"},
+		{"policy-set", `{"tenant":"a","policy":{"pressure":{"slow_blocks":{"on":1,"off":2}}}}`, 400, "want 0 ≤ off ≤ on"},
+		{"policy-clear", `{"tenant":"a","policy":{}}`, 400, "takes no policy"},
+		{"compact-now", `{"tenant":"a","policy":{}}`, 400, "takes no policy"},
+		{"compact-now", `{}`, 400, "name a tenant"},
+		{"compact-now", `{"tenant":"a"} {"tenant":"b"}`, 400, "more than one JSON value"},
+		// Refused by the state machine: work could never start.
+		{"policy-set", window(``), 409, "work could never start"},
+		{"policy-set", `{"tenant":"a","policy":{"run":{"mode":"never-in","windows":[{` + everyDay + `,"start":"00:00","end":"24:00"}]}}}`, 409, "work could never start"},
+	} {
+		var e struct{ Error string }
+		require.Equal(t, c.code, call(t, srv, "POST", "/api/commands/"+c.action, c.body, nil, &e), "%s %s: %s", c.action, c.body, e.Error)
+		require.Contains(t, e.Error, c.says, "%s %s", c.action, c.body)
+	}
+	var e struct{ Error string }
+	require.Equal(t, 403, call(t, readOnly, "POST", "/api/commands/policy-set", `{"tenant":"a","policy":{}}`, nil, &e), "read-only")
+	require.Equal(t, 405, call(t, srv, "GET", "/api/commands/compact-now", "", nil, nil))
+	var after strings.Builder
+	require.NoError(t, n.fsm.Snapshot(&after))
+	require.Equal(t, before.String(), after.String(), "refused commands change nothing")
+
+	// Below cluster version 5 policies are refused as the cluster's
+	// version, and reads show none.
+	old := newClockNode(t, 4)
+	oldSrv := httptest.NewServer(admin.New(old.svc, admin.WithAuthorizer(allow)))
+	defer oldSrv.Close()
+	require.Equal(t, 409, call(t, oldSrv, "POST", "/api/commands/compact-now", `{"all":true}`, nil, &e))
+	require.Contains(t, e.Error, "cluster version")
+	var ps admin.Policies
+	require.Equal(t, 200, call(t, oldSrv, "GET", "/api/policies", "", nil, &ps))
+	require.Empty(t, ps.Tenants)
+	require.Empty(t, ps.CompactNow)
+	require.True(t, ps.Default.Open)
+}
+
+// The status page shows the policies, the grades and the alarms.
+func TestPolicyPage(t *testing.T) {
+	n := newClockNode(t, 0)
+	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(allow)))
+	defer srv.Close()
+	var res admin.CommandResult
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-set", `{"tenant":"acme","policy":`+acmePolicy+`}`, nil, &res))
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/compact-now", `{"tenant":"globex"}`, nil, &res))
+	resp, err := srv.Client().Get(srv.URL + "/")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	page := string(body)
+	for _, want := range []string{
+		`id="policies"`, `id="policy-default"`, `<td class="l">acme</td><td class="l">low</td><td>1</td>`,
+		"only-in Mon,Tue 22:00-06:00 UTC&#43;01:00", "slow blocks 2/1 · stop blocks 3/2", "2026-12-01T00:00:00Z",
+		`<span class="bad">closed</span>`, `tenant &#34;globex&#34; at every level`, `id="pressure"`, `id="alarms"`,
+	} {
+		require.Contains(t, page, want)
+	}
+}
+
+// PolicyOf and Policy.Tenant are inverse, through JSON.
+func TestPolicyJSONRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		limit := func(name string) policy.Limit {
+			return policy.Limit{On: rapid.Int64().Draw(t, name+".on"), Off: rapid.Int64().Draw(t, name+".off")}
+		}
+		p := policy.Tenant{
+			Class:         policy.Class(rapid.IntRange(0, 2).Draw(t, "class")),
+			MaxInProgress: rapid.Uint32().Draw(t, "cap"),
+			Run:           policy.RunPolicy{Mode: policy.RunMode(rapid.IntRange(0, 1).Draw(t, "mode"))},
+			NotBefore:     rapid.Int64Range(0, 1<<63-1).Draw(t, "notBefore"),
+			Pressure:      policy.Thresholds{SlowBlocks: limit("slowBlocks"), StopBlocks: limit("stopBlocks"), SlowDebt: limit("slowDebt"), StopDebt: limit("stopDebt")},
+			StaleAfter:    time.Duration(rapid.Int64().Draw(t, "stale")),
+		}
+		for range rapid.IntRange(0, policy.MaxWindows).Draw(t, "windows") {
+			p.Run.Windows = append(p.Run.Windows, policy.Window{
+				Days:   policy.Weekdays(rapid.IntRange(1, int(policy.EveryDay)).Draw(t, "days")),
+				Start:  uint16(rapid.IntRange(0, policy.MinutesPerDay-1).Draw(t, "start")),
+				End:    uint16(rapid.IntRange(0, policy.MinutesPerDay).Draw(t, "end")),
+				Offset: int16(rapid.IntRange(-policy.MaxOffset, policy.MaxOffset).Draw(t, "offset")),
+			})
+		}
+		data, err := json.Marshal(admin.PolicyOf(p))
+		require.NoError(t, err)
+		var back admin.Policy
+		require.NoError(t, json.Unmarshal(data, &back))
+		got, err := back.Tenant()
+		require.NoError(t, err, string(data))
+		require.True(t, p.Equal(got), "%+v\n%s\n%+v", p, data, got)
+	})
+}
+
+// The API's policy converts every field of policy.Tenant: a field added
+// there must be added to admin.Policy (PolicyOf, Policy.Tenant), or a
+// policy-set through the API would silently reset it.
+func TestPolicyFieldsCovered(t *testing.T) {
+	for _, c := range []struct {
+		v      any
+		fields []string
+	}{
+		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "StaleAfter"}},
+		{policy.RunPolicy{}, []string{"Mode", "Windows"}},
+		{policy.Window{}, []string{"Days", "Start", "End", "Offset"}},
+		{policy.Thresholds{}, []string{"SlowBlocks", "StopBlocks", "SlowDebt", "StopDebt"}},
+		{policy.Limit{}, []string{"On", "Off"}},
+	} {
+		typ := reflect.TypeOf(c.v)
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		require.Equal(t, c.fields, got, "%s changed: convert the new fields in admin.Policy", typ)
+	}
+}
+
+// The policy decoder takes any input without panicking; what it accepts
+// and the policy package validates survives a round trip unchanged.
+func FuzzPolicyJSON(f *testing.F) {
+	f.Add([]byte(acmePolicy))
+	f.Add([]byte(`{"class":"high","run":{"mode":"never-in","windows":[{"days":["sat","Sunday"],"start":"00:00","end":"24:00","offset_minutes":-840}]}}`))
+	f.Add([]byte(`{"not_before":"2262-04-11T23:47:16.854775807Z","stale_after":"2562047h"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p admin.Policy
+		if json.Unmarshal(data, &p) != nil {
+			return
+		}
+		tp, err := p.Tenant()
+		if err != nil {
+			require.ErrorIs(t, err, policy.ErrInvalid)
+			return
+		}
+		if tp.Validate() != nil {
+			return
+		}
+		shown := admin.PolicyOf(tp)
+		again, err := shown.Tenant()
+		require.NoError(t, err)
+		require.True(t, tp.Equal(again), "%+v\n%+v", tp, again)
+		require.Equal(t, shown, admin.PolicyOf(again))
+	})
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/compactkit/compactkit/admin"
+)
+
+// policyBody builds the body of "policy set", "policy clear" or
+// "compact-now" from its flags. It only arranges the flags into the API's
+// JSON (admin.PolicyCommand): the API converts and checks the policy, in
+// one place, and answers what is wrong.
+func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyCommand, error) {
+	sub := flag.NewFlagSet("policy "+cmd, flag.ContinueOnError)
+	if cmd == "compact-now" {
+		sub = flag.NewFlagSet(cmd, flag.ContinueOnError)
+	}
+	sub.SetOutput(errOut)
+	tenant := sub.String("tenant", "", "the tenant (-tenant \"\" is the empty tenant of multi-tenant segments)")
+	all := sub.Bool("all", false, "every tenant: the default policy (set, clear), or every tenant's blocks (compact-now)")
+	var level *int
+	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowDebt, stopDebt, stale *string
+	var limit *uint
+	var offset *int
+	switch cmd {
+	case "compact-now":
+		level = sub.Int("level", -1, "only this level (default every level)")
+	case "set":
+		class = sub.String("class", "", "priority class: high, medium (default) or low")
+		limit = sub.Uint("cap", 0, "at most this many jobs in progress at once (0: no cap)")
+		onlyIn = sub.String("only-in", "", "new jobs start only in these windows: HH:MM-HH:MM[,HH:MM-HH:MM...]")
+		neverIn = sub.String("never-in", "", "new jobs never start in these windows: HH:MM-HH:MM[,...]")
+		days = sub.String("days", "", "the days the windows open on: Mon,Tue,... (default every day)")
+		offset = sub.Int("offset", 0, "the windows' offset east of UTC, in minutes")
+		notBefore = sub.String("not-before", "", "no new job before this RFC 3339 time")
+		slow = sub.String("slow", "", "backpressure slow when queued blocks reach ON, until below OFF: ON/OFF")
+		stop = sub.String("stop", "", "backpressure stop on queued blocks: ON/OFF")
+		slowDebt = sub.String("slow-debt", "", "backpressure slow on compaction debt (ready batches): ON/OFF")
+		stopDebt = sub.String("stop-debt", "", "backpressure stop on compaction debt: ON/OFF")
+		stale = sub.String("stale", "", "staleness alarm when a level's oldest queued block waits longer (a duration: 1h)")
+	}
+	if err := sub.Parse(args); err != nil {
+		return nil, err
+	}
+	name := sub.Name()
+	if sub.NArg() != 0 {
+		return nil, fmt.Errorf("%s: unexpected arguments %q", name, sub.Args())
+	}
+	given := map[string]bool{}
+	sub.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["tenant"] == *all {
+		return nil, fmt.Errorf("%s: want -tenant T or -all", name)
+	}
+	body := &admin.PolicyCommand{All: *all}
+	if given["tenant"] {
+		body.Tenant = tenant
+	}
+	switch cmd {
+	case "compact-now":
+		if given["level"] {
+			if *level < 0 {
+				return nil, fmt.Errorf("%s: -level %d", name, *level)
+			}
+			l := uint32(*level)
+			body.Level = &l
+		}
+	case "set":
+		if *limit > 1<<32-1 {
+			return nil, fmt.Errorf("%s: -cap %d: too large", name, *limit)
+		}
+		p := &admin.Policy{Class: *class, MaxInProgress: uint32(*limit), NotBefore: *notBefore, StaleAfter: *stale}
+		run, err := runPolicy(*onlyIn, *neverIn, *days, *offset, given)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		p.Run = run
+		th := &admin.Thresholds{}
+		for _, l := range []struct {
+			flag, value string
+			to          **admin.Limit
+		}{{"slow", *slow, &th.SlowBlocks}, {"stop", *stop, &th.StopBlocks}, {"slow-debt", *slowDebt, &th.SlowDebt}, {"stop-debt", *stopDebt, &th.StopDebt}} {
+			if l.value == "" {
+				continue
+			}
+			lim, err := onOff(l.value)
+			if err != nil {
+				return nil, fmt.Errorf("%s: -%s: %w", name, l.flag, err)
+			}
+			*l.to = lim
+		}
+		if *th != (admin.Thresholds{}) {
+			p.Pressure = th
+		}
+		body.Policy = p
+	}
+	return body, nil
+}
+
+// runPolicy arranges the window flags into the API's run policy.
+func runPolicy(onlyIn, neverIn, days string, offset int, given map[string]bool) (*admin.RunPolicy, error) {
+	mode, ranges := "only-in", onlyIn
+	switch {
+	case onlyIn != "" && neverIn != "":
+		return nil, errors.New("-only-in or -never-in, not both")
+	case neverIn != "":
+		mode, ranges = "never-in", neverIn
+	case onlyIn == "":
+		if given["days"] || given["offset"] {
+			return nil, errors.New("-days and -offset need -only-in or -never-in")
+		}
+		return nil, nil
+	}
+	dayList := []string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
+	if days != "" {
+		dayList = strings.Split(days, ",")
+	}
+	run := &admin.RunPolicy{Mode: mode}
+	for _, r := range strings.Split(ranges, ",") {
+		start, end, ok := strings.Cut(r, "-")
+		if !ok {
+			return nil, fmt.Errorf("-%s %q: want HH:MM-HH:MM", mode, r)
+		}
+		run.Windows = append(run.Windows, admin.Window{Days: dayList, Start: start, End: end, OffsetMinutes: offset})
+	}
+	return run, nil
+}
+
+// onOff parses "ON/OFF" (or "N": on and off at N) as a limit.
+func onOff(s string) (*admin.Limit, error) {
+	on, off, found := strings.Cut(s, "/")
+	if !found {
+		off = on
+	}
+	a, err1 := strconv.ParseInt(on, 10, 64)
+	b, err2 := strconv.ParseInt(off, 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("%q: want ON/OFF, two integers", s)
+	}
+	return &admin.Limit{On: a, Off: b}, nil
+}
+
+// policyTable writes the policies as a table.
+func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
+	fmt.Fprintf(w, "log time\t%s\n\n", ps.LogTime)
+	fmt.Fprintln(w, "TENANT\tCLASS\tCAP\tRUN\tNOT BEFORE\tBACKPRESSURE (ON/OFF)\tSTALE AFTER\tNEW JOBS")
+	row := func(name string, t admin.TenantPolicy) {
+		p := t.Policy
+		capText, run, pressure, open := "none", "any time", "-", "closed"
+		if p.MaxInProgress > 0 {
+			capText = strconv.FormatUint(uint64(p.MaxInProgress), 10)
+		}
+		if tp, err := p.Tenant(); err == nil && p.Run != nil {
+			var ws []string
+			for _, w := range tp.Run.Windows {
+				ws = append(ws, w.String())
+			}
+			run = p.Run.Mode + " " + strings.Join(ws, "; ")
+		}
+		if th := p.Pressure; th != nil {
+			var ls []string
+			for _, l := range []struct {
+				name string
+				l    *admin.Limit
+			}{{"slow", th.SlowBlocks}, {"stop", th.StopBlocks}, {"slow-debt", th.SlowDebt}, {"stop-debt", th.StopDebt}} {
+				if l.l != nil {
+					ls = append(ls, fmt.Sprintf("%s %d/%d", l.name, l.l.On, l.l.Off))
+				}
+			}
+			pressure = strings.Join(ls, ", ")
+		}
+		if t.Open {
+			open = "open"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Class, capText, run, dash(p.NotBefore), pressure, dash(p.StaleAfter), open)
+	}
+	row("(default)", ps.Default)
+	for _, t := range ps.Tenants {
+		row(tenantName(t.Tenant), t)
+	}
+	if len(ps.CompactNow) > 0 {
+		fmt.Fprintln(w, "\nCOMPACT NOW\tLEVEL\tQUEUED UP TO")
+		for _, c := range ps.CompactNow {
+			who, level := tenantName(c.Tenant), "every"
+			if c.All {
+				who = "(every tenant)"
+			}
+			if c.Level != nil {
+				level = strconv.FormatUint(uint64(*c.Level), 10)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\n", who, level, c.Before)
+		}
+	}
+}
+
+// tenantName shows a tenant's name, and the empty tenant as "".
+func tenantName(t string) string {
+	if t == "" {
+		return `""`
+	}
+	return t
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/leader/leadertest"
+)
+
+func policies(t *testing.T, l *live) admin.Policies {
+	t.Helper()
+	out, err := ctl(t, l.srv, "-o", "json", "policy", "list")
+	require.NoError(t, err)
+	var ps admin.Policies
+	require.NoError(t, json.Unmarshal([]byte(out), &ps))
+	return ps
+}
+
+// Policies set from the command line reach the state machine through the
+// API, every flag in its place, and read back in the table and as JSON.
+func TestCLIPolicies(t *testing.T) {
+	l := newLive(t)
+	out, err := ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-class", "low", "-cap", "2",
+		"-only-in", "22:00-06:00,12:00-13:00", "-days", "Mon,Tue", "-offset", "60", "-not-before", "2026-12-01T00:00:00Z",
+		"-slow", "100/80", "-stop", "500/400", "-slow-debt", "10/5", "-stop-debt", "20", "-stale", "1h")
+	require.NoError(t, err)
+	require.Contains(t, out, "policy-set applied at entry")
+	require.Contains(t, out, "(1)")
+
+	window := func(start, end string) admin.Window {
+		return admin.Window{Days: []string{"Mon", "Tue"}, Start: start, End: end, OffsetMinutes: 60}
+	}
+	ps := policies(t, l)
+	require.Equal(t, []admin.TenantPolicy{{Tenant: "acme", Open: false, Policy: admin.Policy{
+		Class: "low", MaxInProgress: 2,
+		Run:       &admin.RunPolicy{Mode: "only-in", Windows: []admin.Window{window("22:00", "06:00"), window("12:00", "13:00")}},
+		NotBefore: "2026-12-01T00:00:00Z",
+		Pressure: &admin.Thresholds{SlowBlocks: &admin.Limit{On: 100, Off: 80}, StopBlocks: &admin.Limit{On: 500, Off: 400},
+			SlowDebt: &admin.Limit{On: 10, Off: 5}, StopDebt: &admin.Limit{On: 20, Off: 20}},
+		StaleAfter: "1h0m0s",
+	}}}, ps.Tenants)
+
+	// A never-in window every night, for the default; the empty tenant's
+	// own policy.
+	_, err = ctl(t, l.srv, "policy", "set", "-all", "-class", "high", "-never-in", "02:00-03:00")
+	require.NoError(t, err)
+	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "", "-cap", "1")
+	require.NoError(t, err)
+	_, err = ctl(t, l.srv, "compact-now", "-tenant", "acme", "-level", "0")
+	require.NoError(t, err)
+	_, err = ctl(t, l.srv, "compact-now", "-all")
+	require.NoError(t, err)
+	out, err = ctl(t, l.srv, "policy", "list")
+	require.NoError(t, err)
+	for _, want := range []string{
+		"log time  2026-11-25T12:00:00Z",
+		"(default)  high    none  never-in Sun,Mon,Tue,Wed,Thu,Fri,Sat 02:00-03:00 UTC+00:00",
+		`""         medium  1     any time`,
+		"acme       low     2     only-in Mon,Tue 22:00-06:00 UTC+01:00; Mon,Tue 12:00-13:00 UTC+01:00  2026-12-01T00:00:00Z  slow 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20  1h0m0s       closed",
+		"(every tenant)  every  2026-11-25T12:00:00Z",
+		"acme            0      2026-11-25T12:00:00Z",
+	} {
+		require.Contains(t, out, want)
+	}
+	ps = policies(t, l)
+	require.Equal(t, "high", ps.Default.Policy.Class)
+	require.True(t, ps.Default.Open, "noon is outside 02:00-03:00")
+	require.Len(t, ps.Tenants, 2)
+	require.Len(t, ps.CompactNow, 2)
+
+	out, err = ctl(t, l.srv, "policy", "clear", "-tenant", "acme")
+	require.NoError(t, err)
+	require.Contains(t, out, "policy-clear applied at entry")
+	_, err = ctl(t, l.srv, "policy", "clear", "-all")
+	require.NoError(t, err)
+	ps = policies(t, l)
+	require.Equal(t, admin.Policy{Class: "medium"}, ps.Default.Policy)
+	require.Len(t, ps.Tenants, 1)
+	require.Equal(t, "", ps.Tenants[0].Tenant)
+}
+
+// status shows the backpressure grades and the staleness alarms.
+func TestCLIStatusPressure(t *testing.T) {
+	l := newLive(t)
+	_, err := l.svc.AddBlocks(context.Background(), []ck.BlockMeta{
+		leadertest.Block("g-1", "globex", 0, 0), leadertest.Block("g-2", "globex", 1, 0), leadertest.Block("g-3", "globex", 2, 0),
+	})
+	require.NoError(t, err)
+	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "globex", "-stop", "2/1", "-stale", "1m")
+	require.NoError(t, err)
+	l.advance(90 * time.Second)
+	_, err = ctl(t, l.srv, "compact-now", "-tenant", "nobody") // an entry at the new time
+	require.NoError(t, err)
+	out, err := ctl(t, l.srv, "status")
+	require.NoError(t, err)
+	require.Contains(t, out, "BACKPRESSURE  GRADE\nglobex        stop")
+	require.Contains(t, out, "globex  0      2026-11-25T12:00:00Z  2026-11-25T12:01:00Z  30s")
+}
+
+// Wrong flags are refused before anything is sent; what the API refuses
+// comes back with its status and message.
+func TestCLIPolicyErrors(t *testing.T) {
+	l := newLive(t)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"policy"}, "want list, set or clear"},
+		{[]string{"policy", "frobnicate"}, `policy "frobnicate"`},
+		{[]string{"policy", "list", "extra"}, "unexpected arguments"},
+		{[]string{"policy", "set", "-class", "low"}, "want -tenant T or -all"},
+		{[]string{"policy", "set", "-tenant", "a", "-all"}, "want -tenant T or -all"},
+		{[]string{"policy", "set", "-tenant", "a", "-only-in", "22:00-06:00", "-never-in", "01:00-02:00"}, "not both"},
+		{[]string{"policy", "set", "-tenant", "a", "-days", "Mon"}, "-days and -offset need -only-in or -never-in"},
+		{[]string{"policy", "set", "-tenant", "a", "-only-in", "22:00"}, `-only-in "22:00": want HH:MM-HH:MM`},
+		{[]string{"policy", "set", "-tenant", "a", "-slow", "fast"}, `-slow: "fast": want ON/OFF`},
+		{[]string{"policy", "set", "-tenant", "a", "-level", "1"}, "flag provided but not defined: -level"},
+		{[]string{"policy", "clear", "-tenant", "a", "-class", "low"}, "flag provided but not defined: -class"},
+		{[]string{"compact-now", "-all", "-level", "-2"}, "-level -2"},
+		{[]string{"compact-now"}, "want -tenant T or -all"},
+		// The API's answers.
+		{[]string{"policy", "set", "-tenant", "a", "-class", "urgent"}, `400 Bad Request: policy-set: policy: class: policy: class "urgent"`},
+		{[]string{"policy", "set", "-tenant", "a", "-only-in", "22:00-06:00", "-days", "Funday"}, `400 Bad Request: policy-set: policy: run: window 1: day "Funday"`},
+		{[]string{"policy", "set", "-tenant", "a", "-stale", "soon"}, `400 Bad Request: policy-set: policy: stale_after "soon"`},
+		{[]string{"policy", "set", "-tenant", "a", "-slow", "10/20"}, "400 Bad Request"},
+		{[]string{"policy", "set", "-tenant", "a", "-never-in", "00:00-24:00"}, "409 Conflict"},
+	} {
+		_, err := ctl(t, l.srv, c.args...)
+		require.ErrorContains(t, err, c.says, "%q", c.args)
+	}
+	ps := policies(t, l)
+	require.Empty(t, ps.Tenants, "nothing refused was set")
+}
