@@ -10,7 +10,7 @@ import (
 
 // CheckDerived checks the state the scheduler derives from its jobs,
 // pauses and tenant policies against a recomputation from scratch: every
-// job's rank, limit and holds, the indexes it is in, the tenants' counts
+// job's rank, hasCap and holds, the indexes it is in, the tenants' counts
 // of jobs in progress, the tenant index, the capped count and the
 // per-level statistics. It returns the first disagreement.
 func CheckDerived(s *Scheduler) error { return s.checkDerived() }
@@ -35,8 +35,8 @@ func (s *Scheduler) checkDerived() error {
 		p := s.policy(j.st.Tenant)
 		want := *j
 		s.shape(&want, p, counts[j.st.Tenant])
-		if want.rank != j.rank || want.limit != j.limit || want.hold != j.hold {
-			err = fmt.Errorf("job %s: rank %d limit %d hold %b, want %d %d %b", j.st.Name, j.rank, j.limit, j.hold, want.rank, want.limit, want.hold)
+		if want.rank != j.rank || want.hasCap != j.hasCap || want.hold != j.hold {
+			err = fmt.Errorf("job %s: rank %d cap %t hold %b, want %d %t %b", j.st.Name, j.rank, j.hasCap, j.hold, want.rank, want.hasCap, want.hold)
 			return false
 		}
 		in := func(t interface{ Has(*job) bool }) bool { return t.Has(j) }

@@ -23,10 +23,11 @@ type job struct {
 	// state, whatever the job's status. A held unassigned job is left out
 	// of the assignment indexes; so is a paused or closed in-progress job.
 	hold uint8
-	// rank is the rank of the tenant's effective policy, and limit its
-	// MaxInProgress: copied at insert, changed by the policy setters.
-	rank  uint8
-	limit uint32
+	// rank is the rank of the tenant's effective policy, and hasCap
+	// whether it has a cap (MaxInProgress > 0): copied at insert, changed
+	// by the policy setters.
+	rank   uint8
+	hasCap bool
 	// entry and pre say that the record was made by a change of entry
 	// `entry`, and that the job's version before that entry was pre. They
 	// are transient: only a Tx of that entry reads them.

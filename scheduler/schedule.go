@@ -244,10 +244,10 @@ func (sc *Schedule) lim(tenant string) *tenantLim {
 	return l
 }
 
-// passed reports whether AssignJob passes over a job of the view with
-// the given tenant and limit: its tenant became full in this schedule.
+// passed reports whether AssignJob passes over a job of the view: its
+// tenant became full in this schedule.
 func (sc *Schedule) passed(j *job) bool {
-	if sc.nfull == 0 || j.limit == 0 {
+	if sc.nfull == 0 || !j.hasCap {
 		return false
 	}
 	l := sc.lims[j.st.Tenant]
@@ -399,7 +399,7 @@ func (sc *Schedule) AssignJob(worker string) bool {
 	} else {
 		o = sc.touch(c.j)
 		ch.Job, ch.Version = c.j.st.Name, c.j.st.Version
-		if c.j.limit > 0 && !c.expired {
+		if c.j.hasCap && !c.expired {
 			sc.count(sc.lim(c.j.st.Tenant))
 		}
 	}

@@ -98,10 +98,10 @@ func (s *Scheduler) holds(tenant string, level uint32, p TenantPolicy, n int) ui
 	return h
 }
 
-// shape sets the policy-derived fields of j (its rank, limit and holds)
+// shape sets the policy-derived fields of j (its rank, hasCap and holds)
 // for its tenant's policy p and n jobs in progress.
 func (s *Scheduler) shape(j *job, p TenantPolicy, n int) {
-	j.rank, j.limit = p.Rank, p.MaxInProgress
+	j.rank, j.hasCap = p.Rank, p.MaxInProgress > 0
 	j.hold = s.holds(j.st.Tenant, j.st.Level, p, n)
 }
 
@@ -197,7 +197,7 @@ func (s *Scheduler) Capped(tenant string) bool {
 }
 
 // repolicy changes the policy of tenant from old to p: the capped count
-// and the jobs whose rank, limit or holds change.
+// and the jobs whose rank, holds or hasCap change.
 func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
 	n := s.counts[tenant]
 	wasCapped, capped := old.capped(n), p.capped(n)
@@ -207,14 +207,16 @@ func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
 	case wasCapped && !capped:
 		s.nCapped--
 	}
-	if old.Rank == p.Rank && old.MaxInProgress == p.MaxInProgress && old.Closed == p.Closed {
-		return
+	if old.Rank == p.Rank && old.Closed == p.Closed && wasCapped == capped && (old.MaxInProgress > 0) == (p.MaxInProgress > 0) {
+		return // a cap changed without crossing the count: the tenant index has it
 	}
 	s.reshape(tenant, p, n)
 }
 
-// reshape gives every job of tenant the rank, limit and holds of policy p
-// with n jobs in progress, replacing the records that change.
+// reshape gives every job of tenant the rank, hasCap and holds of policy
+// p with n jobs in progress, replacing the records that change: re-keyed
+// on a rank change, moved in or out of the assignment indexes on a hold
+// change.
 func (s *Scheduler) reshape(tenant string, p TenantPolicy, n int) {
 	var names []string
 	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
@@ -225,7 +227,7 @@ func (s *Scheduler) reshape(tenant string, p TenantPolicy, n int) {
 		j := s.get(name)
 		nj := j.with()
 		s.shape(nj, p, n)
-		if nj.rank != j.rank || nj.limit != j.limit || nj.hold != j.hold {
+		if nj.rank != j.rank || nj.hasCap != j.hasCap || nj.hold != j.hold {
 			s.replace(j, nj)
 		}
 	}
