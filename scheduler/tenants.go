@@ -108,8 +108,9 @@ func (s *Scheduler) shape(j *job, p TenantPolicy, n int) {
 // SetDefaultPolicy sets the policy of the tenants without their own. The
 // state machine calls it while applying an entry (and after [Restore]).
 // It costs O(jobs of the tenants without their own policy) plus a lookup
-// per tenant, and re-keys or (de)activates exactly the jobs whose rank or
-// holds change. Versions are kept.
+// per tenant, and replaces exactly the job records whose rank, holds or
+// cap presence change: re-keyed on a rank change, (de)activated on a hold
+// change. Versions are kept.
 func (s *Scheduler) SetDefaultPolicy(p TenantPolicy) {
 	if p == s.def {
 		return
@@ -148,9 +149,10 @@ func (s *Scheduler) firstKey(from tenantKey) (tenantKey, bool) {
 }
 
 // SetTenantPolicy gives tenant a policy of its own, in place of the
-// default. It costs O(the tenant's jobs), and re-keys or (de)activates
-// exactly the jobs whose rank or holds change. Versions are kept. The
-// tenant name is not validated: the state machine validates its commands.
+// default. It costs O(the tenant's jobs), and replaces exactly the job
+// records whose rank, holds or cap presence change, as SetDefaultPolicy
+// does. Versions are kept. The tenant name is not validated: the state
+// machine validates its commands.
 func (s *Scheduler) SetTenantPolicy(tenant string, p TenantPolicy) {
 	old, own := s.policies[tenant]
 	if own && old == p {
