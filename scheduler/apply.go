@@ -204,13 +204,17 @@ func (tx *Tx) skip(r *Result, reason Skip, format string, args ...any) Result {
 // sets the job's version to the entry's index.
 //
 //   - add: no such job, and none completed recently; the queue is below
-//     its limit; the plan's tenant and level are not paused. The job is
-//     unassigned, its token the entry's token index, added now.
-//   - assign: an active (not paused) job, unassigned, or in progress with
-//     its lease expired (now > deadline) and below the failure limit once
-//     the abandoned attempt is counted; the new token must be greater than
-//     the job's last assignment's. In progress for c.Worker until now +
-//     lease.
+//     its limit; the plan's tenant and level are not paused, and the
+//     tenant is not closed ([TenantPolicy]; a capped tenant's job is
+//     added, and waits). The job is unassigned, its token the entry's
+//     token index, added now.
+//   - assign: a job neither paused nor closed, unassigned, or in progress
+//     with its lease expired (now > deadline) and below the failure limit
+//     once the abandoned attempt is counted; an unassigned one only while
+//     its tenant is below its cap (so two assigns of one entry respect
+//     it; a reassignment leaves the count as it is); the new token must
+//     be greater than the job's last assignment's. In progress for
+//     c.Worker until now + lease.
 //   - exclude: in progress, expired, and the abandoned attempt reaches the
 //     failure limit. Excluded.
 //   - renew: in progress and c.Token is the job's token. Deadline becomes
@@ -260,14 +264,18 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		switch {
 		case c.Worker == "":
 			return tx.skip(&r, SkippedInvalid, "assign without a worker")
-		case !j.active:
+		case j.hold&holdPaused != 0:
 			return tx.skip(&r, SkippedPaused, "")
+		case j.hold&holdClosed != 0:
+			return tx.skip(&r, SkippedClosed, "tenant %q", j.st.Tenant)
 		case j.st.Status == ck.StatusExcluded:
 			return tx.skip(&r, SkippedExcluded, "")
 		case j.st.Status == ck.StatusInProgress && !expired:
 			return tx.skip(&r, SkippedLeaseNotExpired, "")
 		case expired && cfg.atLimit(j.st.Failures):
 			return tx.skip(&r, SkippedAtFailureLimit, "%d failures before, limit %d: exclude instead", j.st.Failures, cfg.MaxFailures)
+		case j.st.Status == ck.StatusUnassigned && j.hold&holdCapped != 0:
+			return tx.skip(&r, SkippedCapped, "tenant %q: %d in progress, cap %d", j.st.Tenant, s.counts[j.st.Tenant], s.policy(j.st.Tenant).MaxInProgress)
 		case j.st.Worker == "" && tx.token < j.st.Token, j.st.Worker != "" && tx.token <= j.st.Token:
 			return tx.skip(&r, SkippedTokenNotNewer, "token %d, the job's %d", tx.token, j.st.Token)
 		}
@@ -373,15 +381,19 @@ func (tx *Tx) add(c *ck.Change, r *Result) Result {
 	case s.pauses.paused(c.Plan.Tenant, c.Plan.Level):
 		return tx.skip(r, SkippedPaused, "")
 	}
+	pol := s.policy(c.Plan.Tenant)
+	if pol.Closed {
+		return tx.skip(r, SkippedClosed, "tenant %q", c.Plan.Tenant)
+	}
 	plan := c.Plan
 	j := &job{
 		st: ck.JobState{
 			Name: c.Job, Tenant: plan.Tenant, Level: plan.Level, Status: ck.StatusUnassigned,
 			Token: tx.token, Version: tx.e.Index, AddedAt: tx.now,
 		},
-		plan:   plan,
-		active: true,
+		plan: plan,
 	}
+	s.shape(j, pol, s.counts[plan.Tenant])
 	tx.stamp(j, nil)
 	s.insert(j)
 	s.counters.Added++
@@ -463,17 +475,18 @@ func (s *Scheduler) ExtendLeases(e ck.Entry, now int64) int {
 	_ = e
 	target := lease.Grant(now, 0, s.cfg.LeaseDuration).Deadline
 	var short []*job
-	// The active jobs: in each (level, failures) group of the expiry index,
-	// the deadlines before target are a prefix.
+	// The jobs neither paused nor closed: in each (level, rank, failures)
+	// group of the expiry index, the deadlines before target are a prefix.
 	var probe job
-	for level, f := uint32(0), uint32(0); ; {
+	for level, r, f := uint32(0), uint8(0), uint32(0); ; {
+		probe.rank = r
 		probe.st = ck.JobState{Level: level, Failures: f, Deadline: math.MinInt64}
 		first := true
 		s.expiry.AscendGreaterOrEqual(&probe, func(j *job) bool {
 			if first {
-				level, f, first = j.st.Level, j.st.Failures, false
+				level, r, f, first = j.st.Level, j.rank, j.st.Failures, false
 			}
-			if j.st.Level != level || j.st.Failures != f || j.st.Deadline >= target {
+			if j.st.Level != level || j.rank != r || j.st.Failures != f || j.st.Deadline >= target {
 				return false
 			}
 			short = append(short, j)
@@ -482,15 +495,15 @@ func (s *Scheduler) ExtendLeases(e ck.Entry, now int64) int {
 		if first {
 			break // no group left
 		}
-		if f < math.MaxUint32 {
-			f++
-		} else if level < maxLevel {
-			level, f = level+1, 0
-		} else {
-			break
+		var more bool
+		if r, f, more = nextGroup(r, f); !more {
+			if level == maxLevel {
+				break
+			}
+			level, r, f = level+1, 0, 0
 		}
 	}
-	// The paused ones.
+	// The paused and closed ones.
 	s.idle.Ascend(func(j *job) bool {
 		if j.st.Deadline >= target {
 			return false
@@ -579,9 +592,13 @@ func (s *Scheduler) SetPaused(e ck.Entry, tenant string, level *uint32, paused b
 	s.pauses = next
 	for _, name := range names {
 		j := s.get(name)
-		if active := !next.paused(j.st.Tenant, j.st.Level); active != j.active {
+		hold := j.hold &^ holdPaused
+		if next.paused(j.st.Tenant, j.st.Level) {
+			hold |= holdPaused
+		}
+		if hold != j.hold {
 			nj := j.with()
-			nj.active = active
+			nj.hold = hold
 			s.replace(j, nj)
 		}
 	}

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,6 +73,38 @@ func TestScheduleIsAStableView(t *testing.T) {
 	}
 	got := <-done
 	require.Len(t, got, 50, "the view still sees 50 unassigned jobs")
+}
+
+// A schedule in use keeps the tenant policies of its view while the
+// scheduler's change (setters, caps reached and released by Apply) on
+// another goroutine.
+func TestScheduleKeepsItsPolicies(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.s.SetTenantPolicy("capped", scheduler.TenantPolicy{MaxInProgress: 3})
+	h.add(plans("c", "capped", 0, 20)...)
+	h.add(plans("o", "open", 0, 20)...)
+	sc := h.s.Schedule(h.now)
+	done := make(chan []string)
+	go func() {
+		var got []string
+		for sc.AssignJob("w1") {
+		}
+		for _, c := range sc.Update().Changes {
+			got = append(got, c.Job)
+		}
+		held := sc.Held("capped", 0)
+		got = append(got, fmt.Sprintf("held=%t", held))
+		done <- got
+	}()
+	for i := range 10 {
+		h.s.SetTenantPolicy("capped", scheduler.TenantPolicy{MaxInProgress: uint32(i % 4), Rank: uint8(i % 3)})
+		h.s.SetDefaultPolicy(scheduler.TenantPolicy{Closed: i%2 == 0, Rank: 1})
+		h.assign("w2", 2)
+	}
+	got := <-done
+	require.Len(t, got, 3+20+1, "the view's cap: 3 of capped, all 20 of open")
+	require.Equal(t, []string{"c-00", "c-01", "c-02"}, got[:3])
+	require.Equal(t, "held=true", got[len(got)-1])
 }
 
 func listAll(s *scheduler.Scheduler) []ck.JobState {

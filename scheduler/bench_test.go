@@ -30,7 +30,7 @@ func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 			p.Sources = append(p.Sources, fmt.Sprintf("%s-src-%02d", name, k))
 		}
 		idx++
-		return &job{plan: p, active: true, st: ck.JobState{
+		return &job{plan: p, st: ck.JobState{
 			Name: name, Tenant: p.Tenant, Level: level, Status: ck.StatusUnassigned,
 			Token: fencing.Token(idx), Version: idx, AddedAt: benchNow - int64(time.Minute),
 		}}
@@ -262,5 +262,97 @@ func BenchmarkSchedulerApply(b *testing.B) {
 			cpu.report(b)
 			b.ReportMetric(float64(st.s.Len()), "queue")
 		})
+	}
+}
+
+// heldFixture builds the scheduler of BenchmarkScheduleHeldTenants:
+// 10,000 tenants; 9,999 of them ("t-00000" ...) with one job in progress
+// and two unassigned jobs at level 0 whose names put them at the head of
+// the ready order, and one ("zz") with 1,000 unassigned jobs behind them.
+// With caps, each of the 9,999 has a cap of 1 (its own policy): all are
+// capped, so their unassigned jobs are held. "zz" has no cap.
+func heldFixture(tb testing.TB, caps bool) *Scheduler {
+	tb.Helper()
+	cfg := DefaultConfig()
+	cfg.MaxQueueSize = 0
+	s, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	idx := uint64(1)
+	mk := func(name, tenant string, status ck.JobStatus) {
+		idx++
+		j := &job{plan: &ck.JobPlan{Name: name, Tenant: tenant, Sources: []string{name + "-src"}}, st: ck.JobState{
+			Name: name, Tenant: tenant, Status: status, Token: fencing.Token(idx), Version: idx, AddedAt: benchNow,
+		}}
+		if status == ck.StatusInProgress {
+			j.st.Worker, j.st.Deadline = "w0", benchNow+int64(time.Hour)
+		}
+		s.insert(j)
+	}
+	for i := range 9999 {
+		tenant := fmt.Sprintf("t-%05d", i)
+		mk(fmt.Sprintf("a-%05d-0", i), tenant, ck.StatusUnassigned)
+		mk(fmt.Sprintf("a-%05d-1", i), tenant, ck.StatusUnassigned)
+		mk(fmt.Sprintf("r-%05d", i), tenant, ck.StatusInProgress)
+	}
+	for i := range 1000 {
+		mk(fmt.Sprintf("z-%05d", i), "zz", ck.StatusUnassigned)
+	}
+	s.lastEntry = idx
+	if caps {
+		for i := range 9999 {
+			s.SetTenantPolicy(fmt.Sprintf("t-%05d", i), TenantPolicy{MaxInProgress: 1})
+		}
+	}
+	return s
+}
+
+// BenchmarkScheduleHeldTenants measures opening a schedule and assigning
+// jobs (1, or a poll's 16) with 10,000 tenants: caps=none without
+// policies, where the 9,999 tenants' jobs at the head of the ready order
+// are assigned; caps=9999 with those tenants capped, where their held
+// jobs are out of the ready order and the uncapped tenant's are
+// assigned. cpu-ns/op is the process's CPU time per operation (see
+// BenchmarkPrepare). Target (issue 20): caps=9999 within 10 % of
+// caps=none.
+func BenchmarkScheduleHeldTenants(b *testing.B) {
+	for _, caps := range []bool{false, true} {
+		s := heldFixture(b, caps)
+		for _, n := range []int{1, 16} {
+			name := fmt.Sprintf("caps=none/assigns=%d", n)
+			if caps {
+				name = fmt.Sprintf("caps=9999/assigns=%d", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				// The jobs assigned are the ones expected.
+				sc := s.Schedule(benchNow)
+				for range n {
+					if !sc.AssignJob("w") {
+						b.Fatal("nothing assigned")
+					}
+				}
+				for _, c := range sc.Update().Changes {
+					if want := "a-"; caps {
+						want = "z-"
+						if c.Job[:2] != want {
+							b.Fatalf("assigned %s, want a job of zz", c.Job)
+						}
+					} else if c.Job[:2] != want {
+						b.Fatalf("assigned %s, want a job of the head", c.Job)
+					}
+				}
+				b.ReportAllocs()
+				cpu := &cpuMeter{}
+				cpu.resume()
+				for b.Loop() {
+					sc := s.Schedule(benchNow)
+					for range n {
+						sc.AssignJob("w")
+					}
+				}
+				cpu.report(b)
+			})
+		}
 	}
 }

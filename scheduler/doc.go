@@ -48,18 +48,62 @@
 // its level's aging threshold since it was added (Config.AgingThreshold), so
 // that a busy level 0 cannot starve higher levels forever. Within an
 // effective level, unassigned jobs come first, then in-progress jobs whose
-// lease expired; each by failures (fewer first), deadline (earlier first)
-// and name. Paused tenants and levels ([Scheduler.SetPaused]) are skipped.
+// lease expired; each by its tenant's rank (lower first; an aged job
+// competes at rank 0), failures (fewer first), deadline (earlier first)
+// and name. Paused tenants and levels ([Scheduler.SetPaused]) are skipped,
+// and so are held tenants (below).
+//
+// # Tenant policies
+//
+// A [TenantPolicy] — a default ([Scheduler.SetDefaultPolicy]) and
+// per-tenant overrides ([Scheduler.SetTenantPolicy]) — gives a tenant a
+// rank, a cap of jobs in progress and a closed state. The state machine
+// derives them from its replicated policies in log time (a priority class
+// is a rank; a run window or a not-before time that forbids starting work
+// now is Closed) and sets them while applying entries. They are derived
+// state: the snapshot does not hold them, and after [Restore] the state
+// machine sets them again; a restored scheduler with the same policies is
+// the original's equal. Without policies (the zero TenantPolicy) the
+// scheduler behaves exactly as before they existed.
+//
+// What holds a job, in order of precedence (the first that applies is the
+// reason an assign is skipped):
+//
+//  1. A pause ([Scheduler.SetPaused]) holds everything of its tenant or
+//     level: no add, no assign, no reassignment of an expired job.
+//  2. A closed tenant: no add ([SkippedClosed]), no assign, no
+//     reassignment of an expired job; jobs in progress run to their end
+//     (renewed, completed, failed, released as usual).
+//  3. A cap: while the tenant has MaxInProgress jobs in progress (or more,
+//     after the cap was lowered), its unassigned jobs are not assigned
+//     ([SkippedCapped]); they are still added (they wait), and its expired
+//     jobs are still reassigned, which leaves the count as it is.
+//  4. Aging lifts a waiting job to level 0 and rank 0; it never lifts a
+//     hold.
+//
+// Apply checks every hold again, so a policy applied between a poll's
+// Prepare and its Apply wins, and two assigns of one tenant in one entry
+// respect its cap. A schedule counts its own assignments per tenant and
+// never hands a tenant more than its cap; [Schedule.Held] tells the planner
+// which tenants to skip.
+//
+// Held jobs leave the assignment indexes when their hold begins, as paused
+// ones do, so that a poll never visits them: a poll's cost does not grow
+// with the number of held tenants. The transition costs O(the tenant's
+// jobs): a policy change, or a change that moves the tenant's count of jobs
+// in progress across its cap.
 //
 // # Cost
 //
 // Opening a schedule is O(1): the indexes are github.com/google/btree trees
-// cloned copy-on-write. Unassigned jobs are indexed by (level, failures,
-// deadline, name) and by (level, added, name) for aging; in-progress jobs by
-// (level, failures, deadline, name), where the expired ones of a failure
+// cloned copy-on-write. Unassigned jobs without a hold are indexed by
+// (level, rank, failures, deadline, name) and by (level, added, name) for
+// aging; in-progress jobs neither paused nor closed by (level, rank,
+// failures, deadline, name), where the expired ones of a rank and failure
 // count are a prefix; excluded jobs by the entry that excluded them. Each
 // schedule operation costs O(log n) per level visited plus the jobs the
-// schedule itself touched, never O(n).
+// schedule itself touched (and, with caps, the jobs of the tenants it
+// filled to their cap), never O(n).
 //
 // # Snapshots
 //

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
@@ -202,7 +203,7 @@ func ExampleScheduler_SetPaused() {
 	// Output:
 	// assigned: false
 	// added: false
-	// stats: [{Level:0 Unassigned:1 InProgress:0 Excluded:0 Paused:1}]
+	// stats: [{Level:0 Unassigned:1 InProgress:0 Excluded:0 Paused:1 Held:0}]
 	// assigned after resume: true
 }
 
@@ -234,4 +235,87 @@ func ExampleScheduler_List() {
 	// Output:
 	// j1 j2 | next: acme/1/j2
 	// j3 | next:
+}
+
+// addJobs adds plans for the tenants' jobs at entry index, level 0.
+func addJobs(s *scheduler.Scheduler, index uint64, jobs ...string) {
+	sc := s.Schedule(start)
+	for _, name := range jobs {
+		tenant, _, _ := strings.Cut(name, "-")
+		sc.AddJob(ck.JobPlan{Name: name, Tenant: tenant, Sources: []string{name + "-src"}})
+	}
+	tx := s.Begin(ck.Entry{Index: index, Time: start}, start, 0)
+	for _, c := range sc.Update().Changes {
+		tx.Apply(&c)
+	}
+}
+
+// A rank orders tenants at the same level: the state machine maps priority
+// classes High, Medium and Low to ranks 0, 1 and 2.
+func ExampleScheduler_SetTenantPolicy() {
+	s, _ := scheduler.New(scheduler.DefaultConfig())
+	addJobs(s, 1, "bulk-1", "ingest-1", "web-1")
+	s.SetTenantPolicy("bulk", scheduler.TenantPolicy{Rank: 2})
+	s.SetTenantPolicy("ingest", scheduler.TenantPolicy{Rank: 1})
+
+	sc := s.Schedule(start)
+	for sc.AssignJob("w1") {
+	}
+	for _, c := range sc.Update().Changes {
+		fmt.Println(c.Kind, c.Job)
+	}
+	// Output:
+	// assign web-1
+	// assign ingest-1
+	// assign bulk-1
+}
+
+// A cap bounds a tenant's jobs in progress: its other jobs wait, and other
+// tenants go first. Apply checks the cap again.
+func ExampleScheduler_SetTenantPolicy_cap() {
+	s, _ := scheduler.New(scheduler.DefaultConfig())
+	addJobs(s, 1, "acme-1", "acme-2", "acme-3", "beta-1")
+	s.SetTenantPolicy("acme", scheduler.TenantPolicy{MaxInProgress: 1})
+
+	sc := s.Schedule(start)
+	for sc.AssignJob("w1") {
+	}
+	fmt.Println("acme held in this poll:", sc.Held("acme", 0))
+	applyUpdate(s, ck.Entry{Index: 2, Time: start}, sc.Update())
+	fmt.Println("acme in progress:", s.InProgress("acme"), "capped:", s.Capped("acme"))
+	fmt.Println("held jobs:", s.Stats().Levels[0].Held)
+	// Output:
+	// acme held in this poll: true
+	//   assign acme-1: in_progress token=2
+	//   assign beta-1: in_progress token=2
+	// acme in progress: 1 capped: true
+	// held jobs: 2
+}
+
+// A closed tenant (a run window that forbids starting work now, or a
+// not-before time) starts nothing new: no job is added or assigned, and
+// an assignment prepared before it closed is skipped. Its jobs in progress
+// run to their end.
+func ExampleScheduler_SetTenantPolicy_closed() {
+	s, _ := scheduler.New(scheduler.DefaultConfig())
+	addJobs(s, 1, "acme-1", "acme-2")
+	sc := s.Schedule(start)
+	sc.AssignJob("w1")
+	prepared := sc.Update() // assigns acme-1
+
+	s.SetTenantPolicy("acme", scheduler.TenantPolicy{Closed: true})
+	applyUpdate(s, ck.Entry{Index: 2, Time: start}, prepared)
+	sc = s.Schedule(start)
+	fmt.Println("held:", sc.Held("acme", 0))
+	fmt.Println("added:", sc.AddJob(ck.JobPlan{Name: "acme-3", Tenant: "acme", Sources: []string{"b9"}}))
+	fmt.Println("assigned:", sc.AssignJob("w1"))
+
+	s.ClearTenantPolicy("acme")
+	fmt.Println("assigned once open:", s.Schedule(start).AssignJob("w1"))
+	// Output:
+	//   assign acme-1: skipped (held by a run window or not-before time: tenant "acme")
+	// held: true
+	// added: false
+	// assigned: false
+	// assigned once open: true
 }

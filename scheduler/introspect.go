@@ -173,6 +173,9 @@ type Stats struct {
 	Completed int
 	// Paused are the pause rules in force, in order.
 	Paused []PauseRule
+	// Policies summarises the tenant policies in force (per tenant:
+	// [Scheduler.TenantPolicy], [Scheduler.InProgress], [Scheduler.Capped]).
+	Policies PolicyStats
 	// Counters count what the scheduler did.
 	Counters Counters
 }
@@ -185,6 +188,7 @@ func (s *Scheduler) Stats() Stats {
 		Levels:    cloneOrNil(s.levels),
 		Completed: s.completed.Len(),
 		Paused:    cloneOrNil(s.pauses.rules),
+		Policies:  s.policyStats(),
 		Counters:  s.counters,
 	}
 }

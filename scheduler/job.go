@@ -18,9 +18,16 @@ type job struct {
 	// key is the job's entry in the tenant index, shared by all records of
 	// the job (it never changes).
 	key *tenantKey
-	// active is false while the job's tenant or level is paused; an
-	// inactive job is left out of the assignment indexes.
-	active bool
+	// hold says what keeps the job from being assigned (holdPaused,
+	// holdClosed, holdCapped): a function of its tenant's and level's
+	// state, whatever the job's status. A held unassigned job is left out
+	// of the assignment indexes; so is a paused or closed in-progress job.
+	hold uint8
+	// rank is the rank of the tenant's effective policy, and hasCap
+	// whether it has a cap (MaxInProgress > 0): copied at insert, changed
+	// by the policy setters.
+	rank   uint8
+	hasCap bool
 	// entry and pre say that the record was made by a change of entry
 	// `entry`, and that the job's version before that entry was pre. They
 	// are transient: only a Tx of that entry reads them.
@@ -39,13 +46,40 @@ func (j *job) with() *job {
 // byName orders all jobs by name.
 func byName(a, b *job) bool { return a.st.Name < b.st.Name }
 
+// The holds of a job (job.hold).
+const (
+	// holdPaused: a pause rule matches the job's tenant and level.
+	holdPaused uint8 = 1 << iota
+	// holdClosed: the tenant's effective policy is closed.
+	holdClosed
+	// holdCapped: the tenant has as many jobs in progress as its cap.
+	holdCapped
+)
+
+// idles reports whether an in-progress job with the hold is left out of
+// the expiry index: paused or closed (a capped tenant's expired job may
+// still be reassigned).
+func idles(hold uint8) bool { return hold&(holdPaused|holdClosed) != 0 }
+
 // byPriority orders unassigned jobs (ready index) and in-progress jobs
-// (expiry index) within their level: level, failures, deadline, name.
+// (expiry index) within their level: level, rank, failures, deadline, name.
 func byPriority(a, b *job) bool {
 	if a.st.Level != b.st.Level {
 		return a.st.Level < b.st.Level
 	}
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
 	return lessFDN(&a.st, &b.st)
+}
+
+// lessRFDN is the order within an effective level: rank, failures,
+// deadline, name.
+func lessRFDN(ar uint8, a *ck.JobState, br uint8, b *ck.JobState) bool {
+	if ar != br {
+		return ar < br
+	}
+	return lessFDN(a, b)
 }
 
 // lessFDN is the order within a level: failures, deadline, name.
@@ -223,10 +257,15 @@ type LevelStats struct {
 	// Paused counts the jobs (of any status) whose tenant or level is
 	// paused.
 	Paused int
+	// Held counts the unassigned jobs held by their tenant's policy: closed
+	// (a run window or a not-before time) or capped (as many jobs in
+	// progress as its cap). A job both paused and held counts in Paused and
+	// in Held. It is 0 without tenant policies.
+	Held int
 }
 
 func (l *LevelStats) empty() bool {
-	return l.Unassigned == 0 && l.InProgress == 0 && l.Excluded == 0 && l.Paused == 0
+	return l.Unassigned == 0 && l.InProgress == 0 && l.Excluded == 0 && l.Paused == 0 && l.Held == 0
 }
 
 // Counters count what the scheduler did since it was created. They are

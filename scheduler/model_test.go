@@ -22,6 +22,10 @@ type model struct {
 	rules     map[scheduler.PauseRule]bool
 	lastEntry uint64
 	c         scheduler.Counters
+	// def and pols are the tenant policies: the default and the tenants'
+	// own.
+	def  scheduler.TenantPolicy
+	pols map[string]scheduler.TenantPolicy
 }
 
 type mJob struct {
@@ -35,7 +39,34 @@ type mDone struct {
 }
 
 func newModel(cfg scheduler.Config) *model {
-	return &model{cfg: cfg, jobs: map[string]*mJob{}, done: map[string]mDone{}, rules: map[scheduler.PauseRule]bool{}}
+	return &model{cfg: cfg, jobs: map[string]*mJob{}, done: map[string]mDone{}, rules: map[scheduler.PauseRule]bool{},
+		pols: map[string]scheduler.TenantPolicy{}}
+}
+
+// policy is the tenant's effective policy.
+func (m *model) policy(tenant string) scheduler.TenantPolicy {
+	if p, ok := m.pols[tenant]; ok {
+		return p
+	}
+	return m.def
+}
+
+// inProgress counts the tenant's jobs in progress.
+func (m *model) inProgress(tenant string) int {
+	n := 0
+	for _, j := range m.jobs {
+		if j.st.Tenant == tenant && j.st.Status == ck.StatusInProgress {
+			n++
+		}
+	}
+	return n
+}
+
+// capped reports whether the tenant, with extra more jobs in progress, is
+// at its cap.
+func (m *model) capped(tenant string, extra int) bool {
+	p := m.policy(tenant)
+	return p.MaxInProgress > 0 && m.inProgress(tenant)+extra >= int(p.MaxInProgress)
 }
 
 func (m *model) paused(tenant string, level uint32) bool {
@@ -128,7 +159,8 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 	if c.Kind == ck.ChangeAdd {
 		_, completed := m.done[c.Job]
 		if c.Plan == nil || c.Plan.Name != c.Job || j != nil || completed ||
-			(m.cfg.MaxQueueSize > 0 && len(m.jobs) >= m.cfg.MaxQueueSize) || m.paused(c.Plan.Tenant, c.Plan.Level) {
+			(m.cfg.MaxQueueSize > 0 && len(m.jobs) >= m.cfg.MaxQueueSize) || m.paused(c.Plan.Tenant, c.Plan.Level) ||
+			m.policy(c.Plan.Tenant).Closed {
 			return skip()
 		}
 		touch()
@@ -148,8 +180,9 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 	r := mResult{applied: true}
 	switch c.Kind {
 	case ck.ChangeAssign:
-		if c.Worker == "" || m.paused(st.Tenant, st.Level) || st.Status == ck.StatusExcluded ||
+		if c.Worker == "" || m.paused(st.Tenant, st.Level) || m.policy(st.Tenant).Closed || st.Status == ck.StatusExcluded ||
 			(inProgress && !expired) || (expired && m.atLimit(st.Failures)) ||
+			(st.Status == ck.StatusUnassigned && m.capped(st.Tenant, 0)) ||
 			(st.Worker == "" && tx.token < st.Token) || (st.Worker != "" && tx.token <= st.Token) {
 			return skip()
 		}
@@ -283,6 +316,7 @@ type mSched struct {
 	added   []*mAdded
 	excl    []string // excluded by this schedule, in order
 	changes []ck.Change
+	own     map[string]int // assignments of unassigned jobs, by tenant
 }
 
 type mAdded struct {
@@ -291,7 +325,7 @@ type mAdded struct {
 }
 
 func (m *model) schedule(now int64) *mSched {
-	return &mSched{m: m, now: now, size: len(m.jobs), touched: map[string]bool{}, gone: map[string]bool{}}
+	return &mSched{m: m, now: now, size: len(m.jobs), touched: map[string]bool{}, gone: map[string]bool{}, own: map[string]int{}}
 }
 
 func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
@@ -325,39 +359,51 @@ func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
 	return true
 }
 
-// key is the order within an effective level: failures, deadline, name.
-func key(st ck.JobState) string {
-	return fmt.Sprintf("%010d/%020d/%s", st.Failures, uint64(st.Deadline)^(1<<63), st.Name)
+// key is the order within an effective level: rank, failures, deadline,
+// name.
+func key(rank uint8, st ck.JobState) string {
+	return fmt.Sprintf("%03d/%010d/%020d/%s", rank, st.Failures, uint64(st.Deadline)^(1<<63), st.Name)
+}
+
+// held reports whether new work of the tenant at the level waits: paused,
+// closed, or at the cap counting this schedule's assignments.
+func (ms *mSched) held(tenant string, level uint32) bool {
+	return ms.m.paused(tenant, level) || ms.m.policy(tenant).Closed || ms.m.capped(tenant, ms.own[tenant])
 }
 
 func (ms *mSched) assignJob(worker string) bool {
 	m := ms.m
 	type cand struct {
 		st    ck.JobState
+		rank  uint8
 		added *mAdded
 	}
 	var unassigned []cand // assignable unassigned jobs
-	var running []ck.JobState
+	var running []cand
 	for _, j := range m.sorted() {
-		if ms.touched[j.st.Name] || m.paused(j.st.Tenant, j.st.Level) {
+		if ms.touched[j.st.Name] || m.paused(j.st.Tenant, j.st.Level) || m.policy(j.st.Tenant).Closed {
 			continue
 		}
+		rank := m.policy(j.st.Tenant).Rank
 		switch j.st.Status {
 		case ck.StatusUnassigned:
-			unassigned = append(unassigned, cand{st: j.st})
+			if !m.capped(j.st.Tenant, ms.own[j.st.Tenant]) {
+				unassigned = append(unassigned, cand{st: j.st, rank: rank})
+			}
 		case ck.StatusInProgress:
-			running = append(running, j.st)
+			running = append(running, cand{st: j.st, rank: rank})
 		}
 	}
 	for _, a := range ms.added {
-		if !a.handed {
-			unassigned = append(unassigned, cand{added: a, st: ck.JobState{Name: a.plan.Name, Level: a.plan.Level}})
+		if !a.handed && !m.capped(a.plan.Tenant, ms.own[a.plan.Tenant]) {
+			unassigned = append(unassigned, cand{added: a, rank: m.policy(a.plan.Tenant).Rank,
+				st: ck.JobState{Name: a.plan.Name, Tenant: a.plan.Tenant, Level: a.plan.Level}})
 		}
 	}
 	best := func(cs []cand) *cand {
 		var b *cand
 		for i := range cs {
-			if b == nil || key(cs[i].st) < key(b.st) {
+			if b == nil || key(cs[i].rank, cs[i].st) < key(b.rank, b.st) {
 				b = &cs[i]
 			}
 		}
@@ -383,6 +429,7 @@ func (ms *mSched) assignJob(worker string) bool {
 	}
 	for level, c := range oldest {
 		if thr := m.threshold(level); thr > 0 && c.st.AddedAt+int64(thr) < ms.now {
+			c.rank = 0 // an aged job competes at rank 0
 			pool = append(pool, c)
 		}
 	}
@@ -391,8 +438,8 @@ func (ms *mSched) assignJob(worker string) bool {
 	for _, c := range unassigned {
 		levels[c.st.Level] = true
 	}
-	for _, st := range running {
-		levels[st.Level] = true
+	for _, c := range running {
+		levels[c.st.Level] = true
 	}
 	for _, level := range slices.Sorted(maps.Keys(levels)) {
 		if pick != nil {
@@ -409,21 +456,21 @@ func (ms *mSched) assignJob(worker string) bool {
 				break
 			}
 		}
-		var exp []ck.JobState
-		for _, st := range running {
-			if st.Level == level && ms.now > st.Deadline {
-				exp = append(exp, st)
+		var exp []cand
+		for _, c := range running {
+			if c.st.Level == level && ms.now > c.st.Deadline {
+				exp = append(exp, c)
 			}
 		}
-		slices.SortFunc(exp, func(a, b ck.JobState) int { return cmp.Compare(key(a), key(b)) })
-		for _, st := range exp {
-			if m.atLimit(st.Failures) {
-				ms.touched[st.Name] = true
-				ms.excl = append(ms.excl, st.Name)
-				ms.changes = append(ms.changes, ck.Change{Kind: ck.ChangeExclude, Job: st.Name, Version: st.Version})
+		slices.SortFunc(exp, func(a, b cand) int { return cmp.Compare(key(a.rank, a.st), key(b.rank, b.st)) })
+		for _, c := range exp {
+			if m.atLimit(c.st.Failures) {
+				ms.touched[c.st.Name] = true
+				ms.excl = append(ms.excl, c.st.Name)
+				ms.changes = append(ms.changes, ck.Change{Kind: ck.ChangeExclude, Job: c.st.Name, Version: c.st.Version})
 				continue
 			}
-			pick, expired = &cand{st: st}, true
+			pick, expired = &c, true
 			break
 		}
 	}
@@ -437,7 +484,9 @@ func (ms *mSched) assignJob(worker string) bool {
 		c.Version = pick.st.Version
 		ms.touched[pick.st.Name] = true
 	}
-	_ = expired
+	if !expired {
+		ms.own[pick.st.Tenant]++ // a reassignment leaves the count as it is
+	}
 	ms.changes = append(ms.changes, c)
 	return true
 }
@@ -481,7 +530,7 @@ func (ms *mSched) addJob(p ck.JobPlan) bool {
 	}
 	_, exists := m.jobs[p.Name]
 	_, completed := m.done[p.Name]
-	if exists || completed || m.paused(p.Tenant, p.Level) || ck.ValidateJobName(p.Name) != nil {
+	if exists || completed || m.paused(p.Tenant, p.Level) || m.policy(p.Tenant).Closed || ck.ValidateJobName(p.Name) != nil {
 		return false
 	}
 	for _, a := range ms.added {

@@ -157,6 +157,11 @@ func (st *sm) prepare(t *rapid.T, worker string) ck.PlanUpdate {
 		}
 	}
 	assign(slots)
+	for _, tenant := range tenants {
+		for level := range uint32(4) {
+			require.Equal(t, ms.held(tenant, level), sc.Held(tenant, level), "Held %q %d", tenant, level)
+		}
+	}
 	u := sc.Update()
 	require.Equal(t, ms.changes, u.Changes)
 	require.Equal(t, st.now, u.Time)
@@ -255,6 +260,9 @@ func (st *sm) check(t *rapid.T) {
 		if st.m.paused(j.st.Tenant, j.st.Level) {
 			l.Paused++
 		}
+		if j.st.Status == ck.StatusUnassigned && (st.m.policy(j.st.Tenant).Closed || st.m.capped(j.st.Tenant, 0)) {
+			l.Held++
+		}
 	}
 	var wantLevels []scheduler.LevelStats
 	for _, level := range slices.Sorted(maps.Keys(levels)) {
@@ -262,6 +270,20 @@ func (st *sm) check(t *rapid.T) {
 	}
 	require.Equal(t, wantLevels, stats.Levels)
 	require.Equal(t, len(st.m.done), stats.Completed)
+
+	// Tenant policies: effective policy, jobs in progress, capped.
+	wantPol := scheduler.PolicyStats{Default: st.m.def, Overrides: len(st.m.pols)}
+	for _, tenant := range tenants {
+		require.Equal(t, st.m.policy(tenant), st.s.TenantPolicy(tenant), "tenant %q", tenant)
+		require.Equal(t, st.m.inProgress(tenant), st.s.InProgress(tenant), "tenant %q", tenant)
+		capped := st.m.capped(tenant, 0)
+		require.Equal(t, capped, st.s.Capped(tenant), "tenant %q", tenant)
+		if capped {
+			wantPol.Capped++
+		}
+	}
+	require.Equal(t, wantPol, stats.Policies)
+	require.NoError(t, scheduler.CheckDerived(st.s))
 
 	// Completions: remembered with their token, and never back in the queue.
 	for name, d := range st.m.done {
@@ -292,6 +314,62 @@ func (st *sm) check(t *rapid.T) {
 		}
 		require.LessOrEqual(t, accepted, 1, "job %s", name)
 	}
+}
+
+// genPolicy draws a tenant policy: mostly open, ranks 0-2, caps 0-2.
+func genPolicy() *rapid.Generator[scheduler.TenantPolicy] {
+	return rapid.Custom(func(t *rapid.T) scheduler.TenantPolicy {
+		return scheduler.TenantPolicy{
+			Rank:          rapid.Uint8Range(0, 2).Draw(t, "rank"),
+			MaxInProgress: rapid.Uint32Range(0, 2).Draw(t, "cap"),
+			Closed:        rapid.IntRange(0, 3).Draw(t, "closed") == 0,
+		}
+	})
+}
+
+// installPolicies installs the model's policies on r, as the state
+// machine does after a restore: the default, then the tenants' own in
+// order.
+func (st *sm) installPolicies(r *scheduler.Scheduler) {
+	r.SetDefaultPolicy(st.m.def)
+	for _, tenant := range slices.Sorted(maps.Keys(st.m.pols)) {
+		r.SetTenantPolicy(tenant, st.m.pols[tenant])
+	}
+}
+
+// nextSchedule is what a poll prepared on s at now decides, with every
+// tenant's Held answers before and after: assignments for one worker until
+// none is left (at most 8), an add per tenant, then assignments again.
+func nextSchedule(t require.TestingT, s *scheduler.Scheduler, now int64, seq int) []string {
+	sc := s.Schedule(now)
+	var out []string
+	held := func() {
+		for _, tenant := range tenants {
+			for level := range uint32(4) {
+				out = append(out, fmt.Sprintf("held %q %d: %t", tenant, level, sc.Held(tenant, level)))
+			}
+		}
+	}
+	held()
+	for range 8 {
+		if !sc.AssignJob("w9") {
+			break
+		}
+	}
+	for i, tenant := range tenants {
+		name := fmt.Sprintf("k%03d-%d", seq, i)
+		out = append(out, fmt.Sprintf("add %s: %t", name, sc.AddJob(ck.JobPlan{Name: name, Tenant: tenant, Sources: []string{name + "/s"}})))
+	}
+	for range 8 {
+		if !sc.AssignJob("w9") {
+			break
+		}
+	}
+	held()
+	for _, c := range sc.Update().Changes {
+		out = append(out, fmt.Sprintf("%s %s v=%d w=%s", c.Kind, c.Job, c.Version, c.Worker))
+	}
+	return out
 }
 
 func cmpStr(a, b string) int {
@@ -454,9 +532,31 @@ func TestSchedulerModel(t *testing.T) {
 				r, err := scheduler.Restore(bytes.NewReader(snap))
 				require.NoError(t, err)
 				require.Equal(t, snap, snapshot(t, r), "Restore(Snapshot) re-snapshots to identical bytes")
+				// The policies are not in the snapshot: the state machine
+				// installs them again.
+				st.installPolicies(r)
 				require.Equal(t, st.s.Stats(), r.Stats())
 				require.Equal(t, st.s.Config(), r.Config())
+				require.Equal(t, listAll(st.s), listAll(r))
+				// The next schedule decides the same on both.
+				require.Equal(t, nextSchedule(t, st.s, st.now, st.seq), nextSchedule(t, r, st.now, st.seq))
 				st.s = r
+			},
+			"policy": func(t *rapid.T) {
+				tenant := rapid.SampledFrom(tenants).Draw(t, "tenant")
+				p := genPolicy().Draw(t, "policy")
+				st.s.SetTenantPolicy(tenant, p)
+				st.m.pols[tenant] = p
+			},
+			"default-policy": func(t *rapid.T) {
+				p := genPolicy().Draw(t, "policy")
+				st.s.SetDefaultPolicy(p)
+				st.m.def = p
+			},
+			"clear-policy": func(t *rapid.T) {
+				tenant := rapid.SampledFrom(tenants).Draw(t, "tenant")
+				st.s.ClearTenantPolicy(tenant)
+				delete(st.m.pols, tenant)
 			},
 			"reapply": func(t *rapid.T) {
 				if st.last == nil {

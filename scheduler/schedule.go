@@ -39,9 +39,23 @@ type Schedule struct {
 	byWorker bool
 	// reasons makes fail changes carry the report's reason (KeepReasons).
 	reasons bool
-	probe   job
-	dprobe  done
+	// lims holds the capped tenants this schedule assigned or added jobs
+	// for, and nfull how many of them are full: at their cap with the
+	// view's jobs in progress and this schedule's assignments.
+	lims   map[string]*tenantLim
+	nfull  int
+	probe  job
+	dprobe done
 }
+
+// tenantLim is a capped tenant as a schedule sees it.
+type tenantLim struct {
+	max   uint32 // the cap (> 0)
+	count int    // jobs in progress in the view
+	own   int    // assignments of unassigned jobs by this schedule
+}
+
+func (l *tenantLim) full() bool { return uint64(l.count+l.own) >= uint64(l.max) }
 
 // head caches the first untouched job of an index from a level on. It stays
 // right until that job is touched (the touched set only grows), and is then
@@ -59,6 +73,10 @@ type overlay struct {
 	version uint64 // the job's version before the entry (0 for a new job)
 	gone    bool   // completed or evicted by this schedule
 	handed  bool   // a job added by this schedule and assigned by it
+	// rank and capped are, for a job added by this schedule, its tenant's
+	// rank and whether the tenant has a cap (then it is in lims).
+	rank   uint8
+	capped bool
 }
 
 // Schedule opens a read-only view for one poll at the leader's time now
@@ -180,10 +198,66 @@ func (sc *Schedule) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
 // Size returns the queue size once the changes so far are applied.
 func (sc *Schedule) Size() int { return sc.size }
 
-// Paused reports whether jobs of tenant at level are paused: the planner
-// skips them.
+// Paused reports whether jobs of tenant at level are paused. It knows
+// nothing of tenant policies: [Schedule.Held] is what the planner skips.
 func (sc *Schedule) Paused(tenant string, level uint32) bool {
 	return sc.v.pauses.paused(tenant, level)
+}
+
+// Held reports whether new jobs of tenant at level would wait: the tenant
+// or level is paused, the tenant's policy is closed ([TenantPolicy].Closed),
+// or the tenant is at its cap of jobs in progress — in the view, or with
+// the jobs this schedule has assigned it. The planner skips held tenants.
+// It costs a lookup in the tenant policies.
+func (sc *Schedule) Held(tenant string, level uint32) bool {
+	if sc.v.pauses.paused(tenant, level) {
+		return true
+	}
+	p, n := policyOf(sc.v.tenants, sc.v.def, tenant)
+	switch {
+	case p.Closed:
+		return true
+	case p.MaxInProgress == 0:
+		return false
+	}
+	if l := sc.lims[tenant]; l != nil {
+		n += l.own
+	}
+	return p.capped(n)
+}
+
+// lim returns the schedule's record of tenant, which has a cap, making it
+// if needed.
+func (sc *Schedule) lim(tenant string) *tenantLim {
+	if l := sc.lims[tenant]; l != nil {
+		return l
+	}
+	p, n := policyOf(sc.v.tenants, sc.v.def, tenant)
+	l := &tenantLim{max: p.MaxInProgress, count: n}
+	if sc.lims == nil {
+		sc.lims = make(map[string]*tenantLim)
+	}
+	sc.lims[tenant] = l
+	if l.full() {
+		sc.nfull++
+	}
+	return l
+}
+
+// passed reports whether AssignJob passes over a job of the view: its
+// tenant became full in this schedule.
+func (sc *Schedule) passed(j *job) bool {
+	if sc.nfull == 0 || !j.hasCap {
+		return false
+	}
+	l := sc.lims[j.st.Tenant]
+	return l != nil && l.full()
+}
+
+// heldAdded reports whether a job added by this schedule waits for its
+// tenant's cap.
+func (sc *Schedule) heldAdded(o *overlay) bool {
+	return o.capped && sc.lims[o.st.Tenant].full()
 }
 
 // CompletedToken returns the token the named job was completed with, if the
@@ -274,14 +348,16 @@ type candidate struct {
 	st      *ck.JobState
 	j       *job
 	o       *overlay
+	rank    uint8 // the rank it competes at
 	expired bool
 }
 
 func (c *candidate) ok() bool { return c.st != nil }
 
-// better reports whether x comes before c within an effective level.
-func (c *candidate) better(x *ck.JobState) bool {
-	return c.st == nil || lessFDN(x, c.st)
+// better reports whether x, at rank r, comes before c within an effective
+// level.
+func (c *candidate) better(r uint8, x *ck.JobState) bool {
+	return c.st == nil || lessRFDN(r, x, c.rank, c.st)
 }
 
 // AssignJob appends one assign change for worker and returns true, or
@@ -290,16 +366,19 @@ func (c *candidate) better(x *ck.JobState) bool {
 //
 // The order is by effective level — a job's level, or 0 for an unassigned
 // job that has waited (since it was added) longer than its level's aging
-// threshold — and within an effective level unassigned jobs first (fewer
-// failures, then earlier deadline, then name), then in-progress jobs whose
-// lease expired (now > deadline; same order), whose reassignment counts a
-// failure. Aged jobs of a level enter level 0 oldest first, and compete with
-// the level-0 jobs by failures, deadline and name.
+// threshold — and within an effective level unassigned jobs first (lower
+// tenant rank, then fewer failures, then earlier deadline, then name), then
+// in-progress jobs whose lease expired (now > deadline; same order), whose
+// reassignment counts a failure. Aged jobs of a level enter level 0 oldest
+// first, at rank 0, and compete with the level-0 jobs by rank, failures,
+// deadline and name.
 //
 // Jobs added earlier in this schedule are assignable; a job is handed out
 // at most once per schedule, and a job this schedule reported on, excluded
-// or evicted is not handed out by it. Jobs of paused tenants or levels are
-// not assigned.
+// or evicted is not handed out by it. Jobs of paused tenants or levels, and
+// of closed tenants, are not assigned; nor are the unassigned jobs of a
+// tenant at its cap ([TenantPolicy].MaxInProgress), counting the jobs this
+// schedule assigned it (an expired job's reassignment does not count).
 func (sc *Schedule) AssignJob(worker string) bool {
 	if worker == "" {
 		return false
@@ -314,9 +393,15 @@ func (sc *Schedule) AssignJob(worker string) bool {
 		o = c.o
 		o.handed = true
 		ch.Job, ch.Version = o.st.Name, 0
+		if o.capped {
+			sc.count(sc.lims[o.st.Tenant])
+		}
 	} else {
 		o = sc.touch(c.j)
 		ch.Job, ch.Version = c.j.st.Name, c.j.st.Version
+		if c.j.hasCap && !c.expired {
+			sc.count(sc.lim(c.j.st.Tenant))
+		}
 	}
 	if c.expired {
 		o.st.Failures++
@@ -329,12 +414,21 @@ func (sc *Schedule) AssignJob(worker string) bool {
 	return true
 }
 
+// count counts one assignment of an unassigned job of a capped tenant.
+func (sc *Schedule) count(l *tenantLim) {
+	was := l.full()
+	l.own++
+	if !was && l.full() {
+		sc.nfull++
+	}
+}
+
 // pick finds the next job to assign, appending exclude changes on the way.
 func (sc *Schedule) pick() candidate {
 	// Effective level 0: level-0 jobs and aged jobs of any level.
 	var best candidate
 	if j := sc.readyHead(0); j != nil {
-		best = candidate{st: &j.st, j: j}
+		best = candidate{st: &j.st, j: j, rank: j.rank}
 	}
 	sc.addedHead(0, &best)
 	if sc.v.cfg.agesAbove(1) {
@@ -343,8 +437,8 @@ func (sc *Schedule) pick() candidate {
 			if j == nil {
 				break
 			}
-			if cut, ok := agedCutoff(sc.now, sc.v.cfg.agingThreshold(j.st.Level)); ok && j.st.AddedAt <= cut && best.better(&j.st) {
-				best = candidate{st: &j.st, j: j}
+			if cut, ok := agedCutoff(sc.now, sc.v.cfg.agingThreshold(j.st.Level)); ok && j.st.AddedAt <= cut && best.better(0, &j.st) {
+				best = candidate{st: &j.st, j: j} // at rank 0
 			}
 			if j.st.Level == maxLevel {
 				break
@@ -365,7 +459,7 @@ func (sc *Schedule) pick() candidate {
 			return candidate{}
 		}
 		if j := sc.readyHead(l); j != nil {
-			best = candidate{st: &j.st, j: j}
+			best = candidate{st: &j.st, j: j, rank: j.rank}
 		}
 		sc.addedHead(l, &best)
 		if best.ok() {
@@ -400,12 +494,13 @@ func (sc *Schedule) cachedHead(aging bool, level uint32) *job {
 			break
 		}
 	}
-	if h != nil && (h.j == nil || !sc.isTouched(h.j)) {
+	if h != nil && (h.j == nil || !sc.isTouched(h.j) && !sc.passed(h.j)) {
 		return h.j
 	}
 	if h == nil {
 		sc.heads = append(sc.heads, head{aging: aging, level: level})
 		h = &sc.heads[len(sc.heads)-1]
+		sc.probe.rank = 0
 		if aging {
 			sc.probe.st = ck.JobState{Level: level, AddedAt: math.MinInt64}
 		} else {
@@ -419,7 +514,9 @@ func (sc *Schedule) cachedHead(aging bool, level uint32) *job {
 }
 
 // firstUntouched returns the first untouched job at or after from in the
-// aging index, or in the ready index if it is of the level.
+// aging index, or in the ready index if it is of the level, passing over
+// the jobs of tenants this schedule filled to their cap (the set of those
+// only grows, like the touched set).
 func (sc *Schedule) firstUntouched(aging bool, level uint32, from *job) *job {
 	tree := sc.v.ready
 	if aging {
@@ -430,7 +527,7 @@ func (sc *Schedule) firstUntouched(aging bool, level uint32, from *job) *job {
 		if !aging && j.st.Level != level {
 			return false
 		}
-		if sc.isTouched(j) {
+		if sc.isTouched(j) || sc.passed(j) {
 			return true
 		}
 		found = j
@@ -443,8 +540,8 @@ func (sc *Schedule) firstUntouched(aging bool, level uint32, from *job) *job {
 // at the level, if it comes before best.
 func (sc *Schedule) addedHead(level uint32, best *candidate) {
 	for _, o := range sc.added {
-		if !o.handed && o.st.Level == level && best.better(&o.st) {
-			*best = candidate{st: &o.st, o: o}
+		if !o.handed && o.st.Level == level && !sc.heldAdded(o) && best.better(o.rank, &o.st) {
+			*best = candidate{st: &o.st, o: o, rank: o.rank}
 		}
 	}
 }
@@ -452,6 +549,7 @@ func (sc *Schedule) addedHead(level uint32, best *candidate) {
 // nextLevel returns the lowest level at or above level that has an
 // unassigned or in-progress active job, or an assignable added job.
 func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
+	sc.probe.rank = 0
 	sc.probe.st = ck.JobState{Level: level, Deadline: math.MinInt64}
 	next, ok := uint32(0), false
 	consider := func(j *job) bool {
@@ -463,7 +561,7 @@ func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
 	sc.v.ready.AscendGreaterOrEqual(&sc.probe, consider)
 	sc.v.expiry.AscendGreaterOrEqual(&sc.probe, consider)
 	for _, o := range sc.added {
-		if !o.handed && o.st.Level >= level && (!ok || o.st.Level < next) {
+		if !o.handed && o.st.Level >= level && !sc.heldAdded(o) && (!ok || o.st.Level < next) {
 			next, ok = o.st.Level, true
 		}
 	}
@@ -472,21 +570,23 @@ func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
 
 // expiredHead returns the first untouched expired job of the level that is
 // below the failure limit, appending an exclude change for each untouched
-// expired job at the limit it passes.
+// expired job at the limit it passes. It walks the (rank, failures) groups
+// of the level, whose expired jobs are a prefix.
 func (sc *Schedule) expiredHead(level uint32) candidate {
 	var found *job
-	for f := uint32(0); ; {
+	for r, f := uint8(0), uint32(0); ; {
+		sc.probe.rank = r
 		sc.probe.st = ck.JobState{Level: level, Failures: f, Deadline: math.MinInt64}
-		group, seen, end := f, false, false
+		rank, group, seen, end := r, f, false, false
 		sc.v.expiry.AscendGreaterOrEqual(&sc.probe, func(j *job) bool {
 			if j.st.Level != level {
 				end = true
 				return false
 			}
 			if !seen {
-				group, seen = j.st.Failures, true
+				rank, group, seen = j.rank, j.st.Failures, true
 			}
-			if j.st.Failures != group || sc.now <= j.st.Deadline {
+			if j.rank != rank || j.st.Failures != group || sc.now <= j.st.Deadline {
 				return false // the group's expired prefix ends here
 			}
 			if sc.isTouched(j) {
@@ -499,14 +599,30 @@ func (sc *Schedule) expiredHead(level uint32) candidate {
 			found = j
 			return false
 		})
+		sc.probe.rank = 0
 		switch {
 		case found != nil:
-			return candidate{st: &found.st, j: found, expired: true}
-		case end || !seen || group == math.MaxUint32:
+			return candidate{st: &found.st, j: found, rank: found.rank, expired: true}
+		case end || !seen:
 			return candidate{}
 		}
-		f = group + 1
+		var more bool
+		if r, f, more = nextGroup(rank, group); !more {
+			return candidate{}
+		}
 	}
+}
+
+// nextGroup returns the (rank, failures) group after (r, f) within a
+// level, and false after the last.
+func nextGroup(r uint8, f uint32) (uint8, uint32, bool) {
+	switch {
+	case f < math.MaxUint32:
+		return r, f + 1, true
+	case r < math.MaxUint8:
+		return r + 1, 0, true
+	}
+	return 0, 0, false
 }
 
 // exclude appends an exclude change for an expired job at the limit.
@@ -559,14 +675,19 @@ func (sc *Schedule) EvictJob() bool {
 
 // AddJob appends an add change for plan and returns true, or returns false
 // when the queue is full (Config.MaxQueueSize, counting this schedule's
-// changes), the plan's tenant or level is paused, or a job of that name
-// exists, was added by this schedule, or was completed recently. The plan is
-// copied shallowly: its slices are shared.
+// changes), the plan's tenant or level is paused, its tenant is closed
+// ([TenantPolicy].Closed), or a job of that name exists, was added by this
+// schedule, or was completed recently. A job of a tenant at its cap is
+// added; it waits. The plan is copied shallowly: its slices are shared.
 func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	if limit := sc.v.cfg.MaxQueueSize; limit > 0 && sc.size >= limit {
 		return false
 	}
 	if ck.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
+		return false
+	}
+	pol, _ := policyOf(sc.v.tenants, sc.v.def, plan.Tenant)
+	if pol.Closed {
 		return false
 	}
 	if sc.dprobe.name = plan.Name; sc.v.completed.Has(&sc.dprobe) {
@@ -579,6 +700,11 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	o := sc.newOverlay()
 	o.plan = &sc.plans[len(sc.plans)-1]
 	o.st = ck.JobState{Name: plan.Name, Tenant: plan.Tenant, Level: plan.Level, Status: ck.StatusUnassigned, AddedAt: sc.now}
+	o.rank = pol.Rank
+	if pol.MaxInProgress > 0 {
+		o.capped = true
+		sc.lim(plan.Tenant)
+	}
 	sc.added = append(sc.added, o)
 	sc.size++
 	sc.emit(ck.Change{Kind: ck.ChangeAdd, Job: plan.Name, Plan: o.plan})

@@ -28,21 +28,35 @@ type Scheduler struct {
 	byName *btree.BTreeG[*job]
 	// byTenant holds every job's (tenant, level, name): pauses and List.
 	byTenant *btree.BTreeG[*tenantKey]
-	// ready holds the active unassigned jobs by (level, failures,
-	// deadline, name); aging holds the same jobs by (level, added, name).
+	// ready holds the unassigned jobs without a hold by (level, rank,
+	// failures, deadline, name); aging holds the same jobs by (level,
+	// added, name).
 	ready, aging *btree.BTreeG[*job]
-	// expiry holds the active in-progress jobs by (level, failures,
-	// deadline, name): the expired ones of a level are, per failure count,
-	// a prefix.
+	// expiry holds the in-progress jobs neither paused nor closed by
+	// (level, rank, failures, deadline, name): the expired ones of a level
+	// are, per rank and failure count, a prefix.
 	expiry *btree.BTreeG[*job]
-	// idle holds the paused in-progress jobs by (deadline, name).
+	// idle holds the paused or closed in-progress jobs by (deadline, name).
 	idle *btree.BTreeG[*job]
 	// excluded holds the excluded jobs by (version, name).
 	excluded *btree.BTreeG[*job]
 	// completed remembers completed jobs by name, and by time for expiry.
 	completed, completedAt *btree.BTreeG[*done]
 
-	pauses    *pauses
+	pauses *pauses
+	// def is the default tenant policy and policies the tenants' own;
+	// counts holds every tenant's jobs in progress (no zero entry), and
+	// nCapped the number of tenants at their cap. tenants is the part of
+	// it schedules read (see tenantRec). The maps are for lookups only.
+	def      TenantPolicy
+	policies map[string]TenantPolicy
+	counts   map[string]int
+	nCapped  int
+	tenants  *btree.BTreeG[tenantRec]
+	// tenantsView is a clone of tenants for views, nil after it changes
+	// (and while it is empty: views then read none).
+	tenantsView *btree.BTreeG[tenantRec]
+
 	levels    []LevelStats // sorted by level; no empty entry
 	counters  Counters
 	lastEntry uint64 // index of the last entry given to Begin
@@ -59,6 +73,8 @@ type Scheduler struct {
 type view struct {
 	cfg       Config // its AgingThreshold is never modified in place
 	pauses    *pauses
+	def       TenantPolicy
+	tenants   *btree.BTreeG[tenantRec]
 	byName    *btree.BTreeG[*job]
 	ready     *btree.BTreeG[*job]
 	aging     *btree.BTreeG[*job]
@@ -89,6 +105,7 @@ func newScheduler(cfg Config) *Scheduler {
 		completed:   btree.NewG(degree, doneByName),
 		completedAt: btree.NewG(degree, doneByTime),
 		pauses:      newPauses(nil),
+		tenants:     btree.NewG(degree, recByName),
 	}
 }
 
@@ -122,6 +139,8 @@ func (s *Scheduler) frozen() *view {
 		s.view = &view{
 			cfg:       s.cfg,
 			pauses:    s.pauses,
+			def:       s.def,
+			tenants:   s.cloneTenants(),
 			byName:    s.byName.Clone(),
 			ready:     s.ready.Clone(),
 			aging:     s.aging.Clone(),
@@ -131,6 +150,15 @@ func (s *Scheduler) frozen() *view {
 		}
 	}
 	return s.view
+}
+
+// cloneTenants returns a frozen clone of the tenant index, nil if it is
+// empty. Schedules between two changes of the index share one.
+func (s *Scheduler) cloneTenants() *btree.BTreeG[tenantRec] {
+	if s.tenantsView == nil && s.tenants.Len() > 0 {
+		s.tenantsView = s.tenants.Clone()
+	}
+	return s.tenantsView
 }
 
 // get returns the job named name, or nil.
@@ -224,6 +252,9 @@ func (s *Scheduler) insert(j *job) {
 	s.index(j)
 	s.count(j, 1)
 	s.dirty()
+	if j.st.Status == ck.StatusInProgress {
+		s.adjust(j.st.Tenant, 1)
+	}
 }
 
 // remove drops a job from every index.
@@ -233,29 +264,41 @@ func (s *Scheduler) remove(j *job) {
 	s.unindex(j)
 	s.count(j, -1)
 	s.dirty()
+	if j.st.Status == ck.StatusInProgress {
+		s.adjust(j.st.Tenant, -1)
+	}
 }
 
-// replace puts nj (same name, tenant and level) in place of old.
+// replace puts nj (same name, tenant and level) in place of old. A job
+// that starts or stops being in progress changes its tenant's count, and
+// at the tenant's cap the holds of its other jobs.
 func (s *Scheduler) replace(old, nj *job) {
 	s.byName.ReplaceOrInsert(nj)
 	s.unindex(old)
 	s.index(nj)
-	if old.st.Status != nj.st.Status || old.active != nj.active {
+	if old.st.Status != nj.st.Status || old.hold != nj.hold {
 		s.count(old, -1)
 		s.count(nj, 1)
 	}
 	s.dirty()
+	if was, is := old.st.Status == ck.StatusInProgress, nj.st.Status == ck.StatusInProgress; was != is {
+		if is {
+			s.adjust(nj.st.Tenant, 1)
+		} else {
+			s.adjust(nj.st.Tenant, -1)
+		}
+	}
 }
 
-// trees returns the indexes j belongs to by its status and activity.
+// trees returns the indexes j belongs to by its status and holds.
 func (s *Scheduler) trees(j *job) (ts [2]*btree.BTreeG[*job]) {
 	switch j.st.Status {
 	case ck.StatusUnassigned:
-		if j.active {
+		if j.hold == 0 {
 			ts = [2]*btree.BTreeG[*job]{s.ready, s.aging}
 		}
 	case ck.StatusInProgress:
-		if j.active {
+		if !idles(j.hold) {
 			ts[0] = s.expiry
 		} else {
 			ts[0] = s.idle
@@ -307,8 +350,11 @@ func (s *Scheduler) count(j *job, delta int) {
 	case ck.StatusExcluded:
 		l.Excluded += delta
 	}
-	if !j.active {
+	if j.hold&holdPaused != 0 {
 		l.Paused += delta
+	}
+	if j.st.Status == ck.StatusUnassigned && j.hold&(holdClosed|holdCapped) != 0 {
+		l.Held += delta
 	}
 	if l.empty() {
 		s.levels = slices.Delete(s.levels, i, i+1)

@@ -66,6 +66,13 @@ const (
 	// SkippedNoTombstoneLeft: an add of a cleanup-only job none of whose
 	// tombstones is left to clean. Set by the state machine (raftfsm).
 	SkippedNoTombstoneLeft
+	// SkippedClosed: an add or an assign of a job whose tenant's policy is
+	// closed: held by a run window or a not-before time
+	// ([TenantPolicy].Closed).
+	SkippedClosed
+	// SkippedCapped: an assign of an unassigned job whose tenant is at its
+	// cap of jobs in progress ([TenantPolicy].MaxInProgress).
+	SkippedCapped
 
 	// NumSkips is the number of Skip values: every reason is below it.
 	NumSkips
@@ -92,6 +99,8 @@ var skipNames = [NumSkips]string{
 	SkippedQueueBelowLimit:   "queue below limit",
 	SkippedNotAdmissible:     "not admissible",
 	SkippedNoTombstoneLeft:   "no tombstone left",
+	SkippedClosed:            "held by a run window or not-before time",
+	SkippedCapped:            "tenant at its cap of jobs in progress",
 }
 
 // String returns the reason's name: a few lowercase words ("stale

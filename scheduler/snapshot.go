@@ -481,7 +481,7 @@ func (rs *restorer) jobs() error {
 				return codec.Malformed("job %q after %q", j.st.Name, prev)
 			}
 			prev = j.st.Name
-			j.active = !s.pauses.paused(j.st.Tenant, j.st.Level)
+			s.shape(j, s.policy(j.st.Tenant), s.counts[j.st.Tenant]) // the default policy: the state machine sets the rest
 			s.insert(j)
 		}
 	}

@@ -151,6 +151,75 @@ func TestRestoredBehavesAlike(t *testing.T) {
 	}
 }
 
+// TestRestoredWithPoliciesBehavesAlike: policies are not in the snapshot;
+// a restored scheduler given the same policies (as the state machine does)
+// has the same stats, jobs and derived state, and decides and applies
+// exactly what the original does, rounds after rounds of ranks, caps and
+// closed tenants.
+func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
+	a := goldenScheduler(t)
+	install := func(s *scheduler.Scheduler) {
+		s.SetDefaultPolicy(scheduler.TenantPolicy{Rank: 1, MaxInProgress: 2})
+		s.SetTenantPolicy("acme", scheduler.TenantPolicy{Rank: 2, MaxInProgress: 1})
+		s.SetTenantPolicy("initech", scheduler.TenantPolicy{Closed: true})
+	}
+	install(a)
+	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
+	require.NoError(t, err)
+	require.NotEqual(t, a.Stats(), b.Stats(), "the policies are not in the snapshot")
+	install(b)
+	require.Equal(t, a.Stats(), b.Stats())
+	require.Equal(t, listAll(a), listAll(b))
+	require.NoError(t, scheduler.CheckDerived(b))
+	now := t0 + int64(time.Hour)
+	idx := uint64(1000)
+	assigned := 0
+	for round := range 6 {
+		var us [2]ck.PlanUpdate
+		var held [2][]bool
+		for i, s := range []*scheduler.Scheduler{a, b} {
+			sc := s.Schedule(now)
+			for range sc.Capacity(5) {
+				sc.AssignJob("w")
+			}
+			sc.EvictJob()
+			sc.AddJob(plan(fmt.Sprintf("new-%d", round), "globex", 0))
+			sc.AddJob(plan(fmt.Sprintf("more-%d", round), "acme", 1))
+			sc.AddJob(plan(fmt.Sprintf("late-%d", round), "initech", 1))
+			for _, tenant := range []string{"acme", "globex", "initech", "other"} {
+				held[i] = append(held[i], sc.Held(tenant, 0), sc.Held(tenant, 1))
+			}
+			us[i] = sc.Update()
+		}
+		require.Equal(t, us[0], us[1], "round %d", round)
+		require.Equal(t, held[0], held[1], "round %d", round)
+		idx++
+		e := ck.Entry{Index: idx, Term: 3, Time: now}
+		var rs [2][]scheduler.Result
+		for i, s := range []*scheduler.Scheduler{a, b} {
+			tx := s.Begin(e, now, 0)
+			for k := range us[0].Changes {
+				rs[i] = append(rs[i], tx.Apply(&us[0].Changes[k]))
+			}
+		}
+		require.Equal(t, rs[0], rs[1], "round %d", round)
+		for _, r := range rs[0] {
+			if r.Applied && r.Kind == ck.ChangeAssign {
+				assigned++
+			}
+		}
+		require.Equal(t, snapshot(t, a), snapshot(t, b), "round %d", round)
+		require.Equal(t, a.Stats(), b.Stats(), "round %d", round)
+		require.NoError(t, scheduler.CheckDerived(a))
+		now += int64(11 * time.Second)
+	}
+	require.Positive(t, assigned, "the rounds assigned jobs")
+	for _, job := range listAll(a) {
+		require.False(t, job.Tenant == "initech" && job.Status == ck.StatusInProgress && job.Version > 1000,
+			"closed tenant's job %s assigned", job.Name)
+	}
+}
+
 // TestRestoreRejectsDamage: every truncation and every flipped bit of a
 // snapshot is an error, never a panic or a silently different scheduler.
 func TestRestoreRejectsDamage(t *testing.T) {

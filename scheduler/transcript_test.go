@@ -50,6 +50,12 @@ import (
 //	job <job> | jobs [tenant=] [level=] [status=] [limit=N]
 //	list [cursor=C|next] [limit=N]      one page; next is the cursor the last list returned
 //	stats | paused <tenant> <level> | owns <job> <token> | completed <job>
+//	policy [default|clear] [tenant=T] [rank=R] [cap=N] [closed=BOOL]
+//	                                     SetTenantPolicy (from the tenant's effective
+//	                                     policy so changed), SetDefaultPolicy (from the
+//	                                     default so changed) or ClearTenantPolicy
+//	tenant <tenant>...                   effective policy, jobs in progress, capped
+//	on <schedule> held <tenant> <level>  Schedule.Held
 //	mark <name> | unchanged <name>       compare snapshots
 //	entry                                use up an entry (say, a prepare entry)
 //
@@ -219,6 +225,13 @@ func (e *env) handle(c *transcript.Command) string {
 	case "paused":
 		level, _ := strconv.ParseUint(e.pos(c, 1), 10, 32)
 		fmt.Fprintf(&b, "%t", e.s.Paused(e.pos(c, 0), uint32(level)))
+	case "policy":
+		e.policy(c)
+	case "tenant":
+		for _, t := range c.Positional() {
+			p := e.s.TenantPolicy(t)
+			fmt.Fprintf(&b, "%s: rank=%d cap=%d closed=%t in_progress=%d capped=%t\n", t, p.Rank, p.MaxInProgress, p.Closed, e.s.InProgress(t), e.s.Capped(t))
+		}
 	case "owns":
 		tok, _ := strconv.ParseUint(e.pos(c, 1), 10, 64)
 		ok := e.s.Schedule(e.now).UpdateJob("probe", &ck.StatusUpdate{Job: e.pos(c, 0), Token: fencing.Token(tok), Status: ck.ReportInProgress})
@@ -398,6 +411,9 @@ func (e *env) on(c *transcript.Command, b *strings.Builder) {
 	case "paused":
 		level, _ := strconv.ParseUint(args[1], 10, 32)
 		fmt.Fprintf(b, "%t", sc.Paused(args[0], uint32(level)))
+	case "held":
+		level, _ := strconv.ParseUint(args[1], 10, 32)
+		fmt.Fprintf(b, "%t", sc.Held(args[0], uint32(level)))
 	case "completed":
 		tok, ok := sc.CompletedToken(args[0])
 		fmt.Fprintf(b, "%t token=%d", ok, tok)
@@ -574,12 +590,52 @@ func (e *env) stats(b *strings.Builder) {
 	st := e.s.Stats()
 	fmt.Fprintf(b, "jobs=%d completed=%d\n", st.Jobs, st.Completed)
 	for _, l := range st.Levels {
-		fmt.Fprintf(b, "level %d: unassigned=%d in_progress=%d excluded=%d paused=%d\n", l.Level, l.Unassigned, l.InProgress, l.Excluded, l.Paused)
+		fmt.Fprintf(b, "level %d: unassigned=%d in_progress=%d excluded=%d paused=%d", l.Level, l.Unassigned, l.InProgress, l.Excluded, l.Paused)
+		if l.Held != 0 {
+			fmt.Fprintf(b, " held=%d", l.Held)
+		}
+		b.WriteString("\n")
 	}
 	for _, p := range st.Paused {
 		fmt.Fprintf(b, "paused: %+v\n", p)
 	}
+	if st.Policies != (scheduler.PolicyStats{}) {
+		d := st.Policies.Default
+		fmt.Fprintf(b, "policies: default=(rank=%d cap=%d closed=%t) overrides=%d capped=%d\n", d.Rank, d.MaxInProgress, d.Closed, st.Policies.Overrides, st.Policies.Capped)
+	}
 	fmt.Fprintf(b, "counters: %+v", st.Counters)
+}
+
+// policy sets a tenant's policy, the default, or clears a tenant's.
+func (e *env) policy(c *transcript.Command) {
+	c.Only("tenant", "rank", "cap", "closed")
+	mod := func(p scheduler.TenantPolicy) scheduler.TenantPolicy {
+		p.Rank = uint8(c.Int("rank", int64(p.Rank)))
+		p.MaxInProgress = uint32(c.Int("cap", int64(p.MaxInProgress)))
+		if c.Has("closed") {
+			v, err := strconv.ParseBool(c.Str("closed", ""))
+			if err != nil {
+				c.Fatalf("closed: %v", err)
+			}
+			p.Closed = v
+		}
+		return p
+	}
+	what := ""
+	if p := c.Positional(); len(p) > 0 {
+		what = p[0]
+	}
+	tenant := c.Str("tenant", "")
+	switch what {
+	case "":
+		e.s.SetTenantPolicy(tenant, mod(e.s.TenantPolicy(tenant)))
+	case "default":
+		e.s.SetDefaultPolicy(mod(e.s.Stats().Policies.Default))
+	case "clear":
+		e.s.ClearTenantPolicy(tenant)
+	default:
+		c.Fatalf("policy %s: want default or clear", what)
+	}
 }
 
 func (e *env) snapshot() []byte {

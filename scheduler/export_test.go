@@ -1,0 +1,129 @@
+package scheduler
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	ck "github.com/compactkit/compactkit"
+)
+
+// CheckDerived checks the state the scheduler derives from its jobs,
+// pauses and tenant policies against a recomputation from scratch: every
+// job's rank, hasCap and holds, the indexes it is in, the tenants' counts
+// of jobs in progress, the tenant index, the capped count and the
+// per-level statistics. It returns the first disagreement.
+func CheckDerived(s *Scheduler) error { return s.checkDerived() }
+
+func (s *Scheduler) checkDerived() error {
+	counts := map[string]int{}
+	s.byName.Ascend(func(j *job) bool {
+		if j.st.Status == ck.StatusInProgress {
+			counts[j.st.Tenant]++
+		}
+		return true
+	})
+	if len(counts) == 0 {
+		counts = nil
+	}
+	if !maps.Equal(counts, s.counts) {
+		return fmt.Errorf("counts %v, want %v", s.counts, counts)
+	}
+	var err error
+	levels := map[uint32]*LevelStats{}
+	s.byName.Ascend(func(j *job) bool {
+		p := s.policy(j.st.Tenant)
+		want := *j
+		s.shape(&want, p, counts[j.st.Tenant])
+		if want.rank != j.rank || want.hasCap != j.hasCap || want.hold != j.hold {
+			err = fmt.Errorf("job %s: rank %d cap %t hold %b, want %d %t %b", j.st.Name, j.rank, j.hasCap, j.hold, want.rank, want.hasCap, want.hold)
+			return false
+		}
+		in := func(t interface{ Has(*job) bool }) bool { return t.Has(j) }
+		unassigned, running := j.st.Status == ck.StatusUnassigned, j.st.Status == ck.StatusInProgress
+		for _, c := range []struct {
+			name     string
+			in, want bool
+		}{
+			{"ready", in(s.ready), unassigned && j.hold == 0},
+			{"aging", in(s.aging), unassigned && j.hold == 0},
+			{"expiry", in(s.expiry), running && !idles(j.hold)},
+			{"idle", in(s.idle), running && idles(j.hold)},
+			{"excluded", in(s.excluded), j.st.Status == ck.StatusExcluded},
+		} {
+			if c.in != c.want {
+				err = fmt.Errorf("job %s (%s, hold %b): in %s %t, want %t", j.st.Name, j.st.Status, j.hold, c.name, c.in, c.want)
+				return false
+			}
+		}
+		l := levels[j.st.Level]
+		if l == nil {
+			l = &LevelStats{Level: j.st.Level}
+			levels[j.st.Level] = l
+		}
+		switch j.st.Status {
+		case ck.StatusUnassigned:
+			l.Unassigned++
+		case ck.StatusInProgress:
+			l.InProgress++
+		case ck.StatusExcluded:
+			l.Excluded++
+		}
+		if j.hold&holdPaused != 0 {
+			l.Paused++
+		}
+		if unassigned && j.hold&(holdClosed|holdCapped) != 0 {
+			l.Held++
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if n := s.ready.Len() + s.expiry.Len() + s.idle.Len() + s.excluded.Len(); n > s.byName.Len() {
+		return fmt.Errorf("%d indexed jobs, %d jobs", n, s.byName.Len())
+	}
+	var wantLevels []LevelStats
+	for _, level := range slices.Sorted(maps.Keys(levels)) {
+		wantLevels = append(wantLevels, *levels[level])
+	}
+	if !slices.Equal(wantLevels, s.levels) {
+		return fmt.Errorf("levels %v, want %v", s.levels, wantLevels)
+	}
+	// The tenant index and the capped count.
+	var want []tenantRec
+	names := map[string]bool{}
+	for t := range s.policies {
+		names[t] = true
+	}
+	for t := range counts {
+		names[t] = true
+	}
+	capped := 0
+	for _, t := range slices.Sorted(maps.Keys(names)) {
+		p, own := s.policies[t]
+		n := counts[t]
+		if own || (s.def.MaxInProgress > 0 && n > 0) {
+			want = append(want, tenantRec{name: t, own: own, pol: p, count: n})
+		}
+		if s.policy(t).capped(n) {
+			capped++
+		}
+	}
+	var got []tenantRec
+	s.tenants.Ascend(func(r tenantRec) bool { got = append(got, r); return true })
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("tenant index %v, want %v", got, want)
+	}
+	if capped != s.nCapped {
+		return fmt.Errorf("%d capped tenants, want %d", s.nCapped, capped)
+	}
+	if s.tenantsView != nil {
+		var v []tenantRec
+		s.tenantsView.Ascend(func(r tenantRec) bool { v = append(v, r); return true })
+		if !slices.Equal(v, want) {
+			return fmt.Errorf("tenant index clone %v, want %v", v, want)
+		}
+	}
+	return nil
+}

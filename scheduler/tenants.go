@@ -1,0 +1,290 @@
+package scheduler
+
+import "github.com/google/btree"
+
+// TenantPolicy is what the scheduler needs of a tenant's scheduling policy.
+// The state machine derives it from its replicated policies (a priority
+// class, a concurrency cap, run windows judged at the entry's log time) and
+// installs it with [Scheduler.SetDefaultPolicy] and
+// [Scheduler.SetTenantPolicy]; it is not in the scheduler's snapshot, so
+// the state machine installs it again after [Restore].
+//
+// The zero TenantPolicy is the default: rank 0, no cap, open. With it the
+// scheduler behaves exactly as without policies.
+type TenantPolicy struct {
+	// Rank orders tenants at the same level: lower ranks first (the state
+	// machine maps High/Medium/Low to 0/1/2). Equal ranks: today's order.
+	Rank uint8
+	// MaxInProgress caps the tenant's jobs in progress; 0 = unlimited.
+	MaxInProgress uint32
+	// Closed holds the tenant's new work: a run window (or a not-before time)
+	// forbids new jobs from starting now. Jobs in progress run to their end.
+	Closed bool
+}
+
+// capped reports whether a tenant with n jobs in progress is at the cap.
+func (p TenantPolicy) capped(n int) bool {
+	return p.MaxInProgress > 0 && uint64(n) >= uint64(p.MaxInProgress)
+}
+
+// PolicyStats summarises the tenant policies in force.
+type PolicyStats struct {
+	// Default is the policy of the tenants without their own.
+	Default TenantPolicy
+	// Overrides counts the tenants with a policy of their own.
+	Overrides int
+	// Capped counts the tenants with as many jobs in progress as their
+	// cap: their unassigned jobs wait.
+	Capped int
+}
+
+// tenantRec is a tenant's entry in the tenant index, the part of the
+// policy state a schedule reads: the tenant's own policy, if it has one,
+// and its jobs in progress. A tenant has an entry when it has a policy of
+// its own, or when the default policy has a cap and the tenant has jobs in
+// progress; any other tenant has the default policy and, if that has no
+// cap, a count nobody asks a view for. Entries are values: a view's clone
+// never sees one change.
+type tenantRec struct {
+	name  string
+	own   bool
+	pol   TenantPolicy // when own
+	count int          // jobs in progress
+}
+
+func recByName(a, b tenantRec) bool { return a.name < b.name }
+
+// policyOf returns the effective policy of a tenant in a tenant index with
+// default def, and its jobs in progress as the index knows them (exact
+// when the policy has a cap).
+func policyOf(tenants *btree.BTreeG[tenantRec], def TenantPolicy, tenant string) (TenantPolicy, int) {
+	if tenants == nil || tenants.Len() == 0 {
+		return def, 0
+	}
+	r, ok := tenants.Get(tenantRec{name: tenant})
+	switch {
+	case !ok:
+		return def, 0
+	case r.own:
+		return r.pol, r.count
+	default:
+		return def, r.count
+	}
+}
+
+// policy returns the effective policy of tenant.
+func (s *Scheduler) policy(tenant string) TenantPolicy {
+	if len(s.policies) > 0 {
+		if p, ok := s.policies[tenant]; ok {
+			return p
+		}
+	}
+	return s.def
+}
+
+// holds returns the holds of a job of tenant at level, with the policy p
+// and n jobs of the tenant in progress.
+func (s *Scheduler) holds(tenant string, level uint32, p TenantPolicy, n int) uint8 {
+	var h uint8
+	if s.pauses.paused(tenant, level) {
+		h |= holdPaused
+	}
+	if p.Closed {
+		h |= holdClosed
+	}
+	if p.capped(n) {
+		h |= holdCapped
+	}
+	return h
+}
+
+// shape sets the policy-derived fields of j (its rank, hasCap and holds)
+// for its tenant's policy p and n jobs in progress.
+func (s *Scheduler) shape(j *job, p TenantPolicy, n int) {
+	j.rank, j.hasCap = p.Rank, p.MaxInProgress > 0
+	j.hold = s.holds(j.st.Tenant, j.st.Level, p, n)
+}
+
+// SetDefaultPolicy sets the policy of the tenants without their own. The
+// state machine calls it while applying an entry (and after [Restore]).
+// It costs O(jobs of the tenants without their own policy) plus a lookup
+// per tenant, and replaces exactly the job records whose rank, holds or
+// cap presence change: re-keyed on a rank change, (de)activated on a hold
+// change. Versions are kept.
+func (s *Scheduler) SetDefaultPolicy(p TenantPolicy) {
+	if p == s.def {
+		return
+	}
+	old := s.def
+	s.def = p
+	// Every tenant with jobs and without a policy of its own, in order:
+	// seek from one tenant to the next, past those with their own.
+	from := tenantKey{}
+	for {
+		k, ok := s.firstKey(from)
+		if !ok {
+			break
+		}
+		t := k.tenant
+		if _, own := s.policies[t]; !own {
+			s.repolicy(t, old, p)
+			s.syncRec(t)
+		}
+		from = tenantKey{tenant: successor(t)}
+	}
+	s.dirty()
+}
+
+// firstKey returns the first key of the tenant index at or after from.
+func (s *Scheduler) firstKey(from tenantKey) (tenantKey, bool) {
+	var (
+		out tenantKey
+		ok  bool
+	)
+	s.byTenant.AscendGreaterOrEqual(&from, func(k *tenantKey) bool {
+		out, ok = *k, true
+		return false
+	})
+	return out, ok
+}
+
+// SetTenantPolicy gives tenant a policy of its own, in place of the
+// default. It costs O(the tenant's jobs), and replaces exactly the job
+// records whose rank, holds or cap presence change, as SetDefaultPolicy
+// does. Versions are kept. The tenant name is not validated: the state
+// machine validates its commands.
+func (s *Scheduler) SetTenantPolicy(tenant string, p TenantPolicy) {
+	old, own := s.policies[tenant]
+	if own && old == p {
+		return
+	}
+	if !own {
+		old = s.def
+	}
+	if s.policies == nil {
+		s.policies = make(map[string]TenantPolicy)
+	}
+	s.policies[tenant] = p
+	s.repolicy(tenant, old, p)
+	s.syncRec(tenant)
+	s.dirty()
+}
+
+// ClearTenantPolicy returns tenant to the default policy. It costs
+// O(the tenant's jobs); a tenant without a policy of its own is left as it
+// is.
+func (s *Scheduler) ClearTenantPolicy(tenant string) {
+	old, own := s.policies[tenant]
+	if !own {
+		return
+	}
+	delete(s.policies, tenant)
+	s.repolicy(tenant, old, s.def)
+	s.syncRec(tenant)
+	s.dirty()
+}
+
+// TenantPolicy returns the effective policy of tenant: its own, or the
+// default.
+func (s *Scheduler) TenantPolicy(tenant string) TenantPolicy { return s.policy(tenant) }
+
+// InProgress returns the number of jobs of tenant in progress.
+func (s *Scheduler) InProgress(tenant string) int { return s.counts[tenant] }
+
+// Capped reports whether tenant has a cap (MaxInProgress > 0) and as many
+// jobs in progress as the cap, or more (a cap lowered below the count):
+// its unassigned jobs wait until one ends.
+func (s *Scheduler) Capped(tenant string) bool {
+	return s.policy(tenant).capped(s.counts[tenant])
+}
+
+// repolicy changes the policy of tenant from old to p: the capped count
+// and the jobs whose rank, holds or hasCap change.
+func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
+	n := s.counts[tenant]
+	wasCapped, capped := old.capped(n), p.capped(n)
+	switch {
+	case capped && !wasCapped:
+		s.nCapped++
+	case wasCapped && !capped:
+		s.nCapped--
+	}
+	if old.Rank == p.Rank && old.Closed == p.Closed && wasCapped == capped && (old.MaxInProgress > 0) == (p.MaxInProgress > 0) {
+		return // a cap changed without crossing the count: the tenant index has it
+	}
+	s.reshape(tenant, p, n)
+}
+
+// reshape gives every job of tenant the rank, hasCap and holds of policy
+// p with n jobs in progress, replacing the records that change: re-keyed
+// on a rank change, moved in or out of the assignment indexes on a hold
+// change.
+func (s *Scheduler) reshape(tenant string, p TenantPolicy, n int) {
+	var names []string
+	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
+		names = append(names, k.name)
+		return true
+	})
+	for _, name := range names {
+		j := s.get(name)
+		nj := j.with()
+		s.shape(nj, p, n)
+		if nj.rank != j.rank || nj.hasCap != j.hasCap || nj.hold != j.hold {
+			s.replace(j, nj)
+		}
+	}
+}
+
+// syncRec makes the tenant index entry of tenant agree with its policy and
+// count (see tenantRec).
+func (s *Scheduler) syncRec(tenant string) {
+	p, own := s.policies[tenant]
+	n := s.counts[tenant]
+	if own || (s.def.MaxInProgress > 0 && n > 0) {
+		s.tenants.ReplaceOrInsert(tenantRec{name: tenant, own: own, pol: p, count: n})
+		s.tenantsView = nil
+		return
+	}
+	if s.tenants.Len() > 0 {
+		if _, found := s.tenants.Delete(tenantRec{name: tenant}); found {
+			s.tenantsView = nil
+		}
+	}
+}
+
+// adjust counts delta jobs of tenant more in progress, after the job that
+// moved is in the indexes. When the count crosses the tenant's cap, the
+// tenant's jobs gain or lose the capped hold.
+func (s *Scheduler) adjust(tenant string, delta int) {
+	n := s.counts[tenant]
+	m := n + delta
+	if m == 0 {
+		delete(s.counts, tenant)
+	} else {
+		if s.counts == nil {
+			s.counts = make(map[string]int)
+		}
+		s.counts[tenant] = m
+	}
+	p, own := s.policies[tenant]
+	if !own {
+		if s.def.MaxInProgress == 0 {
+			return // no entry in the tenant index, no cap
+		}
+		p = s.def
+	}
+	s.syncRec(tenant)
+	if was, now := p.capped(n), p.capped(m); was != now {
+		if now {
+			s.nCapped++
+		} else {
+			s.nCapped--
+		}
+		s.reshape(tenant, p, m)
+	}
+}
+
+// policyStats returns the summary of the policies.
+func (s *Scheduler) policyStats() PolicyStats {
+	return PolicyStats{Default: s.def, Overrides: len(s.policies), Capped: s.nCapped}
+}
