@@ -608,11 +608,15 @@ func (st *state) applyRetention(e ck.Entry, now int64, r *Retention, res *Result
 	}
 	for _, job := range st.planner.Drop(dropped) {
 		var prev fencing.Token
-		if sr, err := st.sched.Cancel(e, now, job); err == nil && !sr.Plan.CleanupOnly() {
+		sr, err := st.sched.Cancel(e, now, job)
+		if err == nil && !sr.Plan.CleanupOnly() {
 			prev = sr.PrevToken
 		}
 		st.release(now, job, prev)
 		res.Cancelled = append(res.Cancelled, job)
+		if err == nil {
+			st.syncHeld(sr.Plan.Tenant)
+		}
 	}
 }
 
@@ -648,6 +652,7 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 		}
 		st.release(now, o.Job, prev)
 		res.Cancelled = append(res.Cancelled, o.Job)
+		st.syncHeld(sr.Plan.Tenant)
 	case OpRequeue:
 		n, err := st.planner.Requeue(o.Blocks)
 		if err != nil {

@@ -54,7 +54,7 @@ func (st *state) applyPolicy(e ck.Entry, now int64, p *PolicyCommand, res *Resul
 	} else {
 		changed = append(changed, p.Tenant)
 	}
-	st.follow(now, changed, all)
+	st.follow(now, changed, all, true)
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (st *state) applyPolicy(e ck.Entry, now int64, p *PolicyCommand, res *Resul
 // brings the components in line with what changed.
 func (st *state) rejudge(now int64) {
 	changed, all := st.policies.judge(now)
-	st.follow(now, changed, all)
+	st.follow(now, changed, all, true)
 }
 
 // installPolicies brings fresh components (new, restored, or a cluster
@@ -73,7 +73,7 @@ func (st *state) installPolicies() {
 		return
 	}
 	st.policies.judge(st.now)
-	st.follow(st.now, st.policies.names, true)
+	st.follow(st.now, st.policies.names, true, false)
 }
 
 // regrade grades the backpressure of a tenant at log time now, from its

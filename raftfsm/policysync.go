@@ -1,16 +1,64 @@
 package raftfsm
 
+import (
+	"github.com/compactkit/compactkit/policy"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// schedPolicy is what the scheduler needs of a tenant's policy, with
+// whether its new jobs may start now.
+func schedPolicy(p *policy.Tenant, open bool) scheduler.TenantPolicy {
+	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, Closed: !open}
+}
+
 // follow brings the scheduler and the planner in line with the policies
 // of the tenants named (and of every tenant without its own policy, when
-// all is set), and re-grades their backpressure.
-func (st *state) follow(now int64, tenants []string, all bool) {
+// all is set), and, with regrade, grades their backpressure again (a
+// restore must not: grades are replicated memory, graded at entries).
+//
+// The scheduler holds the jobs of a closed or capped tenant (they leave
+// its assignment indexes, so polls never visit them), and the planner
+// holds the keys of a capped tenant (so polls do not plan jobs that
+// would only wait); a closed tenant is passed over by planning through
+// the schedule's Held check.
+func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
+	if all {
+		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen))
+	}
 	for _, t := range tenants {
-		st.regrade(t, now)
+		if p, own := ps.tenants[t]; own {
+			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t)))
+		} else {
+			st.sched.ClearTenantPolicy(t)
+		}
+		st.syncHeld(t)
+		if regrade {
+			st.regrade(t, now)
+		}
 	}
 	if all {
-		for _, t := range ps.gradeList() {
-			st.regrade(t.Tenant, now)
+		// The default concerns every tenant without its own policy: those
+		// with jobs in progress may be capped or not any more, and those
+		// graded may grade otherwise.
+		for _, t := range st.sched.BusyTenants() {
+			st.syncHeld(t)
 		}
+		for _, t := range st.planner.HeldTenants() {
+			st.syncHeld(t)
+		}
+		if regrade {
+			for _, g := range ps.gradeList() {
+				st.regrade(g.Tenant, now)
+			}
+		}
+	}
+}
+
+// syncHeld holds a tenant's keys in the planner while the scheduler says
+// it is at its cap of jobs in progress, and releases them when it is not.
+func (st *state) syncHeld(tenant string) {
+	if capped := st.sched.Capped(tenant); capped != st.planner.Held(tenant) {
+		st.planner.SetHeld(tenant, capped)
 	}
 }

@@ -54,6 +54,9 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		cr.Token = r.After.Token
 		if r.Plan != nil {
 			cr.Level = r.Plan.Level
+			// The tenant's count of jobs in progress may have reached its
+			// cap, or left it: the planner holds its keys meanwhile.
+			st.syncHeld(r.Plan.Tenant)
 		}
 		switch r.Kind {
 		case ck.ChangeComplete:

@@ -120,7 +120,10 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	for assigned < capacity && sv.AssignJob(req.WorkerID) {
 		assigned++
 	}
-	opts := &planner.PlanOptions{Skip: sv.Paused, Tombstones: tombstones, Force: force}
+	// Paused, closed (run window, not-before) and capped tenants are passed
+	// over; the planner holds the keys of capped ones itself, so they cost
+	// nothing here.
+	opts := &planner.PlanOptions{Skip: sv.Held, Tombstones: tombstones, Force: force}
 	for assigned < capacity {
 		plan, ok := pv.Next(now, opts)
 		if !ok {

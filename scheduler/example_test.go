@@ -313,7 +313,7 @@ func ExampleScheduler_SetTenantPolicy_closed() {
 	s.ClearTenantPolicy("acme")
 	fmt.Println("assigned once open:", s.Schedule(start).AssignJob("w1"))
 	// Output:
-	//   assign acme-1: skipped (held by a run window or not-before time: tenant "acme")
+	//   assign acme-1: skipped (window closed: tenant "acme")
 	// held: true
 	// added: false
 	// assigned: false

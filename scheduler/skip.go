@@ -99,8 +99,8 @@ var skipNames = [NumSkips]string{
 	SkippedQueueBelowLimit:   "queue below limit",
 	SkippedNotAdmissible:     "not admissible",
 	SkippedNoTombstoneLeft:   "no tombstone left",
-	SkippedClosed:            "held by a run window or not-before time",
-	SkippedCapped:            "tenant at its cap of jobs in progress",
+	SkippedClosed:            "window closed",
+	SkippedCapped:            "at cap",
 }
 
 // String returns the reason's name: a few lowercase words ("stale

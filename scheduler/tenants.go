@@ -1,6 +1,10 @@
 package scheduler
 
-import "github.com/google/btree"
+import (
+	"slices"
+
+	"github.com/google/btree"
+)
 
 // TenantPolicy is what the scheduler needs of a tenant's scheduling policy.
 // The state machine derives it from its replicated policies (a priority
@@ -190,6 +194,17 @@ func (s *Scheduler) TenantPolicy(tenant string) TenantPolicy { return s.policy(t
 
 // InProgress returns the number of jobs of tenant in progress.
 func (s *Scheduler) InProgress(tenant string) int { return s.counts[tenant] }
+
+// BusyTenants returns the tenants with jobs in progress, in order. Its
+// cost is linear in their number.
+func (s *Scheduler) BusyTenants() []string {
+	out := make([]string, 0, len(s.counts))
+	for t := range s.counts {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Capped reports whether tenant has a cap (MaxInProgress > 0) and as many
 // jobs in progress as the cap, or more (a cap lowered below the count):

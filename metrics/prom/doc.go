@@ -72,7 +72,7 @@
 // completed_recently, queue_full, paused, excluded, lease_not_expired,
 // at_failure_limit, token_not_newer, no_expired_lease,
 // below_failure_limit, no_lease, not_excluded, queue_below_limit,
-// not_admissible and no_tombstone_left. Skips are normal — a poll prepared
+// not_admissible, no_tombstone_left, window_closed and at_cap. Skips are normal — a poll prepared
 // on a view that a concurrent entry moved on skips stale_version, a worker
 // reporting a job it lost skips no_lease — and only their rate matters. Like
 // broken_invariants_total it counts since the replica started or restored a

@@ -247,7 +247,7 @@ func TestFSMCollectorSkippedChanges(t *testing.T) {
 	labels := []string{"stale_entry", "invalid", "stale_version", "unknown_job", "job_exists",
 		"completed_recently", "queue_full", "paused", "excluded", "lease_not_expired",
 		"at_failure_limit", "token_not_newer", "no_expired_lease", "below_failure_limit",
-		"no_lease", "not_excluded", "queue_below_limit", "not_admissible", "no_tombstone_left"}
+		"no_lease", "not_excluded", "queue_below_limit", "not_admissible", "no_tombstone_left", "window_closed", "at_cap"}
 	require.Len(t, labels, int(scheduler.NumSkips)-1, "a reason without a documented label")
 	var st raftfsm.Stats
 	for r := range st.SkippedChanges {
