@@ -603,7 +603,11 @@ func (h *Handler) dryRun(r *http.Request) (any, error) {
 
 // Command is the body of a command: the fields its action reads.
 type Command struct {
-	Tenant      string   `json:"tenant,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
+	// All pauses or resumes every tenant (tenant empty); without it an
+	// empty tenant is the empty tenant (from cluster version 5; before,
+	// an empty tenant means every tenant).
+	All         bool     `json:"all,omitempty"`
 	Level       *uint32  `json:"level,omitempty"`
 	Job         string   `json:"job,omitempty"`
 	MaxFailures *uint32  `json:"max_failures,omitempty"`
@@ -691,7 +695,7 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, Level: c.Level, Job: c.Job, Blocks: c.Blocks, Reason: c.Reason}
+	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, All: c.All, Level: c.Level, Job: c.Job, Blocks: c.Blocks, Reason: c.Reason}
 	if h.identity != nil {
 		op.By = h.identity(r)
 	}

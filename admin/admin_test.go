@@ -209,6 +209,7 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 405, call(t, srv, "GET", "/api/commands/pause", "", op, nil))
 
 	var res admin.CommandResult
+	var e struct{ Error string }
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":"acme"}`, op, &res))
 	require.Equal(t, "pause", res.Action)
 	require.Positive(t, res.Index)
@@ -218,11 +219,21 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"tenant":"acme"}`, map[string]string{"X-Operator": "a", "Origin": srv.URL}, &res))
 	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
 	require.Empty(t, st.Paused)
+	// Every tenant is said with all; an empty tenant is the empty tenant.
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"all":true,"level":1}`, op, &res))
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":""}`, op, &res))
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
+	require.Len(t, st.Paused, 2)
+	require.Equal(t, 400, call(t, srv, "POST", "/api/commands/pause", `{"all":true,"tenant":"acme"}`, op, &e))
+	require.Contains(t, e.Error, "all is for pausing and resuming every tenant")
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"all":true,"level":1}`, op, &res))
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{}`, op, &res))
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
+	require.Empty(t, st.Paused)
 
 	// Marks: a block a job claims is refused with the job's name; a
 	// queued one is quarantined with the operator's reason until a
 	// requeue.
-	var e struct{ Error string }
 	require.Equal(t, 409, call(t, srv, "POST", "/api/commands/mark", `{"blocks":["seg-1"],"reason":"legal hold"}`, op, &e))
 	require.Contains(t, e.Error, n.job.Job)
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/mark", `{"blocks":["seg-5"],"reason":"legal hold"}`, op, &res))

@@ -83,6 +83,12 @@ func newPollBench(b *testing.B) *pollBench { return newPollBenchSized(b, 10_000,
 // queued (plus the 20 sources of every job created). newPollBench is
 // (10,000, 4,000, 2,000), W2's jobs=10000 state; W4's is (10,000, 0, 2,000).
 func newPollBenchSized(b *testing.B, jobs, pool, hold int) *pollBench {
+	return newPollBenchWith(b, jobs, pool, hold, nil)
+}
+
+// newPollBenchWith is newPollBenchSized with setup run on the node first,
+// before any block is added.
+func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *pollBench {
 	cfg := raftfsm.DefaultConfig()
 	cfg.Planner.Levels[0].MaxAge = 0 // only full batches: the queue stays
 	cfg.Planner.Levels[1].MaxAge = 0
@@ -91,6 +97,9 @@ func newPollBenchSized(b *testing.B, jobs, pool, hold int) *pollBench {
 	cfg.Scheduler.MaxSlotsPerRequest = 1 << 20
 	cfg.Scheduler.LeaseDuration = time.Hour
 	pb := &pollBench{n: newNode(b, cfg)}
+	if setup != nil {
+		setup(pb.n)
+	}
 	// 1,000,000 queued blocks, plus 20 per job created below.
 	benchBlocks(b, pb.n, 1_000_000+20*(jobs+pool+hold), "b")
 	// The jobs in progress for other workers.

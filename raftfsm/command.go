@@ -278,6 +278,12 @@ type Operator struct {
 	// compactkit.MaxReasonLen bytes of printable UTF-8. From cluster
 	// version 4 (an optional CBOR item after By).
 	Reason string
+	// All pauses or resumes every tenant (Tenant empty). From cluster
+	// version 5, where an empty Tenant without All names the empty tenant
+	// (the multi-tenant segments' and cleanup-only jobs'), as in
+	// [Retention] and [PolicyCommand]; before, an empty Tenant means
+	// every tenant. An optional CBOR item after Reason.
+	All bool
 }
 
 // MaxOperatorNameLen bounds [Operator.By].
@@ -320,9 +326,27 @@ type operatorReason struct {
 	Reason      string
 }
 
+// operatorAll is the encoding of an operator command with All (By and
+// Reason may be empty).
+type operatorAll struct {
+	_           struct{} `cbor:",toarray"`
+	Action      OperatorAction
+	Tenant      string
+	Level       *uint32
+	Job         string
+	MaxFailures uint32
+	Blocks      []string
+	By          string
+	Reason      string
+	All         bool
+}
+
 // MarshalCBOR encodes the command as an array of six fields, seven with By,
-// or eight with a Reason.
+// eight with a Reason, or nine with All.
 func (o Operator) MarshalCBOR() ([]byte, error) {
+	if o.All {
+		return codec.Default.Marshal(&operatorAll{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By, Reason: o.Reason, All: true})
+	}
 	if o.Reason != "" {
 		return codec.Default.Marshal(&operatorReason{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By, Reason: o.Reason})
 	}
@@ -333,9 +357,21 @@ func (o Operator) MarshalCBOR() ([]byte, error) {
 }
 
 // UnmarshalCBOR decodes any encoding of [Operator.MarshalCBOR]; seven
-// fields with an empty By, or eight with an empty Reason, are malformed.
+// fields with an empty By, eight with an empty Reason, or nine without
+// All, are malformed.
 func (o *Operator) UnmarshalCBOR(data []byte) error {
-	const eightItems = 0x88 // a CBOR array of eight items
+	const eightItems, nineItems = 0x88, 0x89 // CBOR arrays of eight and nine items
+	if len(data) > 0 && data[0] == nineItems {
+		var r operatorAll
+		if err := codec.Default.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("raftfsm: operator: %w", err)
+		}
+		if !r.All {
+			return fmt.Errorf("raftfsm: operator: nine fields without All: %w", ck.ErrMalformed)
+		}
+		*o = Operator{Action: r.Action, Tenant: r.Tenant, Level: r.Level, Job: r.Job, MaxFailures: r.MaxFailures, Blocks: r.Blocks, By: r.By, Reason: r.Reason, All: true}
+		return nil
+	}
 	if len(data) > 0 && data[0] == eightItems {
 		var r operatorReason
 		if err := codec.Default.Unmarshal(data, &r); err != nil {
@@ -399,8 +435,8 @@ func (c *Command) MarshalVersion(version byte) ([]byte, error) {
 	if version < marksVersion && c.hasV4Fields() {
 		return nil, fmt.Errorf("raftfsm: command version %d carries no mark (from version %d): %w", version, marksVersion, ErrClusterVersion)
 	}
-	if version < policiesVersion && c.Policy != nil {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no policy (from version %d): %w", version, policiesVersion, ErrClusterVersion)
+	if version < policiesVersion && c.hasV5Fields() {
+		return nil, fmt.Errorf("raftfsm: command version %d carries no policy and no operator's All (from version %d): %w", version, policiesVersion, ErrClusterVersion)
 	}
 	data, err := codec.Default.Encode(codec.KindCommand, version, c)
 	if err != nil {
@@ -456,10 +492,16 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if version < marksVersion && c.hasV4Fields() {
 		return nil, version, fmt.Errorf("raftfsm: command version %d with a mark (from version %d): %w", version, marksVersion, ErrInvalidCommand)
 	}
-	if version < policiesVersion && c.Policy != nil {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with a policy (from version %d): %w", version, policiesVersion, ErrInvalidCommand)
+	if version < policiesVersion && c.hasV5Fields() {
+		return nil, version, fmt.Errorf("raftfsm: command version %d with a policy or an operator's All (from version %d): %w", version, policiesVersion, ErrInvalidCommand)
 	}
 	return &c, version, nil
+}
+
+// hasV5Fields reports whether c carries what version 5 brought: a policy
+// command, an operator command for every tenant said with All.
+func (c *Command) hasV5Fields() bool {
+	return c.Policy != nil || c.Operator != nil && c.Operator.All
 }
 
 // hasV4Fields reports whether c carries what version 4 brought: an
@@ -599,12 +641,16 @@ func (o *Operator) validate() error {
 	if o.Reason != "" && o.Action != OpMark {
 		return fmt.Errorf("raftfsm: operator %s: a reason is for marks only: %w", o.Action, ErrInvalidCommand)
 	}
+	if o.All && (o.Tenant != "" || o.Action != OpPause && o.Action != OpResume) {
+		return fmt.Errorf("raftfsm: operator %s: all with tenant %q: all is for pausing and resuming every tenant: %w", o.Action, o.Tenant, ErrInvalidCommand)
+	}
 	if len(o.Reason) > ck.MaxReasonLen || !utf8.ValidString(o.Reason) || strings.ContainsFunc(o.Reason, func(r rune) bool { return !unicode.IsPrint(r) }) {
 		return fmt.Errorf("raftfsm: operator %s: reason: at most %d bytes of printable UTF-8: %w", o.Action, ck.MaxReasonLen, ErrInvalidCommand)
 	}
 	switch o.Action {
 	case OpPause, OpResume:
-		// An empty tenant and no level pause everything.
+		// Every tenant (All, or an empty tenant before cluster version 5)
+		// and no level pause everything.
 		return nil
 	case OpRetry:
 		if o.Job != "" {

@@ -47,6 +47,9 @@ type state struct {
 	clusterVersion byte
 	// policies are the scheduling policies (cluster version 5).
 	policies *policies
+	// capHeld mirrors the tenants the planner holds because they are at
+	// their cap (see syncHeld), for lookups: derived, rebuilt on restore.
+	capHeld map[string]struct{}
 	// broken counts the invariants of Apply found broken (see invariant);
 	// lastBroken is the latest. Local: not in snapshots.
 	broken     uint64
@@ -623,7 +626,13 @@ func (st *state) applyRetention(e ck.Entry, now int64, r *Retention, res *Result
 func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) error {
 	switch o.Action {
 	case OpPause, OpResume:
-		st.sched.SetPaused(e, o.Tenant, o.Level, o.Action == OpPause)
+		// Every tenant is said with All from cluster version 5; before,
+		// with an empty tenant.
+		rule := scheduler.PauseRule{Tenant: o.Tenant, AllTenants: o.All || o.Tenant == "" && st.clusterVersion < policiesVersion, AllLevels: o.Level == nil}
+		if o.Level != nil {
+			rule.Level = *o.Level
+		}
+		st.sched.SetPause(rule, o.Action == OpPause)
 	case OpRetry:
 		retry := st.sched.Retry
 		if st.clusterVersion >= reasonsVersion {

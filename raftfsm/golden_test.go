@@ -94,6 +94,9 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 		run("policy-default", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true,
 			Policy: &policy.Tenant{Class: policy.High}}})
 		run("compact-now", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyCompactNow, Tenant: "t5", Level: &lvl}})
+		// Every tenant said with All, and the empty tenant by itself.
+		run("pause-all", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpPause, All: true, Level: ptr(uint32(2))}})
+		run("pause-empty-tenant", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpPause}})
 		r := run("add-blocks-t1", addBlocks(blocks("e", "t1", 5, 3, t0)))
 		require.Equal(t, policy.Slow, r.Blocks[0].Pressure)
 	}

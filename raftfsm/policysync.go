@@ -58,7 +58,17 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 // syncHeld holds a tenant's keys in the planner while the scheduler says
 // it is at its cap of jobs in progress, and releases them when it is not.
 func (st *state) syncHeld(tenant string) {
-	if capped := st.sched.Capped(tenant); capped != st.planner.Held(tenant) {
-		st.planner.SetHeld(tenant, capped)
+	capped := st.sched.Capped(tenant)
+	if _, held := st.capHeld[tenant]; capped == held {
+		return
+	}
+	st.planner.SetHeld(tenant, capped)
+	if capped {
+		if st.capHeld == nil {
+			st.capHeld = make(map[string]struct{})
+		}
+		st.capHeld[tenant] = struct{}{}
+	} else {
+		delete(st.capHeld, tenant)
 	}
 }

@@ -914,8 +914,8 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 }
 
 func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {
-	c.Only(append([]string{"tenant", "level", "by", "reason"}, entryOptions...)...)
-	op := &raftfsm.Operator{Tenant: c.Str("tenant", ""), By: c.Str("by", ""), Reason: c.Str("reason", "")}
+	c.Only(append([]string{"tenant", "all", "level", "by", "reason"}, entryOptions...)...)
+	op := &raftfsm.Operator{Tenant: c.Str("tenant", ""), All: c.Has("all"), By: c.Str("by", ""), Reason: c.Str("reason", "")}
 	if c.Has("level") {
 		l := uint32(c.Int("level", 0))
 		op.Level = &l

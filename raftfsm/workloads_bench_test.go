@@ -23,7 +23,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/benchenv"
+	"github.com/compactkit/compactkit/policy"
+	"github.com/compactkit/compactkit/raftfsm"
 )
 
 // BenchmarkW2Poll (W2): Prepare + Apply of one poll — 16 renewals, 16
@@ -61,6 +66,109 @@ func BenchmarkW2Poll(b *testing.B) {
 		pb = nil
 		runtime.GC()
 	}
+}
+
+// BenchmarkW2PollTenants is W2 at 10,000 jobs in progress with 9,999 more
+// tenants (tenants=10000), each with a policy of class High and a cap of
+// one job in progress, one job in progress and one job waiting — at the
+// head of the ready order, by its class, but held by the cap — against
+// the same state without them (tenants=1), whose index holds as many
+// more blocks (at the final level, so that they are not queued), as the
+// capped tenants' jobs claim. Issue 20's budget: the policies must not
+// make a poll's cost grow with the number of tenants; Prepare may grow
+// by at most 10 %.
+func BenchmarkW2PollTenants(b *testing.B) {
+	for _, tenants := range []int{1, 10_000} {
+		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
+			setup := func(n *node) { coldBlocks(b, n, 9_999) }
+			if tenants > 1 {
+				setup = func(n *node) { cappedTenants(b, n, tenants-1) }
+			}
+			pb := newPollBenchWith(b, 10_000, 4_000, 2_000, setup)
+			b.ResetTimer()
+			pb.run(b, false)
+		})
+	}
+}
+
+// perCapped is the number of blocks each capped tenant's jobs claim: two
+// full level-0 batches.
+func perCapped(n *node) int { return n.f.Config().Planner.Levels[0].MaxBlocks * 2 }
+
+// cappedBlocks returns the blocks of tenant i of the capped ones, at the
+// level given.
+func cappedBlocks(n *node, i int, tenant string, level uint32) []ck.BlockMeta {
+	var bs []ck.BlockMeta
+	for j := range perCapped(n) {
+		minT := t0 + int64(j)*int64(time.Millisecond)
+		bs = append(bs, ck.BlockMeta{ID: fmt.Sprintf("c%05d-%03d", i, j), Tenant: tenant, Shard: 1, Level: level,
+			MinTime: minT, MaxTime: minT + int64(time.Second), Size: 5000,
+			Datasets: []ck.DatasetMeta{{Name: "service-0", Size: 5000, Records: 100, MinTime: minT, MaxTime: minT + int64(time.Second)}}})
+	}
+	return bs
+}
+
+// coldBlocks adds as many blocks as k capped tenants' jobs claim, at the
+// final level: in the index, not queued.
+func coldBlocks(b *testing.B, n *node, k int) {
+	var bs []ck.BlockMeta
+	for i := range k {
+		bs = append(bs, cappedBlocks(n, i, "cold", n.f.Config().Planner.FinalLevel)...)
+		if len(bs) >= 10_000 || i == k-1 {
+			n.mustApply(addBlocks(bs))
+			bs = nil
+		}
+	}
+}
+
+// cappedTenants gives the node k tenants of class High, each capped at
+// one job in progress, with one job in progress and one waiting.
+func cappedTenants(b *testing.B, n *node, k int) {
+	set := func(tenant string, limit uint32) {
+		n.mustApply(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: tenant,
+			Policy: &policy.Tenant{Class: policy.High, MaxInProgress: limit}}})
+	}
+	name := func(i int) string { return fmt.Sprintf("capped-%05d", i) }
+	for i := range k {
+		set(name(i), 2)
+	}
+	// Two full level-0 batches each.
+	var bs []ck.BlockMeta
+	for i := range k {
+		bs = append(bs, cappedBlocks(n, i, name(i), 0)...)
+		if len(bs) >= 10_000 || i == k-1 {
+			n.mustApply(addBlocks(bs))
+			bs = nil
+		}
+	}
+	// Both jobs of every tenant in progress (polls of 256 slots: a poll
+	// passes over the tenants it capped itself, per job it plans), then
+	// one of each released, then the cap lowered to one: each tenant is at
+	// its cap with a job waiting.
+	seen := map[string]bool{}
+	var rel []ck.StatusUpdate
+	seq := uint64(1)
+	for got := 0; got < 2*k; seq++ {
+		resp := n.poll(&ck.PollRequest{WorkerID: "capper", Seq: seq, FreeSlots: 256})
+		require.NotEmpty(b, resp.Jobs)
+		got += len(resp.Jobs)
+		for _, j := range resp.Jobs {
+			if !seen[j.Plan.Tenant] {
+				seen[j.Plan.Tenant] = true
+				rel = append(rel, ck.StatusUpdate{Job: j.Job, Token: j.Token, Status: ck.ReportReleased})
+			}
+		}
+	}
+	for ; len(rel) > 0; seq++ {
+		m := min(len(rel), raftfsm.DefaultLimits.MaxReports)
+		n.poll(&ck.PollRequest{WorkerID: "capper", Seq: seq, Updates: rel[:m]})
+		rel = rel[m:]
+	}
+	for i := range k {
+		set(name(i), 1)
+	}
+	st := n.f.Stats()
+	require.Equal(b, k, st.Scheduler.Policies.Capped, "every tenant at its cap")
 }
 
 // BenchmarkW4Cycle (W4): 2,000 polls of the benchmark worker in a steady

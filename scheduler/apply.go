@@ -566,22 +566,26 @@ func (s *Scheduler) retry(e ck.Entry, now int64, name string, record bool, by st
 	return len(jobs), nil
 }
 
-// SetPaused pauses (paused = true) or resumes a tenant, a level, or a tenant
-// at a level. tenant "" means every tenant, level nil every level; a
-// rule with both pauses everything. Pauses are a set of such rules: a job is
-// paused while any rule matches it, and resuming removes exactly the rule
-// named (resuming tenant "a" does not resume a level paused as a whole).
+// SetPause pauses (paused = true) or resumes what the rule names: a
+// tenant, a level, or a tenant at a level (AllTenants and AllLevels say
+// "every"; the empty tenant is a tenant like any other); a rule with both
+// pauses everything. Pauses are a set of such rules: a job is paused while
+// any rule matches it, and resuming removes exactly the rule named
+// (resuming tenant "a" does not resume a level paused as a whole). A rule
+// with AllTenants and a Tenant, or AllLevels and a Level, is taken with
+// the tenant or level cleared.
 //
 // Paused jobs stay queued and unassigned; a job in progress keeps running
 // until its worker ends it (it is neither renewed away nor reassigned when
 // it expires); no job is added for a paused tenant or level. The jobs' versions are
 // kept. The work is proportional to the jobs the rule matches (for a level
 // across tenants, plus one lookup per tenant).
-func (s *Scheduler) SetPaused(e ck.Entry, tenant string, level *uint32, paused bool) {
-	_ = e
-	rule := PauseRule{Tenant: tenant, AllTenants: tenant == "", AllLevels: level == nil}
-	if level != nil {
-		rule.Level = *level
+func (s *Scheduler) SetPause(rule PauseRule, paused bool) {
+	if rule.AllTenants {
+		rule.Tenant = ""
+	}
+	if rule.AllLevels {
+		rule.Level = 0
 	}
 	if s.pauses.has(rule) == paused {
 		return

@@ -183,7 +183,7 @@ func ExampleRestore() {
 }
 
 // Pausing a tenant keeps its jobs queued but assigns none and adds none.
-func ExampleScheduler_SetPaused() {
+func ExampleScheduler_SetPause() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
 	sc := s.Schedule(start)
 	sc.AddJob(ck.JobPlan{Name: "job-a", Tenant: "acme", Sources: []string{"b1"}})
@@ -192,13 +192,14 @@ func ExampleScheduler_SetPaused() {
 		tx.Apply(&c)
 	}
 
-	s.SetPaused(ck.Entry{Index: 2, Time: start}, "acme", nil, true)
+	acme := scheduler.PauseRule{Tenant: "acme", AllLevels: true}
+	s.SetPause(acme, true)
 	sc = s.Schedule(start)
 	fmt.Println("assigned:", sc.AssignJob("w1"))
 	fmt.Println("added:", sc.AddJob(ck.JobPlan{Name: "job-b", Tenant: "acme", Sources: []string{"b2"}}))
 	fmt.Printf("stats: %+v\n", s.Stats().Levels)
 
-	s.SetPaused(ck.Entry{Index: 3, Time: start}, "acme", nil, false)
+	s.SetPause(acme, false)
 	fmt.Println("assigned after resume:", s.Schedule(start).AssignJob("w1"))
 	// Output:
 	// assigned: false

@@ -511,11 +511,11 @@ func TestSchedulerModel(t *testing.T) {
 					level = &l
 				}
 				on := rapid.Bool().Draw(t, "on")
-				st.s.SetPaused(st.entry(), tenant, level, on)
 				r := scheduler.PauseRule{Tenant: tenant, AllTenants: tenant == "", AllLevels: level == nil}
 				if level != nil {
 					r.Level = *level
 				}
+				st.s.SetPause(r, on)
 				if on {
 					st.m.rules[r] = true
 				} else {

@@ -44,8 +44,35 @@ type Schedule struct {
 	// view's jobs in progress and this schedule's assignments.
 	lims   map[string]*tenantLim
 	nfull  int
+	// pol caches the view's policy lookups of this schedule: planning asks
+	// about the same few tenants many times (once per key it visits), and
+	// the view's tenant index may hold many.
+	pol    map[string]polEntry
 	probe  job
 	dprobe done
+}
+
+// polEntry is a cached policyOf result.
+type polEntry struct {
+	p TenantPolicy
+	n int
+}
+
+// policyOf returns the effective policy of tenant in the view and its
+// count of jobs in progress there, cached for the schedule.
+func (sc *Schedule) policyOf(tenant string) (TenantPolicy, int) {
+	if sc.v.tenants == nil || sc.v.tenants.Len() == 0 {
+		return sc.v.def, 0
+	}
+	if e, ok := sc.pol[tenant]; ok {
+		return e.p, e.n
+	}
+	p, n := policyOf(sc.v.tenants, sc.v.def, tenant)
+	if sc.pol == nil {
+		sc.pol = make(map[string]polEntry)
+	}
+	sc.pol[tenant] = polEntry{p, n}
+	return p, n
 }
 
 // tenantLim is a capped tenant as a schedule sees it.
@@ -213,7 +240,7 @@ func (sc *Schedule) Held(tenant string, level uint32) bool {
 	if sc.v.pauses.paused(tenant, level) {
 		return true
 	}
-	p, n := policyOf(sc.v.tenants, sc.v.def, tenant)
+	p, n := sc.policyOf(tenant)
 	switch {
 	case p.Closed:
 		return true
@@ -232,7 +259,7 @@ func (sc *Schedule) lim(tenant string) *tenantLim {
 	if l := sc.lims[tenant]; l != nil {
 		return l
 	}
-	p, n := policyOf(sc.v.tenants, sc.v.def, tenant)
+	p, n := sc.policyOf(tenant)
 	l := &tenantLim{max: p.MaxInProgress, count: n}
 	if sc.lims == nil {
 		sc.lims = make(map[string]*tenantLim)
@@ -686,7 +713,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	if ck.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
 		return false
 	}
-	pol, _ := policyOf(sc.v.tenants, sc.v.def, plan.Tenant)
+	pol, _ := sc.policyOf(plan.Tenant)
 	if pol.Closed {
 		return false
 	}

@@ -409,7 +409,7 @@ func (rs *restorer) header() error {
 	rules := make([]PauseRule, 0, len(h.Paused))
 	for i, p := range h.Paused {
 		r := PauseRule{Tenant: p.Tenant, AllTenants: p.AllTenants, Level: p.Level, AllLevels: p.AllLevels}
-		if (r.AllTenants && r.Tenant != "") || (!r.AllTenants && r.Tenant == "") || (r.AllLevels && r.Level != 0) || ck.ValidateTenant(r.Tenant) != nil {
+		if (r.AllTenants && r.Tenant != "") || (r.AllLevels && r.Level != 0) || ck.ValidateTenant(r.Tenant) != nil {
 			return codec.Malformed("pause rule %d: %+v", i, r)
 		}
 		if i > 0 && comparePauseRules(rules[i-1], r) >= 0 {

@@ -68,9 +68,8 @@ func goldenScheduler(t testing.TB) *scheduler.Scheduler {
 	h.poll("w4", []ck.StatusUpdate{h.report(held[2], ck.ReportFailure)}, 0)
 	require.Equal(t, ck.StatusExcluded, h.job(held[2]).Status)
 
-	level := uint32(2)
-	h.s.SetPaused(h.entry(), "globex", nil, true)
-	h.s.SetPaused(h.entry(), "", &level, true)
+	h.s.SetPause(scheduler.PauseRule{Tenant: "globex", AllLevels: true}, true)
+	h.s.SetPause(scheduler.PauseRule{AllTenants: true, Level: 2}, true)
 	return h.s
 }
 

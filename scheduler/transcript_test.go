@@ -184,12 +184,11 @@ func (e *env) handle(c *transcript.Command) string {
 		}
 		fmt.Fprintf(&b, "retried %d", n)
 	case "pause", "resume":
-		var level *uint32
-		if c.Has("level") {
-			l := uint32(c.Int("level", 0))
-			level = &l
-		}
-		e.s.SetPaused(e.entry(), c.Str("tenant", ""), level, c.Name == "pause")
+		// No tenant: every tenant; no level: every level.
+		r := scheduler.PauseRule{Tenant: c.Str("tenant", ""), AllTenants: !c.Has("tenant"), AllLevels: !c.Has("level")}
+		r.Level = uint32(c.Int("level", 0))
+		e.entry() // a pause is an entry of the log
+		e.s.SetPause(r, c.Name == "pause")
 	case "extend":
 		fmt.Fprintf(&b, "extended %d", e.s.ExtendLeases(e.entry(), e.now))
 	case "expire":

@@ -15,8 +15,8 @@
 //	tenants
 //	quarantine
 //	dry-run [-slots N]
-//	pause -tenant T [-level N] | pause -level N
-//	resume -tenant T [-level N] | resume -level N
+//	pause (-tenant T | -all) [-level N]   (-all: every tenant; an empty -tenant is the empty tenant)
+//	resume (-tenant T | -all) [-level N]
 //	retry [-job NAME]
 //	cancel -job NAME
 //	requeue BLOCK...               (also clears marks)

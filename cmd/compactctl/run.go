@@ -327,13 +327,14 @@ func commandBody(cmd string, args []string, errOut io.Writer) (*admin.Command, e
 	sub := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	sub.SetOutput(errOut)
 	tenant := sub.String("tenant", "", "tenant")
+	all := sub.Bool("all", false, "every tenant (pause, resume)")
 	level := sub.Int("level", -1, "level")
 	job := sub.String("job", "", "job")
 	reason := sub.String("reason", "", "why the blocks are marked (mark)")
 	if err := sub.Parse(args); err != nil {
 		return nil, err
 	}
-	c := &admin.Command{Tenant: *tenant, Job: *job, Reason: *reason}
+	c := &admin.Command{Tenant: *tenant, All: *all, Job: *job, Reason: *reason}
 	if *level >= 0 {
 		l := uint32(*level)
 		c.Level = &l

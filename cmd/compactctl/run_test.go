@@ -119,6 +119,13 @@ func TestCLI(t *testing.T) {
 	require.Contains(t, out, `"acme at every level"`)
 	_, err = ctl(t, srv, "resume", "-tenant", "acme")
 	require.NoError(t, err)
+	_, err = ctl(t, srv, "pause", "-all", "-level", "2")
+	require.NoError(t, err)
+	all, err := ctl(t, srv, "-o", "json", "status")
+	require.NoError(t, err)
+	require.Contains(t, all, `"every tenant at level 2"`)
+	_, err = ctl(t, srv, "resume", "-all", "-level", "2")
+	require.NoError(t, err)
 	_, err = ctl(t, srv, "set-max-failures", "5")
 	require.NoError(t, err)
 

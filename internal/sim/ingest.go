@@ -212,8 +212,10 @@ func (s *Sim) operatorStep() {
 		case 0:
 			op.Tenant = tenants[s.rng.IntN(len(tenants))]
 		case 1:
+			// A level across tenants: every tenant is said with All from
+			// cluster version 5, with an empty tenant before.
 			l := uint32(s.rng.IntN(int(s.cfg.Planner.FinalLevel)))
-			op.Level = &l
+			op.Level, op.All = &l, r.fsm.ClusterVersion() >= 5
 		default:
 			l := uint32(s.rng.IntN(int(s.cfg.Planner.FinalLevel)))
 			op.Tenant, op.Level = tenants[s.rng.IntN(len(tenants))], &l

@@ -487,11 +487,9 @@ func (s *Sim) calm() {
 
 // resumeAll resumes every pause rule the leader's replica has.
 func (s *Sim) resumeAll() {
-	for _, p := range s.leaderReplica().fsm.Stats().Scheduler.Paused {
-		op := &raftfsm.Operator{Action: raftfsm.OpResume}
-		if !p.AllTenants {
-			op.Tenant = p.Tenant
-		}
+	f := s.leaderReplica().fsm
+	for _, p := range f.Stats().Scheduler.Paused {
+		op := &raftfsm.Operator{Action: raftfsm.OpResume, Tenant: p.Tenant, All: p.AllTenants && f.ClusterVersion() >= 5}
 		if !p.AllLevels {
 			l := p.Level
 			op.Level = &l
