@@ -42,8 +42,8 @@ type Schedule struct {
 	// lims holds the capped tenants this schedule assigned or added jobs
 	// for, and nfull how many of them are full: at their cap with the
 	// view's jobs in progress and this schedule's assignments.
-	lims   map[string]*tenantLim
-	nfull  int
+	lims  map[string]*tenantLim
+	nfull int
 	// pol caches the view's policy lookups of this schedule: planning asks
 	// about the same few tenants many times (once per key it visits), and
 	// the view's tenant index may hold many.
