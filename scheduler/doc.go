@@ -50,8 +50,13 @@
 // effective level, unassigned jobs come first, then in-progress jobs whose
 // lease expired; each by its tenant's rank (lower first; an aged job
 // competes at rank 0), failures (fewer first), deadline (earlier first)
-// and name. Paused tenants and levels ([Scheduler.SetPaused]) are skipped,
-// and so are held tenants (below).
+// and name. An aged job of a lower class than rank 0 is lifted ahead of
+// every job that is not, and so is the oldest waiting level-0 job of a
+// lower class once it has waited level 1's aging threshold (level 0 ages
+// into no other level): a Low tenant's job waits at most its aging
+// threshold plus one poll with a free slot, however busy the High tenants
+// keep level 0. Paused tenants and levels ([Scheduler.SetPause]) are
+// skipped, and so are held tenants (below).
 //
 // # Tenant policies
 //
@@ -69,7 +74,7 @@
 // What holds a job, in order of precedence (the first that applies is the
 // reason an assign is skipped):
 //
-//  1. A pause ([Scheduler.SetPaused]) holds everything of its tenant or
+//  1. A pause ([Scheduler.SetPause]) holds everything of its tenant or
 //     level: no add, no assign, no reassignment of an expired job.
 //  2. A closed tenant: no add ([SkippedClosed]), no assign, no
 //     reassignment of an expired job; jobs in progress run to their end
@@ -78,8 +83,8 @@
 //     after the cap was lowered), its unassigned jobs are not assigned
 //     ([SkippedCapped]); they are still added (they wait), and its expired
 //     jobs are still reassigned, which leaves the count as it is.
-//  4. Aging lifts a waiting job to level 0 and rank 0; it never lifts a
-//     hold.
+//  4. Aging lifts a waiting job to level 0 and rank 0, and a lower class
+//     ahead of the rest (above); it never lifts a hold.
 //
 // Apply checks every hold again, so a policy applied between a poll's
 // Prepare and its Apply wins, and two assigns of one tenant in one entry

@@ -374,9 +374,10 @@ func (ms *mSched) held(tenant string, level uint32) bool {
 func (ms *mSched) assignJob(worker string) bool {
 	m := ms.m
 	type cand struct {
-		st    ck.JobState
-		rank  uint8
-		added *mAdded
+		st     ck.JobState
+		rank   uint8
+		added  *mAdded
+		lifted bool // aged, of a lower class than the best: ahead of the rest
 	}
 	var unassigned []cand // assignable unassigned jobs
 	var running []cand
@@ -403,7 +404,7 @@ func (ms *mSched) assignJob(worker string) bool {
 	best := func(cs []cand) *cand {
 		var b *cand
 		for i := range cs {
-			if b == nil || key(cs[i].rank, cs[i].st) < key(b.rank, b.st) {
+			if b == nil || cs[i].lifted && !b.lifted || cs[i].lifted == b.lifted && key(cs[i].rank, cs[i].st) < key(b.rank, b.st) {
 				b = &cs[i]
 			}
 		}
@@ -418,7 +419,6 @@ func (ms *mSched) assignJob(worker string) bool {
 	for _, c := range unassigned {
 		if c.st.Level == 0 {
 			pool = append(pool, c)
-			continue
 		}
 		if c.added != nil {
 			continue
@@ -428,8 +428,18 @@ func (ms *mSched) assignJob(worker string) bool {
 		}
 	}
 	for level, c := range oldest {
+		if level == 0 {
+			// Class aging: the oldest waiting level-0 job of a lower
+			// class competes at rank 0 after level 1's threshold.
+			if thr := m.threshold(1); thr > 0 && c.rank > 0 && c.st.AddedAt+int64(thr) < ms.now {
+				c.rank, c.lifted = 0, true
+				pool = append(pool, c)
+			}
+			continue
+		}
 		if thr := m.threshold(level); thr > 0 && c.st.AddedAt+int64(thr) < ms.now {
-			c.rank = 0 // an aged job competes at rank 0
+			c.lifted = c.rank > 0 // a lower class is lifted ahead of the rest
+			c.rank = 0            // an aged job competes at rank 0
 			pool = append(pool, c)
 		}
 	}

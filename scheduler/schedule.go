@@ -377,6 +377,9 @@ type candidate struct {
 	o       *overlay
 	rank    uint8 // the rank it competes at
 	expired bool
+	// lifted marks an aged job of a lower class than the best: it goes
+	// ahead of every job that is not lifted (see pick).
+	lifted bool
 }
 
 func (c *candidate) ok() bool { return c.st != nil }
@@ -384,7 +387,19 @@ func (c *candidate) ok() bool { return c.st != nil }
 // better reports whether x, at rank r, comes before c within an effective
 // level.
 func (c *candidate) better(r uint8, x *ck.JobState) bool {
-	return c.st == nil || lessRFDN(r, x, c.rank, c.st)
+	return c.betterLifted(false, r, x)
+}
+
+// betterLifted is better for a candidate that may be lifted: lifted ones
+// come first, then the order of better.
+func (c *candidate) betterLifted(lifted bool, r uint8, x *ck.JobState) bool {
+	if c.st == nil {
+		return true
+	}
+	if lifted != c.lifted {
+		return lifted
+	}
+	return lessRFDN(r, x, c.rank, c.st)
 }
 
 // AssignJob appends one assign change for worker and returns true, or
@@ -458,14 +473,27 @@ func (sc *Schedule) pick() candidate {
 		best = candidate{st: &j.st, j: j, rank: j.rank}
 	}
 	sc.addedHead(0, &best)
+	if t := sc.v.cfg.agingThreshold(1); t > 0 {
+		// Class aging: level 0 ages into no other level, so the oldest
+		// waiting level-0 job of a lower class competes as the best
+		// class once it has waited level 1's threshold — a Low tenant's
+		// job never waits behind a High tenant's for ever.
+		if j := sc.agingHead(0); j != nil && j.st.Level == 0 && j.rank > 0 {
+			if cut, ok := agedCutoff(sc.now, t); ok && j.st.AddedAt <= cut && best.betterLifted(true, 0, &j.st) {
+				best = candidate{st: &j.st, j: j, lifted: true}
+			}
+		}
+	}
 	if sc.v.cfg.agesAbove(1) {
 		for level := uint32(1); ; {
 			j := sc.agingHead(level)
 			if j == nil {
 				break
 			}
-			if cut, ok := agedCutoff(sc.now, sc.v.cfg.agingThreshold(j.st.Level)); ok && j.st.AddedAt <= cut && best.better(0, &j.st) {
-				best = candidate{st: &j.st, j: j} // at rank 0
+			// An aged job competes at rank 0; one of a lower class is
+			// lifted ahead of the rest, so that its wait is bounded.
+			if cut, ok := agedCutoff(sc.now, sc.v.cfg.agingThreshold(j.st.Level)); ok && j.st.AddedAt <= cut && best.betterLifted(j.rank > 0, 0, &j.st) {
+				best = candidate{st: &j.st, j: j, lifted: j.rank > 0}
 			}
 			if j.st.Level == maxLevel {
 				break
