@@ -211,6 +211,9 @@ func (s *Sim) operatorStep() {
 		switch s.rng.IntN(3) {
 		case 0:
 			op.Tenant = tenants[s.rng.IntN(len(tenants))]
+			if r.fsm.ClusterVersion() >= 5 && s.coin(0.25) {
+				op.Tenant = "" // the empty tenant: the multi-tenant segments and cleanup-only jobs
+			}
 		case 1:
 			// A level across tenants: every tenant is said with All from
 			// cluster version 5, with an empty tenant before.
