@@ -14,8 +14,10 @@ type tenantRank struct {
 // is how the state machine installs priority classes (High = 0, Medium = 1,
 // Low = 2, say). A batch that competes at level 0 because of aging competes
 // at rank 0 whatever its tenant's rank, so a tenant of a high rank still
-// progresses: its batches wait at most their level's aging threshold for
-// the turn of lower ranks.
+// progresses: its batches of levels above 0 wait at most their level's
+// aging threshold for the turn of lower ranks. Level-0 batches do not age
+// (as in the scheduler): they wait while lower ranks have ready level-0
+// batches.
 //
 // Ranks are derived state, like the held set ([Planner.SetHeld]): they are
 // not part of snapshots and [Restore] returns a planner in which every

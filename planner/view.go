@@ -170,7 +170,8 @@ func (v *View) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string
 func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 
 // Next plans the next job at log time now: the oldest batch of the next
-// tenant in rotation among the ready batches of the lowest competing level.
+// tenant in rotation among the ready batches of the lowest rank at the
+// lowest competing level.
 // It returns false when no batch is ready. Successive calls return
 // disjoint plans, as if each earlier plan had been claimed: the fairness
 // rotation and the job sequence number advance within the view. The
@@ -185,10 +186,14 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 //     ready for longer than the level's AgingThreshold (it became ready when
 //     it filled up or when its MaxAge passed, whichever came first).
 //   - The lowest competing level with a ready batch is served. Among its
-//     ready batches, the tenant is the first one after the fairness cursor
-//     (the tenant of the last claimed job) in tenant order, wrapping
-//     around; among that tenant's batches, the one whose first block
-//     arrived first.
+//     ready batches, those of the lowest rank compete ([Planner.SetRank],
+//     as of the view's opening): a batch competes at its tenant's rank,
+//     except that one competing at level 0 because of aging competes at
+//     rank 0, the best, whatever its tenant's rank. Among them, the
+//     tenant is the first one after the fairness cursor (the tenant of the
+//     last claimed job, of any rank) in tenant order, wrapping around;
+//     among that tenant's batches, the one whose first block arrived
+//     first. With every tenant at one rank, ranks change nothing.
 //   - A batch that is not ready but is forced by an entry of opts.Force
 //     (its key matches the entry and its first block arrived at or before
 //     the entry's Before) is ready at its own level; after it is planned,
@@ -207,8 +212,10 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 // The cost is O(log n) per job plus the blocks of the plan, plus, once per
 // view, time and set of Force entries, the number of batches that became
 // ready by age or aging and the number of keys of the forced tenants
-// (which are gathered and sorted by tenant). Held tenants cost nothing;
-// each skipped tenant costs a B-tree seek per call.
+// (which are gathered and sorted by rank and tenant). Ranks cost nothing
+// per tenant: the indexes are ordered by rank, so the tenants of higher
+// ranks are not visited while a lower rank has a ready batch. Held tenants
+// cost nothing; each skipped tenant costs a B-tree seek per call.
 func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	var skip func(string, uint32) bool
 	var force []Force
