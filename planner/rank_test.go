@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,6 +169,21 @@ func TestRankViews(t *testing.T) {
 	require.Equal(t, []string{"a/0/0", "b/0/0", "c/0/0"}, drain(t, open, f.now, nil))
 	require.Equal(t, []string{"c/0/0", "a/0/0", "b/0/0"}, drain(t, ranked, f.now, nil))
 	require.Equal(t, []string{"b/0/0", "c/0/0", "a/0/0"}, drain(t, f.p.View(), f.now, nil))
+	// Forced batches too (a young partial one per tenant): by the ranks
+	// each view was opened with.
+	for _, tn := range []string{"a", "b", "c"} {
+		f.add(tn, 1, 0, 3)
+	}
+	open = f.p.View()
+	f.p.SetRank("c", high)
+	f.p.SetRank("a", medium)
+	ranked = f.p.View()
+	f.p.ClearRank("a")
+	f.p.SetRank("c", low)
+	all := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	require.Equal(t, []string{"b/0/0", "b/1/0", "c/0/0", "a/0/0", "c/1/0", "a/1/0"}, drain(t, open, f.now, all))
+	require.Equal(t, []string{"b/0/0", "c/0/0", "b/1/0", "c/1/0", "a/0/0", "a/1/0"}, drain(t, ranked, f.now, all))
+	require.Equal(t, []string{"b/0/0", "b/1/0", "c/0/0", "a/0/0", "c/1/0", "a/1/0"}, drain(t, f.p.View(), f.now, all))
 
 	require.Equal(t, uint8(low), f.p.DefaultRank())
 	require.Equal(t, uint8(low), f.p.Rank("a"))
@@ -392,4 +408,42 @@ func TestRankForceSkipHeld(t *testing.T) {
 	got := drain(t, f.p.View(), f.now, forcing(forceAll))
 	require.Equal(t, []string{"web/0/0", "api/0/0"}, got[:2])
 	require.True(t, slices.Equal([]string{"batch/0/0", "batch/1/0"}, got[2:4]) || slices.Equal([]string{"batch/1/0", "batch/0/0"}, got[2:4]), got)
+}
+
+// TestRankConcurrentWithViews: views plan on other goroutines while the
+// planner ranks tenants, changes the default rank and changes; each view
+// plans exactly what a twin view opened at the same moment planned before
+// anything changed (run with -race).
+func TestRankConcurrentWithViews(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	tenants := []string{"A", "B", "C", "D"}
+	for i, tn := range tenants {
+		f.add(tn, 0, 0, 50)
+		f.add(tn, 1, 1, 3+i)
+	}
+	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	var wg sync.WaitGroup
+	type result struct{ got, want []string }
+	results := make(chan result, 8)
+	for i := range 8 {
+		v, twin := f.p.View(), f.p.View()
+		now := f.now
+		want := drain(t, twin, now, force)
+		wg.Go(func() {
+			results <- result{drain(t, v, now, force), want}
+		})
+		// Meanwhile: rank, clear, change the default, enqueue, claim.
+		f.p.SetRank(tenants[i%4], uint8(i%3))
+		f.p.SetDefaultRank(uint8(i % 2))
+		f.add(tenants[(i+1)%4], 0, 0, 20)
+		f.p.ClearRank(tenants[(i+2)%4])
+		_, ok := f.poll(force)
+		require.True(t, ok)
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		require.NotEmpty(t, r.want)
+		require.Equal(t, r.want, r.got)
+	}
 }
