@@ -424,27 +424,32 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 		consider(c)
 		break
 	}
-	// Keys this view already took from: their next batch.
+	// Keys this view already took from: their next batch. One competes at
+	// r at its tenant's rank if r is its level, or at rank 0 if r is 0
+	// and it is aged.
 	for i := range v.touched {
 		t := &v.touched[i]
 		b := &t.rem
 		if b.count == 0 {
 			continue
 		}
-		lc := v.s.cfg.level(t.k.level)
-		rk := t.rank
-		if b.ready(now, lc) {
-			if b.effectiveLevel(t.k.level, now, lc) != r {
-				continue
-			}
-			if t.k.level != r {
-				rk = 0 // aged
-			}
-		} else if before, ok := v.forceBefore(t.k); !ok || b.first > before || t.k.level != r {
+		var rk uint8
+		switch {
+		case t.k.level == r:
+			rk = t.rank
+		case r != 0:
 			continue
 		}
 		c := cand{tenant: t.k.tenant, arr: b.arr, level: t.k.level, shard: t.k.shard, touch: i + 1, rank: rk}
 		if below(rk, c.tenant) || same && rk != rank || found && !candLess(c, best) {
+			continue
+		}
+		lc := v.s.cfg.level(t.k.level)
+		if b.ready(now, lc) {
+			if b.effectiveLevel(t.k.level, now, lc) != r {
+				continue
+			}
+		} else if before, ok := v.forceBefore(t.k); !ok || b.first > before || t.k.level != r {
 			continue
 		}
 		if skip != nil && skip(t.k.tenant, t.k.level) {
