@@ -39,8 +39,9 @@
 // at the planning time — so a quiet key is planned without waiting for
 // another block. Lower levels are served first, except that a batch ready
 // for longer than its level's aging threshold competes as level 0; within a
-// level, tenants take turns after a replicated rotation cursor, and a
-// tenant's oldest batch goes first. Paused tenants and levels are skipped:
+// level, the tenants of the lowest rank go first (see Ranks below), tenants
+// of one rank take turns after a replicated rotation cursor, and a tenant's
+// oldest batch goes first. Paused tenants and levels are skipped:
 // the paused set is replicated state of the scheduler, which passes it to
 // planning as [PlanOptions].Skip; their blocks stay queued. See [View.Next]
 // for the policy and [LevelConfig] for the batching rules.
@@ -63,6 +64,24 @@
 // clones the B-trees in O(1), and the planner copies a queue header or a
 // tree node only the first time it changes one a view may hold. Apply does
 // not open views, so an ingest burst pays nothing for them.
+//
+// # Ranks
+//
+// Tenants have ranks ([Planner.SetRank], [Planner.SetDefaultRank]): the
+// state machine's priority classes, rank 0 first. Within a competing
+// level, the ready batches of the lowest rank are planned first; the
+// fairness rotation takes turns among the tenants of that rank. A batch
+// that competes at level 0 because of aging competes at rank 0 too, so a
+// tenant of a high rank still progresses: once a batch of it has been
+// ready for its level's aging threshold, it takes its turn among the
+// level-0 batches of rank 0 (level-0 batches themselves do not age: they
+// wait while lower ranks have ready level-0 batches). Forced batches compete at their tenant's
+// rank, skipped keys are passed over at any rank, and held tenants stay
+// out at any rank. Like the held set, ranks are derived state the state
+// machine installs from its policies, not part of snapshots, and views
+// keep the ranks they were opened with. Every tenant has rank 0 until a
+// setter is called, and with every tenant at one rank planning is the
+// same as without ranks.
 //
 // # Configuration
 //
@@ -105,8 +124,9 @@
 // neither copies a chunk; only Return, Requeue and Drop rebuild the chunks
 // they touch. Queues hang off a B-tree of keys, and three B-tree indexes of
 // the keys' head batches (full ones by tenant; partial ones by age; full
-// ones by the time they became ready, for aging) let a view find the next
-// job in O(log n); the keys of held tenants have no index entries (a B-tree
+// ones by the time they became ready, for aging; the first ordered by
+// rank, the others carrying it) let a view find the next job in
+// O(log n); the keys of held tenants have no index entries (a B-tree
 // of held tenants, shared with views like the rest, says which), and
 // holding or releasing a tenant with k keys moves its entries in
 // O(k log n). Opening a view clones the B-trees (O(1)) and bumps a
@@ -120,8 +140,9 @@
 // arrival numbers and times, the claims, the quarantine, the fairness
 // cursor, the sequence counters and the configuration, so a restored
 // planner re-snapshots to identical bytes and plans exactly like the
-// original once the same tenants are held again (the held set is not
-// part of the state: see [Planner.SetHeld]).
+// original once the same tenants are held and ranked again (the held set
+// and the ranks are not part of the state: see [Planner.SetHeld] and
+// [Planner.SetRank]).
 //
 // # Observability
 //

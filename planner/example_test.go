@@ -264,3 +264,35 @@ func ExampleForce() {
 	// planned: false
 	// forced: true [b0 b1 b2]
 }
+
+// Priority classes as ranks: with one job to start, the High tenant's
+// ready batch goes first although the Low tenant is next in rotation; the
+// Low tenant's batch follows. Ranks are not in snapshots: the state
+// machine sets them again after a restore.
+func ExamplePlanner_SetRank() {
+	const high, low = 0, 2
+	p, _ := planner.New(planner.DefaultConfig())
+	for i := range 40 {
+		tenant := []string{"batch", "web"}[i%2]
+		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: tenant})
+	}
+	p.SetRank("web", high)
+	p.SetRank("batch", low)
+	v := p.View()
+	for {
+		plan, ok := v.Next(0, nil)
+		if !ok {
+			break
+		}
+		fmt.Println(plan.Tenant, len(plan.Sources))
+	}
+
+	var b bytes.Buffer
+	_ = p.Snapshot(&b)
+	r, _ := planner.Restore(&b)
+	fmt.Println("rank of batch:", p.Rank("batch"), "restored:", r.Rank("batch"))
+	// Output:
+	// web 20
+	// batch 20
+	// rank of batch: 2 restored: 0
+}

@@ -50,11 +50,27 @@ type model struct {
 	hasCursor bool
 	missed    uint64
 	held      map[string]bool // held tenants (SetHeld)
+	ranks     mRanks          // tenants' ranks (SetRank, SetDefaultRank)
 }
+
+// mRanks are the tenants' own ranks and the default rank.
+type mRanks struct {
+	own map[string]uint8
+	def uint8
+}
+
+func (r mRanks) of(tenant string) uint8 {
+	if rk, ok := r.own[tenant]; ok {
+		return rk
+	}
+	return r.def
+}
+
+func (r mRanks) clone() mRanks { return mRanks{own: maps.Clone(r.own), def: r.def} }
 
 func newModel(cfg Config) *model {
 	return &model{cfg: cfg.clone(), queues: map[key][]mBlock{}, claims: map[string]mClaim{}, quar: map[string]mQuar{}, nextArr: 1, nextSeq: 1,
-		held: map[string]bool{}}
+		held: map[string]bool{}, ranks: mRanks{own: map[string]uint8{}}}
 }
 
 // mForced reports whether a Force entry of force makes a batch of key k
@@ -122,14 +138,17 @@ type mPlan struct {
 
 // plan plans by brute force: every key's next batch is formed and judged.
 // Keys of held tenants are left out; a batch that is not ready but forced
-// competes at its level.
+// competes at its level. Among the batches of the lowest competing level,
+// those of the lowest rank compete (rank 0 for aged batches); among them,
+// the first tenant after the cursor, wrapping, and its oldest batch.
 func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, skip func(string, uint32) bool,
-	held map[string]bool, force []Force) (mPlan, bool) {
+	held map[string]bool, ranks mRanks, force []Force) (mPlan, bool) {
 	for r := range m.cfg.FinalLevel {
 		type c struct {
-			k   key
-			arr uint64
-			n   int
+			k    key
+			arr  uint64
+			n    int
+			rank uint8
 		}
 		var cs []c
 		for k, q := range m.queues {
@@ -142,7 +161,7 @@ func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, 
 			ready := full || lc.MaxAge > 0 && now-q[0].t > int64(lc.MaxAge)
 			if !ready {
 				if mForced(force, k, q[0].t) && k.level == r {
-					cs = append(cs, c{k, q[0].arr, n})
+					cs = append(cs, c{k, q[0].arr, n, ranks.of(k.tenant)})
 				}
 				continue
 			}
@@ -155,17 +174,19 @@ func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, 
 			default:
 				since = q[0].t + int64(lc.MaxAge)
 			}
-			eff := k.level
+			eff, rank := k.level, ranks.of(k.tenant)
 			if k.level > 0 && lc.AgingThreshold > 0 && now-since > int64(lc.AgingThreshold) {
-				eff = 0
+				eff, rank = 0, 0
 			}
 			if eff == r {
-				cs = append(cs, c{k, q[0].arr, n})
+				cs = append(cs, c{k, q[0].arr, n, rank})
 			}
 		}
 		if len(cs) == 0 {
 			continue
 		}
+		low := slices.MinFunc(cs, func(a, b c) int { return cmp.Compare(a.rank, b.rank) }).rank
+		cs = slices.DeleteFunc(cs, func(x c) bool { return x.rank != low })
 		slices.SortFunc(cs, func(a, b c) int {
 			if x := strings.Compare(a.k.tenant, b.k.tenant); x != 0 {
 				return x
@@ -317,6 +338,7 @@ func TestPlannerModel(t *testing.T) {
 			"setConfig":  h.setConfig,
 			"restore":    h.restore,
 			"setHeld":    h.setHeld,
+			"setRank":    h.setRank,
 		})
 	})
 }
@@ -442,6 +464,7 @@ func (h *harness) plan(t *rapid.T) {
 
 	want := h.m
 	held := maps.Clone(want.held) // the held set the views were opened with
+	ranks := want.ranks.clone()   // and the ranks
 	off := map[key]int{}
 	cursor, hasCursor, seq := want.cursor, want.hasCursor, want.nextSeq
 	handed := map[ck.Tombstone]bool{}
@@ -456,7 +479,10 @@ func (h *harness) plan(t *rapid.T) {
 		if rapid.IntRange(0, 5).Draw(t, "holdMidView") == 0 {
 			h.setHeld(t) // views opened before plan with the former held set
 		}
-		mp, ok := want.plan(off, cursor, hasCursor, now, skip, held, force)
+		if rapid.IntRange(0, 5).Draw(t, "rankMidView") == 0 {
+			h.setRank(t) // and the former ranks
+		}
+		mp, ok := want.plan(off, cursor, hasCursor, now, skip, held, ranks, force)
 		var got []ck.JobPlan
 		for _, v := range views {
 			pl, gotOK := v.Next(now, &PlanOptions{Skip: skip, Tombstones: iter(), Force: force})
@@ -777,6 +803,14 @@ func (h *harness) restore(t *rapid.T) {
 	for _, tn := range slices.Sorted(maps.Keys(h.m.held)) {
 		r.SetHeld(tn, true)
 	}
+	// So are ranks.
+	for _, tn := range mTenants {
+		require.Zero(t, r.Rank(tn))
+	}
+	r.SetDefaultRank(h.m.ranks.def)
+	for _, tn := range slices.Sorted(maps.Keys(h.m.ranks.own)) {
+		r.SetRank(tn, h.m.ranks.own[tn])
+	}
 	if h.twin == nil || rapid.Bool().Draw(t, "newTwin") {
 		h.twin = r
 	} else {
@@ -799,6 +833,37 @@ func (h *harness) setHeld(t *rapid.T) {
 	} else {
 		delete(h.m.held, tenant)
 	}
+}
+
+// setRank gives a tenant its own rank, takes it away, or sets the
+// default rank, before or after holding it (a tenant without blocks,
+// sometimes).
+func (h *harness) setRank(t *rapid.T) {
+	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "rankTenant")
+	rank := uint8(rapid.IntRange(0, 3).Draw(t, "rank"))
+	before := snap(t, h.p)
+	switch rapid.IntRange(0, 3).Draw(t, "rankOp") {
+	case 0:
+		for _, p := range h.planners() {
+			p.SetDefaultRank(rank)
+			require.Equal(t, rank, p.DefaultRank())
+		}
+		h.m.ranks.def = rank
+	case 1:
+		for _, p := range h.planners() {
+			p.ClearRank(tenant)
+		}
+		delete(h.m.ranks.own, tenant)
+	default:
+		for _, p := range h.planners() {
+			p.SetRank(tenant, rank)
+		}
+		h.m.ranks.own[tenant] = rank
+	}
+	for _, p := range h.planners() {
+		require.Equal(t, h.m.ranks.of(tenant), p.Rank(tenant))
+	}
+	require.Equal(t, before, snap(t, h.p), "a rank changed the snapshot")
 }
 
 // check compares every planner with the model, and the planners'
@@ -824,6 +889,7 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	require.Equal(t, m.missed, s.counters.MissedRemovals)
 	for _, tn := range append([]string{"none"}, mTenants...) {
 		require.Equal(t, m.held[tn], p.Held(tn), "held %q", tn)
+		require.Equal(t, m.ranks.of(tn), p.Rank(tn), "rank %q", tn)
 	}
 	// Queues, and their invariants.
 	got := map[key][]mBlock{}
@@ -845,22 +911,29 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 		got[q.k] = bs
 		lc := s.cfg.level(q.k.level)
 		require.Equal(t, formBatch(q, 0, lc), q.head, "head batch of %v", q.k)
+		rank := m.ranks.of(q.k.tenant)
 		if m.held[q.k.tenant] {
 			// A held tenant's keys have no index entries.
-			require.False(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr}))
+			require.False(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}))
 			require.False(t, s.timed.Has(timeEnt{level: q.k.level, shard: q.k.shard, t: q.head.first, arr: q.head.arr, tenant: q.k.tenant}))
 			return true
 		}
 		switch {
 		case q.head.full:
 			fulls++
-			require.True(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr}))
+			require.True(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}))
 			if q.k.level > 0 && lc.AgingThreshold > 0 {
 				aging++
+				rs, _ := q.head.readySince(lc)
+				e, ok := s.aging.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: rs, arr: q.head.arr, tenant: q.k.tenant})
+				require.True(t, ok)
+				require.Equal(t, rank, e.rank, "aging entry's rank")
 			}
 		case lc.MaxAge > 0:
 			timed++
-			require.True(t, s.timed.Has(timeEnt{level: q.k.level, shard: q.k.shard, t: q.head.first, arr: q.head.arr, tenant: q.k.tenant}))
+			e, ok := s.timed.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: q.head.first, arr: q.head.arr, tenant: q.k.tenant})
+			require.True(t, ok)
+			require.Equal(t, rank, e.rank, "timed entry's rank")
 		}
 		return true
 	})

@@ -8,18 +8,22 @@ import (
 
 const btreeDegree = 16
 
-// fullEnt indexes a key whose head batch is full, by (level, tenant,
-// arrival of the batch's first block).
+// fullEnt indexes a key whose head batch is full, by (level, tenant's
+// rank, tenant, arrival of the batch's first block).
 type fullEnt struct {
 	level  uint32
 	shard  uint32
 	tenant string
 	arr    uint64
+	rank   uint8
 }
 
 func fullLess(a, b fullEnt) bool {
 	if a.level != b.level {
 		return a.level < b.level
+	}
+	if a.rank != b.rank {
+		return a.rank < b.rank
 	}
 	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
 		return c < 0
@@ -32,13 +36,15 @@ func fullLess(a, b fullEnt) bool {
 
 // timeEnt indexes a key by (level, a time, arrival of the head batch's
 // first block): the first block's arrival time for partial head batches
-// (timed), the time the batch became ready for full ones (aging).
+// (timed), the time the batch became ready for full ones (aging). It
+// carries the tenant's rank, which does not order it.
 type timeEnt struct {
 	level  uint32
 	shard  uint32
 	t      int64
 	arr    uint64
 	tenant string
+	rank   uint8
 }
 
 func timeLess(a, b timeEnt) bool {
@@ -105,6 +111,12 @@ type state struct {
 	// aging (see Planner.SetHeld); nil until a tenant is first held. It is
 	// derived state, not part of snapshots.
 	held *btree.BTreeG[string]
+	// ranks holds the tenants with their own rank, and defRank is the
+	// rank of the others (see Planner.SetRank); ranks is nil until a
+	// tenant is first ranked. They are derived state, not part of
+	// snapshots, and order the entries of full, timed and aging.
+	ranks   *btree.BTreeG[tenantRank]
+	defRank uint8
 
 	clock       int64  // the latest log time applied
 	nextArrival uint64 // arrival number of the next block, from 1
@@ -142,6 +154,9 @@ func (s *state) clone() state {
 	if s.held != nil {
 		c.held = s.held.Clone()
 	}
+	if s.ranks != nil {
+		c.ranks = s.ranks.Clone()
+	}
 	return c
 }
 
@@ -154,15 +169,26 @@ func (s *state) isHeld(tenant string) bool {
 // The keys of a held tenant have no index entries: for them it does
 // nothing, so every path that maintains the indexes respects the held set
 // as long as the set does not change between a removal and an addition
-// (SetHeld moves the entries itself).
+// (SetHeld moves the entries itself). The entries carry the tenant's
+// rank.
 func (s *state) indexHead(k key, h *batch, add bool) {
+	if h.count == 0 || s.isHeld(k.tenant) {
+		return
+	}
+	s.indexHeadRank(k, h, s.rankOf(k.tenant), add)
+}
+
+// indexHeadRank is indexHead with the tenant's rank given: the rank its
+// entries were made with when they are removed (SetRank moves the entries
+// of a tenant whose rank changes).
+func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	if h.count == 0 || s.isHeld(k.tenant) {
 		return
 	}
 	lc := s.cfg.level(k.level)
 	switch {
 	case h.full:
-		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr}
+		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr, rank: rank}
 		if add {
 			s.full.ReplaceOrInsert(fe)
 		} else {
@@ -170,7 +196,7 @@ func (s *state) indexHead(k key, h *batch, add bool) {
 		}
 		if k.level > 0 && lc.AgingThreshold > 0 {
 			rs, _ := h.readySince(lc)
-			te := timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant}
+			te := timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}
 			if add {
 				s.aging.ReplaceOrInsert(te)
 			} else {
@@ -178,7 +204,7 @@ func (s *state) indexHead(k key, h *batch, add bool) {
 			}
 		}
 	case lc.MaxAge > 0:
-		te := timeEnt{level: k.level, shard: k.shard, t: h.first, arr: h.arr, tenant: k.tenant}
+		te := timeEnt{level: k.level, shard: k.shard, t: h.first, arr: h.arr, tenant: k.tenant, rank: rank}
 		if add {
 			s.timed.ReplaceOrInsert(te)
 		} else {

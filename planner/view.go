@@ -60,6 +60,7 @@ type touch struct {
 	arr0 uint64 // arrival of the key's head batch in the planner (and its indexes)
 	off  int    // blocks taken
 	rem  batch  // the batch that follows
+	rank uint8  // the tenant's rank
 }
 
 // cand is a key with a ready batch.
@@ -68,7 +69,8 @@ type cand struct {
 	arr    uint64 // arrival of the batch's first block
 	level  uint32
 	shard  uint32
-	touch  int // index in View.touched + 1, or 0
+	touch  int   // index in View.touched + 1, or 0
+	rank   uint8 // the rank it competes at
 }
 
 // manyTouched is the number of touched keys from which a map finds them.
@@ -92,12 +94,18 @@ func (v *View) isTouched(k key, arr uint64) bool {
 	return false
 }
 
-func candLess(a, b cand) bool {
-	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
-		return c < 0
+// candCompare orders candidates by (rank, tenant, first arrival).
+func candCompare(a, b cand) int {
+	if a.rank != b.rank {
+		return cmp.Compare(a.rank, b.rank)
 	}
-	return a.arr < b.arr
+	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.arr, b.arr)
 }
+
+func candLess(a, b cand) bool { return candCompare(a, b) < 0 }
 
 // PlanOptions are the caller's inputs to one call of [View.Next].
 type PlanOptions struct {
@@ -162,7 +170,8 @@ func (v *View) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string
 func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 
 // Next plans the next job at log time now: the oldest batch of the next
-// tenant in rotation among the ready batches of the lowest competing level.
+// tenant in rotation among the ready batches of the lowest rank at the
+// lowest competing level.
 // It returns false when no batch is ready. Successive calls return
 // disjoint plans, as if each earlier plan had been claimed: the fairness
 // rotation and the job sequence number advance within the view. The
@@ -177,10 +186,14 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 //     ready for longer than the level's AgingThreshold (it became ready when
 //     it filled up or when its MaxAge passed, whichever came first).
 //   - The lowest competing level with a ready batch is served. Among its
-//     ready batches, the tenant is the first one after the fairness cursor
-//     (the tenant of the last claimed job) in tenant order, wrapping
-//     around; among that tenant's batches, the one whose first block
-//     arrived first.
+//     ready batches, those of the lowest rank compete ([Planner.SetRank],
+//     as of the view's opening): a batch competes at its tenant's rank,
+//     except that one competing at level 0 because of aging competes at
+//     rank 0, the best, whatever its tenant's rank. Among them, the
+//     tenant is the first one after the fairness cursor (the tenant of the
+//     last claimed job, of any rank) in tenant order, wrapping around;
+//     among that tenant's batches, the one whose first block arrived
+//     first. With every tenant at one rank, ranks change nothing.
 //   - A batch that is not ready but is forced by an entry of opts.Force
 //     (its key matches the entry and its first block arrived at or before
 //     the entry's Before) is ready at its own level; after it is planned,
@@ -199,8 +212,10 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 // The cost is O(log n) per job plus the blocks of the plan, plus, once per
 // view, time and set of Force entries, the number of batches that became
 // ready by age or aging and the number of keys of the forced tenants
-// (which are gathered and sorted by tenant). Held tenants cost nothing;
-// each skipped tenant costs a B-tree seek per call.
+// (which are gathered and sorted by rank and tenant). Ranks cost nothing
+// per tenant: the indexes are ordered by rank, so the tenants of higher
+// ranks are not visited while a lower rank has a ready batch. Held tenants
+// cost nothing; each skipped tenant costs a B-tree seek per call.
 func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	var skip func(string, uint32) bool
 	var force []Force
@@ -219,7 +234,7 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 // materialize gathers, per competing level, the keys that are ready at now
 // because of their age (and not because they are full), those that
 // compete at level 0 because of aging, and those that force makes ready,
-// sorted by (tenant, arrival).
+// sorted by (rank, tenant, arrival). Aged batches compete at rank 0.
 func (v *View) materialize(now int64, force []Force) {
 	if v.matOK && v.matNow == now && slices.Equal(v.matForce, force) {
 		return
@@ -246,8 +261,9 @@ func (v *View) materialize(now int64, force []Force) {
 				if e.level != l || !olderThan(e.t, now, lc.MaxAge) {
 					return false
 				}
-				c := cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard}
+				c := cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard, rank: e.rank}
 				if aging && olderThan(satAdd(e.t, int64(lc.MaxAge)), now, lc.AgingThreshold) {
+					c.rank = 0 // aged: the best rank
 					v.mat[0] = append(v.mat[0], c)
 				} else {
 					v.mat[l] = append(v.mat[l], c)
@@ -260,7 +276,7 @@ func (v *View) materialize(now int64, force []Force) {
 				if e.level != l || !olderThan(e.t, now, lc.AgingThreshold) {
 					return false
 				}
-				v.mat[0] = append(v.mat[0], cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard})
+				v.mat[0] = append(v.mat[0], cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard}) // rank 0: aged
 				return true
 			})
 		}
@@ -269,12 +285,7 @@ func (v *View) materialize(now int64, force []Force) {
 		v.materializeForced(now)
 	}
 	for r := range v.mat {
-		slices.SortFunc(v.mat[r], func(a, b cand) int {
-			if c := strings.Compare(a.tenant, b.tenant); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.arr, b.arr)
-		})
+		slices.SortFunc(v.mat[r], candCompare)
 	}
 }
 
@@ -291,7 +302,8 @@ func (v *View) materializeForced(now int64) {
 		if before, ok := v.forceBefore(q.k); !ok || h.first > before {
 			return
 		}
-		v.mat[q.k.level] = append(v.mat[q.k.level], cand{tenant: q.k.tenant, arr: h.arr, level: q.k.level, shard: q.k.shard})
+		v.mat[q.k.level] = append(v.mat[q.k.level], cand{tenant: q.k.tenant, arr: h.arr, level: q.k.level, shard: q.k.shard,
+			rank: v.s.rankOf(q.k.tenant)})
 	}
 	tenants := make([]string, 0, len(v.force))
 	for i := range v.force {
@@ -325,55 +337,76 @@ func (v *View) forceBefore(k key) (before int64, ok bool) {
 	return before, ok
 }
 
-// pick returns the batch to plan at competing level r, if any.
+// pick returns the batch to plan at competing level r, if any: among the
+// ready batches of the lowest rank, the first tenant's after the cursor
+// (wrapping around), and its oldest batch.
 func (v *View) pick(r uint32, now int64, skip func(string, uint32) bool) (cand, bool) {
 	if v.hasCursor {
 		if v.after == "" {
 			v.after = v.cursor + "\x00" // the least tenant after the cursor
 		}
-		if c, ok := v.first(r, now, skip, v.after); ok {
+		// Rank 0 is the best: a tenant of rank 0 after the cursor goes
+		// first. (With every tenant at rank 0, this and the wrap-around
+		// below are the only searches.)
+		if c, ok := v.first(r, now, skip, 0, v.after, true); ok {
 			return c, true
 		}
 	}
-	return v.first(r, now, skip, "")
+	c, ok := v.first(r, now, skip, 0, "", false)
+	if !ok || !v.hasCursor || c.rank == 0 || c.tenant > v.cursor {
+		return c, ok
+	}
+	// The best rank's first tenant is not after the cursor: look for one
+	// of that rank that is, or wrap around to it.
+	if d, ok := v.first(r, now, skip, c.rank, v.after, true); ok {
+		return d, true
+	}
+	return c, true
 }
 
 // first returns the ready batch competing at level r with the least
-// (tenant, first arrival) among tenants not below low.
-func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, low string) (best cand, found bool) {
+// (rank, tenant, first arrival) not below (rank, low): of exactly that
+// rank if same is set, of that rank or a higher one otherwise.
+func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank uint8, low string, same bool) (best cand, found bool) {
 	consider := func(c cand) {
 		if !found || candLess(c, best) {
 			best, found = c, true
 		}
 	}
-	// Keys whose head batch is full, by (tenant, arrival).
-	pivot := fullEnt{level: r, tenant: low}
+	below := func(rk uint8, tenant string) bool { return rk < rank || rk == rank && tenant < low }
+	// Keys whose head batch is full, by (rank, tenant, arrival).
+	pivot := fullEnt{level: r, rank: rank, tenant: low}
 	for again := true; again; {
 		again = false
 		v.s.full.AscendGreaterOrEqual(pivot, func(e fullEnt) bool {
-			if e.level != r {
+			if e.level != r || same && e.rank != rank {
 				return false
 			}
 			if skip != nil && skip(e.tenant, r) {
-				pivot = fullEnt{level: r, tenant: e.tenant + "\x00"}
+				pivot = fullEnt{level: r, rank: e.rank, tenant: e.tenant + "\x00"}
 				again = true
 				return false
 			}
 			if v.isTouched(key{tenant: e.tenant, shard: e.shard, level: e.level}, e.arr) {
 				return true
 			}
-			consider(cand{tenant: e.tenant, arr: e.arr, level: r, shard: e.shard})
+			consider(cand{tenant: e.tenant, arr: e.arr, level: r, shard: e.shard, rank: e.rank})
 			return false
 		})
 	}
-	// Keys ready by age, or by aging (r = 0).
+	// Keys ready by age, or by aging (r = 0), or forced.
 	m := v.mat[r]
-	i, _ := slices.BinarySearchFunc(m, low, func(c cand, t string) int { return strings.Compare(c.tenant, t) })
+	i, _ := slices.BinarySearchFunc(m, cand{rank: rank, tenant: low}, func(c, t cand) int {
+		if c.rank != t.rank {
+			return cmp.Compare(c.rank, t.rank)
+		}
+		return strings.Compare(c.tenant, t.tenant)
+	})
 	var skipped cand
 	skipOK := false
 	for ; i < len(m); i++ {
 		c := m[i]
-		if found && !candLess(c, best) {
+		if found && !candLess(c, best) || same && c.rank != rank {
 			break
 		}
 		if skip != nil {
@@ -391,14 +424,24 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, low st
 		consider(c)
 		break
 	}
-	// Keys this view already took from: their next batch.
+	// Keys this view already took from: their next batch. One competes at
+	// r at its tenant's rank if r is its level, or at rank 0 if r is 0
+	// and it is aged.
 	for i := range v.touched {
 		t := &v.touched[i]
 		b := &t.rem
-		if b.count == 0 || t.k.tenant < low {
+		if b.count == 0 {
 			continue
 		}
-		if found && !candLess(cand{tenant: t.k.tenant, arr: b.arr}, best) {
+		var rk uint8
+		switch {
+		case t.k.level == r:
+			rk = t.rank
+		case r != 0:
+			continue
+		}
+		c := cand{tenant: t.k.tenant, arr: b.arr, level: t.k.level, shard: t.k.shard, touch: i + 1, rank: rk}
+		if below(rk, c.tenant) || same && rk != rank || found && !candLess(c, best) {
 			continue
 		}
 		lc := v.s.cfg.level(t.k.level)
@@ -412,7 +455,7 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, low st
 		if skip != nil && skip(t.k.tenant, t.k.level) {
 			continue
 		}
-		consider(cand{tenant: t.k.tenant, arr: b.arr, level: t.k.level, shard: t.k.shard, touch: i + 1})
+		consider(c)
 	}
 	return best, found
 }
@@ -432,7 +475,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 		if v.touched == nil {
 			v.touched = make([]touch, 0, 16)
 		}
-		v.touched = append(v.touched, touch{k: k, q: q, arr0: q.head.arr, rem: q.head})
+		v.touched = append(v.touched, touch{k: k, q: q, arr0: q.head.arr, rem: q.head, rank: v.s.rankOf(k.tenant)})
 		t = &v.touched[len(v.touched)-1]
 		if v.byArr != nil {
 			v.byArr[t.arr0] = len(v.touched) - 1

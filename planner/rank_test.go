@@ -1,0 +1,449 @@
+package planner_test
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/planner"
+)
+
+// Priority classes as ranks.
+const (
+	high   = 0
+	medium = 1
+	low    = 2
+)
+
+// setCursor moves the fairness cursor to tenant by claiming a job of a
+// throw-away key of it.
+func (f *fixture) setCursor(tenant string) {
+	f.t.Helper()
+	f.add(tenant, 99, 0, 20)
+	pl, ok := f.p.View().Next(f.now, &planner.PlanOptions{Skip: func(tn string, _ uint32) bool { return tn != tenant }})
+	require.True(f.t, ok)
+	require.Equal(f.t, tenant, pl.Tenant)
+	require.Equal(f.t, uint32(99), pl.Shard)
+	require.NoError(f.t, f.p.Claim(f.entry(), &pl))
+}
+
+// TestRankBeforeRotation: with one free slot and ready batches of a Low
+// tenant after the cursor and a High tenant further on, the High one is
+// planned, wherever the cursor is; the others follow by rank.
+func TestRankBeforeRotation(t *testing.T) {
+	for _, cursor := range []string{"", "aaa", "api", "batch", "jobs", "web", "zzz"} {
+		t.Run("cursor="+cursor, func(t *testing.T) {
+			f := newFixture(t, planner.DefaultConfig())
+			f.p.SetRank("batch", low)
+			f.p.SetRank("jobs", low)
+			f.p.SetRank("api", medium)
+			f.p.SetRank("web", high)
+			if cursor != "" {
+				f.setCursor(cursor)
+			}
+			for _, tn := range []string{"api", "batch", "jobs", "web"} {
+				f.add(tn, 0, 0, 20)
+			}
+			pl, ok := f.p.View().Next(f.now, nil)
+			require.True(t, ok)
+			require.Equal(t, "web", pl.Tenant, "the one free slot")
+			got := drain(t, f.p.View(), f.now, nil)
+			require.Equal(t, "web/0/0", got[0])
+			require.Equal(t, "api/0/0", got[1])
+			require.ElementsMatch(t, []string{"batch/0/0", "jobs/0/0"}, got[2:])
+		})
+	}
+}
+
+// TestRankLevelFirst: ranks order tenants within a level; a lower level
+// is still served first.
+func TestRankLevelFirst(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	f.p.SetRank("web", high)
+	f.p.SetRank("batch", low)
+	f.add("web", 0, 1, 10)
+	f.add("batch", 0, 0, 20)
+	f.add("batch", 1, 1, 10)
+	require.Equal(t, []string{"batch/0/0", "web/0/1", "batch/1/1"}, drain(t, f.p.View(), f.now, nil))
+}
+
+// TestRankRotation: within a rank, tenants take turns after the cursor
+// exactly as without ranks: a planner whose tenants all have one rank
+// plans like one without ranks, cursor after cursor.
+func TestRankRotation(t *testing.T) {
+	tenants := []string{"", "a", "b", "c", "d"}
+	for _, cursor := range append([]string{"none"}, tenants...) {
+		t.Run("cursor="+cursor, func(t *testing.T) {
+			plain := newFixture(t, planner.DefaultConfig())
+			ranked := newFixture(t, planner.DefaultConfig())
+			ranked.p.SetDefaultRank(medium)
+			ranked.p.SetRank("c", medium)
+			for _, f := range []*fixture{plain, ranked} {
+				if cursor != "none" {
+					f.setCursor(cursor)
+				}
+				for i, tn := range tenants {
+					f.add(tn, 0, 0, 40)
+					f.add(tn, 1, 1, 10+i)
+					f.add(tn, 2, 0, 3) // ready by age, later
+				}
+			}
+			later := plain.now + int64(time.Minute)
+			want := drain(t, plain.p.View(), later, nil)
+			require.Len(t, want, 20)
+			require.Equal(t, want, drain(t, ranked.p.View(), later, nil))
+		})
+	}
+	// The rotation among the rank-2 tenants, after a rank-0 tenant's turn.
+	f := newFixture(t, planner.DefaultConfig())
+	f.p.SetDefaultRank(low)
+	f.p.SetRank("m", high)
+	f.setCursor("e")
+	for _, tn := range []string{"a", "f", "m", "z"} {
+		f.add(tn, 0, 0, 20)
+	}
+	require.Equal(t, []string{"m/0/0", "z/0/0", "a/0/0", "f/0/0"}, drain(t, f.p.View(), f.now, nil))
+}
+
+// TestRankAging: a Low tenant's batch that competes at level 0 because of
+// aging competes at rank 0, among the High tenants' level-0 batches, in
+// turn; until then it waits for the level-0 batches of every rank.
+func TestRankAging(t *testing.T) {
+	cfg := planner.DefaultConfig() // level 1: 10 blocks, max age 12 min, aging 48 min
+	for _, aged := range []bool{false, true} {
+		t.Run(fmt.Sprint("aged=", aged), func(t *testing.T) {
+			f := newFixture(t, cfg)
+			f.p.SetRank("web", high)
+			f.p.SetRank("api", medium)
+			f.p.SetRank("batch", low)
+			f.add("batch", 0, 1, 20) // two full batches (aging index)
+			f.add("batch", 1, 1, 3)  // partial, ready by age (timed index)
+			f.advance(30 * time.Minute)
+			if aged {
+				f.advance(time.Hour)
+			}
+			f.add("api", 0, 0, 20)
+			f.add("web", 0, 0, 20)
+			got := drain(t, f.p.View(), f.now, nil)
+			if !aged {
+				require.Equal(t, []string{"web/0/0", "api/0/0", "batch/0/1", "batch/0/1", "batch/1/1"}, got)
+				return
+			}
+			// Rank 0 at level 0: batch (aged), web, in turn; then api.
+			require.Equal(t, []string{"batch/0/1", "web/0/0", "batch/0/1", "batch/1/1", "api/0/0"}, got)
+			// And poll by poll, one job each, the same.
+			var polls []string
+			for {
+				pl, ok := f.poll(nil)
+				if !ok {
+					break
+				}
+				polls = append(polls, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
+			}
+			require.Equal(t, got, polls)
+		})
+	}
+}
+
+// TestRankViews: a view keeps the ranks it was opened with; the planner's
+// ranks are its own state, read back by Rank.
+func TestRankViews(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	for _, tn := range []string{"a", "b", "c"} {
+		f.add(tn, 0, 0, 20)
+	}
+	open := f.p.View()
+	f.p.SetRank("c", high)
+	f.p.SetDefaultRank(low)
+	f.p.SetRank("a", medium)
+	ranked := f.p.View()
+	f.p.ClearRank("a")
+	f.p.SetRank("b", high)
+	f.p.ClearRank("c")
+	require.Equal(t, []string{"a/0/0", "b/0/0", "c/0/0"}, drain(t, open, f.now, nil))
+	require.Equal(t, []string{"c/0/0", "a/0/0", "b/0/0"}, drain(t, ranked, f.now, nil))
+	require.Equal(t, []string{"b/0/0", "c/0/0", "a/0/0"}, drain(t, f.p.View(), f.now, nil))
+	// Forced batches too (a young partial one per tenant): by the ranks
+	// each view was opened with.
+	for _, tn := range []string{"a", "b", "c"} {
+		f.add(tn, 1, 0, 3)
+	}
+	open = f.p.View()
+	f.p.SetRank("c", high)
+	f.p.SetRank("a", medium)
+	ranked = f.p.View()
+	f.p.ClearRank("a")
+	f.p.SetRank("c", low)
+	all := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	require.Equal(t, []string{"b/0/0", "b/1/0", "c/0/0", "a/0/0", "c/1/0", "a/1/0"}, drain(t, open, f.now, all))
+	require.Equal(t, []string{"b/0/0", "c/0/0", "b/1/0", "c/1/0", "a/0/0", "a/1/0"}, drain(t, ranked, f.now, all))
+	require.Equal(t, []string{"b/0/0", "b/1/0", "c/0/0", "a/0/0", "c/1/0", "a/1/0"}, drain(t, f.p.View(), f.now, all))
+
+	require.Equal(t, uint8(low), f.p.DefaultRank())
+	require.Equal(t, uint8(low), f.p.Rank("a"))
+	require.Equal(t, uint8(high), f.p.Rank("b"))
+	require.Equal(t, uint8(low), f.p.Rank("unknown"))
+	f.p.ClearRank("unknown") // nothing to clear
+	f.p.SetDefaultRank(low)  // no change
+	// b first; then c and a, in turn after b.
+	require.Equal(t, []string{"b/0/0", "c/0/0", "a/0/0"}, drain(t, f.p.View(), f.now, nil))
+	f.p.SetDefaultRank(high)
+	require.Equal(t, []string{"a/0/0", "b/0/0", "c/0/0"}, drain(t, f.p.View(), f.now, nil))
+}
+
+// TestRankNotInSnapshot: ranks change no snapshot byte; a restored planner
+// has none, and once given the same ranks it plans exactly like the
+// original, poll after poll.
+func TestRankNotInSnapshot(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 3
+	f := newFixture(t, cfg)
+	tenants := []string{"", "A", "B", "C", "D"}
+	for i, tn := range tenants {
+		f.add(tn, uint32(i%2), 0, 7)
+		f.add(tn, 0, 1, 2+i)
+		f.add(tn, 1, 2, 1)
+	}
+	before := f.snapshot()
+	f.p.SetDefaultRank(medium)
+	f.p.SetRank("D", high)
+	f.p.SetRank("", low)
+	f.p.SetRank("A", low)
+	f.p.ClearRank("A")
+	require.Equal(t, before, f.snapshot(), "ranks are not replicated state of the snapshot")
+
+	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
+	require.NoError(t, err)
+	for _, tn := range tenants {
+		require.Zero(t, r.Rank(tn))
+	}
+	require.Zero(t, r.DefaultRank())
+	r.SetRank("D", high)
+	r.SetRank("", low)
+	r.SetDefaultRank(medium)
+
+	entry := f.index
+	var order []string
+	for step := range 40 {
+		now := f.now + int64(step)*int64(20*time.Minute)
+		if step == 20 {
+			for _, p := range []*planner.Planner{f.p, r} {
+				p.SetRank("B", high)
+				p.SetDefaultRank(low)
+			}
+		}
+		if step%5 == 0 {
+			f.now = now
+			for _, tn := range tenants {
+				ids := f.add(tn, uint32(step%3), 0, 4)
+				e := ck.Entry{Index: f.index, Term: 1, Time: now}
+				for _, id := range ids {
+					ok, err := r.Enqueue(e, &ck.BlockMeta{ID: id, Tenant: tn, Shard: uint32(step % 3), MinTime: now - int64(10*time.Second), MaxTime: now, Size: 100,
+						Datasets: datasetsOf(tn)})
+					require.NoError(t, err)
+					require.True(t, ok)
+				}
+			}
+			entry = f.index
+		}
+		for {
+			a, okA := f.p.View().Next(now, nil)
+			b, okB := r.View().Next(now, nil)
+			require.Equal(t, okA, okB)
+			require.Equal(t, a, b)
+			if !okA {
+				break
+			}
+			order = append(order, a.Tenant)
+			entry++
+			e := ck.Entry{Index: entry, Term: 1, Time: now}
+			require.NoError(t, f.p.Claim(e, &a))
+			require.NoError(t, r.Claim(e, &b))
+		}
+		f.index = entry
+		var sa, sb bytes.Buffer
+		require.NoError(t, f.p.Snapshot(&sa))
+		require.NoError(t, r.Snapshot(&sb))
+		require.Equal(t, sa.Bytes(), sb.Bytes())
+	}
+	require.Greater(t, len(order), 20)
+	require.Equal(t, "D", order[0], "the High tenant first")
+}
+
+// datasetsOf is the fixture's datasets for a block of tenant.
+func datasetsOf(tenant string) []ck.DatasetMeta {
+	if tenant == "" {
+		return []ck.DatasetMeta{{Tenant: "x", Name: "svc"}}
+	}
+	return nil
+}
+
+// rankTwins drives a ranked planner through changes and, at each check,
+// compares its plans with those of a planner restored from its snapshot
+// and ranked afresh (indexes built from scratch).
+type rankTwins struct {
+	*fixture
+	ranks map[string]uint8
+}
+
+func (w *rankTwins) check() {
+	w.t.Helper()
+	r, err := planner.Restore(bytes.NewReader(w.snapshot()))
+	require.NoError(w.t, err)
+	for tn, rk := range w.ranks {
+		r.SetRank(tn, rk)
+	}
+	later := w.now + int64(24*time.Hour)
+	all := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: w.now})
+	for _, opts := range []*planner.PlanOptions{nil, all} {
+		got := drain(w.t, w.p.View(), later, opts)
+		require.Equal(w.t, drain(w.t, r.View(), later, opts), got)
+		require.NotEmpty(w.t, got)
+		require.Equal(w.t, "H", got[0][:1], "the High tenant first")
+	}
+}
+
+// TestRankSurvivesChanges: ranks survive enqueue, claim, return,
+// quarantine, re-queue, retention and configuration changes: the planner
+// plans like one whose indexes are built afresh with the same ranks.
+func TestRankSurvivesChanges(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 4
+	w := &rankTwins{fixture: newFixture(t, cfg), ranks: map[string]uint8{"H": high, "M": medium, "L": low}}
+	for tn, rk := range w.ranks {
+		w.p.SetRank(tn, rk)
+	}
+	w.add("L", 0, 0, 10)
+	w.add("M", 0, 0, 4)
+	w.add("H", 0, 0, 10)
+	w.add("H", 1, 1, 3)
+	w.check()
+
+	v := w.p.View()
+	var plans []ck.JobPlan
+	for range 3 {
+		pl, ok := v.Next(w.now, nil)
+		require.True(t, ok)
+		plans = append(plans, pl)
+	}
+	require.Equal(t, []string{"H", "H", "M"}, []string{plans[0].Tenant, plans[1].Tenant, plans[2].Tenant})
+	w.advance(time.Second)
+	dropped := w.add("H", 0, 0, 5)
+	w.check()
+	for _, pl := range plans {
+		require.NoError(t, w.p.Claim(w.entry(), &pl))
+	}
+	w.check()
+	require.NoError(t, w.p.Return(plans[0].Name, plans[0].Sources))
+	w.check()
+	require.NoError(t, w.p.Quarantine(w.entry(), plans[1].Name, "failed"))
+	n, err := w.p.Requeue(plans[1].Sources)
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	w.check()
+	var drop []ck.BlockMeta
+	for _, id := range dropped[1:3] {
+		drop = append(drop, ck.BlockMeta{ID: id, Tenant: "H", Shard: 0, Level: 0})
+	}
+	require.Empty(t, w.p.Drop(drop))
+	require.Zero(t, w.p.Stats().Counters.MissedRemovals)
+	w.check()
+	cfg.Levels[0].MaxBlocks = 3
+	cfg.Levels[1].MaxAge = time.Second
+	require.NoError(t, w.p.SetConfig(cfg))
+	w.check()
+	// Held and released: its entries come back at its rank.
+	w.p.SetHeld("H", true)
+	w.p.SetRank("H", high) // no change while held
+	w.p.SetHeld("H", false)
+	w.check()
+	// Ranked while held.
+	w.p.SetHeld("L", true)
+	w.p.SetRank("L", medium)
+	w.p.SetHeld("L", false)
+	w.ranks["L"] = medium
+	w.check()
+	require.Equal(t, uint8(high), w.p.Rank("H"))
+}
+
+// TestRankForceSkipHeld: forced batches compete by rank at their level;
+// a skipped or held High tenant lets the next rank go first, and skipping
+// a High tenant's level leaves its other levels alone.
+func TestRankForceSkipHeld(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	f.p.SetRank("web", high)
+	f.p.SetRank("api", medium)
+	f.p.SetRank("batch", low)
+	for _, tn := range []string{"api", "batch", "web"} {
+		f.add(tn, 0, 0, 3) // partial and young: ready only when forced
+	}
+	f.add("web", 1, 1, 10) // full at level 1
+	f.setCursor("aaa")
+
+	forceAll := planner.Force{AllTenants: true, AllLevels: true, Before: f.now}
+	require.Equal(t, []string{"web/0/0", "api/0/0", "batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, forcing(forceAll)))
+	forceLow := planner.Force{Tenant: "batch", Level: 0, Before: f.now}
+	require.Equal(t, []string{"batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, forcing(forceLow)))
+
+	skipWeb0 := func(tn string, l uint32) bool { return tn == "web" && l == 0 }
+	opts := forcing(forceAll)
+	opts.Skip = skipWeb0
+	require.Equal(t, []string{"api/0/0", "batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, opts))
+
+	f.p.SetHeld("web", true)
+	require.Equal(t, []string{"api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forcing(forceAll)))
+	opts.Skip = func(tn string, _ uint32) bool { return tn == "api" }
+	require.Equal(t, []string{"batch/0/0"}, drain(t, f.p.View(), f.now, opts))
+	f.p.SetHeld("web", false)
+	require.Equal(t, []string{"web/0/0", "api/0/0", "batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, forcing(forceAll)))
+
+	// Full batches and forced ones of one level compete by rank together.
+	f.add("batch", 1, 0, 20)
+	got := drain(t, f.p.View(), f.now, forcing(forceAll))
+	require.Equal(t, []string{"web/0/0", "api/0/0"}, got[:2])
+	require.True(t, slices.Equal([]string{"batch/0/0", "batch/1/0"}, got[2:4]) || slices.Equal([]string{"batch/1/0", "batch/0/0"}, got[2:4]), got)
+}
+
+// TestRankConcurrentWithViews: views plan on other goroutines while the
+// planner ranks tenants, changes the default rank and changes; each view
+// plans exactly what a twin view opened at the same moment planned before
+// anything changed (run with -race).
+func TestRankConcurrentWithViews(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	tenants := []string{"A", "B", "C", "D"}
+	for i, tn := range tenants {
+		f.add(tn, 0, 0, 50)
+		f.add(tn, 1, 1, 3+i)
+	}
+	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	var wg sync.WaitGroup
+	type result struct{ got, want []string }
+	results := make(chan result, 8)
+	for i := range 8 {
+		v, twin := f.p.View(), f.p.View()
+		now := f.now
+		want := drain(t, twin, now, force)
+		wg.Go(func() {
+			results <- result{drain(t, v, now, force), want}
+		})
+		// Meanwhile: rank, clear, change the default, enqueue, claim.
+		f.p.SetRank(tenants[i%4], uint8(i%3))
+		f.p.SetDefaultRank(uint8(i % 2))
+		f.add(tenants[(i+1)%4], 0, 0, 20)
+		f.p.ClearRank(tenants[(i+2)%4])
+		_, ok := f.poll(force)
+		require.True(t, ok)
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		require.NotEmpty(t, r.want)
+		require.Equal(t, r.want, r.got)
+	}
+}
