@@ -16,21 +16,25 @@ func schedPolicy(p *policy.Tenant, open bool) scheduler.TenantPolicy {
 // all is set), and, with regrade, grades their backpressure again (a
 // restore must not: grades are replicated memory, graded at entries).
 //
-// The scheduler holds the jobs of a closed or capped tenant (they leave
-// its assignment indexes, so polls never visit them), and the planner
-// holds the keys of a capped tenant (so polls do not plan jobs that
-// would only wait); a closed tenant is passed over by planning through
-// the schedule's Held check.
+// Both order tenants by their class's rank (the scheduler its waiting
+// jobs, the planner its ready batches). The scheduler holds the jobs of a
+// closed or capped tenant (they leave its assignment indexes, so polls
+// never visit them), and the planner holds the keys of a capped tenant
+// (so polls do not plan jobs that would only wait); a closed tenant is
+// passed over by planning through the schedule's Held check.
 func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
 	if all {
 		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen))
+		st.planner.SetDefaultRank(uint8(ps.def.Class.Rank()))
 	}
 	for _, t := range tenants {
 		if p, own := ps.tenants[t]; own {
 			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t)))
+			st.planner.SetRank(t, uint8(p.Class.Rank()))
 		} else {
 			st.sched.ClearTenantPolicy(t)
+			st.planner.ClearRank(t)
 		}
 		st.syncHeld(t)
 		if regrade {
