@@ -447,3 +447,84 @@ func TestRankConcurrentWithViews(t *testing.T) {
 		require.Equal(t, r.want, r.got)
 	}
 }
+
+// pollAll plans and claims one job per poll, each on a fresh view, until
+// none is ready, and returns them as tenant/shard/level.
+func (f *fixture) pollAll(opts *planner.PlanOptions) []string {
+	f.t.Helper()
+	var got []string
+	for {
+		pl, ok := f.poll(opts)
+		if !ok {
+			return got
+		}
+		got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
+	}
+}
+
+// TestRankAgingLevel0: a Low tenant's level-0 batch (full, or partial and
+// ready by age) ready for longer than level 0's aging threshold competes
+// at rank 0 among the High tenants' younger level-0 batches, in turn: with
+// one job per poll it is planned within one rotation of the rank-0
+// tenants whatever the cursor, and before the High tenants after it in
+// the rotation. At exactly the threshold it is not aged: it waits for
+// every High batch.
+func TestRankAgingLevel0(t *testing.T) {
+	cfg := planner.DefaultConfig() // level 0: 20 blocks, max age 36 s, aging 144 s
+	highs := []string{"api", "jobs", "web"}
+	// The poll at which batch's first job comes, by cursor: after the High
+	// tenants between the cursor and it in the rotation.
+	wantAt := map[string]int{"none": 2, "aaa": 2, "api": 1, "batch": 4, "jobs": 3, "web": 2, "zzz": 2}
+	for _, full := range []bool{true, false} {
+		for _, cursor := range []string{"none", "aaa", "api", "batch", "jobs", "web", "zzz"} {
+			for _, aged := range []bool{false, true} {
+				t.Run(fmt.Sprintf("full=%v/cursor=%s/aged=%v", full, cursor, aged), func(t *testing.T) {
+					f := newFixture(t, cfg)
+					f.p.SetRank("batch", low)
+					for _, tn := range highs {
+						f.p.SetRank(tn, high)
+					}
+					if cursor != "none" {
+						f.setCursor(cursor)
+					}
+					readyAt := f.now
+					lowJobs := 2
+					if full {
+						f.add("batch", 0, 0, 40) // two full batches, ready now
+					} else {
+						f.add("batch", 0, 0, 3) // partial, ready by age
+						readyAt += int64(cfg.Levels[0].MaxAge)
+						lowJobs = 1
+					}
+					f.now = readyAt + int64(cfg.Levels[0].AgingThreshold)
+					if aged {
+						f.now++
+					}
+					for _, tn := range highs {
+						f.add(tn, 0, 0, 40) // two full batches each, younger
+					}
+					want := drain(t, f.p.View(), f.now, nil) // one view: touched keys
+					got := f.pollAll(nil)                    // a view per poll: indexes
+					require.Equal(t, want, got)
+					require.Len(t, got, 6+lowJobs)
+					first := slices.Index(got, "batch/0/0")
+					if !aged {
+						require.Equal(t, 6, first, "not aged: after every High batch: %v", got)
+						return
+					}
+					require.Equal(t, wantAt[cursor], first+1, "aged: in turn among the High tenants: %v", got)
+					// Within one rotation: each High tenant at most once before it.
+					before := slices.Clone(got[:first])
+					slices.Sort(before)
+					require.Len(t, slices.Compact(before), first, got)
+					if full {
+						// Its second batch is aged too: its next turn comes
+						// after one more rotation.
+						second := first + 1 + slices.Index(got[first+1:], "batch/0/0")
+						require.Equal(t, first+4, second, got)
+					}
+				})
+			}
+		}
+	}
+}
