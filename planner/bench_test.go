@@ -207,10 +207,14 @@ func BenchmarkNextHeldTenants(b *testing.B) {
 //
 //   - ranked: the 9,999 first in tenant order have rank 2 and the last has
 //     rank 0, which is planned;
-//   - equal: every tenant has the default rank, and the first is planned.
+//   - equal: every tenant has the default rank, and the first is planned;
+//   - ranked-aged: as ranked, past level 0's aging threshold: every rank-2
+//     batch is aged and competes at rank 0, so the first is planned.
 //
-// Both should cost the same: the rank-0 tenant's entry comes first in the
-// index, so no rank-2 tenant's key is visited.
+// The first two should cost the same: the rank-0 tenant's entry comes
+// first in the index, so no rank-2 tenant's key is visited. Aged batches
+// are gathered once per view (like batches ready by age), so ranked-aged
+// costs O(n) per view in the 9,999 aged batches.
 func BenchmarkNextRanked(b *testing.B) {
 	const tenants = 10_000
 	cfg := DefaultConfig()
@@ -256,5 +260,12 @@ func BenchmarkNextRanked(b *testing.B) {
 	b.Run("equal", func(b *testing.B) {
 		p, now := setup(b)
 		run(b, p, now, names[0])
+	})
+	b.Run("ranked-aged", func(b *testing.B) {
+		p, now := setup(b)
+		for _, tn := range names[:tenants-1] {
+			p.SetRank(tn, 2)
+		}
+		run(b, p, now+int64(cfg.Levels[0].AgingThreshold)+1, names[0])
 	})
 }

@@ -44,8 +44,10 @@ type LevelConfig struct {
 	// MaxTime minus the earliest MinTime); 0 means unlimited.
 	MaxSpan time.Duration
 	// AgingThreshold: a batch that has been ready for longer than this
-	// competes as if it were level 0, so that higher levels are never
-	// starved by a busy level 0. 0 disables aging.
+	// competes as if it were level 0, at rank 0 (see [Planner.SetRank]),
+	// so that higher levels are never starved by a busy level 0 and
+	// tenants of high ranks never by those of lower ranks. At level 0 it
+	// lifts only the rank. 0 disables aging.
 	AgingThreshold time.Duration
 	// CrossShard leaves the shard out of the compaction key: a tenant's
 	// blocks of this level are compacted across shards, and the plans carry

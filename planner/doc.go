@@ -70,18 +70,23 @@
 // Tenants have ranks ([Planner.SetRank], [Planner.SetDefaultRank]): the
 // state machine's priority classes, rank 0 first. Within a competing
 // level, the ready batches of the lowest rank are planned first; the
-// fairness rotation takes turns among the tenants of that rank. A batch
-// that competes at level 0 because of aging competes at rank 0 too, so a
-// tenant of a high rank still progresses: once a batch of it has been
-// ready for its level's aging threshold, it takes its turn among the
-// level-0 batches of rank 0 (level-0 batches themselves do not age: they
-// wait while lower ranks have ready level-0 batches). Forced batches compete at their tenant's
-// rank, skipped keys are passed over at any rank, and held tenants stay
-// out at any rank. Like the held set, ranks are derived state the state
-// machine installs from its policies, not part of snapshots, and views
-// keep the ranks they were opened with. Every tenant has rank 0 until a
-// setter is called, and with every tenant at one rank planning is the
-// same as without ranks.
+// fairness rotation takes turns among the tenants of that rank. Aging
+// lifts the rank too: a batch ready for longer than its level's aging
+// threshold competes at level 0 and rank 0, whatever its level and its
+// tenant's rank (a level-0 batch of a rank above 0 ages like the others,
+// and stays at level 0). So a tenant of a high rank still progresses:
+// once a batch of it has been ready for its level's aging threshold, it
+// takes its turn in the fairness rotation among the rank-0 batches of
+// level 0 — with one job planned per poll, after at most one poll per
+// other tenant with such batches ahead of it in the rotation. A level-0
+// batch of rank 0 does not age: it competes there anyway. Forced batches
+// compete at their tenant's rank (until they age like any ready batch),
+// skipped keys are passed over at any rank, and held tenants stay out at
+// any rank. Like the held set, ranks are derived state the state machine
+// installs from its policies, not part of snapshots, and views keep the
+// ranks they were opened with. Every tenant has rank 0 until a setter is
+// called, and with every tenant at one rank planning is the same as
+// without ranks.
 //
 // # Configuration
 //
@@ -124,8 +129,8 @@
 // neither copies a chunk; only Return, Requeue and Drop rebuild the chunks
 // they touch. Queues hang off a B-tree of keys, and three B-tree indexes of
 // the keys' head batches (full ones by tenant; partial ones by age; full
-// ones by the time they became ready, for aging; the first ordered by
-// rank, the others carrying it) let a view find the next job in
+// ones that age by the time they became ready, for aging; the first
+// ordered by rank, the others carrying it) let a view find the next job in
 // O(log n); the keys of held tenants have no index entries (a B-tree
 // of held tenants, shared with views like the rest, says which), and
 // holding or releasing a tenant with k keys moves its entries in

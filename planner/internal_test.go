@@ -265,3 +265,65 @@ func TestRepeatedArrivalsAreHarmless(t *testing.T) {
 	require.Equal(t, 6, st.Queued+int(st.Counters.Duplicates))
 	require.Equal(t, 0, st.Claimed)
 }
+
+// TestLevel0AgingEntries: a full level-0 batch has an aging entry exactly
+// when its tenant's rank is above 0 (and level 0 ages), made with that
+// rank; every rank change, hold, claim and configuration change moves or
+// removes it, so none is left behind.
+func TestLevel0AgingEntries(t *testing.T) {
+	p, err := New(DefaultConfig())
+	require.NoError(t, err)
+	idx := uint64(0)
+	add := func(tenant string, n int) {
+		for range n {
+			idx++
+			ok, err := p.Enqueue(ck.Entry{Index: idx, Time: 1}, &ck.BlockMeta{ID: fmt.Sprint(tenant, idx), Tenant: tenant})
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	add("a", 20) // full
+	add("b", 40) // full, and a second batch queued
+	add("c", 3)  // partial: timed, never aging
+	entries := func() map[string]uint8 {
+		got := map[string]uint8{}
+		p.s.aging.Ascend(func(e timeEnt) bool {
+			require.Zero(t, e.level)
+			_, dup := got[e.tenant]
+			require.False(t, dup)
+			got[e.tenant] = e.rank
+			return true
+		})
+		return got
+	}
+	require.Empty(t, entries(), "rank 0: level 0 does not age")
+	p.SetRank("b", 2)
+	p.SetRank("c", 2)
+	require.Equal(t, map[string]uint8{"b": 2}, entries())
+	p.SetRank("b", 1)
+	require.Equal(t, map[string]uint8{"b": 1}, entries())
+	p.SetDefaultRank(1)
+	require.Equal(t, map[string]uint8{"a": 1, "b": 1}, entries())
+	p.SetRank("b", 0)
+	require.Equal(t, map[string]uint8{"a": 1}, entries())
+	p.ClearRank("b")
+	p.SetHeld("a", true)
+	require.Equal(t, map[string]uint8{"b": 1}, entries())
+	p.SetHeld("a", false)
+	p.SetRank("a", 2)
+	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries())
+	pl, ok := p.View().Next(1, &PlanOptions{Skip: func(tn string, _ uint32) bool { return tn != "b" }})
+	require.True(t, ok)
+	require.NoError(t, p.Claim(ck.Entry{Index: idx + 1, Time: 1}, &pl))
+	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries(), "b's second batch")
+	cfg := DefaultConfig()
+	cfg.Levels[0].AgingThreshold = 0
+	require.NoError(t, p.SetConfig(cfg))
+	require.Empty(t, entries(), "level 0 does not age")
+	require.NoError(t, p.SetConfig(DefaultConfig()))
+	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries())
+	p.SetDefaultRank(0)
+	p.ClearRank("a")
+	p.ClearRank("c")
+	require.Empty(t, entries(), "every tenant at rank 0 again")
+}

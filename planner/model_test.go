@@ -139,8 +139,9 @@ type mPlan struct {
 // plan plans by brute force: every key's next batch is formed and judged.
 // Keys of held tenants are left out; a batch that is not ready but forced
 // competes at its level. Among the batches of the lowest competing level,
-// those of the lowest rank compete (rank 0 for aged batches); among them,
-// the first tenant after the cursor, wrapping, and its oldest batch.
+// those of the lowest rank compete (rank 0 for aged batches, of level 0
+// too); among them, the first tenant after the cursor, wrapping, and its
+// oldest batch.
 func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, skip func(string, uint32) bool,
 	held map[string]bool, ranks mRanks, force []Force) (mPlan, bool) {
 	for r := range m.cfg.FinalLevel {
@@ -175,7 +176,8 @@ func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, 
 				since = q[0].t + int64(lc.MaxAge)
 			}
 			eff, rank := k.level, ranks.of(k.tenant)
-			if k.level > 0 && lc.AgingThreshold > 0 && now-since > int64(lc.AgingThreshold) {
+			// Aging: at level 0 as well, for the tenants of ranks above 0.
+			if (k.level > 0 || rank > 0) && lc.AgingThreshold > 0 && now-since > int64(lc.AgingThreshold) {
 				eff, rank = 0, 0
 			}
 			if eff == r {
@@ -922,7 +924,7 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 		case q.head.full:
 			fulls++
 			require.True(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}))
-			if q.k.level > 0 && lc.AgingThreshold > 0 {
+			if (q.k.level > 0 || rank > 0) && lc.AgingThreshold > 0 {
 				aging++
 				rs, _ := q.head.readySince(lc)
 				e, ok := s.aging.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: rs, arr: q.head.arr, tenant: q.k.tenant})

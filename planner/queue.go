@@ -441,17 +441,26 @@ func (b *batch) ready(now int64, lc *LevelConfig) bool {
 	return b.count > 0 && (b.full || lc.MaxAge > 0 && olderThan(b.first, now, lc.MaxAge))
 }
 
-// effectiveLevel returns the level at which a ready batch of the given
-// level competes at time now: 0 once it has been ready for longer than the
-// level's aging threshold.
-func (b *batch) effectiveLevel(level uint32, now int64, lc *LevelConfig) uint32 {
-	if level == 0 || lc.AgingThreshold <= 0 {
-		return level
+// ages reports whether the ready batches of a key of the given level,
+// whose tenant has the given rank, age: whether they compete at level 0
+// and rank 0 once ready for longer than the level's aging threshold. A
+// level-0 batch of rank 0 competes there anyway: it does not age.
+func ages(level uint32, rank uint8, lc *LevelConfig) bool {
+	return lc.AgingThreshold > 0 && (level > 0 || rank > 0)
+}
+
+// competes returns the level and the rank at which a ready batch of the
+// given level, whose tenant has the given rank, competes at time now:
+// level 0 and rank 0 once it has been ready for longer than the level's
+// aging threshold (see ages), its own level and rank until then.
+func (b *batch) competes(level uint32, rank uint8, now int64, lc *LevelConfig) (uint32, uint8) {
+	if !ages(level, rank, lc) {
+		return level, rank
 	}
 	if rs, ok := b.readySince(lc); ok && olderThan(rs, now, lc.AgingThreshold) {
-		return 0
+		return 0, 0
 	}
-	return level
+	return level, rank
 }
 
 // olderThan reports whether now - t > d, without overflow.

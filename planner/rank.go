@@ -12,12 +12,16 @@ type tenantRank struct {
 // plans the ready batches of lower ranks first (rank 0 is served first),
 // and the fairness rotation takes turns among the tenants of one rank. It
 // is how the state machine installs priority classes (High = 0, Medium = 1,
-// Low = 2, say). A batch that competes at level 0 because of aging competes
-// at rank 0 whatever its tenant's rank, so a tenant of a high rank still
-// progresses: its batches of levels above 0 wait at most their level's
-// aging threshold for the turn of lower ranks. Level-0 batches do not age
-// (as in the scheduler): they wait while lower ranks have ready level-0
-// batches.
+// Low = 2, say). Aging lifts the rank too: a batch ready for longer than
+// its level's AgingThreshold competes at level 0 and at rank 0 whatever
+// its tenant's rank — a level-0 batch of a rank above 0 as well, which
+// stays at level 0 — so a tenant of a high rank still progresses: its
+// ready batches wait at most their level's aging threshold for the turn
+// of lower ranks, and then their turn in the fairness rotation among the
+// rank-0 batches of level 0: with one job planned per poll, at most one
+// poll per other tenant with such batches ahead of it in the rotation.
+// Where aging is disabled (a threshold of 0), batches wait while lower
+// ranks have ready batches at their level.
 //
 // Ranks are derived state, like the held set ([Planner.SetHeld]): they are
 // not part of snapshots and [Restore] returns a planner in which every

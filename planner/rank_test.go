@@ -29,7 +29,7 @@ func (f *fixture) setCursor(tenant string) {
 	pl, ok := f.p.View().Next(f.now, &planner.PlanOptions{Skip: func(tn string, _ uint32) bool { return tn != tenant }})
 	require.True(f.t, ok)
 	require.Equal(f.t, tenant, pl.Tenant)
-	require.Equal(f.t, uint32(99), pl.Shard)
+	require.Equal(f.t, uint32(99), pl.Shard, "%+v", pl)
 	require.NoError(f.t, f.p.Claim(f.entry(), &pl))
 }
 
@@ -446,4 +446,244 @@ func TestRankConcurrentWithViews(t *testing.T) {
 		require.NotEmpty(t, r.want)
 		require.Equal(t, r.want, r.got)
 	}
+}
+
+// pollAll plans and claims one job per poll, each on a fresh view, until
+// none is ready, and returns them as tenant/shard/level.
+func (f *fixture) pollAll(opts *planner.PlanOptions) []string {
+	f.t.Helper()
+	var got []string
+	for {
+		pl, ok := f.poll(opts)
+		if !ok {
+			return got
+		}
+		got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
+	}
+}
+
+// TestRankAgingLevel0: a Low tenant's level-0 batch (full, or partial and
+// ready by age) ready for longer than level 0's aging threshold competes
+// at rank 0 among the High tenants' younger level-0 batches, in turn: with
+// one job per poll it is planned within one rotation of the rank-0
+// tenants whatever the cursor, and before the High tenants after it in
+// the rotation. At exactly the threshold it is not aged: it waits for
+// every High batch.
+func TestRankAgingLevel0(t *testing.T) {
+	cfg := planner.DefaultConfig() // level 0: 20 blocks, max age 36 s, aging 144 s
+	highs := []string{"api", "jobs", "web"}
+	// The poll at which batch's first job comes, by cursor: after the High
+	// tenants between the cursor and it in the rotation.
+	wantAt := map[string]int{"none": 2, "aaa": 2, "api": 1, "batch": 4, "jobs": 3, "web": 2, "zzz": 2}
+	for _, full := range []bool{true, false} {
+		for _, cursor := range []string{"none", "aaa", "api", "batch", "jobs", "web", "zzz"} {
+			for _, aged := range []bool{false, true} {
+				t.Run(fmt.Sprintf("full=%v/cursor=%s/aged=%v", full, cursor, aged), func(t *testing.T) {
+					f := newFixture(t, cfg)
+					f.p.SetRank("batch", low)
+					for _, tn := range highs {
+						f.p.SetRank(tn, high)
+					}
+					if cursor != "none" {
+						f.setCursor(cursor)
+					}
+					readyAt := f.now
+					lowJobs := 2
+					if full {
+						f.add("batch", 0, 0, 40) // two full batches, ready now
+					} else {
+						f.add("batch", 0, 0, 3) // partial, ready by age
+						readyAt += int64(cfg.Levels[0].MaxAge)
+						lowJobs = 1
+					}
+					f.now = readyAt + int64(cfg.Levels[0].AgingThreshold)
+					if aged {
+						f.now++
+					}
+					for _, tn := range highs {
+						f.add(tn, 0, 0, 40) // two full batches each, younger
+					}
+					want := drain(t, f.p.View(), f.now, nil) // one view: touched keys
+					got := f.pollAll(nil)                    // a view per poll: indexes
+					require.Equal(t, want, got)
+					require.Len(t, got, 6+lowJobs)
+					first := slices.Index(got, "batch/0/0")
+					if !aged {
+						require.Equal(t, 6, first, "not aged: after every High batch: %v", got)
+						return
+					}
+					require.Equal(t, wantAt[cursor], first+1, "aged: in turn among the High tenants: %v", got)
+					// Within one rotation: each High tenant at most once before it.
+					before := slices.Clone(got[:first])
+					slices.Sort(before)
+					require.Len(t, slices.Compact(before), first, got)
+					if full {
+						// Its second batch is aged too: its next turn comes
+						// after one more rotation.
+						second := first + 1 + slices.Index(got[first+1:], "batch/0/0")
+						require.Equal(t, first+4, second, got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestRankAgingLevel0RankZero: tenants of rank 0 plan exactly as if
+// level 0 did not age, cursor after cursor, with level-0 batches long
+// past the threshold (full and partial), a Medium tenant's young one and
+// aged level-1 batches.
+func TestRankAgingLevel0RankZero(t *testing.T) {
+	noAging := planner.DefaultConfig()
+	noAging.Levels[0].AgingThreshold = 0
+	tenants := []string{"", "a", "b", "c"}
+	for _, cursor := range append([]string{"none"}, tenants...) {
+		t.Run("cursor="+cursor, func(t *testing.T) {
+			aging := newFixture(t, planner.DefaultConfig())
+			plain := newFixture(t, noAging)
+			for _, f := range []*fixture{aging, plain} {
+				f.p.SetRank("m", medium)
+				if cursor != "none" {
+					f.setCursor(cursor)
+				}
+				for i, tn := range tenants {
+					f.add(tn, 0, 0, 40)
+					f.add(tn, 1, 0, 1+i) // partial, ready by age
+					f.add(tn, 2, 1, 10)
+				}
+				f.advance(time.Hour)
+				f.add("m", 0, 0, 20) // young
+			}
+			want := plain.pollAll(nil)
+			require.Len(t, want, 17)
+			require.Equal(t, "m/0/0", want[16], "the young Medium batch after every rank-0 one (aged level 1 included)")
+			require.Equal(t, want, aging.pollAll(nil))
+		})
+	}
+}
+
+// TestRankAgingLevel0ForceSkipHeld: an aged Low level-0 batch competes at
+// rank 0 next to a forced High one (forced batches compete at their
+// tenant's rank, so the Low tenant's next, forced but young, batch comes
+// last); skipping or holding the Low tenant passes its aged batch over.
+func TestRankAgingLevel0ForceSkipHeld(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	f := newFixture(t, cfg)
+	f.p.SetRank("web", high)
+	f.p.SetRank("api", medium)
+	f.p.SetRank("batch", low)
+	f.add("batch", 0, 0, 20) // full, ready now
+	f.advance(cfg.Levels[0].AgingThreshold + time.Second)
+	f.add("batch", 0, 0, 3) // its next batch: partial and young
+	for _, tn := range []string{"api", "web"} {
+		f.add(tn, 0, 0, 3) // partial and young: ready only when forced
+	}
+	f.setCursor("aaa")
+
+	forceAll := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	require.Equal(t, []string{"batch/0/0", "web/0/0", "api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forceAll))
+	require.Equal(t, []string{"batch/0/0"}, drain(t, f.p.View(), f.now, nil), "only the aged batch is ready")
+
+	opts := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
+	opts.Skip = func(tn string, _ uint32) bool { return tn == "batch" }
+	require.Equal(t, []string{"web/0/0", "api/0/0"}, drain(t, f.p.View(), f.now, opts))
+	f.p.SetHeld("batch", true)
+	require.Equal(t, []string{"web/0/0", "api/0/0"}, drain(t, f.p.View(), f.now, forceAll))
+	require.Empty(t, drain(t, f.p.View(), f.now, nil))
+	f.p.SetHeld("batch", false)
+	require.Equal(t, []string{"batch/0/0"}, drain(t, f.p.View(), f.now, nil), "released: aged again")
+
+	// The cursor on web: batch is next in the rotation of rank 0.
+	f.setCursor("web")
+	require.Equal(t, []string{"batch/0/0", "web/0/0", "api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forceAll))
+	f.setCursor("api")
+	require.Equal(t, []string{"batch/0/0", "web/0/0", "api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forceAll))
+	// Claimed, the aged batch leaves the young one: forced, at rank 2.
+	pl, ok := f.poll(nil)
+	require.True(t, ok)
+	require.Equal(t, "batch", pl.Tenant)
+	require.Equal(t, []string{"web/0/0", "api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forceAll))
+}
+
+// TestRankAgingLevel0Views: a view ages level-0 batches by the ranks it
+// was opened with; a restored planner ranked again plans exactly like the
+// original, poll after poll, across the threshold.
+func TestRankAgingLevel0Views(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	th := int64(cfg.Levels[0].AgingThreshold)
+	f := newFixture(t, cfg)
+	f.p.SetRank("a", high)
+	f.p.SetRank("z", high)
+	f.add("m", 0, 0, 20) // full, ready at t0
+	f.add("a", 0, 0, 20)
+	f.add("z", 0, 0, 20)
+	f.setCursor("b")
+
+	before, after := t0+th, t0+th+1
+	// Two views per ranking (a view plans once: drained, it is spent).
+	unranked := []*planner.View{f.p.View(), f.p.View()} // m at rank 0: no aging entry
+	f.p.SetRank("m", low)
+	ranked := []*planner.View{f.p.View(), f.p.View()} // m at rank 2, with its aging entry
+	f.p.SetRank("m", high)
+	f.p.SetRank("m", medium) // the planner moved m's entries twice since
+	inTurn := []string{"m/0/0", "z/0/0", "a/0/0"}
+	last := []string{"z/0/0", "a/0/0", "m/0/0"}
+	require.Equal(t, inTurn, drain(t, unranked[0], before, nil))
+	require.Equal(t, inTurn, drain(t, unranked[1], after, nil))
+	require.Equal(t, last, drain(t, ranked[0], before, nil))
+	require.Equal(t, inTurn, drain(t, ranked[1], after, nil))
+	require.Equal(t, last, drain(t, f.p.View(), before, nil))
+	require.Equal(t, inTurn, drain(t, f.p.View(), after, nil))
+	f.p.SetRank("m", low)
+
+	// Restored and ranked again: the same plans, poll after poll, from
+	// before the threshold to past it, with blocks arriving meanwhile.
+	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
+	require.NoError(t, err)
+	require.Equal(t, inTurn, drain(t, r.View(), before, nil), "not ranked yet: m at rank 0")
+	for tn, rk := range map[string]uint8{"a": high, "z": high, "m": low} {
+		r.SetRank(tn, rk)
+	}
+	var order []string
+	for step := range 12 {
+		now := before - int64(10*time.Second) + int64(step)*int64(5*time.Second)
+		f.now = now
+		for _, tn := range []string{"a", "m", "z"} {
+			n := 5
+			if tn != "m" {
+				n = 20 // a full batch each step: a and z stay ready
+			}
+			ids := f.add(tn, 0, 0, n)
+			e := ck.Entry{Index: f.index, Term: 1, Time: now}
+			for _, id := range ids {
+				ok, err := r.Enqueue(e, &ck.BlockMeta{ID: id, Tenant: tn, Shard: 0, Level: 0,
+					MinTime: now - int64(10*time.Second), MaxTime: now, Size: 100})
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+		}
+		a, okA := f.p.View().Next(now, nil)
+		b, okB := r.View().Next(now, nil)
+		require.Equal(t, okA, okB)
+		require.Equal(t, a, b)
+		if !okA {
+			continue
+		}
+		order = append(order, fmt.Sprint(a.Tenant, "@", step))
+		e := f.entry()
+		require.NoError(t, f.p.Claim(e, &a))
+		require.NoError(t, r.Claim(e, &b))
+		require.Equal(t, f.snapshot(), snapshotOfPlanner(t, r))
+	}
+	// m's first batch waits while a and z are ready, until it ages (step 3
+	// is the first past the threshold); then it takes its turn after a.
+	require.Equal(t, []string{"z@0", "a@1", "z@2", "a@3", "m@4"}, order[:5], order)
+}
+
+// snapshotOfPlanner returns p's snapshot bytes.
+func snapshotOfPlanner(t *testing.T, p *planner.Planner) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, p.Snapshot(&b))
+	return b.Bytes()
 }

@@ -36,8 +36,9 @@ func fullLess(a, b fullEnt) bool {
 
 // timeEnt indexes a key by (level, a time, arrival of the head batch's
 // first block): the first block's arrival time for partial head batches
-// (timed), the time the batch became ready for full ones (aging). It
-// carries the tenant's rank, which does not order it.
+// (timed), the time the batch became ready for full ones that age (aging:
+// those of levels above 0, and those of level 0 whose tenant's rank is
+// above 0). It carries the tenant's rank, which does not order it.
 type timeEnt struct {
 	level  uint32
 	shard  uint32
@@ -180,7 +181,9 @@ func (s *state) indexHead(k key, h *batch, add bool) {
 
 // indexHeadRank is indexHead with the tenant's rank given: the rank its
 // entries were made with when they are removed (SetRank moves the entries
-// of a tenant whose rank changes).
+// of a tenant whose rank changes). A full batch has an aging entry if it
+// ages (see ages): at a level above 0, or at level 0 if the rank is above
+// 0; so the rank decides which entries exist, not only their order.
 func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	if h.count == 0 || s.isHeld(k.tenant) {
 		return
@@ -194,7 +197,7 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 		} else {
 			s.full.Delete(fe)
 		}
-		if k.level > 0 && lc.AgingThreshold > 0 {
+		if ages(k.level, rank, lc) {
 			rs, _ := h.readySince(lc)
 			te := timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}
 			if add {

@@ -189,7 +189,9 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 //     ready batches, those of the lowest rank compete ([Planner.SetRank],
 //     as of the view's opening): a batch competes at its tenant's rank,
 //     except that one competing at level 0 because of aging competes at
-//     rank 0, the best, whatever its tenant's rank. Among them, the
+//     rank 0, the best, whatever its tenant's rank; so does a level-0
+//     batch of a rank above 0 once it has been ready for longer than level
+//     0's AgingThreshold (it ages without changing level). Among them, the
 //     tenant is the first one after the fairness cursor (the tenant of the
 //     last claimed job, of any rank) in tenant order, wrapping around;
 //     among that tenant's batches, the one whose first block arrived
@@ -233,8 +235,9 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 
 // materialize gathers, per competing level, the keys that are ready at now
 // because of their age (and not because they are full), those that
-// compete at level 0 because of aging, and those that force makes ready,
-// sorted by (rank, tenant, arrival). Aged batches compete at rank 0.
+// compete at level 0 because of aging (level-0 batches of ranks above 0
+// included), and those that force makes ready, sorted by (rank, tenant,
+// arrival). Aged batches compete at rank 0.
 func (v *View) materialize(now int64, force []Force) {
 	if v.matOK && v.matNow == now && slices.Equal(v.matForce, force) {
 		return
@@ -255,14 +258,13 @@ func (v *View) materialize(now int64, force []Force) {
 	}
 	for l := range v.s.cfg.FinalLevel {
 		lc := v.s.cfg.level(l)
-		aging := l > 0 && lc.AgingThreshold > 0
 		if lc.MaxAge > 0 {
 			v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
 				if e.level != l || !olderThan(e.t, now, lc.MaxAge) {
 					return false
 				}
 				c := cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard, rank: e.rank}
-				if aging && olderThan(satAdd(e.t, int64(lc.MaxAge)), now, lc.AgingThreshold) {
+				if ages(l, e.rank, lc) && olderThan(satAdd(e.t, int64(lc.MaxAge)), now, lc.AgingThreshold) {
 					c.rank = 0 // aged: the best rank
 					v.mat[0] = append(v.mat[0], c)
 				} else {
@@ -271,7 +273,11 @@ func (v *View) materialize(now int64, force []Force) {
 				return true
 			})
 		}
-		if aging {
+		// Full batches that age have aging entries: at level 0, only those
+		// of ranks above 0. An aged one competes at level 0 and rank 0 (at
+		// level 0 it is in the full index at its tenant's rank too, where
+		// this better candidate of the same key always wins).
+		if lc.AgingThreshold > 0 {
 			v.s.aging.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
 				if e.level != l || !olderThan(e.t, now, lc.AgingThreshold) {
 					return false
@@ -426,15 +432,18 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 	}
 	// Keys this view already took from: their next batch. One competes at
 	// r at its tenant's rank if r is its level, or at rank 0 if r is 0
-	// and it is aged.
+	// and it is aged (a level-0 batch of a rank above 0 too).
 	for i := range v.touched {
 		t := &v.touched[i]
 		b := &t.rem
 		if b.count == 0 {
 			continue
 		}
+		lc := v.s.cfg.level(t.k.level)
 		var rk uint8
 		switch {
+		case t.k.level == r && r == 0:
+			_, rk = b.competes(0, t.rank, now, lc)
 		case t.k.level == r:
 			rk = t.rank
 		case r != 0:
@@ -444,9 +453,8 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 		if below(rk, c.tenant) || same && rk != rank || found && !candLess(c, best) {
 			continue
 		}
-		lc := v.s.cfg.level(t.k.level)
 		if b.ready(now, lc) {
-			if b.effectiveLevel(t.k.level, now, lc) != r {
+			if l, _ := b.competes(t.k.level, t.rank, now, lc); l != r {
 				continue
 			}
 		} else if before, ok := v.forceBefore(t.k); !ok || b.first > before || t.k.level != r {
