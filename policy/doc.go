@@ -1,6 +1,10 @@
 // Package policy holds the scheduling policies operators set on a
 // compaction cluster, as values the state machine replicates and judges in
-// log time: priority classes, run windows and backpressure grades.
+// log time: a [Tenant]'s priority class, cap on jobs in progress, run
+// windows, not-before time, backpressure thresholds and staleness
+// threshold. The state machine (package raftfsm, from cluster version 5)
+// keeps a default policy and tenants' own, changed by its policy
+// commands, and applies them; this package only evaluates them.
 //
 // Everything here is a pure function of its arguments: no clock, no time
 // zone database, no randomness, no map-order effects. Times are the log's
