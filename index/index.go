@@ -143,17 +143,18 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 		tenant:  x.intern(m.Tenant),
 	}
 	if len(m.Datasets) > 0 {
-		ds := make([]dataset, len(m.Datasets))
+		var buf [8]dataset
+		ds := buf[:0]
 		for i := range m.Datasets {
 			d := &m.Datasets[i]
-			ds[i] = dataset{
+			ds = append(ds, dataset{
 				tenant:  x.intern(d.Tenant),
 				name:    x.intern(d.Name),
 				size:    d.Size,
 				records: d.Records,
 				minTime: d.MinTime,
 				maxTime: d.MaxTime,
-			}
+			})
 		}
 		b.setDatasets(ds)
 	}
@@ -164,7 +165,8 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 func (x *Index) insert(b *block) {
 	x.s.byID.mut(x.vmu).ReplaceOrInsert(newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
-	for _, t := range b.tenants() {
+	var tb [4]uint32
+	for _, t := range b.tenants(tb[:0]) {
 		x.mutRun(t, c).items.ReplaceOrInsert(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
 	}
 	// A stale deletion record (past its horizon) is forgotten, so that no
@@ -179,7 +181,8 @@ func (x *Index) insert(b *block) {
 func (x *Index) remove(b *block) {
 	x.s.byID.mut(x.vmu).Delete(newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
-	for _, t := range b.tenants() {
+	var tb [4]uint32
+	for _, t := range b.tenants(tb[:0]) {
 		r := x.mutRun(t, c)
 		r.items.Delete(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
 		if r.items.Len() == 0 {

@@ -40,7 +40,8 @@ func (x *Index) DropBefore(e ck.Entry, now int64, tenant string, all bool, befor
 			}
 			if !all && it.b.tenant == 0 {
 				// A multi-tenant segment: only if all its data is tenant's.
-				for _, d := range it.b.datasets() {
+				r := it.b.datasets()
+				for d := (dataset{}); r.next(&d); {
 					if d.tenant != t {
 						return true
 					}

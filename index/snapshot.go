@@ -138,7 +138,8 @@ func (s *state) snapshot(w io.Writer) error {
 	nds := 0
 	s.byID.Ascend(func(it idItem) bool {
 		used[it.b.tenant] = true
-		for _, d := range it.b.datasets() {
+		r := it.b.datasets()
+		for d := (dataset{}); r.next(&d); {
 			used[d.tenant] = true
 			used[d.name] = true
 		}
@@ -251,7 +252,8 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 		tenants, shards, levels = append(tenants, ref[b.tenant]), append(shards, b.shard), append(levels, b.level)
 		mins, spans, sizes = append(mins, b.minTime), append(spans, uint64(b.maxTime)-uint64(b.minTime)), append(sizes, b.size)
 		ns = append(ns, b.nds)
-		for _, d := range b.datasets() {
+		r := b.datasets()
+		for d := (dataset{}); r.next(&d); {
 			dten, dname = append(dten, ref[d.tenant]), append(dname, ref[d.name])
 			dsize, drec = append(dsize, d.size), append(drec, d.records)
 			doff, dspan = append(doff, uint64(d.minTime)-uint64(b.minTime)), append(dspan, uint64(d.maxTime)-uint64(d.minTime))
@@ -434,6 +436,7 @@ func (rs *restorer) blocks() error {
 	used := make([]bool, nn)
 	var total uint64
 	prev := ""
+	var ds []dataset // the datasets of a block, reused
 	for d.Records("blocks", rs.h.Blocks); d.More(); {
 		var f blocksFrame
 		n := d.Frame(&f, &f.N)
@@ -479,8 +482,9 @@ func (rs *restorer) blocks() error {
 				id: strings.Clone(id), tenant: tenants[i], shard: shards[i], level: levels[i],
 				minTime: mins[i], maxTime: maxT, size: sizes[i],
 			}
+			ds = ds[:0]
 			if c := int(counts[i]); c > 0 {
-				ds := make([]dataset, c)
+				ds = slices.Grow(ds, c)[:c]
 				for k := range ds {
 					if dten[j] >= nn || dname[j] >= nn {
 						return codec.Malformed("block %s: dataset name reference out of range", id)
@@ -494,11 +498,11 @@ func (rs *restorer) blocks() error {
 					used[dten[j]], used[dname[j]] = true, true
 					j++
 				}
-				b.setDatasets(ds)
 			}
-			if err := x.checkBlock(b); err != nil {
+			if err := x.checkBlock(b, ds); err != nil {
 				return codec.Malformed("%w", err)
 			}
+			b.setDatasets(ds)
 			used[b.tenant] = true
 			x.insert(b)
 		}

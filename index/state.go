@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/google/btree"
 
@@ -26,8 +25,9 @@ const (
 	smallDegree = 16
 )
 
-// block is the stored form of a live block: 64 bytes. It is immutable once
-// built: views share block pointers with the index.
+// block is the stored form of a live block: 64 bytes, and its datasets
+// packed in a few bytes each (see setDatasets). It is immutable once built:
+// views share block pointers with the index.
 type block struct {
 	id      string
 	minTime int64
@@ -36,36 +36,10 @@ type block struct {
 	shard   uint32
 	level   uint32
 	tenant  uint32 // name ID; 0 for a multi-tenant segment
-	nds     uint32
-	// ds points to the first of nds datasets, allocated together (nil if
-	// none). A pointer and a count instead of a slice header save 16 bytes
-	// per block; see datasets.
-	ds *dataset
-}
-
-// datasets returns the block's datasets. unsafe.Slice rebuilds the slice
-// from the pointer to its first element, which keeps the whole backing
-// array alive.
-func (b *block) datasets() []dataset { return unsafe.Slice(b.ds, b.nds) }
-
-// setDatasets stores ds (which must not be modified afterwards).
-func (b *block) setDatasets(ds []dataset) {
-	b.nds = uint32(len(ds))
-	b.ds = nil
-	if len(ds) > 0 {
-		b.ds = &ds[0]
-	}
-}
-
-// dataset is a block's dataset with interned names: 40 bytes instead of
-// the 64+ of a DatasetMeta.
-type dataset struct {
-	tenant  uint32 // name ID; 0 when the dataset leaves its tenant empty
-	name    uint32 // name ID
-	size    int64
-	records int64
-	minTime int64
-	maxTime int64
+	nds     uint32 // number of datasets
+	// ds points to the packed datasets (nil if none): a pointer instead of
+	// a slice header saves 16 bytes per block; see packed.
+	ds *byte
 }
 
 // spanClass is the number of bits of the block's span MaxTime-MinTime: a
@@ -369,13 +343,13 @@ func (s *state) metaInto(b *block, buf []ck.DatasetMeta) ck.BlockMeta {
 		MaxTime: b.maxTime,
 		Size:    b.size,
 	}
-	if ds := b.datasets(); len(ds) > 0 {
-		if len(buf) < len(ds) {
-			buf = make([]ck.DatasetMeta, len(ds))
+	if b.nds > 0 {
+		if len(buf) < int(b.nds) {
+			buf = make([]ck.DatasetMeta, b.nds)
 		}
-		m.Datasets = buf[:len(ds):len(ds)]
-		for i := range ds {
-			d := &ds[i]
+		m.Datasets = buf[:b.nds:b.nds]
+		var tmp [8]dataset
+		for i, d := range b.appendDatasets(tmp[:0]) {
 			m.Datasets[i] = ck.DatasetMeta{
 				Tenant:  s.names[d.tenant],
 				Name:    s.names[d.name],
@@ -387,30 +361,6 @@ func (s *state) metaInto(b *block, buf []ck.DatasetMeta) ck.BlockMeta {
 		}
 	}
 	return m
-}
-
-// tenants returns the tenants whose runs hold b: its tenant, or the
-// distinct dataset tenants of a multi-tenant segment.
-func (b *block) tenants() []uint32 {
-	if b.tenant != 0 {
-		return []uint32{b.tenant}
-	}
-	var ts []uint32
-	ds := b.datasets()
-	for i := range ds {
-		t := ds[i].tenant
-		dup := false
-		for _, u := range ts {
-			if u == t {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			ts = append(ts, t)
-		}
-	}
-	return ts
 }
 
 // releasable reports whether a tombstone created at created with release
@@ -498,12 +448,13 @@ func validName(name string) error {
 	return b.Validate()
 }
 
-// checkBlock reports whether b, built from decoded columns whose names were
-// checked by validName, satisfies compactkit.BlockMeta.Validate. It applies
-// the same rules without building a BlockMeta: Validate allocates its error
-// context eagerly, which would dominate restoring a million blocks. The
+// checkBlock reports whether b with the datasets ds, built from decoded
+// columns whose names were checked by validName, satisfies
+// compactkit.BlockMeta.Validate. It applies the same rules without building
+// a BlockMeta, and without allocating: Validate allocates its error context
+// eagerly, which would dominate restoring a million blocks. The
 // equivalence is a tested property (TestCheckBlockMatchesValidate).
-func (x *Index) checkBlock(b *block) error {
+func (x *Index) checkBlock(b *block, ds []dataset) error {
 	if err := ck.ValidateID(b.id); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
@@ -512,10 +463,9 @@ func (x *Index) checkBlock(b *block) error {
 		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.id, b.minTime, b.maxTime, ck.ErrTimeRange)
 	case b.size < 0:
 		return fmt.Errorf("block %s: size %d: %w", b.id, b.size, ck.ErrNegative)
-	case b.tenant == 0 && b.nds == 0:
+	case b.tenant == 0 && len(ds) == 0:
 		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.id, ck.ErrInconsistent)
 	}
-	ds := b.datasets()
 	eff := func(d *dataset) uint32 {
 		if d.tenant != 0 {
 			return d.tenant
@@ -538,7 +488,21 @@ func (x *Index) checkBlock(b *block) error {
 		case d.minTime > d.maxTime || d.minTime < b.minTime || d.maxTime > b.maxTime:
 			return fmt.Errorf("block %s: dataset %s: range [%d, %d] invalid in [%d, %d]: %w", b.id, x.s.names[d.name], d.minTime, d.maxTime, b.minTime, b.maxTime, ck.ErrTimeRange)
 		}
-		if seen.Seen(dsKey{eff(d), d.name}) {
+		// A repeated (tenant, name): pairwise below a few datasets, which
+		// allocates nothing, and through a set beyond.
+		dup := false
+		if len(ds) <= 16 {
+			k := dsKey{eff(d), d.name}
+			for j := range i {
+				if (dsKey{eff(&ds[j]), ds[j].name}) == k {
+					dup = true
+					break
+				}
+			}
+		} else {
+			dup = seen.Seen(dsKey{eff(d), d.name})
+		}
+		if dup {
 			return fmt.Errorf("block %s: dataset %s appears twice: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
 		}
 	}
