@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/google/btree"
-
 	ck "github.com/compactkit/compactkit"
 )
 
@@ -33,9 +31,11 @@ type Index struct {
 	pivot *block // scratch search key for the Apply goroutine
 
 	// gen moves on when the tree of runs is frozen for a view (see wRuns):
-	// a run whose gen is older may be shared with a view and is cloned
-	// before it is mutated.
-	gen uint64
+	// a run or a leaf of its blocks whose gen is older may be shared with
+	// a view and is cloned before it is mutated. idGen does the same for
+	// the leaves of the live blocks by ID (see wByID).
+	gen   uint64
+	idGen uint64
 	// vmu guards the slots of the trees, shared with views (lazy.go).
 	vmu *sync.Mutex
 	// runMap finds the runs of s.runs without a tree search (Apply only).
@@ -163,11 +163,14 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 
 // insert makes b live: it must not be live already.
 func (x *Index) insert(b *block) {
-	x.s.byID.mut(x.vmu).ReplaceOrInsert(newIDItem(b))
+	idOps().insert(x.wByID(), x.idGen, newIDItem(b))
+	x.s.blocks++
 	c := spanClass(b.minTime, b.maxTime)
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
-		x.mutRun(t, c).items.ReplaceOrInsert(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		r := x.mutRun(t, c)
+		runOps().insert(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		r.n++
 	}
 	// A stale deletion record (past its horizon) is forgotten, so that no
 	// live block has one.
@@ -179,13 +182,15 @@ func (x *Index) insert(b *block) {
 
 // remove makes the live block b leave the index.
 func (x *Index) remove(b *block) {
-	x.s.byID.mut(x.vmu).Delete(newIDItem(b))
+	idOps().delete(x.wByID(), x.idGen, newIDItem(b))
+	x.s.blocks--
 	c := spanClass(b.minTime, b.maxTime)
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
 		r := x.mutRun(t, c)
-		r.items.Delete(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
-		if r.items.Len() == 0 {
+		runOps().delete(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		r.n--
+		if r.n == 0 {
 			x.wRuns().Delete(r)
 			delete(x.runMap, runKey{t, c})
 		}
@@ -202,9 +207,9 @@ func (x *Index) mutRun(tenant uint32, class uint8) *run {
 	r := x.runMap[k]
 	switch {
 	case r == nil:
-		r = &run{tenant: tenant, class: class, gen: x.gen, items: btree.NewG(runDegree, lessTItem)}
+		r = &run{tenant: tenant, class: class, gen: x.gen, items: runOps().newTree()}
 	case r.gen != x.gen:
-		r = &run{tenant: tenant, class: class, gen: x.gen, items: r.items.Clone()}
+		r = &run{tenant: tenant, class: class, gen: x.gen, items: r.items.Clone(), n: r.n}
 	default:
 		return r
 	}
@@ -248,7 +253,7 @@ func (x *Index) Lookup(id string) (ck.BlockMeta, bool) {
 }
 
 // Len returns the number of live blocks.
-func (x *Index) Len() int { return x.s.byID.Len() }
+func (x *Index) Len() int { return x.s.blocks }
 
 // View returns a read-only view of the index as it is now. It costs O(1)
 // (the trees are cloned lazily, under the ownership rule of the package

@@ -136,7 +136,7 @@ func (s *state) snapshot(w io.Writer) error {
 	// The names the live blocks use, sorted, and their references.
 	used := make([]bool, len(s.names))
 	nds := 0
-	s.byID.Ascend(func(it idItem) bool {
+	ascend(s.byID.BTreeG, func(it idItem) bool {
 		used[it.b.tenant] = true
 		r := it.b.datasets()
 		for d := (dataset{}); r.next(&d); {
@@ -178,7 +178,7 @@ func (s *state) snapshot(w io.Writer) error {
 		Refused:            s.refused,
 		Duplicates:         s.duplicates,
 		Names:              uint64(len(dict)),
-		Blocks:             uint64(s.byID.Len()),
+		Blocks:             uint64(s.blocks),
 		Datasets:           uint64(nds),
 		Tombstones:         uint64(s.tombs.Len()),
 		Gone:               uint64(s.gone.Len()),
@@ -246,7 +246,7 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 		dten, dname, dsize, drec, doff, dspan = dten[:0], dname[:0], dsize[:0], drec[:0], doff[:0], dspan[:0]
 		return err
 	}
-	s.byID.Descend(func(it idItem) bool { // ascending IDs
+	ascend(s.byID.BTreeG, func(it idItem) bool {
 		b := it.b
 		ids = append(ids, b.id)
 		tenants, shards, levels = append(tenants, ref[b.tenant]), append(shards, b.shard), append(levels, b.level)
@@ -437,6 +437,9 @@ func (rs *restorer) blocks() error {
 	var total uint64
 	prev := ""
 	var ds []dataset // the datasets of a block, reused
+	// The blocks by ID and the runs' items, loaded at the end (load).
+	live := make([]idItem, 0, min(rs.h.Blocks, 1<<20))
+	runs := make(map[runKey][]titem)
 	for d.Records("blocks", rs.h.Blocks); d.More(); {
 		var f blocksFrame
 		n := d.Frame(&f, &f.N)
@@ -504,7 +507,14 @@ func (rs *restorer) blocks() error {
 			}
 			b.setDatasets(ds)
 			used[b.tenant] = true
-			x.insert(b)
+			live = append(live, newIDItem(b))
+			c := spanClass(b.minTime, b.maxTime)
+			var tb [4]uint32
+			for _, t := range b.tenants(tb[:0]) {
+				k := runKey{t, c}
+				runs[k] = append(runs[k], titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+			}
+			x.count(b, 1)
 		}
 		total += sum
 	}
@@ -519,7 +529,42 @@ func (rs *restorer) blocks() error {
 			return codec.Malformed("name %q is not used by any block", x.s.names[id])
 		}
 	}
+	x.load(live, runs)
 	return nil
+}
+
+// load makes the blocks live in the empty index x: ids sorted by ID, and
+// the items of each run, in any order. It builds full leaves (leaves.go)
+// instead of inserting the blocks one by one.
+func (x *Index) load(ids []idItem, runs map[runKey][]titem) {
+	idOps().load(x.wByID(), x.idGen, ids)
+	x.s.blocks = len(ids)
+	keys := make([]runKey, 0, len(runs))
+	for k := range runs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b runKey) int {
+		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.class, b.class))
+	})
+	for _, k := range keys {
+		items := runs[k]
+		if !slices.IsSortedFunc(items, cmpTItem) {
+			slices.SortFunc(items, cmpTItem)
+		}
+		r := x.mutRun(k.tenant, k.class)
+		runOps().load(r.items, x.gen, items)
+		r.n = len(items)
+	}
+}
+
+func cmpTItem(a, b titem) int {
+	switch {
+	case lessTItem(a, b):
+		return -1
+	case lessTItem(b, a):
+		return 1
+	}
+	return 0
 }
 
 func (rs *restorer) tombs() error {

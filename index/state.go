@@ -13,17 +13,11 @@ import (
 	"github.com/compactkit/compactkit/internal/dups"
 )
 
-// Tree degrees (google/btree's: a node holds up to 2×degree-1 items).
-const (
-	// blockDegree is the ID tree's: an item per live block.
-	blockDegree = 32
-	// runDegree is a time-index run's: an item per block of the run's
-	// tenant and span class, read by range scans, so wider nodes.
-	runDegree = 64
-	// smallDegree is the other trees': the run list, the names, and the
-	// tombstone and result trees.
-	smallDegree = 16
-)
+// smallDegree is the degree of the google/btree trees: the run list, the
+// names, and the tombstone and result trees (a node holds up to
+// 2×degree-1 items). The live blocks by ID and the runs' blocks are leaf
+// sets (leaves.go).
+const smallDegree = 16
 
 // block is the stored form of a live block: 64 bytes, and its datasets
 // packed in a few bytes each (see setDatasets). It is immutable once built:
@@ -85,8 +79,8 @@ func prefix8(s string) uint64 {
 	return k
 }
 
-// idItem is a block's entry in the ID tree, with its ID's first bytes
-// inline.
+// idItem is a block's entry in the set of live blocks by ID, with its
+// ID's first bytes inline.
 type idItem struct {
 	k uint64 // prefix8(b.id)
 	b *block
@@ -94,13 +88,18 @@ type idItem struct {
 
 func newIDItem(b *block) idItem { return idItem{k: prefix8(b.id), b: b} }
 
-// lessByID orders blocks by descending ID.
-func lessByID(a, b idItem) bool {
+// lessID orders blocks by ID.
+func lessID(a, b idItem) bool {
 	if a.k != b.k {
-		return a.k > b.k
+		return a.k < b.k
 	}
-	return a.b.id > b.b.id
+	return a.b.id < b.b.id
 }
+
+// idOps is the leaf-set order of the live blocks by ID.
+func idOps() leafOps[idItem] { return leafOps[idItem]{less: lessID, key: keyID, max: leafMax} }
+
+func keyID(it idItem) uint64 { return it.k }
 
 // titem is a block's entry in a run of the time index, with its time range
 // inline so that scans filter without dereferencing the block.
@@ -110,26 +109,34 @@ type titem struct {
 	b       *block
 }
 
-// lessTItem orders a run by descending (MinTime, ID).
+// lessTItem orders a run by (MinTime, ID).
 func lessTItem(a, b titem) bool {
 	if a.minTime != b.minTime {
-		return a.minTime > b.minTime
+		return a.minTime < b.minTime
 	}
-	return a.b.id > b.b.id
+	return a.b.id < b.b.id
 }
+
+// runOps is the leaf-set order of a run's blocks.
+func runOps() leafOps[titem] { return leafOps[titem]{less: lessTItem, key: keyTItem, max: leafMax} }
+
+// keyTItem maps MinTime to an unsigned integer in the same order.
+func keyTItem(it titem) uint64 { return uint64(it.minTime) ^ 1<<63 }
 
 // run holds the live blocks of one tenant and span class, in time order.
 // A multi-tenant segment appears in a run of each of its datasets' tenants.
 //
-// Runs are copy-on-write at two levels: the tree of runs is frozen for
-// views like every tree (lazy.go), and a run shared with a view (gen older
-// than the index's generation, see wRuns) is replaced by a clone before the
-// index mutates it.
+// Runs are copy-on-write at three levels: the tree of runs is frozen for
+// views like every tree (lazy.go); a run shared with a view (gen older than
+// the index's generation, see wRuns) is replaced by a clone before the
+// index mutates it; and so is a leaf of its blocks (leaves.go), under the
+// same generation.
 type run struct {
-	tenant uint32               // name ID of the tenant (see block.tenants)
-	class  uint8                // span class (see spanClass)
-	gen    uint64               // the index generation that made this copy
-	items  *btree.BTreeG[titem] // the run's blocks
+	tenant uint32                        // name ID of the tenant (see block.tenants)
+	class  uint8                         // span class (see spanClass)
+	gen    uint64                        // the index generation that made this copy
+	items  *btree.BTreeG[leafRef[titem]] // the run's blocks, a leaf set
+	n      int                           // the number of blocks
 }
 
 func lessRun(a, b *run) bool {
@@ -267,11 +274,12 @@ type state struct {
 
 	// The trees, cloned lazily for views (lazy.go): the index mutates
 	// them through mut (wRuns for runs).
-	byID   lazy[idItem]    // live blocks by ID (descending)
-	runs   lazy[*run]      // the time index: runs by (tenant, class)
-	pivot  *block          // an empty block, never mutated, for search keys
-	nameID lazy[nameEntry] // interned tenant and dataset names by name
-	names  []string        // the interned names by ID; append-only, names[0] == ""
+	byID   lazy[leafRef[idItem]] // live blocks by ID, a leaf set (leaves.go)
+	blocks int                   // the number of live blocks
+	runs   lazy[*run]            // the time index: runs by (tenant, class)
+	pivot  *block                // an empty block, never mutated, for search keys
+	nameID lazy[nameEntry]       // interned tenant and dataset names by name
+	names  []string              // the interned names by ID; append-only, names[0] == ""
 
 	tombs   lazy[tomb]    // every pending tombstone by key
 	pool    lazy[poolKey] // unattached tombstones in release order
@@ -293,7 +301,7 @@ type state struct {
 func newState(cfg Config) state {
 	return state{
 		cfg:     cfg,
-		byID:    lazy[idItem]{BTreeG: btree.NewG(blockDegree, lessByID)},
+		byID:    lazy[leafRef[idItem]]{BTreeG: idOps().newTree()},
 		runs:    lazy[*run]{BTreeG: btree.NewG(smallDegree, lessRun)},
 		pivot:   &block{},
 		nameID:  lazy[nameEntry]{BTreeG: btree.NewG(smallDegree, lessName)},
@@ -321,7 +329,7 @@ func (s *state) get(id string, pivot *block) (*block, bool) {
 		pivot = &block{}
 	}
 	pivot.id = id
-	it, ok := s.byID.Get(idItem{k: prefix8(id), b: pivot})
+	it, ok := idOps().get(s.byID.BTreeG, idItem{k: prefix8(id), b: pivot})
 	pivot.id = ""
 	return it.b, ok
 }
@@ -391,7 +399,7 @@ func (s *state) readersDone(created, now int64) bool {
 func (s *state) liveUnder(prefix string) bool {
 	p := strings.TrimPrefix(prefix, ck.BlockPrefix)
 	found := false
-	s.byID.DescendLessOrEqual(idItem{k: prefix8(p), b: &block{id: p}}, func(it idItem) bool {
+	idOps().ascendFrom(s.byID.BTreeG, idItem{k: prefix8(p), b: &block{id: p}}, func(it idItem) bool {
 		found = strings.HasPrefix(it.b.id, p)
 		return false
 	})
