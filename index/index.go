@@ -28,14 +28,16 @@ type Index struct {
 	levels  map[levelKey]*LevelStats
 	orphans int
 
-	pivot *block // scratch search key for the Apply goroutine
+	pivot  *block // scratch search keys for the Apply goroutine
+	tprobe *tomb
 
 	// gen moves on when the tree of runs is frozen for a view (see wRuns):
 	// a run or a leaf of its blocks whose gen is older may be shared with
 	// a view and is cloned before it is mutated. idGen does the same for
 	// the leaves of the live blocks by ID (see wByID).
-	gen   uint64
-	idGen uint64
+	gen     uint64
+	idGen   uint64
+	poolGen uint64 // likewise for the leaves of the pool (see wPool)
 	// vmu guards the slots of the trees, shared with views (lazy.go).
 	vmu *sync.Mutex
 	// runMap finds the runs of s.runs without a tree search (Apply only).
@@ -65,6 +67,7 @@ func newIndex(cfg Config) *Index {
 		s:       newState(cfg),
 		nameMap: map[string]uint32{"": 0},
 		pivot:   &block{},
+		tprobe:  &tomb{},
 		runMap:  make(map[runKey]*run),
 		vmu:     new(sync.Mutex),
 		levels:  make(map[levelKey]*LevelStats),
@@ -123,7 +126,7 @@ func (x *Index) Add(e ck.Entry, now int64, b *ck.BlockMeta) error {
 	if err := b.Validate(); err != nil {
 		return fmt.Errorf("index: add at entry %d: %w", e.Index, err)
 	}
-	if why := x.s.refusedID(b.ID, now, x.pivot); why != "" {
+	if why := x.s.refusedID(b.ID, now, x.pivot, x.tprobe); why != "" {
 		x.s.duplicates++
 		return fmt.Errorf("index: add block %s at entry %d: %s: %w", b.ID, e.Index, why, ErrDuplicate)
 	}
@@ -330,14 +333,14 @@ func (x *Index) Stats() Stats {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Level, b.Level))
 	})
 	now := x.s.clock
-	x.s.pool.Descend(func(p poolKey) bool {
+	ascend(x.s.pool.BTreeG, func(p poolKey) bool {
 		if !x.s.releasable(p.created, p.release, now) {
 			return false
 		}
 		st.TombstonesReleasable++
 		return true
 	})
-	st.TombstonesPending = x.s.pool.Len() - st.TombstonesReleasable
+	st.TombstonesPending = x.s.pooled - st.TombstonesReleasable
 	return st
 }
 

@@ -186,6 +186,15 @@ func (x *Index) wByID() *btree.BTreeG[leafRef[idItem]] {
 	return x.s.byID.BTreeG
 }
 
+// wPool returns the tree of the pool's leaves for mutation, moving the
+// pool's generation on if it was frozen for a view (see wByID).
+func (x *Index) wPool() *btree.BTreeG[leafRef[poolKey]] {
+	if x.s.pool.settle(x.vmu) {
+		x.poolGen++
+	}
+	return x.s.pool.BTreeG
+}
+
 // openView returns a view of the index's state holding its slots.
 func (x *Index) openView() *View {
 	v := &View{s: x.s, mu: x.vmu}

@@ -259,10 +259,20 @@ func (o leafOps[T]) delete(t *btree.BTreeG[leafRef[T]], gen uint64, x T) bool {
 	}
 	l := o.mutable(t, r, gen)
 	n := len(l.items)
-	copy(l.items[i:], l.items[i+1:])
 	var zero T
-	l.items[n-1] = zero
-	l.items = l.items[:n-1]
+	if i < n/2 {
+		// Shift the items before x instead of those after: the leaf's
+		// array loses a slot at its front until it is reallocated, and
+		// removing the first items (the oldest tombstones from the
+		// pool) moves nothing.
+		copy(l.items[1:i+1], l.items[:i])
+		l.items[0] = zero
+		l.items = l.items[1:]
+	} else {
+		copy(l.items[i:], l.items[i+1:])
+		l.items[n-1] = zero
+		l.items = l.items[:n-1]
+	}
 	switch {
 	case n == 1:
 		t.Delete(r)
@@ -311,6 +321,32 @@ func (o leafOps[T]) merge(t *btree.BTreeG[leafRef[T]], r leafRef[T], l *leaf[T],
 		p.items = append(o.grow(p.items, len(l.items)), l.items...)
 		o.bounds(p)
 		t.Delete(r)
+	}
+}
+
+// appendSorted adds to t (the owner's, at generation gen) sorted, distinct
+// items, which are all greater than t's items when t's last leaf can take
+// them (as new tombstones are in release order): then they are appended to
+// it, and to new leaves as it fills, with one search in all. Otherwise it
+// inserts them one by one.
+func (o leafOps[T]) appendSorted(t *btree.BTreeG[leafRef[T]], gen uint64, xs []T) {
+	r, ok := t.Max()
+	if !ok || len(xs) == 0 || !o.less(r.l.items[len(r.l.items)-1], xs[0]) {
+		for _, x := range xs {
+			o.insert(t, gen, x)
+		}
+		return
+	}
+	l := o.mutable(t, r, gen)
+	for len(xs) > 0 {
+		if len(l.items) == o.max {
+			l = o.newLeaf(make([]T, 0, min(o.max, max(4, len(xs)))), gen)
+			t.ReplaceOrInsert(leafRef[T]{lo: xs[0], l: l})
+		}
+		k := min(len(xs), o.max-len(l.items))
+		l.items = append(o.grow(l.items, k), xs[:k]...)
+		o.bounds(l)
+		xs = xs[k:]
 	}
 }
 

@@ -72,7 +72,7 @@ func TestLeafSetMatchesModel(t *testing.T) {
 		for range rapid.IntRange(0, 300).Draw(t, "steps") {
 			x := key.Draw(t, "x")
 			i, in := slices.BinarySearch(model, x)
-			switch rapid.IntRange(0, 9).Draw(t, "op") {
+			switch rapid.IntRange(0, 10).Draw(t, "op") {
 			case 0, 1, 2, 3:
 				require.Equal(t, !in, o.insert(tr, gen, x))
 				if !in {
@@ -102,6 +102,23 @@ func TestLeafSetMatchesModel(t *testing.T) {
 			case 9:
 				views = append(views, view{tree: tr.Clone(), items: slices.Clone(model)})
 				gen++
+			case 10:
+				// A sorted batch, after every item or not.
+				var xs []int
+				base := x
+				if len(model) > 0 && rapid.Bool().Draw(t, "after") {
+					base = model[len(model)-1] + 1
+				}
+				for k := range rapid.IntRange(0, 40).Draw(t, "batch") {
+					if y := base + 2*k; !slices.Contains(model, y) {
+						xs = append(xs, y)
+					}
+				}
+				o.appendSorted(tr, gen, xs)
+				for _, y := range xs {
+					j, _ := slices.BinarySearch(model, y)
+					model = slices.Insert(model, j, y)
+				}
 			}
 			checkLeaves(t, o, tr)
 			require.Equal(t, append([]int{}, model...), append([]int{}, leafItems(tr)...))

@@ -55,10 +55,12 @@ func (x *Index) DropBefore(e ck.Entry, now int64, tenant string, all bool, befor
 	slices.SortFunc(victims, func(a, b *block) int { return strings.Compare(a.id, b.id) })
 	victims = slices.CompactFunc(victims, func(a, b *block) bool { return a == b })
 	out := make([]ck.BlockMeta, len(victims))
+	ks := make([]tkey, len(victims))
 	for i, b := range victims {
 		out[i] = x.s.meta(b)
 		x.remove(b)
-		x.newTomb(newKey(ck.TombstoneBlock, b.id), e.Index)
+		ks[i] = newKey(ck.TombstoneBlock, b.id)
 	}
+	x.newTombs(ks, e.Index)
 	return out
 }

@@ -270,13 +270,14 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 }
 
 func (s *state) writeTombs(enc func(any) error) error {
-	return codec.InFrames(s.tombs.Descend, func(ts []tomb) error {
+	return codec.InFrames(s.tombs.Descend, func(ts []tombItem) error {
 		n := len(ts)
 		kinds := make([]uint8, n)
 		targets, jobs := make([]string, n), make([]string, n)
 		created, release := make([]int64, n), make([]int64, n)
 		indexes := make([]uint64, n)
-		for i, t := range ts {
+		for i, it := range ts {
+			t := it.t
 			kinds[i], targets[i], jobs[i] = uint8(t.kind), t.target, t.job
 			created[i], release[i], indexes[i] = t.created, t.release, t.index
 		}
@@ -615,7 +616,7 @@ func (rs *restorer) tombs() error {
 	if err := d.Err(); err != nil {
 		return err
 	}
-	// Release order must agree with creation order (see Index.newTomb).
+	// Release order must agree with creation order (see Index.newTombs).
 	order := slices.Clone(all)
 	slices.SortFunc(order, func(a, b tomb) int {
 		return cmp.Or(cmp.Compare(a.release, b.release), cmp.Compare(a.created, b.created))
@@ -625,10 +626,18 @@ func (rs *restorer) tombs() error {
 			return codec.Malformed("tombstone %s released before the older %s", order[i-1].tombstone(), order[i].tombstone())
 		}
 	}
-	for _, t := range all {
-		x.s.tombs.mut(x.vmu).ReplaceOrInsert(t)
+	var pool []poolKey
+	var chunk []tomb
+	for i := range all {
+		// The tombs in allocations of a frame's size, so that one
+		// tombstone left pending does not keep every restored one.
+		if i%codec.FrameRecords == 0 {
+			chunk = slices.Clone(all[i:min(i+codec.FrameRecords, len(all))])
+		}
+		t := &chunk[i%codec.FrameRecords]
+		x.s.tombs.mut(x.vmu).ReplaceOrInsert(newTombItem(t))
 		if t.job == "" {
-			x.s.pool.mut(x.vmu).ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: t.tkey})
+			pool = append(pool, newPoolKey(t))
 		} else {
 			x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
 		}
@@ -636,6 +645,17 @@ func (rs *restorer) tombs() error {
 			x.orphans++
 		}
 	}
+	slices.SortFunc(pool, func(a, b poolKey) int {
+		switch {
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
+		}
+		return 0
+	})
+	poolOps().load(x.wPool(), x.poolGen, pool)
+	x.s.pooled = len(pool)
 	return nil
 }
 

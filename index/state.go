@@ -178,7 +178,12 @@ func (k tkey) less(o tkey) bool {
 
 func (k tkey) tombstone() ck.Tombstone { return ck.Tombstone{Kind: k.kind, Target: k.target} }
 
-// tomb is a pending tombstone.
+// fold returns the kind and the first 7 bytes of the target in one
+// integer, in the order of tkey.less.
+func (k tkey) fold() uint64 { return uint64(k.kind)<<56 | k.k>>8 }
+
+// tomb is a pending tombstone. A tomb in the trees is never modified
+// (views share it): a change of holder replaces it with a copy.
 type tomb struct {
 	tkey
 	created int64  // log time of creation
@@ -187,21 +192,38 @@ type tomb struct {
 	job     string // holder; empty while unattached
 }
 
+// tombItem is a pending tombstone's entry in the tree by key, with its
+// key's first bytes inline (fold), so that a search dereferences a tomb
+// only on ties.
+type tombItem struct {
+	f uint64 // t.fold()
+	t *tomb
+}
+
+func newTombItem(t *tomb) tombItem { return tombItem{f: t.fold(), t: t} }
+
 // lessTomb orders tombstones by descending (kind, target): tombstones are
 // created as blocks are compacted, roughly in ID order (see prefix8).
 // Iterations that must follow (kind, target) order use Descend.
-func lessTomb(a, b tomb) bool { return b.tkey.less(a.tkey) }
+func lessTomb(a, b tombItem) bool {
+	if a.f != b.f {
+		return a.f > b.f
+	}
+	return b.t.tkey.less(a.t.tkey)
+}
 
 // poolKey orders unattached tombstones for release: by (release, created,
 // kind, target). Release times never decrease with creation time (see
-// Index.newTomb), so this order is also sorted by creation time and the
-// releasable tombstones form a prefix of it. New tombstones come last in it,
-// so the tree is ordered in reverse (see prefix8) and read with Descend: the
-// release order's first tombstone is the tree's Max.
+// Index.newTombs), so this order is also sorted by creation time, the
+// releasable tombstones form a prefix of it, and new tombstones come last.
 type poolKey struct {
 	release int64
 	created int64
 	tkey
+}
+
+func newPoolKey(t *tomb) poolKey {
+	return poolKey{release: t.release, created: t.created, tkey: t.tkey}
 }
 
 // before reports whether p comes before o in release order.
@@ -215,8 +237,13 @@ func (p poolKey) before(o poolKey) bool {
 	return p.tkey.less(o.tkey)
 }
 
-// lessPool orders the pool tree in reverse release order.
-func lessPool(a, b poolKey) bool { return b.before(a) }
+// poolOps is the leaf-set order of the unattached tombstones (release
+// order), keyed by release time.
+func poolOps() leafOps[poolKey] {
+	return leafOps[poolKey]{less: poolKey.before, key: keyPool, max: leafMax}
+}
+
+func keyPool(p poolKey) uint64 { return uint64(p.release) ^ 1<<63 }
 
 // heldKey records that job holds a tombstone.
 type heldKey struct {
@@ -281,11 +308,12 @@ type state struct {
 	nameID lazy[nameEntry]       // interned tenant and dataset names by name
 	names  []string              // the interned names by ID; append-only, names[0] == ""
 
-	tombs   lazy[tomb]    // every pending tombstone by key
-	pool    lazy[poolKey] // unattached tombstones in release order
-	held    lazy[heldKey] // attached tombstones by job
-	gone    lazy[goneRec] // confirmed deletions by key
-	results lazy[*result] // replacement results by (job, token)
+	tombs   lazy[tombItem]         // every pending tombstone by key
+	pool    lazy[leafRef[poolKey]] // unattached tombstones in release order, a leaf set
+	pooled  int                    // the number of unattached tombstones
+	held    lazy[heldKey]          // attached tombstones by job
+	gone    lazy[goneRec]          // confirmed deletions by key
+	results lazy[*result]          // replacement results by (job, token)
 
 	clock     int64 // latest log time seen by a mutation
 	floor     int64 // latest release time given to a tombstone
@@ -306,8 +334,8 @@ func newState(cfg Config) state {
 		pivot:   &block{},
 		nameID:  lazy[nameEntry]{BTreeG: btree.NewG(smallDegree, lessName)},
 		names:   []string{""},
-		tombs:   lazy[tomb]{BTreeG: btree.NewG(smallDegree, lessTomb)},
-		pool:    lazy[poolKey]{BTreeG: btree.NewG(smallDegree, lessPool)},
+		tombs:   lazy[tombItem]{BTreeG: btree.NewG(smallDegree, lessTomb)},
+		pool:    lazy[leafRef[poolKey]]{BTreeG: poolOps().newTree()},
 		held:    lazy[heldKey]{BTreeG: btree.NewG(smallDegree, lessHeld)},
 		gone:    lazy[goneRec]{BTreeG: btree.NewG(smallDegree, lessGone)},
 		results: lazy[*result]{BTreeG: btree.NewG(smallDegree, lessResult)},
@@ -416,14 +444,27 @@ func (s *state) goneUntil(k tkey) (int64, bool) {
 	return addSat(g.at, s.cfg.DedupHorizon), true
 }
 
+// getTomb returns the pending tombstone with key k. probe is a scratch
+// tomb the caller owns (nil allocates one).
+func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
+	if probe == nil {
+		probe = &tomb{}
+	}
+	probe.tkey = k
+	it, ok := s.tombs.Get(tombItem{f: k.fold(), t: probe})
+	probe.tkey = tkey{}
+	return it.t, ok
+}
+
 // refusedID explains why a block with this ID may not (re-)enter the index
-// at now, or returns "" if it may.
-func (s *state) refusedID(id string, now int64, pivot *block) string {
+// at now, or returns "" if it may. pivot and tprobe are scratch search keys
+// (see get and getTomb).
+func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) string {
 	if _, ok := s.get(id, pivot); ok {
 		return "live"
 	}
 	bk := newKey(ck.TombstoneBlock, id)
-	if _, ok := s.tombs.Get(tomb{tkey: bk}); ok {
+	if _, ok := s.getTomb(bk, tprobe); ok {
 		return "tombstoned"
 	}
 	if until, ok := s.goneUntil(bk); ok && now < until {
@@ -436,7 +477,7 @@ func (s *state) refusedID(id string, now int64, pivot *block) string {
 			continue
 		}
 		pk := newKey(ck.TombstonePrefix, key[:i+1])
-		if _, ok := s.tombs.Get(tomb{tkey: pk}); ok {
+		if _, ok := s.getTomb(pk, tprobe); ok {
 			return "under orphaned prefix " + pk.target
 		}
 		if until, ok := s.goneUntil(pk); ok && now < until {

@@ -209,9 +209,9 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 				return true
 			}
 			if skip {
-				s.pool.DescendLessOrEqual(last, visit)
+				poolOps().ascendFrom(s.pool.BTreeG, last, visit)
 			} else {
-				s.pool.Descend(visit)
+				ascend(s.pool.BTreeG, visit)
 			}
 			done = !more
 			if len(buf) == 0 {
@@ -231,8 +231,12 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 // too long for a compaction job to carry them. O(log n).
 func (v *View) OldestUnattachedReleasable(now int64) (releaseAt int64, ok bool) {
 	s := v.state(needPool)
-	p, ok := s.pool.Max()
-	if !ok || !s.releasable(p.created, p.release, now) {
+	r, ok := s.pool.Min()
+	if !ok {
+		return 0, false
+	}
+	p := r.l.items[0]
+	if !s.releasable(p.created, p.release, now) {
 		return 0, false
 	}
 	return p.release, true
