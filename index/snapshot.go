@@ -439,8 +439,7 @@ func (rs *restorer) blocks() error {
 	prev := ""
 	var ds []dataset // the datasets of a block, reused
 	// The blocks by ID and the runs' items, loaded at the end (load).
-	live := make([]idItem, 0, min(rs.h.Blocks, 1<<20))
-	runs := make(map[runKey][]titem)
+	ld := loader{live: make([]idItem, 0, min(rs.h.Blocks, 1<<20)), tenants: make([]*tenantLoad, nn)}
 	for d.Records("blocks", rs.h.Blocks); d.More(); {
 		var f blocksFrame
 		n := d.Frame(&f, &f.N)
@@ -508,14 +507,7 @@ func (rs *restorer) blocks() error {
 			}
 			b.setDatasets(ds)
 			used[b.tenant] = true
-			live = append(live, newIDItem(b))
-			c := spanClass(b.minTime, b.maxTime)
-			var tb [4]uint32
-			for _, t := range b.tenants(tb[:0]) {
-				k := runKey{t, c}
-				runs[k] = append(runs[k], titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
-			}
-			x.count(b, 1)
+			ld.add(b)
 		}
 		total += sum
 	}
@@ -530,42 +522,85 @@ func (rs *restorer) blocks() error {
 			return codec.Malformed("name %q is not used by any block", x.s.names[id])
 		}
 	}
-	x.load(live, runs)
+	x.load(&ld)
 	return nil
 }
 
-// load makes the blocks live in the empty index x: ids sorted by ID, and
-// the items of each run, in any order. It builds full leaves (leaves.go)
-// instead of inserting the blocks one by one.
-func (x *Index) load(ids []idItem, runs map[runKey][]titem) {
-	idOps().load(x.wByID(), x.idGen, ids)
-	x.s.blocks = len(ids)
-	keys := make([]runKey, 0, len(runs))
-	for k := range runs {
-		keys = append(keys, k)
+// loader collects the blocks that a restore makes live, for load: the
+// blocks by ID, and by tenant (name ID) the items of its runs and its
+// statistics by level.
+type loader struct {
+	live    []idItem
+	tenants []*tenantLoad
+}
+
+type tenantLoad struct {
+	runs   [65][]titem // by span class
+	levels []LevelStats
+}
+
+// add adds b, the next block in ID order.
+func (ld *loader) add(b *block) {
+	ld.live = append(ld.live, newIDItem(b))
+	c := spanClass(b.minTime, b.maxTime)
+	var tb [4]uint32
+	for _, t := range b.tenants(tb[:0]) {
+		tl := ld.tenant(t)
+		tl.runs[c] = append(tl.runs[c], titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
 	}
-	slices.SortFunc(keys, func(a, b runKey) int {
-		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.class, b.class))
-	})
-	for _, k := range keys {
-		items := runs[k]
-		if !slices.IsSortedFunc(items, cmpTItem) {
-			slices.SortFunc(items, cmpTItem)
+	tl := ld.tenant(b.tenant)
+	i := slices.IndexFunc(tl.levels, func(l LevelStats) bool { return l.Level == b.level })
+	if i < 0 {
+		i = len(tl.levels)
+		tl.levels = append(tl.levels, LevelStats{Level: b.level})
+	}
+	tl.levels[i].Blocks++
+	tl.levels[i].Bytes += b.size
+}
+
+func (ld *loader) tenant(t uint32) *tenantLoad {
+	tl := ld.tenants[t]
+	if tl == nil {
+		tl = new(tenantLoad)
+		ld.tenants[t] = tl
+	}
+	return tl
+}
+
+// load makes the blocks of ld live in the empty index x. It builds full
+// leaves (leaves.go) instead of inserting the blocks one by one: the
+// blocks by ID come sorted, and each run's items are sorted once (they
+// come nearly in order).
+func (x *Index) load(ld *loader) {
+	idOps().load(x.wByID(), x.idGen, ld.live)
+	x.s.blocks = len(ld.live)
+	for t, tl := range ld.tenants {
+		if tl == nil {
+			continue
 		}
-		r := x.mutRun(k.tenant, k.class)
-		runOps().load(r.items, x.gen, items)
-		r.n = len(items)
+		for c, items := range tl.runs {
+			if len(items) == 0 {
+				continue
+			}
+			if !slices.IsSortedFunc(items, cmpTItem) {
+				slices.SortFunc(items, cmpTItem)
+			}
+			r := x.mutRun(uint32(t), uint8(c))
+			runOps().load(r.items, x.gen, items)
+			r.n = len(items)
+		}
+		for _, l := range tl.levels {
+			l.Tenant = x.s.names[t]
+			x.levels[levelKey{uint32(t), l.Level}] = &l
+		}
 	}
 }
 
 func cmpTItem(a, b titem) int {
-	switch {
-	case lessTItem(a, b):
-		return -1
-	case lessTItem(b, a):
-		return 1
+	if a.minTime != b.minTime {
+		return cmp.Compare(a.minTime, b.minTime)
 	}
-	return 0
+	return strings.Compare(a.b.id, b.b.id)
 }
 
 func (rs *restorer) tombs() error {
