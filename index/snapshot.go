@@ -438,35 +438,54 @@ func (rs *restorer) blocks() error {
 	var total uint64
 	prev := ""
 	var ds []dataset // the datasets of a block, reused
+	// The integer columns of a frame, in buffers every frame reuses.
+	var c struct {
+		tenants, shards, levels, counts, dten, dname []uint32
+		mins, sizes, drec, dsize                     []int64
+		spans, doff, dspan                           []uint64
+	}
 	// The blocks by ID and the runs' items, loaded at the end (load).
 	ld := loader{live: make([]idItem, 0, min(rs.h.Blocks, 1<<20)), tenants: make([]*tenantLoad, nn)}
 	for d.Records("blocks", rs.h.Blocks); d.More(); {
 		var f blocksFrame
 		n := d.Frame(&f, &f.N)
 		ids := d.Strings("IDs", f.IDs, n)
-		tenants := codec.Ints[uint32](d, "tenants", f.Tenants, n)
-		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
-		levels := codec.Ints[uint32](d, "levels", f.Levels, n)
-		mins := codec.Ints[int64](d, "min times", f.MinTimes, n)
-		spans := codec.Ints[uint64](d, "spans", f.Spans, n)
-		sizes := codec.Ints[int64](d, "sizes", f.Sizes, n)
-		counts := codec.Ints[uint32](d, "dataset counts", f.Counts, n)
+		c.tenants = codec.IntsInto(d, "tenants", f.Tenants, n, c.tenants)
+		tenants := c.tenants
+		c.shards = codec.IntsInto(d, "shards", f.Shards, n, c.shards)
+		shards := c.shards
+		c.levels = codec.IntsInto(d, "levels", f.Levels, n, c.levels)
+		levels := c.levels
+		c.mins = codec.IntsInto(d, "min times", f.MinTimes, n, c.mins)
+		mins := c.mins
+		c.spans = codec.IntsInto(d, "spans", f.Spans, n, c.spans)
+		spans := c.spans
+		c.sizes = codec.IntsInto(d, "sizes", f.Sizes, n, c.sizes)
+		sizes := c.sizes
+		c.counts = codec.IntsInto(d, "dataset counts", f.Counts, n, c.counts)
+		counts := c.counts
 		if err := d.Err(); err != nil {
 			return err
 		}
 		var sum uint64
-		for _, c := range counts {
-			sum += uint64(c)
+		for _, k := range counts {
+			sum += uint64(k)
 		}
 		if f.D < 0 || uint64(f.D) != sum {
 			return codec.Malformed("blocks frame: %d datasets, its blocks hold %d", f.D, sum)
 		}
-		dten := codec.Ints[uint32](d, "dataset tenants", f.DTenants, f.D)
-		dname := codec.Ints[uint32](d, "dataset names", f.DNames, f.D)
-		dsize := codec.Ints[int64](d, "dataset sizes", f.DSizes, f.D)
-		drec := codec.Ints[int64](d, "dataset records", f.DRecords, f.D)
-		doff := codec.Ints[uint64](d, "dataset offsets", f.DOffsets, f.D)
-		dspan := codec.Ints[uint64](d, "dataset spans", f.DSpans, f.D)
+		c.dten = codec.IntsInto(d, "dataset tenants", f.DTenants, f.D, c.dten)
+		dten := c.dten
+		c.dname = codec.IntsInto(d, "dataset names", f.DNames, f.D, c.dname)
+		dname := c.dname
+		c.dsize = codec.IntsInto(d, "dataset sizes", f.DSizes, f.D, c.dsize)
+		dsize := c.dsize
+		c.drec = codec.IntsInto(d, "dataset records", f.DRecords, f.D, c.drec)
+		drec := c.drec
+		c.doff = codec.IntsInto(d, "dataset offsets", f.DOffsets, f.D, c.doff)
+		doff := c.doff
+		c.dspan = codec.IntsInto(d, "dataset spans", f.DSpans, f.D, c.dspan)
+		dspan := c.dspan
 		if err := d.Err(); err != nil {
 			return err
 		}
