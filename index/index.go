@@ -38,6 +38,7 @@ type Index struct {
 	gen     uint64
 	idGen   uint64
 	poolGen uint64 // likewise for the leaves of the pool (see wPool)
+	tombGen uint64 // and of the pending tombstones (see wTombs)
 	// vmu guards the slots of the trees, shared with views (lazy.go).
 	vmu *sync.Mutex
 	// runMap finds the runs of s.runs without a tree search (Apply only).

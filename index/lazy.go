@@ -186,6 +186,15 @@ func (x *Index) wByID() *btree.BTreeG[leafRef[idItem]] {
 	return x.s.byID.BTreeG
 }
 
+// wTombs returns the tree of the pending tombstones' leaves for mutation,
+// moving their generation on if it was frozen for a view (see wByID).
+func (x *Index) wTombs() *btree.BTreeG[leafRef[tombItem]] {
+	if x.s.tombs.settle(x.vmu) {
+		x.tombGen++
+	}
+	return x.s.tombs.BTreeG
+}
+
 // wPool returns the tree of the pool's leaves for mutation, moving the
 // pool's generation on if it was frozen for a view (see wByID).
 func (x *Index) wPool() *btree.BTreeG[leafRef[poolKey]] {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/btree"
+
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
@@ -180,7 +182,7 @@ func (s *state) snapshot(w io.Writer) error {
 		Names:              uint64(len(dict)),
 		Blocks:             uint64(s.blocks),
 		Datasets:           uint64(nds),
-		Tombstones:         uint64(s.tombs.Len()),
+		Tombstones:         uint64(s.ntombs),
 		Gone:               uint64(s.gone.Len()),
 		Results:            uint64(s.results.Len()),
 	}
@@ -270,7 +272,8 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 }
 
 func (s *state) writeTombs(enc func(any) error) error {
-	return codec.InFrames(s.tombs.Descend, func(ts []tombItem) error {
+	each := func(fn btree.ItemIteratorG[tombItem]) { ascend(s.tombs.BTreeG, fn) }
+	return codec.InFrames(each, func(ts []tombItem) error {
 		n := len(ts)
 		kinds := make([]uint8, n)
 		targets, jobs := make([]string, n), make([]string, n)
@@ -682,6 +685,7 @@ func (rs *restorer) tombs() error {
 	}
 	var pool []poolKey
 	var chunk []tomb
+	items := make([]tombItem, len(all))
 	for i := range all {
 		// The tombs in allocations of a frame's size, so that one
 		// tombstone left pending does not keep every restored one.
@@ -689,7 +693,7 @@ func (rs *restorer) tombs() error {
 			chunk = slices.Clone(all[i:min(i+codec.FrameRecords, len(all))])
 		}
 		t := &chunk[i%codec.FrameRecords]
-		x.s.tombs.mut(x.vmu).ReplaceOrInsert(newTombItem(t))
+		items[i] = newTombItem(t)
 		if t.job == "" {
 			pool = append(pool, newPoolKey(t))
 		} else {
@@ -708,6 +712,8 @@ func (rs *restorer) tombs() error {
 		}
 		return 0
 	})
+	tombOps().load(x.wTombs(), x.tombGen, items) // sorted by key, checked above
+	x.s.ntombs = len(items)
 	poolOps().load(x.wPool(), x.poolGen, pool)
 	x.s.pooled = len(pool)
 	return nil

@@ -202,14 +202,17 @@ type tombItem struct {
 
 func newTombItem(t *tomb) tombItem { return tombItem{f: t.fold(), t: t} }
 
-// lessTomb orders tombstones by descending (kind, target): tombstones are
-// created as blocks are compacted, roughly in ID order (see prefix8).
-// Iterations that must follow (kind, target) order use Descend.
+// lessTomb orders tombstones by (kind, target).
 func lessTomb(a, b tombItem) bool {
 	if a.f != b.f {
-		return a.f > b.f
+		return a.f < b.f
 	}
-	return b.t.tkey.less(a.t.tkey)
+	return a.t.tkey.less(b.t.tkey)
+}
+
+// tombOps is the leaf-set order of the pending tombstones, keyed by fold.
+func tombOps() leafOps[tombItem] {
+	return leafOps[tombItem]{less: lessTomb, key: func(it tombItem) uint64 { return it.f }, max: leafMax}
 }
 
 // poolKey orders unattached tombstones for release: by (release, created,
@@ -308,12 +311,13 @@ type state struct {
 	nameID lazy[nameEntry]       // interned tenant and dataset names by name
 	names  []string              // the interned names by ID; append-only, names[0] == ""
 
-	tombs   lazy[tombItem]         // every pending tombstone by key
-	pool    lazy[leafRef[poolKey]] // unattached tombstones in release order, a leaf set
-	pooled  int                    // the number of unattached tombstones
-	held    lazy[heldKey]          // attached tombstones by job
-	gone    lazy[goneRec]          // confirmed deletions by key
-	results lazy[*result]          // replacement results by (job, token)
+	tombs   lazy[leafRef[tombItem]] // every pending tombstone by key, a leaf set
+	ntombs  int                     // the number of pending tombstones
+	pool    lazy[leafRef[poolKey]]  // unattached tombstones in release order, a leaf set
+	pooled  int                     // the number of unattached tombstones
+	held    lazy[heldKey]           // attached tombstones by job
+	gone    lazy[goneRec]           // confirmed deletions by key
+	results lazy[*result]           // replacement results by (job, token)
 
 	clock     int64 // latest log time seen by a mutation
 	floor     int64 // latest release time given to a tombstone
@@ -334,7 +338,7 @@ func newState(cfg Config) state {
 		pivot:   &block{},
 		nameID:  lazy[nameEntry]{BTreeG: btree.NewG(smallDegree, lessName)},
 		names:   []string{""},
-		tombs:   lazy[tombItem]{BTreeG: btree.NewG(smallDegree, lessTomb)},
+		tombs:   lazy[leafRef[tombItem]]{BTreeG: tombOps().newTree()},
 		pool:    lazy[leafRef[poolKey]]{BTreeG: poolOps().newTree()},
 		held:    lazy[heldKey]{BTreeG: btree.NewG(smallDegree, lessHeld)},
 		gone:    lazy[goneRec]{BTreeG: btree.NewG(smallDegree, lessGone)},
@@ -451,7 +455,7 @@ func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
 		probe = &tomb{}
 	}
 	probe.tkey = k
-	it, ok := s.tombs.Get(tombItem{f: k.fold(), t: probe})
+	it, ok := tombOps().get(s.tombs.BTreeG, tombItem{f: k.fold(), t: probe})
 	probe.tkey = tkey{}
 	return it.t, ok
 }

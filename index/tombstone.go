@@ -24,10 +24,10 @@ func (x *Index) newTombs(ks []tkey, index uint64) {
 	ts := make([]tomb, len(ks))
 	var buf [32]poolKey
 	pks := append(buf[:0], make([]poolKey, len(ks))...)
-	tree := x.s.tombs.mut(x.vmu)
+	tree := x.wTombs()
 	for i, k := range ks {
 		ts[i] = tomb{tkey: k, created: x.s.clock, release: rel, index: index}
-		tree.ReplaceOrInsert(newTombItem(&ts[i]))
+		tombOps().insert(tree, x.tombGen, newTombItem(&ts[i]))
 		pks[i] = newPoolKey(&ts[i])
 		if k.kind == ck.TombstonePrefix {
 			x.orphans++
@@ -36,6 +36,7 @@ func (x *Index) newTombs(ks []tkey, index uint64) {
 	slices.SortFunc(pks, func(a, b poolKey) int { return cmpKey(a.tkey, b.tkey) })
 	poolOps().appendSorted(x.wPool(), x.poolGen, pks)
 	x.s.pooled += len(pks)
+	x.s.ntombs += len(ks)
 }
 
 func cmpKey(a, b tkey) int {
@@ -59,7 +60,7 @@ func (x *Index) unpool(t *tomb) {
 func (x *Index) setHolder(t *tomb, job string) *tomb {
 	c := *t
 	c.job = job
-	x.s.tombs.mut(x.vmu).ReplaceOrInsert(newTombItem(&c))
+	tombOps().insert(x.wTombs(), x.tombGen, newTombItem(&c))
 	return &c
 }
 
@@ -139,7 +140,7 @@ func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
 		cur, _ := x.s.getTomb(p.tkey, x.tprobe)
 		held[i] = *cur
 		held[i].job = job
-		x.s.tombs.mut(x.vmu).ReplaceOrInsert(newTombItem(&held[i]))
+		tombOps().insert(x.wTombs(), x.tombGen, newTombItem(&held[i]))
 		x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: p.tkey})
 		out[i] = p.tombstone()
 	}
@@ -171,7 +172,8 @@ func (x *Index) Confirm(now int64, job string) int {
 	for _, k := range ks {
 		x.s.held.mut(x.vmu).Delete(heldKey{job: job, tkey: k})
 		x.tprobe.tkey = k
-		x.s.tombs.mut(x.vmu).Delete(tombItem{f: k.fold(), t: x.tprobe})
+		tombOps().delete(x.wTombs(), x.tombGen, tombItem{f: k.fold(), t: x.tprobe})
+		x.s.ntombs--
 		x.tprobe.tkey = tkey{}
 		if k.kind == ck.TombstonePrefix {
 			x.orphans--
@@ -301,7 +303,7 @@ func (x *Index) Tombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 	var out []TombstoneInfo
 	start := newKey(after.Kind, after.Target)
-	s.tombs.DescendLessOrEqual(tombItem{f: start.fold(), t: &tomb{tkey: start}}, func(it tombItem) bool {
+	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: start.fold(), t: &tomb{tkey: start}}, func(it tombItem) bool {
 		t := it.t
 		if t.tkey == start && (after != ck.Tombstone{}) {
 			return true
