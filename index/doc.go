@@ -35,12 +35,14 @@
 // the objects such a query must read, the figure compaction exists to
 // reduce. [Index.Stats] counts blocks and bytes per tenant and level.
 //
-// Blocks are stored twice, in github.com/google/btree trees: by ID, and in
-// a time index of runs, one per (tenant, span class), where the span class
-// of a block is the bit length of MaxTime-MinTime. A run is ordered by
-// MinTime, so a query scans, in each run of the tenant, only the blocks
-// that start at most one class span before from: it touches the matching
-// range and near misses of the same class, never the whole tenant.
+// Blocks are stored twice, in ordered sets of sorted leaves under a
+// github.com/google/btree tree: by ID, and in a time index of runs, one
+// per (tenant, span class), where the span class of a block is the bit
+// length of MaxTime-MinTime. A run is ordered by MinTime, so a query
+// scans, in each run of the tenant, only the blocks that start at most one
+// class span before from: it touches the matching range and near misses of
+// the same class, never the whole tenant. Restore builds the sets' leaves
+// from sorted input instead of inserting the blocks one by one.
 //
 // # Replacement
 //

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/google/btree"
-
 	ck "github.com/compactkit/compactkit"
 )
 
@@ -30,12 +28,17 @@ type Index struct {
 	levels  map[levelKey]*LevelStats
 	orphans int
 
-	pivot *block // scratch search key for the Apply goroutine
+	pivot  *block // scratch search keys for the Apply goroutine
+	tprobe *tomb
 
 	// gen moves on when the tree of runs is frozen for a view (see wRuns):
-	// a run whose gen is older may be shared with a view and is cloned
-	// before it is mutated.
-	gen uint64
+	// a run or a leaf of its blocks whose gen is older may be shared with
+	// a view and is cloned before it is mutated. idGen does the same for
+	// the leaves of the live blocks by ID (see wByID).
+	gen     uint64
+	idGen   uint64
+	poolGen uint64 // likewise for the leaves of the pool (see wPool)
+	tombGen uint64 // and of the pending tombstones (see wTombs)
 	// vmu guards the slots of the trees, shared with views (lazy.go).
 	vmu *sync.Mutex
 	// runMap finds the runs of s.runs without a tree search (Apply only).
@@ -65,6 +68,7 @@ func newIndex(cfg Config) *Index {
 		s:       newState(cfg),
 		nameMap: map[string]uint32{"": 0},
 		pivot:   &block{},
+		tprobe:  &tomb{},
 		runMap:  make(map[runKey]*run),
 		vmu:     new(sync.Mutex),
 		levels:  make(map[levelKey]*LevelStats),
@@ -123,7 +127,7 @@ func (x *Index) Add(e ck.Entry, now int64, b *ck.BlockMeta) error {
 	if err := b.Validate(); err != nil {
 		return fmt.Errorf("index: add at entry %d: %w", e.Index, err)
 	}
-	if why := x.s.refusedID(b.ID, now, x.pivot); why != "" {
+	if why := x.s.refusedID(b.ID, now, x.pivot, x.tprobe); why != "" {
 		x.s.duplicates++
 		return fmt.Errorf("index: add block %s at entry %d: %s: %w", b.ID, e.Index, why, ErrDuplicate)
 	}
@@ -143,17 +147,18 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 		tenant:  x.intern(m.Tenant),
 	}
 	if len(m.Datasets) > 0 {
-		ds := make([]dataset, len(m.Datasets))
+		var buf [8]dataset
+		ds := buf[:0]
 		for i := range m.Datasets {
 			d := &m.Datasets[i]
-			ds[i] = dataset{
+			ds = append(ds, dataset{
 				tenant:  x.intern(d.Tenant),
 				name:    x.intern(d.Name),
 				size:    d.Size,
 				records: d.Records,
 				minTime: d.MinTime,
 				maxTime: d.MaxTime,
-			}
+			})
 		}
 		b.setDatasets(ds)
 	}
@@ -162,10 +167,14 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 
 // insert makes b live: it must not be live already.
 func (x *Index) insert(b *block) {
-	x.s.byID.mut(x.vmu).ReplaceOrInsert(newIDItem(b))
+	idOps().insert(x.wByID(), x.idGen, newIDItem(b))
+	x.s.blocks++
 	c := spanClass(b.minTime, b.maxTime)
-	for _, t := range b.tenants() {
-		x.mutRun(t, c).items.ReplaceOrInsert(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+	var tb [4]uint32
+	for _, t := range b.tenants(tb[:0]) {
+		r := x.mutRun(t, c)
+		runOps().insert(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		r.n++
 	}
 	// A stale deletion record (past its horizon) is forgotten, so that no
 	// live block has one.
@@ -177,12 +186,15 @@ func (x *Index) insert(b *block) {
 
 // remove makes the live block b leave the index.
 func (x *Index) remove(b *block) {
-	x.s.byID.mut(x.vmu).Delete(newIDItem(b))
+	idOps().delete(x.wByID(), x.idGen, newIDItem(b))
+	x.s.blocks--
 	c := spanClass(b.minTime, b.maxTime)
-	for _, t := range b.tenants() {
+	var tb [4]uint32
+	for _, t := range b.tenants(tb[:0]) {
 		r := x.mutRun(t, c)
-		r.items.Delete(titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
-		if r.items.Len() == 0 {
+		runOps().delete(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		r.n--
+		if r.n == 0 {
 			x.wRuns().Delete(r)
 			delete(x.runMap, runKey{t, c})
 		}
@@ -199,9 +211,9 @@ func (x *Index) mutRun(tenant uint32, class uint8) *run {
 	r := x.runMap[k]
 	switch {
 	case r == nil:
-		r = &run{tenant: tenant, class: class, gen: x.gen, items: btree.NewG(runDegree, lessTItem)}
+		r = &run{tenant: tenant, class: class, gen: x.gen, items: runOps().newTree()}
 	case r.gen != x.gen:
-		r = &run{tenant: tenant, class: class, gen: x.gen, items: r.items.Clone()}
+		r = &run{tenant: tenant, class: class, gen: x.gen, items: r.items.Clone(), n: r.n}
 	default:
 		return r
 	}
@@ -245,7 +257,7 @@ func (x *Index) Lookup(id string) (ck.BlockMeta, bool) {
 }
 
 // Len returns the number of live blocks.
-func (x *Index) Len() int { return x.s.byID.Len() }
+func (x *Index) Len() int { return x.s.blocks }
 
 // View returns a read-only view of the index as it is now. It costs O(1)
 // (the trees are cloned lazily, under the ownership rule of the package
@@ -322,14 +334,14 @@ func (x *Index) Stats() Stats {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Level, b.Level))
 	})
 	now := x.s.clock
-	x.s.pool.Descend(func(p poolKey) bool {
+	ascend(x.s.pool.BTreeG, func(p poolKey) bool {
 		if !x.s.releasable(p.created, p.release, now) {
 			return false
 		}
 		st.TombstonesReleasable++
 		return true
 	})
-	st.TombstonesPending = x.s.pool.Len() - st.TombstonesReleasable
+	st.TombstonesPending = x.s.pooled - st.TombstonesReleasable
 	return st
 }
 

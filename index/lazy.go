@@ -175,6 +175,35 @@ func (x *Index) wRuns() *btree.BTreeG[*run] {
 	return x.s.runs.BTreeG
 }
 
+// wByID returns the tree of the live blocks' leaves (leaves.go) for
+// mutation. Once it has been frozen for a view, its leaves are shared with
+// that view: the generation moves on, so that the leaf set clones each leaf
+// before mutating it, as wRuns does for runs.
+func (x *Index) wByID() *btree.BTreeG[leafRef[idItem]] {
+	if x.s.byID.settle(x.vmu) {
+		x.idGen++
+	}
+	return x.s.byID.BTreeG
+}
+
+// wTombs returns the tree of the pending tombstones' leaves for mutation,
+// moving their generation on if it was frozen for a view (see wByID).
+func (x *Index) wTombs() *btree.BTreeG[leafRef[tombItem]] {
+	if x.s.tombs.settle(x.vmu) {
+		x.tombGen++
+	}
+	return x.s.tombs.BTreeG
+}
+
+// wPool returns the tree of the pool's leaves for mutation, moving the
+// pool's generation on if it was frozen for a view (see wByID).
+func (x *Index) wPool() *btree.BTreeG[leafRef[poolKey]] {
+	if x.s.pool.settle(x.vmu) {
+		x.poolGen++
+	}
+	return x.s.pool.BTreeG
+}
+
 // openView returns a view of the index's state holding its slots.
 func (x *Index) openView() *View {
 	v := &View{s: x.s, mu: x.vmu}
@@ -194,6 +223,9 @@ func (v *View) state(need int) *state {
 	defer v.mu.Unlock()
 	s := &v.s
 	if v.closed {
+		if s.byID.BTreeG == nil {
+			s.blocks = 0 // with the blocks it had not read
+		}
 		e := newState(s.cfg)
 		es := e.trees()
 		for i, t := range s.trees() {

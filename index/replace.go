@@ -151,19 +151,22 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 			return r.toResult(false)
 		}
 		prefix := ck.AttemptPrefix(job, token)
-		if _, ok := x.s.tombs.Get(tomb{tkey: newKey(ck.TombstonePrefix, prefix)}); ok {
+		if _, ok := x.s.getTomb(newKey(ck.TombstonePrefix, prefix), x.tprobe); ok {
 			r.orphan = true
 		} else if !x.s.liveUnder(prefix) {
-			x.newTomb(newKey(ck.TombstonePrefix, prefix), e.Index)
+			x.newTombs([]tkey{newKey(ck.TombstonePrefix, prefix)}, e.Index)
 			r.orphan = true
 		}
 		x.record(r)
 		return r.toResult(false)
 	}
+	var buf [32]tkey
+	ks := buf[:0]
 	for _, b := range srcs {
 		x.remove(b)
-		x.newTomb(newKey(ck.TombstoneBlock, b.id), e.Index)
+		ks = append(ks, newKey(ck.TombstoneBlock, b.id))
 	}
+	x.newTombs(ks, e.Index)
 	for i := range outputs {
 		x.insert(x.build(&outputs[i]))
 	}
@@ -205,7 +208,8 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 	}
 	// Sources are live, hence valid IDs; a repeated one is found by
 	// sorting a copy.
-	sorted := slices.Clone(sources)
+	var buf [32]string
+	sorted := append(buf[:0], sources...)
 	slices.Sort(sorted)
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i] == sorted[i-1] {
@@ -225,7 +229,7 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 		if seen.Seen(o.ID) {
 			return RefusedInvalid, "output " + o.ID + " repeated"
 		}
-		if why := x.s.refusedID(o.ID, now, x.pivot); why != "" {
+		if why := x.s.refusedID(o.ID, now, x.pivot, x.tprobe); why != "" {
 			return RefusedOutputsNotNew, "output " + o.ID + ": " + why
 		}
 	}

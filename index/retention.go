@@ -40,7 +40,8 @@ func (x *Index) DropBefore(e ck.Entry, now int64, tenant string, all bool, befor
 			}
 			if !all && it.b.tenant == 0 {
 				// A multi-tenant segment: only if all its data is tenant's.
-				for _, d := range it.b.datasets() {
+				r := it.b.datasets()
+				for d := (dataset{}); r.next(&d); {
 					if d.tenant != t {
 						return true
 					}
@@ -54,10 +55,12 @@ func (x *Index) DropBefore(e ck.Entry, now int64, tenant string, all bool, befor
 	slices.SortFunc(victims, func(a, b *block) int { return strings.Compare(a.id, b.id) })
 	victims = slices.CompactFunc(victims, func(a, b *block) bool { return a == b })
 	out := make([]ck.BlockMeta, len(victims))
+	ks := make([]tkey, len(victims))
 	for i, b := range victims {
 		out[i] = x.s.meta(b)
 		x.remove(b)
-		x.newTomb(newKey(ck.TombstoneBlock, b.id), e.Index)
+		ks[i] = newKey(ck.TombstoneBlock, b.id)
 	}
+	x.newTombs(ks, e.Index)
 	return out
 }

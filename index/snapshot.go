@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/btree"
+
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
@@ -136,9 +138,10 @@ func (s *state) snapshot(w io.Writer) error {
 	// The names the live blocks use, sorted, and their references.
 	used := make([]bool, len(s.names))
 	nds := 0
-	s.byID.Ascend(func(it idItem) bool {
+	ascend(s.byID.BTreeG, func(it idItem) bool {
 		used[it.b.tenant] = true
-		for _, d := range it.b.datasets() {
+		r := it.b.datasets()
+		for d := (dataset{}); r.next(&d); {
 			used[d.tenant] = true
 			used[d.name] = true
 		}
@@ -177,9 +180,9 @@ func (s *state) snapshot(w io.Writer) error {
 		Refused:            s.refused,
 		Duplicates:         s.duplicates,
 		Names:              uint64(len(dict)),
-		Blocks:             uint64(s.byID.Len()),
+		Blocks:             uint64(s.blocks),
 		Datasets:           uint64(nds),
-		Tombstones:         uint64(s.tombs.Len()),
+		Tombstones:         uint64(s.ntombs),
 		Gone:               uint64(s.gone.Len()),
 		Results:            uint64(s.results.Len()),
 	}
@@ -245,13 +248,14 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 		dten, dname, dsize, drec, doff, dspan = dten[:0], dname[:0], dsize[:0], drec[:0], doff[:0], dspan[:0]
 		return err
 	}
-	s.byID.Descend(func(it idItem) bool { // ascending IDs
+	ascend(s.byID.BTreeG, func(it idItem) bool {
 		b := it.b
 		ids = append(ids, b.id)
 		tenants, shards, levels = append(tenants, ref[b.tenant]), append(shards, b.shard), append(levels, b.level)
 		mins, spans, sizes = append(mins, b.minTime), append(spans, uint64(b.maxTime)-uint64(b.minTime)), append(sizes, b.size)
 		ns = append(ns, b.nds)
-		for _, d := range b.datasets() {
+		r := b.datasets()
+		for d := (dataset{}); r.next(&d); {
 			dten, dname = append(dten, ref[d.tenant]), append(dname, ref[d.name])
 			dsize, drec = append(dsize, d.size), append(drec, d.records)
 			doff, dspan = append(doff, uint64(d.minTime)-uint64(b.minTime)), append(dspan, uint64(d.maxTime)-uint64(d.minTime))
@@ -268,13 +272,15 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 }
 
 func (s *state) writeTombs(enc func(any) error) error {
-	return codec.InFrames(s.tombs.Descend, func(ts []tomb) error {
+	each := func(fn btree.ItemIteratorG[tombItem]) { ascend(s.tombs.BTreeG, fn) }
+	return codec.InFrames(each, func(ts []tombItem) error {
 		n := len(ts)
 		kinds := make([]uint8, n)
 		targets, jobs := make([]string, n), make([]string, n)
 		created, release := make([]int64, n), make([]int64, n)
 		indexes := make([]uint64, n)
-		for i, t := range ts {
+		for i, it := range ts {
+			t := it.t
 			kinds[i], targets[i], jobs[i] = uint8(t.kind), t.target, t.job
 			created[i], release[i], indexes[i] = t.created, t.release, t.index
 		}
@@ -434,33 +440,55 @@ func (rs *restorer) blocks() error {
 	used := make([]bool, nn)
 	var total uint64
 	prev := ""
+	var ds []dataset // the datasets of a block, reused
+	// The integer columns of a frame, in buffers every frame reuses.
+	var c struct {
+		tenants, shards, levels, counts, dten, dname []uint32
+		mins, sizes, drec, dsize                     []int64
+		spans, doff, dspan                           []uint64
+	}
+	// The blocks by ID and the runs' items, loaded at the end (load).
+	ld := loader{live: make([]idItem, 0, min(rs.h.Blocks, 1<<20)), tenants: make([]*tenantLoad, nn)}
 	for d.Records("blocks", rs.h.Blocks); d.More(); {
 		var f blocksFrame
 		n := d.Frame(&f, &f.N)
 		ids := d.Strings("IDs", f.IDs, n)
-		tenants := codec.Ints[uint32](d, "tenants", f.Tenants, n)
-		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
-		levels := codec.Ints[uint32](d, "levels", f.Levels, n)
-		mins := codec.Ints[int64](d, "min times", f.MinTimes, n)
-		spans := codec.Ints[uint64](d, "spans", f.Spans, n)
-		sizes := codec.Ints[int64](d, "sizes", f.Sizes, n)
-		counts := codec.Ints[uint32](d, "dataset counts", f.Counts, n)
+		c.tenants = codec.IntsInto(d, "tenants", f.Tenants, n, c.tenants)
+		tenants := c.tenants
+		c.shards = codec.IntsInto(d, "shards", f.Shards, n, c.shards)
+		shards := c.shards
+		c.levels = codec.IntsInto(d, "levels", f.Levels, n, c.levels)
+		levels := c.levels
+		c.mins = codec.IntsInto(d, "min times", f.MinTimes, n, c.mins)
+		mins := c.mins
+		c.spans = codec.IntsInto(d, "spans", f.Spans, n, c.spans)
+		spans := c.spans
+		c.sizes = codec.IntsInto(d, "sizes", f.Sizes, n, c.sizes)
+		sizes := c.sizes
+		c.counts = codec.IntsInto(d, "dataset counts", f.Counts, n, c.counts)
+		counts := c.counts
 		if err := d.Err(); err != nil {
 			return err
 		}
 		var sum uint64
-		for _, c := range counts {
-			sum += uint64(c)
+		for _, k := range counts {
+			sum += uint64(k)
 		}
 		if f.D < 0 || uint64(f.D) != sum {
 			return codec.Malformed("blocks frame: %d datasets, its blocks hold %d", f.D, sum)
 		}
-		dten := codec.Ints[uint32](d, "dataset tenants", f.DTenants, f.D)
-		dname := codec.Ints[uint32](d, "dataset names", f.DNames, f.D)
-		dsize := codec.Ints[int64](d, "dataset sizes", f.DSizes, f.D)
-		drec := codec.Ints[int64](d, "dataset records", f.DRecords, f.D)
-		doff := codec.Ints[uint64](d, "dataset offsets", f.DOffsets, f.D)
-		dspan := codec.Ints[uint64](d, "dataset spans", f.DSpans, f.D)
+		c.dten = codec.IntsInto(d, "dataset tenants", f.DTenants, f.D, c.dten)
+		dten := c.dten
+		c.dname = codec.IntsInto(d, "dataset names", f.DNames, f.D, c.dname)
+		dname := c.dname
+		c.dsize = codec.IntsInto(d, "dataset sizes", f.DSizes, f.D, c.dsize)
+		dsize := c.dsize
+		c.drec = codec.IntsInto(d, "dataset records", f.DRecords, f.D, c.drec)
+		drec := c.drec
+		c.doff = codec.IntsInto(d, "dataset offsets", f.DOffsets, f.D, c.doff)
+		doff := c.doff
+		c.dspan = codec.IntsInto(d, "dataset spans", f.DSpans, f.D, c.dspan)
+		dspan := c.dspan
 		if err := d.Err(); err != nil {
 			return err
 		}
@@ -479,8 +507,9 @@ func (rs *restorer) blocks() error {
 				id: strings.Clone(id), tenant: tenants[i], shard: shards[i], level: levels[i],
 				minTime: mins[i], maxTime: maxT, size: sizes[i],
 			}
+			ds = ds[:0]
 			if c := int(counts[i]); c > 0 {
-				ds := make([]dataset, c)
+				ds = slices.Grow(ds, c)[:c]
 				for k := range ds {
 					if dten[j] >= nn || dname[j] >= nn {
 						return codec.Malformed("block %s: dataset name reference out of range", id)
@@ -494,13 +523,13 @@ func (rs *restorer) blocks() error {
 					used[dten[j]], used[dname[j]] = true, true
 					j++
 				}
-				b.setDatasets(ds)
 			}
-			if err := x.checkBlock(b); err != nil {
+			if err := x.checkBlock(b, ds); err != nil {
 				return codec.Malformed("%w", err)
 			}
+			b.setDatasets(ds)
 			used[b.tenant] = true
-			x.insert(b)
+			ld.add(b)
 		}
 		total += sum
 	}
@@ -515,7 +544,85 @@ func (rs *restorer) blocks() error {
 			return codec.Malformed("name %q is not used by any block", x.s.names[id])
 		}
 	}
+	x.load(&ld)
 	return nil
+}
+
+// loader collects the blocks that a restore makes live, for load: the
+// blocks by ID, and by tenant (name ID) the items of its runs and its
+// statistics by level.
+type loader struct {
+	live    []idItem
+	tenants []*tenantLoad
+}
+
+type tenantLoad struct {
+	runs   [65][]titem // by span class
+	levels []LevelStats
+}
+
+// add adds b, the next block in ID order.
+func (ld *loader) add(b *block) {
+	ld.live = append(ld.live, newIDItem(b))
+	c := spanClass(b.minTime, b.maxTime)
+	var tb [4]uint32
+	for _, t := range b.tenants(tb[:0]) {
+		tl := ld.tenant(t)
+		tl.runs[c] = append(tl.runs[c], titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+	}
+	tl := ld.tenant(b.tenant)
+	i := slices.IndexFunc(tl.levels, func(l LevelStats) bool { return l.Level == b.level })
+	if i < 0 {
+		i = len(tl.levels)
+		tl.levels = append(tl.levels, LevelStats{Level: b.level})
+	}
+	tl.levels[i].Blocks++
+	tl.levels[i].Bytes += b.size
+}
+
+func (ld *loader) tenant(t uint32) *tenantLoad {
+	tl := ld.tenants[t]
+	if tl == nil {
+		tl = new(tenantLoad)
+		ld.tenants[t] = tl
+	}
+	return tl
+}
+
+// load makes the blocks of ld live in the empty index x. It builds full
+// leaves (leaves.go) instead of inserting the blocks one by one: the
+// blocks by ID come sorted, and each run's items are sorted once (they
+// come nearly in order).
+func (x *Index) load(ld *loader) {
+	idOps().load(x.wByID(), x.idGen, ld.live)
+	x.s.blocks = len(ld.live)
+	for t, tl := range ld.tenants {
+		if tl == nil {
+			continue
+		}
+		for c, items := range tl.runs {
+			if len(items) == 0 {
+				continue
+			}
+			if !slices.IsSortedFunc(items, cmpTItem) {
+				slices.SortFunc(items, cmpTItem)
+			}
+			r := x.mutRun(uint32(t), uint8(c))
+			runOps().load(r.items, x.gen, items)
+			r.n = len(items)
+		}
+		for _, l := range tl.levels {
+			l.Tenant = x.s.names[t]
+			x.levels[levelKey{uint32(t), l.Level}] = &l
+		}
+	}
+}
+
+func cmpTItem(a, b titem) int {
+	if a.minTime != b.minTime {
+		return cmp.Compare(a.minTime, b.minTime)
+	}
+	return strings.Compare(a.b.id, b.b.id)
 }
 
 func (rs *restorer) tombs() error {
@@ -566,7 +673,7 @@ func (rs *restorer) tombs() error {
 	if err := d.Err(); err != nil {
 		return err
 	}
-	// Release order must agree with creation order (see Index.newTomb).
+	// Release order must agree with creation order (see Index.newTombs).
 	order := slices.Clone(all)
 	slices.SortFunc(order, func(a, b tomb) int {
 		return cmp.Or(cmp.Compare(a.release, b.release), cmp.Compare(a.created, b.created))
@@ -576,10 +683,19 @@ func (rs *restorer) tombs() error {
 			return codec.Malformed("tombstone %s released before the older %s", order[i-1].tombstone(), order[i].tombstone())
 		}
 	}
-	for _, t := range all {
-		x.s.tombs.mut(x.vmu).ReplaceOrInsert(t)
+	var pool []poolKey
+	var chunk []tomb
+	items := make([]tombItem, len(all))
+	for i := range all {
+		// The tombs in allocations of a frame's size, so that one
+		// tombstone left pending does not keep every restored one.
+		if i%codec.FrameRecords == 0 {
+			chunk = slices.Clone(all[i:min(i+codec.FrameRecords, len(all))])
+		}
+		t := &chunk[i%codec.FrameRecords]
+		items[i] = newTombItem(t)
 		if t.job == "" {
-			x.s.pool.mut(x.vmu).ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: t.tkey})
+			pool = append(pool, newPoolKey(t))
 		} else {
 			x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
 		}
@@ -587,6 +703,19 @@ func (rs *restorer) tombs() error {
 			x.orphans++
 		}
 	}
+	slices.SortFunc(pool, func(a, b poolKey) int {
+		switch {
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
+		}
+		return 0
+	})
+	tombOps().load(x.wTombs(), x.tombGen, items) // sorted by key, checked above
+	x.s.ntombs = len(items)
+	poolOps().load(x.wPool(), x.poolGen, pool)
+	x.s.pooled = len(pool)
 	return nil
 }
 

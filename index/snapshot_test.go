@@ -347,7 +347,8 @@ func TestCheckBlockMatchesValidate(t *testing.T) {
 			})
 		}
 		want := m.Validate()
-		got := x.checkBlock(x.build(&m))
+		b := x.build(&m)
+		got := x.checkBlock(b, b.appendDatasets(nil))
 		require.Equal(t, want == nil, got == nil, "Validate: %v, checkBlock: %v", want, got)
 	})
 }

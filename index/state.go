@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/google/btree"
 
@@ -14,20 +13,15 @@ import (
 	"github.com/compactkit/compactkit/internal/dups"
 )
 
-// Tree degrees (google/btree's: a node holds up to 2×degree-1 items).
-const (
-	// blockDegree is the ID tree's: an item per live block.
-	blockDegree = 32
-	// runDegree is a time-index run's: an item per block of the run's
-	// tenant and span class, read by range scans, so wider nodes.
-	runDegree = 64
-	// smallDegree is the other trees': the run list, the names, and the
-	// tombstone and result trees.
-	smallDegree = 16
-)
+// smallDegree is the degree of the google/btree trees: the run list, the
+// names, and the tombstone and result trees (a node holds up to
+// 2×degree-1 items). The live blocks by ID and the runs' blocks are leaf
+// sets (leaves.go).
+const smallDegree = 16
 
-// block is the stored form of a live block: 64 bytes. It is immutable once
-// built: views share block pointers with the index.
+// block is the stored form of a live block: 64 bytes, and its datasets
+// packed in a few bytes each (see setDatasets). It is immutable once built:
+// views share block pointers with the index.
 type block struct {
 	id      string
 	minTime int64
@@ -36,36 +30,10 @@ type block struct {
 	shard   uint32
 	level   uint32
 	tenant  uint32 // name ID; 0 for a multi-tenant segment
-	nds     uint32
-	// ds points to the first of nds datasets, allocated together (nil if
-	// none). A pointer and a count instead of a slice header save 16 bytes
-	// per block; see datasets.
-	ds *dataset
-}
-
-// datasets returns the block's datasets. unsafe.Slice rebuilds the slice
-// from the pointer to its first element, which keeps the whole backing
-// array alive.
-func (b *block) datasets() []dataset { return unsafe.Slice(b.ds, b.nds) }
-
-// setDatasets stores ds (which must not be modified afterwards).
-func (b *block) setDatasets(ds []dataset) {
-	b.nds = uint32(len(ds))
-	b.ds = nil
-	if len(ds) > 0 {
-		b.ds = &ds[0]
-	}
-}
-
-// dataset is a block's dataset with interned names: 40 bytes instead of
-// the 64+ of a DatasetMeta.
-type dataset struct {
-	tenant  uint32 // name ID; 0 when the dataset leaves its tenant empty
-	name    uint32 // name ID
-	size    int64
-	records int64
-	minTime int64
-	maxTime int64
+	nds     uint32 // number of datasets
+	// ds points to the packed datasets (nil if none): a pointer instead of
+	// a slice header saves 16 bytes per block; see packed.
+	ds *byte
 }
 
 // spanClass is the number of bits of the block's span MaxTime-MinTime: a
@@ -111,8 +79,8 @@ func prefix8(s string) uint64 {
 	return k
 }
 
-// idItem is a block's entry in the ID tree, with its ID's first bytes
-// inline.
+// idItem is a block's entry in the set of live blocks by ID, with its
+// ID's first bytes inline.
 type idItem struct {
 	k uint64 // prefix8(b.id)
 	b *block
@@ -120,13 +88,18 @@ type idItem struct {
 
 func newIDItem(b *block) idItem { return idItem{k: prefix8(b.id), b: b} }
 
-// lessByID orders blocks by descending ID.
-func lessByID(a, b idItem) bool {
+// lessID orders blocks by ID.
+func lessID(a, b idItem) bool {
 	if a.k != b.k {
-		return a.k > b.k
+		return a.k < b.k
 	}
-	return a.b.id > b.b.id
+	return a.b.id < b.b.id
 }
+
+// idOps is the leaf-set order of the live blocks by ID.
+func idOps() leafOps[idItem] { return leafOps[idItem]{less: lessID, key: keyID, max: leafMax} }
+
+func keyID(it idItem) uint64 { return it.k }
 
 // titem is a block's entry in a run of the time index, with its time range
 // inline so that scans filter without dereferencing the block.
@@ -136,26 +109,34 @@ type titem struct {
 	b       *block
 }
 
-// lessTItem orders a run by descending (MinTime, ID).
+// lessTItem orders a run by (MinTime, ID).
 func lessTItem(a, b titem) bool {
 	if a.minTime != b.minTime {
-		return a.minTime > b.minTime
+		return a.minTime < b.minTime
 	}
-	return a.b.id > b.b.id
+	return a.b.id < b.b.id
 }
+
+// runOps is the leaf-set order of a run's blocks.
+func runOps() leafOps[titem] { return leafOps[titem]{less: lessTItem, key: keyTItem, max: leafMax} }
+
+// keyTItem maps MinTime to an unsigned integer in the same order.
+func keyTItem(it titem) uint64 { return uint64(it.minTime) ^ 1<<63 }
 
 // run holds the live blocks of one tenant and span class, in time order.
 // A multi-tenant segment appears in a run of each of its datasets' tenants.
 //
-// Runs are copy-on-write at two levels: the tree of runs is frozen for
-// views like every tree (lazy.go), and a run shared with a view (gen older
-// than the index's generation, see wRuns) is replaced by a clone before the
-// index mutates it.
+// Runs are copy-on-write at three levels: the tree of runs is frozen for
+// views like every tree (lazy.go); a run shared with a view (gen older than
+// the index's generation, see wRuns) is replaced by a clone before the
+// index mutates it; and so is a leaf of its blocks (leaves.go), under the
+// same generation.
 type run struct {
-	tenant uint32               // name ID of the tenant (see block.tenants)
-	class  uint8                // span class (see spanClass)
-	gen    uint64               // the index generation that made this copy
-	items  *btree.BTreeG[titem] // the run's blocks
+	tenant uint32                        // name ID of the tenant (see block.tenants)
+	class  uint8                         // span class (see spanClass)
+	gen    uint64                        // the index generation that made this copy
+	items  *btree.BTreeG[leafRef[titem]] // the run's blocks, a leaf set
+	n      int                           // the number of blocks
 }
 
 func lessRun(a, b *run) bool {
@@ -197,7 +178,12 @@ func (k tkey) less(o tkey) bool {
 
 func (k tkey) tombstone() ck.Tombstone { return ck.Tombstone{Kind: k.kind, Target: k.target} }
 
-// tomb is a pending tombstone.
+// fold returns the kind and the first 7 bytes of the target in one
+// integer, in the order of tkey.less.
+func (k tkey) fold() uint64 { return uint64(k.kind)<<56 | k.k>>8 }
+
+// tomb is a pending tombstone. A tomb in the trees is never modified
+// (views share it): a change of holder replaces it with a copy.
 type tomb struct {
 	tkey
 	created int64  // log time of creation
@@ -206,21 +192,41 @@ type tomb struct {
 	job     string // holder; empty while unattached
 }
 
-// lessTomb orders tombstones by descending (kind, target): tombstones are
-// created as blocks are compacted, roughly in ID order (see prefix8).
-// Iterations that must follow (kind, target) order use Descend.
-func lessTomb(a, b tomb) bool { return b.tkey.less(a.tkey) }
+// tombItem is a pending tombstone's entry in the tree by key, with its
+// key's first bytes inline (fold), so that a search dereferences a tomb
+// only on ties.
+type tombItem struct {
+	f uint64 // t.fold()
+	t *tomb
+}
+
+func newTombItem(t *tomb) tombItem { return tombItem{f: t.fold(), t: t} }
+
+// lessTomb orders tombstones by (kind, target).
+func lessTomb(a, b tombItem) bool {
+	if a.f != b.f {
+		return a.f < b.f
+	}
+	return a.t.tkey.less(b.t.tkey)
+}
+
+// tombOps is the leaf-set order of the pending tombstones, keyed by fold.
+func tombOps() leafOps[tombItem] {
+	return leafOps[tombItem]{less: lessTomb, key: func(it tombItem) uint64 { return it.f }, max: leafMax}
+}
 
 // poolKey orders unattached tombstones for release: by (release, created,
 // kind, target). Release times never decrease with creation time (see
-// Index.newTomb), so this order is also sorted by creation time and the
-// releasable tombstones form a prefix of it. New tombstones come last in it,
-// so the tree is ordered in reverse (see prefix8) and read with Descend: the
-// release order's first tombstone is the tree's Max.
+// Index.newTombs), so this order is also sorted by creation time, the
+// releasable tombstones form a prefix of it, and new tombstones come last.
 type poolKey struct {
 	release int64
 	created int64
 	tkey
+}
+
+func newPoolKey(t *tomb) poolKey {
+	return poolKey{release: t.release, created: t.created, tkey: t.tkey}
 }
 
 // before reports whether p comes before o in release order.
@@ -234,8 +240,13 @@ func (p poolKey) before(o poolKey) bool {
 	return p.tkey.less(o.tkey)
 }
 
-// lessPool orders the pool tree in reverse release order.
-func lessPool(a, b poolKey) bool { return b.before(a) }
+// poolOps is the leaf-set order of the unattached tombstones (release
+// order), keyed by release time.
+func poolOps() leafOps[poolKey] {
+	return leafOps[poolKey]{less: poolKey.before, key: keyPool, max: leafMax}
+}
+
+func keyPool(p poolKey) uint64 { return uint64(p.release) ^ 1<<63 }
 
 // heldKey records that job holds a tombstone.
 type heldKey struct {
@@ -293,17 +304,20 @@ type state struct {
 
 	// The trees, cloned lazily for views (lazy.go): the index mutates
 	// them through mut (wRuns for runs).
-	byID   lazy[idItem]    // live blocks by ID (descending)
-	runs   lazy[*run]      // the time index: runs by (tenant, class)
-	pivot  *block          // an empty block, never mutated, for search keys
-	nameID lazy[nameEntry] // interned tenant and dataset names by name
-	names  []string        // the interned names by ID; append-only, names[0] == ""
+	byID   lazy[leafRef[idItem]] // live blocks by ID, a leaf set (leaves.go)
+	blocks int                   // the number of live blocks
+	runs   lazy[*run]            // the time index: runs by (tenant, class)
+	pivot  *block                // an empty block, never mutated, for search keys
+	nameID lazy[nameEntry]       // interned tenant and dataset names by name
+	names  []string              // the interned names by ID; append-only, names[0] == ""
 
-	tombs   lazy[tomb]    // every pending tombstone by key
-	pool    lazy[poolKey] // unattached tombstones in release order
-	held    lazy[heldKey] // attached tombstones by job
-	gone    lazy[goneRec] // confirmed deletions by key
-	results lazy[*result] // replacement results by (job, token)
+	tombs   lazy[leafRef[tombItem]] // every pending tombstone by key, a leaf set
+	ntombs  int                     // the number of pending tombstones
+	pool    lazy[leafRef[poolKey]]  // unattached tombstones in release order, a leaf set
+	pooled  int                     // the number of unattached tombstones
+	held    lazy[heldKey]           // attached tombstones by job
+	gone    lazy[goneRec]           // confirmed deletions by key
+	results lazy[*result]           // replacement results by (job, token)
 
 	clock     int64 // latest log time seen by a mutation
 	floor     int64 // latest release time given to a tombstone
@@ -319,13 +333,13 @@ type state struct {
 func newState(cfg Config) state {
 	return state{
 		cfg:     cfg,
-		byID:    lazy[idItem]{BTreeG: btree.NewG(blockDegree, lessByID)},
+		byID:    lazy[leafRef[idItem]]{BTreeG: idOps().newTree()},
 		runs:    lazy[*run]{BTreeG: btree.NewG(smallDegree, lessRun)},
 		pivot:   &block{},
 		nameID:  lazy[nameEntry]{BTreeG: btree.NewG(smallDegree, lessName)},
 		names:   []string{""},
-		tombs:   lazy[tomb]{BTreeG: btree.NewG(smallDegree, lessTomb)},
-		pool:    lazy[poolKey]{BTreeG: btree.NewG(smallDegree, lessPool)},
+		tombs:   lazy[leafRef[tombItem]]{BTreeG: tombOps().newTree()},
+		pool:    lazy[leafRef[poolKey]]{BTreeG: poolOps().newTree()},
 		held:    lazy[heldKey]{BTreeG: btree.NewG(smallDegree, lessHeld)},
 		gone:    lazy[goneRec]{BTreeG: btree.NewG(smallDegree, lessGone)},
 		results: lazy[*result]{BTreeG: btree.NewG(smallDegree, lessResult)},
@@ -347,7 +361,7 @@ func (s *state) get(id string, pivot *block) (*block, bool) {
 		pivot = &block{}
 	}
 	pivot.id = id
-	it, ok := s.byID.Get(idItem{k: prefix8(id), b: pivot})
+	it, ok := idOps().get(s.byID.BTreeG, idItem{k: prefix8(id), b: pivot})
 	pivot.id = ""
 	return it.b, ok
 }
@@ -369,13 +383,13 @@ func (s *state) metaInto(b *block, buf []ck.DatasetMeta) ck.BlockMeta {
 		MaxTime: b.maxTime,
 		Size:    b.size,
 	}
-	if ds := b.datasets(); len(ds) > 0 {
-		if len(buf) < len(ds) {
-			buf = make([]ck.DatasetMeta, len(ds))
+	if b.nds > 0 {
+		if len(buf) < int(b.nds) {
+			buf = make([]ck.DatasetMeta, b.nds)
 		}
-		m.Datasets = buf[:len(ds):len(ds)]
-		for i := range ds {
-			d := &ds[i]
+		m.Datasets = buf[:b.nds:b.nds]
+		var tmp [8]dataset
+		for i, d := range b.appendDatasets(tmp[:0]) {
 			m.Datasets[i] = ck.DatasetMeta{
 				Tenant:  s.names[d.tenant],
 				Name:    s.names[d.name],
@@ -387,30 +401,6 @@ func (s *state) metaInto(b *block, buf []ck.DatasetMeta) ck.BlockMeta {
 		}
 	}
 	return m
-}
-
-// tenants returns the tenants whose runs hold b: its tenant, or the
-// distinct dataset tenants of a multi-tenant segment.
-func (b *block) tenants() []uint32 {
-	if b.tenant != 0 {
-		return []uint32{b.tenant}
-	}
-	var ts []uint32
-	ds := b.datasets()
-	for i := range ds {
-		t := ds[i].tenant
-		dup := false
-		for _, u := range ts {
-			if u == t {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			ts = append(ts, t)
-		}
-	}
-	return ts
 }
 
 // releasable reports whether a tombstone created at created with release
@@ -441,7 +431,7 @@ func (s *state) readersDone(created, now int64) bool {
 func (s *state) liveUnder(prefix string) bool {
 	p := strings.TrimPrefix(prefix, ck.BlockPrefix)
 	found := false
-	s.byID.DescendLessOrEqual(idItem{k: prefix8(p), b: &block{id: p}}, func(it idItem) bool {
+	idOps().ascendFrom(s.byID.BTreeG, idItem{k: prefix8(p), b: &block{id: p}}, func(it idItem) bool {
 		found = strings.HasPrefix(it.b.id, p)
 		return false
 	})
@@ -458,14 +448,27 @@ func (s *state) goneUntil(k tkey) (int64, bool) {
 	return addSat(g.at, s.cfg.DedupHorizon), true
 }
 
+// getTomb returns the pending tombstone with key k. probe is a scratch
+// tomb the caller owns (nil allocates one).
+func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
+	if probe == nil {
+		probe = &tomb{}
+	}
+	probe.tkey = k
+	it, ok := tombOps().get(s.tombs.BTreeG, tombItem{f: k.fold(), t: probe})
+	probe.tkey = tkey{}
+	return it.t, ok
+}
+
 // refusedID explains why a block with this ID may not (re-)enter the index
-// at now, or returns "" if it may.
-func (s *state) refusedID(id string, now int64, pivot *block) string {
+// at now, or returns "" if it may. pivot and tprobe are scratch search keys
+// (see get and getTomb).
+func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) string {
 	if _, ok := s.get(id, pivot); ok {
 		return "live"
 	}
 	bk := newKey(ck.TombstoneBlock, id)
-	if _, ok := s.tombs.Get(tomb{tkey: bk}); ok {
+	if _, ok := s.getTomb(bk, tprobe); ok {
 		return "tombstoned"
 	}
 	if until, ok := s.goneUntil(bk); ok && now < until {
@@ -478,7 +481,7 @@ func (s *state) refusedID(id string, now int64, pivot *block) string {
 			continue
 		}
 		pk := newKey(ck.TombstonePrefix, key[:i+1])
-		if _, ok := s.tombs.Get(tomb{tkey: pk}); ok {
+		if _, ok := s.getTomb(pk, tprobe); ok {
 			return "under orphaned prefix " + pk.target
 		}
 		if until, ok := s.goneUntil(pk); ok && now < until {
@@ -498,12 +501,13 @@ func validName(name string) error {
 	return b.Validate()
 }
 
-// checkBlock reports whether b, built from decoded columns whose names were
-// checked by validName, satisfies compactkit.BlockMeta.Validate. It applies
-// the same rules without building a BlockMeta: Validate allocates its error
-// context eagerly, which would dominate restoring a million blocks. The
+// checkBlock reports whether b with the datasets ds, built from decoded
+// columns whose names were checked by validName, satisfies
+// compactkit.BlockMeta.Validate. It applies the same rules without building
+// a BlockMeta, and without allocating: Validate allocates its error context
+// eagerly, which would dominate restoring a million blocks. The
 // equivalence is a tested property (TestCheckBlockMatchesValidate).
-func (x *Index) checkBlock(b *block) error {
+func (x *Index) checkBlock(b *block, ds []dataset) error {
 	if err := ck.ValidateID(b.id); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
@@ -512,10 +516,9 @@ func (x *Index) checkBlock(b *block) error {
 		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.id, b.minTime, b.maxTime, ck.ErrTimeRange)
 	case b.size < 0:
 		return fmt.Errorf("block %s: size %d: %w", b.id, b.size, ck.ErrNegative)
-	case b.tenant == 0 && b.nds == 0:
+	case b.tenant == 0 && len(ds) == 0:
 		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.id, ck.ErrInconsistent)
 	}
-	ds := b.datasets()
 	eff := func(d *dataset) uint32 {
 		if d.tenant != 0 {
 			return d.tenant
@@ -538,7 +541,21 @@ func (x *Index) checkBlock(b *block) error {
 		case d.minTime > d.maxTime || d.minTime < b.minTime || d.maxTime > b.maxTime:
 			return fmt.Errorf("block %s: dataset %s: range [%d, %d] invalid in [%d, %d]: %w", b.id, x.s.names[d.name], d.minTime, d.maxTime, b.minTime, b.maxTime, ck.ErrTimeRange)
 		}
-		if seen.Seen(dsKey{eff(d), d.name}) {
+		// A repeated (tenant, name): pairwise below a few datasets, which
+		// allocates nothing, and through a set beyond.
+		dup := false
+		if len(ds) <= 16 {
+			k := dsKey{eff(d), d.name}
+			for j := range i {
+				if (dsKey{eff(&ds[j]), ds[j].name}) == k {
+					dup = true
+					break
+				}
+			}
+		} else {
+			dup = seen.Seen(dsKey{eff(d), d.name})
+		}
+		if dup {
 			return fmt.Errorf("block %s: dataset %s appears twice: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
 		}
 	}

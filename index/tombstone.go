@@ -2,24 +2,66 @@ package index
 
 import (
 	"fmt"
+	"slices"
 
 	ck "github.com/compactkit/compactkit"
 )
 
-// newTomb creates an unattached tombstone at the index clock. Its release
-// time is the clock plus the cleanup delay, but never earlier than the
-// release time of any tombstone created before it: with a constant delay
-// this changes nothing, and after the delay is shortened it keeps release
-// order consistent with creation order (it only ever delays).
-func (x *Index) newTomb(k tkey, index uint64) {
+// newTombs creates unattached tombstones with the keys ks (none pending)
+// at the index clock, for the entry at index. Their release time is
+// the clock plus the cleanup delay, but never earlier than the release
+// time of any tombstone created before them: with a constant delay this
+// changes nothing, and after the delay is shortened it keeps release order
+// consistent with creation order (it only ever delays). They share one
+// allocation, and enter the pool, where they come last in release order,
+// in one append.
+func (x *Index) newTombs(ks []tkey, index uint64) {
+	if len(ks) == 0 {
+		return
+	}
 	rel := max(addSat(x.s.clock, x.s.cfg.CleanupDelay), x.s.floor)
 	x.s.floor = rel
-	t := tomb{tkey: k, created: x.s.clock, release: rel, index: index}
-	x.s.tombs.mut(x.vmu).ReplaceOrInsert(t)
-	x.s.pool.mut(x.vmu).ReplaceOrInsert(poolKey{release: t.release, created: t.created, tkey: k})
-	if k.kind == ck.TombstonePrefix {
-		x.orphans++
+	ts := make([]tomb, len(ks))
+	var buf [32]poolKey
+	pks := append(buf[:0], make([]poolKey, len(ks))...)
+	tree := x.wTombs()
+	for i, k := range ks {
+		ts[i] = tomb{tkey: k, created: x.s.clock, release: rel, index: index}
+		tombOps().insert(tree, x.tombGen, newTombItem(&ts[i]))
+		pks[i] = newPoolKey(&ts[i])
+		if k.kind == ck.TombstonePrefix {
+			x.orphans++
+		}
 	}
+	slices.SortFunc(pks, func(a, b poolKey) int { return cmpKey(a.tkey, b.tkey) })
+	poolOps().appendSorted(x.wPool(), x.poolGen, pks)
+	x.s.pooled += len(pks)
+	x.s.ntombs += len(ks)
+}
+
+func cmpKey(a, b tkey) int {
+	switch {
+	case a.less(b):
+		return -1
+	case b.less(a):
+		return 1
+	}
+	return 0
+}
+
+// unpool removes the unattached tombstone t from the pool.
+func (x *Index) unpool(t *tomb) {
+	poolOps().delete(x.wPool(), x.poolGen, newPoolKey(t))
+	x.s.pooled--
+}
+
+// setHolder replaces the pending tombstone t by a copy held by job (empty:
+// unattached), and returns the copy.
+func (x *Index) setHolder(t *tomb, job string) *tomb {
+	c := *t
+	c.job = job
+	tombOps().insert(x.wTombs(), x.tombGen, newTombItem(&c))
+	return &c
 }
 
 // AddOrphan tombstones an attempt's output prefix (see
@@ -35,13 +77,13 @@ func (x *Index) AddOrphan(now int64, prefix string) error {
 	if err := k.tombstone().Validate(); err != nil {
 		return fmt.Errorf("index: orphan: %w", err)
 	}
-	if _, ok := x.s.tombs.Get(tomb{tkey: k}); ok {
+	if _, ok := x.s.getTomb(k, x.tprobe); ok {
 		return nil
 	}
 	if x.s.liveUnder(prefix) {
 		return fmt.Errorf("index: orphan prefix %s: %w", prefix, ErrLiveUnderPrefix)
 	}
-	x.newTomb(k, 0)
+	x.newTombs([]tkey{k}, 0)
 	return nil
 }
 
@@ -58,13 +100,12 @@ func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone 
 	var out []ck.Tombstone
 	for _, t := range ts {
 		k := newKey(t.Kind, t.Target)
-		cur, ok := x.s.tombs.Get(tomb{tkey: k})
+		cur, ok := x.s.getTomb(k, x.tprobe)
 		if !ok || cur.job != "" || !x.s.releasable(cur.created, cur.release, now) {
 			continue
 		}
-		x.s.pool.mut(x.vmu).Delete(poolKey{release: cur.release, created: cur.created, tkey: k})
-		cur.job = job
-		x.s.tombs.mut(x.vmu).ReplaceOrInsert(cur)
+		x.unpool(cur)
+		x.setHolder(cur, job)
 		x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: k})
 		out = append(out, t)
 	}
@@ -84,7 +125,7 @@ func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
 		return nil
 	}
 	var picked []poolKey
-	x.s.pool.Descend(func(p poolKey) bool {
+	ascend(x.s.pool.BTreeG, func(p poolKey) bool {
 		if limit > 0 && len(picked) == limit || !x.s.releasable(p.created, p.release, now) {
 			return false
 		}
@@ -92,14 +133,18 @@ func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
 		return true
 	})
 	out := make([]ck.Tombstone, len(picked))
+	held := make([]tomb, len(picked))
+	pool := x.wPool()
 	for i, p := range picked {
-		x.s.pool.mut(x.vmu).Delete(p)
-		cur, _ := x.s.tombs.Get(tomb{tkey: p.tkey})
-		cur.job = job
-		x.s.tombs.mut(x.vmu).ReplaceOrInsert(cur)
+		poolOps().delete(pool, x.poolGen, p)
+		cur, _ := x.s.getTomb(p.tkey, x.tprobe)
+		held[i] = *cur
+		held[i].job = job
+		tombOps().insert(x.wTombs(), x.tombGen, newTombItem(&held[i]))
 		x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: p.tkey})
 		out[i] = p.tombstone()
 	}
+	x.s.pooled -= len(picked)
 	return out
 }
 
@@ -126,7 +171,10 @@ func (x *Index) Confirm(now int64, job string) int {
 	ks := x.s.heldBy(job)
 	for _, k := range ks {
 		x.s.held.mut(x.vmu).Delete(heldKey{job: job, tkey: k})
-		x.s.tombs.mut(x.vmu).Delete(tomb{tkey: k})
+		x.tprobe.tkey = k
+		tombOps().delete(x.wTombs(), x.tombGen, tombItem{f: k.fold(), t: x.tprobe})
+		x.s.ntombs--
+		x.tprobe.tkey = tkey{}
 		if k.kind == ck.TombstonePrefix {
 			x.orphans--
 		}
@@ -145,10 +193,10 @@ func (x *Index) Detach(job string) int {
 	ks := x.s.heldBy(job)
 	for _, k := range ks {
 		x.s.held.mut(x.vmu).Delete(heldKey{job: job, tkey: k})
-		cur, _ := x.s.tombs.Get(tomb{tkey: k})
-		cur.job = ""
-		x.s.tombs.mut(x.vmu).ReplaceOrInsert(cur)
-		x.s.pool.mut(x.vmu).ReplaceOrInsert(poolKey{release: cur.release, created: cur.created, tkey: k})
+		cur, _ := x.s.getTomb(k, x.tprobe)
+		c := x.setHolder(cur, "")
+		poolOps().insert(x.wPool(), x.poolGen, newPoolKey(c))
+		x.s.pooled++
 	}
 	return len(ks)
 }
@@ -237,7 +285,7 @@ func (x *Index) Tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
 }
 
 func (s *state) tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
-	cur, ok := s.tombs.Get(tomb{tkey: newKey(t.Kind, t.Target)})
+	cur, ok := s.getTomb(newKey(t.Kind, t.Target), nil)
 	if !ok {
 		return TombstoneInfo{}, false
 	}
@@ -255,7 +303,8 @@ func (x *Index) Tombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 	var out []TombstoneInfo
 	start := newKey(after.Kind, after.Target)
-	s.tombs.DescendLessOrEqual(tomb{tkey: start}, func(t tomb) bool {
+	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: start.fold(), t: &tomb{tkey: start}}, func(it tombItem) bool {
+		t := it.t
 		if t.tkey == start && (after != ck.Tombstone{}) {
 			return true
 		}

@@ -28,7 +28,7 @@ func (v *View) Config() Config { return v.s.cfg }
 func (v *View) Now() int64 { return v.s.clock }
 
 // Len returns the number of live blocks.
-func (v *View) Len() int { return v.state(needByID).byID.Len() }
+func (v *View) Len() int { return v.state(0).blocks }
 
 // Live reports whether a block with this ID is live.
 func (v *View) Live(id string) bool {
@@ -51,7 +51,7 @@ func (v *View) Lookup(id string) (ck.BlockMeta, bool) {
 func (v *View) Blocks(after string, limit int) []ck.BlockMeta {
 	var out []ck.BlockMeta
 	s := v.state(needByID)
-	s.byID.DescendLessOrEqual(idItem{k: prefix8(after), b: &block{id: after}}, func(it idItem) bool {
+	idOps().ascendFrom(s.byID.BTreeG, idItem{k: prefix8(after), b: &block{id: after}}, func(it idItem) bool {
 		if it.b.id == after {
 			return true
 		}
@@ -162,10 +162,9 @@ func (s *state) scanRun(r *run, lo, hi int64, fn func(titem) bool) {
 	if lo > hi {
 		return
 	}
-	// The run is ordered descending: items at or "before" the pivot
-	// (MinTime lo, the smallest ID) are those with MinTime >= lo, and
-	// descending from it visits them in ascending order.
-	r.items.DescendLessOrEqual(titem{minTime: lo, b: s.pivot}, func(it titem) bool {
+	// The pivot (MinTime lo, the smallest ID) is at most every item with
+	// MinTime >= lo.
+	runOps().ascendFrom(r.items, titem{minTime: lo, b: s.pivot}, func(it titem) bool {
 		if it.minTime > hi {
 			return false
 		}
@@ -210,9 +209,9 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 				return true
 			}
 			if skip {
-				s.pool.DescendLessOrEqual(last, visit)
+				poolOps().ascendFrom(s.pool.BTreeG, last, visit)
 			} else {
-				s.pool.Descend(visit)
+				ascend(s.pool.BTreeG, visit)
 			}
 			done = !more
 			if len(buf) == 0 {
@@ -232,8 +231,12 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 // too long for a compaction job to carry them. O(log n).
 func (v *View) OldestUnattachedReleasable(now int64) (releaseAt int64, ok bool) {
 	s := v.state(needPool)
-	p, ok := s.pool.Max()
-	if !ok || !s.releasable(p.created, p.release, now) {
+	r, ok := s.pool.Min()
+	if !ok {
+		return 0, false
+	}
+	p := r.l.items[0]
+	if !s.releasable(p.created, p.release, now) {
 		return 0, false
 	}
 	return p.release, true

@@ -263,3 +263,24 @@ func FuzzColumns(f *testing.F) {
 		}
 	})
 }
+
+// AppendInts decodes what UnpackInts decodes, after what dst holds, in
+// dst's array when it has room; on error it returns dst as it was.
+func TestAppendInts(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		vs := rapid.SliceOf(rapid.Int64()).Draw(t, "values")
+		prefix := rapid.SliceOf(rapid.Int64()).Draw(t, "prefix")
+		room := rapid.IntRange(0, 10).Draw(t, "room")
+		dst := append(make([]int64, 0, len(prefix)+room), prefix...)
+		got, err := codec.AppendInts(dst, codec.PackInts(vs), len(vs))
+		require.NoError(t, err)
+		require.Equal(t, append(append([]int64{}, prefix...), vs...), append([]int64{}, got...))
+		if len(vs) <= room && len(got) > 0 {
+			require.Same(t, &dst[:1][0], &got[0], "decoded in dst's array")
+		}
+		bad := append(codec.PackInts(vs), 0)
+		got, err = codec.AppendInts(dst, bad, len(vs))
+		require.ErrorIs(t, err, codec.ErrMalformed)
+		require.Equal(t, append([]int64{}, prefix...), append([]int64{}, got...))
+	})
+}

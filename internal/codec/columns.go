@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // Strings is a column of strings packed as one byte string of their
@@ -83,28 +84,43 @@ func PackInts[T Integer](v []T) []byte {
 // does not fit T, a short column and trailing bytes are errors wrapping
 // [ErrMalformed].
 func UnpackInts[T Integer](b []byte, n int) ([]T, error) {
-	if n < 0 || n > len(b) { // every value takes at least one byte
-		return nil, fmt.Errorf("codec: integer column: %d bytes for %d values: %w", len(b), n, ErrMalformed)
+	v, err := AppendInts[T](nil, b, n)
+	switch {
+	case err != nil:
+		return nil, err
+	case v == nil:
+		return []T{}, nil
 	}
-	out := make([]T, n)
+	return v, nil
+}
+
+// AppendInts is [UnpackInts] appending the values to dst, in its array when
+// it has room: a reader of many frames can decode a column of each into
+// the same buffer. On error it returns dst as it was.
+func AppendInts[T Integer](dst []T, b []byte, n int) ([]T, error) {
+	if n < 0 || n > len(b) { // every value takes at least one byte
+		return dst, fmt.Errorf("codec: integer column: %d bytes for %d values: %w", len(b), n, ErrMalformed)
+	}
+	grown := slices.Grow(dst, n)[:len(dst)+n]
+	out := grown[len(dst):]
 	var prev uint64
 	for i := range out {
 		z, k := uvarint(b)
 		if k <= 0 {
-			return nil, fmt.Errorf("codec: integer column: bad value at %d: %w", i, ErrMalformed)
+			return dst, fmt.Errorf("codec: integer column: bad value at %d: %w", i, ErrMalformed)
 		}
 		b = b[k:]
 		prev += uint64(int64(z>>1) ^ -int64(z&1))
 		t := T(prev)
 		if uint64(t) != prev {
-			return nil, fmt.Errorf("codec: integer column: value %d at %d out of range: %w", prev, i, ErrMalformed)
+			return dst, fmt.Errorf("codec: integer column: value %d at %d out of range: %w", prev, i, ErrMalformed)
 		}
 		out[i] = t
 	}
 	if len(b) != 0 {
-		return nil, fmt.Errorf("codec: integer column: %d trailing bytes: %w", len(b), ErrMalformed)
+		return dst, fmt.Errorf("codec: integer column: %d trailing bytes: %w", len(b), ErrMalformed)
 	}
-	return out, nil
+	return grown, nil
 }
 
 // uvarint is binary.Uvarint that also refuses overlong encodings (a

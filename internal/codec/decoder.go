@@ -120,12 +120,20 @@ func (d *Decoder) Strings(what string, c Strings, n int) []string {
 
 // Ints unpacks a column of n integers of type T (see [UnpackInts]).
 func Ints[T Integer](d *Decoder, what string, b []byte, n int) []T {
+	return IntsInto[T](d, what, b, n, nil)
+}
+
+// IntsInto is [Ints] unpacking into buf's array when it has room (see
+// [AppendInts]), for a reader that decodes a column of every frame into
+// the same buffer: the result is valid until buf is reused.
+func IntsInto[T Integer](d *Decoder, what string, b []byte, n int, buf []T) []T {
 	if d.err != nil {
 		return nil
 	}
-	v, err := UnpackInts[T](b, n)
+	v, err := AppendInts(buf[:0], b, n)
 	if err != nil {
 		d.fail(fmt.Errorf("%s: %s: %w", d.what, what, err))
+		return nil
 	}
 	return v
 }

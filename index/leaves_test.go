@@ -1,0 +1,148 @@
+package index
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/btree"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// leafItems lists t's items in order.
+func leafItems[T any](t *btree.BTreeG[leafRef[T]]) []T {
+	var out []T
+	ascend(t, func(x T) bool {
+		out = append(out, x)
+		return true
+	})
+	return out
+}
+
+// checkLeaves checks the invariants of a leaf set: leaves non-empty, within
+// capacity, sorted; each bound at most its leaf's first item and above
+// every item of the leaves before it.
+func checkLeaves(t require.TestingT, o leafOps[int], tr *btree.BTreeG[leafRef[int]]) {
+	var prev []int
+	first := true
+	tr.Ascend(func(r leafRef[int]) bool {
+		items := r.l.items
+		require.NotEmpty(t, items)
+		require.LessOrEqual(t, len(items), o.max)
+		require.True(t, slices.IsSorted(items) && len(slices.Compact(slices.Clone(items))) == len(items), "leaf %v", items)
+		require.LessOrEqual(t, r.lo, items[0])
+		require.Equal(t, o.key(items[0]), r.l.klo)
+		require.Equal(t, o.key(items[len(items)-1]), r.l.khi)
+		if !first {
+			require.Greater(t, r.lo, prev[len(prev)-1], "bound %d after leaf %v", r.lo, prev)
+		}
+		first, prev = false, items
+		return true
+	})
+}
+
+// TestLeafSetMatchesModel: a leaf set behaves as a sorted set, keeps its
+// invariants, and a clone taken for a view (the generation moving on, as
+// settle does) never changes while the owner mutates.
+func TestLeafSetMatchesModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		// Keys coarser than the order (ties) exercise the search's
+		// fallback.
+		shift := rapid.SampledFrom([]uint{0, 0, 3, 70}).Draw(t, "key shift")
+		o := leafOps[int]{
+			less: func(a, b int) bool { return a < b },
+			key:  func(x int) uint64 { return (uint64(x) ^ 1<<63) >> min(shift, 63) },
+			max:  rapid.SampledFrom([]int{4, 5, 8, 16, 64}).Draw(t, "max"),
+		}
+		tr := o.newTree()
+		var gen uint64
+		var model []int
+		type view struct {
+			tree  *btree.BTreeG[leafRef[int]]
+			items []int
+		}
+		var views []view
+		if rapid.Bool().Draw(t, "load") {
+			for i := range rapid.IntRange(0, 60).Draw(t, "loaded") {
+				model = append(model, 2*i)
+			}
+			o.load(tr, gen, model)
+		}
+		key := rapid.IntRange(-5, 130)
+		for range rapid.IntRange(0, 300).Draw(t, "steps") {
+			x := key.Draw(t, "x")
+			i, in := slices.BinarySearch(model, x)
+			switch rapid.IntRange(0, 10).Draw(t, "op") {
+			case 0, 1, 2, 3:
+				require.Equal(t, !in, o.insert(tr, gen, x))
+				if !in {
+					model = slices.Insert(model, i, x)
+				}
+			case 4, 5, 6:
+				require.Equal(t, in, o.delete(tr, gen, x))
+				if in {
+					model = slices.Delete(model, i, i+1)
+				}
+			case 7:
+				got, ok := o.get(tr, x)
+				require.Equal(t, in, ok)
+				if in {
+					require.Equal(t, x, got)
+				}
+			case 8:
+				var got []int
+				limit := rapid.IntRange(1, 20).Draw(t, "limit")
+				o.ascendFrom(tr, x, func(y int) bool {
+					got = append(got, y)
+					return len(got) < limit
+				})
+				want := model[i:]
+				want = want[:min(len(want), limit)]
+				require.Equal(t, append([]int{}, want...), append([]int{}, got...))
+			case 9:
+				views = append(views, view{tree: tr.Clone(), items: slices.Clone(model)})
+				gen++
+			case 10:
+				// A sorted batch, after every item or not.
+				var xs []int
+				base := x
+				if len(model) > 0 && rapid.Bool().Draw(t, "after") {
+					base = model[len(model)-1] + 1
+				}
+				for k := range rapid.IntRange(0, 40).Draw(t, "batch") {
+					if y := base + 2*k; !slices.Contains(model, y) {
+						xs = append(xs, y)
+					}
+				}
+				o.appendSorted(tr, gen, xs)
+				for _, y := range xs {
+					j, _ := slices.BinarySearch(model, y)
+					model = slices.Insert(model, j, y)
+				}
+			}
+			checkLeaves(t, o, tr)
+			require.Equal(t, append([]int{}, model...), append([]int{}, leafItems(tr)...))
+		}
+		for _, v := range views {
+			require.Equal(t, append([]int{}, v.items...), append([]int{}, leafItems(v.tree)...))
+		}
+	})
+}
+
+// TestLeafSearch: the interpolating search finds what a binary search
+// finds, whatever the spread of the keys.
+func TestLeafSearch(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		o := leafOps[int]{less: func(a, b int) bool { return a < b }, key: func(x int) uint64 { return uint64(x) ^ 1<<63 }, max: 1 << 20}
+		items := rapid.SliceOfNDistinct(rapid.OneOf(rapid.IntRange(-1000, 1000), rapid.Int()), 0, 300, rapid.ID).Draw(t, "items")
+		slices.Sort(items)
+		l := o.newLeaf(items, 0)
+		for range 20 {
+			x := rapid.OneOf(rapid.SampledFrom(append(items, 0)), rapid.Int()).Draw(t, "x")
+			i, found := o.search(l, x)
+			wi, wfound := slices.BinarySearch(items, x)
+			require.Equal(t, wi, i)
+			require.Equal(t, wfound, found)
+		}
+	})
+}
