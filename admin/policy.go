@@ -33,6 +33,23 @@ type Policy struct {
 	// StaleAfter raises a staleness alarm for a level whose oldest queued
 	// block has waited longer: a Go duration ("1h30m"; absent: no alarm).
 	StaleAfter string `json:"stale_after,omitempty"`
+	// Levels overrides the cluster's batching of some levels for the
+	// tenant (absent: the cluster's batching at every level).
+	Levels []LevelOverride `json:"levels,omitempty"`
+}
+
+// LevelOverride overrides one level's batching for a tenant
+// (policy.Level): absent or zero fields keep the cluster's value.
+type LevelOverride struct {
+	Level uint32 `json:"level"`
+	// MaxBlocks and MaxBytes bound a job's sources.
+	MaxBlocks int   `json:"max_blocks,omitempty"`
+	MaxBytes  int64 `json:"max_bytes,omitempty"`
+	// MaxAge is how long a partial batch waits before it is planned: a Go
+	// duration ("30s").
+	MaxAge string `json:"max_age,omitempty"`
+	// CrossShard is "on" or "off" (absent: the cluster's).
+	CrossShard string `json:"cross_shard,omitempty"`
 }
 
 // RunPolicy is policy.RunPolicy: new jobs start only inside the windows
@@ -92,6 +109,16 @@ func PolicyOf(p policy.Tenant) Policy {
 	}
 	if p.StaleAfter != 0 {
 		out.StaleAfter = p.StaleAfter.String()
+	}
+	for _, l := range p.Levels {
+		o := LevelOverride{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes}
+		if l.MaxAge != 0 {
+			o.MaxAge = l.MaxAge.String()
+		}
+		if l.CrossShard != policy.Inherit {
+			o.CrossShard = l.CrossShard.String()
+		}
+		out.Levels = append(out.Levels, o)
 	}
 	return out
 }
@@ -156,6 +183,29 @@ func (p Policy) Tenant() (policy.Tenant, error) {
 			return out, fmt.Errorf("stale_after %q: want a duration such as 1h30m: %w", p.StaleAfter, policy.ErrInvalid)
 		}
 		out.StaleAfter = d
+	}
+	if len(p.Levels) > policy.MaxLevelOverrides {
+		return out, fmt.Errorf("levels: %d overrides, at most %d: %w", len(p.Levels), policy.MaxLevelOverrides, policy.ErrInvalid)
+	}
+	for _, o := range p.Levels {
+		l := policy.Level{Level: o.Level, MaxBlocks: o.MaxBlocks, MaxBytes: o.MaxBytes}
+		if o.MaxAge != "" {
+			d, err := time.ParseDuration(o.MaxAge)
+			if err != nil {
+				return out, fmt.Errorf("levels: level %d: max_age %q: want a duration such as 30s: %w", o.Level, o.MaxAge, policy.ErrInvalid)
+			}
+			l.MaxAge = d
+		}
+		switch o.CrossShard {
+		case "":
+		case policy.On.String():
+			l.CrossShard = policy.On
+		case policy.Off.String():
+			l.CrossShard = policy.Off
+		default:
+			return out, fmt.Errorf("levels: level %d: cross_shard %q, want on or off: %w", o.Level, o.CrossShard, policy.ErrInvalid)
+		}
+		out.Levels = append(out.Levels, l)
 	}
 	return out, nil
 }

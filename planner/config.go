@@ -161,6 +161,7 @@ func (p *Planner) SetConfig(cfg Config) error {
 		}
 	}
 	p.s.cfg = cfg.clone()
+	p.s.reconfigureLevels()
 	var qs []*queue
 	p.s.keys.Ascend(func(q *queue) bool {
 		qs = append(qs, q)
@@ -171,7 +172,7 @@ func (p *Planner) SetConfig(cfg Config) error {
 	p.s.aging = btree.NewG(btreeDegree, timeLess)
 	for _, q := range qs {
 		q = p.own(q)
-		q.head = formBatch(q, 0, p.s.cfg.level(q.k.level))
+		q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))
 		p.s.indexHead(q.k, &q.head, true)
 	}
 	return nil

@@ -49,7 +49,7 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 		return false, fmt.Errorf("planner: enqueue %s: arrival numbers exhausted: %w", b.ID, ck.ErrInconsistent)
 	}
 	p.tick(e.Time)
-	lc := p.s.cfg.level(b.Level)
+	lc := p.s.levelOf(b.Tenant, b.Level)
 	k := key{tenant: b.Tenant, shard: b.Shard, level: b.Level}
 	if lc.CrossShard {
 		k.shard = ck.AnyShard

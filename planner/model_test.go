@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/policy"
 )
 
 // This file checks the planner against a plain model: maps and sorted
@@ -51,6 +52,47 @@ type model struct {
 	missed    uint64
 	held      map[string]bool // held tenants (SetHeld)
 	ranks     mRanks          // tenants' ranks (SetRank, SetDefaultRank)
+	levels    mBatching       // tenants' batching (SetLevels, SetDefaultLevels)
+}
+
+// mBatching holds the tenants' own level overrides and the default ones.
+type mBatching struct {
+	own map[string][]policy.Level
+	def []policy.Level
+}
+
+func (l mBatching) clone() mBatching { return mBatching{own: maps.Clone(l.own), def: l.def} }
+
+// of returns the level policy of a tenant's blocks of a level under cfg:
+// the fields its overrides (its own, or else the default) set replace the
+// configured ones.
+func (l mBatching) of(cfg *Config, tenant string, level uint32) LevelConfig {
+	over, ok := l.own[tenant]
+	if !ok {
+		over = l.def
+	}
+	lc := cfg.Levels[level]
+	for _, o := range over {
+		if o.Level != level {
+			continue
+		}
+		if o.MaxBlocks != 0 {
+			lc.MaxBlocks = o.MaxBlocks
+		}
+		if o.MaxBytes != 0 {
+			lc.MaxBytes = o.MaxBytes
+		}
+		if o.MaxAge != 0 {
+			lc.MaxAge = o.MaxAge
+		}
+		switch o.CrossShard {
+		case policy.On:
+			lc.CrossShard = true
+		case policy.Off:
+			lc.CrossShard = false
+		}
+	}
+	return lc
 }
 
 // mRanks are the tenants' own ranks and the default rank.
@@ -70,7 +112,7 @@ func (r mRanks) clone() mRanks { return mRanks{own: maps.Clone(r.own), def: r.de
 
 func newModel(cfg Config) *model {
 	return &model{cfg: cfg.clone(), queues: map[key][]mBlock{}, claims: map[string]mClaim{}, quar: map[string]mQuar{}, nextArr: 1, nextSeq: 1,
-		held: map[string]bool{}, ranks: mRanks{own: map[string]uint8{}}}
+		held: map[string]bool{}, ranks: mRanks{own: map[string]uint8{}}, levels: mBatching{own: map[string][]policy.Level{}}}
 }
 
 // mForced reports whether a Force entry of force makes a batch of key k
@@ -90,7 +132,7 @@ func mForced(force []Force, k key, first int64) bool {
 }
 
 func (m *model) keyOf(tenant string, shard, level uint32) key {
-	if m.cfg.Levels[level].CrossShard {
+	if m.levels.of(&m.cfg, tenant, level).CrossShard {
 		shard = ck.AnyShard
 	}
 	return key{tenant, shard, level}
@@ -143,7 +185,7 @@ type mPlan struct {
 // too); among them, the first tenant after the cursor, wrapping, and its
 // oldest batch.
 func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, skip func(string, uint32) bool,
-	held map[string]bool, ranks mRanks, force []Force) (mPlan, bool) {
+	held map[string]bool, ranks mRanks, levels mBatching, force []Force) (mPlan, bool) {
 	for r := range m.cfg.FinalLevel {
 		type c struct {
 			k    key
@@ -157,7 +199,7 @@ func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, 
 			if len(q) == 0 || k.level >= m.cfg.FinalLevel || held[k.tenant] || skip != nil && skip(k.tenant, k.level) {
 				continue
 			}
-			lc := m.cfg.Levels[k.level]
+			lc := levels.of(&m.cfg, k.tenant, k.level)
 			n, full, done := mBatch(q, lc)
 			ready := full || lc.MaxAge > 0 && now-q[0].t > int64(lc.MaxAge)
 			if !ready {
@@ -341,6 +383,7 @@ func TestPlannerModel(t *testing.T) {
 			"restore":    h.restore,
 			"setHeld":    h.setHeld,
 			"setRank":    h.setRank,
+			"setLevels":  h.setLevels,
 		})
 	})
 }
@@ -467,6 +510,7 @@ func (h *harness) plan(t *rapid.T) {
 	want := h.m
 	held := maps.Clone(want.held) // the held set the views were opened with
 	ranks := want.ranks.clone()   // and the ranks
+	levels := want.levels.clone() // and the batching
 	off := map[key]int{}
 	cursor, hasCursor, seq := want.cursor, want.hasCursor, want.nextSeq
 	handed := map[ck.Tombstone]bool{}
@@ -484,7 +528,10 @@ func (h *harness) plan(t *rapid.T) {
 		if rapid.IntRange(0, 5).Draw(t, "rankMidView") == 0 {
 			h.setRank(t) // and the former ranks
 		}
-		mp, ok := want.plan(off, cursor, hasCursor, now, skip, held, ranks, force)
+		if rapid.IntRange(0, 5).Draw(t, "levelsMidView") == 0 {
+			h.setLevels(t) // and the former batching
+		}
+		mp, ok := want.plan(off, cursor, hasCursor, now, skip, held, ranks, levels, force)
 		var got []ck.JobPlan
 		for _, v := range views {
 			pl, gotOK := v.Next(now, &PlanOptions{Skip: skip, Tombstones: iter(), Force: force})
@@ -505,7 +552,7 @@ func (h *harness) plan(t *rapid.T) {
 		require.True(t, ok)
 		require.Equal(t, seq, gotSeq)
 		// Batch rules.
-		lc := want.cfg.Levels[pl.Level]
+		lc := levels.of(&want.cfg, pl.Tenant, pl.Level)
 		q := want.queues[mp.k][off[mp.k]:]
 		require.LessOrEqual(t, len(pl.Sources), lc.MaxBlocks)
 		n, full, _ := mBatch(q, lc)
@@ -813,6 +860,15 @@ func (h *harness) restore(t *rapid.T) {
 	for _, tn := range slices.Sorted(maps.Keys(h.m.ranks.own)) {
 		r.SetRank(tn, h.m.ranks.own[tn])
 	}
+	// And batching.
+	for _, tn := range mTenants {
+		_, own := r.Levels(tn)
+		require.False(t, own)
+	}
+	require.NoError(t, r.SetDefaultLevels(h.m.levels.def))
+	for _, tn := range slices.Sorted(maps.Keys(h.m.levels.own)) {
+		require.NoError(t, r.SetLevels(tn, h.m.levels.own[tn]))
+	}
 	if h.twin == nil || rapid.Bool().Draw(t, "newTwin") {
 		h.twin = r
 	} else {
@@ -868,6 +924,61 @@ func (h *harness) setRank(t *rapid.T) {
 	require.Equal(t, before, snap(t, h.p), "a rank changed the snapshot")
 }
 
+// genLevels draws level overrides: some levels (some beyond the final
+// level), each overriding some fields.
+func genLevels(t *rapid.T) []policy.Level {
+	var out []policy.Level
+	for l := range uint32(4) {
+		if !rapid.Bool().Draw(t, fmt.Sprintf("override%d", l)) {
+			continue
+		}
+		o := policy.Level{Level: l,
+			MaxBlocks:  rapid.SampledFrom([]int{0, 1, 2, 3}).Draw(t, "oMaxBlocks"),
+			MaxBytes:   rapid.SampledFrom([]int64{0, 100, 250}).Draw(t, "oMaxBytes"),
+			MaxAge:     rapid.SampledFrom([]time.Duration{0, time.Second, 10 * time.Second}).Draw(t, "oMaxAge"),
+			CrossShard: policy.Toggle(rapid.IntRange(0, 2).Draw(t, "oCross")),
+		}
+		if o == (policy.Level{Level: l}) {
+			o.MaxBlocks = 1
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// setLevels gives a tenant its own batching, takes it away, or sets the
+// default batching (a tenant without blocks, sometimes; held, sometimes),
+// and checks that bad overrides are refused and change nothing.
+func (h *harness) setLevels(t *rapid.T) {
+	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "levelsTenant")
+	over := genLevels(t)
+	before := snap(t, h.p)
+	switch rapid.IntRange(0, 3).Draw(t, "levelsOp") {
+	case 0:
+		for _, p := range h.planners() {
+			require.NoError(t, p.SetDefaultLevels(over))
+		}
+		h.m.levels.def = over
+	case 1:
+		for _, p := range h.planners() {
+			p.ClearLevels(tenant)
+		}
+		delete(h.m.levels.own, tenant)
+	default:
+		for _, p := range h.planners() {
+			require.NoError(t, p.SetLevels(tenant, over))
+		}
+		h.m.levels.own[tenant] = over
+	}
+	bad := []policy.Level{{Level: 1, MaxBlocks: MaxBlocksPerJob + 1}}
+	if rapid.Bool().Draw(t, "badOrder") {
+		bad = []policy.Level{{Level: 2, MaxBlocks: 1}, {Level: 1, MaxBlocks: 1}}
+	}
+	require.ErrorIs(t, h.p.SetLevels(tenant, bad), ErrInvalidConfig)
+	require.ErrorIs(t, h.p.SetDefaultLevels(bad), ErrInvalidConfig)
+	require.Equal(t, before, snap(t, h.p), "batching changed the snapshot")
+}
+
 // check compares every planner with the model, and the planners'
 // internals with their invariants.
 func (h *harness) check(t *rapid.T) {
@@ -892,6 +1003,15 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	for _, tn := range append([]string{"none"}, mTenants...) {
 		require.Equal(t, m.held[tn], p.Held(tn), "held %q", tn)
 		require.Equal(t, m.ranks.of(tn), p.Rank(tn), "rank %q", tn)
+		over, own := p.Levels(tn)
+		want, wantOwn := m.levels.own[tn]
+		require.Equal(t, wantOwn, own, "own batching of %q", tn)
+		require.Equal(t, len(want), len(over), "overrides of %q", tn)
+		for l := range m.cfg.FinalLevel {
+			lc, ok := p.LevelConfig(tn, l)
+			require.True(t, ok)
+			require.Equal(t, m.levels.of(&m.cfg, tn, l), lc, "level %d policy of %q", l, tn)
+		}
 	}
 	// Queues, and their invariants.
 	got := map[key][]mBlock{}
@@ -911,13 +1031,13 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 		require.Equal(t, sumSec, q.sumSec)
 		require.Same(t, q, p.lookup(q.k))
 		got[q.k] = bs
-		lc := s.cfg.level(q.k.level)
+		lc := s.levelOf(q.k.tenant, q.k.level)
 		require.Equal(t, formBatch(q, 0, lc), q.head, "head batch of %v", q.k)
 		rank := m.ranks.of(q.k.tenant)
 		if m.held[q.k.tenant] {
 			// A held tenant's keys have no index entries.
 			require.False(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}))
-			require.False(t, s.timed.Has(timeEnt{level: q.k.level, shard: q.k.shard, t: q.head.first, arr: q.head.arr, tenant: q.k.tenant}))
+			require.False(t, s.timed.Has(timeEnt{level: q.k.level, shard: q.k.shard, t: satAdd(q.head.first, int64(lc.MaxAge)), arr: q.head.arr, tenant: q.k.tenant}))
 			return true
 		}
 		switch {
@@ -933,7 +1053,7 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 			}
 		case lc.MaxAge > 0:
 			timed++
-			e, ok := s.timed.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: q.head.first, arr: q.head.arr, tenant: q.k.tenant})
+			e, ok := s.timed.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: satAdd(q.head.first, int64(lc.MaxAge)), arr: q.head.arr, tenant: q.k.tenant})
 			require.True(t, ok)
 			require.Equal(t, rank, e.rank, "timed entry's rank")
 		}

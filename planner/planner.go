@@ -111,6 +111,6 @@ func (p *Planner) refresh(q *queue, old batch) {
 		p.s.keys.Delete(q)
 		return
 	}
-	q.head = formBatch(q, 0, p.s.cfg.level(q.k.level))
+	q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))
 	p.s.indexHead(q.k, &q.head, true)
 }

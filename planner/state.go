@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/google/btree"
+
+	"github.com/compactkit/compactkit/policy"
 )
 
 const btreeDegree = 16
@@ -35,10 +37,12 @@ func fullLess(a, b fullEnt) bool {
 }
 
 // timeEnt indexes a key by (level, a time, arrival of the head batch's
-// first block): the first block's arrival time for partial head batches
-// (timed), the time the batch became ready for full ones that age (aging:
-// those of levels above 0, and those of level 0 whose tenant's rank is
-// above 0). It carries the tenant's rank, which does not order it.
+// first block): for partial head batches (timed), the time from which the
+// batch is ready by age (its first block's arrival time plus its tenant's
+// MaxAge at that level, which may differ between tenants); for full ones
+// that age (aging: those of levels above 0, and those of level 0 whose
+// tenant's rank is above 0), the time the batch became ready. It carries
+// the tenant's rank, which does not order it.
 type timeEnt struct {
 	level  uint32
 	shard  uint32
@@ -118,6 +122,14 @@ type state struct {
 	// snapshots, and order the entries of full, timed and aging.
 	ranks   *btree.BTreeG[tenantRank]
 	defRank uint8
+	// levels holds the tenants with their own batching, and defOver and
+	// defLevels the batching of the others (see Planner.SetLevels):
+	// derived state like ranks. levels is nil until a tenant first has
+	// its own; defLevels is nil while the default overrides nothing.
+	// Their slices are never modified in place (views share them).
+	levels    *btree.BTreeG[tenantLevels]
+	defOver   []policy.Level
+	defLevels []LevelConfig
 
 	clock       int64  // the latest log time applied
 	nextArrival uint64 // arrival number of the next block, from 1
@@ -158,6 +170,9 @@ func (s *state) clone() state {
 	if s.ranks != nil {
 		c.ranks = s.ranks.Clone()
 	}
+	if s.levels != nil {
+		c.levels = s.levels.Clone()
+	}
 	return c
 }
 
@@ -188,7 +203,7 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	if h.count == 0 || s.isHeld(k.tenant) {
 		return
 	}
-	lc := s.cfg.level(k.level)
+	lc := s.levelOf(k.tenant, k.level)
 	switch {
 	case h.full:
 		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr, rank: rank}
@@ -207,7 +222,7 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 			}
 		}
 	case lc.MaxAge > 0:
-		te := timeEnt{level: k.level, shard: k.shard, t: h.first, arr: h.arr, tenant: k.tenant, rank: rank}
+		te := timeEnt{level: k.level, shard: k.shard, t: satAdd(h.first, int64(lc.MaxAge)), arr: h.arr, tenant: k.tenant, rank: rank}
 		if add {
 			s.timed.ReplaceOrInsert(te)
 		} else {

@@ -75,7 +75,7 @@ func (s *state) stats(clock int64) Stats {
 	}
 	s.keys.Ascend(func(q *queue) bool {
 		ls := level(q.k.level)
-		lc := s.cfg.level(q.k.level)
+		lc := s.levelOf(q.k.tenant, q.k.level)
 		ls.Keys++
 		ls.Queued += q.n
 		if t := q.first().time; ls.Keys == 1 || t < ls.Oldest {
@@ -156,7 +156,7 @@ func (s *state) tenants(clock int64) []TenantStats {
 			out = append(out, TenantStats{Tenant: k.tenant, Level: k.level, Oldest: q.first().time})
 		}
 		ts := &out[i]
-		lc := s.cfg.level(q.k.level)
+		lc := s.levelOf(q.k.tenant, q.k.level)
 		ts.Queued += q.n
 		ts.Oldest = min(ts.Oldest, q.first().time)
 		if q.head.ready(clock, lc) {

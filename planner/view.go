@@ -258,21 +258,21 @@ func (v *View) materialize(now int64, force []Force) {
 	}
 	for l := range v.s.cfg.FinalLevel {
 		lc := v.s.cfg.level(l)
-		if lc.MaxAge > 0 {
-			v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
-				if e.level != l || !olderThan(e.t, now, lc.MaxAge) {
-					return false
-				}
-				c := cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard, rank: e.rank}
-				if ages(l, e.rank, lc) && olderThan(satAdd(e.t, int64(lc.MaxAge)), now, lc.AgingThreshold) {
-					c.rank = 0 // aged: the best rank
-					v.mat[0] = append(v.mat[0], c)
-				} else {
-					v.mat[l] = append(v.mat[l], c)
-				}
-				return true
-			})
-		}
+		// Partial batches ready by age: their entries' times are the times
+		// from which they are (ready strictly after).
+		v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
+			if e.level != l || now <= e.t {
+				return false
+			}
+			c := cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard, rank: e.rank}
+			if ages(l, e.rank, lc) && olderThan(e.t, now, lc.AgingThreshold) {
+				c.rank = 0 // aged: the best rank
+				v.mat[0] = append(v.mat[0], c)
+			} else {
+				v.mat[l] = append(v.mat[l], c)
+			}
+			return true
+		})
 		// Full batches that age have aging entries: at level 0, only those
 		// of ranks above 0. An aged one competes at level 0 and rank 0 (at
 		// level 0 it is in the full index at its tenant's rank too, where
@@ -302,7 +302,7 @@ func (v *View) materialize(now int64, force []Force) {
 func (v *View) materializeForced(now int64) {
 	visit := func(q *queue) {
 		h := &q.head
-		if q.k.level >= v.s.cfg.FinalLevel || h.count == 0 || h.ready(now, v.s.cfg.level(q.k.level)) {
+		if q.k.level >= v.s.cfg.FinalLevel || h.count == 0 || h.ready(now, v.s.levelOf(q.k.tenant, q.k.level)) {
 			return
 		}
 		if before, ok := v.forceBefore(q.k); !ok || h.first > before {
@@ -439,7 +439,7 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 		if b.count == 0 {
 			continue
 		}
-		lc := v.s.cfg.level(t.k.level)
+		lc := v.s.levelOf(t.k.tenant, t.k.level)
 		var rk uint8
 		switch {
 		case t.k.level == r && r == 0:
@@ -471,7 +471,7 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 // plan turns the chosen batch into a job plan and records what it took.
 func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 	k := key{tenant: c.tenant, shard: c.shard, level: c.level}
-	lc := v.s.cfg.level(k.level)
+	lc := v.s.levelOf(k.tenant, k.level)
 	var t *touch
 	if c.touch > 0 {
 		t = &v.touched[c.touch-1]

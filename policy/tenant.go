@@ -13,7 +13,7 @@ const MaxInProgressLimit = 1 << 20
 // Tenant is the scheduling policy of one tenant, or the default policy of
 // the tenants without their own. The zero value is the policy of a tenant
 // nobody configured: class Medium, no cap, no window, no not-before time,
-// no backpressure thresholds, no staleness alarm.
+// no backpressure thresholds, no staleness alarm, the cluster's batching.
 type Tenant struct {
 	// Class orders the tenant's jobs against other tenants' at the same
 	// level.
@@ -33,6 +33,10 @@ type Tenant struct {
 	// StaleAfter raises a staleness alarm for a level of the tenant whose
 	// oldest queued block has waited longer than this; 0 means no alarm.
 	StaleAfter time.Duration
+	// Levels overrides the cluster's batching of some levels for the
+	// tenant (see [Level]): at most one entry per level, in ascending
+	// order of level. Nil keeps the cluster's batching at every level.
+	Levels []Level
 }
 
 // Validate reports whether t is usable. Errors wrap [ErrInvalid], or
@@ -56,14 +60,21 @@ func (t Tenant) Validate() error {
 	if t.StaleAfter < 0 {
 		return fmt.Errorf("policy: stale after %s: %w", t.StaleAfter, ErrInvalid)
 	}
-	return nil
+	return ValidateLevels(t.Levels)
+}
+
+// Clone returns a copy of t that shares no slice with it.
+func (t Tenant) Clone() Tenant {
+	t.Run.Windows = slices.Clone(t.Run.Windows)
+	t.Levels = slices.Clone(t.Levels)
+	return t
 }
 
 // Equal reports whether t and u are the same policy.
 func (t Tenant) Equal(u Tenant) bool {
 	return t.Class == u.Class && t.MaxInProgress == u.MaxInProgress && t.NotBefore == u.NotBefore &&
 		t.Pressure == u.Pressure && t.StaleAfter == u.StaleAfter &&
-		t.Run.Mode == u.Run.Mode && slices.Equal(t.Run.Windows, u.Run.Windows)
+		t.Run.Mode == u.Run.Mode && slices.Equal(t.Run.Windows, u.Run.Windows) && slices.Equal(t.Levels, u.Levels)
 }
 
 // MayStart reports whether the tenant's new jobs may start at log time

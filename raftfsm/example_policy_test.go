@@ -2,6 +2,7 @@ package raftfsm_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,9 +60,8 @@ func (c *cluster) add(tenant string, n int) *raftfsm.Result {
 	return res
 }
 
-// poll is a worker's poll with free slots: it returns the tenants of the
-// jobs assigned, in order.
-func (c *cluster) poll(worker string, slots int32) string {
+// pollResult is a worker's poll with free slots.
+func (c *cluster) pollResult(worker string, slots int32) *ck.PollResponse {
 	c.seq[worker]++
 	cmd, err := c.fsm.Prepare(&ck.PollRequest{WorkerID: worker, Seq: c.seq[worker], FreeSlots: slots}, c.now)
 	if err != nil {
@@ -71,8 +71,14 @@ func (c *cluster) poll(worker string, slots int32) string {
 	if err != nil {
 		panic(err)
 	}
+	return res.Poll
+}
+
+// poll is a worker's poll with free slots: it returns the tenants of the
+// jobs assigned, in order.
+func (c *cluster) poll(worker string, slots int32) string {
 	var got []string
-	for _, j := range res.Poll.Jobs {
+	for _, j := range c.pollResult(worker, slots).Jobs {
 		if j.Outcome == ck.OutcomeAssigned {
 			got = append(got, j.Plan.Tenant)
 		}
@@ -179,4 +185,39 @@ func ExampleStats_alarms() {
 	}
 	// Output:
 	// acme 0 12:05PM
+}
+
+// Level overrides: one tenant's level-0 jobs take batches of 5 blocks,
+// where the cluster's take 20; a partial batch of another tenant waits for
+// 5 minutes instead of the cluster's 36 seconds.
+func ExamplePolicyCommand_levels() {
+	c := newCluster()
+	var seen []string
+	c.policy(raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "small",
+		Policy: &policy.Tenant{Levels: []policy.Level{{Level: 0, MaxBlocks: 5}}}})
+	c.policy(raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "patient",
+		Policy: &policy.Tenant{Levels: []policy.Level{{Level: 0, MaxAge: 5 * time.Minute}}}})
+	c.add("small", 10)  // two full batches of 5
+	c.add("patient", 3) // a partial batch
+	c.add("other", 3)   // a partial batch
+	// Each poll prints the tenants of the jobs it creates.
+	planned := func() string {
+		var got []string
+		for _, j := range c.pollResult("w1", 4).Jobs {
+			if j.Outcome == ck.OutcomeAssigned && !slices.Contains(seen, j.Plan.Name) {
+				seen = append(seen, j.Plan.Name)
+				got = append(got, j.Plan.Tenant)
+			}
+		}
+		return strings.Join(got, " ")
+	}
+	fmt.Println("now:", planned())
+	c.now += int64(time.Minute)
+	fmt.Println("a minute later:", planned())
+	c.now += int64(5 * time.Minute)
+	fmt.Println("six minutes later:", planned())
+	// Output:
+	// now: small small
+	// a minute later: other
+	// six minutes later: patient
 }

@@ -97,7 +97,7 @@ func (p *PolicyCommand) validate() error {
 		if p.Policy == nil {
 			return fmt.Errorf("raftfsm: policy set without a policy: %w", ErrInvalidCommand)
 		}
-		if err := p.Policy.Validate(); err != nil {
+		if err := checkPolicy(p.Policy); err != nil {
 			return fmt.Errorf("raftfsm: policy set: %w: %w", ErrInvalidCommand, err)
 		}
 	case PolicyClear, PolicyCompactNow:
@@ -113,9 +113,26 @@ func (p *PolicyCommand) validate() error {
 	return nil
 }
 
+// checkPolicy reports whether a policy is valid and its level overrides
+// within the planner's bounds.
+func checkPolicy(p *policy.Tenant) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return planner.CheckLevels(p.Levels)
+}
+
 // policyRec is the encoding of a policy.Tenant, in commands and
-// snapshots.
+// snapshots: an array of the seven policyFields, or of eight with the
+// level overrides (written only when there are some, so that a policy
+// without them keeps the bytes of the first release with policies).
 type policyRec struct {
+	policyFields
+	Levels []levelRec
+}
+
+// policyFields are the fields of a policy without level overrides.
+type policyFields struct {
 	_             struct{} `cbor:",toarray"`
 	Class         uint8
 	MaxInProgress uint32
@@ -124,6 +141,58 @@ type policyRec struct {
 	NotBefore     int64
 	Pressure      [8]int64 // slow blocks, stop blocks, slow debt, stop debt: On, Off each
 	StaleAfter    int64
+}
+
+// policyWithLevels is the encoding of a policy with level overrides.
+type policyWithLevels struct {
+	_             struct{} `cbor:",toarray"`
+	Class         uint8
+	MaxInProgress uint32
+	Mode          uint8
+	Windows       []windowRec
+	NotBefore     int64
+	Pressure      [8]int64
+	StaleAfter    int64
+	Levels        []levelRec
+}
+
+type levelRec struct {
+	_          struct{} `cbor:",toarray"`
+	Level      uint32
+	MaxBlocks  int
+	MaxBytes   int64
+	MaxAge     int64
+	CrossShard uint8
+}
+
+// MarshalCBOR encodes the policy as an array of seven items, or eight
+// with level overrides.
+func (r policyRec) MarshalCBOR() ([]byte, error) {
+	f := &r.policyFields
+	if len(r.Levels) == 0 {
+		return codec.Default.Marshal(f)
+	}
+	return codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Mode: f.Mode, Windows: f.Windows,
+		NotBefore: f.NotBefore, Pressure: f.Pressure, StaleAfter: f.StaleAfter, Levels: r.Levels})
+}
+
+// UnmarshalCBOR decodes either encoding of [policyRec.MarshalCBOR]; eight
+// items without level overrides are malformed.
+func (r *policyRec) UnmarshalCBOR(data []byte) error {
+	var long policyWithLevels
+	tail, err := codec.Default.UnmarshalTail(data, 7, &r.policyFields, &long)
+	switch {
+	case err != nil:
+		return err
+	case !tail:
+		r.Levels = nil
+	case len(long.Levels) == 0:
+		return fmt.Errorf("raftfsm: policy of eight items without level overrides: %w", ck.ErrMalformed)
+	default:
+		*r = policyRec{policyFields: policyFields{Class: long.Class, MaxInProgress: long.MaxInProgress, Mode: long.Mode, Windows: long.Windows,
+			NotBefore: long.NotBefore, Pressure: long.Pressure, StaleAfter: long.StaleAfter}, Levels: long.Levels}
+	}
+	return nil
 }
 
 type windowRec struct {
@@ -135,16 +204,19 @@ type windowRec struct {
 }
 
 func recordPolicy(p *policy.Tenant) policyRec {
-	r := policyRec{
+	r := policyRec{policyFields: policyFields{
 		Class: uint8(p.Class), MaxInProgress: p.MaxInProgress, Mode: uint8(p.Run.Mode), NotBefore: p.NotBefore,
 		Pressure: [8]int64{
 			p.Pressure.SlowBlocks.On, p.Pressure.SlowBlocks.Off, p.Pressure.StopBlocks.On, p.Pressure.StopBlocks.Off,
 			p.Pressure.SlowDebt.On, p.Pressure.SlowDebt.Off, p.Pressure.StopDebt.On, p.Pressure.StopDebt.Off,
 		},
 		StaleAfter: int64(p.StaleAfter),
-	}
+	}}
 	for _, w := range p.Run.Windows {
 		r.Windows = append(r.Windows, windowRec{Days: uint8(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
+	}
+	for _, l := range p.Levels {
+		r.Levels = append(r.Levels, levelRec{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: int64(l.MaxAge), CrossShard: uint8(l.CrossShard)})
 	}
 	return r
 }
@@ -161,6 +233,9 @@ func (r *policyRec) policy() policy.Tenant {
 	}
 	for _, w := range r.Windows {
 		p.Run.Windows = append(p.Run.Windows, policy.Window{Days: policy.Weekdays(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
+	}
+	for _, l := range r.Levels {
+		p.Levels = append(p.Levels, policy.Level{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: time.Duration(l.MaxAge), CrossShard: policy.Toggle(l.CrossShard)})
 	}
 	return p
 }
@@ -272,7 +347,7 @@ func (ps *policies) set(tenant string, p policy.Tenant) error {
 		i, _ := slices.BinarySearch(ps.names, tenant)
 		ps.names = slices.Insert(ps.names, i, tenant)
 	}
-	p.Run.Windows = slices.Clone(p.Run.Windows) // the command's slice is not ours
+	p = p.Clone() // the command's slices are not ours
 	ps.tenants[tenant] = p
 	return nil
 }
@@ -418,7 +493,7 @@ func decodeFrames[T any](sr *codec.Reader, what string, n int, check func(*T) er
 // have written: invalid policies, unsorted or repeated names, OK grades.
 func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 	ps.def = h.Default.policy()
-	if err := ps.def.Validate(); err != nil {
+	if err := checkPolicy(&ps.def); err != nil {
 		return fmt.Errorf("default: %w: %w", ck.ErrMalformed, err)
 	}
 	if h.Tenants > MaxPolicyTenants || h.Compact > MaxCompactNow {
@@ -432,7 +507,7 @@ func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 			return fmt.Errorf("tenant %q out of order", r.Tenant)
 		}
 		p := r.Policy.policy()
-		if err := p.Validate(); err != nil {
+		if err := checkPolicy(&p); err != nil {
 			return err
 		}
 		ps.names = append(ps.names, r.Tenant)

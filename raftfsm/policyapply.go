@@ -20,8 +20,7 @@ func (st *state) applyPolicy(e ck.Entry, now int64, p *PolicyCommand, res *Resul
 	switch p.Action {
 	case PolicySet:
 		if p.All {
-			ps.def = *p.Policy
-			ps.def.Run.Windows = slices.Clone(ps.def.Run.Windows) // the command's slice is not ours
+			ps.def = p.Policy.Clone() // the command's slices are not ours
 		} else if err := ps.set(p.Tenant, *p.Policy); err != nil {
 			return err
 		}

@@ -17,7 +17,8 @@ func schedPolicy(p *policy.Tenant, open bool) scheduler.TenantPolicy {
 // restore must not: grades are replicated memory, graded at entries).
 //
 // Both order tenants by their class's rank (the scheduler its waiting
-// jobs, the planner its ready batches). The scheduler holds the jobs of a
+// jobs, the planner its ready batches); the planner batches each tenant's
+// blocks under its level overrides. The scheduler holds the jobs of a
 // closed or capped tenant (they leave its assignment indexes, so polls
 // never visit them), and the planner holds the keys of a capped tenant
 // (so polls do not plan jobs that would only wait); a closed tenant is
@@ -27,14 +28,17 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	if all {
 		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen))
 		st.planner.SetDefaultRank(uint8(ps.def.Class.Rank()))
+		st.invariant(st.planner.SetDefaultLevels(ps.def.Levels), "default level overrides")
 	}
 	for _, t := range tenants {
 		if p, own := ps.tenants[t]; own {
 			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t)))
 			st.planner.SetRank(t, uint8(p.Class.Rank()))
+			st.invariant(st.planner.SetLevels(t, p.Levels), "level overrides of "+t)
 		} else {
 			st.sched.ClearTenantPolicy(t)
 			st.planner.ClearRank(t)
+			st.planner.ClearLevels(t)
 		}
 		st.syncHeld(t)
 		if regrade {

@@ -167,12 +167,9 @@ func (f *FSM) Policies() Policies {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ps := f.st.policies
-	out := Policies{Default: ps.def}
-	out.Default.Run.Windows = slices.Clone(ps.def.Run.Windows)
+	out := Policies{Default: ps.def.Clone()}
 	for _, name := range ps.names {
-		p := ps.tenants[name]
-		p.Run.Windows = slices.Clone(p.Run.Windows)
-		out.Tenants = append(out.Tenants, TenantPolicy{Tenant: name, Policy: p, Open: ps.mayStart(name)})
+		out.Tenants = append(out.Tenants, TenantPolicy{Tenant: name, Policy: ps.tenants[name].Clone(), Open: ps.mayStart(name)})
 	}
 	out.CompactNow = slices.Clone(ps.compact)
 	return out

@@ -833,6 +833,9 @@ func policyString(p policy.Tenant) string {
 	if p.StaleAfter != 0 {
 		s += fmt.Sprintf(" stale=%s", p.StaleAfter)
 	}
+	for _, l := range p.Levels {
+		s += fmt.Sprintf(" level%d={blocks=%d bytes=%d age=%s cross=%s}", l.Level, l.MaxBlocks, l.MaxBytes, l.MaxAge, l.CrossShard)
+	}
 	return s
 }
 
@@ -841,11 +844,12 @@ func policyString(p policy.Tenant) string {
 //	policy set (tenant=T | all) [class=low] [cap=N] [only-in=HH:MM-HH:MM | never-in=...]
 //	    [days=Mon,Tue] [offset=MIN] [not-before=DUR] [slow=ON/OFF] [stop=ON/OFF]
 //	    [slow-debt=ON/OFF] [stop-debt=ON/OFF] [stale=DUR]
+//	    [levels=L:blocks=N,bytes=N,age=DUR,cross=on|off;L:...]
 //	policy clear (tenant=T | all)
 //	policy compact-now (tenant=T | all) [level=L]
 func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 	c.Only(append([]string{"tenant", "all", "level", "by", "class", "cap", "only-in", "never-in", "days", "offset",
-		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale"}, entryOptions...)...)
+		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale", "levels"}, entryOptions...)...)
 	pc := &raftfsm.PolicyCommand{Tenant: c.Str("tenant", ""), All: c.Has("all"), By: c.Str("by", "")}
 	switch e.pos(c, 0) {
 	case "set":
@@ -892,6 +896,9 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 			return l
 		}
 		p.Pressure = policy.Thresholds{SlowBlocks: limit("slow"), StopBlocks: limit("stop"), SlowDebt: limit("slow-debt"), StopDebt: limit("stop-debt")}
+		if c.Has("levels") {
+			p.Levels = parseLevels(c, c.Str("levels", ""))
+		}
 		pc.Policy = p
 	case "clear":
 		pc.Action = raftfsm.PolicyClear
@@ -911,6 +918,42 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "count %d", res.Count)
 	e.now(c, b, res)
+}
+
+// parseLevels parses "L:blocks=N,bytes=N,age=DUR,cross=on|off;L:..." as
+// level overrides, in the order given (unchecked: the state machine
+// checks them).
+func parseLevels(c *transcript.Command, s string) []policy.Level {
+	var out []policy.Level
+	for _, part := range strings.Split(s, ";") {
+		l, settings, _ := strings.Cut(part, ":")
+		level, err := strconv.ParseUint(l, 10, 32)
+		if err != nil {
+			c.Fatalf("levels: %q: %v", part, err)
+		}
+		o := policy.Level{Level: uint32(level)}
+		for _, kv := range strings.Split(settings, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			var err error
+			switch k {
+			case "blocks":
+				o.MaxBlocks, err = strconv.Atoi(v)
+			case "bytes":
+				o.MaxBytes, err = strconv.ParseInt(v, 10, 64)
+			case "age":
+				o.MaxAge, err = time.ParseDuration(v)
+			case "cross":
+				o.CrossShard = map[string]policy.Toggle{"on": policy.On, "off": policy.Off}[v]
+			default:
+				c.Fatalf("levels: %q", kv)
+			}
+			if err != nil {
+				c.Fatalf("levels: %q: %v", kv, err)
+			}
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {

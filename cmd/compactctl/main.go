@@ -28,7 +28,7 @@
 //	policy set (-tenant T | -all) [-class high|medium|low] [-cap N]
 //	    [-only-in HH:MM-HH:MM[,...] | -never-in HH:MM-HH:MM[,...]] [-days Mon,Tue] [-offset MINUTES]
 //	    [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-debt ON/OFF] [-stop-debt ON/OFF]
-//	    [-stale DURATION]
+//	    [-stale DURATION] [-level L:blocks=N,bytes=N,age=DURATION,cross=on|off]...
 //	policy clear (-tenant T | -all)
 //	compact-now (-tenant T | -all) [-level L]
 //
@@ -37,7 +37,10 @@
 // zero policy's value (class medium, no cap, no window, no threshold, no
 // alarm). Windows open on -days (default every day) at -offset minutes east
 // of UTC; an end before the start wraps past midnight. -slow 100/80 enters
-// "slow" at 100 queued blocks and leaves it below 80. policy clear returns a
+// "slow" at 100 queued blocks and leaves it below 80. -level 0:blocks=40,age=2m
+// gives the tenant's level-0 jobs up to 40 blocks and plans partial level-0
+// batches after 2 minutes (settings left out keep the cluster's); repeat it
+// for other levels. policy clear returns a
 // tenant to the default (with -all, resets the default). compact-now plans
 // the tenant's queued blocks without waiting for batches to fill or age.
 // -tenant "" names the empty tenant (multi-tenant segments).

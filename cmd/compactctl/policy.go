@@ -28,6 +28,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowDebt, stopDebt, stale *string
 	var limit *uint
 	var offset *int
+	var levels []admin.LevelOverride
 	switch cmd {
 	case "compact-now":
 		level = sub.Int("level", -1, "only this level (default every level)")
@@ -44,6 +45,13 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		slowDebt = sub.String("slow-debt", "", "backpressure slow on compaction debt (ready batches): ON/OFF")
 		stopDebt = sub.String("stop-debt", "", "backpressure stop on compaction debt: ON/OFF")
 		stale = sub.String("stale", "", "staleness alarm when a level's oldest queued block waits longer (a duration: 1h)")
+		sub.Func("level", "override a level's batching, repeatable: L:blocks=N,bytes=N,age=DURATION,cross=on|off", func(s string) error {
+			o, err := levelOverride(s)
+			if err == nil {
+				levels = append(levels, o)
+			}
+			return err
+		})
 	}
 	if err := sub.Parse(args); err != nil {
 		return nil, err
@@ -74,7 +82,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		if *limit > 1<<32-1 {
 			return nil, fmt.Errorf("%s: -cap %d: too large", name, *limit)
 		}
-		p := &admin.Policy{Class: *class, MaxInProgress: uint32(*limit), NotBefore: *notBefore, StaleAfter: *stale}
+		p := &admin.Policy{Class: *class, MaxInProgress: uint32(*limit), NotBefore: *notBefore, StaleAfter: *stale, Levels: levels}
 		run, err := runPolicy(*onlyIn, *neverIn, *days, *offset, given)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -131,6 +139,38 @@ func runPolicy(onlyIn, neverIn, days string, offset int, given map[string]bool) 
 	return run, nil
 }
 
+// levelOverride parses "L:blocks=N,bytes=N,age=DURATION,cross=on|off"
+// (any of the settings) as a level override; the API checks the values.
+func levelOverride(s string) (admin.LevelOverride, error) {
+	var o admin.LevelOverride
+	l, settings, ok := strings.Cut(s, ":")
+	level, err := strconv.ParseUint(l, 10, 32)
+	if !ok || err != nil || settings == "" {
+		return o, fmt.Errorf("%q: want L:blocks=N,bytes=N,age=DURATION,cross=on|off", s)
+	}
+	o.Level = uint32(level)
+	for _, kv := range strings.Split(settings, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "blocks":
+			o.MaxBlocks, err = strconv.Atoi(v)
+		case "bytes":
+			o.MaxBytes, err = strconv.ParseInt(v, 10, 64)
+		case "age":
+			o.MaxAge = v
+		case "cross":
+			o.CrossShard = v
+		default:
+			err = errors.New("unknown setting")
+		}
+		if err != nil {
+			return o, fmt.Errorf("%q: %q: want blocks=N, bytes=N, age=DURATION or cross=on|off", s, kv)
+		}
+	}
+	return o, nil
+}
+
 // onOff parses "ON/OFF" (or "N": on and off at N) as a limit.
 func onOff(s string) (*admin.Limit, error) {
 	on, off, found := strings.Cut(s, "/")
@@ -145,10 +185,35 @@ func onOff(s string) (*admin.Limit, error) {
 	return &admin.Limit{On: a, Off: b}, nil
 }
 
+// levelsText writes level overrides as the -level flags take them.
+func levelsText(levels []admin.LevelOverride) string {
+	if len(levels) == 0 {
+		return "-"
+	}
+	var out []string
+	for _, o := range levels {
+		var kv []string
+		if o.MaxBlocks != 0 {
+			kv = append(kv, "blocks="+strconv.Itoa(o.MaxBlocks))
+		}
+		if o.MaxBytes != 0 {
+			kv = append(kv, "bytes="+strconv.FormatInt(o.MaxBytes, 10))
+		}
+		if o.MaxAge != "" {
+			kv = append(kv, "age="+o.MaxAge)
+		}
+		if o.CrossShard != "" {
+			kv = append(kv, "cross="+o.CrossShard)
+		}
+		out = append(out, fmt.Sprintf("%d:%s", o.Level, strings.Join(kv, ",")))
+	}
+	return strings.Join(out, " ")
+}
+
 // policyTable writes the policies as a table.
 func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 	fmt.Fprintf(w, "log time\t%s\n\n", ps.LogTime)
-	fmt.Fprintln(w, "TENANT\tCLASS\tCAP\tRUN\tNOT BEFORE\tBACKPRESSURE (ON/OFF)\tSTALE AFTER\tNEW JOBS")
+	fmt.Fprintln(w, "TENANT\tCLASS\tCAP\tRUN\tNOT BEFORE\tBACKPRESSURE (ON/OFF)\tSTALE AFTER\tLEVELS\tNEW JOBS")
 	row := func(name string, t admin.TenantPolicy) {
 		p := t.Policy
 		capText, run, pressure, open := "none", "any time", "-", "closed"
@@ -177,7 +242,7 @@ func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 		if t.Open {
 			open = "open"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Class, capText, run, dash(p.NotBefore), pressure, dash(p.StaleAfter), open)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Class, capText, run, dash(p.NotBefore), pressure, dash(p.StaleAfter), levelsText(p.Levels), open)
 	}
 	row("(default)", ps.Default)
 	for _, t := range ps.Tenants {

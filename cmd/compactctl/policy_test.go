@@ -28,7 +28,8 @@ func TestCLIPolicies(t *testing.T) {
 	l := newLive(t)
 	out, err := ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-class", "low", "-cap", "2",
 		"-only-in", "22:00-06:00,12:00-13:00", "-days", "Mon,Tue", "-offset", "60", "-not-before", "2026-12-01T00:00:00Z",
-		"-slow", "100/80", "-stop", "500/400", "-slow-debt", "10/5", "-stop-debt", "20", "-stale", "1h")
+		"-slow", "100/80", "-stop", "500/400", "-slow-debt", "10/5", "-stop-debt", "20", "-stale", "1h",
+		"-level", "0:blocks=40,age=2m", "-level", "1:bytes=1048576,cross=on")
 	require.NoError(t, err)
 	require.Contains(t, out, "policy-set applied at entry")
 	require.Contains(t, out, "(1)")
@@ -44,6 +45,7 @@ func TestCLIPolicies(t *testing.T) {
 		Pressure: &admin.Thresholds{SlowBlocks: &admin.Limit{On: 100, Off: 80}, StopBlocks: &admin.Limit{On: 500, Off: 400},
 			SlowDebt: &admin.Limit{On: 10, Off: 5}, StopDebt: &admin.Limit{On: 20, Off: 20}},
 		StaleAfter: "1h0m0s",
+		Levels:     []admin.LevelOverride{{Level: 0, MaxBlocks: 40, MaxAge: "2m0s"}, {Level: 1, MaxBytes: 1 << 20, CrossShard: "on"}},
 	}}}, ps.Tenants)
 
 	// A never-in window every night, for the default; the empty tenant's
@@ -62,7 +64,7 @@ func TestCLIPolicies(t *testing.T) {
 		"log time  2026-11-25T12:00:00Z",
 		"(default)  high    none  never-in Sun,Mon,Tue,Wed,Thu,Fri,Sat 02:00-03:00 UTC+00:00",
 		`""         medium  1     any time`,
-		"acme       low     2     only-in Mon,Tue 22:00-06:00 UTC+01:00; Mon,Tue 12:00-13:00 UTC+01:00  2026-12-01T00:00:00Z  slow 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20  1h0m0s       closed",
+		"acme       low     2     only-in Mon,Tue 22:00-06:00 UTC+01:00; Mon,Tue 12:00-13:00 UTC+01:00  2026-12-01T00:00:00Z  slow 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20  1h0m0s       0:blocks=40,age=2m0s 1:bytes=1048576,cross=on  closed",
 		"(every tenant)  every  2026-11-25T12:00:00Z",
 		"acme            0      2026-11-25T12:00:00Z",
 	} {
@@ -120,7 +122,9 @@ func TestCLIPolicyErrors(t *testing.T) {
 		{[]string{"policy", "set", "-tenant", "a", "-days", "Mon"}, "-days and -offset need -only-in or -never-in"},
 		{[]string{"policy", "set", "-tenant", "a", "-only-in", "22:00"}, `-only-in "22:00": want HH:MM-HH:MM`},
 		{[]string{"policy", "set", "-tenant", "a", "-slow", "fast"}, `-slow: "fast": want ON/OFF`},
-		{[]string{"policy", "set", "-tenant", "a", "-level", "1"}, "flag provided but not defined: -level"},
+		{[]string{"policy", "set", "-tenant", "a", "-level", "1"}, `"1": want L:blocks=N`},
+		{[]string{"policy", "set", "-tenant", "a", "-level", "1:size=3"}, `"size=3": want blocks=N`},
+		{[]string{"compact-now", "-tenant", "a", "-level", "1:blocks=3"}, `invalid value "1:blocks=3" for flag -level`},
 		{[]string{"policy", "clear", "-tenant", "a", "-class", "low"}, "flag provided but not defined: -class"},
 		{[]string{"compact-now", "-all", "-level", "-2"}, "-level -2"},
 		{[]string{"compact-now"}, "want -tenant T or -all"},
@@ -129,6 +133,9 @@ func TestCLIPolicyErrors(t *testing.T) {
 		{[]string{"policy", "set", "-tenant", "a", "-only-in", "22:00-06:00", "-days", "Funday"}, `400 Bad Request: policy-set: policy: run: window 1: day "Funday"`},
 		{[]string{"policy", "set", "-tenant", "a", "-stale", "soon"}, `400 Bad Request: policy-set: policy: stale_after "soon"`},
 		{[]string{"policy", "set", "-tenant", "a", "-slow", "10/20"}, "400 Bad Request"},
+		{[]string{"policy", "set", "-tenant", "a", "-level", "1:blocks=5000"}, "400 Bad Request: raftfsm: policy set: raftfsm: invalid command: planner: level 1: max blocks 5000, at most 4096"},
+		{[]string{"policy", "set", "-tenant", "a", "-level", "1:cross=sideways"}, `400 Bad Request: policy-set: policy: levels: level 1: cross_shard "sideways"`},
+		{[]string{"policy", "set", "-tenant", "a", "-level", "2:blocks=3", "-level", "1:blocks=3"}, "not in ascending order of level"},
 		{[]string{"policy", "set", "-tenant", "a", "-never-in", "00:00-24:00"}, "409 Conflict"},
 	} {
 		_, err := ctl(t, l.srv, c.args...)

@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxLevelOverrides bounds [Tenant.Levels]: one override per level, for
+// at most this many levels.
+const MaxLevelOverrides = 64
+
+// Toggle overrides a yes/no setting: [Inherit] keeps the cluster's value.
+type Toggle uint8
+
+// The toggles.
+const (
+	Inherit Toggle = iota
+	On
+	Off
+)
+
+// String returns "inherit", "on" or "off".
+func (t Toggle) String() string {
+	switch t {
+	case Inherit:
+		return "inherit"
+	case On:
+		return "on"
+	case Off:
+		return "off"
+	default:
+		return fmt.Sprintf("Toggle(%d)", uint8(t))
+	}
+}
+
+// Apply returns the value t gives a setting whose cluster value is v.
+func (t Toggle) Apply(v bool) bool {
+	switch t {
+	case On:
+		return true
+	case Off:
+		return false
+	default:
+		return v
+	}
+}
+
+// Level overrides, for one tenant, the batching of one compaction level
+// (the planner's level configuration): how many blocks and bytes a job
+// takes and how long a partial batch waits before it is planned anyway,
+// and whether the level is compacted across shards. A zero field keeps
+// the cluster's value for that level; an override of a level at or beyond
+// the cluster's final level has no effect.
+//
+// Overrides change how batches are formed from the next block on: the
+// blocks already queued are batched again under the new values, and keys
+// keep their shape (after CrossShard changes, the blocks queued under the
+// former shape are planned there until drained).
+type Level struct {
+	// Level is the compaction level overridden.
+	Level uint32
+	// MaxBlocks, if not 0, is the maximum number of sources of the
+	// tenant's jobs at this level.
+	MaxBlocks int
+	// MaxBytes, if not 0, is the maximum total size of those sources.
+	MaxBytes int64
+	// MaxAge, if not 0, is how long the oldest block of a partial batch
+	// waits before the batch is planned although it is not full.
+	MaxAge time.Duration
+	// CrossShard, if not Inherit, says whether the tenant's blocks of
+	// this level are compacted across shards.
+	CrossShard Toggle
+}
+
+// Validate reports whether l is usable; the error wraps [ErrInvalid].
+// Bounds that depend on the cluster (the number of levels, the blocks a
+// job may take) are the planner's to check.
+func (l Level) Validate() error {
+	switch {
+	case l.Level >= MaxLevelOverrides:
+		return fmt.Errorf("policy: level %d, at most %d: %w", l.Level, MaxLevelOverrides-1, ErrInvalid)
+	case l.MaxBlocks < 0:
+		return fmt.Errorf("policy: level %d: max blocks %d: %w", l.Level, l.MaxBlocks, ErrInvalid)
+	case l.MaxBytes < 0:
+		return fmt.Errorf("policy: level %d: max bytes %d: %w", l.Level, l.MaxBytes, ErrInvalid)
+	case l.MaxAge < 0:
+		return fmt.Errorf("policy: level %d: max age %s: %w", l.Level, l.MaxAge, ErrInvalid)
+	case l.CrossShard > Off:
+		return fmt.Errorf("policy: level %d: cross-shard toggle %d: %w", l.Level, uint8(l.CrossShard), ErrInvalid)
+	case l == Level{Level: l.Level}:
+		return fmt.Errorf("policy: level %d: an override that overrides nothing: %w", l.Level, ErrInvalid)
+	}
+	return nil
+}
+
+// ValidateLevels checks a tenant's level overrides: each valid, in
+// ascending order of level, one per level; the error wraps [ErrInvalid].
+func ValidateLevels(levels []Level) error {
+	if len(levels) > MaxLevelOverrides {
+		return fmt.Errorf("policy: %d level overrides, at most %d: %w", len(levels), MaxLevelOverrides, ErrInvalid)
+	}
+	for i, l := range levels {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+		if i > 0 && l.Level <= levels[i-1].Level {
+			return fmt.Errorf("policy: level overrides not in ascending order of level (%d after %d): %w", l.Level, levels[i-1].Level, ErrInvalid)
+		}
+	}
+	return nil
+}

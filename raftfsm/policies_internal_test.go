@@ -1,0 +1,44 @@
+package raftfsm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/policy"
+)
+
+// A policy is encoded as seven items without level overrides (the bytes
+// of the first release with policies) and as eight with them; eight items
+// without overrides are malformed.
+func TestPolicyRecordLevels(t *testing.T) {
+	plain := policy.Tenant{Class: policy.Low, MaxInProgress: 3, StaleAfter: time.Minute}
+	withLevels := plain
+	withLevels.Levels = []policy.Level{{Level: 0, MaxBlocks: 8, MaxAge: time.Minute}, {Level: 2, MaxBytes: 1 << 20, CrossShard: policy.On}}
+	for _, p := range []policy.Tenant{plain, withLevels} {
+		data, err := codec.Default.Marshal(recordPolicy(&p))
+		require.NoError(t, err)
+		require.Equal(t, byte(0x87+min(len(p.Levels), 1)), data[0], "array of seven or eight items")
+		var r policyRec
+		require.NoError(t, codec.Default.Unmarshal(data, &r))
+		require.True(t, p.Equal(r.policy()), "%+v", r.policy())
+	}
+	// The seven items are those of policyFields alone.
+	rec := recordPolicy(&plain)
+	short, err := codec.Default.Marshal(&rec.policyFields)
+	require.NoError(t, err)
+	data, err := codec.Default.Marshal(recordPolicy(&plain))
+	require.NoError(t, err)
+	require.Equal(t, short, data)
+
+	f := recordPolicy(&plain).policyFields
+	for _, levels := range [][]levelRec{nil, {}} {
+		bad, err := codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Levels: levels})
+		require.NoError(t, err)
+		var r policyRec
+		require.ErrorIs(t, codec.Default.Unmarshal(bad, &r), ck.ErrMalformed)
+	}
+}
