@@ -21,7 +21,10 @@
 // "start": "22:00", "end": "06:00", "offset_minutes": 60}]}; not_before in
 // RFC 3339; pressure {"slow_blocks": {"on": 1000, "off": 800},
 // "stop_blocks", "slow_debt", "stop_debt"}; stale_after as a Go duration
-// ("1h"). Absent fields take the zero policy's value. The commands:
+// ("1h"); levels [{"level": 0, "max_blocks": 40, "max_bytes": 0,
+// "max_age": "2m", "cross_shard": "on" | "off"}], overriding the cluster's
+// batching of those levels for the tenant (absent or zero fields keep the
+// cluster's). Absent fields take the zero policy's value. The commands:
 //
 //	POST api/commands/policy-set    {"tenant": "acme", "policy": {...}} or {"all": true, "policy": {...}}
 //	POST api/commands/policy-clear  {"tenant": "acme"} or {"all": true}

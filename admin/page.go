@@ -36,6 +36,7 @@ type policyRow struct {
 	Default, Open              bool
 	Class, Cap, Run, NotBefore string
 	Pressure, StaleAfter       string
+	Levels                     string
 }
 
 const none = "—"
@@ -50,7 +51,8 @@ func orNone(s string) string {
 func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 	p := t.Policy
 	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Cap: "none", Run: "any time",
-		NotBefore: orNone(p.NotBefore), Pressure: none, StaleAfter: orNone(p.StaleAfter)}
+		NotBefore: orNone(p.NotBefore), Pressure: none, StaleAfter: orNone(p.StaleAfter),
+		Levels: orNone(levelsText(p.Levels))}
 	if isDefault {
 		row.Tenant = "default"
 	} else if t.Tenant == "" {
@@ -141,8 +143,8 @@ document.getElementById("pause-form").addEventListener("submit", async (e) => {
 </script>
 {{end}}
 <h2>Policies</h2>
-<table id="policies"><tr><th class="l">tenant</th><th class="l">class</th><th>cap</th><th class="l">run</th><th class="l">not before</th><th class="l">backpressure (on/off)</th><th class="l">stale after</th><th class="l">new jobs</th></tr>
-{{range .Policies}}<tr{{if .Default}} id="policy-default"{{end}}><td class="l">{{if .Default}}<i>{{.Tenant}}</i>{{else}}{{.Tenant}}{{end}}</td><td class="l">{{.Class}}</td><td>{{.Cap}}</td><td class="l">{{.Run}}</td><td class="l">{{.NotBefore}}</td><td class="l">{{.Pressure}}</td><td class="l">{{.StaleAfter}}</td><td class="l">{{if .Open}}<span class="ok">open</span>{{else}}<span class="bad">closed</span>{{end}}</td></tr>{{end}}
+<table id="policies"><tr><th class="l">tenant</th><th class="l">class</th><th>cap</th><th class="l">run</th><th class="l">not before</th><th class="l">backpressure (on/off)</th><th class="l">stale after</th><th class="l">batching</th><th class="l">new jobs</th></tr>
+{{range .Policies}}<tr{{if .Default}} id="policy-default"{{end}}><td class="l">{{if .Default}}<i>{{.Tenant}}</i>{{else}}{{.Tenant}}{{end}}</td><td class="l">{{.Class}}</td><td>{{.Cap}}</td><td class="l">{{.Run}}</td><td class="l">{{.NotBefore}}</td><td class="l">{{.Pressure}}</td><td class="l">{{.StaleAfter}}</td><td class="l">{{.Levels}}</td><td class="l">{{if .Open}}<span class="ok">open</span>{{else}}<span class="bad">closed</span>{{end}}</td></tr>{{end}}
 </table>
 {{if .MorePolicy}}<p>… and {{.MorePolicy}} more tenants' policies: <a href="api/policies">api/policies</a></p>{{end}}
 <p>compact now: <span id="compact-now">{{if .CompactNow}}{{range .CompactNow}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>

@@ -85,6 +85,34 @@ type Limit struct {
 	Off int64 `json:"off"`
 }
 
+// String writes the override as compactctl's -level flag takes it:
+// "0:blocks=40,age=2m0s".
+func (o LevelOverride) String() string {
+	var kv []string
+	if o.MaxBlocks != 0 {
+		kv = append(kv, "blocks="+strconv.Itoa(o.MaxBlocks))
+	}
+	if o.MaxBytes != 0 {
+		kv = append(kv, "bytes="+strconv.FormatInt(o.MaxBytes, 10))
+	}
+	if o.MaxAge != "" {
+		kv = append(kv, "age="+o.MaxAge)
+	}
+	if o.CrossShard != "" {
+		kv = append(kv, "cross="+o.CrossShard)
+	}
+	return fmt.Sprintf("%d:%s", o.Level, strings.Join(kv, ","))
+}
+
+// levelsText writes a policy's overrides, space-separated, or "".
+func levelsText(levels []LevelOverride) string {
+	out := make([]string, len(levels))
+	for i, o := range levels {
+		out[i] = o.String()
+	}
+	return strings.Join(out, " ")
+}
+
 // PolicyOf returns p as the API shows it.
 func PolicyOf(p policy.Tenant) Policy {
 	out := Policy{Class: p.Class.String(), MaxInProgress: p.MaxInProgress}

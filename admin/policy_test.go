@@ -70,7 +70,8 @@ const acmePolicy = `{"class":"low","max_in_progress":1,
  "run":{"mode":"only-in","windows":[{"days":["Mon","Tue"],"start":"22:00","end":"06:00","offset_minutes":60}]},
  "not_before":"2026-12-01T00:00:00Z",
  "pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},
- "stale_after":"1m0s"}`
+ "stale_after":"1m0s",
+ "levels":[{"level":0,"max_blocks":2,"max_age":"2m0s"},{"level":1,"max_bytes":1048576,"cross_shard":"on"}]}`
 
 // Policies set through the API read back with names, not codes; the
 // status shows the grades and alarms they lead to.
@@ -244,6 +245,7 @@ func TestPolicyPage(t *testing.T) {
 	for _, want := range []string{
 		`id="policies"`, `id="policy-default"`, `<td class="l">acme</td><td class="l">low</td><td>1</td>`,
 		"only-in Mon,Tue 22:00-06:00 UTC&#43;01:00", "slow blocks 2/1 · stop blocks 3/2", "2026-12-01T00:00:00Z",
+		"0:blocks=2,age=2m0s 1:bytes=1048576,cross=on",
 		`<span class="bad">closed</span>`, `tenant &#34;globex&#34; at every level`, `id="pressure"`, `id="alarms"`,
 	} {
 		require.Contains(t, page, want)
@@ -263,6 +265,13 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 			NotBefore:     rapid.Int64Range(0, 1<<63-1).Draw(t, "notBefore"),
 			Pressure:      policy.Thresholds{SlowBlocks: limit("slowBlocks"), StopBlocks: limit("stopBlocks"), SlowDebt: limit("slowDebt"), StopDebt: limit("stopDebt")},
 			StaleAfter:    time.Duration(rapid.Int64().Draw(t, "stale")),
+		}
+		for l := range uint32(4) {
+			if rapid.Bool().Draw(t, "override") {
+				p.Levels = append(p.Levels, policy.Level{Level: l, MaxBlocks: rapid.IntRange(0, 1<<20).Draw(t, "maxBlocks"),
+					MaxBytes: rapid.Int64Min(0).Draw(t, "maxBytes"), MaxAge: time.Duration(rapid.Int64Min(0).Draw(t, "maxAge")),
+					CrossShard: policy.Toggle(rapid.IntRange(0, 2).Draw(t, "cross"))})
+			}
 		}
 		for range rapid.IntRange(0, policy.MaxWindows).Draw(t, "windows") {
 			p.Run.Windows = append(p.Run.Windows, policy.Window{
@@ -290,7 +299,8 @@ func TestPolicyFieldsCovered(t *testing.T) {
 		v      any
 		fields []string
 	}{
-		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "StaleAfter"}},
+		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "StaleAfter", "Levels"}},
+		{policy.Level{}, []string{"Level", "MaxBlocks", "MaxBytes", "MaxAge", "CrossShard"}},
 		{policy.RunPolicy{}, []string{"Mode", "Windows"}},
 		{policy.Window{}, []string{"Days", "Start", "End", "Offset"}},
 		{policy.Thresholds{}, []string{"SlowBlocks", "StopBlocks", "SlowDebt", "StopDebt"}},

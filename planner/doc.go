@@ -98,6 +98,13 @@
 // level is compacted across shards; it also sets the final level and the
 // tombstones per job.
 //
+// A tenant's blocks may be batched otherwise: [Planner.SetLevels] and
+// [Planner.SetDefaultLevels] install the state machine's per-tenant
+// overrides of a level's batch size, bytes, max age and cross-shard
+// setting (package policy), re-batching the tenant's queued blocks. Like
+// ranks they are derived state, not part of snapshots, and views keep the
+// batching they were opened with.
+//
 // # Job names
 //
 // A job name is <tenant>.s<shard>.l<level>.<seq>.<hash>: the tenant mapped
@@ -145,9 +152,10 @@
 // arrival numbers and times, the claims, the quarantine, the fairness
 // cursor, the sequence counters and the configuration, so a restored
 // planner re-snapshots to identical bytes and plans exactly like the
-// original once the same tenants are held and ranked again (the held set
-// and the ranks are not part of the state: see [Planner.SetHeld] and
-// [Planner.SetRank]).
+// original once the same tenants are held, ranked and given the same
+// level overrides again (the held set, the ranks and the overrides are not
+// part of the state: see [Planner.SetHeld], [Planner.SetRank] and
+// [Planner.SetLevels]).
 //
 // # Observability
 //

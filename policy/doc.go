@@ -1,8 +1,8 @@
 // Package policy holds the scheduling policies operators set on a
 // compaction cluster, as values the state machine replicates and judges in
 // log time: a [Tenant]'s priority class, cap on jobs in progress, run
-// windows, not-before time, backpressure thresholds and staleness
-// threshold. The state machine (package raftfsm, from cluster version 5)
+// windows, not-before time, backpressure thresholds, staleness threshold
+// and overrides of the cluster's batching per level. The state machine (package raftfsm, from cluster version 5)
 // keeps a default policy and tenants' own, changed by its policy
 // commands, and applies them; this package only evaluates them.
 //
@@ -33,6 +33,16 @@
 // A [Class] orders tenants at the same level: [High] before [Medium]
 // before [Low]. The zero value is Medium, so a tenant without a policy is
 // Medium.
+//
+// # Level overrides
+//
+// A [Level] overrides, for one tenant, the cluster's batching of one
+// compaction level: the blocks and bytes a job takes, how long a partial
+// batch waits before it is planned anyway, and whether the level is
+// compacted across shards. Zero fields keep the cluster's values, so an
+// override says only what differs; a policy lists at most one per level,
+// in ascending order of level ([ValidateLevels]). The planner checks the
+// bounds that depend on it (planner.CheckLevels).
 //
 // # Backpressure
 //

@@ -207,7 +207,8 @@ func TestPoliciesInBrowser(t *testing.T) {
 	api(t, srv, "/api/commands/policy-set", `{"tenant":"acme","policy":{"class":"low","max_in_progress":1,
 		"run":{"mode":"only-in","windows":[{"days":["Mon","Tue"],"start":"22:00","end":"06:00","offset_minutes":60}]},
 		"pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},"stale_after":"1m"}}`, &res)
-	api(t, srv, "/api/commands/policy-set", `{"tenant":"initech","policy":{"pressure":{"stop_blocks":{"on":2,"off":1}}}}`, &res)
+	api(t, srv, "/api/commands/policy-set", `{"tenant":"initech","policy":{"pressure":{"stop_blocks":{"on":2,"off":1}},
+		"levels":[{"level":0,"max_blocks":40,"max_age":"5m"},{"level":1,"cross_shard":"on"}]}}`, &res)
 	api(t, srv, "/api/commands/policy-set", `{"all":true,"policy":{"class":"high","not_before":"2026-11-25T00:00:00Z"}}`, &res)
 	mu.Lock()
 	now = now.Add(2 * time.Minute) // acme's oldest block waits past its threshold
@@ -231,10 +232,10 @@ func TestPoliciesInBrowser(t *testing.T) {
 	api(t, srv, "/api/policies", "", &ps)
 	require.Len(t, ps.Tenants, 2)
 	require.Equal(t, [][]string{
-		{"tenant", "class", "cap", "run", "not before", "backpressure (on/off)", "stale after", "new jobs"},
-		{"default", "high", "none", "any time", "2026-11-25T00:00:00Z", "—", "—", "open"},
-		{"acme", "low", "1", "only-in Mon,Tue 22:00-06:00 UTC+01:00", "—", "slow blocks 2/1 · stop blocks 3/2", "1m0s", "closed"},
-		{"initech", "medium", "none", "any time", "—", "stop blocks 2/1", "—", "open"},
+		{"tenant", "class", "cap", "run", "not before", "backpressure (on/off)", "stale after", "batching", "new jobs"},
+		{"default", "high", "none", "any time", "2026-11-25T00:00:00Z", "—", "—", "—", "open"},
+		{"acme", "low", "1", "only-in Mon,Tue 22:00-06:00 UTC+01:00", "—", "slow blocks 2/1 · stop blocks 3/2", "1m0s", "—", "closed"},
+		{"initech", "medium", "none", "any time", "—", "stop blocks 2/1", "—", "0:blocks=40,age=5m0s 1:cross=on", "open"},
 	}, policies)
 	require.Equal(t, "high", ps.Default.Policy.Class)
 	require.True(t, ps.Default.Open)

@@ -190,22 +190,9 @@ func levelsText(levels []admin.LevelOverride) string {
 	if len(levels) == 0 {
 		return "-"
 	}
-	var out []string
-	for _, o := range levels {
-		var kv []string
-		if o.MaxBlocks != 0 {
-			kv = append(kv, "blocks="+strconv.Itoa(o.MaxBlocks))
-		}
-		if o.MaxBytes != 0 {
-			kv = append(kv, "bytes="+strconv.FormatInt(o.MaxBytes, 10))
-		}
-		if o.MaxAge != "" {
-			kv = append(kv, "age="+o.MaxAge)
-		}
-		if o.CrossShard != "" {
-			kv = append(kv, "cross="+o.CrossShard)
-		}
-		out = append(out, fmt.Sprintf("%d:%s", o.Level, strings.Join(kv, ",")))
+	out := make([]string, len(levels))
+	for i, o := range levels {
+		out[i] = o.String()
 	}
 	return strings.Join(out, " ")
 }

@@ -137,8 +137,8 @@ func (s *Sim) newBlock() ck.BlockMeta {
 
 // randomPolicy draws a policy command: a tenant's or the default policy
 // set (any class, a cap of 1 to 3, a run window around the present, a
-// not-before time in the next minutes, backpressure thresholds), cleared,
-// or a compact-now request.
+// not-before time in the next minutes, backpressure thresholds, level
+// overrides), cleared, or a compact-now request.
 func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 	pc := &raftfsm.PolicyCommand{By: "sim"}
 	if s.coin(0.2) {
@@ -172,6 +172,23 @@ func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 		}
 		if s.coin(0.2) {
 			p.StaleAfter = time.Duration(10+s.rng.IntN(110)) * time.Second
+		}
+		if s.coin(0.25) {
+			// Level overrides: smaller or larger batches, shorter or
+			// longer waits, level 0 or 1 across shards or not.
+			for l := range min(2, s.cfg.Planner.FinalLevel) {
+				if s.coin(0.5) {
+					continue
+				}
+				o := policy.Level{Level: l, MaxBlocks: s.rng.IntN(8), CrossShard: policy.Toggle(s.rng.IntN(3))}
+				if s.coin(0.5) {
+					o.MaxAge = time.Duration(1+s.rng.IntN(90)) * time.Second
+				}
+				if o == (policy.Level{Level: l}) {
+					o.MaxBlocks = 1
+				}
+				p.Levels = append(p.Levels, o)
+			}
 		}
 		pc.Policy = p
 	case n < 8:
