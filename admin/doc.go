@@ -24,7 +24,9 @@
 // ("1h"); levels [{"level": 0, "max_blocks": 40, "max_bytes": 0,
 // "max_age": "2m", "cross_shard": "on" | "off"}], overriding the cluster's
 // batching of those levels for the tenant (absent or zero fields keep the
-// cluster's). Absent fields take the zero policy's value. The commands:
+// cluster's); level_runs [{"level": 1, "run": {...}}], run windows for
+// some levels on top of the tenant's. Absent fields take the zero policy's
+// value. The commands:
 //
 //	POST api/commands/policy-set    {"tenant": "acme", "policy": {...}} or {"all": true, "policy": {...}}
 //	POST api/commands/policy-clear  {"tenant": "acme"} or {"all": true}

@@ -50,7 +50,7 @@ func orNone(s string) string {
 
 func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 	p := t.Policy
-	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Cap: "none", Run: "any time",
+	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Cap: "none", Run: p.RunText(),
 		NotBefore: orNone(p.NotBefore), Pressure: none, StaleAfter: orNone(p.StaleAfter),
 		Levels: orNone(levelsText(p.Levels))}
 	if isDefault {
@@ -60,15 +60,6 @@ func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 	}
 	if p.MaxInProgress > 0 {
 		row.Cap = fmt.Sprint(p.MaxInProgress)
-	}
-	if p.Run != nil {
-		var ws []string
-		for _, w := range p.Run.Windows {
-			if pw, err := w.window(); err == nil { // it came from PolicyOf
-				ws = append(ws, pw.String())
-			}
-		}
-		row.Run = p.Run.Mode + " " + strings.Join(ws, "; ")
 	}
 	if th := p.Pressure; th != nil {
 		var ls []string

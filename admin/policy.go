@@ -36,6 +36,17 @@ type Policy struct {
 	// Levels overrides the cluster's batching of some levels for the
 	// tenant (absent: the cluster's batching at every level).
 	Levels []LevelOverride `json:"levels,omitempty"`
+	// LevelRuns gives some levels run windows of their own, on top of Run
+	// (absent: none).
+	LevelRuns []LevelRun `json:"level_runs,omitempty"`
+}
+
+// LevelRun is a level's run windows (policy.LevelRun): the tenant's new
+// jobs at Level start only when both Run and the tenant's run policy let
+// them.
+type LevelRun struct {
+	Level uint32    `json:"level"`
+	Run   RunPolicy `json:"run"`
 }
 
 // LevelOverride overrides one level's batching for a tenant
@@ -117,10 +128,11 @@ func levelsText(levels []LevelOverride) string {
 func PolicyOf(p policy.Tenant) Policy {
 	out := Policy{Class: p.Class.String(), MaxInProgress: p.MaxInProgress}
 	if p.Run.Mode != policy.NeverIn || len(p.Run.Windows) > 0 {
-		out.Run = &RunPolicy{Mode: p.Run.Mode.String(), Windows: []Window{}}
-		for _, w := range p.Run.Windows {
-			out.Run.Windows = append(out.Run.Windows, Window{Days: dayNames(w.Days), Start: clock(w.Start), End: clock(w.End), OffsetMinutes: int(w.Offset)})
-		}
+		run := runPolicyOf(p.Run)
+		out.Run = &run
+	}
+	for _, lr := range p.LevelRuns {
+		out.LevelRuns = append(out.LevelRuns, LevelRun{Level: lr.Level, Run: runPolicyOf(lr.Run)})
 	}
 	if p.NotBefore != 0 {
 		out.NotBefore = logTime(p.NotBefore)
@@ -151,6 +163,68 @@ func PolicyOf(p policy.Tenant) Policy {
 	return out
 }
 
+// RunText describes when the policy lets new jobs start, as the status
+// page and compactctl show it: "any time", or the run policy's mode and
+// windows ("only-in Mon,Tue 22:00-06:00 UTC+01:00"), followed by each
+// level's ("level 1 never-in ..."), separated by " · ".
+func (p Policy) RunText() string {
+	var parts []string
+	if p.Run != nil {
+		parts = append(parts, p.Run.text())
+	}
+	for _, lr := range p.LevelRuns {
+		parts = append(parts, fmt.Sprintf("level %d %s", lr.Level, lr.Run.text()))
+	}
+	if len(parts) == 0 {
+		return "any time"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// text writes the mode and the windows.
+func (r *RunPolicy) text() string {
+	var ws []string
+	for _, w := range r.Windows {
+		if pw, err := w.window(); err == nil {
+			ws = append(ws, pw.String())
+		}
+	}
+	return r.Mode + " " + strings.Join(ws, "; ")
+}
+
+// runPolicyOf returns r as the API shows it.
+func runPolicyOf(r policy.RunPolicy) RunPolicy {
+	out := RunPolicy{Mode: r.Mode.String(), Windows: []Window{}}
+	for _, w := range r.Windows {
+		out.Windows = append(out.Windows, Window{Days: dayNames(w.Days), Start: clock(w.Start), End: clock(w.End), OffsetMinutes: int(w.Offset)})
+	}
+	return out
+}
+
+// policy converts the run policy; its errors wrap policy.ErrInvalid.
+func (r *RunPolicy) policy() (policy.RunPolicy, error) {
+	var out policy.RunPolicy
+	switch r.Mode {
+	case policy.OnlyIn.String():
+		out.Mode = policy.OnlyIn
+	case policy.NeverIn.String():
+		out.Mode = policy.NeverIn
+	default:
+		return out, fmt.Errorf("mode %q, want only-in or never-in: %w", r.Mode, policy.ErrInvalid)
+	}
+	if len(r.Windows) > policy.MaxWindows {
+		return out, fmt.Errorf("%d windows, at most %d: %w", len(r.Windows), policy.MaxWindows, policy.ErrInvalid)
+	}
+	for i, w := range r.Windows {
+		pw, err := w.window()
+		if err != nil {
+			return out, fmt.Errorf("window %d: %w", i+1, err)
+		}
+		out.Windows = append(out.Windows, pw)
+	}
+	return out, nil
+}
+
 // Tenant converts p to a policy.Tenant. Its errors wrap policy.ErrInvalid
 // and say which field is wrong. It checks what the JSON can get wrong (a
 // name, a time of day, a duration); the policy's own rules — a window
@@ -167,24 +241,21 @@ func (p Policy) Tenant() (policy.Tenant, error) {
 	}
 	out.MaxInProgress = p.MaxInProgress
 	if p.Run != nil {
-		switch p.Run.Mode {
-		case policy.OnlyIn.String():
-			out.Run.Mode = policy.OnlyIn
-		case policy.NeverIn.String():
-			out.Run.Mode = policy.NeverIn
-		default:
-			return out, fmt.Errorf("run: mode %q, want only-in or never-in: %w", p.Run.Mode, policy.ErrInvalid)
+		run, err := p.Run.policy()
+		if err != nil {
+			return out, fmt.Errorf("run: %w", err)
 		}
-		if len(p.Run.Windows) > policy.MaxWindows {
-			return out, fmt.Errorf("run: %d windows, at most %d: %w", len(p.Run.Windows), policy.MaxWindows, policy.ErrInvalid)
+		out.Run = run
+	}
+	if len(p.LevelRuns) > policy.MaxLevelOverrides {
+		return out, fmt.Errorf("level_runs: %d, at most %d: %w", len(p.LevelRuns), policy.MaxLevelOverrides, policy.ErrInvalid)
+	}
+	for _, lr := range p.LevelRuns {
+		run, err := lr.Run.policy()
+		if err != nil {
+			return out, fmt.Errorf("level_runs: level %d: run: %w", lr.Level, err)
 		}
-		for i, w := range p.Run.Windows {
-			pw, err := w.window()
-			if err != nil {
-				return out, fmt.Errorf("run: window %d: %w", i+1, err)
-			}
-			out.Run.Windows = append(out.Run.Windows, pw)
-		}
+		out.LevelRuns = append(out.LevelRuns, policy.LevelRun{Level: lr.Level, Run: run})
 	}
 	if p.NotBefore != "" {
 		t, err := time.Parse(time.RFC3339Nano, p.NotBefore)

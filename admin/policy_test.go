@@ -71,7 +71,8 @@ const acmePolicy = `{"class":"low","max_in_progress":1,
  "not_before":"2026-12-01T00:00:00Z",
  "pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},
  "stale_after":"1m0s",
- "levels":[{"level":0,"max_blocks":2,"max_age":"2m0s"},{"level":1,"max_bytes":1048576,"cross_shard":"on"}]}`
+ "levels":[{"level":0,"max_blocks":2,"max_age":"2m0s"},{"level":1,"max_bytes":1048576,"cross_shard":"on"}],
+ "level_runs":[{"level":1,"run":{"mode":"never-in","windows":[{"days":["Mon"],"start":"23:00","end":"23:30","offset_minutes":60}]}}]}`
 
 // Policies set through the API read back with names, not codes; the
 // status shows the grades and alarms they lead to.
@@ -273,13 +274,25 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 					CrossShard: policy.Toggle(rapid.IntRange(0, 2).Draw(t, "cross"))})
 			}
 		}
-		for range rapid.IntRange(0, policy.MaxWindows).Draw(t, "windows") {
-			p.Run.Windows = append(p.Run.Windows, policy.Window{
+		window := func() policy.Window {
+			return policy.Window{
 				Days:   policy.Weekdays(rapid.IntRange(1, int(policy.EveryDay)).Draw(t, "days")),
 				Start:  uint16(rapid.IntRange(0, policy.MinutesPerDay-1).Draw(t, "start")),
 				End:    uint16(rapid.IntRange(0, policy.MinutesPerDay).Draw(t, "end")),
 				Offset: int16(rapid.IntRange(-policy.MaxOffset, policy.MaxOffset).Draw(t, "offset")),
-			})
+			}
+		}
+		for range rapid.IntRange(0, policy.MaxWindows).Draw(t, "windows") {
+			p.Run.Windows = append(p.Run.Windows, window())
+		}
+		for l := range uint32(3) {
+			if rapid.Bool().Draw(t, "levelRun") {
+				lr := policy.LevelRun{Level: l, Run: policy.RunPolicy{Mode: policy.RunMode(rapid.IntRange(0, 1).Draw(t, "levelMode"))}}
+				for range rapid.IntRange(1, 3).Draw(t, "levelWindows") {
+					lr.Run.Windows = append(lr.Run.Windows, window())
+				}
+				p.LevelRuns = append(p.LevelRuns, lr)
+			}
 		}
 		data, err := json.Marshal(admin.PolicyOf(p))
 		require.NoError(t, err)
@@ -299,7 +312,8 @@ func TestPolicyFieldsCovered(t *testing.T) {
 		v      any
 		fields []string
 	}{
-		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "StaleAfter", "Levels"}},
+		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "StaleAfter", "Levels", "LevelRuns"}},
+		{policy.LevelRun{}, []string{"Level", "Run"}},
 		{policy.Level{}, []string{"Level", "MaxBlocks", "MaxBytes", "MaxAge", "CrossShard"}},
 		{policy.RunPolicy{}, []string{"Mode", "Windows"}},
 		{policy.Window{}, []string{"Days", "Start", "End", "Offset"}},

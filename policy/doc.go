@@ -22,11 +22,14 @@
 // whose end is before its start wraps past midnight into the next day. A
 // [RunPolicy] lists windows and says whether new jobs may start only
 // inside them ([OnlyIn]) or never inside them ([NeverIn]); jobs in
-// progress always run to their end. A run policy under which work could
+// progress always run to their end. A [LevelRun] adds windows for one
+// level of the tenant, on top of its run policy: a job at that level
+// starts only when both let it ([Tenant.MayStartLevel]); in the default
+// policy it is a window for that level across tenants. A run policy under which work could
 // never start — an OnlyIn policy whose windows cover no minute of the
 // week, a NeverIn policy whose windows cover every minute — is refused by
 // [RunPolicy.Validate] ([ErrNeverOpens]), never left to starve a tenant
-// silently.
+// silently; so is a level run policy that never meets its tenant's.
 //
 // # Priority classes
 //

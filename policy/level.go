@@ -109,3 +109,61 @@ func ValidateLevels(levels []Level) error {
 	}
 	return nil
 }
+
+// LevelRun is a run policy for one compaction level of a tenant: the
+// tenant's new jobs at that level start only inside its windows
+// ([OnlyIn]) or never inside them ([NeverIn]), on top of the tenant's own
+// run policy ([Tenant.Run]): a job starts only when both let it. Jobs in
+// progress run to their end. With the default policy (every tenant
+// without its own), it is a window for the level across tenants.
+type LevelRun struct {
+	// Level is the compaction level the windows apply to.
+	Level uint32
+	// Run says when the level's new jobs may start; it must have windows.
+	Run RunPolicy
+}
+
+// Validate reports whether r is usable: a level below
+// [MaxLevelOverrides] and a run policy with windows under which work can
+// start (errors wrap [ErrInvalid], or [ErrNeverOpens]).
+func (r LevelRun) Validate() error {
+	if r.Level >= MaxLevelOverrides {
+		return fmt.Errorf("policy: level %d run policy: level at most %d: %w", r.Level, MaxLevelOverrides-1, ErrInvalid)
+	}
+	if len(r.Run.Windows) == 0 {
+		return fmt.Errorf("policy: level %d run policy without windows: %w", r.Level, ErrInvalid)
+	}
+	if err := r.Run.Validate(); err != nil {
+		return fmt.Errorf("policy: level %d: %w", r.Level, err)
+	}
+	return nil
+}
+
+// validateLevelRuns checks a tenant's level run policies: each valid, in
+// ascending order of level, one per level.
+func validateLevelRuns(runs []LevelRun) error {
+	if len(runs) > MaxLevelOverrides {
+		return fmt.Errorf("policy: %d level run policies, at most %d: %w", len(runs), MaxLevelOverrides, ErrInvalid)
+	}
+	for i, r := range runs {
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		if i > 0 && r.Level <= runs[i-1].Level {
+			return fmt.Errorf("policy: level run policies not in ascending order of level (%d after %d): %w", r.Level, runs[i-1].Level, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// ClosedLevels returns the levels (bit l for level l) whose run policy
+// lets no new job start at log time now.
+func ClosedLevels(runs []LevelRun, now int64) uint64 {
+	var closed uint64
+	for _, r := range runs {
+		if r.Level < MaxLevelOverrides && !r.Run.MayStart(now) {
+			closed |= 1 << r.Level
+		}
+	}
+	return closed
+}

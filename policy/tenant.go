@@ -37,6 +37,10 @@ type Tenant struct {
 	// tenant (see [Level]): at most one entry per level, in ascending
 	// order of level. Nil keeps the cluster's batching at every level.
 	Levels []Level
+	// LevelRuns adds run windows for some levels (see [LevelRun]): at most
+	// one entry per level, in ascending order of level. A job at such a
+	// level starts only when both Run and the level's windows let it.
+	LevelRuns []LevelRun
 }
 
 // Validate reports whether t is usable. Errors wrap [ErrInvalid], or
@@ -60,13 +64,29 @@ func (t Tenant) Validate() error {
 	if t.StaleAfter < 0 {
 		return fmt.Errorf("policy: stale after %s: %w", t.StaleAfter, ErrInvalid)
 	}
-	return ValidateLevels(t.Levels)
+	if err := ValidateLevels(t.Levels); err != nil {
+		return err
+	}
+	if err := validateLevelRuns(t.LevelRuns); err != nil {
+		return err
+	}
+	for _, r := range t.LevelRuns {
+		if !someMinute(func(now int64) bool { return t.Run.MayStart(now) && r.Run.MayStart(now) }) {
+			return fmt.Errorf("policy: level %d run policy %s %v and the tenant's %s %v: no minute of the week lets both start a job: %w",
+				r.Level, r.Run.Mode, r.Run.Windows, t.Run.Mode, t.Run.Windows, ErrNeverOpens)
+		}
+	}
+	return nil
 }
 
 // Clone returns a copy of t that shares no slice with it.
 func (t Tenant) Clone() Tenant {
 	t.Run.Windows = slices.Clone(t.Run.Windows)
 	t.Levels = slices.Clone(t.Levels)
+	t.LevelRuns = slices.Clone(t.LevelRuns)
+	for i := range t.LevelRuns {
+		t.LevelRuns[i].Run.Windows = slices.Clone(t.LevelRuns[i].Run.Windows)
+	}
 	return t
 }
 
@@ -74,20 +94,43 @@ func (t Tenant) Clone() Tenant {
 func (t Tenant) Equal(u Tenant) bool {
 	return t.Class == u.Class && t.MaxInProgress == u.MaxInProgress && t.NotBefore == u.NotBefore &&
 		t.Pressure == u.Pressure && t.StaleAfter == u.StaleAfter &&
-		t.Run.Mode == u.Run.Mode && slices.Equal(t.Run.Windows, u.Run.Windows) && slices.Equal(t.Levels, u.Levels)
+		t.Run.Mode == u.Run.Mode && slices.Equal(t.Run.Windows, u.Run.Windows) && slices.Equal(t.Levels, u.Levels) &&
+		slices.EqualFunc(t.LevelRuns, u.LevelRuns, func(a, b LevelRun) bool {
+			return a.Level == b.Level && a.Run.Mode == b.Run.Mode && slices.Equal(a.Run.Windows, b.Run.Windows)
+		})
 }
 
 // MayStart reports whether the tenant's new jobs may start at log time
-// now: its run policy lets them and its not-before time has passed.
+// now: its run policy lets them and its not-before time has passed. Its
+// level run policies may hold some levels still (see
+// [Tenant.MayStartLevel]).
 func (t Tenant) MayStart(now int64) bool {
 	return now >= t.NotBefore && t.Run.MayStart(now)
 }
 
+// MayStartLevel reports whether the tenant's new jobs at a level may
+// start at log time now: [Tenant.MayStart], and the level's run policy,
+// if it has one, lets them.
+func (t Tenant) MayStartLevel(now int64, level uint32) bool {
+	if !t.MayStart(now) {
+		return false
+	}
+	for _, r := range t.LevelRuns {
+		if r.Level == level {
+			return r.Run.MayStart(now)
+		}
+	}
+	return true
+}
+
 // NextChange returns the first log time after now at which
-// [Tenant.MayStart] may change — a window edge or the not-before time —
-// or math.MaxInt64 if it never does.
+// [Tenant.MayStart] or [Tenant.MayStartLevel] may change — a window edge
+// or the not-before time — or math.MaxInt64 if it never does.
 func (t Tenant) NextChange(now int64) int64 {
 	next := t.Run.NextChange(now)
+	for _, r := range t.LevelRuns {
+		next = min(next, r.Run.NextChange(now))
+	}
 	if t.NotBefore > now {
 		next = min(next, t.NotBefore)
 	}

@@ -201,13 +201,20 @@ func (p RunPolicy) Validate() error {
 	if p.Mode == OnlyIn && len(p.Windows) == 0 {
 		return fmt.Errorf("policy: run policy: %s without windows: %w", p.Mode, ErrNeverOpens)
 	}
-	// Every minute of the week, in UTC: is one of them open? The windows
-	// have different offsets, so each is asked about the UTC minute.
-	for m := range minutesPerWeek {
-		t := (int64(m) - int64(epochWeekday)*MinutesPerDay) * int64(time.Minute)
-		if p.MayStart(t) {
-			return nil
-		}
+	if someMinute(p.MayStart) {
+		return nil
 	}
 	return fmt.Errorf("policy: run policy %s %v: no minute of the week lets a job start: %w", p.Mode, p.Windows, ErrNeverOpens)
+}
+
+// someMinute reports whether open holds at some minute of the week. Every
+// minute is asked in UTC: windows with different offsets each answer for
+// the same instant.
+func someMinute(open func(t int64) bool) bool {
+	for m := range minutesPerWeek {
+		if open((int64(m) - int64(epochWeekday)*MinutesPerDay) * int64(time.Minute)) {
+			return true
+		}
+	}
+	return false
 }

@@ -221,3 +221,43 @@ func ExamplePolicyCommand_levels() {
 	// a minute later: other
 	// six minutes later: patient
 }
+
+// A level's run window: level-1 jobs start only at night (22:00 to 06:00
+// UTC) for every tenant without its own policy, while level 0 runs all
+// day. At noon the level-0 batch is planned and the level-1 batch waits;
+// at night the level-1 batch is planned.
+func ExamplePolicyCommand_levelWindow() {
+	c := newCluster()
+	c.policy(raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true, Policy: &policy.Tenant{
+		LevelRuns: []policy.LevelRun{{Level: 1, Run: policy.RunPolicy{Mode: policy.OnlyIn,
+			Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 6 * 60}}}}}}})
+	c.add("acme", 20) // a full level-0 batch
+	var bs []ck.BlockMeta
+	for i := range 10 { // a full level-1 batch
+		bs = append(bs, ck.BlockMeta{ID: fmt.Sprintf("l1-%d", i), Tenant: "acme", Level: 1, MinTime: c.now, MaxTime: c.now, Size: 10,
+			Datasets: []ck.DatasetMeta{{Name: "cpu", Size: 10, Records: 1, MinTime: c.now, MaxTime: c.now}}})
+	}
+	if _, err := c.apply(&raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: bs}}); err != nil {
+		panic(err)
+	}
+	var seen []string
+	planned := func(worker string) []uint32 { // the levels of the jobs a poll creates
+		var out []uint32
+		for _, j := range c.pollResult(worker, 4).Jobs {
+			if !slices.Contains(seen, j.Plan.Name) {
+				seen = append(seen, j.Plan.Name)
+				out = append(out, j.Plan.Level)
+			}
+		}
+		return out
+	}
+	fmt.Println("noon:", planned("w1"))
+	for range 10 * 60 { // the log's clock moves on: one entry a minute
+		c.now += int64(time.Minute)
+		c.policy(raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: "nobody"})
+	}
+	fmt.Println("22:00:", planned("w2"))
+	// Output:
+	// noon: [0]
+	// 22:00: [1]
+}

@@ -124,14 +124,15 @@ func checkPolicy(p *policy.Tenant) error {
 
 // policyRec is the encoding of a policy.Tenant, in commands and
 // snapshots: an array of the seven policyFields, or of eight with the
-// level overrides (written only when there are some, so that a policy
-// without them keeps the bytes of the first release with policies).
+// per-level parts (policyLevels: overrides and run windows), written only
+// when there are some, so that a policy without them keeps the bytes of
+// the first release with policies.
 type policyRec struct {
 	policyFields
-	Levels []levelRec
+	policyLevels
 }
 
-// policyFields are the fields of a policy without level overrides.
+// policyFields are the fields of a policy without per-level parts.
 type policyFields struct {
 	_             struct{} `cbor:",toarray"`
 	Class         uint8
@@ -143,7 +144,17 @@ type policyFields struct {
 	StaleAfter    int64
 }
 
-// policyWithLevels is the encoding of a policy with level overrides.
+// policyLevels are a policy's per-level parts: its level overrides and
+// its level run windows.
+type policyLevels struct {
+	_      struct{} `cbor:",toarray"`
+	Levels []levelRec
+	Runs   []levelRunRec
+}
+
+func (l *policyLevels) empty() bool { return len(l.Levels) == 0 && len(l.Runs) == 0 }
+
+// policyWithLevels is the encoding of a policy with per-level parts.
 type policyWithLevels struct {
 	_             struct{} `cbor:",toarray"`
 	Class         uint8
@@ -153,7 +164,7 @@ type policyWithLevels struct {
 	NotBefore     int64
 	Pressure      [8]int64
 	StaleAfter    int64
-	Levels        []levelRec
+	PerLevel      policyLevels
 }
 
 type levelRec struct {
@@ -165,19 +176,26 @@ type levelRec struct {
 	CrossShard uint8
 }
 
+type levelRunRec struct {
+	_       struct{} `cbor:",toarray"`
+	Level   uint32
+	Mode    uint8
+	Windows []windowRec
+}
+
 // MarshalCBOR encodes the policy as an array of seven items, or eight
-// with level overrides.
+// with per-level parts.
 func (r policyRec) MarshalCBOR() ([]byte, error) {
 	f := &r.policyFields
-	if len(r.Levels) == 0 {
+	if r.policyLevels.empty() {
 		return codec.Default.Marshal(f)
 	}
 	return codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Mode: f.Mode, Windows: f.Windows,
-		NotBefore: f.NotBefore, Pressure: f.Pressure, StaleAfter: f.StaleAfter, Levels: r.Levels})
+		NotBefore: f.NotBefore, Pressure: f.Pressure, StaleAfter: f.StaleAfter, PerLevel: r.policyLevels})
 }
 
 // UnmarshalCBOR decodes either encoding of [policyRec.MarshalCBOR]; eight
-// items without level overrides are malformed.
+// items without per-level parts are malformed.
 func (r *policyRec) UnmarshalCBOR(data []byte) error {
 	var long policyWithLevels
 	tail, err := codec.Default.UnmarshalTail(data, 7, &r.policyFields, &long)
@@ -185,12 +203,12 @@ func (r *policyRec) UnmarshalCBOR(data []byte) error {
 	case err != nil:
 		return err
 	case !tail:
-		r.Levels = nil
-	case len(long.Levels) == 0:
-		return fmt.Errorf("raftfsm: policy of eight items without level overrides: %w", ck.ErrMalformed)
+		r.policyLevels = policyLevels{}
+	case long.PerLevel.empty():
+		return fmt.Errorf("raftfsm: policy of eight items without per-level parts: %w", ck.ErrMalformed)
 	default:
 		*r = policyRec{policyFields: policyFields{Class: long.Class, MaxInProgress: long.MaxInProgress, Mode: long.Mode, Windows: long.Windows,
-			NotBefore: long.NotBefore, Pressure: long.Pressure, StaleAfter: long.StaleAfter}, Levels: long.Levels}
+			NotBefore: long.NotBefore, Pressure: long.Pressure, StaleAfter: long.StaleAfter}, policyLevels: long.PerLevel}
 	}
 	return nil
 }
@@ -212,13 +230,30 @@ func recordPolicy(p *policy.Tenant) policyRec {
 		},
 		StaleAfter: int64(p.StaleAfter),
 	}}
-	for _, w := range p.Run.Windows {
-		r.Windows = append(r.Windows, windowRec{Days: uint8(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
-	}
+	r.Windows = recordWindows(p.Run.Windows)
 	for _, l := range p.Levels {
 		r.Levels = append(r.Levels, levelRec{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: int64(l.MaxAge), CrossShard: uint8(l.CrossShard)})
 	}
+	for _, lr := range p.LevelRuns {
+		r.Runs = append(r.Runs, levelRunRec{Level: lr.Level, Mode: uint8(lr.Run.Mode), Windows: recordWindows(lr.Run.Windows)})
+	}
 	return r
+}
+
+func recordWindows(ws []policy.Window) []windowRec {
+	var out []windowRec
+	for _, w := range ws {
+		out = append(out, windowRec{Days: uint8(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
+	}
+	return out
+}
+
+func windowsOf(rs []windowRec) []policy.Window {
+	var out []policy.Window
+	for _, w := range rs {
+		out = append(out, policy.Window{Days: policy.Weekdays(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
+	}
+	return out
 }
 
 func (r *policyRec) policy() policy.Tenant {
@@ -231,11 +266,12 @@ func (r *policyRec) policy() policy.Tenant {
 		},
 		StaleAfter: time.Duration(r.StaleAfter),
 	}
-	for _, w := range r.Windows {
-		p.Run.Windows = append(p.Run.Windows, policy.Window{Days: policy.Weekdays(w.Days), Start: w.Start, End: w.End, Offset: w.Offset})
-	}
+	p.Run.Windows = windowsOf(r.Windows)
 	for _, l := range r.Levels {
 		p.Levels = append(p.Levels, policy.Level{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: time.Duration(l.MaxAge), CrossShard: policy.Toggle(l.CrossShard)})
+	}
+	for _, lr := range r.Runs {
+		p.LevelRuns = append(p.LevelRuns, policy.LevelRun{Level: lr.Level, Run: policy.RunPolicy{Mode: policy.RunMode(lr.Mode), Windows: windowsOf(lr.Windows)}})
 	}
 	return p
 }
@@ -316,14 +352,20 @@ type policies struct {
 	grades map[string]policy.Grade
 	// open says whether new jobs may start under the default policy and
 	// under each tenant's own, as judged at edge (the log time up to
-	// which the judgement holds: the next window edge or not-before).
-	defOpen bool
-	open    map[string]bool
-	edge    int64
+	// which the judgement holds: the next window edge or not-before);
+	// closedLv, at which levels their level windows hold new jobs (bit l
+	// for level l). Only tenants closed, or with closed levels, have
+	// entries.
+	defOpen     bool
+	open        map[string]bool
+	defClosedLv uint64
+	closedLv    map[string]uint64
+	edge        int64
 }
 
 func newPolicies() *policies {
-	return &policies{tenants: map[string]policy.Tenant{}, grades: map[string]policy.Grade{}, defOpen: true, open: map[string]bool{}, edge: math.MaxInt64}
+	return &policies{tenants: map[string]policy.Tenant{}, grades: map[string]policy.Grade{}, defOpen: true, open: map[string]bool{},
+		closedLv: map[string]uint64{}, edge: math.MaxInt64}
 }
 
 // of returns the effective policy of a tenant.
@@ -358,6 +400,7 @@ func (ps *policies) clear(tenant string) bool {
 	}
 	delete(ps.tenants, tenant)
 	delete(ps.open, tenant)
+	delete(ps.closedLv, tenant)
 	i, _ := slices.BinarySearch(ps.names, tenant)
 	ps.names = slices.Delete(ps.names, i, i+1)
 	return true
@@ -383,18 +426,19 @@ func (ps *policies) addCompact(c planner.Force) error {
 // default's changed, which concerns every tenant without its own).
 func (ps *policies) judge(now int64) (changed []string, all bool) {
 	ps.edge = math.MaxInt64
-	if open := ps.def.MayStart(now); open != ps.defOpen {
-		ps.defOpen, all = open, true
+	open, closedLv := ps.def.MayStart(now), policy.ClosedLevels(ps.def.LevelRuns, now)
+	if open != ps.defOpen || closedLv != ps.defClosedLv {
+		ps.defOpen, ps.defClosedLv, all = open, closedLv, true
 	}
 	ps.edge = min(ps.edge, ps.def.NextChange(now))
 	for _, name := range ps.names {
 		p := ps.tenants[name]
-		open := p.MayStart(now)
+		open, closedLv := p.MayStart(now), policy.ClosedLevels(p.LevelRuns, now)
 		prev, ok := ps.open[name]
 		if !ok {
 			prev = true
 		}
-		if open != prev {
+		if open != prev || closedLv != ps.closedLv[name] {
 			changed = append(changed, name)
 		}
 		if open {
@@ -402,13 +446,27 @@ func (ps *policies) judge(now int64) (changed []string, all bool) {
 		} else {
 			ps.open[name] = false
 		}
+		if closedLv == 0 {
+			delete(ps.closedLv, name)
+		} else {
+			ps.closedLv[name] = closedLv
+		}
 		ps.edge = min(ps.edge, p.NextChange(now))
 	}
 	return changed, all
 }
 
+// closedLevels returns the levels at which the tenant's level windows
+// hold its new jobs, as last judged (bit l for level l).
+func (ps *policies) closedLevels(tenant string) uint64 {
+	if _, own := ps.tenants[tenant]; own {
+		return ps.closedLv[tenant]
+	}
+	return ps.defClosedLv
+}
+
 // mayStart reports whether the tenant's new jobs may start, as last
-// judged.
+// judged (its level windows aside: see closedLevels).
 func (ps *policies) mayStart(tenant string) bool {
 	if _, own := ps.tenants[tenant]; own {
 		_, closed := ps.open[tenant]

@@ -11,17 +11,21 @@ import (
 	"github.com/compactkit/compactkit/policy"
 )
 
-// A policy is encoded as seven items without level overrides (the bytes
+// A policy is encoded as seven items without per-level parts (the bytes
 // of the first release with policies) and as eight with them; eight items
-// without overrides are malformed.
+// without any are malformed.
 func TestPolicyRecordLevels(t *testing.T) {
 	plain := policy.Tenant{Class: policy.Low, MaxInProgress: 3, StaleAfter: time.Minute}
 	withLevels := plain
 	withLevels.Levels = []policy.Level{{Level: 0, MaxBlocks: 8, MaxAge: time.Minute}, {Level: 2, MaxBytes: 1 << 20, CrossShard: policy.On}}
-	for _, p := range []policy.Tenant{plain, withLevels} {
+	withRuns := plain
+	withRuns.LevelRuns = []policy.LevelRun{{Level: 1, Run: policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 60, End: 120}}}}}
+	both := withLevels
+	both.LevelRuns = withRuns.LevelRuns
+	for _, p := range []policy.Tenant{plain, withLevels, withRuns, both} {
 		data, err := codec.Default.Marshal(recordPolicy(&p))
 		require.NoError(t, err)
-		require.Equal(t, byte(0x87+min(len(p.Levels), 1)), data[0], "array of seven or eight items")
+		require.Equal(t, byte(0x87+min(len(p.Levels)+len(p.LevelRuns), 1)), data[0], "array of seven or eight items")
 		var r policyRec
 		require.NoError(t, codec.Default.Unmarshal(data, &r))
 		require.True(t, p.Equal(r.policy()), "%+v", r.policy())
@@ -36,7 +40,7 @@ func TestPolicyRecordLevels(t *testing.T) {
 
 	f := recordPolicy(&plain).policyFields
 	for _, levels := range [][]levelRec{nil, {}} {
-		bad, err := codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Levels: levels})
+		bad, err := codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, PerLevel: policyLevels{Levels: levels}})
 		require.NoError(t, err)
 		var r policyRec
 		require.ErrorIs(t, codec.Default.Unmarshal(bad, &r), ck.ErrMalformed)

@@ -85,7 +85,8 @@ func (st *state) regrade(tenant string, now int64) {
 		return
 	}
 	l := st.planner.TenantLoad(tenant, now)
-	g := th.Next(ps.grades[tenant], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, !ps.mayStart(tenant))
+	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0 // a window, not the workers, holds work back
+	g := th.Next(ps.grades[tenant], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, held)
 	if g == policy.OK {
 		delete(ps.grades, tenant)
 	} else {

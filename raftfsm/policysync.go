@@ -6,9 +6,9 @@ import (
 )
 
 // schedPolicy is what the scheduler needs of a tenant's policy, with
-// whether its new jobs may start now.
-func schedPolicy(p *policy.Tenant, open bool) scheduler.TenantPolicy {
-	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, Closed: !open}
+// whether its new jobs may start now and at which levels they may not.
+func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantPolicy {
+	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, Closed: !open, ClosedLevels: closedLv}
 }
 
 // follow brings the scheduler and the planner in line with the policies
@@ -26,13 +26,13 @@ func schedPolicy(p *policy.Tenant, open bool) scheduler.TenantPolicy {
 func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
 	if all {
-		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen))
+		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen, ps.defClosedLv))
 		st.planner.SetDefaultRank(uint8(ps.def.Class.Rank()))
 		st.invariant(st.planner.SetDefaultLevels(ps.def.Levels), "default level overrides")
 	}
 	for _, t := range tenants {
 		if p, own := ps.tenants[t]; own {
-			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t)))
+			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t), ps.closedLevels(t)))
 			st.planner.SetRank(t, uint8(p.Class.Rank()))
 			st.invariant(st.planner.SetLevels(t, p.Levels), "level overrides of "+t)
 		} else {

@@ -836,6 +836,11 @@ func policyString(p policy.Tenant) string {
 	for _, l := range p.Levels {
 		s += fmt.Sprintf(" level%d={blocks=%d bytes=%d age=%s cross=%s}", l.Level, l.MaxBlocks, l.MaxBytes, l.MaxAge, l.CrossShard)
 	}
+	for _, lr := range p.LevelRuns {
+		for _, w := range lr.Run.Windows {
+			s += fmt.Sprintf(" level%d-%s=%s", lr.Level, lr.Run.Mode, w)
+		}
+	}
 	return s
 }
 
@@ -845,11 +850,12 @@ func policyString(p policy.Tenant) string {
 //	    [days=Mon,Tue] [offset=MIN] [not-before=DUR] [slow=ON/OFF] [stop=ON/OFF]
 //	    [slow-debt=ON/OFF] [stop-debt=ON/OFF] [stale=DUR]
 //	    [levels=L:blocks=N,bytes=N,age=DUR,cross=on|off;L:...]
+//	    [level-only-in=L:HH:MM-HH:MM | level-never-in=L:HH:MM-HH:MM] (every day, UTC)
 //	policy clear (tenant=T | all)
 //	policy compact-now (tenant=T | all) [level=L]
 func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 	c.Only(append([]string{"tenant", "all", "level", "by", "class", "cap", "only-in", "never-in", "days", "offset",
-		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale", "levels"}, entryOptions...)...)
+		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale", "levels", "level-only-in", "level-never-in"}, entryOptions...)...)
 	pc := &raftfsm.PolicyCommand{Tenant: c.Str("tenant", ""), All: c.Has("all"), By: c.Str("by", "")}
 	switch e.pos(c, 0) {
 	case "set":
@@ -898,6 +904,18 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 		p.Pressure = policy.Thresholds{SlowBlocks: limit("slow"), StopBlocks: limit("stop"), SlowDebt: limit("slow-debt"), StopDebt: limit("stop-debt")}
 		if c.Has("levels") {
 			p.Levels = parseLevels(c, c.Str("levels", ""))
+		}
+		for _, mode := range []policy.RunMode{policy.OnlyIn, policy.NeverIn} {
+			key := "level-" + mode.String()
+			if !c.Has(key) {
+				continue
+			}
+			var l, h1, m1, h2, m2 uint16
+			if _, err := fmt.Sscanf(c.Str(key, ""), "%d:%d:%d-%d:%d", &l, &h1, &m1, &h2, &m2); err != nil {
+				c.Fatalf("%s: %v", key, err)
+			}
+			p.LevelRuns = append(p.LevelRuns, policy.LevelRun{Level: uint32(l), Run: policy.RunPolicy{Mode: mode,
+				Windows: []policy.Window{{Days: policy.EveryDay, Start: h1*60 + m1, End: h2*60 + m2}}}})
 		}
 		pc.Policy = p
 	case "clear":

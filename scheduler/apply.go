@@ -382,7 +382,7 @@ func (tx *Tx) add(c *ck.Change, r *Result) Result {
 		return tx.skip(r, SkippedPaused, "")
 	}
 	pol := s.policy(c.Plan.Tenant)
-	if pol.Closed {
+	if pol.closed(c.Plan.Level) {
 		return tx.skip(r, SkippedClosed, "tenant %q", c.Plan.Tenant)
 	}
 	plan := c.Plan

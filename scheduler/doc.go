@@ -65,7 +65,8 @@
 // rank, a cap of jobs in progress and a closed state. The state machine
 // derives them from its replicated policies in log time (a priority class
 // is a rank; a run window or a not-before time that forbids starting work
-// now is Closed) and sets them while applying entries. They are derived
+// now is Closed, and a level's run window closes that level, ClosedLevels)
+// and sets them while applying entries. They are derived
 // state: the snapshot does not hold them, and after [Restore] the state
 // machine sets them again; a restored scheduler with the same policies is
 // the original's equal. Without policies (the zero TenantPolicy) the
@@ -76,7 +77,7 @@
 //
 //  1. A pause ([Scheduler.SetPause]) holds everything of its tenant or
 //     level: no add, no assign, no reassignment of an expired job.
-//  2. A closed tenant: no add ([SkippedClosed]), no assign, no
+//  2. A closed tenant, or a closed level of it: no add ([SkippedClosed]), no assign, no
 //     reassignment of an expired job; jobs in progress run to their end
 //     (renewed, completed, failed, released as usual).
 //  3. A cap: while the tenant has MaxInProgress jobs in progress (or more,

@@ -51,6 +51,13 @@ func (m *model) policy(tenant string) scheduler.TenantPolicy {
 	return m.def
 }
 
+// closed reports whether the tenant's policy holds its new work at a
+// level: closed altogether, or that level's bit set.
+func (m *model) closed(tenant string, level uint32) bool {
+	p := m.policy(tenant)
+	return p.Closed || level < 64 && (p.ClosedLevels>>level)&1 == 1
+}
+
 // inProgress counts the tenant's jobs in progress.
 func (m *model) inProgress(tenant string) int {
 	n := 0
@@ -160,7 +167,7 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 		_, completed := m.done[c.Job]
 		if c.Plan == nil || c.Plan.Name != c.Job || j != nil || completed ||
 			(m.cfg.MaxQueueSize > 0 && len(m.jobs) >= m.cfg.MaxQueueSize) || m.paused(c.Plan.Tenant, c.Plan.Level) ||
-			m.policy(c.Plan.Tenant).Closed {
+			m.closed(c.Plan.Tenant, c.Plan.Level) {
 			return skip()
 		}
 		touch()
@@ -180,7 +187,7 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 	r := mResult{applied: true}
 	switch c.Kind {
 	case ck.ChangeAssign:
-		if c.Worker == "" || m.paused(st.Tenant, st.Level) || m.policy(st.Tenant).Closed || st.Status == ck.StatusExcluded ||
+		if c.Worker == "" || m.paused(st.Tenant, st.Level) || m.closed(st.Tenant, st.Level) || st.Status == ck.StatusExcluded ||
 			(inProgress && !expired) || (expired && m.atLimit(st.Failures)) ||
 			(st.Status == ck.StatusUnassigned && m.capped(st.Tenant, 0)) ||
 			(st.Worker == "" && tx.token < st.Token) || (st.Worker != "" && tx.token <= st.Token) {
@@ -368,7 +375,7 @@ func key(rank uint8, st ck.JobState) string {
 // held reports whether new work of the tenant at the level waits: paused,
 // closed, or at the cap counting this schedule's assignments.
 func (ms *mSched) held(tenant string, level uint32) bool {
-	return ms.m.paused(tenant, level) || ms.m.policy(tenant).Closed || ms.m.capped(tenant, ms.own[tenant])
+	return ms.m.paused(tenant, level) || ms.m.closed(tenant, level) || ms.m.capped(tenant, ms.own[tenant])
 }
 
 func (ms *mSched) assignJob(worker string) bool {
@@ -382,7 +389,7 @@ func (ms *mSched) assignJob(worker string) bool {
 	var unassigned []cand // assignable unassigned jobs
 	var running []cand
 	for _, j := range m.sorted() {
-		if ms.touched[j.st.Name] || m.paused(j.st.Tenant, j.st.Level) || m.policy(j.st.Tenant).Closed {
+		if ms.touched[j.st.Name] || m.paused(j.st.Tenant, j.st.Level) || m.closed(j.st.Tenant, j.st.Level) {
 			continue
 		}
 		rank := m.policy(j.st.Tenant).Rank
@@ -540,7 +547,7 @@ func (ms *mSched) addJob(p ck.JobPlan) bool {
 	}
 	_, exists := m.jobs[p.Name]
 	_, completed := m.done[p.Name]
-	if exists || completed || m.paused(p.Tenant, p.Level) || m.policy(p.Tenant).Closed || ck.ValidateJobName(p.Name) != nil {
+	if exists || completed || m.paused(p.Tenant, p.Level) || m.closed(p.Tenant, p.Level) || ck.ValidateJobName(p.Name) != nil {
 		return false
 	}
 	for _, a := range ms.added {

@@ -260,7 +260,7 @@ func (st *sm) check(t *rapid.T) {
 		if st.m.paused(j.st.Tenant, j.st.Level) {
 			l.Paused++
 		}
-		if j.st.Status == ck.StatusUnassigned && (st.m.policy(j.st.Tenant).Closed || st.m.capped(j.st.Tenant, 0)) {
+		if j.st.Status == ck.StatusUnassigned && (st.m.closed(j.st.Tenant, j.st.Level) || st.m.capped(j.st.Tenant, 0)) {
 			l.Held++
 		}
 	}
@@ -323,6 +323,7 @@ func genPolicy() *rapid.Generator[scheduler.TenantPolicy] {
 			Rank:          rapid.Uint8Range(0, 2).Draw(t, "rank"),
 			MaxInProgress: rapid.Uint32Range(0, 2).Draw(t, "cap"),
 			Closed:        rapid.IntRange(0, 3).Draw(t, "closed") == 0,
+			ClosedLevels:  uint64(rapid.IntRange(0, 7).Draw(t, "closedLevels")) * uint64(rapid.IntRange(0, 1).Draw(t, "someLevelsClosed")),
 		}
 	})
 }

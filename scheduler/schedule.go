@@ -232,7 +232,8 @@ func (sc *Schedule) Paused(tenant string, level uint32) bool {
 }
 
 // Held reports whether new jobs of tenant at level would wait: the tenant
-// or level is paused, the tenant's policy is closed ([TenantPolicy].Closed),
+// or level is paused, the tenant's policy is closed at the level
+// ([TenantPolicy].Closed, ClosedLevels),
 // or the tenant is at its cap of jobs in progress — in the view, or with
 // the jobs this schedule has assigned it. The planner skips held tenants.
 // It costs a lookup in the tenant policies.
@@ -242,7 +243,7 @@ func (sc *Schedule) Held(tenant string, level uint32) bool {
 	}
 	p, n := sc.policyOf(tenant)
 	switch {
-	case p.Closed:
+	case p.closed(level):
 		return true
 	case p.MaxInProgress == 0:
 		return false
@@ -730,8 +731,8 @@ func (sc *Schedule) EvictJob() bool {
 
 // AddJob appends an add change for plan and returns true, or returns false
 // when the queue is full (Config.MaxQueueSize, counting this schedule's
-// changes), the plan's tenant or level is paused, its tenant is closed
-// ([TenantPolicy].Closed), or a job of that name exists, was added by this
+// changes), the plan's tenant or level is paused, its tenant is closed at
+// its level ([TenantPolicy].Closed, ClosedLevels), or a job of that name exists, was added by this
 // schedule, or was completed recently. A job of a tenant at its cap is
 // added; it waits. The plan is copied shallowly: its slices are shared.
 func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
@@ -742,7 +743,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 		return false
 	}
 	pol, _ := sc.policyOf(plan.Tenant)
-	if pol.Closed {
+	if pol.closed(plan.Level) {
 		return false
 	}
 	if sc.dprobe.name = plan.Name; sc.v.completed.Has(&sc.dprobe) {

@@ -67,8 +67,8 @@ const (
 	// tombstones is left to clean. Set by the state machine (raftfsm).
 	SkippedNoTombstoneLeft
 	// SkippedClosed: an add or an assign of a job whose tenant's policy is
-	// closed: held by a run window or a not-before time
-	// ([TenantPolicy].Closed).
+	// closed at its level: held by a run window or a not-before time
+	// ([TenantPolicy].Closed, ClosedLevels).
 	SkippedClosed
 	// SkippedCapped: an assign of an unassigned job whose tenant is at its
 	// cap of jobs in progress ([TenantPolicy].MaxInProgress).

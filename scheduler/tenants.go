@@ -24,6 +24,15 @@ type TenantPolicy struct {
 	// Closed holds the tenant's new work: a run window (or a not-before time)
 	// forbids new jobs from starting now. Jobs in progress run to their end.
 	Closed bool
+	// ClosedLevels holds the tenant's new work at some levels only: bit l
+	// for level l (levels from 64 on cannot be closed this way). Jobs in
+	// progress run to their end.
+	ClosedLevels uint64
+}
+
+// closed reports whether the policy holds new work at a level.
+func (p TenantPolicy) closed(level uint32) bool {
+	return p.Closed || level < 64 && p.ClosedLevels&(1<<level) != 0
 }
 
 // capped reports whether a tenant with n jobs in progress is at the cap.
@@ -93,7 +102,7 @@ func (s *Scheduler) holds(tenant string, level uint32, p TenantPolicy, n int) ui
 	if s.pauses.paused(tenant, level) {
 		h |= holdPaused
 	}
-	if p.Closed {
+	if p.closed(level) {
 		h |= holdClosed
 	}
 	if p.capped(n) {
@@ -224,7 +233,7 @@ func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
 	case wasCapped && !capped:
 		s.nCapped--
 	}
-	if old.Rank == p.Rank && old.Closed == p.Closed && wasCapped == capped && (old.MaxInProgress > 0) == (p.MaxInProgress > 0) {
+	if old.Rank == p.Rank && old.Closed == p.Closed && old.ClosedLevels == p.ClosedLevels && wasCapped == capped && (old.MaxInProgress > 0) == (p.MaxInProgress > 0) {
 		return // a cap changed without crossing the count: the tenant index has it
 	}
 	s.reshape(tenant, p, n)

@@ -29,6 +29,7 @@
 //	    [-only-in HH:MM-HH:MM[,...] | -never-in HH:MM-HH:MM[,...]] [-days Mon,Tue] [-offset MINUTES]
 //	    [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-debt ON/OFF] [-stop-debt ON/OFF]
 //	    [-stale DURATION] [-level L:blocks=N,bytes=N,age=DURATION,cross=on|off]...
+//	    [-level-only-in L=HH:MM-HH:MM[,...] | -level-never-in L=HH:MM-HH:MM[,...]]...
 //	policy clear (-tenant T | -all)
 //	compact-now (-tenant T | -all) [-level L]
 //
@@ -40,7 +41,9 @@
 // "slow" at 100 queued blocks and leaves it below 80. -level 0:blocks=40,age=2m
 // gives the tenant's level-0 jobs up to 40 blocks and plans partial level-0
 // batches after 2 minutes (settings left out keep the cluster's); repeat it
-// for other levels. policy clear returns a
+// for other levels. -level-only-in 1=23:00-05:00 starts the tenant's new
+// level-1 jobs only at night, on top of its own windows (-days and -offset
+// apply to these windows too). policy clear returns a
 // tenant to the default (with -all, resets the default). compact-now plans
 // the tenant's queued blocks without waiting for batches to fill or age.
 // -tenant "" names the empty tenant (multi-tenant segments).

@@ -29,6 +29,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	var limit *uint
 	var offset *int
 	var levels []admin.LevelOverride
+	var levelRuns []struct{ mode, value string }
 	switch cmd {
 	case "compact-now":
 		level = sub.Int("level", -1, "only this level (default every level)")
@@ -45,6 +46,12 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		slowDebt = sub.String("slow-debt", "", "backpressure slow on compaction debt (ready batches): ON/OFF")
 		stopDebt = sub.String("stop-debt", "", "backpressure stop on compaction debt: ON/OFF")
 		stale = sub.String("stale", "", "staleness alarm when a level's oldest queued block waits longer (a duration: 1h)")
+		for _, mode := range []string{"only-in", "never-in"} {
+			sub.Func("level-"+mode, "level L's new jobs start "+map[string]string{"only-in": "only", "never-in": "never"}[mode]+" in these windows, repeatable: L=HH:MM-HH:MM[,...]", func(s string) error {
+				levelRuns = append(levelRuns, struct{ mode, value string }{mode, s})
+				return nil
+			})
+		}
 		sub.Func("level", "override a level's batching, repeatable: L:blocks=N,bytes=N,age=DURATION,cross=on|off", func(s string) error {
 			o, err := levelOverride(s)
 			if err == nil {
@@ -83,11 +90,25 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 			return nil, fmt.Errorf("%s: -cap %d: too large", name, *limit)
 		}
 		p := &admin.Policy{Class: *class, MaxInProgress: uint32(*limit), NotBefore: *notBefore, StaleAfter: *stale, Levels: levels}
-		run, err := runPolicy(*onlyIn, *neverIn, *days, *offset, given)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		if len(levelRuns) == 0 || *onlyIn != "" || *neverIn != "" {
+			run, err := runPolicy(*onlyIn, *neverIn, *days, *offset, given)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			p.Run = run
 		}
-		p.Run = run
+		for _, lr := range levelRuns {
+			l, ranges, ok := strings.Cut(lr.value, "=")
+			level, err := strconv.ParseUint(l, 10, 32)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("%s: -level-%s %q: want L=HH:MM-HH:MM[,...]", name, lr.mode, lr.value)
+			}
+			windows, err := windowList(lr.mode, ranges, *days, *offset)
+			if err != nil {
+				return nil, fmt.Errorf("%s: -level-%w", name, err)
+			}
+			p.LevelRuns = append(p.LevelRuns, admin.LevelRun{Level: uint32(level), Run: admin.RunPolicy{Mode: lr.mode, Windows: windows}})
+		}
 		th := &admin.Thresholds{}
 		for _, l := range []struct {
 			flag, value string
@@ -124,19 +145,29 @@ func runPolicy(onlyIn, neverIn, days string, offset int, given map[string]bool) 
 		}
 		return nil, nil
 	}
+	windows, err := windowList(mode, ranges, days, offset)
+	if err != nil {
+		return nil, fmt.Errorf("-%w", err)
+	}
+	return &admin.RunPolicy{Mode: mode, Windows: windows}, nil
+}
+
+// windowList arranges "HH:MM-HH:MM[,...]" on the days (default every day)
+// at the offset as the API's windows; its errors start with the mode.
+func windowList(mode, ranges, days string, offset int) ([]admin.Window, error) {
 	dayList := []string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
 	if days != "" {
 		dayList = strings.Split(days, ",")
 	}
-	run := &admin.RunPolicy{Mode: mode}
+	var out []admin.Window
 	for _, r := range strings.Split(ranges, ",") {
 		start, end, ok := strings.Cut(r, "-")
 		if !ok {
-			return nil, fmt.Errorf("-%s %q: want HH:MM-HH:MM", mode, r)
+			return nil, fmt.Errorf("%s %q: want HH:MM-HH:MM", mode, r)
 		}
-		run.Windows = append(run.Windows, admin.Window{Days: dayList, Start: start, End: end, OffsetMinutes: offset})
+		out = append(out, admin.Window{Days: dayList, Start: start, End: end, OffsetMinutes: offset})
 	}
-	return run, nil
+	return out, nil
 }
 
 // levelOverride parses "L:blocks=N,bytes=N,age=DURATION,cross=on|off"
@@ -203,16 +234,9 @@ func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 	fmt.Fprintln(w, "TENANT\tCLASS\tCAP\tRUN\tNOT BEFORE\tBACKPRESSURE (ON/OFF)\tSTALE AFTER\tLEVELS\tNEW JOBS")
 	row := func(name string, t admin.TenantPolicy) {
 		p := t.Policy
-		capText, run, pressure, open := "none", "any time", "-", "closed"
+		capText, run, pressure, open := "none", p.RunText(), "-", "closed"
 		if p.MaxInProgress > 0 {
 			capText = strconv.FormatUint(uint64(p.MaxInProgress), 10)
-		}
-		if tp, err := p.Tenant(); err == nil && p.Run != nil {
-			var ws []string
-			for _, w := range tp.Run.Windows {
-				ws = append(ws, w.String())
-			}
-			run = p.Run.Mode + " " + strings.Join(ws, "; ")
 		}
 		if th := p.Pressure; th != nil {
 			var ls []string

@@ -87,6 +87,31 @@ func TestCLIPolicies(t *testing.T) {
 	require.Equal(t, "", ps.Tenants[0].Tenant)
 }
 
+// Level windows from the command line: the days and offset apply to
+// them; the table shows them after the tenant's own windows.
+func TestCLILevelWindows(t *testing.T) {
+	l := newLive(t)
+	_, err := ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-level-only-in", "1=22:00-06:00",
+		"-level-never-in", "2=12:00-13:00,18:00-19:00", "-days", "Mon,Tue", "-offset", "60")
+	require.NoError(t, err)
+	ps := policies(t, l)
+	window := func(start, end string) admin.Window {
+		return admin.Window{Days: []string{"Mon", "Tue"}, Start: start, End: end, OffsetMinutes: 60}
+	}
+	require.Equal(t, []admin.LevelRun{
+		{Level: 1, Run: admin.RunPolicy{Mode: "only-in", Windows: []admin.Window{window("22:00", "06:00")}}},
+		{Level: 2, Run: admin.RunPolicy{Mode: "never-in", Windows: []admin.Window{window("12:00", "13:00"), window("18:00", "19:00")}}},
+	}, ps.Tenants[0].Policy.LevelRuns)
+	require.Nil(t, ps.Tenants[0].Policy.Run)
+	out, err := ctl(t, l.srv, "policy", "list")
+	require.NoError(t, err)
+	require.Contains(t, out, "level 1 only-in Mon,Tue 22:00-06:00 UTC+01:00 · level 2 never-in Mon,Tue 12:00-13:00 UTC+01:00; Mon,Tue 18:00-19:00 UTC+01:00")
+	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-level-only-in", "1")
+	require.ErrorContains(t, err, `-level-only-in "1": want L=HH:MM-HH:MM`)
+	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-only-in", "10:00-11:00", "-level-only-in", "1=12:00-13:00")
+	require.ErrorContains(t, err, "409 Conflict")
+}
+
 // status shows the backpressure grades and the staleness alarms.
 func TestCLIStatusPressure(t *testing.T) {
 	l := newLive(t)

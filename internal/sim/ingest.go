@@ -138,7 +138,7 @@ func (s *Sim) newBlock() ck.BlockMeta {
 // randomPolicy draws a policy command: a tenant's or the default policy
 // set (any class, a cap of 1 to 3, a run window around the present, a
 // not-before time in the next minutes, backpressure thresholds, level
-// overrides), cleared, or a compact-now request.
+// overrides, a level's run window), cleared, or a compact-now request.
 func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 	pc := &raftfsm.PolicyCommand{By: "sim"}
 	if s.coin(0.2) {
@@ -189,6 +189,17 @@ func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 				}
 				p.Levels = append(p.Levels, o)
 			}
+		}
+		if len(p.Run.Windows) == 0 && s.coin(0.2) {
+			// A window for level 0 or 1 alone (the tenant's own run policy
+			// has none, so the two always meet).
+			start := uint16((s.leaderClock()/int64(time.Minute) + int64(s.rng.IntN(30))) % policy.MinutesPerDay)
+			w := policy.Window{Days: policy.EveryDay, Start: start, End: (start + uint16(2+s.rng.IntN(29))) % policy.MinutesPerDay}
+			if w.End == 0 {
+				w.End = policy.MinutesPerDay
+			}
+			p.LevelRuns = []policy.LevelRun{{Level: uint32(s.rng.IntN(int(min(2, s.cfg.Planner.FinalLevel)))),
+				Run: policy.RunPolicy{Mode: policy.RunMode(s.rng.IntN(2)), Windows: []policy.Window{w}}}}
 		}
 		pc.Policy = p
 	case n < 8:

@@ -314,8 +314,8 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 		}
 		switch c.Kind {
 		case ck.ChangeAdd:
-			if p := m.policyOf(c.Plan.Tenant); !p.MayStart(res.Now) {
-				m.fail("policies", "job %s of tenant %q added at %s, when its policy lets no job start (%+v)", c.Job, c.Plan.Tenant, time.Unix(0, res.Now).UTC(), p.Run)
+			if p := m.policyOf(c.Plan.Tenant); !p.MayStartLevel(res.Now, c.Plan.Level) {
+				m.fail("policies", "job %s of tenant %q at level %d added at %s, when its policy lets no job start (%+v, levels %+v)", c.Job, c.Plan.Tenant, c.Plan.Level, time.Unix(0, res.Now).UTC(), p.Run, p.LevelRuns)
 			}
 			m.addJob(r, e, tokenIdx, c, cr)
 		case ck.ChangeAssign:
@@ -324,13 +324,13 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 				// which the job's count already holds): the tenant's
 				// window must let it start, and its cap leave room.
 				p := m.policyOf(j.plan.Tenant)
-				if !p.MayStart(res.Now) {
-					m.fail("policies", "job %s of tenant %q started at %s, when its policy lets no job start (%+v, not before %d)", c.Job, j.plan.Tenant, time.Unix(0, res.Now).UTC(), p.Run, p.NotBefore)
+				if !p.MayStartLevel(res.Now, j.plan.Level) {
+					m.fail("policies", "job %s of tenant %q at level %d started at %s, when its policy lets no job start (%+v, levels %+v, not before %d)", c.Job, j.plan.Tenant, j.plan.Level, time.Unix(0, res.Now).UTC(), p.Run, p.LevelRuns, p.NotBefore)
 				}
 				if n := m.inProgress(j.plan.Tenant); p.MaxInProgress > 0 && n >= int(p.MaxInProgress) {
 					m.fail("policies", "job %s of tenant %q started with %d jobs in progress, cap %d", c.Job, j.plan.Tenant, n, p.MaxInProgress)
 				}
-				if p.MaxInProgress > 0 || len(p.Run.Windows) > 0 || p.NotBefore > 0 {
+				if p.MaxInProgress > 0 || len(p.Run.Windows) > 0 || len(p.LevelRuns) > 0 || p.NotBefore > 0 {
 					m.s.rep.PolicyStarts++
 				}
 			}
