@@ -258,6 +258,9 @@ type Status struct {
 	Excluded       uint64         `json:"excluded_total"`
 	// Pressure lists the tenants whose backpressure grade is not ok.
 	Pressure []TenantGrade `json:"pressure"`
+	// ShardPressure lists the shards whose backpressure grade is not ok
+	// (policies' shard_pressure).
+	ShardPressure []ShardGrade `json:"shard_pressure"`
 	// Alarms lists the staleness alarms in force.
 	Alarms []StaleAlarm `json:"alarms"`
 }
@@ -266,6 +269,14 @@ type Status struct {
 // ingest should do; tenants not listed are "ok").
 type TenantGrade struct {
 	Tenant string `json:"tenant"`
+	Grade  string `json:"grade"`
+}
+
+// ShardGrade is a shard's backpressure grade, "slow" or "stop" (shard
+// 4294967295 holds the keys of levels compacted across shards).
+type ShardGrade struct {
+	Tenant string `json:"tenant"`
+	Shard  uint32 `json:"shard"`
 	Grade  string `json:"grade"`
 }
 
@@ -303,9 +314,12 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 	if st.Failed != nil {
 		s.Failed = st.Failed.Error()
 	}
-	s.Pressure, s.Alarms = []TenantGrade{}, []StaleAlarm{}
+	s.Pressure, s.ShardPressure, s.Alarms = []TenantGrade{}, []ShardGrade{}, []StaleAlarm{}
 	for _, p := range st.Pressure {
 		s.Pressure = append(s.Pressure, TenantGrade{Tenant: p.Tenant, Grade: p.Grade.String()})
+	}
+	for _, p := range st.ShardPressure {
+		s.ShardPressure = append(s.ShardPressure, ShardGrade{Tenant: p.Tenant, Shard: p.Shard, Grade: p.Grade.String()})
 	}
 	for _, a := range st.Alarms {
 		s.Alarms = append(s.Alarms, StaleAlarm{Tenant: a.Tenant, Level: a.Level, Oldest: logTime(a.Oldest), Since: logTime(a.Since),

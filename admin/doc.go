@@ -20,7 +20,8 @@
 // {"mode": "only-in" | "never-in", "windows": [{"days": ["Mon", "Tue"],
 // "start": "22:00", "end": "06:00", "offset_minutes": 60}]}; not_before in
 // RFC 3339; pressure {"slow_blocks": {"on": 1000, "off": 800},
-// "stop_blocks", "slow_debt", "stop_debt"}; stale_after as a Go duration
+// "stop_blocks", "slow_debt", "stop_debt"}; shard_pressure, the same
+// thresholds for each shard of the tenant; stale_after as a Go duration
 // ("1h"); levels [{"level": 0, "max_blocks": 40, "max_bytes": 0,
 // "max_age": "2m", "cross_shard": "on" | "off"}], overriding the cluster's
 // batching of those levels for the tenant (absent or zero fields keep the
@@ -36,8 +37,8 @@
 // "all"); policy-clear returns a tenant to the default (the default to
 // the zero policy). "tenant": "" names the empty tenant (multi-tenant
 // segments), so exactly one of tenant and all is required. api/status
-// lists the tenants' backpressure grades that are not ok and the
-// staleness alarms in force; the status page shows both, and the
+// lists the tenants' and shards' backpressure grades that are not ok and
+// the staleness alarms in force; the status page shows them, and the
 // policies.
 //
 // Invariants:

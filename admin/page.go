@@ -25,7 +25,9 @@ type pageData struct {
 	MorePolicy int
 	CompactNow []string
 	Pressure   []TenantGrade
-	Alarms     []StaleAlarm
+	// ShardPressure: the shards' grades (not ok).
+	ShardPressure []ShardGrade
+	Alarms        []StaleAlarm
 	// MoreGrades counts the grades and alarms left out.
 	MoreGrades int
 }
@@ -51,7 +53,7 @@ func orNone(s string) string {
 func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 	p := t.Policy
 	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Cap: "none", Run: p.RunText(),
-		NotBefore: orNone(p.NotBefore), Pressure: none, StaleAfter: orNone(p.StaleAfter),
+		NotBefore: orNone(p.NotBefore), StaleAfter: orNone(p.StaleAfter),
 		Levels: orNone(levelsText(p.Levels))}
 	if isDefault {
 		row.Tenant = "default"
@@ -61,18 +63,7 @@ func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 	if p.MaxInProgress > 0 {
 		row.Cap = fmt.Sprint(p.MaxInProgress)
 	}
-	if th := p.Pressure; th != nil {
-		var ls []string
-		for _, l := range []struct {
-			name string
-			l    *Limit
-		}{{"slow blocks", th.SlowBlocks}, {"stop blocks", th.StopBlocks}, {"slow debt", th.SlowDebt}, {"stop debt", th.StopDebt}} {
-			if l.l != nil {
-				ls = append(ls, fmt.Sprintf("%s %d/%d", l.name, l.l.On, l.l.Off))
-			}
-		}
-		row.Pressure = strings.Join(ls, " · ")
-	}
+	row.Pressure = orNone(p.PressureText())
 	return row
 }
 
@@ -143,6 +134,9 @@ document.getElementById("pause-form").addEventListener("submit", async (e) => {
 {{if not .Pressure}}<p id="pressure">every tenant ok</p>{{else}}<table id="pressure"><tr><th class="l">tenant</th><th class="l">grade</th></tr>
 {{range .Pressure}}<tr><td class="l">{{.Tenant}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
 </table>{{end}}
+{{if .ShardPressure}}<table id="shard-pressure"><tr><th class="l">tenant</th><th>shard</th><th class="l">grade</th></tr>
+{{range .ShardPressure}}<tr><td class="l">{{.Tenant}}</td><td>{{.Shard}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
+</table>{{end}}
 <h2>Staleness alarms</h2>
 {{if not .Alarms}}<p id="alarms">none</p>{{else}}<table id="alarms"><tr><th class="l">tenant</th><th>level</th><th class="l">oldest queued</th><th class="l">alarm since</th><th class="l">for</th></tr>
 {{range .Alarms}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Oldest}}</td><td class="l">{{.Since}}</td><td class="l bad">{{.For}}</td></tr>{{end}}
@@ -182,7 +176,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	d := pageData{Status: st, Commands: h.auth != nil, Pressure: st.Pressure[:min(len(st.Pressure), pageRows)], Alarms: st.Alarms[:min(len(st.Alarms), pageRows)]}
+	d := pageData{Status: st, Commands: h.auth != nil, Pressure: st.Pressure[:min(len(st.Pressure), pageRows)],
+		ShardPressure: st.ShardPressure[:min(len(st.ShardPressure), pageRows)], Alarms: st.Alarms[:min(len(st.Alarms), pageRows)]}
 	ps, err := h.policiesOf(r)
 	if err != nil {
 		fail(w, err)
@@ -193,7 +188,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		d.Policies = append(d.Policies, policyRowOf(t, false))
 	}
 	d.MorePolicy = len(ps.Tenants) - min(len(ps.Tenants), pageRows)
-	d.MoreGrades = len(st.Pressure) - len(d.Pressure) + len(st.Alarms) - len(d.Alarms)
+	d.MoreGrades = len(st.Pressure) - len(d.Pressure) + len(st.ShardPressure) - len(d.ShardPressure) + len(st.Alarms) - len(d.Alarms)
 	for _, c := range ps.CompactNow {
 		d.CompactNow = append(d.CompactNow, compactNowText(c))
 	}

@@ -30,6 +30,9 @@ type Policy struct {
 	// Pressure grades the tenant's backlog for its ingest (absent: always
 	// ok).
 	Pressure *Thresholds `json:"pressure,omitempty"`
+	// ShardPressure grades each shard of the tenant apart, from that
+	// shard's queue (absent: shards are not graded).
+	ShardPressure *Thresholds `json:"shard_pressure,omitempty"`
 	// StaleAfter raises a staleness alarm for a level whose oldest queued
 	// block has waited longer: a Go duration ("1h30m"; absent: no alarm).
 	StaleAfter string `json:"stale_after,omitempty"`
@@ -124,6 +127,66 @@ func levelsText(levels []LevelOverride) string {
 	return strings.Join(out, " ")
 }
 
+// thresholdsOf returns th as the API shows it: nil for none.
+func thresholdsOf(th policy.Thresholds) *Thresholds {
+	if th == (policy.Thresholds{}) {
+		return nil
+	}
+	lim := func(l policy.Limit) *Limit {
+		if l == (policy.Limit{}) {
+			return nil
+		}
+		return &Limit{On: l.On, Off: l.Off}
+	}
+	return &Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
+}
+
+// policy converts the thresholds; nil is none.
+func (th *Thresholds) policy() policy.Thresholds {
+	if th == nil {
+		return policy.Thresholds{}
+	}
+	lim := func(l *Limit) policy.Limit {
+		if l == nil {
+			return policy.Limit{}
+		}
+		return policy.Limit{On: l.On, Off: l.Off}
+	}
+	return policy.Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
+}
+
+// String writes the limits set as compactctl's flags take them: "slow
+// 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20".
+func (th *Thresholds) String() string {
+	if th == nil {
+		return ""
+	}
+	var ls []string
+	for _, l := range []struct {
+		name string
+		l    *Limit
+	}{{"slow", th.SlowBlocks}, {"stop", th.StopBlocks}, {"slow-debt", th.SlowDebt}, {"stop-debt", th.StopDebt}} {
+		if l.l != nil {
+			ls = append(ls, fmt.Sprintf("%s %d/%d", l.name, l.l.On, l.l.Off))
+		}
+	}
+	return strings.Join(ls, ", ")
+}
+
+// PressureText describes the policy's backpressure thresholds, as the
+// status page and compactctl show them: the tenant's (see
+// [Thresholds.String]), then each shard's after "per shard:", or "".
+func (p Policy) PressureText() string {
+	var parts []string
+	if s := p.Pressure.String(); s != "" {
+		parts = append(parts, s)
+	}
+	if s := p.ShardPressure.String(); s != "" {
+		parts = append(parts, "per shard: "+s)
+	}
+	return strings.Join(parts, " · ")
+}
+
 // PolicyOf returns p as the API shows it.
 func PolicyOf(p policy.Tenant) Policy {
 	out := Policy{Class: p.Class.String(), MaxInProgress: p.MaxInProgress}
@@ -137,16 +200,8 @@ func PolicyOf(p policy.Tenant) Policy {
 	if p.NotBefore != 0 {
 		out.NotBefore = logTime(p.NotBefore)
 	}
-	if p.Pressure != (policy.Thresholds{}) {
-		lim := func(l policy.Limit) *Limit {
-			if l == (policy.Limit{}) {
-				return nil
-			}
-			return &Limit{On: l.On, Off: l.Off}
-		}
-		th := p.Pressure
-		out.Pressure = &Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
-	}
+	out.Pressure = thresholdsOf(p.Pressure)
+	out.ShardPressure = thresholdsOf(p.ShardPressure)
 	if p.StaleAfter != 0 {
 		out.StaleAfter = p.StaleAfter.String()
 	}
@@ -267,15 +322,8 @@ func (p Policy) Tenant() (policy.Tenant, error) {
 		}
 		out.NotBefore = t.UnixNano()
 	}
-	if th := p.Pressure; th != nil {
-		lim := func(l *Limit) policy.Limit {
-			if l == nil {
-				return policy.Limit{}
-			}
-			return policy.Limit{On: l.On, Off: l.Off}
-		}
-		out.Pressure = policy.Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
-	}
+	out.Pressure = p.Pressure.policy()
+	out.ShardPressure = p.ShardPressure.policy()
 	if p.StaleAfter != "" {
 		d, err := time.ParseDuration(p.StaleAfter)
 		if err != nil {

@@ -70,6 +70,7 @@ const acmePolicy = `{"class":"low","max_in_progress":1,
  "run":{"mode":"only-in","windows":[{"days":["Mon","Tue"],"start":"22:00","end":"06:00","offset_minutes":60}]},
  "not_before":"2026-12-01T00:00:00Z",
  "pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},
+ "shard_pressure":{"slow_blocks":{"on":5,"off":4}},
  "stale_after":"1m0s",
  "levels":[{"level":0,"max_blocks":2,"max_age":"2m0s"},{"level":1,"max_bytes":1048576,"cross_shard":"on"}],
  "level_runs":[{"level":1,"run":{"mode":"never-in","windows":[{"days":["Mon"],"start":"23:00","end":"23:30","offset_minutes":60}]}}]}`
@@ -245,7 +246,7 @@ func TestPolicyPage(t *testing.T) {
 	page := string(body)
 	for _, want := range []string{
 		`id="policies"`, `id="policy-default"`, `<td class="l">acme</td><td class="l">low</td><td>1</td>`,
-		"only-in Mon,Tue 22:00-06:00 UTC&#43;01:00", "slow blocks 2/1 · stop blocks 3/2", "2026-12-01T00:00:00Z",
+		"only-in Mon,Tue 22:00-06:00 UTC&#43;01:00", "slow 2/1, stop 3/2 · per shard: slow 5/4", "2026-12-01T00:00:00Z",
 		"0:blocks=2,age=2m0s 1:bytes=1048576,cross=on",
 		`<span class="bad">closed</span>`, `tenant &#34;globex&#34; at every level`, `id="pressure"`, `id="alarms"`,
 	} {
@@ -265,6 +266,7 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 			Run:           policy.RunPolicy{Mode: policy.RunMode(rapid.IntRange(0, 1).Draw(t, "mode"))},
 			NotBefore:     rapid.Int64Range(0, 1<<63-1).Draw(t, "notBefore"),
 			Pressure:      policy.Thresholds{SlowBlocks: limit("slowBlocks"), StopBlocks: limit("stopBlocks"), SlowDebt: limit("slowDebt"), StopDebt: limit("stopDebt")},
+			ShardPressure: policy.Thresholds{SlowBlocks: limit("shardSlow"), StopDebt: limit("shardStopDebt")},
 			StaleAfter:    time.Duration(rapid.Int64().Draw(t, "stale")),
 		}
 		for l := range uint32(4) {
@@ -312,7 +314,7 @@ func TestPolicyFieldsCovered(t *testing.T) {
 		v      any
 		fields []string
 	}{
-		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "StaleAfter", "Levels", "LevelRuns"}},
+		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "ShardPressure", "StaleAfter", "Levels", "LevelRuns"}},
 		{policy.LevelRun{}, []string{"Level", "Run"}},
 		{policy.Level{}, []string{"Level", "MaxBlocks", "MaxBytes", "MaxAge", "CrossShard"}},
 		{policy.RunPolicy{}, []string{"Mode", "Windows"}},

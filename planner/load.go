@@ -24,6 +24,38 @@ func (p *Planner) TenantLoad(tenant string, now int64) Load {
 	return l
 }
 
+// ShardLoad returns the backlog of one shard of a tenant, over its
+// levels, at log time now (or the planner's own time, if later): the keys
+// of that shard (the keys of levels compacted across shards are the shard
+// compactkit.AnyShard). Its cost is logarithmic in the keys plus the
+// shard's levels.
+func (p *Planner) ShardLoad(tenant string, shard uint32, now int64) Load {
+	nowSec := max(now, p.s.clock) / int64(time.Second)
+	var l Load
+	p.s.keys.AscendGreaterOrEqual(&queue{k: key{tenant: tenant, shard: shard}}, func(q *queue) bool {
+		if q.k.tenant != tenant || q.k.shard != shard {
+			return false
+		}
+		l.Blocks += int64(q.n)
+		l.Debt += int64(q.n)*nowSec - q.sumSec
+		return true
+	})
+	return l
+}
+
+// Shards returns the shards of a tenant with queued blocks, in order (the
+// keys of levels compacted across shards are the shard
+// compactkit.AnyShard). Its cost is linear in the tenant's keys.
+func (p *Planner) Shards(tenant string) []uint32 {
+	var out []uint32
+	p.s.eachKey(tenant, func(q *queue) {
+		if n := len(out); n == 0 || out[n-1] != q.k.shard {
+			out = append(out, q.k.shard)
+		}
+	})
+	return out
+}
+
 // Queued reports whether a block that arrived at or before log time
 // before is queued for the tenant (every tenant when allTenants is set)
 // at the level (every level when allLevels is set). Its cost is linear in

@@ -30,6 +30,11 @@ type Tenant struct {
 	// Pressure grades the tenant's backlog for its ingest (see
 	// [Thresholds]); the zero value always grades OK.
 	Pressure Thresholds
+	// ShardPressure grades each shard of the tenant apart: the blocks
+	// queued in that shard's keys, at every level, and their debt (the
+	// keys of levels compacted across shards are one shard,
+	// compactkit.AnyShard). The zero value always grades OK.
+	ShardPressure Thresholds
 	// StaleAfter raises a staleness alarm for a level of the tenant whose
 	// oldest queued block has waited longer than this; 0 means no alarm.
 	StaleAfter time.Duration
@@ -60,6 +65,9 @@ func (t Tenant) Validate() error {
 	}
 	if err := t.Pressure.Validate(); err != nil {
 		return err
+	}
+	if err := t.ShardPressure.Validate(); err != nil {
+		return fmt.Errorf("policy: shard pressure: %w", err)
 	}
 	if t.StaleAfter < 0 {
 		return fmt.Errorf("policy: stale after %s: %w", t.StaleAfter, ErrInvalid)
@@ -93,7 +101,7 @@ func (t Tenant) Clone() Tenant {
 // Equal reports whether t and u are the same policy.
 func (t Tenant) Equal(u Tenant) bool {
 	return t.Class == u.Class && t.MaxInProgress == u.MaxInProgress && t.NotBefore == u.NotBefore &&
-		t.Pressure == u.Pressure && t.StaleAfter == u.StaleAfter &&
+		t.Pressure == u.Pressure && t.ShardPressure == u.ShardPressure && t.StaleAfter == u.StaleAfter &&
 		t.Run.Mode == u.Run.Mode && slices.Equal(t.Run.Windows, u.Run.Windows) && slices.Equal(t.Levels, u.Levels) &&
 		slices.EqualFunc(t.LevelRuns, u.LevelRuns, func(a, b LevelRun) bool {
 			return a.Level == b.Level && a.Run.Mode == b.Run.Mode && slices.Equal(a.Run.Windows, b.Run.Windows)

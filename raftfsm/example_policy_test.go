@@ -261,3 +261,32 @@ func ExamplePolicyCommand_levelWindow() {
 	// noon: [0]
 	// 22:00: [1]
 }
+
+// Backpressure per shard: each shard of the tenant is graded apart, so an
+// ingest path that writes one shard can slow down alone. The result of
+// adding a block says the higher of the tenant's and its shard's grade.
+func ExampleFSM_ShardPressure() {
+	c := newCluster()
+	c.policy(raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &policy.Tenant{
+		ShardPressure: policy.Thresholds{SlowBlocks: policy.Limit{On: 10, Off: 5}}}})
+	add := func(shard uint32, n int) policy.Grade {
+		var bs []ck.BlockMeta
+		for range n {
+			c.n++
+			bs = append(bs, ck.BlockMeta{ID: fmt.Sprintf("b%03d", c.n), Tenant: "acme", Shard: shard, MinTime: c.now, MaxTime: c.now, Size: 10,
+				Datasets: []ck.DatasetMeta{{Name: "cpu", Size: 10, Records: 1, MinTime: c.now, MaxTime: c.now}}})
+		}
+		res, err := c.apply(&raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: bs}})
+		if err != nil {
+			panic(err)
+		}
+		return res.Blocks[0].Pressure
+	}
+	fmt.Println("shard 1:", add(1, 12))
+	fmt.Println("shard 2:", add(2, 3))
+	fmt.Println("grades:", c.fsm.ShardPressure("acme", 1), c.fsm.ShardPressure("acme", 2), c.fsm.Pressure("acme"))
+	// Output:
+	// shard 1: slow
+	// shard 2: ok
+	// grades: slow ok ok
+}

@@ -249,8 +249,9 @@ type BlockResult struct {
 	// for a block at the final level).
 	Queued bool
 	// Pressure is the backpressure grade of the block's tenant after the
-	// command (see policy.Thresholds): advice for the host's ingest, OK
-	// for a tenant without thresholds.
+	// command (see policy.Thresholds), or of the block's shard if that is
+	// higher (policy.Tenant.ShardPressure): advice for the host's ingest,
+	// OK for a tenant without thresholds.
 	Pressure policy.Grade
 }
 
@@ -532,19 +533,36 @@ func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result
 	if !st.policies.configured() {
 		return
 	}
-	// Grade the backpressure of the tenants the blocks went to, once
-	// each, in the order they first appear (deterministic).
+	// Grade the backpressure of the tenants and shards the blocks went to,
+	// once each, in the order they first appear (deterministic). A block
+	// queued under a cross-shard key counts for that key's shard.
 	var seen []string
+	var shards []tenantShard
 	for i := range a.Blocks {
-		t := a.Blocks[i].Tenant
-		if !slices.Contains(seen, t) {
-			seen = append(seen, t)
-			st.regrade(t, now)
+		b := &a.Blocks[i]
+		if !slices.Contains(seen, b.Tenant) {
+			seen = append(seen, b.Tenant)
+			st.regrade(b.Tenant, now)
+		}
+		if k := st.shardOf(b); !slices.Contains(shards, k) {
+			shards = append(shards, k)
+			st.regradeShard(k.tenant, k.shard, now)
 		}
 	}
 	for i := range res.Blocks {
-		res.Blocks[i].Pressure = st.policies.grades[a.Blocks[i].Tenant]
+		b := &a.Blocks[i]
+		res.Blocks[i].Pressure = max(st.policies.grades[b.Tenant], st.policies.shardGrades[st.shardOf(b)])
 	}
+}
+
+// shardOf returns the tenant's shard a block is graded in: its shard, or
+// the cross-shard keys' if the planner queues its level across shards.
+func (st *state) shardOf(b *ck.BlockMeta) tenantShard {
+	k := tenantShard{tenant: b.Tenant, shard: b.Shard}
+	if lc, ok := st.planner.LevelConfig(b.Tenant, b.Level); ok && lc.CrossShard {
+		k.shard = ck.AnyShard
+	}
+	return k
 }
 
 func (st *state) applyConfig(cfg *Config) error {

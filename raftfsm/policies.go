@@ -124,15 +124,15 @@ func checkPolicy(p *policy.Tenant) error {
 
 // policyRec is the encoding of a policy.Tenant, in commands and
 // snapshots: an array of the seven policyFields, or of eight with the
-// per-level parts (policyLevels: overrides and run windows), written only
-// when there are some, so that a policy without them keeps the bytes of
-// the first release with policies.
+// parts added since (policyExtras: level overrides and run windows, shard
+// thresholds), written only when one is set, so that a policy without
+// them keeps the bytes of the first release with policies.
 type policyRec struct {
 	policyFields
-	policyLevels
+	policyExtras
 }
 
-// policyFields are the fields of a policy without per-level parts.
+// policyFields are the fields of a policy without extras.
 type policyFields struct {
 	_             struct{} `cbor:",toarray"`
 	Class         uint8
@@ -144,17 +144,21 @@ type policyFields struct {
 	StaleAfter    int64
 }
 
-// policyLevels are a policy's per-level parts: its level overrides and
-// its level run windows.
-type policyLevels struct {
-	_      struct{} `cbor:",toarray"`
-	Levels []levelRec
-	Runs   []levelRunRec
+// policyExtras are the parts of a policy added after the first release
+// with policies: its level overrides, its level run windows and its
+// shard thresholds.
+type policyExtras struct {
+	_             struct{} `cbor:",toarray"`
+	Levels        []levelRec
+	Runs          []levelRunRec
+	ShardPressure [8]int64
 }
 
-func (l *policyLevels) empty() bool { return len(l.Levels) == 0 && len(l.Runs) == 0 }
+func (l *policyExtras) empty() bool {
+	return len(l.Levels) == 0 && len(l.Runs) == 0 && l.ShardPressure == [8]int64{}
+}
 
-// policyWithLevels is the encoding of a policy with per-level parts.
+// policyWithLevels is the encoding of a policy with extras.
 type policyWithLevels struct {
 	_             struct{} `cbor:",toarray"`
 	Class         uint8
@@ -164,7 +168,7 @@ type policyWithLevels struct {
 	NotBefore     int64
 	Pressure      [8]int64
 	StaleAfter    int64
-	PerLevel      policyLevels
+	Extras        policyExtras
 }
 
 type levelRec struct {
@@ -184,18 +188,18 @@ type levelRunRec struct {
 }
 
 // MarshalCBOR encodes the policy as an array of seven items, or eight
-// with per-level parts.
+// with extras.
 func (r policyRec) MarshalCBOR() ([]byte, error) {
 	f := &r.policyFields
-	if r.policyLevels.empty() {
+	if r.policyExtras.empty() {
 		return codec.Default.Marshal(f)
 	}
 	return codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Mode: f.Mode, Windows: f.Windows,
-		NotBefore: f.NotBefore, Pressure: f.Pressure, StaleAfter: f.StaleAfter, PerLevel: r.policyLevels})
+		NotBefore: f.NotBefore, Pressure: f.Pressure, StaleAfter: f.StaleAfter, Extras: r.policyExtras})
 }
 
 // UnmarshalCBOR decodes either encoding of [policyRec.MarshalCBOR]; eight
-// items without per-level parts are malformed.
+// items without extras are malformed.
 func (r *policyRec) UnmarshalCBOR(data []byte) error {
 	var long policyWithLevels
 	tail, err := codec.Default.UnmarshalTail(data, 7, &r.policyFields, &long)
@@ -203,12 +207,12 @@ func (r *policyRec) UnmarshalCBOR(data []byte) error {
 	case err != nil:
 		return err
 	case !tail:
-		r.policyLevels = policyLevels{}
-	case long.PerLevel.empty():
-		return fmt.Errorf("raftfsm: policy of eight items without per-level parts: %w", ck.ErrMalformed)
+		r.policyExtras = policyExtras{}
+	case long.Extras.empty():
+		return fmt.Errorf("raftfsm: policy of eight items without extras: %w", ck.ErrMalformed)
 	default:
 		*r = policyRec{policyFields: policyFields{Class: long.Class, MaxInProgress: long.MaxInProgress, Mode: long.Mode, Windows: long.Windows,
-			NotBefore: long.NotBefore, Pressure: long.Pressure, StaleAfter: long.StaleAfter}, policyLevels: long.PerLevel}
+			NotBefore: long.NotBefore, Pressure: long.Pressure, StaleAfter: long.StaleAfter}, policyExtras: long.Extras}
 	}
 	return nil
 }
@@ -224,12 +228,10 @@ type windowRec struct {
 func recordPolicy(p *policy.Tenant) policyRec {
 	r := policyRec{policyFields: policyFields{
 		Class: uint8(p.Class), MaxInProgress: p.MaxInProgress, Mode: uint8(p.Run.Mode), NotBefore: p.NotBefore,
-		Pressure: [8]int64{
-			p.Pressure.SlowBlocks.On, p.Pressure.SlowBlocks.Off, p.Pressure.StopBlocks.On, p.Pressure.StopBlocks.Off,
-			p.Pressure.SlowDebt.On, p.Pressure.SlowDebt.Off, p.Pressure.StopDebt.On, p.Pressure.StopDebt.Off,
-		},
+		Pressure:   thresholdsRec(p.Pressure),
 		StaleAfter: int64(p.StaleAfter),
 	}}
+	r.ShardPressure = thresholdsRec(p.ShardPressure)
 	r.Windows = recordWindows(p.Run.Windows)
 	for _, l := range p.Levels {
 		r.Levels = append(r.Levels, levelRec{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: int64(l.MaxAge), CrossShard: uint8(l.CrossShard)})
@@ -238,6 +240,21 @@ func recordPolicy(p *policy.Tenant) policyRec {
 		r.Runs = append(r.Runs, levelRunRec{Level: lr.Level, Mode: uint8(lr.Run.Mode), Windows: recordWindows(lr.Run.Windows)})
 	}
 	return r
+}
+
+// thresholdsRec and thresholdsOf convert thresholds to and from their
+// encoding: slow blocks, stop blocks, slow debt, stop debt, On and Off
+// each.
+func thresholdsRec(th policy.Thresholds) [8]int64 {
+	return [8]int64{th.SlowBlocks.On, th.SlowBlocks.Off, th.StopBlocks.On, th.StopBlocks.Off,
+		th.SlowDebt.On, th.SlowDebt.Off, th.StopDebt.On, th.StopDebt.Off}
+}
+
+func thresholdsOf(a [8]int64) policy.Thresholds {
+	return policy.Thresholds{
+		SlowBlocks: policy.Limit{On: a[0], Off: a[1]}, StopBlocks: policy.Limit{On: a[2], Off: a[3]},
+		SlowDebt: policy.Limit{On: a[4], Off: a[5]}, StopDebt: policy.Limit{On: a[6], Off: a[7]},
+	}
 }
 
 func recordWindows(ws []policy.Window) []windowRec {
@@ -259,12 +276,10 @@ func windowsOf(rs []windowRec) []policy.Window {
 func (r *policyRec) policy() policy.Tenant {
 	p := policy.Tenant{
 		Class: policy.Class(r.Class), MaxInProgress: r.MaxInProgress, NotBefore: r.NotBefore,
-		Run: policy.RunPolicy{Mode: policy.RunMode(r.Mode)},
-		Pressure: policy.Thresholds{
-			SlowBlocks: policy.Limit{On: r.Pressure[0], Off: r.Pressure[1]}, StopBlocks: policy.Limit{On: r.Pressure[2], Off: r.Pressure[3]},
-			SlowDebt: policy.Limit{On: r.Pressure[4], Off: r.Pressure[5]}, StopDebt: policy.Limit{On: r.Pressure[6], Off: r.Pressure[7]},
-		},
-		StaleAfter: time.Duration(r.StaleAfter),
+		Run:           policy.RunPolicy{Mode: policy.RunMode(r.Mode)},
+		Pressure:      thresholdsOf(r.Pressure),
+		ShardPressure: thresholdsOf(r.ShardPressure),
+		StaleAfter:    time.Duration(r.StaleAfter),
 	}
 	p.Run.Windows = windowsOf(r.Windows)
 	for _, l := range r.Levels {
@@ -338,6 +353,19 @@ func cmpBool(a, b bool) int {
 	}
 }
 
+// tenantShard names a shard of a tenant.
+type tenantShard struct {
+	tenant string
+	shard  uint32
+}
+
+func compareTenantShard(a, b tenantShard) int {
+	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.shard, b.shard)
+}
+
 // policies is the replicated policy state: the default policy, the
 // tenants' own, the compact-now requests in force and the backpressure
 // grades (the grades' memory: hysteresis needs the previous grade).
@@ -348,8 +376,10 @@ type policies struct {
 	tenants map[string]policy.Tenant
 	names   []string // tenants with a policy of their own, sorted
 	compact []planner.Force
-	// grades holds the tenants whose grade is not OK.
-	grades map[string]policy.Grade
+	// grades holds the tenants whose grade is not OK, shardGrades the
+	// shards (policy.Tenant.ShardPressure).
+	grades      map[string]policy.Grade
+	shardGrades map[tenantShard]policy.Grade
 	// open says whether new jobs may start under the default policy and
 	// under each tenant's own, as judged at edge (the log time up to
 	// which the judgement holds: the next window edge or not-before);
@@ -364,7 +394,8 @@ type policies struct {
 }
 
 func newPolicies() *policies {
-	return &policies{tenants: map[string]policy.Tenant{}, grades: map[string]policy.Grade{}, defOpen: true, open: map[string]bool{},
+	return &policies{tenants: map[string]policy.Tenant{}, grades: map[string]policy.Grade{}, shardGrades: map[tenantShard]policy.Grade{},
+		defOpen: true, open: map[string]bool{},
 		closedLv: map[string]uint64{}, edge: math.MaxInt64}
 }
 
@@ -378,7 +409,7 @@ func (ps *policies) of(tenant string) policy.Tenant {
 
 // configured reports whether any policy differs from the zero policy.
 func (ps *policies) configured() bool {
-	return len(ps.names) > 0 || !ps.def.Equal(policy.Tenant{}) || len(ps.compact) > 0 || len(ps.grades) > 0
+	return len(ps.names) > 0 || !ps.def.Equal(policy.Tenant{}) || len(ps.compact) > 0 || len(ps.grades) > 0 || len(ps.shardGrades) > 0
 }
 
 func (ps *policies) set(tenant string, p policy.Tenant) error {
@@ -401,6 +432,8 @@ func (ps *policies) clear(tenant string) bool {
 	delete(ps.tenants, tenant)
 	delete(ps.open, tenant)
 	delete(ps.closedLv, tenant)
+	// Its grades stay: the default's thresholds grade them at the next
+	// regrade (follow does it at once).
 	i, _ := slices.BinarySearch(ps.names, tenant)
 	ps.names = slices.Delete(ps.names, i, i+1)
 	return true
@@ -496,7 +529,38 @@ func (ps *policies) writeFrames(sw *codec.Writer) error {
 	if err := encodeFrames(sw, compact); err != nil {
 		return err
 	}
-	return encodeFrames(sw, ps.gradeList())
+	if err := encodeFrames(sw, ps.gradeList()); err != nil {
+		return err
+	}
+	return encodeFrames(sw, ps.shardGradeList())
+}
+
+// shardGradeList returns the shard grades that are not OK, by tenant and
+// shard.
+func (ps *policies) shardGradeList() []shardGradeRec {
+	keys := make([]tenantShard, 0, len(ps.shardGrades))
+	for k := range ps.shardGrades {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareTenantShard)
+	out := make([]shardGradeRec, len(keys))
+	for i, k := range keys {
+		out[i] = shardGradeRec{Tenant: k.tenant, Shard: k.shard, Grade: uint8(ps.shardGrades[k])}
+	}
+	return out
+}
+
+// shardsGraded returns the shards of a tenant whose grade is not OK, in
+// order.
+func (ps *policies) shardsGraded(tenant string) []uint32 {
+	var out []uint32
+	for k := range ps.shardGrades {
+		if k.tenant == tenant {
+			out = append(out, k.shard)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // gradeList returns the grades that are not OK, by tenant.
@@ -593,7 +657,7 @@ func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 		return err
 	}
 	prev, first := "", true
-	return decodeFrames(sr, "grades", h.Grades, func(r *gradeRec) error {
+	err = decodeFrames(sr, "grades", h.Grades, func(r *gradeRec) error {
 		if err := ck.ValidateTenant(r.Tenant); err != nil {
 			return err
 		}
@@ -603,6 +667,23 @@ func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 		}
 		prev, first = r.Tenant, false
 		ps.grades[r.Tenant] = g
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var prevShard tenantShard
+	first = true
+	return decodeFrames(sr, "shard grades", h.ShardGrades, func(r *shardGradeRec) error {
+		if err := ck.ValidateTenant(r.Tenant); err != nil {
+			return err
+		}
+		k, g := tenantShard{tenant: r.Tenant, shard: r.Shard}, policy.Grade(r.Grade)
+		if (!first && compareTenantShard(prevShard, k) >= 0) || g == policy.OK || g > policy.Stop {
+			return fmt.Errorf("grade %d of %q shard %d", r.Grade, r.Tenant, r.Shard)
+		}
+		prevShard, first = k, false
+		ps.shardGrades[k] = g
 		return nil
 	})
 }

@@ -22,10 +22,13 @@ func TestPolicyRecordLevels(t *testing.T) {
 	withRuns.LevelRuns = []policy.LevelRun{{Level: 1, Run: policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 60, End: 120}}}}}
 	both := withLevels
 	both.LevelRuns = withRuns.LevelRuns
-	for _, p := range []policy.Tenant{plain, withLevels, withRuns, both} {
+	withShards := plain
+	withShards.ShardPressure = policy.Thresholds{SlowBlocks: policy.Limit{On: 10, Off: 5}}
+	for _, p := range []policy.Tenant{plain, withLevels, withRuns, both, withShards} {
 		data, err := codec.Default.Marshal(recordPolicy(&p))
 		require.NoError(t, err)
-		require.Equal(t, byte(0x87+min(len(p.Levels)+len(p.LevelRuns), 1)), data[0], "array of seven or eight items")
+		extras := len(p.Levels) > 0 || len(p.LevelRuns) > 0 || p.ShardPressure != (policy.Thresholds{})
+		require.Equal(t, map[bool]byte{false: 0x87, true: 0x88}[extras], data[0], "array of seven or eight items")
 		var r policyRec
 		require.NoError(t, codec.Default.Unmarshal(data, &r))
 		require.True(t, p.Equal(r.policy()), "%+v", r.policy())
@@ -40,7 +43,7 @@ func TestPolicyRecordLevels(t *testing.T) {
 
 	f := recordPolicy(&plain).policyFields
 	for _, levels := range [][]levelRec{nil, {}} {
-		bad, err := codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, PerLevel: policyLevels{Levels: levels}})
+		bad, err := codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Extras: policyExtras{Levels: levels}})
 		require.NoError(t, err)
 		var r policyRec
 		require.ErrorIs(t, codec.Default.Unmarshal(bad, &r), ck.ErrMalformed)

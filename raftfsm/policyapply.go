@@ -94,6 +94,43 @@ func (st *state) regrade(tenant string, now int64) {
 	}
 }
 
+// regradeShard grades the backpressure of a shard of a tenant at log time
+// now, from that shard's queue and its previous grade, and records it.
+func (st *state) regradeShard(tenant string, shard uint32, now int64) {
+	ps := st.policies
+	k := tenantShard{tenant: tenant, shard: shard}
+	th := ps.of(tenant).ShardPressure
+	if th == (policy.Thresholds{}) {
+		delete(ps.shardGrades, k)
+		return
+	}
+	l := st.planner.ShardLoad(tenant, shard, now)
+	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0
+	g := th.Next(ps.shardGrades[k], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, held)
+	if g == policy.OK {
+		delete(ps.shardGrades, k)
+	} else {
+		ps.shardGrades[k] = g
+	}
+}
+
+// regradeShards grades every shard of a tenant again: those with queued
+// blocks and those graded (whose queue may be empty now).
+func (st *state) regradeShards(tenant string, now int64) {
+	shards := st.planner.Shards(tenant)
+	for _, s := range st.policies.shardsGraded(tenant) {
+		if _, found := slices.BinarySearch(shards, s); !found {
+			shards = append(shards, s)
+		}
+	}
+	if st.policies.of(tenant).ShardPressure == (policy.Thresholds{}) {
+		shards = st.policies.shardsGraded(tenant) // only to clear them
+	}
+	for _, s := range shards {
+		st.regradeShard(tenant, s, now)
+	}
+}
+
 // afterPoll brings the policy state in line with what a poll's applied
 // changes did: the backpressure of the tenants whose queues changed
 // (claims, completions, cancellations, evictions) is graded again, and the
@@ -104,6 +141,7 @@ func (st *state) afterPoll(now int64, results []scheduler.Result) {
 		return
 	}
 	var tenants []string
+	var shards []tenantShard
 	claimed := false
 	for i := range results {
 		r := &results[i]
@@ -116,10 +154,16 @@ func (st *state) afterPoll(now int64, results []scheduler.Result) {
 			if !slices.Contains(tenants, r.Plan.Tenant) {
 				tenants = append(tenants, r.Plan.Tenant)
 			}
+			if k := (tenantShard{tenant: r.Plan.Tenant, shard: r.Plan.Shard}); !slices.Contains(shards, k) {
+				shards = append(shards, k)
+			}
 		}
 	}
 	for _, t := range tenants {
 		st.regrade(t, now)
+	}
+	for _, k := range shards {
+		st.regradeShard(k.tenant, k.shard, now)
 	}
 	if claimed && len(ps.compact) > 0 {
 		ps.compact = slices.DeleteFunc(ps.compact, func(c planner.Force) bool {

@@ -43,6 +43,7 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 		st.syncHeld(t)
 		if regrade {
 			st.regrade(t, now)
+			st.regradeShards(t, now)
 		}
 	}
 	if all {
@@ -58,6 +59,9 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 		if regrade {
 			for _, g := range ps.gradeList() {
 				st.regrade(g.Tenant, now)
+			}
+			for _, g := range ps.shardGradeList() {
+				st.regradeShard(g.Tenant, g.Shard, now)
 			}
 		}
 	}

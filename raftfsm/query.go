@@ -52,6 +52,9 @@ type Stats struct {
 	// tenant: replicated state, graded when a tenant's queue changes (see
 	// [BlockResult.Pressure]).
 	Pressure []TenantPressure
+	// ShardPressure lists the shards whose backpressure grade is not OK
+	// (policy.Tenant.ShardPressure), by tenant and shard.
+	ShardPressure []ShardPressure
 	// Alarms lists the staleness alarms in force, by tenant and level:
 	// the levels whose oldest queued block has waited longer than the
 	// tenant's policy.Tenant.StaleAfter at the log's time.
@@ -61,6 +64,15 @@ type Stats struct {
 // TenantPressure is a tenant's backpressure grade.
 type TenantPressure struct {
 	Tenant string
+	Grade  policy.Grade
+}
+
+// ShardPressure is the backpressure grade of a shard of a tenant (the
+// keys of levels compacted across shards are the shard
+// compactkit.AnyShard).
+type ShardPressure struct {
+	Tenant string
+	Shard  uint32
 	Grade  policy.Grade
 }
 
@@ -98,7 +110,7 @@ func (f *FSM) Stats() Stats {
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(), BrokenInvariants: st.broken,
 		SkippedChanges: st.skipped, Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
-		Pressure: st.pressure(), Alarms: st.alarms(),
+		Pressure: st.pressure(), ShardPressure: st.shardPressure(), Alarms: st.alarms(),
 	}
 }
 
@@ -107,6 +119,15 @@ func (st *state) pressure() []TenantPressure {
 	var out []TenantPressure
 	for _, g := range st.policies.gradeList() {
 		out = append(out, TenantPressure{Tenant: g.Tenant, Grade: policy.Grade(g.Grade)})
+	}
+	return out
+}
+
+// shardPressure lists the shard grades that are not OK.
+func (st *state) shardPressure() []ShardPressure {
+	var out []ShardPressure
+	for _, g := range st.policies.shardGradeList() {
+		out = append(out, ShardPressure{Tenant: g.Tenant, Shard: g.Shard, Grade: policy.Grade(g.Grade)})
 	}
 	return out
 }
@@ -139,6 +160,14 @@ func (f *FSM) Pressure(tenant string) policy.Grade {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.st.policies.grades[tenant]
+}
+
+// ShardPressure returns the backpressure grade of a shard of a tenant
+// (see policy.Tenant.ShardPressure): OK for a shard without thresholds.
+func (f *FSM) ShardPressure(tenant string, shard uint32) policy.Grade {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.policies.shardGrades[tenantShard{tenant: tenant, shard: shard}]
 }
 
 // Policies describes the scheduling policies in force.

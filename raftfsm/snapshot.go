@@ -67,13 +67,58 @@ func snapshotVersion(clusterVersion byte) byte {
 }
 
 // snapshotPolicies is the second part of a version-4 header: the default
-// policy and the counts of the policy frames that follow the poll log.
+// policy and the counts of the policy frames that follow the poll log. It
+// is an array of four items, or of five with shard grades (written only
+// when there are some: a state without keeps the bytes of the first
+// release with policies).
 type snapshotPolicies struct {
+	policiesHeader
+	ShardGrades int
+}
+
+type policiesHeader struct {
 	_       struct{} `cbor:",toarray"`
 	Default policyRec
 	Tenants int
 	Compact int
 	Grades  int
+}
+
+type policiesHeaderShards struct {
+	_           struct{} `cbor:",toarray"`
+	Default     policyRec
+	Tenants     int
+	Compact     int
+	Grades      int
+	ShardGrades int
+}
+
+// MarshalCBOR encodes the header as four items, or five with shard
+// grades.
+func (h snapshotPolicies) MarshalCBOR() ([]byte, error) {
+	if h.ShardGrades == 0 {
+		return codec.Default.Marshal(&h.policiesHeader)
+	}
+	return codec.Default.Marshal(&policiesHeaderShards{Default: h.Default, Tenants: h.Tenants, Compact: h.Compact, Grades: h.Grades, ShardGrades: h.ShardGrades})
+}
+
+// UnmarshalCBOR decodes either encoding; five items with no shard grade
+// are malformed.
+func (h *snapshotPolicies) UnmarshalCBOR(data []byte) error {
+	var long policiesHeaderShards
+	tail, err := codec.Default.UnmarshalTail(data, 4, &h.policiesHeader, &long)
+	switch {
+	case err != nil:
+		return err
+	case !tail:
+		h.ShardGrades = 0
+	case long.ShardGrades <= 0:
+		return fmt.Errorf("raftfsm: policies header of five items with %d shard grades: %w", long.ShardGrades, ck.ErrMalformed)
+	default:
+		*h = snapshotPolicies{policiesHeader: policiesHeader{Default: long.Default, Tenants: long.Tenants, Compact: long.Compact, Grades: long.Grades},
+			ShardGrades: long.ShardGrades}
+	}
+	return nil
 }
 
 // tenantPolicyRec is a tenant's own policy in a snapshot.
@@ -91,6 +136,14 @@ type compactRec struct {
 	Level     uint32
 	AllLevels bool
 	Before    int64
+}
+
+// shardGradeRec is a shard's backpressure grade (not OK) in a snapshot.
+type shardGradeRec struct {
+	_      struct{} `cbor:",toarray"`
+	Tenant string
+	Shard  uint32
+	Grade  uint8
 }
 
 // gradeRec is a tenant's backpressure grade (not OK) in a snapshot.
@@ -151,7 +204,9 @@ func (st *state) writeHeader(w io.Writer) error {
 	}
 	if version >= 4 {
 		ps := st.policies
-		if err := sw.Encode(&snapshotPolicies{Default: recordPolicy(&ps.def), Tenants: len(ps.names), Compact: len(ps.compact), Grades: len(ps.grades)}); err != nil {
+		h := snapshotPolicies{policiesHeader: policiesHeader{Default: recordPolicy(&ps.def), Tenants: len(ps.names), Compact: len(ps.compact), Grades: len(ps.grades)},
+			ShardGrades: len(ps.shardGrades)}
+		if err := sw.Encode(&h); err != nil {
 			return fmt.Errorf("raftfsm: snapshot: %w", err)
 		}
 	}

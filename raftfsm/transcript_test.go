@@ -332,10 +332,13 @@ func (e *fsmEnv) run(c *transcript.Command) string {
 		for _, tp := range st.Pressure {
 			fmt.Fprintf(&b, "%s: %s\n", tp.Tenant, tp.Grade)
 		}
+		for _, sp := range st.ShardPressure {
+			fmt.Fprintf(&b, "%s shard %d: %s\n", sp.Tenant, sp.Shard, sp.Grade)
+		}
 		for _, a := range st.Alarms {
 			fmt.Fprintf(&b, "alarm %s level %d: oldest=%s since=%s\n", a.Tenant, a.Level, e.rel(a.Oldest), e.rel(a.Since))
 		}
-		if len(st.Pressure)+len(st.Alarms) == 0 {
+		if len(st.Pressure)+len(st.ShardPressure)+len(st.Alarms) == 0 {
 			b.WriteString("none")
 		}
 	case "job":
@@ -830,6 +833,9 @@ func policyString(p policy.Tenant) string {
 	if p.Pressure != (policy.Thresholds{}) {
 		s += fmt.Sprintf(" pressure=%+v", p.Pressure)
 	}
+	if p.ShardPressure != (policy.Thresholds{}) {
+		s += fmt.Sprintf(" shard-pressure=%+v", p.ShardPressure)
+	}
 	if p.StaleAfter != 0 {
 		s += fmt.Sprintf(" stale=%s", p.StaleAfter)
 	}
@@ -848,14 +854,14 @@ func policyString(p policy.Tenant) string {
 //
 //	policy set (tenant=T | all) [class=low] [cap=N] [only-in=HH:MM-HH:MM | never-in=...]
 //	    [days=Mon,Tue] [offset=MIN] [not-before=DUR] [slow=ON/OFF] [stop=ON/OFF]
-//	    [slow-debt=ON/OFF] [stop-debt=ON/OFF] [stale=DUR]
+//	    [slow-debt=ON/OFF] [stop-debt=ON/OFF] [stale=DUR] [shard-slow=ON/OFF] [shard-stop=ON/OFF]
 //	    [levels=L:blocks=N,bytes=N,age=DUR,cross=on|off;L:...]
 //	    [level-only-in=L:HH:MM-HH:MM | level-never-in=L:HH:MM-HH:MM] (every day, UTC)
 //	policy clear (tenant=T | all)
 //	policy compact-now (tenant=T | all) [level=L]
 func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 	c.Only(append([]string{"tenant", "all", "level", "by", "class", "cap", "only-in", "never-in", "days", "offset",
-		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale", "levels", "level-only-in", "level-never-in"}, entryOptions...)...)
+		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale", "levels", "level-only-in", "level-never-in", "shard-slow", "shard-stop"}, entryOptions...)...)
 	pc := &raftfsm.PolicyCommand{Tenant: c.Str("tenant", ""), All: c.Has("all"), By: c.Str("by", "")}
 	switch e.pos(c, 0) {
 	case "set":
@@ -902,6 +908,7 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 			return l
 		}
 		p.Pressure = policy.Thresholds{SlowBlocks: limit("slow"), StopBlocks: limit("stop"), SlowDebt: limit("slow-debt"), StopDebt: limit("stop-debt")}
+		p.ShardPressure = policy.Thresholds{SlowBlocks: limit("shard-slow"), StopBlocks: limit("shard-stop")}
 		if c.Has("levels") {
 			p.Levels = parseLevels(c, c.Str("levels", ""))
 		}

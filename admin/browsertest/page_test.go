@@ -234,8 +234,8 @@ func TestPoliciesInBrowser(t *testing.T) {
 	require.Equal(t, [][]string{
 		{"tenant", "class", "cap", "run", "not before", "backpressure (on/off)", "stale after", "batching", "new jobs"},
 		{"default", "high", "none", "any time", "2026-11-25T00:00:00Z", "—", "—", "—", "open"},
-		{"acme", "low", "1", "only-in Mon,Tue 22:00-06:00 UTC+01:00", "—", "slow blocks 2/1 · stop blocks 3/2", "1m0s", "—", "closed"},
-		{"initech", "medium", "none", "any time", "—", "stop blocks 2/1", "—", "0:blocks=40,age=5m0s 1:cross=on", "open"},
+		{"acme", "low", "1", "only-in Mon,Tue 22:00-06:00 UTC+01:00", "—", "slow 2/1, stop 3/2", "1m0s", "—", "closed"},
+		{"initech", "medium", "none", "any time", "—", "stop 2/1", "—", "0:blocks=40,age=5m0s 1:cross=on", "open"},
 	}, policies)
 	require.Equal(t, "high", ps.Default.Policy.Class)
 	require.True(t, ps.Default.Open)

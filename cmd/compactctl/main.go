@@ -28,6 +28,7 @@
 //	policy set (-tenant T | -all) [-class high|medium|low] [-cap N]
 //	    [-only-in HH:MM-HH:MM[,...] | -never-in HH:MM-HH:MM[,...]] [-days Mon,Tue] [-offset MINUTES]
 //	    [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-debt ON/OFF] [-stop-debt ON/OFF]
+//	    [-shard-slow ON/OFF] [-shard-stop ON/OFF]
 //	    [-stale DURATION] [-level L:blocks=N,bytes=N,age=DURATION,cross=on|off]...
 //	    [-level-only-in L=HH:MM-HH:MM[,...] | -level-never-in L=HH:MM-HH:MM[,...]]...
 //	policy clear (-tenant T | -all)
@@ -38,7 +39,8 @@
 // zero policy's value (class medium, no cap, no window, no threshold, no
 // alarm). Windows open on -days (default every day) at -offset minutes east
 // of UTC; an end before the start wraps past midnight. -slow 100/80 enters
-// "slow" at 100 queued blocks and leaves it below 80. -level 0:blocks=40,age=2m
+// "slow" at 100 queued blocks and leaves it below 80; -shard-slow and
+// -shard-stop grade each shard of the tenant apart, by its queued blocks. -level 0:blocks=40,age=2m
 // gives the tenant's level-0 jobs up to 40 blocks and plans partial level-0
 // batches after 2 minutes (settings left out keep the cluster's); repeat it
 // for other levels. -level-only-in 1=23:00-05:00 starts the tenant's new

@@ -25,7 +25,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	tenant := sub.String("tenant", "", "the tenant (-tenant \"\" is the empty tenant of multi-tenant segments)")
 	all := sub.Bool("all", false, "every tenant: the default policy (set, clear), or every tenant's blocks (compact-now)")
 	var level *int
-	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowDebt, stopDebt, stale *string
+	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowDebt, stopDebt, shardSlow, shardStop, stale *string
 	var limit *uint
 	var offset *int
 	var levels []admin.LevelOverride
@@ -45,6 +45,8 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		stop = sub.String("stop", "", "backpressure stop on queued blocks: ON/OFF")
 		slowDebt = sub.String("slow-debt", "", "backpressure slow on compaction debt (ready batches): ON/OFF")
 		stopDebt = sub.String("stop-debt", "", "backpressure stop on compaction debt: ON/OFF")
+		shardSlow = sub.String("shard-slow", "", "backpressure per shard: slow when a shard's queued blocks reach ON, until below OFF: ON/OFF")
+		shardStop = sub.String("shard-stop", "", "backpressure per shard: stop on a shard's queued blocks: ON/OFF")
 		stale = sub.String("stale", "", "staleness alarm when a level's oldest queued block waits longer (a duration: 1h)")
 		for _, mode := range []string{"only-in", "never-in"} {
 			sub.Func("level-"+mode, "level L's new jobs start "+map[string]string{"only-in": "only", "never-in": "never"}[mode]+" in these windows, repeatable: L=HH:MM-HH:MM[,...]", func(s string) error {
@@ -109,11 +111,12 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 			}
 			p.LevelRuns = append(p.LevelRuns, admin.LevelRun{Level: uint32(level), Run: admin.RunPolicy{Mode: lr.mode, Windows: windows}})
 		}
-		th := &admin.Thresholds{}
+		th, sh := &admin.Thresholds{}, &admin.Thresholds{}
 		for _, l := range []struct {
 			flag, value string
 			to          **admin.Limit
-		}{{"slow", *slow, &th.SlowBlocks}, {"stop", *stop, &th.StopBlocks}, {"slow-debt", *slowDebt, &th.SlowDebt}, {"stop-debt", *stopDebt, &th.StopDebt}} {
+		}{{"slow", *slow, &th.SlowBlocks}, {"stop", *stop, &th.StopBlocks}, {"slow-debt", *slowDebt, &th.SlowDebt}, {"stop-debt", *stopDebt, &th.StopDebt},
+			{"shard-slow", *shardSlow, &sh.SlowBlocks}, {"shard-stop", *shardStop, &sh.StopBlocks}} {
 			if l.value == "" {
 				continue
 			}
@@ -125,6 +128,9 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		}
 		if *th != (admin.Thresholds{}) {
 			p.Pressure = th
+		}
+		if *sh != (admin.Thresholds{}) {
+			p.ShardPressure = sh
 		}
 		body.Policy = p
 	}
@@ -234,21 +240,9 @@ func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 	fmt.Fprintln(w, "TENANT\tCLASS\tCAP\tRUN\tNOT BEFORE\tBACKPRESSURE (ON/OFF)\tSTALE AFTER\tLEVELS\tNEW JOBS")
 	row := func(name string, t admin.TenantPolicy) {
 		p := t.Policy
-		capText, run, pressure, open := "none", p.RunText(), "-", "closed"
+		capText, run, pressure, open := "none", p.RunText(), dash(p.PressureText()), "closed"
 		if p.MaxInProgress > 0 {
 			capText = strconv.FormatUint(uint64(p.MaxInProgress), 10)
-		}
-		if th := p.Pressure; th != nil {
-			var ls []string
-			for _, l := range []struct {
-				name string
-				l    *admin.Limit
-			}{{"slow", th.SlowBlocks}, {"stop", th.StopBlocks}, {"slow-debt", th.SlowDebt}, {"stop-debt", th.StopDebt}} {
-				if l.l != nil {
-					ls = append(ls, fmt.Sprintf("%s %d/%d", l.name, l.l.On, l.l.Off))
-				}
-			}
-			pressure = strings.Join(ls, ", ")
 		}
 		if t.Open {
 			open = "open"

@@ -119,7 +119,7 @@ func TestCLIStatusPressure(t *testing.T) {
 		leadertest.Block("g-1", "globex", 0, 0), leadertest.Block("g-2", "globex", 1, 0), leadertest.Block("g-3", "globex", 2, 0),
 	})
 	require.NoError(t, err)
-	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "globex", "-stop", "2/1", "-stale", "1m")
+	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "globex", "-stop", "2/1", "-stale", "1m", "-shard-slow", "1/0", "-shard-stop", "9/5")
 	require.NoError(t, err)
 	l.advance(90 * time.Second)
 	_, err = ctl(t, l.srv, "compact-now", "-tenant", "nobody") // an entry at the new time
@@ -127,6 +127,10 @@ func TestCLIStatusPressure(t *testing.T) {
 	out, err := ctl(t, l.srv, "status")
 	require.NoError(t, err)
 	require.Contains(t, out, "BACKPRESSURE  GRADE\nglobex        stop")
+	require.Contains(t, out, "SHARD BACKPRESSURE  SHARD  GRADE\nglobex              0      slow\nglobex              1      slow\nglobex              2      slow")
+	list, err := ctl(t, l.srv, "policy", "list")
+	require.NoError(t, err)
+	require.Contains(t, list, "stop 2/1 · per shard: slow 1/0, stop 9/5")
 	require.Contains(t, out, "globex  0      2026-11-25T12:00:00Z  2026-11-25T12:01:00Z  30s")
 }
 

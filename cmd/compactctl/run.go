@@ -134,6 +134,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 					fmt.Fprintf(w, "%s\t%s\n", p.Tenant, p.Grade)
 				}
 			}
+			if len(st.ShardPressure) > 0 {
+				fmt.Fprintln(w, "\nSHARD BACKPRESSURE\tSHARD\tGRADE")
+				for _, p := range st.ShardPressure {
+					fmt.Fprintf(w, "%s\t%d\t%s\n", p.Tenant, p.Shard, p.Grade)
+				}
+			}
 			if len(st.Alarms) > 0 {
 				fmt.Fprintln(w, "\nSTALE\tLEVEL\tOLDEST QUEUED\tALARM SINCE\tFOR")
 				for _, a := range st.Alarms {

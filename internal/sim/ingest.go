@@ -137,7 +137,8 @@ func (s *Sim) newBlock() ck.BlockMeta {
 
 // randomPolicy draws a policy command: a tenant's or the default policy
 // set (any class, a cap of 1 to 3, a run window around the present, a
-// not-before time in the next minutes, backpressure thresholds, level
+// not-before time in the next minutes, backpressure thresholds for the
+// tenant and for each of its shards, level
 // overrides, a level's run window), cleared, or a compact-now request.
 func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 	pc := &raftfsm.PolicyCommand{By: "sim"}
@@ -169,6 +170,10 @@ func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 		if s.coin(0.3) {
 			on := int64(5 + s.rng.IntN(45))
 			p.Pressure = policy.Thresholds{SlowBlocks: policy.Limit{On: on, Off: on / 2}, StopBlocks: policy.Limit{On: 2 * on, Off: on}}
+		}
+		if s.coin(0.2) {
+			on := int64(3 + s.rng.IntN(20))
+			p.ShardPressure = policy.Thresholds{SlowBlocks: policy.Limit{On: on, Off: on / 2}, StopBlocks: policy.Limit{On: 2 * on, Off: on}}
 		}
 		if s.coin(0.2) {
 			p.StaleAfter = time.Duration(10+s.rng.IntN(110)) * time.Second

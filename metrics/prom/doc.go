@@ -130,9 +130,11 @@
 // Scheduling policies (package policy), from the replicated state:
 //
 //	compactkit_tenant_pressure{tenant}             gauge  backpressure grade: 1 slow, 2 stop
+//	compactkit_shard_pressure{tenant,shard}        gauge  a shard's backpressure grade: 1 slow, 2 stop
 //	compactkit_stale_alarm_seconds{tenant,level}   gauge  seconds since a staleness alarm began
 //
-// Only tenants whose grade is not ok have a tenant_pressure series, and
+// Only tenants whose grade is not ok have a tenant_pressure series (and
+// shards a shard_pressure series), and
 // only levels in alarm a stale_alarm_seconds series: a tenant graded ok
 // or a level compacted in time has none, so alert on the presence of a
 // series. The grade is what the tenant's ingest is told (raftfsm
@@ -154,8 +156,9 @@
 // The policy gauges keep their tenant label under WithoutTenants — which
 // tenant is under pressure or in alarm is their point — but have series
 // only for tenants in trouble.
-// No metric has a label per shard, block, job or worker ID (worker IDs
-// appear only as constant labels the caller chooses).
+// No metric has a label per block, job or worker ID (worker IDs appear
+// only as constant labels the caller chooses), and only shard_pressure
+// one per shard: it has series only for the shards in trouble.
 //
 // # Worker metrics (NewWorkerCollector)
 //

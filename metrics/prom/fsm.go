@@ -57,7 +57,7 @@ type FSMCollector struct {
 	ixDeletions, ixResults                                                   *prometheus.Desc
 
 	// Policies: backpressure grades and staleness alarms.
-	pressure, staleAlarm *prometheus.Desc
+	pressure, shardPressure, staleAlarm *prometheus.Desc
 }
 
 // NewFSMCollector returns a collector that calls stats at every scrape and
@@ -145,6 +145,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 	c.ixResults = d("index", "remembered_results", "Remembered replacement results.")
 
 	c.pressure = d("", "tenant_pressure", "Backpressure grade of a tenant whose grade is not ok: 1 slow (ingest should slow down), 2 stop (ingest should hold back what it can). Tenants graded ok have no series.", "tenant")
+	c.shardPressure = d("", "shard_pressure", "Backpressure grade of a shard of a tenant whose grade is not ok (the policy's shard thresholds): 1 slow, 2 stop. Shard 4294967295 holds the keys of levels compacted across shards. Shards graded ok have no series.", "tenant", "shard")
 	c.staleAlarm = d("", "stale_alarm_seconds", "Seconds since a staleness alarm began, at the log's time: the tenant's level has had a block queued for longer than its policy's stale_after. Only levels in alarm have a series.", "tenant", "level")
 	return c
 }
@@ -156,7 +157,7 @@ func (c *FSMCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.plKeys, c.plQueued, c.plReady, c.plClaimed, c.plQuarantined, c.plLag, c.plDebt, c.plJobs,
 		c.schJobs, c.schPaused, c.schCompletions, c.schPauseRules,
 		c.ixBlocks, c.ixBytes, c.ixTombstones, c.ixOrphans, c.ixReplacements, c.ixDuplicates, c.ixDeletions, c.ixResults,
-		c.pressure, c.staleAlarm,
+		c.pressure, c.shardPressure, c.staleAlarm,
 	} {
 		ch <- d
 	}
@@ -263,6 +264,26 @@ func (c *FSMCollector) collectPolicies(st raftfsm.Stats, gauge func(*prometheus.
 	}
 	for _, t := range tenants {
 		gauge(c.pressure, float64(grades[t]), t)
+	}
+	type tenantShard struct {
+		tenant string
+		shard  uint32
+	}
+	var shards []tenantShard
+	shardGrades := make(map[tenantShard]policy.Grade, len(st.ShardPressure))
+	for _, p := range st.ShardPressure {
+		if p.Grade == policy.OK {
+			continue
+		}
+		k := tenantShard{p.Tenant, p.Shard}
+		g, seen := shardGrades[k]
+		if !seen {
+			shards = append(shards, k)
+		}
+		shardGrades[k] = max(g, p.Grade)
+	}
+	for _, k := range shards {
+		gauge(c.shardPressure, float64(shardGrades[k]), k.tenant, strconv.FormatUint(uint64(k.shard), 10))
 	}
 	var keys []tenantLevel
 	since := make(map[tenantLevel]int64, len(st.Alarms))
