@@ -275,7 +275,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		case expired && cfg.atLimit(j.st.Failures):
 			return tx.skip(&r, SkippedAtFailureLimit, "%d failures before, limit %d: exclude instead", j.st.Failures, cfg.MaxFailures)
 		case j.st.Status == ck.StatusUnassigned && j.hold&holdCapped != 0:
-			return tx.skip(&r, SkippedCapped, "tenant %q: %d in progress, cap %d", j.st.Tenant, s.counts[j.st.Tenant], s.policy(j.st.Tenant).MaxInProgress)
+			return tx.skip(&r, SkippedCapped, "%s", s.capText(j))
 		case j.st.Worker == "" && tx.token < j.st.Token, j.st.Worker != "" && tx.token <= j.st.Token:
 			return tx.skip(&r, SkippedTokenNotNewer, "token %d, the job's %d", tx.token, j.st.Token)
 		}

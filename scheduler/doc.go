@@ -62,7 +62,8 @@
 //
 // A [TenantPolicy] — a default ([Scheduler.SetDefaultPolicy]) and
 // per-tenant overrides ([Scheduler.SetTenantPolicy]) — gives a tenant a
-// rank, a cap of jobs in progress and a closed state. The state machine
+// rank, a cap of jobs in progress, a cap of jobs in progress per shard and
+// a closed state. The state machine
 // derives them from its replicated policies in log time (a priority class
 // is a rank; a run window or a not-before time that forbids starting work
 // now is Closed, and a level's run window closes that level, ClosedLevels)
@@ -83,21 +84,30 @@
 //  3. A cap: while the tenant has MaxInProgress jobs in progress (or more,
 //     after the cap was lowered), its unassigned jobs are not assigned
 //     ([SkippedCapped]); they are still added (they wait), and its expired
-//     jobs are still reassigned, which leaves the count as it is.
+//     jobs are still reassigned, which leaves the count as it is. A
+//     per-shard cap (MaxPerShard) does the same for the unassigned jobs
+//     of one shard of the tenant (the shard of a job's plan; the jobs of
+//     levels compacted across shards count as one more shard) while that
+//     shard has as many jobs in progress; the tenant's other shards go on.
+//     Both caps apply together: a job waits while either holds it.
 //  4. Aging lifts a waiting job to level 0 and rank 0, and a lower class
 //     ahead of the rest (above); it never lifts a hold.
 //
 // Apply checks every hold again, so a policy applied between a poll's
 // Prepare and its Apply wins, and two assigns of one tenant in one entry
 // respect its cap. A schedule counts its own assignments per tenant and
-// never hands a tenant more than its cap; [Schedule.Held] tells the planner
-// which tenants to skip.
+// shard and never hands a tenant, or a shard, more than its cap;
+// [Schedule.Held] tells the planner which tenants to skip (a per-shard cap
+// does not make a tenant held: its other shards have work).
 //
 // Held jobs leave the assignment indexes when their hold begins, as paused
 // ones do, so that a poll never visits them: a poll's cost does not grow
 // with the number of held tenants. The transition costs O(the tenant's
 // jobs): a policy change, or a change that moves the tenant's count of jobs
-// in progress across its cap.
+// in progress across its cap, or a shard's count across the per-shard cap.
+// The counts per shard are kept only for the tenants whose effective
+// policy has a per-shard cap, and counted from their jobs when it gains
+// one.
 //
 // # Cost
 //

@@ -293,6 +293,35 @@ func ExampleScheduler_SetTenantPolicy_cap() {
 	// held jobs: 2
 }
 
+// A per-shard cap bounds a tenant's jobs in progress on each shard: a busy
+// shard's other jobs wait while the tenant's other shards go on.
+func ExampleScheduler_SetTenantPolicy_shardCap() {
+	s, _ := scheduler.New(scheduler.DefaultConfig())
+	s.SetTenantPolicy("acme", scheduler.TenantPolicy{MaxPerShard: 1})
+	sc := s.Schedule(start)
+	for i, shard := range []uint32{7, 7, 7, 9} {
+		name := fmt.Sprintf("acme-%d", i+1)
+		sc.AddJob(ck.JobPlan{Name: name, Tenant: "acme", Shard: shard, Sources: []string{name + "-src"}})
+	}
+	applyUpdate(s, ck.Entry{Index: 1, Time: start}, sc.Update())
+
+	sc = s.Schedule(start)
+	for sc.AssignJob("w1") {
+	}
+	applyUpdate(s, ck.Entry{Index: 2, Time: start}, sc.Update())
+	fmt.Println("shard 7 in progress:", s.ShardInProgress("acme", 7), "capped:", s.ShardCapped("acme", 7))
+	fmt.Println("held jobs:", s.Stats().Levels[0].Held)
+	// Output:
+	//   add acme-1: unassigned token=1
+	//   add acme-2: unassigned token=1
+	//   add acme-3: unassigned token=1
+	//   add acme-4: unassigned token=1
+	//   assign acme-1: in_progress token=2
+	//   assign acme-4: in_progress token=2
+	// shard 7 in progress: 1 capped: true
+	// held jobs: 2
+}
+
 // A closed tenant (a run window that forbids starting work now, or a
 // not-before time) starts nothing new: no job is added or assigned, and
 // an assignment prepared before it closed is skipped. Its jobs in progress

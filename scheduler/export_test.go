@@ -15,6 +15,10 @@ import (
 // per-level statistics. It returns the first disagreement.
 func CheckDerived(s *Scheduler) error { return s.checkDerived() }
 
+func equalRecs(a, b tenantRec) bool {
+	return a.name == b.name && a.own == b.own && a.pol == b.pol && a.count == b.count && slices.Equal(a.shards, b.shards)
+}
+
 func (s *Scheduler) checkDerived() error {
 	counts := map[string]int{}
 	s.byName.Ascend(func(j *job) bool {
@@ -28,6 +32,33 @@ func (s *Scheduler) checkDerived() error {
 	}
 	if !maps.Equal(counts, s.counts) {
 		return fmt.Errorf("counts %v, want %v", s.counts, counts)
+	}
+	// The shard lists of the tenants with a per-shard cap.
+	shards := map[string]map[uint32]int{}
+	s.byName.Ascend(func(j *job) bool {
+		if j.st.Status == ck.StatusInProgress && s.policy(j.st.Tenant).MaxPerShard > 0 {
+			if shards[j.st.Tenant] == nil {
+				shards[j.st.Tenant] = map[uint32]int{}
+			}
+			shards[j.st.Tenant][j.shard()]++
+		}
+		return true
+	})
+	wantShards := map[string][]shardCount{}
+	shardsCappedWant := 0
+	for t, m := range shards {
+		for _, sh := range slices.Sorted(maps.Keys(m)) {
+			wantShards[t] = append(wantShards[t], shardCount{shard: sh, n: m[sh]})
+			if s.policy(t).shardCapped(m[sh]) {
+				shardsCappedWant++
+			}
+		}
+	}
+	if !maps.EqualFunc(wantShards, s.shards, slices.Equal) || len(s.shards) != len(wantShards) {
+		return fmt.Errorf("shard lists %v, want %v", s.shards, wantShards)
+	}
+	if shardsCappedWant != s.nShardCapped {
+		return fmt.Errorf("%d capped shards, want %d", s.nShardCapped, shardsCappedWant)
 	}
 	var err error
 	levels := map[uint32]*LevelStats{}
@@ -103,8 +134,8 @@ func (s *Scheduler) checkDerived() error {
 	for _, t := range slices.Sorted(maps.Keys(names)) {
 		p, own := s.policies[t]
 		n := counts[t]
-		if own || (s.def.MaxInProgress > 0 && n > 0) {
-			want = append(want, tenantRec{name: t, own: own, pol: p, count: n})
+		if own || (s.def.hasCap() && n > 0) {
+			want = append(want, tenantRec{name: t, own: own, pol: p, count: n, shards: wantShards[t]})
 		}
 		if s.policy(t).capped(n) {
 			capped++
@@ -112,7 +143,7 @@ func (s *Scheduler) checkDerived() error {
 	}
 	var got []tenantRec
 	s.tenants.Ascend(func(r tenantRec) bool { got = append(got, r); return true })
-	if !slices.Equal(got, want) {
+	if !slices.EqualFunc(got, want, equalRecs) {
 		return fmt.Errorf("tenant index %v, want %v", got, want)
 	}
 	if capped != s.nCapped {
@@ -121,7 +152,7 @@ func (s *Scheduler) checkDerived() error {
 	if s.tenantsView != nil {
 		var v []tenantRec
 		s.tenantsView.Ascend(func(r tenantRec) bool { v = append(v, r); return true })
-		if !slices.Equal(v, want) {
+		if !slices.EqualFunc(v, want, equalRecs) {
 			return fmt.Errorf("tenant index clone %v, want %v", v, want)
 		}
 	}

@@ -40,6 +40,14 @@ func (j *job) with() *job {
 	return &c
 }
 
+// shard returns the shard of the job's plan (ck.AnyShard without a plan).
+func (j *job) shard() uint32 {
+	if j.plan == nil {
+		return ck.AnyShard
+	}
+	return j.plan.Shard
+}
+
 // The orders of the indexes. Every order ends with the name, so that no two
 // jobs compare equal.
 
@@ -52,7 +60,8 @@ const (
 	holdPaused uint8 = 1 << iota
 	// holdClosed: the tenant's effective policy is closed.
 	holdClosed
-	// holdCapped: the tenant has as many jobs in progress as its cap.
+	// holdCapped: the tenant has as many jobs in progress as its cap, or
+	// the job's shard as many as its per-shard cap.
 	holdCapped
 )
 

@@ -76,6 +76,22 @@ func (m *model) capped(tenant string, extra int) bool {
 	return p.MaxInProgress > 0 && m.inProgress(tenant)+extra >= int(p.MaxInProgress)
 }
 
+// shardCapped reports whether the tenant's shard, with extra more jobs in
+// progress, is at the tenant's per-shard cap.
+func (m *model) shardCapped(tenant string, shard uint32, extra int) bool {
+	p := m.policy(tenant)
+	if p.MaxPerShard == 0 {
+		return false
+	}
+	n := extra
+	for _, j := range m.jobs {
+		if j.st.Tenant == tenant && j.plan.Shard == shard && j.st.Status == ck.StatusInProgress {
+			n++
+		}
+	}
+	return n >= int(p.MaxPerShard)
+}
+
 func (m *model) paused(tenant string, level uint32) bool {
 	for r := range m.rules {
 		if r.Matches(tenant, level) {
@@ -189,7 +205,7 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 	case ck.ChangeAssign:
 		if c.Worker == "" || m.paused(st.Tenant, st.Level) || m.closed(st.Tenant, st.Level) || st.Status == ck.StatusExcluded ||
 			(inProgress && !expired) || (expired && m.atLimit(st.Failures)) ||
-			(st.Status == ck.StatusUnassigned && m.capped(st.Tenant, 0)) ||
+			(st.Status == ck.StatusUnassigned && (m.capped(st.Tenant, 0) || m.shardCapped(st.Tenant, j.plan.Shard, 0))) ||
 			(st.Worker == "" && tx.token < st.Token) || (st.Worker != "" && tx.token <= st.Token) {
 			return skip()
 		}
@@ -324,6 +340,19 @@ type mSched struct {
 	excl    []string // excluded by this schedule, in order
 	changes []ck.Change
 	own     map[string]int // assignments of unassigned jobs, by tenant
+	// ownShard counts the same by tenant and shard.
+	ownShard map[mShard]int
+}
+
+type mShard struct {
+	tenant string
+	shard  uint32
+}
+
+// waits reports whether an unassigned job of tenant on shard waits for a
+// cap, counting this schedule's assignments.
+func (ms *mSched) waits(tenant string, shard uint32) bool {
+	return ms.m.capped(tenant, ms.own[tenant]) || ms.m.shardCapped(tenant, shard, ms.ownShard[mShard{tenant, shard}])
 }
 
 type mAdded struct {
@@ -332,7 +361,7 @@ type mAdded struct {
 }
 
 func (m *model) schedule(now int64) *mSched {
-	return &mSched{m: m, now: now, size: len(m.jobs), touched: map[string]bool{}, gone: map[string]bool{}, own: map[string]int{}}
+	return &mSched{m: m, now: now, size: len(m.jobs), touched: map[string]bool{}, gone: map[string]bool{}, own: map[string]int{}, ownShard: map[mShard]int{}}
 }
 
 func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
@@ -383,6 +412,7 @@ func (ms *mSched) assignJob(worker string) bool {
 	type cand struct {
 		st     ck.JobState
 		rank   uint8
+		shard  uint32
 		added  *mAdded
 		lifted bool // aged, of a lower class than the best: ahead of the rest
 	}
@@ -395,16 +425,16 @@ func (ms *mSched) assignJob(worker string) bool {
 		rank := m.policy(j.st.Tenant).Rank
 		switch j.st.Status {
 		case ck.StatusUnassigned:
-			if !m.capped(j.st.Tenant, ms.own[j.st.Tenant]) {
-				unassigned = append(unassigned, cand{st: j.st, rank: rank})
+			if !ms.waits(j.st.Tenant, j.plan.Shard) {
+				unassigned = append(unassigned, cand{st: j.st, rank: rank, shard: j.plan.Shard})
 			}
 		case ck.StatusInProgress:
 			running = append(running, cand{st: j.st, rank: rank})
 		}
 	}
 	for _, a := range ms.added {
-		if !a.handed && !m.capped(a.plan.Tenant, ms.own[a.plan.Tenant]) {
-			unassigned = append(unassigned, cand{added: a, rank: m.policy(a.plan.Tenant).Rank,
+		if !a.handed && !ms.waits(a.plan.Tenant, a.plan.Shard) {
+			unassigned = append(unassigned, cand{added: a, rank: m.policy(a.plan.Tenant).Rank, shard: a.plan.Shard,
 				st: ck.JobState{Name: a.plan.Name, Tenant: a.plan.Tenant, Level: a.plan.Level}})
 		}
 	}
@@ -503,6 +533,7 @@ func (ms *mSched) assignJob(worker string) bool {
 	}
 	if !expired {
 		ms.own[pick.st.Tenant]++ // a reassignment leaves the count as it is
+		ms.ownShard[mShard{pick.st.Tenant, pick.shard}]++
 	}
 	ms.changes = append(ms.changes, c)
 	return true

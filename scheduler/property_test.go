@@ -260,7 +260,7 @@ func (st *sm) check(t *rapid.T) {
 		if st.m.paused(j.st.Tenant, j.st.Level) {
 			l.Paused++
 		}
-		if j.st.Status == ck.StatusUnassigned && (st.m.closed(j.st.Tenant, j.st.Level) || st.m.capped(j.st.Tenant, 0)) {
+		if j.st.Status == ck.StatusUnassigned && (st.m.closed(j.st.Tenant, j.st.Level) || st.m.capped(j.st.Tenant, 0) || st.m.shardCapped(j.st.Tenant, j.plan.Shard, 0)) {
 			l.Held++
 		}
 	}
@@ -280,6 +280,23 @@ func (st *sm) check(t *rapid.T) {
 		require.Equal(t, capped, st.s.Capped(tenant), "tenant %q", tenant)
 		if capped {
 			wantPol.Capped++
+		}
+		// Per-shard caps: the shards the generator draws (0-2).
+		for shard := range uint32(3) {
+			capped := st.m.shardCapped(tenant, shard, 0)
+			require.Equal(t, capped, st.s.ShardCapped(tenant, shard), "tenant %q shard %d", tenant, shard)
+			if capped {
+				wantPol.CappedShards++
+			}
+			if st.m.policy(tenant).MaxPerShard > 0 {
+				n := 0
+				for _, j := range st.m.jobs {
+					if j.st.Tenant == tenant && j.plan.Shard == shard && j.st.Status == ck.StatusInProgress {
+						n++
+					}
+				}
+				require.Equal(t, n, st.s.ShardInProgress(tenant, shard), "tenant %q shard %d", tenant, shard)
+			}
 		}
 	}
 	require.Equal(t, wantPol, stats.Policies)
@@ -316,12 +333,14 @@ func (st *sm) check(t *rapid.T) {
 	}
 }
 
-// genPolicy draws a tenant policy: mostly open, ranks 0-2, caps 0-2.
+// genPolicy draws a tenant policy: mostly open, ranks 0-2, caps 0-2,
+// per-shard caps 0-2.
 func genPolicy() *rapid.Generator[scheduler.TenantPolicy] {
 	return rapid.Custom(func(t *rapid.T) scheduler.TenantPolicy {
 		return scheduler.TenantPolicy{
 			Rank:          rapid.Uint8Range(0, 2).Draw(t, "rank"),
 			MaxInProgress: rapid.Uint32Range(0, 2).Draw(t, "cap"),
+			MaxPerShard:   rapid.Uint32Range(0, 2).Draw(t, "shardCap"),
 			Closed:        rapid.IntRange(0, 3).Draw(t, "closed") == 0,
 			ClosedLevels:  uint64(rapid.IntRange(0, 7).Draw(t, "closedLevels")) * uint64(rapid.IntRange(0, 1).Draw(t, "someLevelsClosed")),
 		}

@@ -44,6 +44,10 @@ type Schedule struct {
 	// view's jobs in progress and this schedule's assignments.
 	lims  map[string]*tenantLim
 	nfull int
+	// slims holds, in the same way, the (tenant, shard) pairs with a
+	// per-shard cap this schedule assigned or added jobs for; nfull counts
+	// the full ones too.
+	slims map[tenantShard]*tenantLim
 	// pol caches the view's policy lookups of this schedule: planning asks
 	// about the same few tenants many times (once per key it visits), and
 	// the view's tenant index may hold many.
@@ -54,25 +58,40 @@ type Schedule struct {
 
 // polEntry is a cached policyOf result.
 type polEntry struct {
-	p TenantPolicy
-	n int
+	p      TenantPolicy
+	n      int
+	shards []shardCount
+}
+
+// tenantShard is a shard of a tenant.
+type tenantShard struct {
+	tenant string
+	shard  uint32
 }
 
 // policyOf returns the effective policy of tenant in the view and its
 // count of jobs in progress there, cached for the schedule.
 func (sc *Schedule) policyOf(tenant string) (TenantPolicy, int) {
+	e := sc.polEntry(tenant)
+	return e.p, e.n
+}
+
+// polEntry returns the view's policy entry of tenant, cached for the
+// schedule.
+func (sc *Schedule) polEntry(tenant string) polEntry {
 	if sc.v.tenants == nil || sc.v.tenants.Len() == 0 {
-		return sc.v.def, 0
+		return polEntry{p: sc.v.def}
 	}
 	if e, ok := sc.pol[tenant]; ok {
-		return e.p, e.n
+		return e
 	}
-	p, n := policyOf(sc.v.tenants, sc.v.def, tenant)
+	p, n, shards := policyOf(sc.v.tenants, sc.v.def, tenant)
 	if sc.pol == nil {
 		sc.pol = make(map[string]polEntry)
 	}
-	sc.pol[tenant] = polEntry{p, n}
-	return p, n
+	e := polEntry{p, n, shards}
+	sc.pol[tenant] = e
+	return e
 }
 
 // tenantLim is a capped tenant as a schedule sees it.
@@ -101,7 +120,8 @@ type overlay struct {
 	gone    bool   // completed or evicted by this schedule
 	handed  bool   // a job added by this schedule and assigned by it
 	// rank and capped are, for a job added by this schedule, its tenant's
-	// rank and whether the tenant has a cap (then it is in lims).
+	// rank and whether the tenant has a cap (then it is in lims, and in
+	// slims for a per-shard cap).
 	rank   uint8
 	capped bool
 }
@@ -272,20 +292,74 @@ func (sc *Schedule) lim(tenant string) *tenantLim {
 	return l
 }
 
+// slim returns the schedule's record of a shard of tenant, which has a
+// per-shard cap, making it if needed.
+func (sc *Schedule) slim(tenant string, shard uint32) *tenantLim {
+	k := tenantShard{tenant, shard}
+	if l := sc.slims[k]; l != nil {
+		return l
+	}
+	e := sc.polEntry(tenant)
+	l := &tenantLim{max: e.p.MaxPerShard, count: shardN(e.shards, shard)}
+	if sc.slims == nil {
+		sc.slims = make(map[tenantShard]*tenantLim)
+	}
+	sc.slims[k] = l
+	if l.full() {
+		sc.nfull++
+	}
+	return l
+}
+
+// limits makes the schedule's records of the caps of a job of tenant on
+// shard, under the view's policy p.
+func (sc *Schedule) limits(tenant string, shard uint32, p TenantPolicy) {
+	if p.MaxInProgress > 0 {
+		sc.lim(tenant)
+	}
+	if p.MaxPerShard > 0 {
+		sc.slim(tenant, shard)
+	}
+}
+
+// countCaps counts one assignment of an unassigned job of tenant on shard
+// against the caps of the view's policy of the tenant.
+func (sc *Schedule) countCaps(tenant string, shard uint32) {
+	p, _ := sc.policyOf(tenant)
+	if p.MaxInProgress > 0 {
+		sc.count(sc.lim(tenant))
+	}
+	if p.MaxPerShard > 0 {
+		sc.count(sc.slim(tenant, shard))
+	}
+}
+
+// full reports whether this schedule filled the tenant, or the tenant's
+// shard, to its cap.
+func (sc *Schedule) full(tenant string, shard uint32) bool {
+	if l := sc.lims[tenant]; l != nil && l.full() {
+		return true
+	}
+	if len(sc.slims) == 0 {
+		return false
+	}
+	l := sc.slims[tenantShard{tenant, shard}]
+	return l != nil && l.full()
+}
+
 // passed reports whether AssignJob passes over a job of the view: its
-// tenant became full in this schedule.
+// tenant, or its shard, became full in this schedule.
 func (sc *Schedule) passed(j *job) bool {
 	if sc.nfull == 0 || !j.hasCap {
 		return false
 	}
-	l := sc.lims[j.st.Tenant]
-	return l != nil && l.full()
+	return sc.full(j.st.Tenant, j.shard())
 }
 
 // heldAdded reports whether a job added by this schedule waits for its
-// tenant's cap.
+// tenant's cap or its shard's.
 func (sc *Schedule) heldAdded(o *overlay) bool {
-	return o.capped && sc.lims[o.st.Tenant].full()
+	return o.capped && sc.nfull > 0 && sc.full(o.st.Tenant, o.plan.Shard)
 }
 
 // CompletedToken returns the token the named job was completed with, if the
@@ -437,13 +511,13 @@ func (sc *Schedule) AssignJob(worker string) bool {
 		o.handed = true
 		ch.Job, ch.Version = o.st.Name, 0
 		if o.capped {
-			sc.count(sc.lims[o.st.Tenant])
+			sc.countCaps(o.st.Tenant, o.plan.Shard)
 		}
 	} else {
 		o = sc.touch(c.j)
 		ch.Job, ch.Version = c.j.st.Name, c.j.st.Version
 		if c.j.hasCap && !c.expired {
-			sc.count(sc.lim(c.j.st.Tenant))
+			sc.countCaps(c.j.st.Tenant, c.j.shard())
 		}
 	}
 	if c.expired {
@@ -757,9 +831,9 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	o.plan = &sc.plans[len(sc.plans)-1]
 	o.st = ck.JobState{Name: plan.Name, Tenant: plan.Tenant, Level: plan.Level, Status: ck.StatusUnassigned, AddedAt: sc.now}
 	o.rank = pol.Rank
-	if pol.MaxInProgress > 0 {
+	if pol.hasCap() {
 		o.capped = true
-		sc.lim(plan.Tenant)
+		sc.limits(plan.Tenant, plan.Shard, pol)
 	}
 	sc.added = append(sc.added, o)
 	sc.size++

@@ -52,7 +52,13 @@ type Scheduler struct {
 	policies map[string]TenantPolicy
 	counts   map[string]int
 	nCapped  int
-	tenants  *btree.BTreeG[tenantRec]
+	// shards holds the jobs in progress per shard of the tenants whose
+	// effective policy has a per-shard cap (sorted by shard, no zero entry;
+	// a list is replaced, never modified: tenant index entries share it),
+	// and nShardCapped the number of (tenant, shard) pairs at that cap.
+	shards       map[string][]shardCount
+	nShardCapped int
+	tenants      *btree.BTreeG[tenantRec]
 	// tenantsView is a clone of tenants for views, nil after it changes
 	// (and while it is empty: views then read none).
 	tenantsView *btree.BTreeG[tenantRec]
@@ -253,7 +259,7 @@ func (s *Scheduler) insert(j *job) {
 	s.count(j, 1)
 	s.dirty()
 	if j.st.Status == ck.StatusInProgress {
-		s.adjust(j.st.Tenant, 1)
+		s.adjust(j.st.Tenant, j.shard(), 1)
 	}
 }
 
@@ -265,7 +271,7 @@ func (s *Scheduler) remove(j *job) {
 	s.count(j, -1)
 	s.dirty()
 	if j.st.Status == ck.StatusInProgress {
-		s.adjust(j.st.Tenant, -1)
+		s.adjust(j.st.Tenant, j.shard(), -1)
 	}
 }
 
@@ -283,9 +289,9 @@ func (s *Scheduler) replace(old, nj *job) {
 	s.dirty()
 	if was, is := old.st.Status == ck.StatusInProgress, nj.st.Status == ck.StatusInProgress; was != is {
 		if is {
-			s.adjust(nj.st.Tenant, 1)
+			s.adjust(nj.st.Tenant, nj.shard(), 1)
 		} else {
-			s.adjust(nj.st.Tenant, -1)
+			s.adjust(nj.st.Tenant, nj.shard(), -1)
 		}
 	}
 }

@@ -1,7 +1,11 @@
 package scheduler
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
+
+	ck "github.com/compactkit/compactkit"
 
 	"github.com/google/btree"
 )
@@ -21,6 +25,13 @@ type TenantPolicy struct {
 	Rank uint8
 	// MaxInProgress caps the tenant's jobs in progress; 0 = unlimited.
 	MaxInProgress uint32
+	// MaxPerShard caps the tenant's jobs in progress on each shard (the
+	// shard of a job's plan; the jobs of a level compacted across shards,
+	// whose plans have ck.AnyShard, count as one more shard); 0 =
+	// unlimited. It holds a shard's unassigned jobs while the shard is at
+	// its cap, and works with MaxInProgress: a job waits while either
+	// holds it.
+	MaxPerShard uint32
 	// Closed holds the tenant's new work: a run window (or a not-before time)
 	// forbids new jobs from starting now. Jobs in progress run to their end.
 	Closed bool
@@ -40,6 +51,62 @@ func (p TenantPolicy) capped(n int) bool {
 	return p.MaxInProgress > 0 && uint64(n) >= uint64(p.MaxInProgress)
 }
 
+// shardCapped reports whether a shard with n of the tenant's jobs in
+// progress is at the per-shard cap.
+func (p TenantPolicy) shardCapped(n int) bool {
+	return p.MaxPerShard > 0 && uint64(n) >= uint64(p.MaxPerShard)
+}
+
+// hasCap reports whether the policy caps jobs in progress at all.
+func (p TenantPolicy) hasCap() bool { return p.MaxInProgress > 0 || p.MaxPerShard > 0 }
+
+// shardCount is one shard's jobs in progress of a tenant.
+type shardCount struct {
+	shard uint32
+	n     int
+}
+
+// shardN returns the jobs in progress on shard in a tenant's shard list
+// (sorted by shard, no zero entry).
+func shardN(list []shardCount, shard uint32) int {
+	i, found := slices.BinarySearchFunc(list, shard, cmpShard)
+	if !found {
+		return 0
+	}
+	return list[i].n
+}
+
+func cmpShard(c shardCount, shard uint32) int {
+	switch {
+	case c.shard < shard:
+		return -1
+	case c.shard > shard:
+		return 1
+	}
+	return 0
+}
+
+// withShard returns a new shard list: list with delta more jobs in
+// progress on shard. The list itself is never modified (views share it).
+func withShard(list []shardCount, shard uint32, delta int) []shardCount {
+	i, found := slices.BinarySearchFunc(list, shard, cmpShard)
+	out := make([]shardCount, 0, len(list)+1)
+	out = append(out, list[:i]...)
+	n := delta
+	if found {
+		n += list[i].n
+		i++
+	}
+	if n != 0 {
+		out = append(out, shardCount{shard: shard, n: n})
+	}
+	out = append(out, list[i:]...)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // PolicyStats summarises the tenant policies in force.
 type PolicyStats struct {
 	// Default is the policy of the tenants without their own.
@@ -49,6 +116,9 @@ type PolicyStats struct {
 	// Capped counts the tenants with as many jobs in progress as their
 	// cap: their unassigned jobs wait.
 	Capped int
+	// CappedShards counts the (tenant, shard) pairs with as many jobs in
+	// progress as their tenant's per-shard cap ([TenantPolicy].MaxPerShard).
+	CappedShards int
 }
 
 // tenantRec is a tenant's entry in the tenant index, the part of the
@@ -56,32 +126,34 @@ type PolicyStats struct {
 // and its jobs in progress. A tenant has an entry when it has a policy of
 // its own, or when the default policy has a cap and the tenant has jobs in
 // progress; any other tenant has the default policy and, if that has no
-// cap, a count nobody asks a view for. Entries are values: a view's clone
-// never sees one change.
+// cap, a count nobody asks a view for. Entries are values, and their shard
+// lists are never modified: a view's clone never sees one change.
 type tenantRec struct {
-	name  string
-	own   bool
-	pol   TenantPolicy // when own
-	count int          // jobs in progress
+	name   string
+	own    bool
+	pol    TenantPolicy // when own
+	count  int          // jobs in progress
+	shards []shardCount // jobs in progress per shard, when the policy has MaxPerShard
 }
 
 func recByName(a, b tenantRec) bool { return a.name < b.name }
 
 // policyOf returns the effective policy of a tenant in a tenant index with
-// default def, and its jobs in progress as the index knows them (exact
-// when the policy has a cap).
-func policyOf(tenants *btree.BTreeG[tenantRec], def TenantPolicy, tenant string) (TenantPolicy, int) {
+// default def, its jobs in progress as the index knows them (exact when
+// the policy has a cap) and its shard list (exact when the policy has a
+// per-shard cap).
+func policyOf(tenants *btree.BTreeG[tenantRec], def TenantPolicy, tenant string) (TenantPolicy, int, []shardCount) {
 	if tenants == nil || tenants.Len() == 0 {
-		return def, 0
+		return def, 0, nil
 	}
 	r, ok := tenants.Get(tenantRec{name: tenant})
 	switch {
 	case !ok:
-		return def, 0
+		return def, 0, nil
 	case r.own:
-		return r.pol, r.count
+		return r.pol, r.count, r.shards
 	default:
-		return def, r.count
+		return def, r.count, r.shards
 	}
 }
 
@@ -112,10 +184,14 @@ func (s *Scheduler) holds(tenant string, level uint32, p TenantPolicy, n int) ui
 }
 
 // shape sets the policy-derived fields of j (its rank, hasCap and holds)
-// for its tenant's policy p and n jobs in progress.
+// for its tenant's policy p and n jobs in progress (and, for a per-shard
+// cap, its shard's count in the scheduler's shard lists).
 func (s *Scheduler) shape(j *job, p TenantPolicy, n int) {
-	j.rank, j.hasCap = p.Rank, p.MaxInProgress > 0
+	j.rank, j.hasCap = p.Rank, p.hasCap()
 	j.hold = s.holds(j.st.Tenant, j.st.Level, p, n)
+	if p.MaxPerShard > 0 && p.shardCapped(shardN(s.shards[j.st.Tenant], j.shard())) {
+		j.hold |= holdCapped
+	}
 }
 
 // SetDefaultPolicy sets the policy of the tenants without their own. The
@@ -222,8 +298,34 @@ func (s *Scheduler) Capped(tenant string) bool {
 	return s.policy(tenant).capped(s.counts[tenant])
 }
 
-// repolicy changes the policy of tenant from old to p: the capped count
-// and the jobs whose rank, holds or hasCap change.
+// ShardInProgress returns the number of jobs of tenant in progress on
+// shard (ck.AnyShard for the jobs of levels compacted across shards). The
+// scheduler counts them only for the tenants whose effective policy has a
+// per-shard cap ([TenantPolicy].MaxPerShard); it returns 0 for the others.
+func (s *Scheduler) ShardInProgress(tenant string, shard uint32) int {
+	return shardN(s.shards[tenant], shard)
+}
+
+// ShardCapped reports whether tenant has a per-shard cap and as many jobs
+// in progress on shard as the cap, or more: the shard's unassigned jobs
+// wait until one ends.
+func (s *Scheduler) ShardCapped(tenant string, shard uint32) bool {
+	return s.policy(tenant).shardCapped(shardN(s.shards[tenant], shard))
+}
+
+// shardsCapped counts the shards of a shard list at the per-shard cap of p.
+func shardsCapped(list []shardCount, p TenantPolicy) int {
+	k := 0
+	for _, c := range list {
+		if p.shardCapped(c.n) {
+			k++
+		}
+	}
+	return k
+}
+
+// repolicy changes the policy of tenant from old to p: the capped counts,
+// the shard list and the jobs whose rank, holds or hasCap change.
 func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
 	n := s.counts[tenant]
 	wasCapped, capped := old.capped(n), p.capped(n)
@@ -233,10 +335,43 @@ func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
 	case wasCapped && !capped:
 		s.nCapped--
 	}
-	if old.Rank == p.Rank && old.Closed == p.Closed && old.ClosedLevels == p.ClosedLevels && wasCapped == capped && (old.MaxInProgress > 0) == (p.MaxInProgress > 0) {
+	perShard := old.MaxPerShard != p.MaxPerShard
+	if perShard {
+		s.nShardCapped -= shardsCapped(s.shards[tenant], old)
+		s.setShards(tenant, old, p)
+		s.nShardCapped += shardsCapped(s.shards[tenant], p)
+	}
+	if old.Rank == p.Rank && old.Closed == p.Closed && old.ClosedLevels == p.ClosedLevels && wasCapped == capped && old.hasCap() == p.hasCap() && !perShard {
 		return // a cap changed without crossing the count: the tenant index has it
 	}
 	s.reshape(tenant, p, n)
+}
+
+// setShards keeps the shard list of tenant for its new policy p (old
+// before): counted from its jobs in progress when p gains a per-shard cap,
+// dropped when p has none. It costs O(the tenant's jobs) when it counts.
+func (s *Scheduler) setShards(tenant string, old, p TenantPolicy) {
+	switch {
+	case p.MaxPerShard == 0:
+		delete(s.shards, tenant)
+		return
+	case old.MaxPerShard > 0:
+		return // kept up to date already
+	}
+	var list []shardCount
+	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
+		if j := s.get(k.name); j.st.Status == ck.StatusInProgress {
+			list = withShard(list, j.shard(), 1)
+		}
+		return true
+	})
+	if list == nil {
+		return
+	}
+	if s.shards == nil {
+		s.shards = make(map[string][]shardCount)
+	}
+	s.shards[tenant] = list
 }
 
 // reshape gives every job of tenant the rank, hasCap and holds of policy
@@ -260,12 +395,12 @@ func (s *Scheduler) reshape(tenant string, p TenantPolicy, n int) {
 }
 
 // syncRec makes the tenant index entry of tenant agree with its policy and
-// count (see tenantRec).
+// counts (see tenantRec).
 func (s *Scheduler) syncRec(tenant string) {
 	p, own := s.policies[tenant]
 	n := s.counts[tenant]
-	if own || (s.def.MaxInProgress > 0 && n > 0) {
-		s.tenants.ReplaceOrInsert(tenantRec{name: tenant, own: own, pol: p, count: n})
+	if own || (s.def.hasCap() && n > 0) {
+		s.tenants.ReplaceOrInsert(tenantRec{name: tenant, own: own, pol: p, count: n, shards: s.shards[tenant]})
 		s.tenantsView = nil
 		return
 	}
@@ -276,10 +411,11 @@ func (s *Scheduler) syncRec(tenant string) {
 	}
 }
 
-// adjust counts delta jobs of tenant more in progress, after the job that
-// moved is in the indexes. When the count crosses the tenant's cap, the
-// tenant's jobs gain or lose the capped hold.
-func (s *Scheduler) adjust(tenant string, delta int) {
+// adjust counts delta jobs of tenant more in progress on shard, after the
+// job that moved is in the indexes. When the count crosses the tenant's
+// cap, or the shard's count its per-shard cap, the tenant's jobs gain or
+// lose the capped hold.
+func (s *Scheduler) adjust(tenant string, shard uint32, delta int) {
 	n := s.counts[tenant]
 	m := n + delta
 	if m == 0 {
@@ -292,23 +428,65 @@ func (s *Scheduler) adjust(tenant string, delta int) {
 	}
 	p, own := s.policies[tenant]
 	if !own {
-		if s.def.MaxInProgress == 0 {
+		if !s.def.hasCap() {
 			return // no entry in the tenant index, no cap
 		}
 		p = s.def
 	}
+	crossed := false
+	if p.MaxPerShard > 0 {
+		list := s.shards[tenant]
+		k := shardN(list, shard)
+		if list = withShard(list, shard, delta); list == nil {
+			delete(s.shards, tenant)
+		} else {
+			if s.shards == nil {
+				s.shards = make(map[string][]shardCount)
+			}
+			s.shards[tenant] = list
+		}
+		if was, now := p.shardCapped(k), p.shardCapped(k+delta); was != now {
+			crossed = true
+			if now {
+				s.nShardCapped++
+			} else {
+				s.nShardCapped--
+			}
+		}
+	}
 	s.syncRec(tenant)
 	if was, now := p.capped(n), p.capped(m); was != now {
+		crossed = true
 		if now {
 			s.nCapped++
 		} else {
 			s.nCapped--
 		}
+	}
+	if crossed {
 		s.reshape(tenant, p, m)
 	}
 }
 
+// capText says which cap holds j, an unassigned job with the capped hold.
+func (s *Scheduler) capText(j *job) string {
+	p, n := s.policy(j.st.Tenant), s.counts[j.st.Tenant]
+	if p.capped(n) {
+		return fmt.Sprintf("tenant %q: %d in progress, cap %d", j.st.Tenant, n, p.MaxInProgress)
+	}
+	shard := j.shard()
+	return fmt.Sprintf("tenant %q shard %s: %d in progress, cap %d per shard", j.st.Tenant, shardText(shard), shardN(s.shards[j.st.Tenant], shard), p.MaxPerShard)
+}
+
+// shardText formats a shard, "any" for ck.AnyShard.
+func shardText(shard uint32) string {
+	if shard == ck.AnyShard {
+		return "any"
+	}
+	return strconv.FormatUint(uint64(shard), 10)
+}
+
 // policyStats returns the summary of the policies.
 func (s *Scheduler) policyStats() PolicyStats {
-	return PolicyStats{Default: s.def, Overrides: len(s.policies), Capped: s.nCapped}
+	return PolicyStats{Default: s.def, Overrides: len(s.policies), Capped: s.nCapped, CappedShards: s.nShardCapped}
 }

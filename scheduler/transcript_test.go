@@ -50,16 +50,17 @@ import (
 //	job <job> | jobs [tenant=] [level=] [status=] [limit=N]
 //	list [cursor=C|next] [limit=N]      one page; next is the cursor the last list returned
 //	stats | paused <tenant> <level> | owns <job> <token> | completed <job>
-//	policy [default|clear] [tenant=T] [rank=R] [cap=N] [closed=BOOL]
+//	policy [default|clear] [tenant=T] [rank=R] [cap=N] [shardcap=N] [closed=BOOL]
 //	                                     SetTenantPolicy (from the tenant's effective
 //	                                     policy so changed), SetDefaultPolicy (from the
 //	                                     default so changed) or ClearTenantPolicy
 //	tenant <tenant>...                   effective policy, jobs in progress, capped
+//	shard <tenant> <shard>               jobs in progress on the shard, shard capped
 //	on <schedule> held <tenant> <level>  Schedule.Held
 //	mark <name> | unchanged <name>       compare snapshots
 //	entry                                use up an entry (say, a prepare entry)
 //
-// A <plan> is name[@tenant][:level]; a cleanup-only plan is
+// A <plan> is name[@tenant][:level][/shard] (shard 1 unless given); a cleanup-only plan is
 // name!<tombstone> (shard any, no sources).
 func TestTranscripts(t *testing.T) {
 	transcript.Walk(t, "testdata/transcripts/*.txt", func(t *testing.T) transcript.Handler {
@@ -229,8 +230,19 @@ func (e *env) handle(c *transcript.Command) string {
 	case "tenant":
 		for _, t := range c.Positional() {
 			p := e.s.TenantPolicy(t)
-			fmt.Fprintf(&b, "%s: rank=%d cap=%d closed=%t in_progress=%d capped=%t\n", t, p.Rank, p.MaxInProgress, p.Closed, e.s.InProgress(t), e.s.Capped(t))
+			fmt.Fprintf(&b, "%s: rank=%d cap=%d", t, p.Rank, p.MaxInProgress)
+			if p.MaxPerShard > 0 {
+				fmt.Fprintf(&b, " shardcap=%d", p.MaxPerShard)
+			}
+			fmt.Fprintf(&b, " closed=%t in_progress=%d capped=%t\n", p.Closed, e.s.InProgress(t), e.s.Capped(t))
 		}
+	case "shard":
+		shard, err := strconv.ParseUint(e.pos(c, 1), 10, 32)
+		if err != nil {
+			c.Fatalf("shard: %v", err)
+		}
+		t := e.pos(c, 0)
+		fmt.Fprintf(&b, "%s/%d: in_progress=%d capped=%t", t, shard, e.s.ShardInProgress(t, uint32(shard)), e.s.ShardCapped(t, uint32(shard)))
 	case "owns":
 		tok, _ := strconv.ParseUint(e.pos(c, 1), 10, 64)
 		ok := e.s.Schedule(e.now).UpdateJob("probe", &ck.StatusUpdate{Job: e.pos(c, 0), Token: fencing.Token(tok), Status: ck.ReportInProgress})
@@ -306,6 +318,14 @@ func parsePlan(spec, tenant string, level uint32) ck.JobPlan {
 	if name, target, ok := strings.Cut(spec, "!"); ok {
 		return ck.JobPlan{Name: name, Shard: ck.AnyShard, Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: target}}}
 	}
+	shard, hasShard := uint32(0), false
+	if s, sh, ok := strings.Cut(spec, "/"); ok {
+		n, err := strconv.ParseUint(sh, 10, 32)
+		if err != nil {
+			panic(err)
+		}
+		spec, shard, hasShard = s, uint32(n), true
+	}
 	if s, l, ok := strings.Cut(spec, ":"); ok {
 		n, err := strconv.ParseUint(l, 10, 32)
 		if err != nil {
@@ -316,7 +336,11 @@ func parsePlan(spec, tenant string, level uint32) ck.JobPlan {
 	if s, t, ok := strings.Cut(spec, "@"); ok {
 		spec, tenant = s, t
 	}
-	return plan(spec, tenant, level)
+	p := plan(spec, tenant, level)
+	if hasShard {
+		p.Shard = shard
+	}
+	return p
 }
 
 func (e *env) plans(c *transcript.Command) []ck.JobPlan {
@@ -600,17 +624,22 @@ func (e *env) stats(b *strings.Builder) {
 	}
 	if st.Policies != (scheduler.PolicyStats{}) {
 		d := st.Policies.Default
-		fmt.Fprintf(b, "policies: default=(rank=%d cap=%d closed=%t) overrides=%d capped=%d\n", d.Rank, d.MaxInProgress, d.Closed, st.Policies.Overrides, st.Policies.Capped)
+		fmt.Fprintf(b, "policies: default=(rank=%d cap=%d closed=%t) overrides=%d capped=%d", d.Rank, d.MaxInProgress, d.Closed, st.Policies.Overrides, st.Policies.Capped)
+		if st.Policies.CappedShards > 0 {
+			fmt.Fprintf(b, " capped_shards=%d", st.Policies.CappedShards)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "counters: %+v", st.Counters)
 }
 
 // policy sets a tenant's policy, the default, or clears a tenant's.
 func (e *env) policy(c *transcript.Command) {
-	c.Only("tenant", "rank", "cap", "closed")
+	c.Only("tenant", "rank", "cap", "shardcap", "closed")
 	mod := func(p scheduler.TenantPolicy) scheduler.TenantPolicy {
 		p.Rank = uint8(c.Int("rank", int64(p.Rank)))
 		p.MaxInProgress = uint32(c.Int("cap", int64(p.MaxInProgress)))
+		p.MaxPerShard = uint32(c.Int("shardcap", int64(p.MaxPerShard)))
 		if c.Has("closed") {
 			v, err := strconv.ParseBool(c.Str("closed", ""))
 			if err != nil {
