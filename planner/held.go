@@ -65,3 +65,23 @@ func (s *state) eachKey(tenant string, fn func(*queue)) {
 		return true
 	})
 }
+
+// KeyTenants returns the tenants that have keys (blocks queued or claimed),
+// in order: the tenants a hold of every tenant following some policy must
+// reach. Its cost is O(t log n) for t such tenants among n keys.
+func (p *Planner) KeyTenants() []string {
+	var out []string
+	probe := &queue{}
+	for {
+		found := false
+		p.s.keys.AscendGreaterOrEqual(probe, func(q *queue) bool {
+			out = append(out, q.k.tenant)
+			found = true
+			return false
+		})
+		if !found {
+			return out
+		}
+		probe.k = key{tenant: out[len(out)-1] + "\x00"}
+	}
+}

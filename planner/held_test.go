@@ -27,6 +27,19 @@ func drain(t *testing.T, v *planner.View, now int64, opts *planner.PlanOptions) 
 	}
 }
 
+// TestKeyTenants: the tenants with keys, each once, in order, whether
+// their blocks are queued or claimed, held or not.
+func TestKeyTenants(t *testing.T) {
+	f := newFixture(t, planner.DefaultConfig())
+	require.Empty(t, f.p.KeyTenants())
+	f.add("C", 0, 0, 3)
+	f.add("A", 0, 0, 20)
+	f.add("A", 5, 1, 2)
+	f.add("", 0, 0, 1)
+	f.p.SetHeld("C", true)
+	require.Equal(t, []string{"", "A", "C"}, f.p.KeyTenants())
+}
+
 // TestHeldTenants: a held tenant is never planned while the others are;
 // its blocks stay queued and counted; releasing it makes it plannable
 // again. Holding twice or releasing twice changes nothing.

@@ -61,6 +61,9 @@ type touch struct {
 	off  int    // blocks taken
 	rem  batch  // the batch that follows
 	rank uint8  // the tenant's rank
+	// lc is the key's level policy (looked up once: with many tenants of
+	// their own the lookup is a search of a large tree).
+	lc *LevelConfig
 }
 
 // cand is a key with a ready batch.
@@ -439,7 +442,7 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 		if b.count == 0 {
 			continue
 		}
-		lc := v.s.levelOf(t.k.tenant, t.k.level)
+		lc := t.lc
 		var rk uint8
 		switch {
 		case t.k.level == r && r == 0:
@@ -471,11 +474,11 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 // plan turns the chosen batch into a job plan and records what it took.
 func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 	k := key{tenant: c.tenant, shard: c.shard, level: c.level}
-	lc := v.s.levelOf(k.tenant, k.level)
 	var t *touch
 	if c.touch > 0 {
 		t = &v.touched[c.touch-1]
 	} else {
+		lc := v.s.levelOf(k.tenant, k.level)
 		q := v.s.getQueue(k, &v.pivot)
 		if q == nil {
 			panic("planner: index entry without a queue") // a bug: the indexes follow the queues
@@ -483,7 +486,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 		if v.touched == nil {
 			v.touched = make([]touch, 0, 16)
 		}
-		v.touched = append(v.touched, touch{k: k, q: q, arr0: q.head.arr, rem: q.head, rank: v.s.rankOf(k.tenant)})
+		v.touched = append(v.touched, touch{k: k, q: q, arr0: q.head.arr, rem: q.head, rank: v.s.rankOf(k.tenant), lc: lc})
 		t = &v.touched[len(v.touched)-1]
 		if v.byArr != nil {
 			v.byArr[t.arr0] = len(v.touched) - 1
@@ -506,7 +509,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 		return len(sources) < n
 	})
 	t.off += n
-	t.rem = formBatch(t.q, t.off, lc)
+	t.rem = formBatch(t.q, t.off, t.lc)
 
 	plan := ck.JobPlan{Tenant: k.tenant, Shard: k.shard, Level: k.level, Sources: sources}
 	plan.Name = jobName(&v.hash, k, v.seq, sources)

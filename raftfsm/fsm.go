@@ -47,9 +47,10 @@ type state struct {
 	clusterVersion byte
 	// policies are the scheduling policies (cluster version 5).
 	policies *policies
-	// capHeld mirrors the tenants the planner holds because they are at
-	// their cap (see syncHeld), for lookups: derived, rebuilt on restore.
-	capHeld map[string]struct{}
+	// plannerHeld mirrors the tenants the planner holds because they are
+	// at their cap or closed by their policy (see syncHeld), for lookups:
+	// derived, rebuilt on restore.
+	plannerHeld map[string]struct{}
 	// broken counts the invariants of Apply found broken (see invariant);
 	// lastBroken is the latest. Local: not in snapshots.
 	broken     uint64
@@ -533,6 +534,7 @@ func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result
 	if !st.policies.configured() {
 		return
 	}
+	st.holdArrivals(a.Blocks)
 	// Grade the backpressure of the tenants and shards the blocks went to,
 	// once each, in the order they first appear (deterministic). A block
 	// queued under a cross-shard key counts for that key's shard.

@@ -49,3 +49,58 @@ func TestPolicyRecordLevels(t *testing.T) {
 		require.ErrorIs(t, codec.Default.Unmarshal(bad, &r), ck.ErrMalformed)
 	}
 }
+
+// The planner holds the tenants a policy closes — the default's as well
+// as their own — with the blocks they have and those that arrive while
+// closed, and releases them when the window opens; a tenant with an open
+// policy of its own is never held.
+func TestPlannerHoldsClosedTenants(t *testing.T) {
+	f, err := New(DefaultConfig())
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC).UnixNano()
+	index := uint64(0)
+	apply := func(c *Command) {
+		t.Helper()
+		data, err := f.Encode(c, now)
+		require.NoError(t, err)
+		index++
+		_, err = f.Apply(ck.Entry{Index: index, Term: 1, Time: now}, data)
+		require.NoError(t, err)
+	}
+	add := func(tenant string) {
+		apply(&Command{AddBlocks: &AddBlocks{Blocks: []ck.BlockMeta{{ID: tenant + "-b" + time.Unix(0, now).Format("150405"), Tenant: tenant,
+			MinTime: now, MaxTime: now, Size: 1, Datasets: []ck.DatasetMeta{{Name: "d", Size: 1, Records: 1, MinTime: now, MaxTime: now}}}}}})
+	}
+	held := func() []string {
+		var out []string
+		for _, tn := range []string{"a", "b", "c", "own"} {
+			if f.st.planner.Held(tn) {
+				_, mirrored := f.st.plannerHeld[tn]
+				require.True(t, mirrored, tn)
+				out = append(out, tn)
+			}
+		}
+		return out
+	}
+	add("a")
+	add("own")
+	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "own", Policy: &policy.Tenant{}}})
+	// The default closes from 22:00 to 23:00 UTC, now.
+	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, All: true, Policy: &policy.Tenant{
+		Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 23 * 60}}}}}})
+	require.Equal(t, []string{"a"}, held())
+	add("b") // new while closed
+	require.Equal(t, []string{"a", "b"}, held())
+	// c's own policy closes it too; clearing it returns it to the default.
+	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "c", Policy: &policy.Tenant{NotBefore: now + int64(2*time.Hour)}}})
+	require.Equal(t, []string{"a", "b", "c"}, held())
+	apply(&Command{Policy: &PolicyCommand{Action: PolicyClear, Tenant: "c"}})
+	require.Equal(t, []string{"a", "b", "c"}, held(), "closed by the default now")
+	add("c")
+	require.Equal(t, []string{"a", "b", "c"}, held())
+	// At 23:00 the window ends: judged at the next entry, everyone is released.
+	now += int64(time.Hour) + 1
+	add("own")
+	require.Empty(t, held())
+	require.Empty(t, f.st.plannerHeld)
+}

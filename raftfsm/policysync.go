@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -20,9 +21,10 @@ func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantP
 // jobs, the planner its ready batches); the planner batches each tenant's
 // blocks under its level overrides. The scheduler holds the jobs of a
 // closed or capped tenant (they leave its assignment indexes, so polls
-// never visit them), and the planner holds the keys of a capped tenant
-// (so polls do not plan jobs that would only wait); a closed tenant is
-// passed over by planning through the schedule's Held check.
+// never visit them), and the planner holds the keys of a capped tenant,
+// and of one its policy (its own, or the default) closes (so polls do not
+// plan jobs that would only wait, nor visit them); closures of some levels
+// only are passed over by planning through the schedule's Held check.
 func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
 	if all {
@@ -56,6 +58,14 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 		for _, t := range st.planner.HeldTenants() {
 			st.syncHeld(t)
 		}
+		if !ps.defOpen {
+			// The default closes every tenant without its own policy: the
+			// planner holds those with keys (and the others as their
+			// blocks arrive, see holdArrivals).
+			for _, t := range st.planner.KeyTenants() {
+				st.syncHeld(t)
+			}
+		}
 		if regrade {
 			for _, g := range ps.gradeList() {
 				st.regrade(g.Tenant, now)
@@ -68,19 +78,43 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 }
 
 // syncHeld holds a tenant's keys in the planner while the scheduler says
-// it is at its cap of jobs in progress, and releases them when it is not.
+// it is at its cap of jobs in progress, or while its policy (its own, or
+// the default) closes it (a run window or a not-before time), and releases
+// them otherwise: the planner never visits a held tenant, so a poll costs
+// nothing per capped or closed tenant. (A tenant closed at some levels
+// only is passed over by Prepare's Skip instead: a seek per such tenant
+// and planned job.)
 func (st *state) syncHeld(tenant string) {
-	capped := st.sched.Capped(tenant)
-	if _, held := st.capHeld[tenant]; capped == held {
+	hold := st.sched.Capped(tenant) || !st.policies.mayStart(tenant)
+	if _, held := st.plannerHeld[tenant]; hold == held {
 		return
 	}
-	st.planner.SetHeld(tenant, capped)
-	if capped {
-		if st.capHeld == nil {
-			st.capHeld = make(map[string]struct{})
+	st.planner.SetHeld(tenant, hold)
+	if hold {
+		if st.plannerHeld == nil {
+			st.plannerHeld = make(map[string]struct{})
 		}
-		st.capHeld[tenant] = struct{}{}
+		st.plannerHeld[tenant] = struct{}{}
 	} else {
-		delete(st.capHeld, tenant)
+		delete(st.plannerHeld, tenant)
+	}
+}
+
+// holdArrivals holds in the planner the tenants of blocks just queued that
+// the default policy closes and that are not held yet: tenants new to the
+// planner since the default closed. It costs a lookup per run of blocks of
+// one tenant, and nothing while the default is open.
+func (st *state) holdArrivals(blocks []ck.BlockMeta) {
+	if st.policies.defOpen {
+		return
+	}
+	for i := range blocks {
+		t := blocks[i].Tenant
+		if i > 0 && blocks[i-1].Tenant == t {
+			continue
+		}
+		if _, held := st.plannerHeld[t]; !held {
+			st.syncHeld(t)
+		}
 	}
 }

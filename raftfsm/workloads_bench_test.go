@@ -77,18 +77,72 @@ func BenchmarkW2Poll(b *testing.B) {
 // capped tenants' jobs claim. Issue 20's budget: the policies must not
 // make a poll's cost grow with the number of tenants; Prepare may grow
 // by at most 10 %.
+//
+// closed=10000 is the same with the 9,999 High tenants closed by their
+// own run window instead of capped, two full level-0 batches queued each:
+// the planner holds them, so planning does not pass over each of them per
+// job it plans. defclosed=10000 closes them by the default policy instead
+// (the ten tenants of W2's own jobs have open policies of their own).
 func BenchmarkW2PollTenants(b *testing.B) {
-	for _, tenants := range []int{1, 10_000} {
-		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
-			setup := func(n *node) { coldBlocks(b, n, 9_999) }
-			if tenants > 1 {
-				setup = func(n *node) { cappedTenants(b, n, tenants-1) }
-			}
-			pb := newPollBenchWith(b, 10_000, 4_000, 2_000, setup)
+	for _, c := range []struct {
+		name  string
+		setup func(*node)
+	}{
+		{"tenants=1", func(n *node) { coldBlocks(b, n, 9_999) }},
+		{"tenants=10000", func(n *node) { cappedTenants(b, n, 9_999) }},
+		{"closed=10000", func(n *node) { closedTenants(b, n, 9_999) }},
+		{"defclosed=10000", func(n *node) { defaultClosedTenants(b, n, 9_999) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			pb := newPollBenchWith(b, 10_000, 4_000, 2_000, c.setup)
 			b.ResetTimer()
 			pb.run(b, false)
 		})
 	}
+}
+
+// closedTenants gives the node k tenants of class High whose own run
+// window closes them (never-in 20:00-08:00 UTC, around t0), each with two
+// full level-0 batches queued.
+func closedTenants(b *testing.B, n *node, k int) {
+	name := func(i int) string { return fmt.Sprintf("closed-%05d", i) }
+	night := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 20 * 60, End: 8 * 60}}}
+	var bs []ck.BlockMeta
+	for i := range k {
+		n.mustApply(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: name(i),
+			Policy: &policy.Tenant{Class: policy.High, Run: night}}})
+		bs = append(bs, cappedBlocks(n, i, name(i), 0)...)
+		if len(bs) >= 10_000 || i == k-1 {
+			n.mustApply(addBlocks(bs))
+			bs = nil
+		}
+	}
+	ps := n.f.Policies()
+	require.Len(b, ps.Tenants, k)
+	require.False(b, ps.Tenants[0].Open, "closed at t0")
+}
+
+// defaultClosedTenants gives the node k tenants without a policy of their
+// own, closed by the default's run window (never-in 20:00-08:00 UTC,
+// around t0), each with two full level-0 batches queued; W2's own tenants
+// (tenant-0 to tenant-9) get open policies of their own.
+func defaultClosedTenants(b *testing.B, n *node, k int) {
+	for i := range 10 {
+		n.mustApply(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: fmt.Sprintf("tenant-%d", i),
+			Policy: &policy.Tenant{}}})
+	}
+	night := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 20 * 60, End: 8 * 60}}}
+	n.mustApply(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true,
+		Policy: &policy.Tenant{Class: policy.High, Run: night}}})
+	var bs []ck.BlockMeta
+	for i := range k {
+		bs = append(bs, cappedBlocks(n, i, fmt.Sprintf("dclosed-%05d", i), 0)...)
+		if len(bs) >= 10_000 || i == k-1 {
+			n.mustApply(addBlocks(bs))
+			bs = nil
+		}
+	}
+	require.False(b, n.f.Policies().Default.MayStart(n.now), "closed at t0")
 }
 
 // perCapped is the number of blocks each capped tenant's jobs claim: two
