@@ -16,7 +16,9 @@
 // GET api/policies shows the default policy, the tenants' own — each with
 // whether it lets the tenant's new jobs start at the log's time ("open")
 // — and the compact-now requests in force. A policy is JSON with names
-// ([Policy]): class "high", "medium" or "low"; max_in_progress; run
+// ([Policy]): class "high", "medium" or "low"; max_in_progress and
+// max_in_progress_per_shard (caps on the tenant's jobs in progress, and
+// on those of each of its shards); run
 // {"mode": "only-in" | "never-in", "windows": [{"days": ["Mon", "Tue"],
 // "start": "22:00", "end": "06:00", "offset_minutes": 60}]}; not_before in
 // RFC 3339; pressure {"slow_blocks": {"on": 1000, "off": 800},

@@ -52,7 +52,7 @@ func orNone(s string) string {
 
 func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 	p := t.Policy
-	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Cap: "none", Run: p.RunText(),
+	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Run: p.RunText(),
 		NotBefore: orNone(p.NotBefore), StaleAfter: orNone(p.StaleAfter),
 		Levels: orNone(levelsText(p.Levels))}
 	if isDefault {
@@ -60,9 +60,7 @@ func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 	} else if t.Tenant == "" {
 		row.Tenant = "(empty tenant)"
 	}
-	if p.MaxInProgress > 0 {
-		row.Cap = fmt.Sprint(p.MaxInProgress)
-	}
+	row.Cap = p.CapText()
 	row.Pressure = orNone(p.PressureText())
 	return row
 }

@@ -23,6 +23,9 @@ type Policy struct {
 	// MaxInProgress caps the tenant's jobs in progress at once; 0 means
 	// no cap.
 	MaxInProgress uint32 `json:"max_in_progress"`
+	// MaxInProgressPerShard caps the tenant's jobs in progress on each
+	// shard at once; 0 (or absent) means no cap.
+	MaxInProgressPerShard uint32 `json:"max_in_progress_per_shard,omitempty"`
 	// Run says when new jobs may start (absent: at any time).
 	Run *RunPolicy `json:"run,omitempty"`
 	// NotBefore holds new jobs until this time, RFC 3339 (absent: none).
@@ -187,9 +190,25 @@ func (p Policy) PressureText() string {
 	return strings.Join(parts, " · ")
 }
 
+// CapText says the policy's caps of jobs in progress in words: "2",
+// "1 per shard", "4 · 1 per shard" or "none".
+func (p Policy) CapText() string {
+	var parts []string
+	if p.MaxInProgress > 0 {
+		parts = append(parts, strconv.FormatUint(uint64(p.MaxInProgress), 10))
+	}
+	if p.MaxInProgressPerShard > 0 {
+		parts = append(parts, strconv.FormatUint(uint64(p.MaxInProgressPerShard), 10)+" per shard")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " · ")
+}
+
 // PolicyOf returns p as the API shows it.
 func PolicyOf(p policy.Tenant) Policy {
-	out := Policy{Class: p.Class.String(), MaxInProgress: p.MaxInProgress}
+	out := Policy{Class: p.Class.String(), MaxInProgress: p.MaxInProgress, MaxInProgressPerShard: p.MaxInProgressPerShard}
 	if p.Run.Mode != policy.NeverIn || len(p.Run.Windows) > 0 {
 		run := runPolicyOf(p.Run)
 		out.Run = &run
@@ -295,6 +314,7 @@ func (p Policy) Tenant() (policy.Tenant, error) {
 		out.Class = c
 	}
 	out.MaxInProgress = p.MaxInProgress
+	out.MaxInProgressPerShard = p.MaxInProgressPerShard
 	if p.Run != nil {
 		run, err := p.Run.policy()
 		if err != nil {

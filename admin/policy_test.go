@@ -66,7 +66,7 @@ func newClockNode(t *testing.T, version byte) *clockNode {
 }
 
 // acmePolicy is every field of a policy, as the API takes and shows it.
-const acmePolicy = `{"class":"low","max_in_progress":1,
+const acmePolicy = `{"class":"low","max_in_progress":1,"max_in_progress_per_shard":1,
  "run":{"mode":"only-in","windows":[{"days":["Mon","Tue"],"start":"22:00","end":"06:00","offset_minutes":60}]},
  "not_before":"2026-12-01T00:00:00Z",
  "pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},
@@ -245,7 +245,7 @@ func TestPolicyPage(t *testing.T) {
 	require.NoError(t, err)
 	page := string(body)
 	for _, want := range []string{
-		`id="policies"`, `id="policy-default"`, `<td class="l">acme</td><td class="l">low</td><td>1</td>`,
+		`id="policies"`, `id="policy-default"`, `<td class="l">acme</td><td class="l">low</td><td>1 · 1 per shard</td>`,
 		"only-in Mon,Tue 22:00-06:00 UTC&#43;01:00", "slow 2/1, stop 3/2 · per shard: slow 5/4", "2026-12-01T00:00:00Z",
 		"0:blocks=2,age=2m0s 1:bytes=1048576,cross=on",
 		`<span class="bad">closed</span>`, `tenant &#34;globex&#34; at every level`, `id="pressure"`, `id="alarms"`,
@@ -314,7 +314,7 @@ func TestPolicyFieldsCovered(t *testing.T) {
 		v      any
 		fields []string
 	}{
-		{policy.Tenant{}, []string{"Class", "MaxInProgress", "Run", "NotBefore", "Pressure", "ShardPressure", "StaleAfter", "Levels", "LevelRuns"}},
+		{policy.Tenant{}, []string{"Class", "MaxInProgress", "MaxInProgressPerShard", "Run", "NotBefore", "Pressure", "ShardPressure", "StaleAfter", "Levels", "LevelRuns"}},
 		{policy.LevelRun{}, []string{"Level", "Run"}},
 		{policy.Level{}, []string{"Level", "MaxBlocks", "MaxBytes", "MaxAge", "CrossShard"}},
 		{policy.RunPolicy{}, []string{"Mode", "Windows"}},

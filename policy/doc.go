@@ -1,6 +1,7 @@
 // Package policy holds the scheduling policies operators set on a
 // compaction cluster, as values the state machine replicates and judges in
-// log time: a [Tenant]'s priority class, cap on jobs in progress, run
+// log time: a [Tenant]'s priority class, caps on jobs in progress (of the
+// tenant, and of each of its shards), run
 // windows, not-before time, backpressure thresholds, staleness threshold
 // and overrides of the cluster's batching per level. The state machine (package raftfsm, from cluster version 5)
 // keeps a default policy and tenants' own, changed by its policy

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// MaxInProgressLimit bounds [Tenant.MaxInProgress].
+// MaxInProgressLimit bounds [Tenant.MaxInProgress] and
+// [Tenant.MaxInProgressPerShard].
 const MaxInProgressLimit = 1 << 20
 
 // Tenant is the scheduling policy of one tenant, or the default policy of
@@ -21,6 +22,13 @@ type Tenant struct {
 	// MaxInProgress caps the tenant's jobs in progress at once; 0 means no
 	// cap. Jobs beyond it wait, held, until one ends.
 	MaxInProgress uint32
+	// MaxInProgressPerShard caps the tenant's jobs in progress on each
+	// shard at once (the jobs of levels compacted across shards,
+	// compactkit.AnyShard, count as one more shard); 0 means no cap. A
+	// shard's jobs beyond it wait, held, until one of that shard ends,
+	// while the tenant's other shards go on. With MaxInProgress, a job
+	// waits while either cap holds it.
+	MaxInProgressPerShard uint32
 	// Run says when the tenant's new jobs may start; the zero value lets
 	// them start at any time.
 	Run RunPolicy
@@ -56,6 +64,9 @@ func (t Tenant) Validate() error {
 	}
 	if t.MaxInProgress > MaxInProgressLimit {
 		return fmt.Errorf("policy: max in progress %d, at most %d: %w", t.MaxInProgress, MaxInProgressLimit, ErrInvalid)
+	}
+	if t.MaxInProgressPerShard > MaxInProgressLimit {
+		return fmt.Errorf("policy: max in progress per shard %d, at most %d: %w", t.MaxInProgressPerShard, MaxInProgressLimit, ErrInvalid)
 	}
 	if err := t.Run.Validate(); err != nil {
 		return err
@@ -100,7 +111,7 @@ func (t Tenant) Clone() Tenant {
 
 // Equal reports whether t and u are the same policy.
 func (t Tenant) Equal(u Tenant) bool {
-	return t.Class == u.Class && t.MaxInProgress == u.MaxInProgress && t.NotBefore == u.NotBefore &&
+	return t.Class == u.Class && t.MaxInProgress == u.MaxInProgress && t.MaxInProgressPerShard == u.MaxInProgressPerShard && t.NotBefore == u.NotBefore &&
 		t.Pressure == u.Pressure && t.ShardPressure == u.ShardPressure && t.StaleAfter == u.StaleAfter &&
 		t.Run.Mode == u.Run.Mode && slices.Equal(t.Run.Windows, u.Run.Windows) && slices.Equal(t.Levels, u.Levels) &&
 		slices.EqualFunc(t.LevelRuns, u.LevelRuns, func(a, b LevelRun) bool {

@@ -48,7 +48,7 @@
 //
 // From cluster version 5, [PolicyCommand]s set scheduling policies (package
 // policy): a default and tenants' own priority classes, caps on jobs in
-// progress, run windows, not-before times, backpressure thresholds and
+// progress (per tenant and per shard), run windows, not-before times, backpressure thresholds and
 // staleness thresholds, plus compact-now requests. They are replicated
 // state, in snapshots, judged in log time: a window is judged at the first
 // entry past its edge, and a policy applied between a poll's Prepare and

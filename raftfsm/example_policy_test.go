@@ -105,6 +105,30 @@ func ExamplePolicyCommand() {
 	// web batch
 }
 
+// A cap per shard bounds a tenant's jobs in progress on each of its
+// shards: a busy shard's next batch waits while its other shards go on.
+func ExamplePolicyCommand_shardCap() {
+	c := newCluster()
+	c.policy(raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme",
+		Policy: &policy.Tenant{MaxInProgressPerShard: 1}})
+	var bs []ck.BlockMeta
+	for i, shard := range slices.Repeat([]uint32{1, 1, 2}, 20) { // two full batches on shard 1, one on 2
+		bs = append(bs, ck.BlockMeta{ID: fmt.Sprintf("b%03d", i), Tenant: "acme", Shard: shard, MinTime: c.now, MaxTime: c.now, Size: 10,
+			Datasets: []ck.DatasetMeta{{Name: "cpu", Size: 10, Records: 1, MinTime: c.now, MaxTime: c.now}}})
+	}
+	if _, err := c.apply(&raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: bs}}); err != nil {
+		panic(err)
+	}
+	for _, j := range c.pollResult("w1", 4).Jobs {
+		fmt.Println("shard", j.Plan.Shard, j.Outcome)
+	}
+	fmt.Println("then:", c.poll("w2", 4))
+	// Output:
+	// shard 1 assigned
+	// shard 2 assigned
+	// then: nothing
+}
+
 // A run window: the tenant's new jobs start only from 22:00 to 06:00 UTC.
 // It is judged in log time at the first entry past its edge.
 func ExamplePolicyCommand_runWindow() {

@@ -125,7 +125,7 @@ func checkPolicy(p *policy.Tenant) error {
 // policyRec is the encoding of a policy.Tenant, in commands and
 // snapshots: an array of the seven policyFields, or of eight with the
 // parts added since (policyExtras: level overrides and run windows, shard
-// thresholds), written only when one is set, so that a policy without
+// thresholds, the per-shard cap), written only when one is set, so that a policy without
 // them keeps the bytes of the first release with policies.
 type policyRec struct {
 	policyFields
@@ -145,17 +145,18 @@ type policyFields struct {
 }
 
 // policyExtras are the parts of a policy added after the first release
-// with policies: its level overrides, its level run windows and its
-// shard thresholds.
+// with policies: its level overrides, its level run windows, its shard
+// thresholds and its per-shard cap.
 type policyExtras struct {
 	_             struct{} `cbor:",toarray"`
 	Levels        []levelRec
 	Runs          []levelRunRec
 	ShardPressure [8]int64
+	MaxPerShard   uint32
 }
 
 func (l *policyExtras) empty() bool {
-	return len(l.Levels) == 0 && len(l.Runs) == 0 && l.ShardPressure == [8]int64{}
+	return len(l.Levels) == 0 && len(l.Runs) == 0 && l.ShardPressure == [8]int64{} && l.MaxPerShard == 0
 }
 
 // policyWithLevels is the encoding of a policy with extras.
@@ -232,6 +233,7 @@ func recordPolicy(p *policy.Tenant) policyRec {
 		StaleAfter: int64(p.StaleAfter),
 	}}
 	r.ShardPressure = thresholdsRec(p.ShardPressure)
+	r.MaxPerShard = p.MaxInProgressPerShard
 	r.Windows = recordWindows(p.Run.Windows)
 	for _, l := range p.Levels {
 		r.Levels = append(r.Levels, levelRec{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: int64(l.MaxAge), CrossShard: uint8(l.CrossShard)})
@@ -275,7 +277,7 @@ func windowsOf(rs []windowRec) []policy.Window {
 
 func (r *policyRec) policy() policy.Tenant {
 	p := policy.Tenant{
-		Class: policy.Class(r.Class), MaxInProgress: r.MaxInProgress, NotBefore: r.NotBefore,
+		Class: policy.Class(r.Class), MaxInProgress: r.MaxInProgress, MaxInProgressPerShard: r.MaxPerShard, NotBefore: r.NotBefore,
 		Run:           policy.RunPolicy{Mode: policy.RunMode(r.Mode)},
 		Pressure:      thresholdsOf(r.Pressure),
 		ShardPressure: thresholdsOf(r.ShardPressure),

@@ -24,10 +24,12 @@ func TestPolicyRecordLevels(t *testing.T) {
 	both.LevelRuns = withRuns.LevelRuns
 	withShards := plain
 	withShards.ShardPressure = policy.Thresholds{SlowBlocks: policy.Limit{On: 10, Off: 5}}
-	for _, p := range []policy.Tenant{plain, withLevels, withRuns, both, withShards} {
+	withShardCap := plain
+	withShardCap.MaxInProgressPerShard = 2
+	for _, p := range []policy.Tenant{plain, withLevels, withRuns, both, withShards, withShardCap} {
 		data, err := codec.Default.Marshal(recordPolicy(&p))
 		require.NoError(t, err)
-		extras := len(p.Levels) > 0 || len(p.LevelRuns) > 0 || p.ShardPressure != (policy.Thresholds{})
+		extras := len(p.Levels) > 0 || len(p.LevelRuns) > 0 || p.ShardPressure != (policy.Thresholds{}) || p.MaxInProgressPerShard > 0
 		require.Equal(t, map[bool]byte{false: 0x87, true: 0x88}[extras], data[0], "array of seven or eight items")
 		var r policyRec
 		require.NoError(t, codec.Default.Unmarshal(data, &r))

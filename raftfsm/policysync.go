@@ -9,7 +9,7 @@ import (
 // schedPolicy is what the scheduler needs of a tenant's policy, with
 // whether its new jobs may start now and at which levels they may not.
 func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantPolicy {
-	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, Closed: !open, ClosedLevels: closedLv}
+	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, MaxPerShard: p.MaxInProgressPerShard, Closed: !open, ClosedLevels: closedLv}
 }
 
 // follow brings the scheduler and the planner in line with the policies

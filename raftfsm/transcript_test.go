@@ -824,6 +824,9 @@ func (e *fsmEnv) plan(b *strings.Builder, p *ck.JobPlan) {
 // policyString formats a policy for transcripts.
 func policyString(p policy.Tenant) string {
 	s := fmt.Sprintf("class=%s cap=%d", p.Class, p.MaxInProgress)
+	if p.MaxInProgressPerShard > 0 {
+		s += fmt.Sprintf(" shard-cap=%d", p.MaxInProgressPerShard)
+	}
 	for _, w := range p.Run.Windows {
 		s += fmt.Sprintf(" %s=%s", p.Run.Mode, w)
 	}
@@ -852,7 +855,7 @@ func policyString(p policy.Tenant) string {
 
 // policy proposes a policy command:
 //
-//	policy set (tenant=T | all) [class=low] [cap=N] [only-in=HH:MM-HH:MM | never-in=...]
+//	policy set (tenant=T | all) [class=low] [cap=N] [shard-cap=N] [only-in=HH:MM-HH:MM | never-in=...]
 //	    [days=Mon,Tue] [offset=MIN] [not-before=DUR] [slow=ON/OFF] [stop=ON/OFF]
 //	    [slow-debt=ON/OFF] [stop-debt=ON/OFF] [stale=DUR] [shard-slow=ON/OFF] [shard-stop=ON/OFF]
 //	    [levels=L:blocks=N,bytes=N,age=DUR,cross=on|off;L:...]
@@ -860,13 +863,13 @@ func policyString(p policy.Tenant) string {
 //	policy clear (tenant=T | all)
 //	policy compact-now (tenant=T | all) [level=L]
 func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
-	c.Only(append([]string{"tenant", "all", "level", "by", "class", "cap", "only-in", "never-in", "days", "offset",
+	c.Only(append([]string{"tenant", "all", "level", "by", "class", "cap", "shard-cap", "only-in", "never-in", "days", "offset",
 		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale", "levels", "level-only-in", "level-never-in", "shard-slow", "shard-stop"}, entryOptions...)...)
 	pc := &raftfsm.PolicyCommand{Tenant: c.Str("tenant", ""), All: c.Has("all"), By: c.Str("by", "")}
 	switch e.pos(c, 0) {
 	case "set":
 		pc.Action = raftfsm.PolicySet
-		p := &policy.Tenant{MaxInProgress: uint32(c.Int("cap", 0)), StaleAfter: c.Duration("stale", 0)}
+		p := &policy.Tenant{MaxInProgress: uint32(c.Int("cap", 0)), MaxInProgressPerShard: uint32(c.Int("shard-cap", 0)), StaleAfter: c.Duration("stale", 0)}
 		if c.Has("class") {
 			class, err := policy.ParseClass(c.Str("class", ""))
 			if err != nil {

@@ -26,7 +26,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	all := sub.Bool("all", false, "every tenant: the default policy (set, clear), or every tenant's blocks (compact-now)")
 	var level *int
 	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowDebt, stopDebt, shardSlow, shardStop, stale *string
-	var limit *uint
+	var limit, shardLimit *uint
 	var offset *int
 	var levels []admin.LevelOverride
 	var levelRuns []struct{ mode, value string }
@@ -36,6 +36,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	case "set":
 		class = sub.String("class", "", "priority class: high, medium (default) or low")
 		limit = sub.Uint("cap", 0, "at most this many jobs in progress at once (0: no cap)")
+		shardLimit = sub.Uint("shard-cap", 0, "at most this many jobs in progress at once on each shard (0: no cap)")
 		onlyIn = sub.String("only-in", "", "new jobs start only in these windows: HH:MM-HH:MM[,HH:MM-HH:MM...]")
 		neverIn = sub.String("never-in", "", "new jobs never start in these windows: HH:MM-HH:MM[,...]")
 		days = sub.String("days", "", "the days the windows open on: Mon,Tue,... (default every day)")
@@ -91,7 +92,10 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		if *limit > 1<<32-1 {
 			return nil, fmt.Errorf("%s: -cap %d: too large", name, *limit)
 		}
-		p := &admin.Policy{Class: *class, MaxInProgress: uint32(*limit), NotBefore: *notBefore, StaleAfter: *stale, Levels: levels}
+		if *shardLimit > 1<<32-1 {
+			return nil, fmt.Errorf("%s: -shard-cap %d: too large", name, *shardLimit)
+		}
+		p := &admin.Policy{Class: *class, MaxInProgress: uint32(*limit), MaxInProgressPerShard: uint32(*shardLimit), NotBefore: *notBefore, StaleAfter: *stale, Levels: levels}
 		if len(levelRuns) == 0 || *onlyIn != "" || *neverIn != "" {
 			run, err := runPolicy(*onlyIn, *neverIn, *days, *offset, given)
 			if err != nil {
@@ -240,10 +244,7 @@ func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 	fmt.Fprintln(w, "TENANT\tCLASS\tCAP\tRUN\tNOT BEFORE\tBACKPRESSURE (ON/OFF)\tSTALE AFTER\tLEVELS\tNEW JOBS")
 	row := func(name string, t admin.TenantPolicy) {
 		p := t.Policy
-		capText, run, pressure, open := "none", p.RunText(), dash(p.PressureText()), "closed"
-		if p.MaxInProgress > 0 {
-			capText = strconv.FormatUint(uint64(p.MaxInProgress), 10)
-		}
+		capText, run, pressure, open := p.CapText(), p.RunText(), dash(p.PressureText()), "closed"
 		if t.Open {
 			open = "open"
 		}

@@ -112,6 +112,25 @@ func TestCLILevelWindows(t *testing.T) {
 	require.ErrorContains(t, err, "409 Conflict")
 }
 
+// A cap per shard, alone or with the tenant's cap.
+func TestCLIShardCap(t *testing.T) {
+	l := newLive(t)
+	_, err := ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-cap", "4", "-shard-cap", "1")
+	require.NoError(t, err)
+	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "beta", "-shard-cap", "2")
+	require.NoError(t, err)
+	ps := policies(t, l)
+	require.Len(t, ps.Tenants, 2)
+	require.Equal(t, admin.Policy{Class: "medium", MaxInProgress: 4, MaxInProgressPerShard: 1}, ps.Tenants[0].Policy)
+	require.Equal(t, admin.Policy{Class: "medium", MaxInProgressPerShard: 2}, ps.Tenants[1].Policy)
+	out, err := ctl(t, l.srv, "policy", "list")
+	require.NoError(t, err)
+	require.Contains(t, out, "acme       medium  4 · 1 per shard  any time")
+	require.Contains(t, out, "beta       medium  2 per shard      any time")
+	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-shard-cap", "2000000")
+	require.ErrorContains(t, err, "max in progress per shard 2000000, at most 1048576")
+}
+
 // status shows the backpressure grades and the staleness alarms.
 func TestCLIStatusPressure(t *testing.T) {
 	l := newLive(t)

@@ -136,7 +136,7 @@ func (s *Sim) newBlock() ck.BlockMeta {
 }
 
 // randomPolicy draws a policy command: a tenant's or the default policy
-// set (any class, a cap of 1 to 3, a run window around the present, a
+// set (any class, a cap of 1 to 3, a per-shard cap of 1 or 2, a run window around the present, a
 // not-before time in the next minutes, backpressure thresholds for the
 // tenant and for each of its shards, level
 // overrides, a level's run window), cleared, or a compact-now request.
@@ -153,6 +153,9 @@ func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 		p := &policy.Tenant{Class: policy.Class(s.rng.IntN(3))}
 		if s.coin(0.5) {
 			p.MaxInProgress = uint32(1 + s.rng.IntN(3))
+		}
+		if s.coin(0.3) {
+			p.MaxInProgressPerShard = uint32(1 + s.rng.IntN(2))
 		}
 		if s.coin(0.3) {
 			// A window of 2 to 30 minutes starting within the next half

@@ -71,6 +71,18 @@ func (m *model) inProgress(tenant string) int {
 	return n
 }
 
+// shardInProgress counts the jobs in progress of a tenant's shard (the
+// shard of their plans).
+func (m *model) shardInProgress(tenant string, shard uint32) int {
+	n := 0
+	for _, j := range m.jobs {
+		if j.attempt != 0 && j.plan.Tenant == tenant && j.plan.Shard == shard {
+			n++
+		}
+	}
+	return n
+}
+
 // feedPolicy applies a policy command to the model's copy.
 func (m *model) feedPolicy(pc *raftfsm.PolicyCommand, res *raftfsm.Result) {
 	switch pc.Action {
@@ -330,7 +342,12 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 				if n := m.inProgress(j.plan.Tenant); p.MaxInProgress > 0 && n >= int(p.MaxInProgress) {
 					m.fail("policies", "job %s of tenant %q started with %d jobs in progress, cap %d", c.Job, j.plan.Tenant, n, p.MaxInProgress)
 				}
-				if p.MaxInProgress > 0 || len(p.Run.Windows) > 0 || len(p.LevelRuns) > 0 || p.NotBefore > 0 {
+				if p.MaxInProgressPerShard > 0 {
+					if n := m.shardInProgress(j.plan.Tenant, j.plan.Shard); n >= int(p.MaxInProgressPerShard) {
+						m.fail("policies", "job %s of tenant %q shard %d started with %d jobs of the shard in progress, cap %d per shard", c.Job, j.plan.Tenant, j.plan.Shard, n, p.MaxInProgressPerShard)
+					}
+				}
+				if p.MaxInProgress > 0 || p.MaxInProgressPerShard > 0 || len(p.Run.Windows) > 0 || len(p.LevelRuns) > 0 || p.NotBefore > 0 {
 					m.s.rep.PolicyStarts++
 				}
 			}
