@@ -121,6 +121,40 @@ func (o LevelOverride) String() string {
 	return fmt.Sprintf("%d:%s", o.Level, strings.Join(kv, ","))
 }
 
+// ParseLevelOverride parses a level override in the form String writes,
+// "L:blocks=N,bytes=N,age=DURATION,cross=on|off", with at least one of the
+// settings. It checks the form only: [Policy.Tenant] checks the duration
+// and the cross-shard value, and the state machine the rest.
+func ParseLevelOverride(s string) (LevelOverride, error) {
+	var o LevelOverride
+	l, settings, ok := strings.Cut(s, ":")
+	level, err := strconv.ParseUint(l, 10, 32)
+	if !ok || err != nil || settings == "" {
+		return o, fmt.Errorf("%q: want L:blocks=N,bytes=N,age=DURATION,cross=on|off", s)
+	}
+	o.Level = uint32(level)
+	for _, kv := range strings.Split(settings, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "blocks":
+			o.MaxBlocks, err = strconv.Atoi(v)
+		case "bytes":
+			o.MaxBytes, err = strconv.ParseInt(v, 10, 64)
+		case "age":
+			o.MaxAge = v
+		case "cross":
+			o.CrossShard = v
+		default:
+			err = errors.New("unknown setting")
+		}
+		if err != nil {
+			return o, fmt.Errorf("%q: %q: want blocks=N, bytes=N, age=DURATION or cross=on|off", s, kv)
+		}
+	}
+	return o, nil
+}
+
 // levelsText writes a policy's overrides, space-separated, or "".
 func levelsText(levels []LevelOverride) string {
 	out := make([]string, len(levels))

@@ -357,3 +357,17 @@ func FuzzPolicyJSON(f *testing.F) {
 		require.Equal(t, shown, admin.PolicyOf(again))
 	})
 }
+
+// A level override's text form reads back as itself; malformed ones are
+// refused with the form wanted.
+func TestParseLevelOverride(t *testing.T) {
+	for _, s := range []string{"0:blocks=40,age=2m0s", "1:bytes=1048576,cross=on", "2:age=30s,cross=off"} {
+		o, err := admin.ParseLevelOverride(s)
+		require.NoError(t, err, s)
+		require.Equal(t, s, o.String())
+	}
+	for _, s := range []string{"", "0", "0:", "x:blocks=1", "0:blocks=x", "0:size=1", "-1:blocks=1"} {
+		_, err := admin.ParseLevelOverride(s)
+		require.ErrorContains(t, err, "want", "%q", s)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/admin"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/transcript"
 	"github.com/compactkit/compactkit/policy"
@@ -949,39 +950,22 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 }
 
 // parseLevels parses "L:blocks=N,bytes=N,age=DUR,cross=on|off;L:..." as
-// level overrides, in the order given (unchecked: the state machine
-// checks them).
+// level overrides, in the order given, as the admin API takes them
+// (unchecked: the state machine checks them).
 func parseLevels(c *transcript.Command, s string) []policy.Level {
-	var out []policy.Level
+	var p admin.Policy
 	for _, part := range strings.Split(s, ";") {
-		l, settings, _ := strings.Cut(part, ":")
-		level, err := strconv.ParseUint(l, 10, 32)
+		o, err := admin.ParseLevelOverride(part)
 		if err != nil {
-			c.Fatalf("levels: %q: %v", part, err)
+			c.Fatalf("levels: %v", err)
 		}
-		o := policy.Level{Level: uint32(level)}
-		for _, kv := range strings.Split(settings, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			var err error
-			switch k {
-			case "blocks":
-				o.MaxBlocks, err = strconv.Atoi(v)
-			case "bytes":
-				o.MaxBytes, err = strconv.ParseInt(v, 10, 64)
-			case "age":
-				o.MaxAge, err = time.ParseDuration(v)
-			case "cross":
-				o.CrossShard = map[string]policy.Toggle{"on": policy.On, "off": policy.Off}[v]
-			default:
-				c.Fatalf("levels: %q", kv)
-			}
-			if err != nil {
-				c.Fatalf("levels: %q: %v", kv, err)
-			}
-		}
-		out = append(out, o)
+		p.Levels = append(p.Levels, o)
 	}
-	return out
+	t, err := p.Tenant()
+	if err != nil {
+		c.Fatalf("levels: %v", err)
+	}
+	return t.Levels
 }
 
 func (e *fsmEnv) operator(c *transcript.Command, b *strings.Builder) {

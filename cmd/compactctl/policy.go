@@ -56,7 +56,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 			})
 		}
 		sub.Func("level", "override a level's batching, repeatable: L:blocks=N,bytes=N,age=DURATION,cross=on|off", func(s string) error {
-			o, err := levelOverride(s)
+			o, err := admin.ParseLevelOverride(s)
 			if err == nil {
 				levels = append(levels, o)
 			}
@@ -178,38 +178,6 @@ func windowList(mode, ranges, days string, offset int) ([]admin.Window, error) {
 		out = append(out, admin.Window{Days: dayList, Start: start, End: end, OffsetMinutes: offset})
 	}
 	return out, nil
-}
-
-// levelOverride parses "L:blocks=N,bytes=N,age=DURATION,cross=on|off"
-// (any of the settings) as a level override; the API checks the values.
-func levelOverride(s string) (admin.LevelOverride, error) {
-	var o admin.LevelOverride
-	l, settings, ok := strings.Cut(s, ":")
-	level, err := strconv.ParseUint(l, 10, 32)
-	if !ok || err != nil || settings == "" {
-		return o, fmt.Errorf("%q: want L:blocks=N,bytes=N,age=DURATION,cross=on|off", s)
-	}
-	o.Level = uint32(level)
-	for _, kv := range strings.Split(settings, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		var err error
-		switch k {
-		case "blocks":
-			o.MaxBlocks, err = strconv.Atoi(v)
-		case "bytes":
-			o.MaxBytes, err = strconv.ParseInt(v, 10, 64)
-		case "age":
-			o.MaxAge = v
-		case "cross":
-			o.CrossShard = v
-		default:
-			err = errors.New("unknown setting")
-		}
-		if err != nil {
-			return o, fmt.Errorf("%q: %q: want blocks=N, bytes=N, age=DURATION or cross=on|off", s, kv)
-		}
-	}
-	return o, nil
 }
 
 // onOff parses "ON/OFF" (or "N": on and off at N) as a limit.
