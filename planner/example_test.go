@@ -245,6 +245,39 @@ func ExamplePlanner_SetHeld() {
 	// capped 20
 }
 
+// A tenant held at some levels only: its level-1 batches are left out of
+// planning (a level's run window closes them, say), its level-0 batch is
+// not.
+func ExamplePlanner_SetHeldLevels() {
+	p, _ := planner.New(planner.DefaultConfig())
+	for i := range 40 {
+		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "acme", Level: uint32(i % 2)})
+	}
+	plans := func() {
+		v := p.View()
+		for {
+			plan, ok := v.Next(0, nil)
+			if !ok {
+				break
+			}
+			fmt.Println("  level", plan.Level, len(plan.Sources))
+		}
+	}
+	p.SetHeldLevels("acme", 1<<1)
+	fmt.Println("level 1 held:")
+	plans()
+	p.SetHeldLevels("acme", 0)
+	fmt.Println("released:")
+	plans()
+	// Output:
+	// level 1 held:
+	//   level 0 20
+	// released:
+	//   level 0 20
+	//   level 1 10
+	//   level 1 10
+}
+
 // An operator's "compact now": the tenant's batches that arrived before
 // the command are planned although they are neither full nor old.
 func ExampleForce() {

@@ -25,30 +25,67 @@ import "github.com/google/btree"
 //
 // The cost is O(k log n) for a tenant with k keys among n.
 func (p *Planner) SetHeld(tenant string, held bool) {
-	if p.s.isHeld(tenant) == held {
-		return
-	}
-	if held {
-		p.s.eachKey(tenant, func(q *queue) { p.s.indexHead(q.k, &q.head, false) })
-		if p.s.held == nil {
-			p.s.held = btree.NewG(btreeDegree, func(a, b string) bool { return a < b })
-		}
-		p.s.held.ReplaceOrInsert(tenant)
-		return
-	}
-	p.s.held.Delete(tenant)
-	p.s.eachKey(tenant, func(q *queue) { p.s.indexHead(q.k, &q.head, true) })
+	h := p.s.holdOf(tenant)
+	h.all = held
+	p.setHold(h)
 }
 
-// Held reports whether a tenant is held (see [Planner.SetHeld]).
-func (p *Planner) Held(tenant string) bool { return p.s.isHeld(tenant) }
+// SetHeldLevels holds the keys of a tenant at some levels only: bit l of
+// levels for level l (levels from 64 on cannot be held this way; 0
+// releases them). It works with [Planner.SetHeld], which holds every
+// level: a key is held while either holds it, and held keys are left out
+// of planning as SetHeld describes. The state machine holds the levels
+// that a tenant's level run windows close. The cost is O(k log n) for a
+// tenant with k keys among n.
+func (p *Planner) SetHeldLevels(tenant string, levels uint64) {
+	h := p.s.holdOf(tenant)
+	h.levels = levels
+	p.setHold(h)
+}
 
-// HeldTenants returns the held tenants, in order.
+// setHold makes h the hold of its tenant, moving the index entries of the
+// keys whose hold changes: out while the old hold is in force, back in
+// once the new one is.
+func (p *Planner) setHold(h hold) {
+	old := p.s.holdOf(h.tenant)
+	if old == h {
+		return
+	}
+	p.s.eachKey(h.tenant, func(q *queue) {
+		if !old.at(q.k.level) && h.at(q.k.level) {
+			p.s.indexHead(q.k, &q.head, false)
+		}
+	})
+	if h.all || h.levels != 0 {
+		if p.s.held == nil {
+			p.s.held = btree.NewG(btreeDegree, holdByTenant)
+		}
+		p.s.held.ReplaceOrInsert(h)
+	} else if p.s.held != nil {
+		p.s.held.Delete(h)
+	}
+	p.s.eachKey(h.tenant, func(q *queue) {
+		if old.at(q.k.level) && !h.at(q.k.level) {
+			p.s.indexHead(q.k, &q.head, true)
+		}
+	})
+}
+
+// Held reports whether a tenant is held at every level (see
+// [Planner.SetHeld]).
+func (p *Planner) Held(tenant string) bool { return p.s.holdOf(tenant).all }
+
+// HeldLevels returns the levels at which a tenant is held by
+// [Planner.SetHeldLevels] (bit l for level l).
+func (p *Planner) HeldLevels(tenant string) uint64 { return p.s.holdOf(tenant).levels }
+
+// HeldTenants returns the tenants held at every level or at some, in
+// order.
 func (p *Planner) HeldTenants() []string {
 	var out []string
 	if p.s.held != nil {
-		p.s.held.Ascend(func(t string) bool {
-			out = append(out, t)
+		p.s.held.Ascend(func(h hold) bool {
+			out = append(out, h.tenant)
 			return true
 		})
 	}

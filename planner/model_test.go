@@ -50,9 +50,9 @@ type model struct {
 	cursor    string
 	hasCursor bool
 	missed    uint64
-	held      map[string]bool // held tenants (SetHeld)
-	ranks     mRanks          // tenants' ranks (SetRank, SetDefaultRank)
-	levels    mBatching       // tenants' batching (SetLevels, SetDefaultLevels)
+	held      mHolds    // held tenants (SetHeld, SetHeldLevels)
+	ranks     mRanks    // tenants' ranks (SetRank, SetDefaultRank)
+	levels    mBatching // tenants' batching (SetLevels, SetDefaultLevels)
 }
 
 // mBatching holds the tenants' own level overrides and the default ones.
@@ -112,7 +112,7 @@ func (r mRanks) clone() mRanks { return mRanks{own: maps.Clone(r.own), def: r.de
 
 func newModel(cfg Config) *model {
 	return &model{cfg: cfg.clone(), queues: map[key][]mBlock{}, claims: map[string]mClaim{}, quar: map[string]mQuar{}, nextArr: 1, nextSeq: 1,
-		held: map[string]bool{}, ranks: mRanks{own: map[string]uint8{}}, levels: mBatching{own: map[string][]policy.Level{}}}
+		held: mHolds{all: map[string]bool{}, lv: map[string]uint64{}}, ranks: mRanks{own: map[string]uint8{}}, levels: mBatching{own: map[string][]policy.Level{}}}
 }
 
 // mForced reports whether a Force entry of force makes a batch of key k
@@ -185,7 +185,7 @@ type mPlan struct {
 // too); among them, the first tenant after the cursor, wrapping, and its
 // oldest batch.
 func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, skip func(string, uint32) bool,
-	held map[string]bool, ranks mRanks, levels mBatching, force []Force) (mPlan, bool) {
+	held mHolds, ranks mRanks, levels mBatching, force []Force) (mPlan, bool) {
 	for r := range m.cfg.FinalLevel {
 		type c struct {
 			k    key
@@ -196,7 +196,7 @@ func (m *model) plan(off map[key]int, cursor string, hasCursor bool, now int64, 
 		var cs []c
 		for k, q := range m.queues {
 			q = q[off[k]:]
-			if len(q) == 0 || k.level >= m.cfg.FinalLevel || held[k.tenant] || skip != nil && skip(k.tenant, k.level) {
+			if len(q) == 0 || k.level >= m.cfg.FinalLevel || held.at(k.tenant, k.level) || skip != nil && skip(k.tenant, k.level) {
 				continue
 			}
 			lc := levels.of(&m.cfg, k.tenant, k.level)
@@ -508,7 +508,7 @@ func (h *harness) plan(t *rapid.T) {
 	}
 
 	want := h.m
-	held := maps.Clone(want.held) // the held set the views were opened with
+	held := want.held.clone()     // the held set the views were opened with
 	ranks := want.ranks.clone()   // and the ranks
 	levels := want.levels.clone() // and the batching
 	off := map[key]int{}
@@ -558,7 +558,7 @@ func (h *harness) plan(t *rapid.T) {
 		n, full, _ := mBatch(q, lc)
 		require.Equal(t, n, len(pl.Sources))
 		require.True(t, full || lc.MaxAge > 0 && now-q[0].t > int64(lc.MaxAge) || mForced(force, mp.k, q[0].t), "batch neither full nor old nor forced")
-		require.False(t, held[pl.Tenant], "a held tenant planned")
+		require.False(t, held.at(pl.Tenant, pl.Level), "a held key planned")
 		if len(pl.Sources) > 1 {
 			var bytes int64
 			lo, hi := q[0].minT, q[0].maxT
@@ -848,9 +848,13 @@ func (h *harness) restore(t *rapid.T) {
 	// Holds are not in snapshots: the state machine re-installs them.
 	for _, tn := range mTenants {
 		require.False(t, r.Held(tn))
+		require.Zero(t, r.HeldLevels(tn))
 	}
-	for _, tn := range slices.Sorted(maps.Keys(h.m.held)) {
+	for _, tn := range slices.Sorted(maps.Keys(h.m.held.all)) {
 		r.SetHeld(tn, true)
+	}
+	for _, tn := range slices.Sorted(maps.Keys(h.m.held.lv)) {
+		r.SetHeldLevels(tn, h.m.held.lv[tn])
 	}
 	// So are ranks.
 	for _, tn := range mTenants {
@@ -876,22 +880,49 @@ func (h *harness) restore(t *rapid.T) {
 	}
 }
 
-// setHeld holds or releases a tenant (one without blocks, sometimes).
+// setHeld holds or releases a tenant, at every level or at some (one
+// without blocks, sometimes).
 func (h *harness) setHeld(t *rapid.T) {
 	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "heldTenant")
-	held := rapid.Bool().Draw(t, "held")
 	before := snap(t, h.p)
-	for _, p := range h.planners() {
-		p.SetHeld(tenant, held)
-		require.Equal(t, held, p.Held(tenant))
+	if rapid.Bool().Draw(t, "heldLevels") {
+		levels := rapid.Uint64Range(0, 7).Draw(t, "levels")
+		for _, p := range h.planners() {
+			p.SetHeldLevels(tenant, levels)
+			require.Equal(t, levels, p.HeldLevels(tenant))
+		}
+		if levels != 0 {
+			h.m.held.lv[tenant] = levels
+		} else {
+			delete(h.m.held.lv, tenant)
+		}
+	} else {
+		held := rapid.Bool().Draw(t, "held")
+		for _, p := range h.planners() {
+			p.SetHeld(tenant, held)
+			require.Equal(t, held, p.Held(tenant))
+		}
+		if held {
+			h.m.held.all[tenant] = true
+		} else {
+			delete(h.m.held.all, tenant)
+		}
 	}
 	require.Equal(t, before, snap(t, h.p), "a hold changed the snapshot")
-	if held {
-		h.m.held[tenant] = true
-	} else {
-		delete(h.m.held, tenant)
-	}
 }
+
+// mHolds is the model's held set: tenants held at every level, and the
+// levels held of others.
+type mHolds struct {
+	all map[string]bool
+	lv  map[string]uint64
+}
+
+func (m mHolds) at(tenant string, level uint32) bool {
+	return m.all[tenant] || level < 64 && m.lv[tenant]&(1<<level) != 0
+}
+
+func (m mHolds) clone() mHolds { return mHolds{all: maps.Clone(m.all), lv: maps.Clone(m.lv)} }
 
 // setRank gives a tenant its own rank, takes it away, or sets the
 // default rank, before or after holding it (a tenant without blocks,
@@ -1001,7 +1032,8 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	require.Equal(t, m.cursor, s.cursor)
 	require.Equal(t, m.missed, s.counters.MissedRemovals)
 	for _, tn := range append([]string{"none"}, mTenants...) {
-		require.Equal(t, m.held[tn], p.Held(tn), "held %q", tn)
+		require.Equal(t, m.held.all[tn], p.Held(tn), "held %q", tn)
+		require.Equal(t, m.held.lv[tn], p.HeldLevels(tn), "held levels of %q", tn)
 		require.Equal(t, m.ranks.of(tn), p.Rank(tn), "rank %q", tn)
 		over, own := p.Levels(tn)
 		want, wantOwn := m.levels.own[tn]
@@ -1034,8 +1066,8 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 		lc := s.levelOf(q.k.tenant, q.k.level)
 		require.Equal(t, formBatch(q, 0, lc), q.head, "head batch of %v", q.k)
 		rank := m.ranks.of(q.k.tenant)
-		if m.held[q.k.tenant] {
-			// A held tenant's keys have no index entries.
+		if m.held.at(q.k.tenant, q.k.level) {
+			// A held key has no index entries.
 			require.False(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}))
 			require.False(t, s.timed.Has(timeEnt{level: q.k.level, shard: q.k.shard, t: satAdd(q.head.first, int64(lc.MaxAge)), arr: q.head.arr, tenant: q.k.tenant}))
 			return true

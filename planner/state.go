@@ -112,10 +112,11 @@ type state struct {
 	claimKeys *btree.BTreeG[claimRef]
 	// quar holds the quarantined blocks by ID.
 	quar *btree.BTreeG[*quarEnt]
-	// held holds the tenants whose keys are left out of full, timed and
-	// aging (see Planner.SetHeld); nil until a tenant is first held. It is
-	// derived state, not part of snapshots.
-	held *btree.BTreeG[string]
+	// held holds the tenants whose keys, all or those of some levels, are
+	// left out of full, timed and aging (see Planner.SetHeld and
+	// SetHeldLevels); nil until a tenant is first held. It is derived
+	// state, not part of snapshots.
+	held *btree.BTreeG[hold]
 	// ranks holds the tenants with their own rank, and defRank is the
 	// rank of the others (see Planner.SetRank); ranks is nil until a
 	// tenant is first ranked. They are derived state, not part of
@@ -176,19 +177,47 @@ func (s *state) clone() state {
 	return c
 }
 
-// isHeld reports whether tenant is held (see Planner.SetHeld).
-func (s *state) isHeld(tenant string) bool {
-	return s.held != nil && s.held.Len() > 0 && s.held.Has(tenant)
+// hold is a held tenant: all its keys, or those of the levels whose bits
+// are set. An entry has all or some level set.
+type hold struct {
+	tenant string
+	all    bool
+	levels uint64
+}
+
+func holdByTenant(a, b hold) bool { return a.tenant < b.tenant }
+
+// at reports whether the hold covers a key of the level.
+func (h hold) at(level uint32) bool {
+	return h.all || level < 64 && h.levels&(1<<level) != 0
+}
+
+// holdOf returns the hold of tenant (the zero hold if none).
+func (s *state) holdOf(tenant string) hold {
+	if s.held == nil || s.held.Len() == 0 {
+		return hold{tenant: tenant}
+	}
+	h, ok := s.held.Get(hold{tenant: tenant})
+	if !ok {
+		return hold{tenant: tenant}
+	}
+	return h
+}
+
+// isHeld reports whether the keys of tenant at level are held (see
+// Planner.SetHeld and SetHeldLevels).
+func (s *state) isHeld(tenant string, level uint32) bool {
+	return s.held != nil && s.held.Len() > 0 && s.holdOf(tenant).at(level)
 }
 
 // indexHead adds (or removes) the index entries of key k with head batch h.
-// The keys of a held tenant have no index entries: for them it does
+// The held keys of a tenant have no index entries: for them it does
 // nothing, so every path that maintains the indexes respects the held set
 // as long as the set does not change between a removal and an addition
 // (SetHeld moves the entries itself). The entries carry the tenant's
 // rank.
 func (s *state) indexHead(k key, h *batch, add bool) {
-	if h.count == 0 || s.isHeld(k.tenant) {
+	if h.count == 0 || s.isHeld(k.tenant, k.level) {
 		return
 	}
 	s.indexHeadRank(k, h, s.rankOf(k.tenant), add)
@@ -200,7 +229,7 @@ func (s *state) indexHead(k key, h *batch, add bool) {
 // ages (see ages): at a level above 0, or at level 0 if the rank is above
 // 0; so the rank decides which entries exist, not only their order.
 func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
-	if h.count == 0 || s.isHeld(k.tenant) {
+	if h.count == 0 || s.isHeld(k.tenant, k.level) {
 		return
 	}
 	lc := s.levelOf(k.tenant, k.level)

@@ -318,7 +318,7 @@ func (v *View) materializeForced(now int64) {
 	for i := range v.force {
 		if v.force[i].AllTenants {
 			v.s.keys.Ascend(func(q *queue) bool {
-				if !v.s.isHeld(q.k.tenant) {
+				if !v.s.isHeld(q.k.tenant, q.k.level) {
 					visit(q)
 				}
 				return true
@@ -329,9 +329,11 @@ func (v *View) materializeForced(now int64) {
 	}
 	slices.Sort(tenants)
 	for _, t := range slices.Compact(tenants) {
-		if !v.s.isHeld(t) {
-			v.s.eachKey(t, visit)
-		}
+		v.s.eachKey(t, func(q *queue) {
+			if !v.s.isHeld(t, q.k.level) {
+				visit(q)
+			}
+		})
 	}
 }
 

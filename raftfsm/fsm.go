@@ -47,10 +47,10 @@ type state struct {
 	clusterVersion byte
 	// policies are the scheduling policies (cluster version 5).
 	policies *policies
-	// plannerHeld mirrors the tenants the planner holds because they are
-	// at their cap or closed by their policy (see syncHeld), for lookups:
-	// derived, rebuilt on restore.
-	plannerHeld map[string]struct{}
+	// plannerHeld mirrors the holds the planner has of tenants at their
+	// cap or closed by their policy, at every level or at some (see
+	// syncHeld), for lookups: derived, rebuilt on restore.
+	plannerHeld map[string]plannerHold
 	// broken counts the invariants of Apply found broken (see invariant);
 	// lastBroken is the latest. Local: not in snapshots.
 	broken     uint64

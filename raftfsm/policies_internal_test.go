@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,8 +78,7 @@ func TestPlannerHoldsClosedTenants(t *testing.T) {
 		var out []string
 		for _, tn := range []string{"a", "b", "c", "own"} {
 			if f.st.planner.Held(tn) {
-				_, mirrored := f.st.plannerHeld[tn]
-				require.True(t, mirrored, tn)
+				require.True(t, f.st.plannerHeld[tn].all, tn)
 				out = append(out, tn)
 			}
 		}
@@ -104,5 +104,48 @@ func TestPlannerHoldsClosedTenants(t *testing.T) {
 	now += int64(time.Hour) + 1
 	add("own")
 	require.Empty(t, held())
+	require.Empty(t, f.st.plannerHeld)
+}
+
+// The planner holds the levels a level window closes, the default's as
+// well as a tenant's own, and releases them when the window opens.
+func TestPlannerHoldsClosedLevels(t *testing.T) {
+	f, err := New(DefaultConfig())
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC).UnixNano()
+	index := uint64(0)
+	apply := func(c *Command) {
+		t.Helper()
+		data, err := f.Encode(c, now)
+		require.NoError(t, err)
+		index++
+		_, err = f.Apply(ck.Entry{Index: index, Term: 1, Time: now}, data)
+		require.NoError(t, err)
+	}
+	add := func(tenant string, level uint32) {
+		id := fmt.Sprintf("%s-%d-%d", tenant, level, index)
+		apply(&Command{AddBlocks: &AddBlocks{Blocks: []ck.BlockMeta{{ID: id, Tenant: tenant, Level: level,
+			MinTime: now, MaxTime: now, Size: 1, Datasets: []ck.DatasetMeta{{Name: "d", Size: 1, Records: 1, MinTime: now, MaxTime: now}}}}}})
+	}
+	night := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 23 * 60}}}
+	add("a", 0)
+	add("own", 1)
+	// own closes its level 1; the default, level 0 of everyone else.
+	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "own", Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 1, Run: night}}}}})
+	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, All: true, Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 0, Run: night}}}}})
+	levels := func(tn string) uint64 {
+		require.False(t, f.st.planner.Held(tn), tn)
+		require.Equal(t, f.st.planner.HeldLevels(tn), f.st.plannerHeld[tn].levels, tn)
+		return f.st.planner.HeldLevels(tn)
+	}
+	require.Equal(t, uint64(1), levels("a"))
+	require.Equal(t, uint64(2), levels("own"))
+	add("b", 1) // new while level 0 is closed: held there
+	require.Equal(t, uint64(1), levels("b"))
+	now += int64(time.Hour) + 1
+	add("b", 0)
+	for _, tn := range []string{"a", "b", "own"} {
+		require.Zero(t, levels(tn), tn)
+	}
 	require.Empty(t, f.st.plannerHeld)
 }

@@ -22,9 +22,9 @@ func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantP
 // blocks under its level overrides. The scheduler holds the jobs of a
 // closed or capped tenant (they leave its assignment indexes, so polls
 // never visit them), and the planner holds the keys of a capped tenant,
-// and of one its policy (its own, or the default) closes (so polls do not
-// plan jobs that would only wait, nor visit them); closures of some levels
-// only are passed over by planning through the schedule's Held check.
+// of one its policy (its own, or the default) closes, and of the levels
+// its level windows close (so polls do not plan jobs that would only
+// wait, nor visit them).
 func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
 	if all {
@@ -58,10 +58,10 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 		for _, t := range st.planner.HeldTenants() {
 			st.syncHeld(t)
 		}
-		if !ps.defOpen {
-			// The default closes every tenant without its own policy: the
-			// planner holds those with keys (and the others as their
-			// blocks arrive, see holdArrivals).
+		if !ps.defOpen || ps.defClosedLv != 0 {
+			// The default closes every tenant without its own policy, or
+			// some levels of them: the planner holds those with keys (and
+			// the others as their blocks arrive, see holdArrivals).
 			for _, t := range st.planner.KeyTenants() {
 				st.syncHeld(t)
 			}
@@ -77,44 +77,51 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	}
 }
 
+// plannerHold is what the planner holds of a tenant: every level, or the
+// levels whose bits are set.
+type plannerHold struct {
+	all    bool
+	levels uint64
+}
+
 // syncHeld holds a tenant's keys in the planner while the scheduler says
 // it is at its cap of jobs in progress, or while its policy (its own, or
-// the default) closes it (a run window or a not-before time), and releases
-// them otherwise: the planner never visits a held tenant, so a poll costs
-// nothing per capped or closed tenant. (A tenant closed at some levels
-// only is passed over by Prepare's Skip instead: a seek per such tenant
-// and planned job.)
+// the default) closes it (a run window or a not-before time), and the keys
+// of the levels its level run windows close; it releases them otherwise.
+// The planner never visits held keys, so a poll costs nothing per capped
+// or closed tenant. Schedule.Held, which planning still asks, passes over
+// exactly the same keys: holds change the cost of planning, never its
+// outcome.
 func (st *state) syncHeld(tenant string) {
-	hold := st.sched.Capped(tenant) || !st.policies.mayStart(tenant)
-	if _, held := st.plannerHeld[tenant]; hold == held {
+	want := plannerHold{all: st.sched.Capped(tenant) || !st.policies.mayStart(tenant), levels: st.policies.closedLevels(tenant)}
+	if st.plannerHeld[tenant] == want {
 		return
 	}
-	st.planner.SetHeld(tenant, hold)
-	if hold {
-		if st.plannerHeld == nil {
-			st.plannerHeld = make(map[string]struct{})
-		}
-		st.plannerHeld[tenant] = struct{}{}
-	} else {
+	st.planner.SetHeld(tenant, want.all)
+	st.planner.SetHeldLevels(tenant, want.levels)
+	if want == (plannerHold{}) {
 		delete(st.plannerHeld, tenant)
+		return
 	}
+	if st.plannerHeld == nil {
+		st.plannerHeld = make(map[string]plannerHold)
+	}
+	st.plannerHeld[tenant] = want
 }
 
 // holdArrivals holds in the planner the tenants of blocks just queued that
-// the default policy closes and that are not held yet: tenants new to the
-// planner since the default closed. It costs a lookup per run of blocks of
-// one tenant, and nothing while the default is open.
+// the default policy closes (at every level or at some) and that are not
+// held yet: tenants new to the planner since the default closed. It costs
+// a few lookups per run of blocks of one tenant, and nothing while the
+// default is open at every level.
 func (st *state) holdArrivals(blocks []ck.BlockMeta) {
-	if st.policies.defOpen {
+	if st.policies.defOpen && st.policies.defClosedLv == 0 {
 		return
 	}
 	for i := range blocks {
-		t := blocks[i].Tenant
-		if i > 0 && blocks[i-1].Tenant == t {
+		if i > 0 && blocks[i-1].Tenant == blocks[i].Tenant {
 			continue
 		}
-		if _, held := st.plannerHeld[t]; !held {
-			st.syncHeld(t)
-		}
+		st.syncHeld(blocks[i].Tenant)
 	}
 }

@@ -82,7 +82,8 @@ func BenchmarkW2Poll(b *testing.B) {
 // own run window instead of capped, two full level-0 batches queued each:
 // the planner holds them, so planning does not pass over each of them per
 // job it plans. defclosed=10000 closes them by the default policy instead
-// (the ten tenants of W2's own jobs have open policies of their own).
+// (the ten tenants of W2's own jobs have open policies of their own), and
+// levelclosed=10000 by the default's run window for level 0 alone.
 func BenchmarkW2PollTenants(b *testing.B) {
 	for _, c := range []struct {
 		name  string
@@ -91,7 +92,8 @@ func BenchmarkW2PollTenants(b *testing.B) {
 		{"tenants=1", func(n *node) { coldBlocks(b, n, 9_999) }},
 		{"tenants=10000", func(n *node) { cappedTenants(b, n, 9_999) }},
 		{"closed=10000", func(n *node) { closedTenants(b, n, 9_999) }},
-		{"defclosed=10000", func(n *node) { defaultClosedTenants(b, n, 9_999) }},
+		{"defclosed=10000", func(n *node) { defaultClosedTenants(b, n, 9_999, false) }},
+		{"levelclosed=10000", func(n *node) { defaultClosedTenants(b, n, 9_999, true) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			pb := newPollBenchWith(b, 10_000, 4_000, 2_000, c.setup)
@@ -124,16 +126,20 @@ func closedTenants(b *testing.B, n *node, k int) {
 
 // defaultClosedTenants gives the node k tenants without a policy of their
 // own, closed by the default's run window (never-in 20:00-08:00 UTC,
-// around t0), each with two full level-0 batches queued; W2's own tenants
-// (tenant-0 to tenant-9) get open policies of their own.
-func defaultClosedTenants(b *testing.B, n *node, k int) {
+// around t0; for level 0 alone with level), each with two full level-0
+// batches queued; W2's own tenants (tenant-0 to tenant-9) get open
+// policies of their own.
+func defaultClosedTenants(b *testing.B, n *node, k int, level bool) {
 	for i := range 10 {
 		n.mustApply(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: fmt.Sprintf("tenant-%d", i),
 			Policy: &policy.Tenant{}}})
 	}
 	night := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 20 * 60, End: 8 * 60}}}
-	n.mustApply(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true,
-		Policy: &policy.Tenant{Class: policy.High, Run: night}}})
+	def := &policy.Tenant{Class: policy.High, Run: night}
+	if level {
+		def = &policy.Tenant{Class: policy.High, LevelRuns: []policy.LevelRun{{Level: 0, Run: night}}}
+	}
+	n.mustApply(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true, Policy: def}})
 	var bs []ck.BlockMeta
 	for i := range k {
 		bs = append(bs, cappedBlocks(n, i, fmt.Sprintf("dclosed-%05d", i), 0)...)
@@ -142,7 +148,7 @@ func defaultClosedTenants(b *testing.B, n *node, k int) {
 			bs = nil
 		}
 	}
-	require.False(b, n.f.Policies().Default.MayStart(n.now), "closed at t0")
+	require.False(b, n.f.Policies().Default.MayStartLevel(n.now, 0), "closed at t0")
 }
 
 // perCapped is the number of blocks each capped tenant's jobs claim: two
