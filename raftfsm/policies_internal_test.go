@@ -53,99 +53,100 @@ func TestPolicyRecordLevels(t *testing.T) {
 	}
 }
 
+// clockFSM is a state machine fed commands one entry each, at a log time
+// the test moves: 22:00 UTC at first.
+type clockFSM struct {
+	t     *testing.T
+	f     *FSM
+	now   int64
+	index uint64
+}
+
+func newClockFSM(t *testing.T) *clockFSM {
+	f, err := New(DefaultConfig())
+	require.NoError(t, err)
+	return &clockFSM{t: t, f: f, now: time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC).UnixNano()}
+}
+
+func (c *clockFSM) apply(cmd *Command) {
+	c.t.Helper()
+	data, err := c.f.Encode(cmd, c.now)
+	require.NoError(c.t, err)
+	c.index++
+	_, err = c.f.Apply(ck.Entry{Index: c.index, Term: 1, Time: c.now}, data)
+	require.NoError(c.t, err)
+}
+
+// add queues one block of the tenant at the level.
+func (c *clockFSM) add(tenant string, level uint32) {
+	c.t.Helper()
+	id := fmt.Sprintf("%s-%d-%d", tenant, level, c.index)
+	c.apply(&Command{AddBlocks: &AddBlocks{Blocks: []ck.BlockMeta{{ID: id, Tenant: tenant, Level: level,
+		MinTime: c.now, MaxTime: c.now, Size: 1, Datasets: []ck.DatasetMeta{{Name: "d", Size: 1, Records: 1, MinTime: c.now, MaxTime: c.now}}}}}})
+}
+
+// testNight closes from 22:00 to 23:00 UTC every day.
+var testNight = policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 23 * 60}}}
+
 // The planner holds the tenants a policy closes — the default's as well
 // as their own — with the blocks they have and those that arrive while
 // closed, and releases them when the window opens; a tenant with an open
 // policy of its own is never held.
 func TestPlannerHoldsClosedTenants(t *testing.T) {
-	f, err := New(DefaultConfig())
-	require.NoError(t, err)
-	now := time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC).UnixNano()
-	index := uint64(0)
-	apply := func(c *Command) {
-		t.Helper()
-		data, err := f.Encode(c, now)
-		require.NoError(t, err)
-		index++
-		_, err = f.Apply(ck.Entry{Index: index, Term: 1, Time: now}, data)
-		require.NoError(t, err)
-	}
-	add := func(tenant string) {
-		apply(&Command{AddBlocks: &AddBlocks{Blocks: []ck.BlockMeta{{ID: tenant + "-b" + time.Unix(0, now).Format("150405"), Tenant: tenant,
-			MinTime: now, MaxTime: now, Size: 1, Datasets: []ck.DatasetMeta{{Name: "d", Size: 1, Records: 1, MinTime: now, MaxTime: now}}}}}})
-	}
+	c := newClockFSM(t)
 	held := func() []string {
 		var out []string
 		for _, tn := range []string{"a", "b", "c", "own"} {
-			if f.st.planner.Held(tn) {
-				require.True(t, f.st.plannerHeld[tn].all, tn)
+			if c.f.st.planner.Held(tn) {
+				require.True(t, c.f.st.plannerHeld[tn].all, tn)
 				out = append(out, tn)
 			}
 		}
 		return out
 	}
-	add("a")
-	add("own")
-	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "own", Policy: &policy.Tenant{}}})
-	// The default closes from 22:00 to 23:00 UTC, now.
-	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, All: true, Policy: &policy.Tenant{
-		Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 23 * 60}}}}}})
+	c.add("a", 0)
+	c.add("own", 0)
+	c.apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "own", Policy: &policy.Tenant{}}})
+	c.apply(&Command{Policy: &PolicyCommand{Action: PolicySet, All: true, Policy: &policy.Tenant{Run: testNight}}})
 	require.Equal(t, []string{"a"}, held())
-	add("b") // new while closed
+	c.add("b", 0) // new while closed
 	require.Equal(t, []string{"a", "b"}, held())
-	// c's own policy closes it too; clearing it returns it to the default.
-	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "c", Policy: &policy.Tenant{NotBefore: now + int64(2*time.Hour)}}})
+	// c's own policy closes it too; cleared, the default closes it.
+	c.apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "c", Policy: &policy.Tenant{NotBefore: c.now + int64(2*time.Hour)}}})
 	require.Equal(t, []string{"a", "b", "c"}, held())
-	apply(&Command{Policy: &PolicyCommand{Action: PolicyClear, Tenant: "c"}})
+	c.apply(&Command{Policy: &PolicyCommand{Action: PolicyClear, Tenant: "c"}})
 	require.Equal(t, []string{"a", "b", "c"}, held(), "closed by the default now")
-	add("c")
+	c.add("c", 0)
 	require.Equal(t, []string{"a", "b", "c"}, held())
 	// At 23:00 the window ends: judged at the next entry, everyone is released.
-	now += int64(time.Hour) + 1
-	add("own")
+	c.now += int64(time.Hour) + 1
+	c.add("own", 0)
 	require.Empty(t, held())
-	require.Empty(t, f.st.plannerHeld)
+	require.Empty(t, c.f.st.plannerHeld)
 }
 
 // The planner holds the levels a level window closes, the default's as
 // well as a tenant's own, and releases them when the window opens.
 func TestPlannerHoldsClosedLevels(t *testing.T) {
-	f, err := New(DefaultConfig())
-	require.NoError(t, err)
-	now := time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC).UnixNano()
-	index := uint64(0)
-	apply := func(c *Command) {
-		t.Helper()
-		data, err := f.Encode(c, now)
-		require.NoError(t, err)
-		index++
-		_, err = f.Apply(ck.Entry{Index: index, Term: 1, Time: now}, data)
-		require.NoError(t, err)
-	}
-	add := func(tenant string, level uint32) {
-		id := fmt.Sprintf("%s-%d-%d", tenant, level, index)
-		apply(&Command{AddBlocks: &AddBlocks{Blocks: []ck.BlockMeta{{ID: id, Tenant: tenant, Level: level,
-			MinTime: now, MaxTime: now, Size: 1, Datasets: []ck.DatasetMeta{{Name: "d", Size: 1, Records: 1, MinTime: now, MaxTime: now}}}}}})
-	}
-	night := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 23 * 60}}}
-	add("a", 0)
-	add("own", 1)
+	c := newClockFSM(t)
+	c.add("a", 0)
+	c.add("own", 1)
 	// own closes its level 1; the default, level 0 of everyone else.
-	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "own", Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 1, Run: night}}}}})
-	apply(&Command{Policy: &PolicyCommand{Action: PolicySet, All: true, Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 0, Run: night}}}}})
+	c.apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "own", Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 1, Run: testNight}}}}})
+	c.apply(&Command{Policy: &PolicyCommand{Action: PolicySet, All: true, Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 0, Run: testNight}}}}})
 	levels := func(tn string) uint64 {
-		require.False(t, f.st.planner.Held(tn), tn)
-		require.Equal(t, f.st.planner.HeldLevels(tn), f.st.plannerHeld[tn].levels, tn)
-		return f.st.planner.HeldLevels(tn)
+		require.False(t, c.f.st.planner.Held(tn), tn)
+		require.Equal(t, c.f.st.planner.HeldLevels(tn), c.f.st.plannerHeld[tn].levels, tn)
+		return c.f.st.planner.HeldLevels(tn)
 	}
 	require.Equal(t, uint64(1), levels("a"))
 	require.Equal(t, uint64(2), levels("own"))
-	add("b", 1) // new while level 0 is closed: held there
+	c.add("b", 1) // new while level 0 is closed: held there
 	require.Equal(t, uint64(1), levels("b"))
-	now += int64(time.Hour) + 1
-	add("b", 0)
+	c.now += int64(time.Hour) + 1
+	c.add("b", 0)
 	for _, tn := range []string{"a", "b", "own"} {
 		require.Zero(t, levels(tn), tn)
 	}
-	require.Empty(t, f.st.plannerHeld)
+	require.Empty(t, c.f.st.plannerHeld)
 }
