@@ -128,11 +128,11 @@ func (r *run) drainAndVerify() {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	var st raftfsm.Stats
-	r.waitFor("the log to drain", func() bool {
+	r.waitProgress("the log to drain", func() bool {
 		check(t, node.Log.Barrier(ctx))
 		st = node.FSM().Stats()
 		return st.Drained() && st.Index.Orphans == 0
-	})
+	}, node.Log.Applied)
 	stop()
 	check(t, <-done)
 	require(t, st.Planner.Quarantined == 0, "%d blocks quarantined", st.Planner.Quarantined)

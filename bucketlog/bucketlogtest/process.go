@@ -498,7 +498,25 @@ func (r *run) killAll() {
 // meanwhile or the wait lasts longer than patience.
 func (r *run) waitFor(what string, cond func() bool) {
 	r.t.Helper()
+	r.waitProgress(what, cond, nil)
+}
+
+// waitProgress is waitFor for a wait that makes visible progress: it
+// fails only after patience passes without the value progress returns
+// changing (a slow machine takes longer, a stuck run still fails). A nil
+// progress never changes.
+func (r *run) waitProgress(what string, cond func() bool, progress func() uint64) {
+	r.t.Helper()
+	var last uint64
+	if progress != nil {
+		last = progress()
+	}
 	for deadline := time.Now().Add(patience); !cond(); {
+		if progress != nil {
+			if p := progress(); p != last {
+				last, deadline = p, time.Now().Add(patience)
+			}
+		}
 		for _, p := range r.procs {
 			select {
 			case err := <-p.done:
@@ -512,7 +530,7 @@ func (r *run) waitFor(what string, cond func() bool) {
 			for _, p := range r.procs {
 				fmt.Fprintf(&outs, "\n-- coordinator %s:\n%s", p.id, p.output())
 			}
-			r.t.Fatalf("waited %s for %s%s", patience, what, outs.String())
+			r.t.Fatalf("waited %s without progress for %s%s", patience, what, outs.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
