@@ -15,7 +15,9 @@
 //
 // GET api/policies shows the default policy, the tenants' own — each with
 // whether it lets the tenant's new jobs start at the log's time ("open")
-// — and the compact-now requests in force. A policy is JSON with names
+// — and the compact-now requests in force; ?limit=N pages through the
+// tenants' policies by name, ?cursor= taking the page's "next". A policy
+// is JSON with names
 // ([Policy]): class "high", "medium" or "low"; max_in_progress and
 // max_in_progress_per_shard (caps on the tenant's jobs in progress, and
 // on those of each of its shards); run

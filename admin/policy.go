@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -474,7 +475,10 @@ func parseClock(s string, end bool) (uint16, error) {
 func clock(m uint16) string { return fmt.Sprintf("%02d:%02d", m/60, m%60) }
 
 // Policies is the answer of GET api/policies: the default policy, the
-// tenants' own and the compact-now requests in force.
+// tenants' own and the compact-now requests in force. With ?limit=N it is
+// one page of at most N tenants' own policies, by tenant name, after
+// ?cursor= (a Next of an earlier page); every page carries the default and
+// the compact-now requests.
 type Policies struct {
 	// LogTime is the log time at which Open is judged.
 	LogTime string         `json:"log_time"`
@@ -482,7 +486,12 @@ type Policies struct {
 	Tenants []TenantPolicy `json:"tenants"`
 	// CompactNow lists the compact-now requests still in force.
 	CompactNow []CompactNow `json:"compact_now"`
+	// Next is the cursor of the next page of tenants: absent on the last.
+	Next string `json:"next,omitempty"`
 }
+
+// MaxPolicyPage bounds the limit of a page of GET api/policies.
+const MaxPolicyPage = 10000
 
 // TenantPolicy is a tenant's own policy (or the default, with no tenant)
 // and whether it lets the tenant's new jobs start at the log's time (its
@@ -504,9 +513,35 @@ type CompactNow struct {
 }
 
 func (h *Handler) policiesOf(r *http.Request) (*Policies, error) {
+	q := r.URL.Query()
+	limit, err := queryInt(q, "limit", MaxPolicyPage)
+	if err != nil {
+		return nil, err
+	}
+	after, paged := "", q.Has("cursor")
+	if paged {
+		// A cursor is the last tenant of a page, quoted: the empty
+		// tenant is a tenant too.
+		if after, err = strconv.Unquote(q.Get("cursor")); err != nil {
+			return nil, badf("cursor %q is not one this API returned", q.Get("cursor"))
+		}
+	}
 	ps, err := h.svc.Policies(r.Context())
 	if err != nil {
 		return nil, err
+	}
+	tenants := ps.Tenants // by tenant name
+	if paged {
+		i, found := slices.BinarySearchFunc(tenants, after, func(t raftfsm.TenantPolicy, name string) int { return strings.Compare(t.Tenant, name) })
+		if found {
+			i++
+		}
+		tenants = tenants[i:]
+	}
+	next := ""
+	if limit > 0 && len(tenants) > limit {
+		tenants = tenants[:limit]
+		next = strconv.Quote(tenants[limit-1].Tenant)
 	}
 	_, _, now := h.svc.FSM().LastApplied()
 	out := &Policies{
@@ -515,7 +550,8 @@ func (h *Handler) policiesOf(r *http.Request) (*Policies, error) {
 		Tenants:    []TenantPolicy{},
 		CompactNow: []CompactNow{},
 	}
-	for _, t := range ps.Tenants {
+	out.Next = next
+	for _, t := range tenants {
 		out.Tenants = append(out.Tenants, TenantPolicy{Tenant: t.Tenant, Open: t.Open, Policy: PolicyOf(t.Policy)})
 	}
 	for _, c := range ps.CompactNow {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -370,4 +371,47 @@ func TestParseLevelOverride(t *testing.T) {
 		_, err := admin.ParseLevelOverride(s)
 		require.ErrorContains(t, err, "want", "%q", s)
 	}
+}
+
+// GET api/policies pages through the tenants' own policies by name, the
+// empty tenant first; every page has the default; cursors are checked.
+func TestPoliciesPaged(t *testing.T) {
+	n := newClockNode(t, 0)
+	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
+	defer srv.Close()
+	var res admin.CommandResult
+	for _, tenant := range []string{"globex", "", "acme"} {
+		require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-set", `{"tenant":"`+tenant+`","policy":{"max_in_progress":2}}`, nil, &res))
+	}
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-set", `{"all":true,"policy":{"class":"high"}}`, nil, &res))
+	var all []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 3)
+		path := "/api/policies?limit=2"
+		if pages > 0 {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var ps admin.Policies
+		require.Equal(t, 200, call(t, srv, "GET", path, "", nil, &ps))
+		require.Equal(t, "high", ps.Default.Policy.Class)
+		require.LessOrEqual(t, len(ps.Tenants), 2)
+		for _, tp := range ps.Tenants {
+			all = append(all, tp.Tenant)
+		}
+		if ps.Next == "" {
+			break
+		}
+		cursor = ps.Next
+	}
+	require.Equal(t, []string{"", "acme", "globex"}, all)
+
+	var whole admin.Policies
+	require.Equal(t, 200, call(t, srv, "GET", "/api/policies", "", nil, &whole))
+	require.Len(t, whole.Tenants, 3, "without a limit: every tenant")
+	require.Empty(t, whole.Next)
+	var e struct{ Error string }
+	require.Equal(t, 400, call(t, srv, "GET", "/api/policies?limit=2&cursor=acme", "", nil, &e))
+	require.Contains(t, e.Error, `cursor "acme" is not one this API returned`)
+	require.Equal(t, 400, call(t, srv, "GET", "/api/policies?limit=20000", "", nil, &e))
 }
