@@ -108,7 +108,13 @@ func (p *Planner) SetLevels(tenant string, over []policy.Level) error {
 			p.s.levels = btree.NewG(btreeDegree, func(a, b tenantLevels) bool { return a.tenant < b.tenant })
 		}
 		over = slices.Clone(over)
-		p.s.levels.ReplaceOrInsert(tenantLevels{tenant: tenant, over: over, levels: overridden(&p.s.cfg, over)})
+		tl := tenantLevels{tenant: tenant, over: over, levels: overridden(&p.s.cfg, over)}
+		if old, had := p.s.levels.ReplaceOrInsert(tl); had && old.levels != nil {
+			p.s.ownLevels--
+		}
+		if tl.levels != nil {
+			p.s.ownLevels++
+		}
 	})
 	return nil
 }
@@ -120,7 +126,11 @@ func (p *Planner) ClearLevels(tenant string) {
 	if p.s.levels == nil || !p.s.levels.Has(tenantLevels{tenant: tenant}) {
 		return
 	}
-	p.setLevels(tenant, func() { p.s.levels.Delete(tenantLevels{tenant: tenant}) })
+	p.setLevels(tenant, func() {
+		if old, _ := p.s.levels.Delete(tenantLevels{tenant: tenant}); old.levels != nil {
+			p.s.ownLevels--
+		}
+	})
 }
 
 // SetDefaultLevels sets the batching of the tenants without their own
@@ -210,9 +220,13 @@ func (s *state) reconfigureLevels() {
 		all = append(all, tl)
 		return true
 	})
+	s.ownLevels = 0
 	for _, tl := range all {
 		tl.levels = overridden(&s.cfg, tl.over)
 		s.levels.ReplaceOrInsert(tl)
+		if tl.levels != nil {
+			s.ownLevels++
+		}
 	}
 }
 
@@ -220,6 +234,9 @@ func (s *state) reconfigureLevels() {
 // the final level): its own overrides', the default overrides', or the
 // configured one.
 func (s *state) levelOf(tenant string, l uint32) *LevelConfig {
+	if s.ownLevels == 0 && s.defLevels == nil {
+		return &s.cfg.Levels[l] // no tenant's batching differs
+	}
 	if s.levels != nil && s.levels.Len() > 0 {
 		if tl, ok := s.levels.Get(tenantLevels{tenant: tenant}); ok {
 			if tl.levels != nil {

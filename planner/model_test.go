@@ -1045,6 +1045,17 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 			require.Equal(t, m.levels.of(&m.cfg, tn, l), lc, "level %d policy of %q", l, tn)
 		}
 	}
+	// The count of tenants whose batching overrides something.
+	own := 0
+	if s.levels != nil {
+		s.levels.Ascend(func(tl tenantLevels) bool {
+			if tl.levels != nil {
+				own++
+			}
+			return true
+		})
+	}
+	require.Equal(t, own, s.ownLevels, "tenants with overriding batching")
 	// Queues, and their invariants.
 	got := map[key][]mBlock{}
 	fulls, timed, aging := 0, 0, 0

@@ -131,6 +131,10 @@ type state struct {
 	levels    *btree.BTreeG[tenantLevels]
 	defOver   []policy.Level
 	defLevels []LevelConfig
+	// ownLevels counts the entries of levels that override something
+	// (non-nil levels): while it is 0 and defLevels is nil, every tenant
+	// has the configured batching, and levelOf needs no lookup.
+	ownLevels int
 
 	clock       int64  // the latest log time applied
 	nextArrival uint64 // arrival number of the next block, from 1
