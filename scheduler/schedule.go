@@ -50,10 +50,15 @@ type Schedule struct {
 	slims map[tenantShard]*tenantLim
 	// pol caches the view's policy lookups of this schedule: planning asks
 	// about the same few tenants many times (once per key it visits), and
-	// the view's tenant index may hold many.
-	pol    map[string]polEntry
-	probe  job
-	dprobe done
+	// the view's tenant index may hold many. last and lastTenant memo the
+	// latest lookup in front of the map: planning visits the keys of one
+	// tenant in a row.
+	pol        map[string]polEntry
+	last       polEntry
+	lastTenant string
+	hasLast    bool
+	probe      job
+	dprobe     done
 }
 
 // polEntry is a cached policyOf result.
@@ -82,15 +87,19 @@ func (sc *Schedule) polEntry(tenant string) polEntry {
 	if sc.v.tenants == nil || sc.v.tenants.Len() == 0 {
 		return polEntry{p: sc.v.def}
 	}
-	if e, ok := sc.pol[tenant]; ok {
-		return e
+	if sc.hasLast && sc.lastTenant == tenant {
+		return sc.last
 	}
-	p, n, shards := policyOf(sc.v.tenants, sc.v.def, tenant)
-	if sc.pol == nil {
-		sc.pol = make(map[string]polEntry)
+	e, ok := sc.pol[tenant]
+	if !ok {
+		p, n, shards := policyOf(sc.v.tenants, sc.v.def, tenant)
+		if sc.pol == nil {
+			sc.pol = make(map[string]polEntry)
+		}
+		e = polEntry{p, n, shards}
+		sc.pol[tenant] = e
 	}
-	e := polEntry{p, n, shards}
-	sc.pol[tenant] = e
+	sc.last, sc.lastTenant, sc.hasLast = e, tenant, true
 	return e
 }
 
