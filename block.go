@@ -195,7 +195,16 @@ func plainID(id string) bool {
 		return false
 	}
 	seg, dots := 0, 0 // length of the current segment, and its dots
-	for i := 0; i < len(id); i++ {
+	i := 0
+	// Eight bytes at a time while none of them needs a look of its own
+	// (see ordinary8): they only lengthen the segment.
+	for ; i+8 <= len(id); i += 8 {
+		if !ordinary8(load8(id, i)) {
+			break
+		}
+		seg += 8
+	}
+	for ; i < len(id); i++ {
 		c := id[i]
 		switch {
 		case c-0x20 >= 0x7f-0x20 || c == '\\':
@@ -212,6 +221,39 @@ func plainID(id string) bool {
 		seg++
 	}
 	return seg != dots || seg > 2
+}
+
+// load8 returns the eight bytes of s from i, little-endian (one load).
+func load8(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// SWAR constants: a byte's lowest bit, and its highest, in each byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// nonPrintable8 returns, in each byte's high bit, a mark for the bytes of
+// w outside printable ASCII (0x20 to 0x7e) — exactly which bytes carry
+// marks is not defined, but there is at least one if and only if some
+// byte is outside. It tests the eight at once (SWAR): once no byte has its
+// high bit set, a byte of w is below 0x20 exactly where w-0x20*ones
+// borrows into a clear high bit, and equals 0x7f where w^0x7f*ones is zero.
+func nonPrintable8(w uint64) uint64 {
+	return w&highs | (w-0x20*ones)&^w&highs | zero8(w^0x7f*ones)
+}
+
+// zero8 marks, as nonPrintable8 does, the zero bytes of x when no byte of x
+// has its high bit set.
+func zero8(x uint64) uint64 { return (x - ones) &^ x & highs }
+
+// ordinary8 reports whether the eight bytes of w are all printable ASCII
+// and none is '\\', '/' or '.': bytes that plainID only counts.
+func ordinary8(w uint64) bool {
+	return nonPrintable8(w)|zero8(w^'\\'*ones)|zero8(w^'/'*ones)|zero8(w^'.'*ones) == 0
 }
 
 // validateID applies the full rules of [ValidateID].
@@ -253,7 +295,13 @@ func validateName(what, s string, emptyOK bool) error {
 // printableASCII reports whether s has only printable ASCII bytes (0x20 to
 // 0x7e): the fast path of validateName, for the common case.
 func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if nonPrintable8(load8(s, i)) != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f {
 			return false
 		}

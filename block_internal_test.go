@@ -40,10 +40,76 @@ func TestPlainIDMatchesFullRules(t *testing.T) {
 // names its full character rules accept.
 func TestNameFastPath(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.OneOf(rapid.StringMatching(`[\x00-\x7f]{0,12}`), rapid.String()).Draw(t, "s")
+		s := rapid.OneOf(
+			rapid.StringMatching(`[\x00-\x7f]{0,12}`),
+			rapid.StringMatching(`[a-z]{0,20}[\x00-\x1f\x7f-\xff]?[a-z]{0,20}`),
+			rapid.String(),
+		).Draw(t, "s")
+		printable := !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f })
+		require.Equal(t, printable, printableASCII(s), "%q", s)
 		if printableASCII(s) {
 			full := utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 			require.True(t, full, "%q: fast path accepts what the full rules refuse", s)
 		}
 	})
+}
+
+// plainIDBytes is plainID without the eight-byte steps: the reference the
+// fast path must agree with.
+func plainIDBytes(id string) bool {
+	if len(id) == 0 || len(id) > MaxIDLen {
+		return false
+	}
+	seg, dots := 0, 0
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c-0x20 >= 0x7f-0x20 || c == '\\':
+			return false
+		case c == '/':
+			if seg == 0 || seg == dots && seg <= 2 {
+				return false
+			}
+			seg, dots = 0, 0
+			continue
+		case c == '.':
+			dots++
+		}
+		seg++
+	}
+	return seg != dots || seg > 2
+}
+
+// TestPlainIDEightBytes checks plainID's eight-byte steps against the
+// byte-by-byte rules: every byte value at every position of a word, and
+// long IDs with special bytes anywhere.
+func TestPlainIDEightBytes(t *testing.T) {
+	for b := range 256 {
+		for p := range 8 {
+			w := []byte("aaaaaaaa")
+			w[p] = byte(b)
+			want := b >= 0x20 && b < 0x7f && b != '\\' && b != '/' && b != '.'
+			require.Equal(t, want, ordinary8(load8(string(w), 0)), "byte %#x at %d", b, p)
+			require.Equal(t, b >= 0x20 && b < 0x7f, nonPrintable8(load8(string(w), 0)) == 0, "byte %#x at %d", b, p)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.OneOf(
+			rapid.StringMatching(`[a-z0-9./\\\x00\x1f\x20\x7e\x7f]{0,40}`),
+			rapid.StringMatching(`[a-zA-Z0-9]{0,30}[./\x80-\xff]?[a-z]{0,20}`),
+			rapid.String(),
+		).Draw(t, "id")
+		require.Equal(t, plainIDBytes(id), plainID(id), "%q", id)
+	})
+}
+
+// BenchmarkValidateID: a ULID-like 26-byte ID, the common case of block
+// IDs written by ingest, which enqueue and restore check for every block.
+func BenchmarkValidateID(b *testing.B) {
+	const id = "01JD8ZQ8Y0S1G6N9V3C2X7K4PB"
+	for b.Loop() {
+		if err := ValidateID(id); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
