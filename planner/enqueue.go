@@ -39,7 +39,7 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 	if b == nil {
 		return false, fmt.Errorf("planner: enqueue: no block: %w", ck.ErrInconsistent)
 	}
-	if err := checkBlock(b); err != nil {
+	if err := p.checkBlock(b); err != nil {
 		return false, fmt.Errorf("planner: enqueue: %w", err)
 	}
 	if b.Level >= p.s.cfg.FinalLevel {
@@ -77,13 +77,17 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 }
 
 // checkBlock validates the fields of b the planner relies on, with the
-// rules (and errors) of compactkit.BlockMeta.Validate.
-func checkBlock(b *ck.BlockMeta) error {
+// rules (and errors) of compactkit.BlockMeta.Validate. The tenant's name is
+// checked only when it differs from the last one found valid.
+func (p *Planner) checkBlock(b *ck.BlockMeta) error {
 	if err := ck.ValidateID(b.ID); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
-	if err := ck.ValidateTenant(b.Tenant); err != nil {
-		return fmt.Errorf("block %s: %w", b.ID, err)
+	if !p.hasOK || b.Tenant != p.okTenant {
+		if err := ck.ValidateTenant(b.Tenant); err != nil {
+			return fmt.Errorf("block %s: %w", b.ID, err)
+		}
+		p.okTenant, p.hasOK = b.Tenant, true
 	}
 	switch {
 	case b.MinTime > b.MaxTime:

@@ -16,7 +16,11 @@ type Planner struct {
 	tenants    map[string]*tenantQueues
 	lastTenant string
 	last       *tenantQueues
-	hash       xxWords // scratch
+	// okTenant is the tenant name Enqueue last found valid (a memo of a
+	// pure check: ingest sends runs of one tenant's blocks), if hasOK.
+	okTenant string
+	hasOK    bool
+	hash     xxWords // scratch
 }
 
 // New returns an empty planner with the given configuration.

@@ -634,6 +634,12 @@ func TestMalformedBlocks(t *testing.T) {
 	ok, err := f.p.Enqueue(f.entry(), &ck.BlockMeta{ID: "ünïcode/ok", Tenant: "tënant"})
 	require.NoError(t, err)
 	require.True(t, ok)
+	// The tenant check is remembered for the last valid name only: a bad
+	// name right after a good one, or twice, is refused every time.
+	for _, tenant := range []string{"tënant\x7f", "bad\x00", "bad\x00"} {
+		_, err = f.p.Enqueue(f.entry(), &ck.BlockMeta{ID: "y", Tenant: tenant})
+		require.ErrorIs(t, err, ck.ErrInvalidID, "%q", tenant)
+	}
 }
 
 // TestStats: queued blocks, keys, ready batches, lag and debt per level.
