@@ -194,16 +194,19 @@ func plainID(id string) bool {
 	if len(id) == 0 || len(id) > MaxIDLen {
 		return false
 	}
-	seg, dots := 0, 0 // length of the current segment, and its dots
-	i := 0
 	// Eight bytes at a time while none of them needs a look of its own
-	// (see ordinary8): they only lengthen the segment.
-	for ; i+8 <= len(id); i += 8 {
-		if !ordinary8(load8(id, i)) {
-			break
-		}
-		seg += 8
+	// (see ordinary8): they only lengthen the first segment.
+	i := 0
+	for i+8 <= len(id) && ordinary8(load8(id, i)) {
+		i += 8
 	}
+	return plainFrom(id, i, i)
+}
+
+// plainFrom applies plainID's rules byte by byte to id from i, where the
+// current segment has seg bytes before i, none of them a dot.
+func plainFrom(id string, i, seg int) bool {
+	dots := 0 // the dots of the current segment
 	for ; i < len(id); i++ {
 		c := id[i]
 		switch {

@@ -57,27 +57,7 @@ func TestNameFastPath(t *testing.T) {
 // plainIDBytes is plainID without the eight-byte steps: the reference the
 // fast path must agree with.
 func plainIDBytes(id string) bool {
-	if len(id) == 0 || len(id) > MaxIDLen {
-		return false
-	}
-	seg, dots := 0, 0
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c-0x20 >= 0x7f-0x20 || c == '\\':
-			return false
-		case c == '/':
-			if seg == 0 || seg == dots && seg <= 2 {
-				return false
-			}
-			seg, dots = 0, 0
-			continue
-		case c == '.':
-			dots++
-		}
-		seg++
-	}
-	return seg != dots || seg > 2
+	return len(id) > 0 && len(id) <= MaxIDLen && plainFrom(id, 0, 0)
 }
 
 // TestPlainIDEightBytes checks plainID's eight-byte steps against the
