@@ -43,7 +43,8 @@
 // segments), so exactly one of tenant and all is required. api/status
 // lists the tenants' and shards' backpressure grades that are not ok and
 // the staleness alarms in force; the status page shows them, and the
-// policies.
+// policies, and (with an [Authorizer]) has a form that sends policy-set
+// and policy-clear with the policy in the same JSON.
 //
 // Invariants:
 //   - Without an [Authorizer] the handler is read-only: every command is

@@ -111,14 +111,53 @@ tombstones <b id="tombstones">{{.Tombstones}}</b> · {{if .Drained}}<span class=
 <button type="submit" name="action" value="pause" id="pause-button">pause</button>
 <button type="submit" name="action" value="resume" id="resume-button">resume</button>
 <span id="command-result"></span></form>
+<h2>Set or clear a policy</h2>
+<form id="policy-form"><input name="tenant" id="policy-tenant" placeholder="tenant">
+<label><input type="checkbox" id="policy-all"> the default (tenants without their own)</label><br>
+<textarea id="policy-json" rows="3" cols="80" spellcheck="false" aria-label="policy, as in api/policies">{"class": "medium", "max_in_progress": 0}</textarea><br>
+<button type="submit" name="action" value="policy-set" id="policy-set-button">set</button>
+<button type="submit" name="action" value="policy-clear" id="policy-clear-button">clear</button>
+<span id="policy-result"></span></form>
 <script>
+// A command's result survives the page's refresh (sessionStorage).
+function show(id, text) {
+  sessionStorage.setItem(id, text);
+  document.getElementById(id).textContent = text;
+}
+for (const id of ["command-result", "policy-result"]) {
+  const text = sessionStorage.getItem(id);
+  if (text) document.getElementById(id).textContent = text;
+}
+async function command(action, body) {
+  const r = await fetch("api/commands/" + action, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  return [r.ok, await r.json()];
+}
 document.getElementById("pause-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const action = e.submitter.value;
   const tenant = document.getElementById("pause-tenant").value;
-  const r = await fetch("api/commands/" + action, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({tenant})});
-  const body = await r.json();
-  document.getElementById("command-result").textContent = r.ok ? action + "d " + tenant + " (entry " + body.index + ")" : body.error;
+  const [ok, body] = await command(action, {tenant});
+  show("command-result", ok ? action + "d " + tenant + " (entry " + body.index + ")" : body.error);
+  if (ok) e.target.reset();
+});
+document.getElementById("policy-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const action = e.submitter.value;
+  const all = document.getElementById("policy-all").checked;
+  const tenant = document.getElementById("policy-tenant").value;
+  const req = all ? {all} : {tenant};
+  if (action === "policy-set") {
+    try {
+      req.policy = JSON.parse(document.getElementById("policy-json").value);
+    } catch (err) {
+      show("policy-result", "policy: " + err.message);
+      return;
+    }
+  }
+  const [ok, body] = await command(action, req);
+  const who = all ? "the default" : JSON.stringify(tenant);
+  show("policy-result", ok ? (action === "policy-set" ? "set " : "cleared ") + who + " (entry " + body.index + ")" : body.error);
+  if (ok) e.target.reset();
 });
 </script>
 {{end}}
@@ -153,11 +192,14 @@ document.getElementById("pause-form").addEventListener("submit", async (e) => {
 {{range .Quarantine}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Job}}</td><td class="l">{{.Reason}}</td><td class="l">{{.Since}}</td></tr>{{end}}
 </table>
 <script>
-// Refresh every 5 s, but not while the operator is typing a command.
-setInterval(() => {
-  const a = document.activeElement;
-  if (!a || a.tagName !== "INPUT") location.reload();
-}, 5000);
+// Refresh every 5 s, but not while the operator is composing a command: a
+// form's field changed and not yet sent (a command that succeeds resets
+// its form; one that fails leaves it to be corrected).
+function composing() {
+  return Array.from(document.querySelectorAll("form input, form textarea")).some(f =>
+    f.type === "checkbox" ? f.checked !== f.defaultChecked : f.value !== f.defaultValue);
+}
+setInterval(() => { if (!composing()) location.reload(); }, 5000);
 </script>
 <p>JSON: <a href="api/status">status</a> · <a href="api/jobs">jobs</a> · <a href="api/tenants">tenants</a> · <a href="api/quarantine">quarantine</a> · <a href="api/policies">policies</a> · <a href="api/dry-run?slots=4">dry run</a></p>
 </body></html>

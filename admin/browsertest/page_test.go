@@ -256,3 +256,93 @@ func TestPoliciesInBrowser(t *testing.T) {
 	}, alarms)
 	require.Empty(t, problems(), "console errors or exceptions")
 }
+
+// TestPolicyFormInBrowser sets and clears policies from the status page's
+// form in headless Chromium: the state machine applies what the form sent
+// (read back through the API), a malformed or refused policy shows its
+// error and changes nothing, and the last result survives a reload.
+func TestPolicyFormInBrowser(t *testing.T) {
+	exe := browser(t)
+	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
+	require.NoError(t, err)
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	_, err = svc.AddBlocks(context.Background(), []ck.BlockMeta{leadertest.Block("seg-0", "acme", 0, 0)})
+	require.NoError(t, err)
+	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
+	defer srv.Close()
+	bctx, problems := launch(t, exe)
+	policies := func() admin.Policies {
+		var ps admin.Policies
+		api(t, srv, "/api/policies", "", &ps)
+		return ps
+	}
+	// submit fills the form (an empty field is left as it is), presses a
+	// button and waits for the result that contains want.
+	submit := func(tenant, js, button, want string) string {
+		var fill []chromedp.Action
+		if tenant != "" {
+			fill = append(fill, chromedp.SetValue("#policy-tenant", tenant, chromedp.ByID))
+		}
+		if js != "" {
+			fill = append(fill, chromedp.SetValue("#policy-json", js, chromedp.ByID))
+		}
+		var result string
+		require.NoError(t, chromedp.Run(bctx, append(fill,
+			chromedp.Click(button, chromedp.ByID),
+			chromedp.WaitVisible(`//span[@id="policy-result" and contains(., `+xpathString(want)+`)]`),
+			chromedp.Text("#policy-result", &result, chromedp.ByID),
+		)...))
+		return result
+	}
+	require.NoError(t, chromedp.Run(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#policy-form", chromedp.ByID)))
+
+	got := submit("acme", `{"class": "low", "max_in_progress": 2, "max_in_progress_per_shard": 1}`, "#policy-set-button", `set "acme"`)
+	require.Regexp(t, `^set "acme" \(entry \d+\)$`, got)
+	ps := policies()
+	require.Len(t, ps.Tenants, 1)
+	require.Equal(t, "acme", ps.Tenants[0].Tenant)
+	require.Equal(t, admin.Policy{Class: "low", MaxInProgress: 2, MaxInProgressPerShard: 1}, ps.Tenants[0].Policy)
+
+	// Malformed JSON never leaves the page; an unknown class is refused
+	// by the API: both say why, and nothing changes.
+	got = submit("acme", `{"class": `, "#policy-set-button", "policy: ")
+	require.Contains(t, got, "JSON")
+	got = submit("acme", `{"class": "urgent"}`, "#policy-set-button", "urgent")
+	require.NotContains(t, got, "set ")
+	require.Equal(t, ps, policies(), "a refused policy changes nothing")
+
+	// The default, then clearing acme's own.
+	require.NoError(t, chromedp.Run(bctx, chromedp.Click("#policy-all", chromedp.ByID)))
+	submit("", `{"class": "high"}`, "#policy-set-button", "set the default")
+	require.Equal(t, "high", policies().Default.Policy.Class)
+	// A command that succeeds resets its form (the page refreshes again).
+	var all bool
+	var tenant string
+	require.NoError(t, chromedp.Run(bctx,
+		chromedp.Evaluate(`document.getElementById("policy-all").checked`, &all),
+		chromedp.Value("#policy-tenant", &tenant, chromedp.ByID),
+	))
+	require.False(t, all)
+	require.Empty(t, tenant)
+	submit("acme", "", "#policy-clear-button", `cleared "acme"`)
+	require.Empty(t, policies().Tenants)
+
+	// The result stays on the page across its refresh.
+	var after string
+	require.NoError(t, chromedp.Run(bctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(`//span[@id="policy-result" and contains(., 'cleared "acme"')]`),
+		chromedp.Text("#policy-result", &after, chromedp.ByID),
+	))
+	require.Contains(t, after, `cleared "acme"`)
+	require.Empty(t, problems(), "console errors or exceptions")
+}
+
+// xpathString quotes s as an XPath string literal (which has no escapes:
+// it is quoted with whichever quote s does not contain).
+func xpathString(s string) string {
+	if !strings.Contains(s, "'") {
+		return "'" + s + "'"
+	}
+	return `"` + s + `"`
+}
