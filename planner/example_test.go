@@ -278,6 +278,33 @@ func ExamplePlanner_SetHeldLevels() {
 	//   level 1 10
 }
 
+// Both holds of a tenant in one call, as a state machine sets them from a
+// tenant's policy: closed at every level (a run window), then open again
+// except at level 1 (a level's window).
+func ExamplePlanner_SetHold() {
+	p, _ := planner.New(planner.DefaultConfig())
+	for i := range 40 {
+		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "acme", Level: uint32(i % 2)})
+	}
+	count := func() int {
+		v := p.View()
+		n := 0
+		for {
+			if _, ok := v.Next(0, nil); !ok {
+				return n
+			}
+			n++
+		}
+	}
+	p.SetHold("acme", true, 1<<1)
+	fmt.Println("closed:", count(), "plans;", "held:", p.Held("acme"), "levels:", p.HeldLevels("acme"))
+	p.SetHold("acme", false, 1<<1)
+	fmt.Println("level 1 closed:", count(), "plan")
+	// Output:
+	// closed: 0 plans; held: true levels: 2
+	// level 1 closed: 1 plan
+}
+
 // An operator's "compact now": the tenant's batches that arrived before
 // the command are planned although they are neither full nor old.
 func ExampleForce() {

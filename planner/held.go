@@ -43,6 +43,14 @@ func (p *Planner) SetHeldLevels(tenant string, levels uint64) {
 	p.setHold(h)
 }
 
+// SetHold sets both holds of a tenant at once: every level (as
+// [Planner.SetHeld]) and some levels (as [Planner.SetHeldLevels]). The keys
+// whose hold changes are re-indexed once, where the two calls in a row
+// could move some of them out and back in. The cost is that of SetHeld.
+func (p *Planner) SetHold(tenant string, all bool, levels uint64) {
+	p.setHold(hold{tenant: tenant, all: all, levels: levels})
+}
+
 // setHold makes h the hold of its tenant, moving the index entries of the
 // keys whose hold changes: out while the old hold is in force, back in
 // once the new one is.

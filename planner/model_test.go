@@ -885,28 +885,44 @@ func (h *harness) restore(t *rapid.T) {
 func (h *harness) setHeld(t *rapid.T) {
 	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "heldTenant")
 	before := snap(t, h.p)
-	if rapid.Bool().Draw(t, "heldLevels") {
-		levels := rapid.Uint64Range(0, 7).Draw(t, "levels")
-		for _, p := range h.planners() {
-			p.SetHeldLevels(tenant, levels)
-			require.Equal(t, levels, p.HeldLevels(tenant))
-		}
+	setLevels := func(levels uint64) {
 		if levels != 0 {
 			h.m.held.lv[tenant] = levels
 		} else {
 			delete(h.m.held.lv, tenant)
 		}
-	} else {
-		held := rapid.Bool().Draw(t, "held")
-		for _, p := range h.planners() {
-			p.SetHeld(tenant, held)
-			require.Equal(t, held, p.Held(tenant))
-		}
+	}
+	setAll := func(held bool) {
 		if held {
 			h.m.held.all[tenant] = true
 		} else {
 			delete(h.m.held.all, tenant)
 		}
+	}
+	switch rapid.IntRange(0, 2).Draw(t, "holdCall") {
+	case 0:
+		levels := rapid.Uint64Range(0, 7).Draw(t, "levels")
+		for _, p := range h.planners() {
+			p.SetHeldLevels(tenant, levels)
+			require.Equal(t, levels, p.HeldLevels(tenant))
+		}
+		setLevels(levels)
+	case 1:
+		held := rapid.Bool().Draw(t, "held")
+		for _, p := range h.planners() {
+			p.SetHeld(tenant, held)
+			require.Equal(t, held, p.Held(tenant))
+		}
+		setAll(held)
+	default:
+		held, levels := rapid.Bool().Draw(t, "held"), rapid.Uint64Range(0, 7).Draw(t, "levels")
+		for _, p := range h.planners() {
+			p.SetHold(tenant, held, levels)
+			require.Equal(t, held, p.Held(tenant))
+			require.Equal(t, levels, p.HeldLevels(tenant))
+		}
+		setAll(held)
+		setLevels(levels)
 	}
 	require.Equal(t, before, snap(t, h.p), "a hold changed the snapshot")
 }

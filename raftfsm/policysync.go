@@ -97,8 +97,7 @@ func (st *state) syncHeld(tenant string) {
 	if st.plannerHeld[tenant] == want {
 		return
 	}
-	st.planner.SetHeld(tenant, want.all)
-	st.planner.SetHeldLevels(tenant, want.levels)
+	st.planner.SetHold(tenant, want.all, want.levels)
 	if want == (plannerHold{}) {
 		delete(st.plannerHeld, tenant)
 		return
