@@ -47,14 +47,13 @@
 // for the policy and [LevelConfig] for the batching rules.
 //
 // Held tenants ([Planner.SetHeld]), and held levels of a tenant
-// ([Planner.SetHeldLevels]), are left out of planning altogether: their
+// ([Planner.SetHeldLevels]; both at once with [Planner.SetHold]), are left out of planning altogether: their
 // keys are taken out of the indexes planning searches, so a poll costs
 // nothing per held tenant, where Skip costs a B-tree seek per skipped
 // tenant and call. Their blocks stay queued and counted in the statistics.
 // The held set is derived state the state machine installs from its
 // policies (a tenant at its cap of jobs, or closed by a run window, say),
-// not part of snapshots: it calls SetHeld and SetHeldLevels again after a
-// restore.
+// not part of snapshots: it sets the holds again after a restore.
 //
 // An operator's "compact now" is passed per call as [PlanOptions].Force
 // ([Force]): a tenant's batches (of one level or all) whose first block
