@@ -130,7 +130,9 @@ for (const id of ["command-result", "policy-result"]) {
 }
 async function command(action, body) {
   const r = await fetch("api/commands/" + action, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
-  return [r.ok, await r.json()];
+  // An answer that is not JSON (a proxy's error page, say) shows its status.
+  const answer = await r.json().catch(() => ({error: r.status + " " + r.statusText}));
+  return [r.ok, answer];
 }
 document.getElementById("pause-form").addEventListener("submit", async (e) => {
   e.preventDefault();
