@@ -286,34 +286,32 @@ func (sc *Schedule) Held(tenant string, level uint32) bool {
 // lim returns the schedule's record of tenant, which has a cap, making it
 // if needed.
 func (sc *Schedule) lim(tenant string) *tenantLim {
-	if l := sc.lims[tenant]; l != nil {
-		return l
-	}
-	p, n := sc.policyOf(tenant)
-	l := &tenantLim{max: p.MaxInProgress, count: n}
-	if sc.lims == nil {
-		sc.lims = make(map[string]*tenantLim)
-	}
-	sc.lims[tenant] = l
-	if l.full() {
-		sc.nfull++
-	}
-	return l
+	return limRecord(sc, &sc.lims, tenant, func() *tenantLim {
+		p, n := sc.policyOf(tenant)
+		return &tenantLim{max: p.MaxInProgress, count: n}
+	})
 }
 
 // slim returns the schedule's record of a shard of tenant, which has a
 // per-shard cap, making it if needed.
 func (sc *Schedule) slim(tenant string, shard uint32) *tenantLim {
-	k := tenantShard{tenant, shard}
-	if l := sc.slims[k]; l != nil {
+	return limRecord(sc, &sc.slims, tenantShard{tenant, shard}, func() *tenantLim {
+		e := sc.polEntry(tenant)
+		return &tenantLim{max: e.p.MaxPerShard, count: shardN(e.shards, shard)}
+	})
+}
+
+// limRecord returns the record of k in *m (lims or slims), making it with
+// newLim if needed and counting it in nfull if it is full.
+func limRecord[K comparable](sc *Schedule, m *map[K]*tenantLim, k K, newLim func() *tenantLim) *tenantLim {
+	if l := (*m)[k]; l != nil {
 		return l
 	}
-	e := sc.polEntry(tenant)
-	l := &tenantLim{max: e.p.MaxPerShard, count: shardN(e.shards, shard)}
-	if sc.slims == nil {
-		sc.slims = make(map[tenantShard]*tenantLim)
+	l := newLim()
+	if *m == nil {
+		*m = make(map[K]*tenantLim)
 	}
-	sc.slims[k] = l
+	(*m)[k] = l
 	if l.full() {
 		sc.nfull++
 	}
