@@ -39,10 +39,10 @@
 // ([Entry.Time]); replicas use max(previous now, command time). The fencing
 // token of an assignment is the log index of the entry that made it, so
 // tokens only grow; a worker's report is accepted only if the job is in
-// progress and both its token and its worker match (see package fencing). A lease lasts a
-// replicated duration from the entry's time; workers renew at least every
-// half lease and measure the lease on their own clock from the moment they
-// sent the request (see package lease).
+// progress and both its token and its worker match (see package fencing).
+// A lease lasts a replicated duration from the entry's time; workers renew
+// at least every half lease and measure the lease on their own clock from
+// the moment they sent the request (see package lease).
 //
 // # Job states
 //
