@@ -22,7 +22,8 @@ type Entry struct {
 // must be valid): blocks added (of tenants "acme" and "globex", shards 0
 // and 1; now and then one already added), the polls of a [Fleet] of three
 // workers (retries included), leader changes (a new term and its
-// TookOffice) and time passing. Each command is applied to a reference
+// TookOffice) and time passing. Indexes grow by one, or now and then skip
+// one or two, which a host's log would give its own entries. Each command is applied to a reference
 // state machine as it is drawn, so every poll is prepared against the
 // state it is applied to; applying the entries in order to a fresh state
 // machine made with cfg reproduces that state.
@@ -72,6 +73,7 @@ type history struct {
 	f       *raftfsm.FSM
 	fleet   *Fleet
 	now     int64
+	index   uint64
 	term    uint64
 	added   []ck.BlockMeta
 	entries []Entry
@@ -83,7 +85,11 @@ func (h *history) propose(cmd *raftfsm.Command) *raftfsm.Result {
 	if err != nil {
 		h.t.Fatalf("compactkittest: history: encode: %v", err)
 	}
-	e := Entry{Entry: ck.Entry{Index: uint64(len(h.entries)) + 1, Term: h.term, Time: h.now}, Data: data}
+	h.index++
+	if rapid.IntRange(0, 3).Draw(h.t, "gap") == 0 {
+		h.index += uint64(rapid.IntRange(1, 2).Draw(h.t, "others"))
+	}
+	e := Entry{Entry: ck.Entry{Index: h.index, Term: h.term, Time: h.now}, Data: data}
 	res, err := h.f.Apply(e.Entry, e.Data)
 	if err != nil {
 		h.t.Fatalf("compactkittest: history: apply %v: %v", e.Entry, errors.Unwrap(err))
