@@ -13,7 +13,8 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// MalformedID generates block IDs that [compactkit.ValidateID] refuses: a
+// MalformedID generates block IDs that [compactkit.ValidateID] refuses
+// (with an error wrapping compactkit.ErrEmptyID or ErrInvalidID): a
 // valid ID made empty, absolute, too long, or given an empty, "." or ".."
 // segment, a trailing slash, a backslash, a control character or invalid
 // UTF-8.
