@@ -46,4 +46,6 @@
 //	func TestRunnerConformance(t *testing.T) {
 //		runnertest.Run(t, runnertest.Format{Runner: myRunner, Layout: blockmerge.PrefixLayout, Write: writeBlock, Read: readBlock})
 //	}
+//
+// A runner that writes blockmerge's blocks takes [BlockmergeFormat].
 package runnertest

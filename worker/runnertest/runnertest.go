@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -185,15 +184,7 @@ func setup(ctx context.Context, f *Format, s spec) (*job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
-	var mu sync.Mutex
-	now := time.Unix(1_700_000_000, 0)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(10 * time.Second)
-		return now
-	}
-	j.svc = leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(clock))
+	j.svc = leader.New(leadertest.NewMemLog(fsm), fsm)
 	res, err := j.svc.AddBlocks(ctx, j.sources)
 	if err != nil {
 		return nil, fmt.Errorf("setup: add sources: %w", err)
