@@ -5,9 +5,11 @@
 // [History]); and the hostile variants the library's own tests use
 // ([MalformedID], [ForgedPoll], [OversizedPoll]).
 //
-// It is a test-support package: it imports pgregory.net/rapid (and,
-// through leader/leadertest, "testing"), and is meant to be imported from
-// tests only. The library's own tests draw from it too.
+// It is a test-support package, named as the standard library names its
+// own (httptest, fstest): compactkit's values, for tests. It imports
+// pgregory.net/rapid (and, through leader/leadertest, "testing"), and is
+// meant to be imported from tests only; no package of compactkit that is
+// not a kit imports it.
 //
 // # What a generator promises
 //
@@ -28,15 +30,27 @@
 // different value under the next. The generators are rapid's own type
 // (*rapid.Generator), at the version this module requires.
 //
-// # In-package tests with local generators
+// # Where the library's own tests draw from it
 //
-// compactkittest imports compactkit, raftfsm (and through it planner,
-// scheduler, index and policy), leader/leadertest and worker, so the
-// in-package tests of those packages cannot import it without a cycle:
-// their own generators stay local — raftfsm's internal tests, the
-// planner's, scheduler's and index's models (package planner, scheduler
-// and index tests), and compactkit's own block tests
-// (block_internal_test.go). Their external tests (package x_test) may
-// import it, and the root package's, worker's, blockmerge's and raftfsm's
-// do.
+// raftfsm's model (TestFSMModel) draws its blocks and its workers' polls
+// from Blocks and a Fleet, its hostile test (TestHostileAfterHistories)
+// tries MalformedID, ForgedPoll and OversizedPoll against the states
+// histories reach, and compactkit's own tests draw names and IDs from
+// Name and ID; worker/runnertest and raftfsm/embedtest build on Blocks
+// and History.
+//
+// # Tests that keep local generators
+//
+// compactkittest imports compactkit, fencing, lease, planner, scheduler,
+// index, policy, raftfsm, blockmerge, worker, leader and leader/leadertest,
+// so the in-package tests (package x, not x_test) of those packages cannot
+// import it without an import cycle, and keep their own generators: the
+// models of planner, scheduler and index, raftfsm's internal tests,
+// blockmerge's internal fuzz tests, and compactkit's block_internal_test.go.
+// Others keep their own for what they generate beyond these values:
+// compactkit's encoding tests draw blocks, plans and updates from the
+// whole valid domain (negative times, multi-tenant segments, any shard),
+// wider than Block's; blockmerge's property tests draw records, not
+// metadata; and internal/sim draws from its own seeded source, so that a
+// violation replays from its seed over millions of steps.
 package compactkittest
