@@ -38,6 +38,11 @@
 // commands are applied as the leader encoded them; a host that rewrites
 // them is checked only through the resulting state.
 //
+// Its API carries rapid's types (*rapid.T, *rapid.Generator) at the version
+// this module requires. Host, Replica, Replay and Check are stable; which
+// histories Histories draws, and how they shrink, may change in any
+// release (as compactkittest's generators may).
+//
 // It is a test-support package: it imports pgregory.net/rapid, and is meant
 // to be called from the host's tests:
 //
