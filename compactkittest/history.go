@@ -1,7 +1,6 @@
 package compactkittest
 
 import (
-	"errors"
 	"time"
 
 	"pgregory.net/rapid"
@@ -92,7 +91,7 @@ func (h *history) propose(cmd *raftfsm.Command) *raftfsm.Result {
 	e := Entry{Entry: ck.Entry{Index: h.index, Term: h.term, Time: h.now}, Data: data}
 	res, err := h.f.Apply(e.Entry, e.Data)
 	if err != nil {
-		h.t.Fatalf("compactkittest: history: apply %v: %v", e.Entry, errors.Unwrap(err))
+		h.t.Fatalf("compactkittest: history: apply %v: %v", e.Entry, err)
 	}
 	h.entries = append(h.entries, e)
 	return res

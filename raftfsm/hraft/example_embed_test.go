@@ -211,27 +211,29 @@ func (r kvReplica) Compaction() *raftfsm.FSM { return r.compaction }
 
 // kvHost is what the embedding check needs of the host: its replicas, its
 // envelope, its own entries and an equality of its own state.
-var kvHost = embedtest.Host{
-	New: func(cfg raftfsm.Config) (embedtest.Replica, error) {
-		f, err := newKVFSM(cfg)
-		return kvReplica{f}, err
-	},
-	Envelope: withTag,
-	Own: rapid.Custom(func(t *rapid.T) []byte {
-		k := rapid.SampledFrom([]string{"user:1", "user:2"}).Draw(t, "key")
-		return []byte(string(rune(tagKV)) + k + "=" + rapid.StringMatching(`[a-z]{0,4}`).Draw(t, "value"))
-	}),
-	Equal: func(a, b embedtest.Replica) error {
-		x, y := a.(kvReplica), b.(kvReplica)
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		y.mu.Lock()
-		defer y.mu.Unlock()
-		if !maps.Equal(x.kv, y.kv) {
-			return fmt.Errorf("key/value store %v, restored %v", x.kv, y.kv)
-		}
-		return nil
-	},
+func kvHost() embedtest.Host {
+	return embedtest.Host{
+		New: func(cfg raftfsm.Config) (embedtest.Replica, error) {
+			f, err := newKVFSM(cfg)
+			return kvReplica{f}, err
+		},
+		Envelope: withTag,
+		Own: rapid.Custom(func(t *rapid.T) []byte {
+			k := rapid.SampledFrom([]string{"user:1", "user:2"}).Draw(t, "key")
+			return []byte(string(rune(tagKV)) + k + "=" + rapid.StringMatching(`[a-z]{0,4}`).Draw(t, "value"))
+		}),
+		Equal: func(a, b embedtest.Replica) error {
+			x, y := a.(kvReplica), b.(kvReplica)
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			y.mu.Lock()
+			defer y.mu.Unlock()
+			if !maps.Equal(x.kv, y.kv) {
+				return fmt.Errorf("key/value store %v, restored %v", x.kv, y.kv)
+			}
+			return nil
+		},
+	}
 }
 
 // A host's own raft FSM holding a key/value store and compactkit's state:
@@ -297,9 +299,10 @@ func ExampleWithEnvelope() {
 	fmt.Println("user:42 =", v)
 
 	// The embedding check; a test runs it as a rapid property:
-	// rapid.Check(t, func(t *rapid.T) { embedtest.Check(t, kvHost) }).
+	// rapid.Check(t, func(t *rapid.T) { embedtest.Check(t, kvHost()) }).
+	h := kvHost()
 	for seed := range 3 {
-		fmt.Println("embedding:", embedtest.Replay(kvHost, embedtest.Histories(kvHost).Example(seed)))
+		fmt.Println("embedding:", embedtest.Replay(h, embedtest.Histories(h).Example(seed)))
 	}
 	// Output:
 	// job: assigned 4 sources
