@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -234,6 +235,11 @@ func kvHost() embedtest.Host {
 			return nil
 		},
 	}
+}
+
+// The key/value host passes the embedding check on generated histories.
+func TestKVHostEmbedding(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) { embedtest.Check(t, kvHost()) })
 }
 
 // A host's own raft FSM holding a key/value store and compactkit's state:
