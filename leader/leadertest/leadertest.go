@@ -9,12 +9,11 @@
 // What a passing run does not prove: that the log survives faults the
 // host's [Cluster] does not inject (lost disks, partitions, clock jumps:
 // the scenario changes the leader only through [Cluster.ChangeLeader]),
-// that it is fast enough, or that it holds beyond the run's length. Nor
-// does it check answers to retried polls against each other: a worker
-// sends a sequence number again only after an error, so two different
-// answers to one request cannot both reach it through a log alone; the
-// state machine's poll log, checked by compactkit's own simulation,
-// carries that promise.
+// that it is fast enough, or that it holds beyond the run's length. Its
+// check that no poll is answered twice differently sees only the answers
+// that reach its workers, and a worker sends a sequence number again only
+// after an error: the state machine's poll log, which compactkit's own
+// simulation checks, carries the rest of that promise.
 package leadertest
 
 import (
