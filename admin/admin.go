@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +91,7 @@ type Handler struct {
 	store    blockmerge.Store
 	layout   blockmerge.Layout
 	identity func(r *http.Request) string
+	hosts    map[string]bool
 
 	mu      sync.Mutex
 	history []sample // backlog over time, for the page's chart
@@ -113,6 +113,7 @@ const (
 // New returns the admin handler over svc.
 func New(svc *leader.Service, opts ...Option) *Handler {
 	h := &Handler{svc: svc, maxBody: DefaultMaxBody, log: slog.New(slog.DiscardHandler), now: time.Now}
+	WithAllowedHosts(defaultHosts...)(h)
 	for _, o := range opts {
 		o(h)
 	}
@@ -139,15 +140,27 @@ func New(svc *leader.Service, opts ...Option) *Handler {
 	return h
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: every response forbids framing and
+// content sniffing, and a request to a host not allowed
+// ([WithAllowedHosts]) is refused with 403 before anything else.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	secure(w)
+	if !h.hostAllowed(r) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(errorBody{Code: hostsCode,
+			Error: fmt.Sprintf("host %q is not one this handler serves (allow it with admin.WithAllowedHosts)", r.Host)})
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	h.mux.ServeHTTP(w, r)
 }
 
-// errorBody is the JSON of every error.
+// errorBody is the JSON of every error; Code, when set, names what to
+// change to be served.
 type errorBody struct {
 	Error      string `json:"error"`
+	Code       string `json:"code,omitempty"`
 	LeaderID   string `json:"leader_id,omitempty"`
 	LeaderAddr string `json:"leader_addr,omitempty"`
 }
@@ -159,27 +172,37 @@ func (e badRequest) Unwrap() error { return e.error }
 
 func badf(format string, args ...any) error { return badRequest{fmt.Errorf(format, args...)} }
 
-// fail answers err with its status code.
+// fail answers err with its status code: the handler's own cases first
+// (a body too large, a malformed request, an absent resource), then the
+// class of the error (leader.Classify).
 func fail(w http.ResponseWriter, err error) {
 	var nl *leader.NotLeaderError
-	var bad badRequest
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &nl):
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+		return
+	case errors.As(err, new(badRequest)):
+		writeError(w, http.StatusBadRequest, err)
+		return
+	case errors.As(err, new(notFound)):
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	switch leader.Classify(err) {
+	case leader.Invalid:
+		writeError(w, http.StatusBadRequest, err)
+	case leader.Conflict:
+		writeError(w, http.StatusConflict, err)
+	case leader.NotLeader:
+		if !errors.As(err, &nl) || nl.LeaderID == "" && nl.LeaderAddr == "" {
+			writeError(w, http.StatusServiceUnavailable, err) // no leader known to send the caller to
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		_ = json.NewEncoder(w).Encode(errorBody{Error: err.Error(), LeaderID: nl.LeaderID, LeaderAddr: nl.LeaderAddr})
-	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, err)
-	case refused(err):
-		writeError(w, http.StatusConflict, err)
-	case errors.As(err, &bad), errors.Is(err, raftfsm.ErrInvalidCommand), errors.Is(err, raftfsm.ErrInvalidRequest):
-		writeError(w, http.StatusBadRequest, err)
-	case errors.As(err, new(notFound)):
-		writeError(w, http.StatusNotFound, err)
-	case errors.Is(err, raftfsm.ErrOperator):
-		writeError(w, http.StatusConflict, err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, leader.ErrOutcomeUnknown):
+	case leader.Unavailable:
 		writeError(w, http.StatusServiceUnavailable, err)
 	default:
 		writeError(w, http.StatusInternalServerError, err)
@@ -644,30 +667,19 @@ var actions = map[string]raftfsm.OperatorAction{
 	"mark": raftfsm.OpMark,
 }
 
-// sameOrigin reports whether a browser's request comes from a page of the
-// handler's own host (requests without Origin are not a browser's).
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
-}
-
 // commandAllowed checks what every command needs: an authorizer that
 // allows it, the handler's own origin, a JSON body.
 func (h *Handler) commandAllowed(w http.ResponseWriter, r *http.Request, name string) bool {
 	if h.auth == nil {
-		writeError(w, http.StatusForbidden, errors.New("read-only: this handler has no authorizer, so it runs no command"))
+		writeError(w, http.StatusForbidden, errReadOnly)
 		return false
 	}
-	if !sameOrigin(r) {
-		writeError(w, http.StatusForbidden, fmt.Errorf("cross-origin command from %q refused", r.Header.Get("Origin")))
+	if err := sameOrigin(r); err != nil {
+		writeError(w, http.StatusForbidden, err)
 		return false
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		writeError(w, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want application/json", ct))
+	if err := jsonBody(r); err != nil {
+		writeError(w, http.StatusUnsupportedMediaType, err)
 		return false
 	}
 	return h.authorize(w, r, name)

@@ -637,10 +637,3 @@ func (h *Handler) policyCommand(w http.ResponseWriter, r *http.Request, name str
 	h.log.Info("admin: command", "action", name, "by", cmd.By, "tenant", cmd.Tenant, "all", cmd.All, "from", r.RemoteAddr, "entry", res.Index)
 	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count})
 }
-
-// refused reports whether err is the state machine refusing a policy as
-// unworkable (one under which work could never start), which is answered
-// as the other refusals are (409), not as malformed input.
-func refused(err error) bool {
-	return errors.Is(err, policy.ErrNeverOpens) || errors.Is(err, raftfsm.ErrClusterVersion)
-}
