@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -50,8 +52,9 @@ func browser(t *testing.T) string {
 }
 
 // TestStatusPageInBrowser loads the status page of a live node in headless
-// Chromium: no console error, the queued count the API reports, and a
-// pause issued from the page's form that the state machine then shows.
+// Chromium under the page's Content-Security-Policy: no console error and
+// no CSP violation, the queued count the API reports, and a pause issued
+// from the page's form that the state machine then shows.
 func TestStatusPageInBrowser(t *testing.T) {
 	exe := browser(t)
 	cfg := raftfsm.DefaultConfig()
@@ -84,7 +87,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 		chromedp.Text("#jobs-in_progress", &inProgress, chromedp.ByID),
 		chromedp.Text("#in-progress", &job, chromedp.ByID),
 	))
-	resp, err := http.Get(srv.URL + "/api/status")
+	resp, err := http.Get(srv.URL + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'sha256-", "the page ran under its CSP")
+	resp, err = http.Get(srv.URL + "/api/status")
 	require.NoError(t, err)
 	var st admin.Status
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
@@ -115,8 +122,15 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.Empty(t, problems(), "console errors or exceptions")
 }
 
+// reportCSP is evaluated in every document before its own scripts: it
+// turns each Content-Security-Policy violation into a console error.
+const reportCSP = `document.addEventListener("securitypolicyviolation", e =>
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " at line " + e.lineNumber));`
+
 // launch starts headless Chromium for the test, and returns its context
-// and a function listing the console errors, warnings and exceptions seen.
+// and a function listing the console errors, warnings and exceptions seen,
+// the browser's own error log entries and every Content-Security-Policy
+// violation.
 func launch(t *testing.T, exe string) (context.Context, func() []string) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.WindowSize(1200, 1400))
@@ -143,8 +157,18 @@ func launch(t *testing.T, exe string) (context.Context, func() []string) {
 			}
 		case *runtime.EventExceptionThrown:
 			problems = append(problems, "exception: "+e.ExceptionDetails.Error())
+		case *cdplog.EventEntryAdded:
+			// Network entries are the answers of commands refused on
+			// purpose; the tests check those answers themselves.
+			if e.Entry.Source != cdplog.SourceNetwork && (e.Entry.Level == cdplog.LevelError || e.Entry.Level == cdplog.LevelWarning) {
+				problems = append(problems, "log "+string(e.Entry.Source)+": "+e.Entry.Text)
+			}
 		}
 	})
+	require.NoError(t, chromedp.Run(bctx, cdplog.Enable(), chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(reportCSP).Do(ctx)
+		return err
+	})))
 	return bctx, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
