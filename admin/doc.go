@@ -86,6 +86,12 @@
 //     same JSON.
 //   - Worker IDs are shown only by their public names
 //     (compactkit.PublicWorkerName); token signatures never.
+//   - POST api/fsck/remove checks every key it is given before removing
+//     any: a key that is not a valid key of the store under the blocks
+//     prefix refuses the whole request (400, nothing removed). It removes
+//     only the keys that a fresh check lists as orphans — any other key,
+//     live or never listed, is kept — and its answer names exactly the
+//     objects removed, also when the store fails part way (500).
 //   - A dry run prepares a poll on copy-on-write views and proposes
 //     nothing: the state is unchanged.
 //
