@@ -638,12 +638,13 @@ func (h *Handler) dryRun(r *http.Request) (any, error) {
 	return out, nil
 }
 
-// Command is the body of a command: the fields its action reads.
+// Command is the body of a command: the fields its action reads. pause
+// and resume name exactly one of Tenant (a pointer, because "tenant": ""
+// names the empty tenant of multi-tenant segments) and All, and
+// optionally a Level; the other actions take none of the three.
 type Command struct {
-	Tenant string `json:"tenant,omitempty"`
-	// All pauses or resumes every tenant (tenant empty); without it an
-	// empty tenant is the empty tenant (from cluster version 5; before,
-	// an empty tenant means every tenant).
+	Tenant *string `json:"tenant,omitempty"`
+	// All pauses or resumes every tenant.
 	All         bool     `json:"all,omitempty"`
 	Level       *uint32  `json:"level,omitempty"`
 	Job         string   `json:"job,omitempty"`
@@ -651,6 +652,39 @@ type Command struct {
 	Blocks      []string `json:"blocks,omitempty"`
 	// Reason says why blocks are marked (mark only).
 	Reason string `json:"reason,omitempty"`
+}
+
+// oneTenant checks that a command names exactly one of a tenant and every
+// tenant.
+func oneTenant(name string, tenant *string, all bool) error {
+	if (tenant != nil) == all {
+		return badf(`%s: name a tenant ("tenant") or every tenant ("all": true), not both`, name)
+	}
+	return nil
+}
+
+// operator converts the body of an operator command; its errors are the
+// caller's (400).
+func (c *Command) operator(name string, action raftfsm.OperatorAction) (raftfsm.Operator, error) {
+	op := raftfsm.Operator{Action: action, All: c.All, Level: c.Level, Job: c.Job, Blocks: c.Blocks, Reason: c.Reason}
+	switch {
+	case action == raftfsm.OpPause || action == raftfsm.OpResume:
+		if err := oneTenant(name, c.Tenant, c.All); err != nil {
+			return op, err
+		}
+		if c.Tenant != nil {
+			op.Tenant = *c.Tenant
+		}
+	case c.Tenant != nil || c.All || c.Level != nil:
+		return op, badf("%s: tenant, all and level are for pause and resume", name)
+	}
+	if action == raftfsm.OpSetMaxFailures {
+		if c.MaxFailures == nil {
+			return op, badf("set-max-failures: max_failures is required")
+		}
+		op.MaxFailures = *c.MaxFailures
+	}
+	return op, nil
 }
 
 // CommandResult is the answer to a command.
@@ -721,22 +755,19 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, All: c.All, Level: c.Level, Job: c.Job, Blocks: c.Blocks, Reason: c.Reason}
+	op, err := c.operator(name, action)
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	if h.identity != nil {
 		op.By = h.identity(r)
-	}
-	if action == raftfsm.OpSetMaxFailures {
-		if c.MaxFailures == nil {
-			fail(w, badf("set-max-failures: max_failures is required"))
-			return
-		}
-		op.MaxFailures = *c.MaxFailures
 	}
 	res, err := h.svc.Operator(r.Context(), op)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	h.log.Info("admin: command", "action", name, "by", op.By, "tenant", c.Tenant, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
+	h.log.Info("admin: command", "action", name, "by", op.By, "tenant", op.Tenant, "all", op.All, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
 	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count, Cancelled: res.Cancelled})
 }

@@ -224,10 +224,20 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":""}`, op, &res))
 	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
 	require.Len(t, st.Paused, 2)
-	require.Equal(t, 400, call(t, srv, "POST", "/api/commands/pause", `{"all":true,"tenant":"acme"}`, op, &e))
-	require.Contains(t, e.Error, "all is for pausing and resuming every tenant")
+	// pause and resume name a tenant or every tenant: nothing else pauses
+	// or resumes, nothing changes.
+	paused := n.snapshot(t)
+	for _, c := range []struct{ action, body string }{
+		{"pause", `{}`}, {"pause", `{"level":0}`}, {"resume", `{}`}, {"resume", `{"level":1}`},
+		{"pause", `{"all":true,"tenant":"acme"}`}, {"resume", `{"all":true,"tenant":""}`},
+		{"cancel", `{"job":"x","tenant":"acme"}`}, {"retry", `{"all":true}`}, {"requeue", `{"blocks":["seg-5"],"level":0}`},
+	} {
+		require.Equal(t, 400, call(t, srv, "POST", "/api/commands/"+c.action, c.body, op, &e), "%s %s", c.action, c.body)
+		require.Contains(t, e.Error, c.action+": ")
+	}
+	require.Equal(t, paused, n.snapshot(t), "refused commands change nothing")
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"all":true,"level":1}`, op, &res))
-	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{}`, op, &res))
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"tenant":""}`, op, &res))
 	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
 	require.Empty(t, st.Paused)
 

@@ -7,7 +7,9 @@
 // policies, a dry run of the next poll) are GET requests; operator
 // commands (pause, resume, retry, cancel, requeue, mark "do not compact",
 // failure limit, and the policy commands) are POST requests with a JSON
-// body. Every request is answered by the node that leads: elsewhere the
+// body ([Command]); pause and resume name a tenant ("tenant", where ""
+// is the empty tenant of multi-tenant segments) or every tenant ("all":
+// true), and a body naming neither is refused with 400. Every request is answered by the node that leads: elsewhere the
 // answer is 421 Misdirected Request with the leader's ID and address, for
 // the caller to go there.
 //

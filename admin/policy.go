@@ -587,8 +587,8 @@ var policyActions = map[string]raftfsm.PolicyAction{
 // caller's (400).
 func policyCommand(name string, action raftfsm.PolicyAction, c *PolicyCommand) (raftfsm.PolicyCommand, error) {
 	var out raftfsm.PolicyCommand
-	if (c.Tenant != nil) == c.All {
-		return out, badf(`%s: name a tenant ("tenant") or every tenant ("all": true), not both`, name)
+	if err := oneTenant(name, c.Tenant, c.All); err != nil {
+		return out, err
 	}
 	out = raftfsm.PolicyCommand{Action: action, All: c.All, Level: c.Level}
 	if c.Tenant != nil {

@@ -25,9 +25,10 @@ import (
 // its admin API mounted under /admin/ as a host would, requiring a token;
 // its clock moves only when the test advances it.
 type live struct {
-	srv *httptest.Server
-	svc *leader.Service
-	job string // in progress
+	srv   *httptest.Server
+	svc   *leader.Service
+	store *blockmerge.MemStore
+	job   string // in progress
 
 	mu  sync.Mutex
 	now time.Time
@@ -62,7 +63,8 @@ func newLive(t *testing.T) *live {
 	require.NoError(t, err)
 	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 1})
 	require.NoError(t, err)
-	h := admin.New(svc, admin.WithStore(blockmerge.NewMemStore(), blockmerge.ObjectLayout), admin.WithAuthorizer(func(r *http.Request, _ string) error {
+	store := blockmerge.NewMemStore()
+	h := admin.New(svc, admin.WithStore(store, blockmerge.ObjectLayout), admin.WithAuthorizer(func(r *http.Request, _ string) error {
 		if r.Header.Get("Authorization") != "Bearer ops" {
 			return http.ErrNoCookie
 		}
@@ -72,7 +74,7 @@ func newLive(t *testing.T) *live {
 	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	l.srv, l.svc, l.job = srv, svc, resp.Jobs[0].Job
+	l.srv, l.svc, l.store, l.job = srv, svc, store, resp.Jobs[0].Job
 	return l
 }
 
