@@ -261,6 +261,7 @@ type Level struct {
 
 // Status is the summary of /api/status.
 type Status struct {
+	// LeaderID is the ID of the node that leads (the one answering).
 	LeaderID       string         `json:"leader_id"`
 	Term           uint64         `json:"term"`
 	LastApplied    uint64         `json:"last_applied"`
@@ -328,7 +329,7 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{
-		Term: st.Term, LastApplied: st.LastApplied, LogTime: logTime(st.Now),
+		LeaderID: h.svc.Leader().LeaderID, Term: st.Term, LastApplied: st.LastApplied, LogTime: logTime(st.Now),
 		ClusterVersion: int(st.ClusterVersion), Workers: st.Workers,
 		Queued: st.Planner.Queued, Claimed: st.Planner.Claimed, Quarantined: st.Planner.Quarantined,
 		Jobs: map[string]int{}, Tombstones: st.Tombstones(), Drained: st.Drained(), Paused: []string{},

@@ -88,6 +88,7 @@ func TestReads(t *testing.T) {
 	require.Equal(t, 1, st.Jobs["in_progress"])
 	require.NotEmpty(t, st.Levels)
 	require.NotEmpty(t, st.LogTime)
+	require.Equal(t, "mem", st.LeaderID, "the leader's ID, from the service's leadership")
 
 	var page admin.JobPage
 	require.Equal(t, 200, call(t, srv, "GET", "/api/jobs?status=in_progress", "", nil, &page))
@@ -295,7 +296,7 @@ func TestPage(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
 	page := string(body)
-	for _, want := range []string{`id="queued"`, `id="levels"`, `id="in-progress"`, n.job.Job, `<svg id="chart"`, `id="pause-form"`} {
+	for _, want := range []string{`<b id="leader">mem</b>`, `id="queued"`, `id="levels"`, `id="in-progress"`, n.job.Job, `<svg id="chart"`, `id="pause-form"`} {
 		require.Contains(t, page, want)
 	}
 	ro := httptest.NewServer(admin.New(n.svc))

@@ -170,7 +170,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <style>` + pageStyle + `</style></head><body>
 <h1>compactkit</h1>
 {{with .Status}}
-<p id="summary">term {{.Term}} · entry {{.LastApplied}} · log time {{.LogTime}} · cluster version {{.ClusterVersion}} · workers {{.Workers}}
+<p id="summary">leader <b id="leader">{{.LeaderID}}</b> · term {{.Term}} · entry {{.LastApplied}} · log time {{.LogTime}} · cluster version {{.ClusterVersion}} · workers {{.Workers}}
 {{if .Failed}}<b class="bad">replica stopped: {{.Failed}}</b>{{end}}</p>
 <p>queued <b id="queued">{{.Queued}}</b> · claimed <b id="claimed">{{.Claimed}}</b> · quarantined <b id="quarantined">{{.Quarantined}}</b> ·
 tombstones <b id="tombstones">{{.Tombstones}}</b> · {{if .Drained}}<span class="ok" id="drained">drained</span>{{else}}<span id="drained">working</span>{{end}}</p>

@@ -132,6 +132,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		return show(st, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "leader\t%s\n", st.LeaderID)
 			fmt.Fprintf(w, "term\t%d\nentry\t%d\nlog time\t%s\ncluster version\t%d\nworkers\t%d\n", st.Term, st.LastApplied, st.LogTime, st.ClusterVersion, st.Workers)
 			fmt.Fprintf(w, "queued\t%d\nclaimed\t%d\nquarantined\t%d\ntombstones\t%d\ndrained\t%t\n", st.Queued, st.Claimed, st.Quarantined, st.Tombstones, st.Drained)
 			for _, s := range []string{"unassigned", "in_progress", "excluded"} {

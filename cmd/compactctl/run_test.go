@@ -90,6 +90,7 @@ func TestCLI(t *testing.T) {
 	out, err := ctl(t, srv, "status")
 	require.NoError(t, err)
 	require.Contains(t, out, "jobs in_progress  1")
+	require.Regexp(t, `(?m)^leader\s+mem$`, out, "status names the leader")
 
 	out, err = ctl(t, srv, "jobs", "-status", "in_progress")
 	require.NoError(t, err)
