@@ -316,6 +316,19 @@ type StaleAlarm struct {
 	For    string `json:"for"`
 }
 
+// duration shows a duration to the millisecond.
+func duration(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// TenantName is how the status page and compactctl show a tenant: its
+// name, or "(multi-tenant)" for the empty tenant, whose blocks are the
+// multi-tenant level-0 segments. The JSON keeps the name itself ("").
+func TenantName(tenant string) string {
+	if tenant == "" {
+		return "(multi-tenant)"
+	}
+	return tenant
+}
+
 func logTime(ns int64) string {
 	if ns == 0 {
 		return ""
@@ -347,10 +360,10 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 	}
 	for _, a := range st.Alarms {
 		s.Alarms = append(s.Alarms, StaleAlarm{Tenant: a.Tenant, Level: a.Level, Oldest: logTime(a.Oldest), Since: logTime(a.Since),
-			For: time.Duration(max(st.Now-a.Since, 0)).String()})
+			For: duration(time.Duration(max(st.Now-a.Since, 0)))})
 	}
 	for _, lv := range st.Planner.Levels {
-		s.Levels = append(s.Levels, Level{Level: lv.Level, Queued: lv.Queued, Claimed: lv.Claimed, ReadyBatches: lv.ReadyBatches, Lag: lv.Lag.String(), DebtBlockSec: lv.Debt})
+		s.Levels = append(s.Levels, Level{Level: lv.Level, Queued: lv.Queued, Claimed: lv.Claimed, ReadyBatches: lv.ReadyBatches, Lag: duration(lv.Lag), DebtBlockSec: lv.Debt})
 	}
 	for _, lv := range st.Scheduler.Levels {
 		s.Jobs[ck.StatusUnassigned.String()] += lv.Unassigned
@@ -358,7 +371,7 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 		s.Jobs[ck.StatusExcluded.String()] += lv.Excluded
 	}
 	for _, p := range st.Scheduler.Paused {
-		tenant, level := p.Tenant, strconv.FormatUint(uint64(p.Level), 10)
+		tenant, level := TenantName(p.Tenant), strconv.FormatUint(uint64(p.Level), 10)
 		if p.AllTenants {
 			tenant = "every tenant"
 		}
@@ -545,12 +558,21 @@ func (h *Handler) tenants(r *http.Request) (any, error) {
 	if _, err := h.svc.Stats(r.Context()); err != nil { // on the leader, up to date
 		return nil, err
 	}
+	return h.tenantRows(-1), nil
+}
+
+// tenantRows returns the tenants' backlogs, at most limit of them (all
+// when limit < 0).
+func (h *Handler) tenantRows(limit int) []Tenant {
 	out := []Tenant{}
 	for _, t := range h.svc.FSM().Tenants() {
+		if len(out) == limit {
+			break
+		}
 		out = append(out, Tenant{Tenant: t.Tenant, Level: t.Level, Queued: t.Queued, ReadyBatches: t.ReadyBatches,
-			Oldest: logTime(t.Oldest), Lag: t.Lag.String(), DebtBlockSec: t.Debt})
+			Oldest: logTime(t.Oldest), Lag: duration(t.Lag), DebtBlockSec: t.Debt})
 	}
-	return out, nil
+	return out
 }
 
 // Quarantined is a quarantined block.

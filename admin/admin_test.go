@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -323,4 +326,78 @@ func TestCommandIdentity(t *testing.T) {
 	var res admin.CommandResult
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":"acme"}`, map[string]string{"X-Operator": "alice"}, &res))
 	require.Contains(t, logs.String(), `"by":"alice"`)
+}
+
+// The status page shows a multi-tenant level-0 job's tenant as
+// "(multi-tenant)", not as an empty cell, and durations to the
+// millisecond.
+func TestMultiTenantJobsAndDurations(t *testing.T) {
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 2
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(clock))
+	ctx := context.Background()
+	var blocks []ck.BlockMeta
+	for i := range 3 {
+		b := leadertest.Block("mt-"+strconv.Itoa(i), "", 0, int64(i)*1e9)
+		b.Datasets = []ck.DatasetMeta{
+			{Tenant: "acme", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+			{Tenant: "globex", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+		}
+		blocks = append(blocks, b)
+	}
+	blocks = append(blocks, leadertest.Block("seg-1", "acme", 0, 0))
+	_, err = svc.AddBlocks(ctx, blocks)
+	require.NoError(t, err)
+	mu.Lock()
+	now = now.Add(1640434394 * time.Nanosecond)
+	mu.Unlock()
+	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 4})
+	require.NoError(t, err)
+	multi := ""
+	for _, j := range resp.Jobs {
+		if j.Plan != nil && j.Plan.Tenant == "" {
+			multi = j.Job
+		}
+	}
+	require.NotEmpty(t, multi, "a multi-tenant level-0 job is in progress")
+	srv := httptest.NewServer(admin.New(svc))
+	defer srv.Close()
+
+	var st admin.Status
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", nil, &st))
+	require.NotEmpty(t, st.Levels)
+	for _, l := range st.Levels {
+		d, err := time.ParseDuration(l.Lag)
+		require.NoError(t, err)
+		require.Zero(t, d%time.Millisecond, "lag %s is shown to the millisecond", l.Lag)
+	}
+	var tenants []admin.Tenant
+	require.Equal(t, 200, call(t, srv, "GET", "/api/tenants", "", nil, &tenants))
+	lags := []string{}
+	for _, tn := range tenants {
+		lags = append(lags, tn.Lag)
+	}
+	require.Contains(t, lags, "1.64s")
+	var j admin.Job
+	require.Equal(t, 200, call(t, srv, "GET", "/api/jobs/"+multi, "", nil, &j))
+	require.Empty(t, j.Tenant, "the API keeps the empty tenant's name")
+
+	resp2, err := srv.Client().Get(srv.URL + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	page := string(body)
+	require.Contains(t, page, `<td class="l">`+multi+`</td><td class="l">(multi-tenant)</td>`)
+	require.NotContains(t, page, `<td class="l"></td><td>0</td>`, "no empty tenant cell")
+	require.Contains(t, page, "<td>1.64s</td>")
+	require.NotContains(t, page, "1.640434394s")
 }

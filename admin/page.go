@@ -59,8 +59,8 @@ func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 		Levels: orNone(levelsText(p.Levels))}
 	if isDefault {
 		row.Tenant = "default"
-	} else if t.Tenant == "" {
-		row.Tenant = "(empty tenant)"
+	} else {
+		row.Tenant = TenantName(t.Tenant)
 	}
 	row.Cap = p.CapText()
 	row.Pressure = orNone(p.PressureText())
@@ -164,7 +164,7 @@ func cspHash(text string) string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{"tenant": TenantName}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>compactkit status</title>
 <style>` + pageStyle + `</style></head><body>
@@ -206,27 +206,27 @@ tombstones <b id="tombstones">{{.Tombstones}}</b> · {{if .Drained}}<span class=
 <p>compact now: <span id="compact-now">{{if .CompactNow}}{{range .CompactNow}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>
 <h2>Backpressure</h2>
 {{if not .Pressure}}<p id="pressure">every tenant ok</p>{{else}}<table id="pressure"><tr><th class="l">tenant</th><th class="l">grade</th></tr>
-{{range .Pressure}}<tr><td class="l">{{.Tenant}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
+{{range .Pressure}}<tr><td class="l">{{tenant .Tenant}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
 </table>{{end}}
 {{if .ShardPressure}}<table id="shard-pressure"><tr><th class="l">tenant</th><th>shard</th><th class="l">grade</th></tr>
-{{range .ShardPressure}}<tr><td class="l">{{.Tenant}}</td><td>{{.Shard}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
+{{range .ShardPressure}}<tr><td class="l">{{tenant .Tenant}}</td><td>{{.Shard}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
 </table>{{end}}
 <h2>Staleness alarms</h2>
 {{if not .Alarms}}<p id="alarms">none</p>{{else}}<table id="alarms"><tr><th class="l">tenant</th><th>level</th><th class="l">oldest queued</th><th class="l">alarm since</th><th class="l">for</th></tr>
-{{range .Alarms}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Oldest}}</td><td class="l">{{.Since}}</td><td class="l bad">{{.For}}</td></tr>{{end}}
+{{range .Alarms}}<tr><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Oldest}}</td><td class="l">{{.Since}}</td><td class="l bad">{{.For}}</td></tr>{{end}}
 </table>{{end}}
 {{if .MoreGrades}}<p>… and {{.MoreGrades}} more grades and alarms: <a href="api/status">api/status</a></p>{{end}}
 <h2>Tenants</h2>
 <table id="tenants"><tr><th class="l">tenant</th><th>level</th><th>queued</th><th>ready</th><th>lag</th><th>debt (block·s)</th></tr>
-{{range .Tenants}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
+{{range .Tenants}}<tr><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
 </table>
 <h2>Jobs in progress</h2>
 <table id="in-progress"><tr><th class="l">job</th><th class="l">tenant</th><th>level</th><th class="l">worker</th><th>token</th><th class="l">deadline</th><th>failures</th><th class="l">last failure</th></tr>
-{{range .InProgress}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Worker}}</td><td>{{.Token}}</td><td class="l">{{.Deadline}}</td><td>{{.Failures}}</td><td class="l">{{.LastFailure}}</td></tr>{{end}}
+{{range .InProgress}}<tr><td class="l">{{.Name}}</td><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Worker}}</td><td>{{.Token}}</td><td class="l">{{.Deadline}}</td><td>{{.Failures}}</td><td class="l">{{.LastFailure}}</td></tr>{{end}}
 </table>
 <h2>Quarantined blocks</h2>
 <table id="quarantine"><tr><th class="l">block</th><th class="l">tenant</th><th>level</th><th class="l">job</th><th class="l">reason</th><th class="l">since</th></tr>
-{{range .Quarantine}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Job}}</td><td class="l">{{.Reason}}</td><td class="l">{{.Since}}</td></tr>{{end}}
+{{range .Quarantine}}<tr><td class="l">{{.ID}}</td><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Job}}</td><td class="l">{{.Reason}}</td><td class="l">{{.Since}}</td></tr>{{end}}
 </table>
 <script>` + refreshScript + `</script>
 <p>JSON: <a href="api/status">status</a> · <a href="api/jobs">jobs</a> · <a href="api/tenants">tenants</a> · <a href="api/quarantine">quarantine</a> · <a href="api/policies">policies</a> · <a href="api/dry-run?slots=4">dry run</a></p>
@@ -260,13 +260,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	for _, c := range ps.CompactNow {
 		d.CompactNow = append(d.CompactNow, compactNowText(c))
 	}
-	for _, t := range h.svc.FSM().Tenants() {
-		if len(d.Tenants) == pageRows {
-			break
-		}
-		d.Tenants = append(d.Tenants, Tenant{Tenant: t.Tenant, Level: t.Level, Queued: t.Queued, ReadyBatches: t.ReadyBatches,
-			Oldest: logTime(t.Oldest), Lag: t.Lag.String(), DebtBlockSec: t.Debt})
-	}
+	d.Tenants = h.tenantRows(pageRows)
 	jobs, _, err := h.svc.Jobs(ctx, scheduler.Filter{Status: ck.StatusInProgress}, "", pageRows)
 	if err != nil {
 		fail(w, err)

@@ -149,19 +149,19 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if len(st.Pressure) > 0 {
 				fmt.Fprintln(w, "\nBACKPRESSURE\tGRADE")
 				for _, p := range st.Pressure {
-					fmt.Fprintf(w, "%s\t%s\n", p.Tenant, p.Grade)
+					fmt.Fprintf(w, "%s\t%s\n", admin.TenantName(p.Tenant), p.Grade)
 				}
 			}
 			if len(st.ShardPressure) > 0 {
 				fmt.Fprintln(w, "\nSHARD BACKPRESSURE\tSHARD\tGRADE")
 				for _, p := range st.ShardPressure {
-					fmt.Fprintf(w, "%s\t%d\t%s\n", p.Tenant, p.Shard, p.Grade)
+					fmt.Fprintf(w, "%s\t%d\t%s\n", admin.TenantName(p.Tenant), p.Shard, p.Grade)
 				}
 			}
 			if len(st.Alarms) > 0 {
 				fmt.Fprintln(w, "\nSTALE\tLEVEL\tOLDEST QUEUED\tALARM SINCE\tFOR")
 				for _, a := range st.Alarms {
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", a.Tenant, a.Level, a.Oldest, a.Since, a.For)
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", admin.TenantName(a.Tenant), a.Level, a.Oldest, a.Since, a.For)
 				}
 			}
 		})
@@ -201,7 +201,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(page, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "JOB\tTENANT\tLEVEL\tSTATUS\tWORKER\tTOKEN\tFAILURES\tLAST FAILURE")
 			for _, j := range page.Jobs {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", j.Name, j.Tenant, j.Level, j.Status, j.Worker, j.Token, j.Failures, j.LastFailure)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", j.Name, admin.TenantName(j.Tenant), j.Level, j.Status, j.Worker, j.Token, j.Failures, j.LastFailure)
 			}
 			if page.Next != "" {
 				fmt.Fprintf(w, "\nnext page: -cursor %s\n", page.Next)
@@ -217,7 +217,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		return show(j, func(w *tabwriter.Writer) {
 			fmt.Fprintf(w, "job\t%s\ntenant\t%s\nlevel\t%d\nstatus\t%s\nworker\t%s\ntoken\t%d\ndeadline\t%s\nadded\t%s\nfailures\t%d\nlast failure\t%s\nfailed at\t%s\n",
-				j.Name, j.Tenant, j.Level, j.Status, j.Worker, j.Token, j.Deadline, j.AddedAt, j.Failures, j.LastFailure, j.FailedAt)
+				j.Name, admin.TenantName(j.Tenant), j.Level, j.Status, j.Worker, j.Token, j.Deadline, j.AddedAt, j.Failures, j.LastFailure, j.FailedAt)
 			fmt.Fprintf(w, "sources\t%s\ntombstones\t%s\n", strings.Join(j.Sources, " "), strings.Join(j.Tombstones, " "))
 			if len(j.History) > 0 {
 				fmt.Fprintln(w, "\nAT\tEVENT\tTOKEN\tWORKER\tDETAIL")
@@ -234,7 +234,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(ts, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "TENANT\tLEVEL\tQUEUED\tREADY\tLAG\tDEBT")
 			for _, t := range ts {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\n", t.Tenant, t.Level, t.Queued, t.ReadyBatches, t.Lag, t.DebtBlockSec)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\n", admin.TenantName(t.Tenant), t.Level, t.Queued, t.ReadyBatches, t.Lag, t.DebtBlockSec)
 			}
 		})
 	case "quarantine":
@@ -245,7 +245,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(q, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "BLOCK\tTENANT\tLEVEL\tJOB\tSINCE\tREASON")
 			for _, b := range q.Blocks {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", b.ID, b.Tenant, b.Level, b.Job, b.Since, b.Reason)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", b.ID, admin.TenantName(b.Tenant), b.Level, b.Job, b.Since, b.Reason)
 			}
 		})
 	case "dry-run":
@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(ps, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "CHANGE\tJOB\tTENANT\tLEVEL\tSOURCES\tTOMBSTONES")
 			for _, p := range ps {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Change, p.Job, p.Tenant, p.Level, len(p.Sources), p.Cleanup)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Change, p.Job, admin.TenantName(p.Tenant), p.Level, len(p.Sources), p.Cleanup)
 			}
 		})
 	case "fsck":
