@@ -67,9 +67,17 @@ func TestStatusPageInBrowser(t *testing.T) {
 	for i := range 9 {
 		blocks = append(blocks, leadertest.Block("seg-"+strconv.Itoa(i), []string{"acme", "globex", "initech"}[i%3], uint32(i%2), int64(i)*1e9))
 	}
+	for i := range 2 { // multi-tenant level-0 segments
+		b := leadertest.Block("multi-"+strconv.Itoa(i), "", 0, int64(i)*1e9)
+		b.Datasets = []ck.DatasetMeta{
+			{Tenant: "acme", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+			{Tenant: "globex", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+		}
+		blocks = append(blocks, b)
+	}
 	_, err = svc.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
-	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 2})
+	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 3})
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
@@ -100,6 +108,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.Equal(t, strconv.Itoa(st.Jobs["in_progress"]), inProgress)
 	require.NotContains(t, job, "SECRETSECRET", "workers are shown by public name")
 	require.Contains(t, job, ck.PublicWorkerName("w1-SECRETSECRETSECRET"))
+	require.Contains(t, job, "(multi-tenant)", "a multi-tenant job shows a tenant")
 
 	if *screenshot != "" {
 		var png []byte
