@@ -61,23 +61,11 @@ func allow(*http.Request, string) error { return nil }
 // call sends a request and decodes the JSON answer into out (if not nil).
 func call(t *testing.T, srv *httptest.Server, method, path, body string, hdr map[string]string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	code, _, data := send(t, srv, method, path, "", body, hdr)
 	if out != nil {
-		require.NoError(t, json.Unmarshal(data, out), string(data))
+		require.NoError(t, json.Unmarshal([]byte(data), out), data)
 	}
-	return resp.StatusCode
+	return code
 }
 
 func TestReads(t *testing.T) {

@@ -12,13 +12,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
-	"github.com/compactkit/compactkit/leader/leadertest"
 )
 
 // flagNames lists the flags a usage message of the flag package names.
@@ -134,39 +131,4 @@ func TestProcess(t *testing.T) {
 	require.Equal(t, 0, code, out1)
 	require.Regexp(t, `removed\s+blocks/stray-1`, out1)
 	require.Regexp(t, `kept \(not an orphan\)\s+blocks/never-existed`, out1)
-}
-
-// A multi-tenant level-0 job shows its tenant as "(multi-tenant)", and
-// durations are shown to the millisecond.
-func TestCLIMultiTenantAndDurations(t *testing.T) {
-	l := newLive(t)
-	ctx := context.Background()
-	var blocks []ck.BlockMeta
-	for _, id := range []string{"mt-1", "mt-2"} {
-		b := leadertest.Block(id, "", 1, 0)
-		b.Datasets = []ck.DatasetMeta{
-			{Tenant: "acme", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
-			{Tenant: "globex", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
-		}
-		blocks = append(blocks, b)
-	}
-	blocks = append(blocks, leadertest.Block("seg-9", "globex", 2, 0))
-	_, err := l.svc.AddBlocks(ctx, blocks)
-	require.NoError(t, err)
-	l.advance(1640434394 * time.Nanosecond)
-	resp, err := l.svc.Poll(ctx, &ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1})
-	require.NoError(t, err)
-	require.Len(t, resp.Jobs, 1)
-	require.Empty(t, resp.Jobs[0].Plan.Tenant, "a multi-tenant level-0 job")
-
-	out, err := ctl(t, l.srv, "jobs", "-status", "in_progress")
-	require.NoError(t, err)
-	require.Regexp(t, resp.Jobs[0].Job+`\s+\(multi-tenant\)\s+0\s+in_progress`, out)
-	out, err = ctl(t, l.srv, "job", resp.Jobs[0].Job)
-	require.NoError(t, err)
-	require.Regexp(t, `(?m)^tenant\s+\(multi-tenant\)$`, out)
-	out, err = ctl(t, l.srv, "tenants")
-	require.NoError(t, err)
-	require.Regexp(t, `(?m)^globex\s+0\s+1\s+\d+\s+1\.64s\s`, out)
-	require.NotContains(t, out, "1.640434394s")
 }
