@@ -113,7 +113,7 @@ const (
 // New returns the admin handler over svc.
 func New(svc *leader.Service, opts ...Option) *Handler {
 	h := &Handler{svc: svc, maxBody: DefaultMaxBody, log: slog.New(slog.DiscardHandler), now: time.Now}
-	WithAllowedHosts(defaultHosts...)(h)
+	WithAllowedHosts("localhost")(h)
 	for _, o := range opts {
 		o(h)
 	}

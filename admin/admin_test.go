@@ -32,7 +32,7 @@ type node struct {
 	job ck.JobReply
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	cfg := raftfsm.DefaultConfig()
 	cfg.Planner.Levels[0].MaxBlocks = 2
 	fsm, err := raftfsm.New(cfg)

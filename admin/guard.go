@@ -34,9 +34,6 @@ func WithAllowedHosts(names ...string) Option {
 // option that allows it.
 const hostsCode = "WithAllowedHosts"
 
-// defaultHosts are the host names allowed by default.
-var defaultHosts = []string{"localhost"}
-
 // hostAllowed reports whether the request's Host is one the handler
 // serves: a listed name, or an IP literal equal to the local address the
 // request arrived on.

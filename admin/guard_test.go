@@ -1,12 +1,15 @@
 package admin_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -189,4 +192,39 @@ func TestMalformedNamesAreBadRequests(t *testing.T) {
 		require.NotEmpty(t, e.Error)
 	}
 	require.Equal(t, before, n.snapshot(t), "refused commands change nothing")
+}
+
+// The request guards (host, origin, media type) never panic and never
+// answer 5xx, whatever the headers; a Host the handler does not serve is
+// always refused with the option's code, and nothing changes unless the
+// command was accepted.
+func FuzzRequestGuards(f *testing.F) {
+	f.Add("127.0.0.1:8080", "http://127.0.0.1:8080", "application/json")
+	f.Add("rebind.evil.example:8080", "http://rebind.evil.example:8080", "application/json")
+	f.Add("[::1]", "null", "application/jsonp")
+	f.Add("localhost.", "HTTP://LOCALHOST.:80", "application/json; charset=\"utf-8\"")
+	f.Add("", "://", ";;")
+	n := newNode(f)
+	h := admin.New(n.svc, admin.WithAuthorizer(allow))
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	f.Fuzz(func(t *testing.T, host, origin, contentType string) {
+		req := httptest.NewRequest("POST", "/api/commands/set-max-failures", strings.NewReader(`{"max_failures":3}`))
+		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, net.Addr(local)))
+		req.Host = host
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", contentType)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Less(t, rec.Code, 500, rec.Body.String())
+		require.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))
+		name, _, err := net.SplitHostPort(host)
+		if err != nil {
+			name = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		}
+		name = strings.ToLower(strings.TrimSuffix(name, "."))
+		ip, err := netip.ParseAddr(name)
+		allowed := name == "localhost" || err == nil && ip.Unmap().WithZone("") == netip.MustParseAddr("127.0.0.1")
+		refused := rec.Code == http.StatusForbidden && strings.Contains(rec.Body.String(), `"code":"WithAllowedHosts"`)
+		require.Equal(t, !allowed, refused, "host %q: %d %s", host, rec.Code, rec.Body.String())
+	})
 }
