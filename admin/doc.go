@@ -9,9 +9,11 @@
 // failure limit, and the policy commands) are POST requests with a JSON
 // body ([Command]); pause and resume name a tenant ("tenant", where ""
 // is the empty tenant of multi-tenant segments) or every tenant ("all":
-// true), and a body naming neither is refused with 400. Every request is answered by the node that leads: elsewhere the
-// answer is 421 Misdirected Request with the leader's ID and address, for
-// the caller to go there.
+// true), and a body naming neither is refused with 400. Every request
+// is answered by the node that leads: elsewhere the answer is 421
+// Misdirected Request with the leader's ID and address, for the caller to
+// go there (503 while no leader is known). Tables show the empty tenant
+// as "(multi-tenant)" ([TenantName]) and durations to the millisecond.
 //
 // # Scheduling policies
 //
