@@ -276,6 +276,26 @@ func TestFollowerNamesTheLeader(t *testing.T) {
 	}
 }
 
+// electing is a log that does not lead and knows no leader.
+type electing struct{ leader.Log }
+
+func (electing) Leader() leader.Leadership { return leader.Leadership{Term: 4} }
+
+// Without a known leader there is nowhere to send the caller: 503.
+func TestNoKnownLeader(t *testing.T) {
+	n := newNode(t)
+	svc := leader.New(electing{leadertest.NewMemLog(n.fsm)}, n.fsm)
+	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(allow)))
+	defer srv.Close()
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/status", ""}, {"GET", "/", ""}, {"POST", "/api/commands/pause", `{"tenant":"acme"}`},
+	} {
+		var e struct{ Error string }
+		require.Equal(t, http.StatusServiceUnavailable, call(t, srv, c.method, c.path, c.body, nil, &e), c.path)
+		require.Contains(t, e.Error, "no known leader")
+	}
+}
+
 func TestPage(t *testing.T) {
 	n := newNode(t)
 	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(allow)))
