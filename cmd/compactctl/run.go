@@ -292,7 +292,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(w, "removed\t%s\n", k)
 			}
 			for _, k := range res.Kept {
-				fmt.Fprintf(w, "kept (not an orphan)\t%s\n", k)
+				fmt.Fprintf(w, "kept (not a listed orphan)\t%s\n", k)
 			}
 		})
 	case "policy":

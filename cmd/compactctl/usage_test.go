@@ -130,5 +130,12 @@ func TestProcess(t *testing.T) {
 	out1, code = cli("fsck-remove", "blocks/stray-1", "blocks/never-existed")
 	require.Equal(t, 0, code, out1)
 	require.Regexp(t, `removed\s+blocks/stray-1`, out1)
-	require.Regexp(t, `kept \(not an orphan\)\s+blocks/never-existed`, out1)
+	require.Regexp(t, `kept \(not a listed orphan\)\s+blocks/never-existed`, out1)
+}
+
+// An fsck-remove that failed part way says what it removed.
+func TestRemovedBeforeFailure(t *testing.T) {
+	e := &apiError{Status: 500}
+	require.NoError(t, json.Unmarshal([]byte(`{"removed":["blocks/a","blocks/b"],"kept":[],"error":"fsck-remove \"blocks/c\": store unavailable"}`), e))
+	require.Equal(t, `500 Internal Server Error: fsck-remove "blocks/c": store unavailable (removed before the failure: blocks/a blocks/b)`, e.Error())
 }
