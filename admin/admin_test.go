@@ -249,50 +249,45 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 1, res.Count)
 }
 
-// follower is a log that does not lead.
-type follower struct{ leader.Log }
-
-func (follower) Leader() leader.Leadership {
-	return leader.Leadership{Term: 3, LeaderID: "n2", LeaderAddr: "10.0.0.2:7000"}
+// follower is a log that does not lead and knows the leader it names
+// (none: an election is under way).
+type follower struct {
+	leader.Log
+	id, addr string
 }
 
+func (f follower) Leader() leader.Leadership {
+	return leader.Leadership{Term: 3, LeaderID: f.id, LeaderAddr: f.addr}
+}
+
+// A follower names the leader (421); without a known leader there is
+// nowhere to send the caller (503).
 func TestFollowerNamesTheLeader(t *testing.T) {
 	n := newNode(t)
-	svc := leader.New(follower{leadertest.NewMemLog(n.fsm)}, n.fsm)
-	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(allow)))
-	defer srv.Close()
-	for _, c := range []struct{ method, path, body string }{
-		{"GET", "/api/status", ""}, {"GET", "/api/jobs", ""}, {"GET", "/", ""},
-		{"POST", "/api/commands/pause", `{"tenant":"acme"}`},
-	} {
-		var e struct {
-			Error      string `json:"error"`
-			LeaderID   string `json:"leader_id"`
-			LeaderAddr string `json:"leader_addr"`
+	for _, f := range []follower{{id: "n2", addr: "10.0.0.2:7000"}, {}} {
+		f.Log = leadertest.NewMemLog(n.fsm)
+		srv := httptest.NewServer(admin.New(leader.New(f, n.fsm), admin.WithAuthorizer(allow)))
+		want := http.StatusMisdirectedRequest
+		if f.id == "" {
+			want = http.StatusServiceUnavailable
 		}
-		require.Equal(t, http.StatusMisdirectedRequest, call(t, srv, c.method, c.path, c.body, nil, &e), c.path)
-		require.Equal(t, "n2", e.LeaderID)
-		require.Equal(t, "10.0.0.2:7000", e.LeaderAddr)
-	}
-}
-
-// electing is a log that does not lead and knows no leader.
-type electing struct{ leader.Log }
-
-func (electing) Leader() leader.Leadership { return leader.Leadership{Term: 4} }
-
-// Without a known leader there is nowhere to send the caller: 503.
-func TestNoKnownLeader(t *testing.T) {
-	n := newNode(t)
-	svc := leader.New(electing{leadertest.NewMemLog(n.fsm)}, n.fsm)
-	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(allow)))
-	defer srv.Close()
-	for _, c := range []struct{ method, path, body string }{
-		{"GET", "/api/status", ""}, {"GET", "/", ""}, {"POST", "/api/commands/pause", `{"tenant":"acme"}`},
-	} {
-		var e struct{ Error string }
-		require.Equal(t, http.StatusServiceUnavailable, call(t, srv, c.method, c.path, c.body, nil, &e), c.path)
-		require.Contains(t, e.Error, "no known leader")
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/api/status", ""}, {"GET", "/api/jobs", ""}, {"GET", "/", ""},
+			{"POST", "/api/commands/pause", `{"tenant":"acme"}`},
+		} {
+			var e struct {
+				Error      string `json:"error"`
+				LeaderID   string `json:"leader_id"`
+				LeaderAddr string `json:"leader_addr"`
+			}
+			require.Equal(t, want, call(t, srv, c.method, c.path, c.body, nil, &e), c.path)
+			require.Equal(t, f.id, e.LeaderID)
+			require.Equal(t, f.addr, e.LeaderAddr)
+			if f.id == "" {
+				require.Contains(t, e.Error, "no known leader")
+			}
+		}
+		srv.Close()
 	}
 }
 
