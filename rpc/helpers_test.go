@@ -12,39 +12,26 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
-	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/rpc/internal/rpctest"
 )
 
-// node is a leader.Service served by the handler over plain-text HTTP/2.
+// node is a leader served by the handler over plain-text HTTP/2.
 type node struct {
-	svc *leader.Service
-	fsm *raftfsm.FSM
-	log *leadertest.MemLog
+	*rpctest.Leader
 	srv *httptest.Server
 }
 
-// newNode starts a single-node leader (the in-memory log) whose planner
-// makes a job of every two level-0 blocks.
+// newNode starts a single-node leader (see rpctest.NewLeader) behind the
+// handler.
 func newNode(t *testing.T, sopts []leader.Option, hopts ...HandlerOption) *node {
 	t.Helper()
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 2
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	log := leadertest.NewMemLog(fsm)
-	svc := leader.New(log, fsm, sopts...)
-	t.Cleanup(func() { _ = svc.Close() })
-	return &node{svc: svc, fsm: fsm, log: log, srv: serve(t, NewHandler(svc, hopts...))}
+	l := rpctest.NewLeader(t, sopts...)
+	return &node{Leader: l, srv: serve(t, NewHandler(l.Svc, hopts...))}
 }
 
 // serve starts h on a loopback listener with NewServer's protocols.
 func serve(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config = NewServer(h)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
+	return rpctest.Serve(t, NewServer(h))
 }
 
 // client returns a client of the given nodes' URLs with short retries.
@@ -65,17 +52,3 @@ func addTwo(t *testing.T, c *Client, a, b string) {
 		require.NoError(t, r.Err)
 	}
 }
-
-// followerLog is the log of a node that does not lead: it names the
-// leader, and appends nothing.
-type followerLog struct{ id, addr string }
-
-func (l followerLog) Propose(context.Context, []byte, uint64) (leader.Applied, error) {
-	return leader.Applied{}, &leader.NotLeaderError{LeaderID: l.id, LeaderAddr: l.addr}
-}
-
-func (l followerLog) Leader() leader.Leadership {
-	return leader.Leadership{Term: 1, LeaderID: l.id, LeaderAddr: l.addr}
-}
-
-func (followerLog) Barrier(context.Context) error { return nil }

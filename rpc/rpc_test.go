@@ -21,6 +21,7 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 	pb "github.com/compactkit/compactkit/rpc/gen/compactkit/v1"
 	"github.com/compactkit/compactkit/rpc/gen/compactkit/v1/compactkitv1connect"
+	"github.com/compactkit/compactkit/rpc/internal/rpctest"
 	"github.com/compactkit/compactkit/worker"
 )
 
@@ -48,7 +49,7 @@ func TestPollAddBlocksComplete(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ck.OutcomeRenewed, resp.Jobs[0].Outcome)
 
-	outs, ok := leadertest.Outputs(n.fsm, &job)
+	outs, ok := leadertest.Outputs(n.FSM, &job)
 	require.True(t, ok)
 	resp, err = c.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 3, Updates: []ck.StatusUpdate{{Job: job.Job, Token: job.Token, Status: ck.ReportSuccess, Outputs: outs}}})
 	require.NoError(t, err)
@@ -64,10 +65,10 @@ func TestPollAddBlocksComplete(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, st.GetBlocks())
 	require.EqualValues(t, 1, st.GetWorkers())
-	require.Equal(t, uint64(n.log.Len()), st.GetLastApplied())
+	require.Equal(t, uint64(n.Log.Len()), st.GetLastApplied())
 
 	require.NoError(t, c.SetWatermark(ctx, 5e9))
-	view := n.fsm.Index()
+	view := n.FSM.Index()
 	wm, set := view.Watermark()
 	view.Close()
 	require.True(t, set)
@@ -119,11 +120,11 @@ func TestPollRetrySameSeq(t *testing.T) {
 	req := &ck.PollRequest{WorkerID: "w-1", Seq: 1, FreeSlots: 1}
 	first, err := c.Poll(context.Background(), req)
 	require.NoError(t, err)
-	entries := n.log.Len()
+	entries := n.Log.Len()
 	again, err := c.Poll(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, first, again)
-	require.Equal(t, entries, n.log.Len())
+	require.Equal(t, entries, n.Log.Len())
 }
 
 // A follower names the leader's RPC URL; the client follows it.
@@ -135,8 +136,7 @@ func TestNotLeaderRedirect(t *testing.T) {
 		}
 		return ""
 	}
-	fsm := lead.fsm // a follower's replica; it is never read
-	follower := leader.New(followerLog{id: "n1", addr: "10.0.0.1:7000"}, fsm)
+	follower := rpctest.NewFollower(t, lead.FSM, "n1", "10.0.0.1:7000")
 	fsrv := serve(t, NewHandler(follower, WithLeaderURL(urls)))
 
 	c := client(t, []string{fsrv.URL})
@@ -160,7 +160,7 @@ func TestNotLeaderRedirect(t *testing.T) {
 // Without a URL for the leader, the client tries its other peers.
 func TestNotLeaderWithoutURLTriesPeers(t *testing.T) {
 	lead := newNode(t, nil)
-	follower := leader.New(followerLog{id: "n1", addr: "10.0.0.1:7000"}, lead.fsm)
+	follower := rpctest.NewFollower(t, lead.FSM, "n1", "10.0.0.1:7000")
 	fsrv := serve(t, NewHandler(follower))
 	c := client(t, []string{fsrv.URL, lead.srv.URL})
 	addTwo(t, c, "seg-1", "seg-2")
@@ -181,7 +181,7 @@ func TestRefusals(t *testing.T) {
 	c := client(t, []string{n.srv.URL})
 	ctx := context.Background()
 	addTwo(t, c, "seg-1", "seg-2")
-	entries := n.log.Len()
+	entries := n.Log.Len()
 
 	for name, req := range map[string]*ck.PollRequest{
 		"no worker ID":   {Seq: 1},
@@ -200,17 +200,17 @@ func TestRefusals(t *testing.T) {
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
 	_, err = c.AddBlocks(ctx, nil)
 	require.ErrorIs(t, err, worker.ErrRejected)
-	require.Equal(t, entries, n.log.Len(), "nothing appended")
+	require.Equal(t, entries, n.Log.Len(), "nothing appended")
 
 	// A poll older than the worker's latest: the leader refuses it as
 	// the worker's fault (leader.Classify: worker.ErrRejected).
 	_, err = c.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 5})
 	require.NoError(t, err)
-	entries = n.log.Len()
+	entries = n.Log.Len()
 	_, err = c.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 4})
 	require.ErrorIs(t, err, worker.ErrRejected)
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
-	require.Equal(t, entries, n.log.Len())
+	require.Equal(t, entries, n.Log.Len())
 }
 
 // Signed tokens pass through both ways; a wrong signature or a token
@@ -239,7 +239,7 @@ func TestSignedTokens(t *testing.T) {
 	require.Equal(t, ck.OutcomeNoLease, report("w-1", 2, wrong), "wrong signature")
 	require.Equal(t, ck.OutcomeNoLease, report("w-2", 1, job.Signature), "borrowed token")
 	require.Equal(t, ck.OutcomeRenewed, report("w-1", 3, job.Signature), "the holder still holds it")
-	js, _, ok := n.fsm.Job(job.Job)
+	js, _, ok := n.FSM.Job(job.Job)
 	require.True(t, ok)
 	require.Equal(t, ck.StatusInProgress, js.Status)
 	require.Equal(t, ck.PublicWorkerName("w-1"), js.Worker)
@@ -277,7 +277,7 @@ func TestBrowserHeadersRefused(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, status, body)
 		require.Contains(t, body, "permission_denied")
 	}
-	st, err := n.svc.Stats(context.Background())
+	st, err := n.Svc.Stats(context.Background())
 	require.NoError(t, err)
 	require.Zero(t, st.Index.Blocks, "nothing added")
 
@@ -293,7 +293,7 @@ func TestHostileInput(t *testing.T) {
 	n := newNode(t, nil)
 	c := client(t, []string{n.srv.URL})
 	addTwo(t, c, "seg-1", "seg-2")
-	entries := n.log.Len()
+	entries := n.Log.Len()
 
 	status, body := rawPost(t, n.srv.URL, "Poll", "application/proto", []byte{0xff, 0xff, 0xff}, nil)
 	require.Equal(t, http.StatusBadRequest, status, body)
@@ -314,7 +314,7 @@ func TestHostileInput(t *testing.T) {
 	}
 	_, err := stub.AddBlocks(context.Background(), connect.NewRequest(&pb.AddBlocksRequest{Blocks: []*pb.BlockMeta{{Id: "x", Tenant: "t", MinTime: 2, MaxTime: 1}}}))
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
-	require.Equal(t, entries, n.log.Len(), "nothing appended")
+	require.Equal(t, entries, n.Log.Len(), "nothing appended")
 }
 
 // The same handler speaks gRPC (the client's default), gRPC-Web and
