@@ -23,8 +23,10 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/bucketlog"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
@@ -32,57 +34,35 @@ import (
 	"github.com/compactkit/compactkit/worker"
 )
 
-// member is one node of the cluster: a hashicorp/raft node on loopback TCP
-// and its RPC endpoint. Both addresses stay the same across restarts.
+// member is one node of a cluster: its service and its RPC endpoint, whose
+// address stays the same across restarts.
 type member struct {
-	id, dir, raftAddr, rpcAddr string
-	node                       *hraft.Node
-	srv                        *http.Server
+	id, dir, rpcAddr string
+	raftAddr         string          // hashicorp/raft only
+	node             *hraft.Node     // hashicorp/raft only
+	svc              *leader.Service // the service the handler serves
+	close            func()          // closes the service and what it runs on
+	srv              *http.Server
 }
 
-// cluster is three hraft nodes whose leader can be shut down and brought
-// back; each node's handler names the leader's RPC URL (not its Raft
-// address).
+// cluster is three nodes that can be shut down and brought back, each
+// behind the handler, which names the leader's RPC URL (not its Raft
+// address) when it does not lead.
 type cluster struct {
 	t       *testing.T
 	state   raftfsm.Config
+	open    func(m *member) // opens m.svc and m.close
 	mu      sync.Mutex
 	members []*member
-	urls    map[string]string // raft ID → RPC base URL
+	urls    map[string]string // node ID → RPC base URL
 }
 
-func (c *cluster) leaderURL(id, _ string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.urls[id]
-}
-
-func (c *cluster) start(m *member) {
-	c.t.Helper()
-	node, err := hraft.NewNode(hraft.NodeConfig{ID: m.id, Dir: m.dir, NoSync: true, BindAddr: m.raftAddr, State: &c.state})
-	require.NoError(c.t, err)
-	m.node, m.raftAddr = node, string(node.Addr)
-	ln, err := net.Listen("tcp", m.rpcAddr)
-	require.NoError(c.t, err)
-	m.rpcAddr = ln.Addr().String()
-	m.srv = rpc.NewServer(rpc.NewHandler(node.Service.Service, rpc.WithLeaderURL(c.leaderURL)))
-	go func() { _ = m.srv.Serve(ln) }()
-	c.mu.Lock()
-	c.urls[m.id] = "http://" + m.rpcAddr
-	c.mu.Unlock()
-}
-
-func (c *cluster) stop(m *member) {
-	_ = m.srv.Close()
-	_ = m.node.Service.Close()
-	_ = m.node.Shutdown()
-}
-
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T, open func(c *cluster, m *member)) *cluster {
 	c := &cluster{t: t, state: raftfsm.DefaultConfig(), urls: map[string]string{}}
 	c.state.Planner.FinalLevel = 1
 	c.state.Planner.Levels = c.state.Planner.Levels[:1]
 	c.state.Planner.Levels[0].MaxBlocks = 2
+	c.open = func(m *member) { open(c, m) }
 	dir := t.TempDir()
 	for i := range 3 {
 		m := &member{id: fmt.Sprintf("node-%d", i+1), dir: filepath.Join(dir, fmt.Sprint(i+1)), raftAddr: "127.0.0.1:0", rpcAddr: "127.0.0.1:0"}
@@ -94,29 +74,31 @@ func newCluster(t *testing.T) *cluster {
 			c.stop(m)
 		}
 	})
-	var peers []raft.Server
-	for _, m := range c.members[1:] {
-		peers = append(peers, m.node.Server())
-	}
-	require.NoError(t, c.members[0].node.Bootstrap(peers...))
-	c.leader()
 	return c
 }
 
-// leader waits for a node that serves as leader and returns it.
-func (c *cluster) leader() *member {
+func (c *cluster) leaderURL(id, _ string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.urls[id]
+}
+
+func (c *cluster) start(m *member) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range c.members {
-			if m.node.Service.IsLeader() {
-				return m
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	c.t.Fatal("no leader within 20 s")
-	return nil
+	c.open(m)
+	ln, err := net.Listen("tcp", m.rpcAddr)
+	require.NoError(c.t, err)
+	m.rpcAddr = ln.Addr().String()
+	m.srv = rpc.NewServer(rpc.NewHandler(m.svc, rpc.WithLeaderURL(c.leaderURL)))
+	go func() { _ = m.srv.Serve(ln) }()
+	c.mu.Lock()
+	c.urls[m.id] = "http://" + m.rpcAddr
+	c.mu.Unlock()
+}
+
+func (c *cluster) stop(m *member) {
+	_ = m.srv.Close()
+	m.close()
 }
 
 func (c *cluster) peers() []string {
@@ -127,6 +109,56 @@ func (c *cluster) peers() []string {
 		out = append(out, c.urls[m.id])
 	}
 	return out
+}
+
+// serving waits for a node that serves (leads) and returns it.
+func (c *cluster) serving() *member {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range c.members {
+			if m.svc.IsLeader() {
+				return m
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.t.Fatal("no node serves within 20 s")
+	return nil
+}
+
+// newRaftCluster is three hashicorp/raft nodes on loopback TCP.
+func newRaftCluster(t *testing.T) *cluster {
+	c := newCluster(t, func(c *cluster, m *member) {
+		node, err := hraft.NewNode(hraft.NodeConfig{ID: m.id, Dir: m.dir, NoSync: true, BindAddr: m.raftAddr, State: &c.state})
+		require.NoError(t, err)
+		m.node, m.raftAddr, m.svc = node, string(node.Addr), node.Service.Service
+		m.close = func() {
+			_ = node.Service.Close()
+			_ = node.Shutdown()
+		}
+	})
+	var peers []raft.Server
+	for _, m := range c.members[1:] {
+		peers = append(peers, m.node.Server())
+	}
+	require.NoError(t, c.members[0].node.Bootstrap(peers...))
+	c.serving()
+	return c
+}
+
+// newBucketCluster is three coordinators appending to one bucket log (no
+// election: every one serves).
+func newBucketCluster(t *testing.T) *cluster {
+	store := blockmerge.NewMemStore()
+	incarnation := 0
+	return newCluster(t, func(c *cluster, m *member) {
+		incarnation++
+		node, err := bucketlog.OpenNode(context.Background(), store, "compaction", fmt.Sprintf("%s-%d", m.id, incarnation), bucketlog.NodeConfig{State: c.state})
+		require.NoError(t, err)
+		m.svc = node.Service
+		m.close = func() { _ = node.Close() }
+	})
 }
 
 // TestMain runs the worker process when the test binary is started as
@@ -235,12 +267,37 @@ func overlaps(t *testing.T, logs []string) []string {
 	return bad
 }
 
-// Worker processes reach a three-node hashicorp/raft cluster through the
-// protocol
-// while its leader is shut down and brought back three times: every block
-// is compacted exactly once and no job is held by two workers at once.
-func TestClusterLeaderChanges(t *testing.T) {
-	c := newCluster(t)
+// Worker processes reach a cluster through the protocol while nodes are
+// shut down and brought back three times — the leader of a three-node
+// hashicorp/raft cluster, or one of three bucket-log coordinators: every
+// block is compacted exactly once and no job is held by two workers at
+// once.
+func TestClusterNodeRestarts(t *testing.T) {
+	t.Run("hraft", func(t *testing.T) {
+		c := newRaftCluster(t)
+		runCluster(t, c, func() {
+			old := c.serving()
+			c.stop(old)
+			require.NotEqual(t, old.id, c.serving().id, "another node leads")
+			c.start(old)
+		})
+	})
+	t.Run("bucket", func(t *testing.T) {
+		c := newBucketCluster(t)
+		next := 0
+		runCluster(t, c, func() {
+			m := c.members[next%len(c.members)]
+			next++
+			c.stop(m)
+			time.Sleep(50 * time.Millisecond)
+			c.start(m)
+		})
+	})
+}
+
+// runCluster runs three worker processes and an ingester against c,
+// calling restart three times during the ingest, and checks the outcome.
+func runCluster(t *testing.T, c *cluster, restart func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stops []func() string
@@ -264,11 +321,8 @@ func TestClusterLeaderChanges(t *testing.T) {
 				require.ErrorIs(t, r.Err, index.ErrDuplicate)
 			}
 		}
-		if b%3 == 2 { // three leader changes
-			old := c.leader()
-			c.stop(old)
-			require.NotEqual(t, old.id, c.leader().id, "another node leads")
-			c.start(old)
+		if b%3 == 2 { // three restarts
+			restart()
 		}
 	}
 
