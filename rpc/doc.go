@@ -8,9 +8,10 @@
 // (hashicorp/raft, etcd-io/raft, the bucket log) and maps what a call's
 // error means ([leader.Classify]) to a status code with one table:
 //
-//   - a request the vocabulary refuses → INVALID_ARGUMENT, and one the
-//     state refuses (a poll older than the worker's latest) →
-//     FAILED_PRECONDITION, both with a google.rpc.ErrorInfo of
+//   - a request the vocabulary refuses (a poll older than the worker's
+//     latest included) → INVALID_ARGUMENT, and a well-formed one the
+//     current state refuses → FAILED_PRECONDITION, both with a
+//     google.rpc.ErrorInfo of
 //     [ErrorDomain] whose reason says which ([ReasonInvalid],
 //     [ReasonConflict]); nothing changed, and sending the request again
 //     cannot succeed;

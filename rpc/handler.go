@@ -119,18 +119,11 @@ func NewHandler(svc *leader.Service, opts ...HandlerOption) http.Handler {
 	return mux
 }
 
-// Server timeouts of [NewServer].
-const (
-	// ReadHeaderTimeout bounds reading a request's headers.
-	ReadHeaderTimeout = 5 * time.Second
-	// IdleTimeout closes a connection idle that long.
-	IdleTimeout = 2 * time.Minute
-)
-
 // NewServer returns an http.Server for h that speaks HTTP/1.1 and HTTP/2,
-// plain-text HTTP/2 included (gRPC without TLS), with bounded header
-// reads and idle connections. A call itself is bounded by the leader's
-// propose timeout, not by the server.
+// plain-text HTTP/2 included (gRPC without TLS), reads a request's
+// headers (at most 64 KiB) within 5 s and closes connections idle for two
+// minutes. A call itself is bounded by the leader's propose timeout, not
+// by the server.
 func NewServer(h http.Handler) *http.Server {
 	var p http.Protocols
 	p.SetHTTP1(true)
@@ -139,8 +132,8 @@ func NewServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		Protocols:         &p,
-		ReadHeaderTimeout: ReadHeaderTimeout,
-		IdleTimeout:       IdleTimeout,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
 }

@@ -416,3 +416,31 @@ func TestClientRefusal(t *testing.T) {
 	require.Equal(t, connect.CodeUnimplemented, connect.CodeOf(err))
 	require.NotErrorIs(t, err, worker.ErrRejected)
 }
+
+// An answer lost after the poll was applied: the client sends the same
+// request (same sequence number) again, and the leader answers it from
+// the poll log without a second entry.
+func TestClientRetriesLostAnswer(t *testing.T) {
+	lost := 0
+	loseFirst := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			resp, err := next(ctx, req)
+			if p, ok := req.Any().(*pb.PollRequest); ok && err == nil && lost == 0 {
+				lost++
+				require.EqualValues(t, 1, p.GetSeq())
+				return nil, connect.NewError(connect.CodeUnavailable, errors.New("connection reset"))
+			}
+			return resp, err
+		}
+	})
+	n := newNode(t, nil, WithHandlerOptions(connect.WithInterceptors(loseFirst)))
+	c := client(t, []string{n.srv.URL})
+	addTwo(t, c, "seg-1", "seg-2")
+	entries := n.Log.Len()
+	resp, err := c.Poll(context.Background(), &ck.PollRequest{WorkerID: "w-1", Seq: 1, FreeSlots: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, lost)
+	require.Len(t, resp.Jobs, 1)
+	require.Equal(t, ck.OutcomeAssigned, resp.Jobs[0].Outcome)
+	require.Equal(t, entries+1, n.Log.Len(), "one entry for the poll")
+}
