@@ -150,3 +150,22 @@ func TestConnectJSONWithNetHTTP(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code, string(data))
 	require.Contains(t, string(data), `"code":"invalid_argument"`)
 }
+
+// A message over the limit is refused by the server with
+// RESOURCE_EXHAUSTED, and changes nothing.
+func TestGRPCOversized(t *testing.T) {
+	l := rpctest.NewLeader(t)
+	srv := rpctest.Serve(t, rpc.NewServer(rpc.NewHandler(l.Svc)))
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(2*rpc.MaxMessageBytes)))
+	require.NoError(t, err)
+	defer conn.Close()
+	entries := l.Log.Len()
+	big := &pb.PollRequest{WorkerId: "grpc-w-1", Seq: 1, Updates: []*pb.StatusUpdate{{Job: "j", Token: 1,
+		Status: pb.ReportStatus_REPORT_STATUS_FAILURE, Reason: string(bytes.Repeat([]byte{'x'}, rpc.MaxMessageBytes))}}}
+	err = invoke(t, conn, "Poll", big, &pb.PollResponse{})
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	require.Equal(t, entries, l.Log.Len())
+}
