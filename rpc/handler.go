@@ -30,7 +30,7 @@ const MaxListLimit = 10000
 // ErrorDomain is the domain of the ErrorInfo detail the handler attaches to
 // a refusal (google.rpc.ErrorInfo, whose reason is one of the Reason*
 // constants).
-const ErrorDomain = "compactkit.dev"
+const ErrorDomain = "compactkit.v1"
 
 // The reasons of the ErrorInfo detail of a refusal.
 const (
