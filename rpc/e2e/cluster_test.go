@@ -241,7 +241,7 @@ func overlaps(t *testing.T, logs []string) []string {
 	}
 	byJob := map[string][]event{}
 	for _, l := range logs {
-		for _, line := range strings.Split(strings.TrimSpace(l), "\n") {
+		for line := range strings.Lines(l) {
 			var what, job, w string
 			var at int64
 			_, err := fmt.Sscanf(line, "%s %s %s %d", &what, &job, &w, &at)
