@@ -7,6 +7,7 @@ require (
 	github.com/compactkit/compactkit/blockmerge/objstore v0.0.0-00010101000000-000000000000
 	github.com/compactkit/compactkit/metrics/prom v0.0.0-00010101000000-000000000000
 	github.com/compactkit/compactkit/raftfsm/hraft v0.0.0-00010101000000-000000000000
+	github.com/compactkit/compactkit/rpc v0.0.0-00010101000000-000000000000
 	github.com/hashicorp/raft v1.7.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -19,6 +20,7 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	connectrpc.com/connect v1.21.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/armon/go-metrics v0.4.1 // indirect
@@ -83,6 +85,7 @@ require (
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
@@ -92,4 +95,5 @@ replace (
 	github.com/compactkit/compactkit/blockmerge/objstore => ../blockmerge/objstore
 	github.com/compactkit/compactkit/metrics/prom => ../metrics/prom
 	github.com/compactkit/compactkit/raftfsm/hraft => ../raftfsm/hraft
+	github.com/compactkit/compactkit/rpc => ../rpc
 )

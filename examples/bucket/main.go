@@ -24,6 +24,7 @@ import (
 
 	"github.com/compactkit/compactkit/bucketlog"
 	"github.com/compactkit/compactkit/examples/internal/demo"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/worker"
 )
 
@@ -72,7 +73,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (*demo.Report, error) {
 	var (
 		peers []string
 		logs  []*bucketlog.Log
-		env   = demo.Env{Store: store}
+		// coordinators are the nodes the run reads the state through.
+		coordinators []*leader.Service
+		env          = demo.Env{Store: store}
 		// closers close the workers' nodes (called one at a time by the run).
 		closers []func() error
 	)
@@ -97,9 +100,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (*demo.Report, error) {
 		}
 		defer srv.Close()
 		peers = append(peers, srv.URL)
+		coordinators = append(coordinators, node.Service)
 		logs = append(logs, node.Log)
 	}
 	env.Peers = peers
+	env.Nodes = func() []*leader.Service { return coordinators }
 	if cfg.Serverless {
 		env.WorkerClient = func(i int) (worker.Client, error) {
 			node, err := bucketlog.OpenNode(ctx, store, "compaction", fmt.Sprintf("worker-%d-%d", i, time.Now().UnixNano()),

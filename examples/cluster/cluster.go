@@ -14,10 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/compactkit/compactkit/examples/internal/demo"
-	"github.com/compactkit/compactkit/examples/transport"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/metrics/prom"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/rpc"
 )
 
 // member is one node of the cluster: raft node and HTTP endpoints. Its
@@ -93,7 +94,7 @@ func (c *cluster) startMember(m *member) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prom.NewFSMCollector(node.State.Stats, prom.WithClock(time.Now),
 		prom.WithConstLabels(prometheus.Labels{"node": m.id})))
-	srv, err := demo.Serve(m.httpAddr, node.Service, reg, transport.WithLeaderURL(c.leaderURL))
+	srv, err := demo.Serve(m.httpAddr, node.Service.Service, reg, rpc.WithLeaderURL(c.leaderURL))
 	if err != nil {
 		_ = node.Shutdown()
 		return fmt.Errorf("serving %s: %w", m.id, err)
@@ -119,6 +120,19 @@ func (c *cluster) peers() []string {
 	var out []string
 	for _, m := range c.members {
 		out = append(out, c.urls[raft.ServerID(m.id)])
+	}
+	return out
+}
+
+// services returns the services of the members that run.
+func (c *cluster) services() []*leader.Service {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*leader.Service
+	for _, m := range c.members {
+		if m.node != nil {
+			out = append(out, m.node.Service.Service)
+		}
 	}
 	return out
 }

@@ -104,7 +104,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	}
 	fmt.Fprintf(out, "leader: %s; the leader is shut down %d times during the ingest\n\n", cl.leader().id, cfg.Kills)
 
-	env := demo.Env{Peers: cl.peers(), Store: store}
+	env := demo.Env{Peers: cl.peers(), Nodes: cl.services, Store: store}
 	for range cfg.Kills {
 		env.Disruptions = append(env.Disruptions, func(ctx context.Context) error { return cl.killLeader(ctx, cfg.Down) })
 	}

@@ -3,8 +3,8 @@
 // stores) hosting the state machine through hraft, a filesystem object
 // store in a temporary directory, synthetic ingest of small level-0
 // segments across tenants and shards, and several workers compacting them
-// over the HTTP transport, one of them cut off from the leader halfway
-// through. It shows progress bars and serves the status page and
+// over the worker protocol (package rpc), one of them cut off from the
+// leader halfway through. It shows progress bars and serves the status page and
 // Prometheus metrics while it runs, then prints a summary table and the
 // full verification of the final state, writes a chart, and exits non-zero
 // if any check fails. With -serve it keeps serving the status page, the
@@ -31,6 +31,7 @@ import (
 
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/examples/internal/demo"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/metrics/prom"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 )
@@ -105,7 +106,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prom.NewFSMCollector(node.State.Stats, prom.WithClock(time.Now)), prom.NewLeaderCollector(node.Service.Metrics))
-	srv, err := demo.Serve("127.0.0.1:0", node.Service, reg)
+	srv, err := demo.Serve("127.0.0.1:0", node.Service.Service, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	fmt.Fprintf(out, "compactkit demo: single-node hashicorp/raft (in-memory stores), leader endpoints at %s (metrics: %s/metrics)\n", srv.URL, srv.URL)
 	fmt.Fprintf(out, "status page: %s/admin/ (go run ./cmd/compactctl -addr %s/admin/ status)\n", srv.URL, srv.URL)
 	fmt.Fprintf(out, "object store: %s\n\n", where)
-	rep, err = demo.Run(ctx, demo.Env{Peers: []string{srv.URL}, Store: store, Metrics: reg}, cfg.Run, out)
+	rep, err = demo.Run(ctx, demo.Env{Peers: []string{srv.URL}, Nodes: func() []*leader.Service { return []*leader.Service{node.Service.Service} },
+		Store: store, Metrics: reg}, cfg.Run, out)
 	if rep == nil {
 		return nil, err
 	}

@@ -91,7 +91,8 @@ func run(ctx context.Context, out io.Writer) (res outcome, err error) {
 	leader := node.Service
 
 	// 4. Workers. The service is a worker.Client; across processes the
-	// worker's client is an RPC stub (examples/transport is one over HTTP).
+	// leader serves rpc.NewHandler(node.Service.Service) and a worker's
+	// client is an rpc.NewClient (examples/demo runs them so).
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopWorkers(); wg.Wait() }() // before the node shuts down

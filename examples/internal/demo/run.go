@@ -16,9 +16,11 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
-	"github.com/compactkit/compactkit/examples/transport"
+	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/metrics/prom"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/rpc"
 	"github.com/compactkit/compactkit/worker"
 )
 
@@ -82,8 +84,14 @@ func (c Config) Validate() error {
 // Env is what a run needs from its host: the leader's endpoints and the
 // object store, plus optional disruptions.
 type Env struct {
-	// Peers are the base URLs of the nodes' HTTP endpoints.
+	// Peers are the base URLs of the nodes' endpoints of the worker
+	// protocol (package rpc): the workers poll and the ingest adds
+	// blocks through them.
 	Peers []string
+	// Nodes returns the nodes' services, in process: the run reads the
+	// leader's statistics and index through whichever of them leads, to
+	// follow the compaction and verify its result.
+	Nodes func() []*leader.Service
 	// Store is the object store the segments are written to and the
 	// workers merge in.
 	Store blockmerge.Store
@@ -187,14 +195,79 @@ type runner struct {
 	out    io.Writer
 	ledger *Ledger
 	start  time.Time
-	client *transport.Client
+	client *rpc.Client
 
 	mu      sync.Mutex
 	samples []Sample
 }
 
-func (r *runner) newClient() (*transport.Client, error) {
-	return transport.NewClient(r.env.Peers, transport.WithRetryFor(5*time.Second), transport.WithBackoff(20*time.Millisecond))
+func (r *runner) newClient() (*rpc.Client, error) {
+	return rpc.NewClient(r.env.Peers, rpc.WithRetryFor(5*time.Second), rpc.WithBackoff(20*time.Millisecond))
+}
+
+// readTimeout bounds one read of the leader's state.
+const readTimeout = 5 * time.Second
+
+// onLeader runs read on the service of the node that leads: it tries each
+// node until one serves, for at most readTimeout.
+func (r *runner) onLeader(ctx context.Context, read func(context.Context, *leader.Service) error) error {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	for {
+		err := errors.New("no node")
+		for _, svc := range r.env.Nodes() {
+			if err = read(ctx, svc); err == nil {
+				return nil
+			}
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("reading the leader's state: %w", err)
+		case <-t.C:
+		}
+	}
+}
+
+// stats returns the leader's statistics.
+func (r *runner) stats(ctx context.Context) (st raftfsm.Stats, err error) {
+	err = r.onLeader(ctx, func(ctx context.Context, svc *leader.Service) error {
+		st, err = svc.Stats(ctx)
+		return err
+	})
+	return st, err
+}
+
+// view runs f on the leader's index.
+func (r *runner) view(ctx context.Context, f func(*index.View)) error {
+	return r.onLeader(ctx, func(ctx context.Context, svc *leader.Service) error {
+		v, err := svc.Index(ctx)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		f(v)
+		return nil
+	})
+}
+
+// readAmplification returns the number of objects the query of each
+// tenant over [from, to] reads, in the order of tenants.
+func (r *runner) readAmplification(ctx context.Context, tenants []string, from, to int64) ([]int, error) {
+	out := make([]int, len(tenants))
+	err := r.view(ctx, func(v *index.View) {
+		for i, t := range tenants {
+			out[i] = v.ReadAmplification(t, from, to)
+		}
+	})
+	return out, err
+}
+
+// allBlocks returns the leader's live blocks in ID order.
+func (r *runner) allBlocks(ctx context.Context) (blocks []ck.BlockMeta, err error) {
+	err = r.view(ctx, func(v *index.View) { blocks = v.Blocks("", 0) })
+	return blocks, err
 }
 
 // partitionable cuts a worker off from the leader when cut is set.
@@ -221,7 +294,7 @@ func (p *partitionable) Poll(ctx context.Context, req *ck.PollRequest) (*ck.Poll
 type runningWorker struct {
 	w      *worker.Worker
 	link   *partitionable
-	client *transport.Client // nil with Env.WorkerClient
+	client *rpc.Client // nil with Env.WorkerClient
 	done   chan error
 }
 
@@ -242,7 +315,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	workers := make([]*runningWorker, cfg.Workers)
 	for i := range workers {
 		var c worker.Client
-		var tc *transport.Client
+		var tc *rpc.Client
 		if r.env.WorkerClient != nil {
 			c, err = r.env.WorkerClient(i)
 		} else {
@@ -337,7 +410,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 
 	// Final state.
-	st, err := r.client.Stats(ctx)
+	st, err := r.stats(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -364,24 +437,24 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	rep.ReadAmpBefore = float64(sum) / float64(len(tenants))
 	sum = 0
-	for _, t := range tenants {
-		q, err := r.client.Query(ctx, t, rep.QueryFrom, rep.QueryTo, nil)
-		if err != nil {
-			return rep, err
-		}
-		sum += q.ReadAmplification
-		rep.MaxReadAmpAfter = max(rep.MaxReadAmpAfter, q.ReadAmplification)
+	after, err := r.readAmplification(ctx, tenants, rep.QueryFrom, rep.QueryTo)
+	if err != nil {
+		return rep, err
+	}
+	for _, n := range after {
+		sum += n
+		rep.MaxReadAmpAfter = max(rep.MaxReadAmpAfter, n)
 	}
 	rep.ReadAmpAfter = float64(sum) / float64(len(tenants))
 	r.mu.Lock()
 	rep.Samples = append([]Sample(nil), r.samples...)
 	r.mu.Unlock()
 
-	blocks, err := r.client.AllBlocks(ctx)
+	blocks, err := r.allBlocks(ctx)
 	if err != nil {
 		return rep, err
 	}
-	st, err = r.client.Stats(ctx)
+	st, err = r.stats(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -496,13 +569,13 @@ func (r *runner) addBlocks(ctx context.Context, metas []ck.BlockMeta) error {
 		res, err := r.client.AddBlocks(ctx, metas)
 		if err == nil {
 			for _, b := range res {
-				if e := b.Err(); e != nil && !b.Duplicate {
-					return fmt.Errorf("adding block %s: %w", b.ID, e)
+				if b.Err != nil && !errors.Is(b.Err, index.ErrDuplicate) {
+					return fmt.Errorf("adding block %s: %w", b.ID, b.Err)
 				}
 			}
 			return nil
 		}
-		if ctx.Err() != nil || errors.Is(err, transport.ErrBadRequest) {
+		if ctx.Err() != nil || errors.Is(err, worker.ErrRejected) {
 			return fmt.Errorf("adding blocks: %w", err)
 		}
 		// No leader for now (an election): try again.
@@ -517,7 +590,7 @@ func (r *runner) drain(ctx context.Context, disruptions <-chan struct{}) error {
 	bar := r.bar(100, fmt.Sprintf("%-40s", "compaction"), false)
 	var last raftfsm.Stats
 	for {
-		st, err := r.client.Stats(ctx)
+		st, err := r.stats(ctx)
 		if err == nil {
 			last = st
 			pct := finalShare(st)
@@ -577,18 +650,14 @@ func queueLine(st raftfsm.Stats) string {
 // sample records the queues and read amplification until ctx ends, and
 // once more after it ended, so that the chart shows the final state.
 func (r *runner) sample(ctx context.Context, from, to int64) {
-	c, err := transport.NewClient(r.env.Peers, transport.WithRetryFor(time.Second))
-	if err != nil {
-		return
-	}
 	tick := time.NewTicker(r.cfg.SampleInterval)
 	defer tick.Stop()
 	for {
-		r.sampleOnce(ctx, c, from, to)
+		r.sampleOnce(ctx, from, to)
 		select {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			r.sampleOnce(fctx, c, from, to)
+			r.sampleOnce(fctx, from, to)
 			cancel()
 			return
 		case <-tick.C:
@@ -596,9 +665,12 @@ func (r *runner) sample(ctx context.Context, from, to int64) {
 	}
 }
 
-func (r *runner) sampleOnce(ctx context.Context, c *transport.Client, from, to int64) {
-	tenants := r.cfg.Data.TenantList()
-	st, err := c.Stats(ctx)
+// sampleOnce records one sample, unless the leader cannot be read within
+// a second (an election).
+func (r *runner) sampleOnce(ctx context.Context, from, to int64) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := r.stats(ctx)
 	if err != nil {
 		return
 	}
@@ -606,13 +678,14 @@ func (r *runner) sampleOnce(ctx context.Context, c *transport.Client, from, to i
 	for _, l := range st.Planner.Levels {
 		s.Queued = append(s.Queued, l.Queued)
 	}
+	tenants := r.cfg.Data.TenantList()
+	amp, err := r.readAmplification(ctx, tenants, from, to)
+	if err != nil {
+		return
+	}
 	sum := 0
-	for _, t := range tenants {
-		q, err := c.Query(ctx, t, from, to, nil)
-		if err != nil {
-			return
-		}
-		sum += q.ReadAmplification
+	for _, n := range amp {
+		sum += n
 	}
 	s.ReadAmp = float64(sum) / float64(len(tenants))
 	r.mu.Lock()

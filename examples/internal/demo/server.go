@@ -12,9 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/compactkit/compactkit/admin"
-	"github.com/compactkit/compactkit/examples/transport"
 	"github.com/compactkit/compactkit/leader"
-	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/rpc"
 )
 
 // HTTPServer serves a node's endpoints (and /metrics) on loopback.
@@ -26,9 +25,11 @@ type HTTPServer struct {
 	done chan struct{}
 }
 
-// Serve starts serving b on addr ("127.0.0.1:0" for a free port) with the
-// transport's endpoints, and reg's metrics at /metrics if reg is not nil.
-func Serve(addr string, b transport.Backend, reg *prometheus.Registry, opts ...transport.ServerOption) (*HTTPServer, error) {
+// Serve starts serving svc on addr ("127.0.0.1:0" for a free port): the
+// worker protocol (package rpc) at the root, the read-only admin API and
+// status page under /admin/, and reg's metrics at /metrics if reg is not
+// nil. A nil svc serves the metrics only.
+func Serve(addr string, svc *leader.Service, reg *prometheus.Registry, opts ...rpc.HandlerOption) (*HTTPServer, error) {
 	var ln net.Listener
 	var err error
 	for range 50 { // a restarted node's port may take a moment to free
@@ -41,20 +42,17 @@ func Serve(addr string, b transport.Backend, reg *prometheus.Registry, opts ...t
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", transport.NewHandler(b, opts...))
-	// The operator's status page and API, read-only: the demo has no
-	// credentials to check.
-	switch svc := b.(type) {
-	case *hraft.Service:
-		mux.Handle("/admin/", http.StripPrefix("/admin", admin.New(svc.Service)))
-	case *leader.Service:
+	if svc != nil {
+		mux.Handle("/", rpc.NewHandler(svc, opts...))
+		// The operator's status page and API, read-only: the demo has no
+		// credentials to check.
 		mux.Handle("/admin/", http.StripPrefix("/admin", admin.New(svc)))
 	}
 	if reg != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	s := &HTTPServer{URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(), done: make(chan struct{}),
-		srv: transport.NewServer(mux)}
+		srv: rpc.NewServer(mux)}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
