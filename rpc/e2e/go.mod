@@ -4,10 +4,12 @@ go 1.26.0
 
 require (
 	github.com/compactkit/compactkit v0.0.0
+	github.com/compactkit/compactkit/raftfsm/etcdraft v0.0.0
 	github.com/compactkit/compactkit/raftfsm/hraft v0.0.0
 	github.com/compactkit/compactkit/rpc v0.0.0
 	github.com/hashicorp/raft v1.7.3
 	github.com/stretchr/testify v1.12.1
+	go.etcd.io/raft/v3 v3.7.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -38,6 +40,7 @@ require (
 
 replace (
 	github.com/compactkit/compactkit => ../../
+	github.com/compactkit/compactkit/raftfsm/etcdraft => ../../raftfsm/etcdraft
 	github.com/compactkit/compactkit/raftfsm/hraft => ../../raftfsm/hraft
 	github.com/compactkit/compactkit/rpc => ../
 )
