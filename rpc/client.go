@@ -48,8 +48,10 @@ func WithHTTPClient(hc *http.Client) ClientOption {
 }
 
 // WithClientOptions passes options to the Connect clients, after the
-// client's own (gRPC, the message size limits): connect.WithInterceptors
-// for authentication and tracing, or connect.WithGRPCWeb, say.
+// client's own (gRPC, the message size limits, no compressed answers):
+// connect.WithInterceptors for authentication and tracing,
+// connect.WithGRPCWeb, or connect.WithAcceptCompression to take gzipped
+// answers over a slow network, say.
 func WithClientOptions(opts ...connect.ClientOption) ClientOption {
 	return func(c *Client) { c.copts = append(c.copts, opts...) }
 }
@@ -173,6 +175,9 @@ func (c *Client) target() (string, compactkitv1connect.LeaderServiceClient) {
 			connect.WithGRPC(),
 			connect.WithReadMaxBytes(MaxMessageBytes),
 			connect.WithSendMaxBytes(MaxMessageBytes),
+			// Uncompressed answers: compressing a poll's answer costs the
+			// leader more CPU than the bytes cost a worker's network.
+			connect.WithAcceptCompression("gzip", nil, nil),
 		}, c.copts...)
 		s = compactkitv1connect.NewLeaderServiceClient(c.hc, c.current, opts...)
 		c.stubs[c.current] = s

@@ -2,12 +2,14 @@ package rpc
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -443,4 +445,28 @@ func TestClientRetriesLostAnswer(t *testing.T) {
 	require.Len(t, resp.Jobs, 1)
 	require.Equal(t, ck.OutcomeAssigned, resp.Jobs[0].Outcome)
 	require.Equal(t, entries+1, n.Log.Len(), "one entry for the poll")
+}
+
+// The client asks for uncompressed answers, so that the leader spends no
+// CPU compressing them; one that asks for gzip gets it.
+func TestClientAnswersUncompressed(t *testing.T) {
+	l := rpctest.NewLeader(t)
+	h := NewHandler(l.Svc)
+	var mu sync.Mutex
+	var encodings []string
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		mu.Lock()
+		encodings = append(encodings, w.Header().Get("Grpc-Encoding"))
+		mu.Unlock()
+	}))
+	ctx := context.Background()
+	addTwo(t, client(t, []string{srv.URL}), "seg-1", "seg-2")
+	gz := client(t, []string{srv.URL}, WithClientOptions(connect.WithAcceptCompression("gzip",
+		func() connect.Decompressor { return &gzip.Reader{} }, func() connect.Compressor { return gzip.NewWriter(nil) })))
+	_, err := gz.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 1, FreeSlots: 1})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"", "gzip"}, encodings)
 }
