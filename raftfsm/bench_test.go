@@ -11,6 +11,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/benchenv/w2"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -22,16 +23,7 @@ func benchBlocks(b *testing.B, n *node, count int, prefix string) {
 	for start := 0; start < count; start += batch {
 		bs := make([]ck.BlockMeta, 0, batch)
 		for i := start; i < min(count, start+batch); i++ {
-			minT := t0 + int64(i)*int64(time.Millisecond)
-			maxT := minT + int64(time.Second)
-			ds := make([]ck.DatasetMeta, 5)
-			for d := range ds {
-				ds[d] = ck.DatasetMeta{Name: fmt.Sprintf("service-%d", d), Size: 1000, Records: 100, MinTime: minT, MaxTime: maxT}
-			}
-			bs = append(bs, ck.BlockMeta{
-				ID: fmt.Sprintf("%s%08d", prefix, i), Tenant: fmt.Sprintf("tenant-%d", i%10), Shard: uint32(i/10) % 64,
-				MinTime: minT, MaxTime: maxT, Size: 5000, Datasets: ds,
-			})
+			bs = append(bs, w2.Block(prefix, i, t0))
 		}
 		_, err := n.f.ApplyCommand(ck.Entry{Index: n.index + 1, Term: 1, Time: n.now}, &raftfsm.Command{Time: n.now, AddBlocks: &raftfsm.AddBlocks{Blocks: bs}})
 		require.NoError(b, err)
@@ -65,15 +57,10 @@ type pollBench struct {
 	n    *node
 	held []ck.JobReply
 	seq  uint64
-	// spans holds the time range and size of every live block, so that the
-	// benchmark worker builds its outputs without reading the index: a
-	// view read between polls would make the next Apply copy, on write,
-	// the nodes of every tree the view read (see the reader variant).
-	spans map[string]span
+	// spans holds the time range and size of every live block (see the
+	// reader variant for why the worker does not read the index).
+	spans w2.Spans
 }
-
-// span is what the benchmark worker needs of a source block.
-type span struct{ minTime, maxTime, size int64 }
 
 func newPollBench(b *testing.B) *pollBench { return newPollBenchSized(b, 10_000, 4_000, 2_000) }
 
@@ -89,14 +76,7 @@ func newPollBenchSized(b *testing.B, jobs, pool, hold int) *pollBench {
 // newPollBenchWith is newPollBenchSized with setup run on the node first,
 // before any block is added.
 func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *pollBench {
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxAge = 0 // only full batches: the queue stays
-	cfg.Planner.Levels[1].MaxAge = 0
-	cfg.Planner.TombstonesPerJob = 0
-	cfg.Scheduler.MaxQueueSize = 0
-	cfg.Scheduler.MaxSlotsPerRequest = 1 << 20
-	cfg.Scheduler.LeaseDuration = time.Hour
-	pb := &pollBench{n: newNode(b, cfg)}
+	pb := &pollBench{n: newNode(b, w2.Config())}
 	if setup != nil {
 		setup(pb.n)
 	}
@@ -126,9 +106,9 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 	pb.held = pb.n.poll(&ck.PollRequest{WorkerID: "bench", Seq: 1, FreeSlots: int32(hold)}).Jobs
 	require.Len(b, pb.held, hold)
 	view := pb.n.f.Index()
-	pb.spans = make(map[string]span, view.Len())
+	pb.spans = make(w2.Spans, view.Len())
 	for _, m := range view.Blocks("", 0) {
-		pb.spans[m.ID] = span{m.MinTime, m.MaxTime, m.Size}
+		pb.spans[m.ID] = w2.Span{MinTime: m.MinTime, MaxTime: m.MaxTime, Size: m.Size}
 	}
 	view.Close()
 	runtime.GC() // the setup's garbage is not the polls' to collect
@@ -138,16 +118,7 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 // outputs returns the output of a completed job, as the benchmark worker
 // would have written it, and records its span.
 func (pb *pollBench) outputs(plan *ck.JobPlan, token fencing.Token) []ck.BlockMeta {
-	out := span{minTime: 1<<63 - 1}
-	for _, id := range plan.Sources {
-		s := pb.spans[id]
-		out.minTime, out.maxTime = min(out.minTime, s.minTime), max(out.maxTime, s.maxTime)
-		out.size += s.size
-		delete(pb.spans, id)
-	}
-	m := outputMeta(plan, token, out.minTime, out.maxTime, out.size)
-	pb.spans[m.ID] = out
-	return []ck.BlockMeta{m}
+	return []ck.BlockMeta{pb.spans.Output(plan, token)}
 }
 
 // request builds the next poll: 16 renewals, 16 completions of 20 sources

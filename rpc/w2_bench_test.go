@@ -10,8 +10,8 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/benchenv"
+	"github.com/compactkit/compactkit/internal/benchenv/w2"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -54,33 +54,23 @@ type w2Worker struct {
 	held []ck.JobReply
 }
 
-// w2Span is what a worker needs of a source block to write the output.
-type w2Span struct{ minTime, maxTime, size int64 }
-
 type w2State struct {
 	svc   *leader.Service
 	srv   *httptest.Server
 	in    *w2Worker // through Service.Poll
 	wire  *w2Worker // through the protocol
-	spans map[string]w2Span
+	spans w2.Spans
 }
 
 // newW2State builds W2's state on a leader over the in-memory log, with
 // the benchmark's two workers holding 2,000 jobs each.
 func newW2State(b *testing.B, jobs int) *w2State {
 	b.Helper()
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxAge = 0 // only full batches: the queue stays
-	cfg.Planner.Levels[1].MaxAge = 0
-	cfg.Planner.TombstonesPerJob = 0
-	cfg.Scheduler.MaxQueueSize = 0
-	cfg.Scheduler.MaxSlotsPerRequest = 1 << 20
-	cfg.Scheduler.LeaseDuration = time.Hour
-	fsm, err := raftfsm.New(cfg)
+	fsm, err := raftfsm.New(w2.Config())
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &w2State{svc: leader.New(leadertest.NewMemLog(fsm), fsm), spans: map[string]w2Span{}}
+	st := &w2State{svc: leader.New(leadertest.NewMemLog(fsm), fsm), spans: w2.Spans{}}
 	ctx := context.Background()
 
 	// 1,000,000 queued blocks of 5 datasets, plus 20 per job created below.
@@ -91,16 +81,9 @@ func newW2State(b *testing.B, jobs int) *w2State {
 	for start := 0; start < count; start += batch {
 		bs := make([]ck.BlockMeta, 0, batch)
 		for i := start; i < min(count, start+batch); i++ {
-			minT := t0 + int64(i)*int64(time.Millisecond)
-			maxT := minT + int64(time.Second)
-			ds := make([]ck.DatasetMeta, 5)
-			for d := range ds {
-				ds[d] = ck.DatasetMeta{Name: fmt.Sprintf("service-%d", d), Size: 1000, Records: 100, MinTime: minT, MaxTime: maxT}
-			}
-			m := ck.BlockMeta{ID: fmt.Sprintf("b%08d", i), Tenant: fmt.Sprintf("tenant-%d", i%10), Shard: uint32(i/10) % 64,
-				MinTime: minT, MaxTime: maxT, Size: 5000, Datasets: ds}
+			m := w2.Block("b", i, t0)
 			bs = append(bs, m)
-			st.spans[m.ID] = w2Span{minT, maxT, m.Size}
+			st.spans[m.ID] = w2.Span{MinTime: m.MinTime, MaxTime: m.MaxTime, Size: m.Size}
 		}
 		res, err := st.svc.AddBlocks(ctx, bs)
 		if err != nil {
@@ -161,23 +144,6 @@ func (st *w2State) close() {
 	_ = st.svc.Close()
 }
 
-// output returns the output of a completed job as the worker would have
-// written it, and records its span.
-func (st *w2State) output(plan *ck.JobPlan, token fencing.Token) ck.BlockMeta {
-	out := w2Span{minTime: 1<<63 - 1}
-	for _, id := range plan.Sources {
-		s := st.spans[id]
-		out.minTime, out.maxTime = min(out.minTime, s.minTime), max(out.maxTime, s.maxTime)
-		out.size += s.size
-		delete(st.spans, id)
-	}
-	m := ck.BlockMeta{ID: ck.OutputID(plan.Name, token, 0), Tenant: plan.Tenant, Shard: plan.Shard, Level: plan.Level + 1,
-		MinTime: out.minTime, MaxTime: out.maxTime, Size: out.size,
-		Datasets: []ck.DatasetMeta{{Name: "ds", Size: out.size, Records: 10, MinTime: out.minTime, MaxTime: out.maxTime}}}
-	st.spans[m.ID] = out
-	return m
-}
-
 // request builds w's next poll: 16 renewals, 16 completions and 32 free
 // slots.
 func (st *w2State) request(w *w2Worker) *ck.PollRequest {
@@ -188,7 +154,7 @@ func (st *w2State) request(w *w2Worker) *ck.PollRequest {
 	}
 	for _, j := range w.held[16:32] {
 		req.Updates = append(req.Updates, ck.StatusUpdate{Job: j.Job, Token: j.Token, Status: ck.ReportSuccess, Signature: j.Signature,
-			Outputs: []ck.BlockMeta{st.output(j.Plan, j.Token)}})
+			Outputs: []ck.BlockMeta{st.spans.Output(j.Plan, j.Token)}})
 	}
 	return req
 }
