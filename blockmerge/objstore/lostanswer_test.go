@@ -1,0 +1,182 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/blockmerge/objstore/versitytest"
+	"github.com/compactkit/compactkit/bucketlog"
+	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/raftfsm"
+)
+
+// answerLosingProxy is an HTTP proxy on loopback in front of an S3 server.
+// A conditional create (PUT with If-None-Match: *) of an object lose
+// selects goes through to the server, which makes the object; its answer
+// is lost — the proxy closes the connection instead — as when the network
+// fails after the server applied a request. The S3 client retries on its
+// own, and its retry finds the object: 412 Precondition Failed. Every
+// other request passes through.
+type answerLosingProxy struct {
+	pass *httputil.ReverseProxy
+	to   *url.URL
+	lose func(key string) bool
+
+	mu        sync.Mutex
+	lost      map[string]bool // keys whose create's answer was lost
+	refused   map[string]int  // 412 answers to creates of those keys
+	conflicts int             // 412 answers to creates of other keys
+}
+
+func newAnswerLosingProxy(server string, lose func(key string) bool) *answerLosingProxy {
+	to := &url.URL{Scheme: "http", Host: server}
+	p := &answerLosingProxy{to: to, lose: lose, lost: map[string]bool{}, refused: map[string]int{}}
+	p.pass = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(to)
+		r.Out.Host = r.In.Host // signed by the client
+	}}
+	return p
+}
+
+func (p *answerLosingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPut || r.Header.Get("If-None-Match") != "*" {
+		p.pass.ServeHTTP(w, r)
+		return
+	}
+	key := r.URL.Path
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = p.to.Scheme, p.to.Host
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	p.mu.Lock()
+	lose := resp.StatusCode == http.StatusOK && !p.lost[key] && p.lose(key)
+	switch {
+	case lose:
+		p.lost[key] = true
+	case resp.StatusCode == http.StatusPreconditionFailed && p.lost[key]:
+		p.refused[key]++
+	case resp.StatusCode == http.StatusPreconditionFailed:
+		p.conflicts++
+	}
+	p.mu.Unlock()
+	if lose {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+			return
+		}
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// counts returns the creates whose answer was lost and, of those, the ones
+// whose retry was refused with 412.
+func (p *answerLosingProxy) counts() (lost, refused int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.lost {
+		if p.refused[k] > 0 {
+			refused++
+		}
+	}
+	return len(p.lost), refused
+}
+
+// The bucket log on a real S3 server behind a proxy that lets every third
+// create of a log entry, and every checkpoint's, through and loses its
+// answer: the S3 client's own retry gets 412, and the log tells its own
+// entry by the nonce. Every command is applied once and answered with
+// that result — blocks added once (no duplicate), a job assigned once and
+// cancelled once (not "unknown job") — checkpoints are written and not
+// logged otherwise, and another coordinator starting on the bucket holds
+// the same state.
+func TestBucketLogLostCreateAnswersOnS3(t *testing.T) {
+	ctx := context.Background()
+	v := versitytest.Start(t)
+	var creates int
+	proxy := newAnswerLosingProxy(v.Endpoint(), func(key string) bool {
+		if strings.Contains(key, "/checkpoint/") {
+			return true
+		}
+		creates++
+		return strings.Contains(key, "/log/") && creates%3 == 0
+	})
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	via := v.Through(strings.TrimPrefix(front.URL, "http://"))
+	store, _ := via.ConditionalStore(t, 0)
+
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 4
+	var logs bytes.Buffer
+	applied := map[string]int{} // by command bytes
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	l, err := bucketlog.Open(ctx, store, "compaction", fsm, "c1", bucketlog.WithCheckpointEvery(4),
+		bucketlog.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		bucketlog.WithObserver(func(cmd []byte, a leader.Applied) { applied[string(cmd)]++ }))
+	require.NoError(t, err)
+	svc := leader.New(l, fsm)
+
+	const adds = 12
+	for i := range adds {
+		res, err := svc.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block(fmt.Sprintf("seg-%02d", i), "acme", 0, int64(i)*1e9)})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err, "add %d: the block this very call added", i)
+	}
+	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
+	require.NoError(t, err)
+	require.Len(t, resp.Jobs, 1)
+	_, err = svc.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: resp.Jobs[0].Job})
+	require.NoError(t, err, "the cancel this very call applied")
+
+	lost, refused := proxy.counts()
+	t.Logf("answers lost %d, retries refused with 412 %d, entries %d", lost, refused, l.Applied())
+	require.GreaterOrEqual(t, lost, 6, "the proxy lost the answers of creates")
+	require.Equal(t, lost, refused, "each lost answer's retry was answered 412 by the server")
+	// Configuration, took-office, the adds, the poll, the cancel: each
+	// applied once, in an entry of its own.
+	const commands = 2 + adds + 2
+	require.Len(t, applied, commands)
+	for _, n := range applied {
+		require.Equal(t, 1, n, "a command applied twice")
+	}
+	require.Equal(t, uint64(commands), l.Stats().Appended)
+	require.Zero(t, l.Stats().Conflicts)
+	require.NotContains(t, logs.String(), "checkpoint not written")
+
+	// Another coordinator starts from the checkpoints and entries.
+	fsm2, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	l2, err := bucketlog.Open(ctx, store, "compaction", fsm2, "c2")
+	require.NoError(t, err)
+	require.Equal(t, l.Applied(), l2.Applied())
+	var a, b bytes.Buffer
+	require.NoError(t, fsm.Snapshot(&a))
+	require.NoError(t, fsm2.Snapshot(&b))
+	require.Equal(t, a.Bytes(), b.Bytes())
+}
