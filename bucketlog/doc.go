@@ -49,7 +49,10 @@
 //     than fork. A step of more than one lease first extends the leases
 //     in progress (a took-office command every replica derives from the
 //     entry), so a coordinator outage does not charge healthy jobs a
-//     failure.
+//     failure; a worker (package worker) whose poll was answered only
+//     after the outage, its assignment's lease measured from the poll's
+//     first send already half gone, releases the job at once rather than
+//     let it expire.
 //
 // What clocks can and cannot do: a proposer whose clock is within the
 // clock step of the store's has no effect on time at all. One further

@@ -15,6 +15,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/bucketlog"
+	"github.com/compactkit/compactkit/bucketlog/bucketlogtest"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -98,15 +99,7 @@ func TestCreateAnsweredExistsIsOwnAppend(t *testing.T) {
 
 	// Another coordinator, starting from that checkpoint, holds the same
 	// state.
-	fsm2, err := raftfsm.New(bucketlogConfig())
-	require.NoError(t, err)
-	l2, err := bucketlog.Open(ctx, store, "compaction", fsm2, "c2")
-	require.NoError(t, err)
-	require.Equal(t, l.Applied(), l2.Applied())
-	var a, b bytes.Buffer
-	require.NoError(t, fsm.Snapshot(&a))
-	require.NoError(t, fsm2.Snapshot(&b))
-	require.Equal(t, a.Bytes(), b.Bytes())
+	bucketlogtest.SameOnOpen(t, store, "compaction", bucketlogConfig(), l, fsm)
 }
 
 // A create answered "exists" because another coordinator's entry is there

@@ -19,6 +19,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge/objstore/versitytest"
 	"github.com/compactkit/compactkit/bucketlog"
+	"github.com/compactkit/compactkit/bucketlog/bucketlogtest"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -169,14 +170,5 @@ func TestBucketLogLostCreateAnswersOnS3(t *testing.T) {
 	require.Zero(t, l.Stats().Conflicts)
 	require.NotContains(t, logs.String(), "checkpoint not written")
 
-	// Another coordinator starts from the checkpoints and entries.
-	fsm2, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	l2, err := bucketlog.Open(ctx, store, "compaction", fsm2, "c2")
-	require.NoError(t, err)
-	require.Equal(t, l.Applied(), l2.Applied())
-	var a, b bytes.Buffer
-	require.NoError(t, fsm.Snapshot(&a))
-	require.NoError(t, fsm2.Snapshot(&b))
-	require.Equal(t, a.Bytes(), b.Bytes())
+	bucketlogtest.SameOnOpen(t, store, "compaction", cfg, l, fsm)
 }
