@@ -12,30 +12,36 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/blockmerge/objstore/versitytest"
 	"github.com/compactkit/compactkit/bucketlog"
 	"github.com/compactkit/compactkit/bucketlog/bucketlogtest"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/worker"
 )
 
-// answerLosingProxy is an HTTP proxy on loopback in front of an S3 server.
+// faultProxy is an HTTP proxy on loopback in front of an S3 server.
 // A conditional create (PUT with If-None-Match: *) of an object lose
 // selects goes through to the server, which makes the object; its answer
 // is lost — the proxy closes the connection instead — as when the network
 // fails after the server applied a request. The S3 client retries on its
-// own, and its retry finds the object: 412 Precondition Failed. Every
-// other request passes through.
-type answerLosingProxy struct {
+// own, and its retry finds the object: 412 Precondition Failed. While
+// down is set, every request's connection is closed unanswered (an
+// outage). Every other request passes through.
+type faultProxy struct {
 	pass *httputil.ReverseProxy
 	to   *url.URL
 	lose func(key string) bool
+	down atomic.Bool
 
 	mu        sync.Mutex
 	lost      map[string]bool // keys whose create's answer was lost
@@ -43,9 +49,9 @@ type answerLosingProxy struct {
 	conflicts int             // 412 answers to creates of other keys
 }
 
-func newAnswerLosingProxy(server string, lose func(key string) bool) *answerLosingProxy {
+func newFaultProxy(server string, lose func(key string) bool) *faultProxy {
 	to := &url.URL{Scheme: "http", Host: server}
-	p := &answerLosingProxy{to: to, lose: lose, lost: map[string]bool{}, refused: map[string]int{}}
+	p := &faultProxy{to: to, lose: lose, lost: map[string]bool{}, refused: map[string]int{}}
 	p.pass = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(to)
 		r.Out.Host = r.In.Host // signed by the client
@@ -53,7 +59,15 @@ func newAnswerLosingProxy(server string, lose func(key string) bool) *answerLosi
 	return p
 }
 
-func (p *answerLosingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.down.Load() {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
 	if r.Method != http.MethodPut || r.Header.Get("If-None-Match") != "*" {
 		p.pass.ServeHTTP(w, r)
 		return
@@ -96,7 +110,7 @@ func (p *answerLosingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // counts returns the creates whose answer was lost and, of those, the ones
 // whose retry was refused with 412.
-func (p *answerLosingProxy) counts() (lost, refused int) {
+func (p *faultProxy) counts() (lost, refused int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k := range p.lost {
@@ -119,7 +133,7 @@ func TestBucketLogLostCreateAnswersOnS3(t *testing.T) {
 	ctx := context.Background()
 	v := versitytest.Start(t)
 	var creates int
-	proxy := newAnswerLosingProxy(v.Endpoint(), func(key string) bool {
+	proxy := newFaultProxy(v.Endpoint(), func(key string) bool {
 		if strings.Contains(key, "/checkpoint/") {
 			return true
 		}
@@ -171,4 +185,68 @@ func TestBucketLogLostCreateAnswersOnS3(t *testing.T) {
 	require.NotContains(t, logs.String(), "checkpoint not written")
 
 	bucketlogtest.SameOnOpen(t, store, "compaction", cfg, l, fsm)
+}
+
+// A worker polls a bucket-log node on a real S3 server behind a proxy
+// that goes down for longer than a lease while the worker's poll is out:
+// the poll is retried through the outage and answered once the server is
+// back, with an assignment whose lease, measured from the poll's first
+// send, is over on arrival. The worker releases the job at once — it is
+// not dropped to expire in the log and be charged "lease expired" — the
+// job is assigned again and completes, with no failure charged.
+func TestBucketLogOutageLongerThanLeaseOnS3(t *testing.T) {
+	ctx := context.Background()
+	v := versitytest.Start(t)
+	proxy := newFaultProxy(v.Endpoint(), func(string) bool { return false })
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	store, _ := v.Through(strings.TrimPrefix(front.URL, "http://")).ConditionalStore(t, 0)
+
+	const lease = 3 * time.Second
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 2
+	cfg.Scheduler.LeaseDuration = lease
+	node, err := bucketlog.OpenNode(ctx, store, "compaction", "n1", bucketlog.NodeConfig{State: cfg})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Close() })
+	data := blockmerge.NewMemStore()
+	var blocks []ck.BlockMeta
+	for i := range 2 {
+		id := fmt.Sprintf("seg-%d", i)
+		meta, err := blockmerge.WriteBlock(ctx, data, blockmerge.BlockInfo{ID: id, Tenant: "acme"},
+			[]blockmerge.Dataset{{Tenant: "acme", Name: "events", Records: []blockmerge.Record{{Key: []byte(id), Timestamp: 1, Value: []byte("v")}}}})
+		require.NoError(t, err)
+		blocks = append(blocks, meta)
+	}
+	_, err = node.AddBlocks(ctx, blocks)
+	require.NoError(t, err)
+
+	proxy.down.Store(true)
+	w, err := worker.New(node, data, worker.Config{ID: "w1", Concurrency: 1, PollInterval: 50 * time.Millisecond, RetryBackoff: 100 * time.Millisecond})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	time.Sleep(lease + time.Second) // the worker's first poll is out through the outage
+	proxy.down.Store(false)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for w.Stats().JobsCompleted == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	require.NoError(t, <-done)
+	st := w.Stats()
+	t.Logf("worker: %+v", st)
+	require.Equal(t, uint64(1), st.JobsCompleted, "the job completed")
+	require.GreaterOrEqual(t, st.JobsReleased, uint64(1), "the late assignment was released")
+	require.Zero(t, st.JobsLost, "no assignment dropped to expire")
+	require.Zero(t, st.JobsFailed)
+	require.NoError(t, node.Log.Barrier(ctx))
+	c := node.FSM().Stats().Scheduler.Counters
+	t.Logf("scheduler: %+v", c)
+	require.Equal(t, uint64(1), c.Completed)
+	require.GreaterOrEqual(t, c.Released, uint64(1))
+	require.Zero(t, c.Reassigned, "no lease expired")
+	require.Zero(t, c.Failed+c.Excluded)
 }
