@@ -181,3 +181,29 @@ func TestCheckpointAnsweredExists(t *testing.T) {
 		require.Contains(t, logs, "another checkpoint of entry 2 exists")
 	})
 }
+
+// A coordinator far behind whose create is answered "exists" reads the
+// entry it tried to create, to tell whose it is, then restores a
+// checkpoint to skip the rest (WithCatchUpLimit), as any catch-up does.
+func TestCreateAnsweredExistsFarBehindJumps(t *testing.T) {
+	ctx := context.Background()
+	mem := blockmerge.NewMemStore()
+	open := func(id string, opts ...bucketlog.Option) (*bucketlog.Log, *raftfsm.FSM) {
+		fsm, err := raftfsm.New(bucketlogConfig())
+		require.NoError(t, err)
+		l, err := bucketlog.Open(ctx, mem, "compaction", fsm, id, append([]bucketlog.Option{bucketlog.WithCheckpointEvery(4)}, opts...)...)
+		require.NoError(t, err)
+		return l, fsm
+	}
+	la, fa := open("a", bucketlog.WithCatchUpLimit(2))
+	lb, fb := open("b")
+	for i := range 12 {
+		addOne(t, lb, fb, fmt.Sprintf("seg-b-%02d", i))
+	}
+	a := addOne(t, la, fa, "seg-a")
+	require.Equal(t, uint64(13), a.Index)
+	require.Equal(t, uint64(1), la.Stats().Jumps, "restored a checkpoint after reading the entry it lost")
+	require.Equal(t, uint64(1), la.Stats().Conflicts)
+	require.NoError(t, lb.Barrier(ctx))
+	bucketlogtest.SameOnOpen(t, mem, "compaction", bucketlogConfig(), lb, fb)
+}

@@ -256,14 +256,17 @@ func (l *Log) catchUp(ctx context.Context) error {
 }
 
 // catchUpFor is catchUp, returning what applying the commands of the entry
-// carrying nonce returned, if it read that entry.
+// carrying nonce returned, if it read that entry (the next one: the entry
+// the caller tried to create). A jump (WithCatchUpLimit) waits until that
+// entry was read.
 func (l *Log) catchUpFor(ctx context.Context, nonce string) ([]leader.Applied, error) {
 	var mine []leader.Applied
+	next := l.applied + 1
 	for read := 0; ; read++ {
 		if l.failed != nil {
 			return nil, l.failed
 		}
-		if l.jumpAfter > 0 && read == l.jumpAfter && nonce == "" {
+		if l.jumpAfter > 0 && read == l.jumpAfter && (nonce == "" || l.applied >= next) {
 			if err := l.jump(ctx); err != nil {
 				return mine, err
 			}
@@ -577,10 +580,10 @@ func (l *Log) resolve(ctx context.Context, e *entry, ps []*proposal, start time.
 		}
 		l.won(ctx, n, ps, mine)
 	case cerr == nil && l.applied >= n:
-		// Lost the race: the winner's entry (and whatever followed) is
-		// applied.
+		// Lost the race: the winner's entry, and whatever followed up to
+		// the tip, is applied.
 		l.contended = true
-		l.lost(ctx, n, ps)
+		l.lost(n, ps)
 	default:
 		settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, errors.Join(err, cerr)))
 	}
@@ -671,13 +674,10 @@ func (l *Log) won(ctx context.Context, n uint64, ps []*proposal, as []leader.App
 	l.checkpoint(ctx, n)
 }
 
-// lost settles ps after another coordinator's entry n won, once caught up.
-func (l *Log) lost(ctx context.Context, n uint64, ps []*proposal) {
+// lost settles ps after another coordinator's entry n won; the log has
+// caught up to the tip.
+func (l *Log) lost(n uint64, ps []*proposal) {
 	l.stats.Conflicts += uint64(len(ps))
-	if err := l.catchUp(ctx); err != nil {
-		settle(ps, err)
-		return
-	}
 	settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
 }
 
