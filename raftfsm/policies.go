@@ -20,6 +20,18 @@ import (
 // scheduling policies (the Policy command).
 const policiesVersion byte = 5
 
+// policyGradesVersion is the first cluster version that grades a tenant's
+// backpressure again on every change of its queue (retention, marks,
+// requeues, cancellations, failures, as well as added blocks and claims),
+// and compares its debt thresholds with ready batches
+// (policy.Load.ReadyBatches) rather than block-seconds.
+const policyGradesVersion byte = 6
+
+// capFreedVersion is the first cluster version in which a poll that ends
+// jobs of a capped tenant (completion, failure, release) may start the
+// tenant's next jobs in the same poll, as if it had no cap.
+const capFreedVersion byte = 6
+
 // PolicyAction is what a [PolicyCommand] does.
 type PolicyAction uint8
 

@@ -140,6 +140,11 @@ func (e *fsmEnv) job(c *transcript.Command, a string) string {
 
 func (e *fsmEnv) rel(t int64) string { return time.Duration(t - t0).String() }
 
+// transcriptVersion is the cluster version a transcript starts at unless
+// it says version=N: the behaviour of later versions is in transcripts
+// that say so (policy-v6-*.txt), beside the unchanged ones.
+const transcriptVersion = 5
+
 // configOptions are the arguments that set the replicated configuration;
 // localOptions those that set a replica's own options.
 var (
@@ -151,7 +156,7 @@ var (
 // config returns testConfig with the configuration options of c.
 func config(c *transcript.Command) raftfsm.Config {
 	cfg := testConfig()
-	cfg.StartVersion = byte(c.Int("version", 0))
+	cfg.StartVersion = byte(c.Int("version", int64(transcriptVersion)))
 	if c.Has("cross-shard") {
 		cfg.Planner.Levels[c.Int("cross-shard", 0)].CrossShard = true
 	}
@@ -181,6 +186,7 @@ func options(c *transcript.Command) []raftfsm.Option {
 
 func (e *fsmEnv) init(c *transcript.Command) {
 	cfg := testConfig()
+	cfg.StartVersion = transcriptVersion
 	var opts []raftfsm.Option
 	var encode, noEntryTime bool
 	if c.Name == "new" {
