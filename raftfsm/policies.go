@@ -152,7 +152,7 @@ type policyFields struct {
 	Mode          uint8
 	Windows       []windowRec
 	NotBefore     int64
-	Pressure      [8]int64 // slow blocks, stop blocks, slow debt, stop debt: On, Off each
+	Pressure      [8]int64 // slow blocks, stop blocks, slow ready batches, stop ready batches: On, Off each
 	StaleAfter    int64
 }
 
@@ -257,17 +257,17 @@ func recordPolicy(p *policy.Tenant) policyRec {
 }
 
 // thresholdsRec and thresholdsOf convert thresholds to and from their
-// encoding: slow blocks, stop blocks, slow debt, stop debt, On and Off
-// each.
+// encoding: slow blocks, stop blocks, slow ready batches, stop ready
+// batches, On and Off each.
 func thresholdsRec(th policy.Thresholds) [8]int64 {
 	return [8]int64{th.SlowBlocks.On, th.SlowBlocks.Off, th.StopBlocks.On, th.StopBlocks.Off,
-		th.SlowDebt.On, th.SlowDebt.Off, th.StopDebt.On, th.StopDebt.Off}
+		th.SlowReadyBatches.On, th.SlowReadyBatches.Off, th.StopReadyBatches.On, th.StopReadyBatches.Off}
 }
 
 func thresholdsOf(a [8]int64) policy.Thresholds {
 	return policy.Thresholds{
 		SlowBlocks: policy.Limit{On: a[0], Off: a[1]}, StopBlocks: policy.Limit{On: a[2], Off: a[3]},
-		SlowDebt: policy.Limit{On: a[4], Off: a[5]}, StopDebt: policy.Limit{On: a[6], Off: a[7]},
+		SlowReadyBatches: policy.Limit{On: a[4], Off: a[5]}, StopReadyBatches: policy.Limit{On: a[6], Off: a[7]},
 	}
 }
 

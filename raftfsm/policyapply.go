@@ -86,12 +86,23 @@ func (st *state) regrade(tenant string, now int64) {
 	}
 	l := st.planner.TenantLoad(tenant, now)
 	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0 // a window, not the workers, holds work back
-	g := th.Next(ps.grades[tenant], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, held)
+	g := th.Next(ps.grades[tenant], st.pressureLoad(l), held)
 	if g == policy.OK {
 		delete(ps.grades, tenant)
 	} else {
 		ps.grades[tenant] = g
 	}
+}
+
+// pressureLoad is the load that backpressure thresholds grade: queued
+// blocks and ready batches. Before cluster version 6 the ready-batch
+// thresholds were compared with the debt in block-seconds, and still are
+// at those versions.
+func (st *state) pressureLoad(l planner.Load) policy.Load {
+	if st.clusterVersion < policyGradesVersion {
+		return policy.Load{Blocks: l.Blocks, ReadyBatches: l.Debt}
+	}
+	return policy.Load{Blocks: l.Blocks, ReadyBatches: l.ReadyBatches}
 }
 
 // regradeShard grades the backpressure of a shard of a tenant at log time
@@ -106,7 +117,7 @@ func (st *state) regradeShard(tenant string, shard uint32, now int64) {
 	}
 	l := st.planner.ShardLoad(tenant, shard, now)
 	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0
-	g := th.Next(ps.shardGrades[k], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, held)
+	g := th.Next(ps.shardGrades[k], st.pressureLoad(l), held)
 	if g == policy.OK {
 		delete(ps.shardGrades, k)
 	} else {
