@@ -182,3 +182,124 @@ func (st *state) afterPoll(now int64, results []scheduler.Result) {
 		})
 	}
 }
+
+// queueChanges are the tenants and shards whose queues an entry changed,
+// each once, in the order they first appear (deterministic).
+type queueChanges struct {
+	tenants []string
+	shards  []tenantShard
+	seen    map[tenantShard]bool
+	seenT   map[string]bool
+}
+
+// add records a change of the queue of the tenant's shard k.
+func (qc *queueChanges) add(k tenantShard) {
+	if qc.seenT == nil {
+		qc.seenT, qc.seen = map[string]bool{}, map[tenantShard]bool{}
+	}
+	if !qc.seenT[k.tenant] {
+		qc.seenT[k.tenant] = true
+		qc.tenants = append(qc.tenants, k.tenant)
+	}
+	if !qc.seen[k] {
+		qc.seen[k] = true
+		qc.shards = append(qc.shards, k)
+	}
+}
+
+// addBlocks records a change of the queues of blocks' shards (see
+// shardOf).
+func (st *state) addBlocks(qc *queueChanges, blocks []ck.BlockMeta) {
+	if st.clusterVersion < policyGradesVersion {
+		return
+	}
+	for i := range blocks {
+		qc.add(st.shardOf(&blocks[i]))
+	}
+}
+
+// addJob records a change of the queue of a job's shard: its sources went
+// back to the queue, or left it.
+func (st *state) addJob(qc *queueChanges, plan *ck.JobPlan) {
+	if st.clusterVersion < policyGradesVersion || plan == nil || plan.CleanupOnly() {
+		return
+	}
+	qc.add(tenantShard{tenant: plan.Tenant, shard: plan.Shard})
+}
+
+// regradeChanged grades again the backpressure of the tenants and shards
+// whose queues an entry changed. From cluster version 6 every change of a
+// tenant's queue is graded — retention, marks, requeues, cancellations,
+// configuration changes, the outputs a completion queues — where version
+// 5 graded only added blocks, a poll's claims, completions, cancellations
+// and evictions, and policy changes.
+func (st *state) regradeChanged(now int64, qc *queueChanges) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	for _, t := range qc.tenants {
+		st.regrade(t, now)
+	}
+	for _, k := range qc.shards {
+		st.regradeShard(k.tenant, k.shard, now)
+	}
+}
+
+// regradeAll grades again, from cluster version 6, every tenant that has
+// queued blocks or a grade, and each of their shards: a configuration
+// change may batch every queue anew.
+func (st *state) regradeAll(now int64) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	tenants := st.planner.KeyTenants()
+	for _, g := range st.policies.gradeList() {
+		tenants = append(tenants, g.Tenant)
+	}
+	for _, g := range st.policies.shardGradeList() {
+		tenants = append(tenants, g.Tenant)
+	}
+	slices.Sort(tenants)
+	for _, t := range slices.Compact(tenants) {
+		st.regrade(t, now)
+		st.regradeShards(t, now)
+	}
+}
+
+// regradeBlocks grades again, from cluster version 6, the tenants and
+// shards of blocks that left or joined the queue.
+func (st *state) regradeBlocks(now int64, blocks []ck.BlockMeta) {
+	var qc queueChanges
+	st.addBlocks(&qc, blocks)
+	st.regradeChanged(now, &qc)
+}
+
+// regradeIDs is regradeBlocks for the live blocks named.
+func (st *state) regradeIDs(now int64, ids []string) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	metas := make([]ck.BlockMeta, 0, len(ids))
+	for _, id := range ids {
+		if m, ok := st.index.Lookup(id); ok {
+			metas = append(metas, m)
+		}
+	}
+	st.regradeBlocks(now, metas)
+}
+
+// regradeOutputs grades again, from cluster version 6, the shards whose
+// queues the outputs of a poll's applied completions joined (a level
+// compacted across shards queues them under compactkit.AnyShard).
+func (st *state) regradeOutputs(now int64, changes []ck.Change, results []scheduler.Result) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	var qc queueChanges
+	for i := range results {
+		if results[i].Applied && results[i].Kind == ck.ChangeComplete {
+			st.addBlocks(&qc, changes[i].Outputs)
+		}
+	}
+	st.regradeChanged(now, &qc)
+}
