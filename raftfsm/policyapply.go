@@ -303,3 +303,20 @@ func (st *state) regradeOutputs(now int64, changes []ck.Change, results []schedu
 	}
 	st.regradeChanged(now, &qc)
 }
+
+// regradeFollowers grades again, from cluster version 6, every tenant with
+// queued blocks that follows the default policy, and its shards: a change
+// of the default (its thresholds, or its windows opening or closing) may
+// grade them otherwise although their queues did not change. Version 5
+// graded again only the tenants whose grade was not OK.
+func (st *state) regradeFollowers(now int64) {
+	if st.clusterVersion < policyGradesVersion {
+		return
+	}
+	for _, t := range st.planner.KeyTenants() {
+		if _, own := st.policies.tenants[t]; !own {
+			st.regrade(t, now)
+			st.regradeShards(t, now)
+		}
+	}
+}
