@@ -473,7 +473,12 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		if cmd.ClusterVersion.Version < st.clusterVersion {
 			err = fmt.Errorf("raftfsm: cluster version %d below the current %d: %w", cmd.ClusterVersion.Version, st.clusterVersion, ErrClusterVersion)
 		} else {
+			prev := st.clusterVersion
 			res.Cancelled = st.raiseVersion(cmd.ClusterVersion.Version)
+			if prev < policyGradesVersion {
+				// Every grade is judged again under version 6's rules.
+				st.regradeAll(now)
+			}
 		}
 	}
 	if err != nil {

@@ -247,7 +247,8 @@ func (st *state) regradeChanged(now int64, qc *queueChanges) {
 
 // regradeAll grades again, from cluster version 6, every tenant that has
 // queued blocks or a grade, and each of their shards: a configuration
-// change may batch every queue anew.
+// change may batch every queue anew, and the raise to version 6 judges
+// every grade under its rules (debt in ready batches).
 func (st *state) regradeAll(now int64) {
 	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
 		return
