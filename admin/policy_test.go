@@ -342,6 +342,7 @@ func FuzzPolicyJSON(f *testing.F) {
 	f.Add([]byte(acmePolicy))
 	f.Add([]byte(`{"class":"high","run":{"mode":"never-in","windows":[{"days":["sat","Sunday"],"start":"00:00","end":"24:00","offset_minutes":-840}]}}`))
 	f.Add([]byte(`{"not_before":"2262-04-11T23:47:16.854775807Z","stale_after":"2562047h"}`))
+	f.Add([]byte(`{"pressure":{"slow_ready_batches":{"on":3,"off":1},"stop_blocks":{"on":9,"off":4}},"shard_pressure":{"stop_debt":{"on":3,"off":1}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var p admin.Policy
 		if json.Unmarshal(data, &p) != nil {
