@@ -16,7 +16,9 @@ import (
 // while it is below its cap. A transaction applies the changes in order,
 // so the job ended comes off the count before the next one is assigned.
 // Without it a schedule counts a tenant's jobs in progress as the view
-// has them.
+// has them. The first job of a capped tenant that the schedule ends costs
+// a walk of that tenant's jobs in the view (to find those held at the
+// cap); jobs of tenants without a cap cost nothing more.
 func (sc *Schedule) FreeCaps() *Schedule {
 	sc.freeCaps = true
 	return sc
