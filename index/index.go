@@ -173,7 +173,7 @@ func (x *Index) insert(b *block) {
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
 		r := x.mutRun(t, c)
-		runOps().insert(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		runOps().insert(r.items, x.gen, titem{minTime: b.minTime, b: b})
 		r.n++
 	}
 	// A stale deletion record (past its horizon) is forgotten, so that no
@@ -192,7 +192,7 @@ func (x *Index) remove(b *block) {
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
 		r := x.mutRun(t, c)
-		runOps().delete(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		runOps().delete(r.items, x.gen, titem{minTime: b.minTime, b: b})
 		r.n--
 		if r.n == 0 {
 			x.wRuns().Delete(r)

@@ -568,7 +568,7 @@ func (ld *loader) add(b *block) {
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
 		tl := ld.tenant(t)
-		tl.runs[c] = append(tl.runs[c], titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		tl.runs[c] = append(tl.runs[c], titem{minTime: b.minTime, b: b})
 	}
 	tl := ld.tenant(b.tenant)
 	i := slices.IndexFunc(tl.levels, func(l LevelStats) bool { return l.Level == b.level })
