@@ -77,7 +77,7 @@ func (v *View) Query(tenant string, from, to int64, shard *uint32) iter.Seq[ck.B
 		// One allocation for the datasets of every block.
 		n := 0
 		for _, b := range bs {
-			n += int(b.nds)
+			n += int(b.unpack().nds)
 		}
 		buf := make([]ck.DatasetMeta, n)
 		for _, b := range bs {
