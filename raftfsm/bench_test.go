@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,21 +24,26 @@ func benchBlocks(b *testing.B, n *node, count int, prefix string) {
 	for start := 0; start < count; start += batch {
 		bs := make([]ck.BlockMeta, 0, batch)
 		for i := start; i < min(count, start+batch); i++ {
-			minT := t0 + int64(i)*int64(time.Millisecond)
-			maxT := minT + int64(time.Second)
+			s := benchSpan(i)
 			ds := make([]ck.DatasetMeta, 5)
 			for d := range ds {
-				ds[d] = ck.DatasetMeta{Name: fmt.Sprintf("service-%d", d), Size: 1000, Records: 100, MinTime: minT, MaxTime: maxT}
+				ds[d] = ck.DatasetMeta{Name: fmt.Sprintf("service-%d", d), Size: 1000, Records: 100, MinTime: s.minTime, MaxTime: s.maxTime}
 			}
 			bs = append(bs, ck.BlockMeta{
 				ID: fmt.Sprintf("%s%08d", prefix, i), Tenant: fmt.Sprintf("tenant-%d", i%10), Shard: uint32(i/10) % 64,
-				MinTime: minT, MaxTime: maxT, Size: 5000, Datasets: ds,
+				MinTime: s.minTime, MaxTime: s.maxTime, Size: s.size, Datasets: ds,
 			})
 		}
 		_, err := n.f.ApplyCommand(ck.Entry{Index: n.index + 1, Term: 1, Time: n.now}, &raftfsm.Command{Time: n.now, AddBlocks: &raftfsm.AddBlocks{Blocks: bs}})
 		require.NoError(b, err)
 		n.index++
 	}
+}
+
+// benchSpan is the time range and size of benchBlocks' block i.
+func benchSpan(i int) span {
+	minT := t0 + int64(i)*int64(time.Millisecond)
+	return span{minTime: minT, maxTime: minT + int64(time.Second), size: 5000}
 }
 
 // BenchmarkFSMRestore restores a state of 1,000,000 blocks: index entries
@@ -65,10 +72,12 @@ type pollBench struct {
 	n    *node
 	held []ck.JobReply
 	seq  uint64
-	// spans holds the time range and size of every live block, so that the
-	// benchmark worker builds its outputs without reading the index: a
-	// view read between polls would make the next Apply copy, on write,
-	// the nodes of every tree the view read (see the reader variant).
+	// spans holds the time range and size of the outputs the benchmark
+	// worker wrote; those of benchBlocks' blocks follow from their IDs
+	// (sourceSpan). The worker builds its outputs without reading the
+	// index, as a worker does: a view read between polls would make the
+	// next Apply copy, on write, the nodes of every tree the view read
+	// (see the reader variant).
 	spans map[string]span
 }
 
@@ -125,12 +134,7 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 	pb.seq = 1
 	pb.held = pb.n.poll(&ck.PollRequest{WorkerID: "bench", Seq: 1, FreeSlots: int32(hold)}).Jobs
 	require.Len(b, pb.held, hold)
-	view := pb.n.f.Index()
-	pb.spans = make(map[string]span, view.Len())
-	for _, m := range view.Blocks("", 0) {
-		pb.spans[m.ID] = span{m.MinTime, m.MaxTime, m.Size}
-	}
-	view.Close()
+	pb.spans = make(map[string]span)
 	runtime.GC() // the setup's garbage is not the polls' to collect
 	return pb
 }
@@ -140,7 +144,7 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 func (pb *pollBench) outputs(plan *ck.JobPlan, token fencing.Token) []ck.BlockMeta {
 	out := span{minTime: 1<<63 - 1}
 	for _, id := range plan.Sources {
-		s := pb.spans[id]
+		s := pb.sourceSpan(id)
 		out.minTime, out.maxTime = min(out.minTime, s.minTime), max(out.maxTime, s.maxTime)
 		out.size += s.size
 		delete(pb.spans, id)
@@ -148,6 +152,19 @@ func (pb *pollBench) outputs(plan *ck.JobPlan, token fencing.Token) []ck.BlockMe
 	m := outputMeta(plan, token, out.minTime, out.maxTime, out.size)
 	pb.spans[m.ID] = out
 	return []ck.BlockMeta{m}
+}
+
+// sourceSpan returns the span of a source block: an output the worker
+// wrote, or benchBlocks' block "b%08d".
+func (pb *pollBench) sourceSpan(id string) span {
+	if s, ok := pb.spans[id]; ok {
+		return s
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "b"))
+	if err != nil || len(id) != 9 || id[0] != 'b' {
+		panic("benchmark: a source neither benchBlocks nor the worker wrote: " + id)
+	}
+	return benchSpan(i)
 }
 
 // request builds the next poll: 16 renewals, 16 completions of 20 sources

@@ -118,8 +118,7 @@ func (s *Sim) observed(r *replica, data []byte, a leader.Applied) {
 	e := s.log[i-1]
 	d := digest(a.Result, a.Err)
 	if i > s.fed {
-		s.fed = i
-		s.digests[i] = d
+		s.feedDigest(i, d)
 		s.tracef("apply %d %s -> %s (bucket, replica %d)", i, describe(e.cmd), describeResult(a.Result, a.Err), r.id)
 		s.model.feed(r, e, a.Result, a.Err)
 	} else if s.digests[i] != d {
