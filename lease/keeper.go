@@ -16,8 +16,9 @@ import (
 // locally measured lease runs out.
 var ErrLeaseLost = errors.New("lease: lease lost")
 
-// ErrStopped is the cause with which [Keeper.Stop] cancels a keeper's context.
-var ErrStopped = errors.New("lease: keeper stopped")
+// errStopped is the cause with which [Keeper.Stop] cancels a keeper's
+// context.
+var errStopped = errors.New("lease: keeper stopped")
 
 // Renewer performs one lease renewal round trip to the leader on behalf of a
 // [Keeper]. On success it returns the lease duration the leader granted —
@@ -34,14 +35,14 @@ type Renewer func(ctx context.Context) (time.Duration, error)
 
 // Default tuning of a [Keeper].
 const (
-	// DefaultFraction is the renewal fraction: a keeper renews every half
+	// defaultFraction is the renewal fraction: a keeper renews every half
 	// lease.
-	DefaultFraction = 0.5
-	// DefaultRetryInitial is the default wait before retrying a failed
+	defaultFraction = 0.5
+	// defaultRetryInitial is the default wait before retrying a failed
 	// renewal.
-	DefaultRetryInitial = 100 * time.Millisecond
-	// DefaultRetryMax is the default longest wait between retries.
-	DefaultRetryMax = 2 * time.Second
+	defaultRetryInitial = 100 * time.Millisecond
+	// defaultRetryMax is the default longest wait between retries.
+	defaultRetryMax = 2 * time.Second
 )
 
 // An Option configures a [Keeper].
@@ -58,7 +59,7 @@ type config struct {
 // it: a lease of duration g obtained by a request sent at s is renewed at
 // s + f×g. f must lie in the open interval (0, 1); any other value (and NaN)
 // is ignored, with a warning on the keeper's logger, and the keeper uses
-// [DefaultFraction]. Only tests set it (export_test.go).
+// defaultFraction. Only tests set it (export_test.go).
 func withFraction(f float64) Option {
 	return func(c *config) { c.fraction = f }
 }
@@ -77,9 +78,8 @@ func WithLogger(l *slog.Logger) Option {
 // WithRetryBackoff sets how the keeper retries failed renewals: it waits
 // initial after the first failure and doubles the wait after each further
 // one, up to maxWait. Retries never go past the locally measured end of the
-// lease. A non-positive initial keeps [DefaultRetryInitial]; a maxWait
-// smaller than initial is raised to initial. The defaults are
-// [DefaultRetryInitial] and [DefaultRetryMax].
+// lease. The defaults are 100ms and 2s; a non-positive initial keeps the
+// default, and a maxWait smaller than initial is raised to initial.
 func WithRetryBackoff(initial, maxWait time.Duration) Option {
 	return func(c *config) {
 		if initial > 0 {
@@ -117,7 +117,7 @@ type Keeper struct {
 // NewKeeper starts a keeper for a lease of duration granted, obtained by a
 // request the worker sent at local time sentAt (read from [time.Now]). The
 // lease ends locally at sentAt + granted; the keeper first renews it at
-// sentAt + f×granted, f being the renewal fraction ([DefaultFraction]), by
+// sentAt + f×granted, f being the renewal fraction (one half), by
 // calling renew.
 //
 // After a successful renewal sent at s that granted g, the lease ends locally
@@ -133,7 +133,7 @@ type Keeper struct {
 //     locally, at the local end of the lease if no renewal has extended it
 //     by then — on time even if a renewal is still in flight;
 //   - with the parent's cause, when parent is cancelled;
-//   - with [ErrStopped], when [Keeper.Stop] is called.
+//   - with a cause of its own, when [Keeper.Stop] is called.
 //
 // The keeper treats the lease as lost at its local end itself, whereas the
 // leader lets a lease hold at its deadline: the local end is no
@@ -146,10 +146,10 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 		panic("lease: NewKeeper called with a nil Renewer")
 	}
 	cfg := config{
-		fraction:     DefaultFraction,
+		fraction:     defaultFraction,
 		logger:       slog.New(slog.DiscardHandler),
-		retryInitial: DefaultRetryInitial,
-		retryMax:     DefaultRetryMax,
+		retryInitial: defaultRetryInitial,
+		retryMax:     defaultRetryMax,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -157,8 +157,8 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 		}
 	}
 	if !(cfg.fraction > 0 && cfg.fraction < 1) {
-		cfg.logger.Warn("lease: ignoring invalid renewal fraction", "fraction", cfg.fraction, "using", DefaultFraction)
-		cfg.fraction = DefaultFraction
+		cfg.logger.Warn("lease: ignoring invalid renewal fraction", "fraction", cfg.fraction, "using", defaultFraction)
+		cfg.fraction = defaultFraction
 	}
 
 	ctx, cancel := context.WithCancelCause(parent)
@@ -190,13 +190,13 @@ func (k *Keeper) Deadline() time.Time {
 	return k.end
 }
 
-// Stop cancels the keeper's context with cause [ErrStopped] (unless it was
+// Stop cancels the keeper's context (unless it was
 // already cancelled) and waits for the keeper's goroutine to exit, including
 // a renewal in flight: a [Renewer] that ignores its context delays Stop, and
 // calling Stop from inside the Renewer deadlocks. Stop may be called any
 // number of times, from any goroutine.
 func (k *Keeper) Stop() {
-	k.cancel(ErrStopped)
+	k.cancel(errStopped)
 	<-k.done
 }
 
