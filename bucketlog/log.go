@@ -256,14 +256,17 @@ func (l *Log) catchUp(ctx context.Context) error {
 }
 
 // catchUpFor is catchUp, returning what applying the commands of the entry
-// carrying nonce returned, if it read that entry.
+// carrying nonce returned, if it read that entry (the next one: the entry
+// the caller tried to create). A jump (WithCatchUpLimit) waits until that
+// entry was read.
 func (l *Log) catchUpFor(ctx context.Context, nonce string) ([]leader.Applied, error) {
 	var mine []leader.Applied
+	next := l.applied + 1
 	for read := 0; ; read++ {
 		if l.failed != nil {
 			return nil, l.failed
 		}
-		if l.jumpAfter > 0 && read == l.jumpAfter && nonce == "" {
+		if l.jumpAfter > 0 && read == l.jumpAfter && (nonce == "" || l.applied >= next) {
 			if err := l.jump(ctx); err != nil {
 				return mine, err
 			}
@@ -547,22 +550,56 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 			return
 		}
 		l.won(ctx, n, ps, as)
-	case errors.Is(err, blockmerge.ErrExists):
-		// Lost the race: apply the winner's entry (and whatever followed).
-		l.contended = true
-		l.lost(ctx, n, ps)
 	default:
-		// The create may have succeeded: read back whose entry n is.
-		mine, cerr := l.catchUpFor(context.WithoutCancel(ctx), e.nonce)
-		switch {
-		case mine != nil:
-			l.won(ctx, n, ps, mine)
-		case cerr == nil && l.applied >= n:
-			l.lost(ctx, n, ps)
-		default:
-			settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, err))
+		l.resolve(ctx, e, ps, start, err)
+	}
+}
+
+// resolve settles ps after the create of entry e answered err: whose entry
+// it is, its nonce says. "Exists" is not proof of a lost race: the store
+// may have applied this very create and lost its answer, and the client's
+// retry found the object (S3: 412 Precondition Failed). A failure in
+// transport leaves the outcome unknown. Either way the log catches up
+// reading entry e.number; if it carries e's nonce the append succeeded.
+func (l *Log) resolve(ctx context.Context, e *entry, ps []*proposal, start time.Time, err error) {
+	n := e.number
+	exists := errors.Is(err, blockmerge.ErrExists)
+	if l.stalled(ctx, start, n) {
+		// Below the low-water mark: if this create made entry n, it
+		// re-created a deleted index.
+		if mine, rerr := l.created(ctx, n, e.nonce); rerr == nil && mine {
+			l.takeBack(ctx, n, ps)
+			return
 		}
 	}
+	mine, cerr := l.catchUpFor(context.WithoutCancel(ctx), e.nonce)
+	switch {
+	case mine != nil:
+		if exists {
+			l.log.Debug("bucketlog: a create answered \"exists\" made the entry: its answer was lost", "entry", n)
+		}
+		l.won(ctx, n, ps, mine)
+	case cerr == nil && l.applied >= n:
+		// Lost the race: the winner's entry, and whatever followed up to
+		// the tip, is applied.
+		l.contended = true
+		l.lost(n, ps)
+	default:
+		settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, errors.Join(err, cerr)))
+	}
+}
+
+// created reports whether entry n, as stored, carries nonce.
+func (l *Log) created(ctx context.Context, n uint64, nonce string) (bool, error) {
+	data, err := l.read(ctx, l.entryKey(n))
+	if err != nil || data == nil {
+		return false, err
+	}
+	e, err := decodeEntry(data)
+	if err != nil {
+		return false, err
+	}
+	return e.nonce == nonce, nil
 }
 
 // settle gives every proposal of ps the error err.
@@ -637,13 +674,10 @@ func (l *Log) won(ctx context.Context, n uint64, ps []*proposal, as []leader.App
 	l.checkpoint(ctx, n)
 }
 
-// lost settles ps after another coordinator's entry n won, once caught up.
-func (l *Log) lost(ctx context.Context, n uint64, ps []*proposal) {
+// lost settles ps after another coordinator's entry n won; the log has
+// caught up to the tip.
+func (l *Log) lost(n uint64, ps []*proposal) {
 	l.stats.Conflicts += uint64(len(ps))
-	if err := l.catchUp(ctx); err != nil {
-		settle(ps, err)
-		return
-	}
 	settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
 }
 

@@ -68,19 +68,29 @@ var callerFaults = [...]error{
 	policy.ErrInvalid, worker.ErrRejected,
 }
 
+// refusals are the sentinels of a request the state refuses for now,
+// whatever else their error wraps: the state machine reports a policy
+// that could never open, or a command the cluster version does not
+// support yet, as an invalid command too.
+var refusals = [...]error{raftfsm.ErrClusterVersion, policy.ErrNeverOpens}
+
 // conflicts are the sentinels of a well-formed request the state refuses.
-var conflicts = [...]error{
-	raftfsm.ErrOperator, raftfsm.ErrStaleRequest, raftfsm.ErrClusterVersion,
-	policy.ErrNeverOpens,
-}
+var conflicts = [...]error{raftfsm.ErrOperator, raftfsm.ErrStaleRequest}
 
 // Classify returns the class of err; nil has no class and returns
 // [Internal]. Not the leader is judged first (a not-leader error may wrap
-// the log's own failure), then the caller's faults, then conflicts, then
-// unavailability; anything else is [Internal].
+// the log's own failure), then the refusals that are conflicts whatever
+// else they wrap (a policy that could never open, a command the cluster
+// version does not support), then the caller's faults, then the other
+// conflicts, then unavailability; anything else is [Internal].
 func Classify(err error) Class {
 	if errors.Is(err, ErrNotLeader) {
 		return NotLeader
+	}
+	for _, s := range refusals {
+		if errors.Is(err, s) {
+			return Conflict
+		}
 	}
 	for _, s := range callerFaults {
 		if errors.Is(err, s) {

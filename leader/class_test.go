@@ -25,6 +25,9 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("cancel: %w", raftfsm.ErrOperator), leader.Conflict},
 		{fmt.Errorf("window: %w", policy.ErrNeverOpens), leader.Conflict},
 		{fmt.Errorf("v6 only: %w", raftfsm.ErrClusterVersion), leader.Conflict},
+		// The state machine reports these refusals as invalid commands too.
+		{fmt.Errorf("policy set: %w: policy: %w", raftfsm.ErrInvalidCommand, policy.ErrNeverOpens), leader.Conflict},
+		{fmt.Errorf("policy set: %w: %w", raftfsm.ErrInvalidCommand, raftfsm.ErrClusterVersion), leader.Conflict},
 		{&leader.NotLeaderError{LeaderID: "n2", LeaderAddr: "127.0.0.1:1"}, leader.NotLeader},
 		{&leader.NotLeaderError{Cause: errors.New("raft: shutdown")}, leader.NotLeader},
 		{fmt.Errorf("apply: %w", leader.ErrOutcomeUnknown), leader.Unavailable},

@@ -301,7 +301,9 @@ func (w *Worker) build() *inflight {
 	var held []*job
 	for _, name := range w.sortedHeldLocked() {
 		j := w.held[name]
-		if !j.lost {
+		if !j.lost && !(j.late && j.reportedSeq == 0) {
+			// A job assigned too late is reported released once, whatever
+			// its local lease: the leader's runs from later.
 			if cause := w.lostLocally(j, now); cause != nil {
 				w.loseLocked(j, cause)
 			}

@@ -121,7 +121,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 		sc("leases_renewed_total", "Lease renewals.", func(x scheduler.Counters) uint64 { return x.Renewed }),
 		sc("jobs_completed_total", "Successful completions.", func(x scheduler.Counters) uint64 { return x.Completed }),
 		sc("jobs_failed_total", "Failures reported by workers.", func(x scheduler.Counters) uint64 { return x.Failed }),
-		sc("jobs_released_total", "Jobs released by workers shutting down.", func(x scheduler.Counters) uint64 { return x.Released }),
+		sc("jobs_released_total", "Jobs released by workers (shutting down, or assigned too late to run).", func(x scheduler.Counters) uint64 { return x.Released }),
 		sc("jobs_excluded_total", "Jobs that reached the failure limit.", func(x scheduler.Counters) uint64 { return x.Excluded }),
 		sc("jobs_evicted_total", "Excluded jobs evicted from a full queue.", func(x scheduler.Counters) uint64 { return x.Evicted }),
 		sc("jobs_cancelled_total", "Jobs cancelled by an operator or by retention.", func(x scheduler.Counters) uint64 { return x.Cancelled }),
