@@ -33,11 +33,13 @@ var errStopped = errors.New("lease: keeper stopped")
 // lease has run out locally it is lost, whatever the leader says.
 type Renewer func(ctx context.Context) (time.Duration, error)
 
-// Default tuning of a [Keeper].
+// DefaultFraction is the renewal fraction of a [Keeper]: it renews every
+// half lease, so the first renewal of a lease of duration d obtained by a
+// request sent at s is due at s + DefaultFraction×d.
+const DefaultFraction = 0.5
+
+// Default retry tuning of a [Keeper].
 const (
-	// defaultFraction is the renewal fraction: a keeper renews every half
-	// lease.
-	defaultFraction = 0.5
 	// defaultRetryInitial is the default wait before retrying a failed
 	// renewal.
 	defaultRetryInitial = 100 * time.Millisecond
@@ -59,7 +61,7 @@ type config struct {
 // it: a lease of duration g obtained by a request sent at s is renewed at
 // s + f×g. f must lie in the open interval (0, 1); any other value (and NaN)
 // is ignored, with a warning on the keeper's logger, and the keeper uses
-// defaultFraction. Only tests set it (export_test.go).
+// [DefaultFraction]. Only tests set it (export_test.go).
 func withFraction(f float64) Option {
 	return func(c *config) { c.fraction = f }
 }
@@ -117,7 +119,7 @@ type Keeper struct {
 // NewKeeper starts a keeper for a lease of duration granted, obtained by a
 // request the worker sent at local time sentAt (read from [time.Now]). The
 // lease ends locally at sentAt + granted; the keeper first renews it at
-// sentAt + f×granted, f being the renewal fraction (one half), by
+// sentAt + f×granted, f being the renewal fraction ([DefaultFraction]), by
 // calling renew.
 //
 // After a successful renewal sent at s that granted g, the lease ends locally
@@ -146,7 +148,7 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 		panic("lease: NewKeeper called with a nil Renewer")
 	}
 	cfg := config{
-		fraction:     defaultFraction,
+		fraction:     DefaultFraction,
 		logger:       slog.New(slog.DiscardHandler),
 		retryInitial: defaultRetryInitial,
 		retryMax:     defaultRetryMax,
@@ -157,8 +159,8 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 		}
 	}
 	if !(cfg.fraction > 0 && cfg.fraction < 1) {
-		cfg.logger.Warn("lease: ignoring invalid renewal fraction", "fraction", cfg.fraction, "using", defaultFraction)
-		cfg.fraction = defaultFraction
+		cfg.logger.Warn("lease: ignoring invalid renewal fraction", "fraction", cfg.fraction, "using", DefaultFraction)
+		cfg.fraction = DefaultFraction
 	}
 
 	ctx, cancel := context.WithCancelCause(parent)
