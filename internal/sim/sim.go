@@ -85,8 +85,9 @@ type Report struct {
 	// had a cap, a run window or a not-before time: each was checked
 	// against them.
 	PolicyStarts int
-	// Upgrades is 1 for a run whose log began at cluster version 1 and
-	// was raised to the newest version mid-run (a rolling upgrade).
+	// Upgrades is 1 for a run whose log began at an earlier cluster
+	// version (1, or 5) and was raised to the newest version mid-run (a
+	// rolling upgrade).
 	Upgrades int
 }
 
@@ -275,6 +276,15 @@ func newSim(seed uint64, opt Options) *Sim {
 		// the other seeds' runs are unchanged.
 		s.cfg.Planner.Levels[0].CrossShard = true
 		s.rep.Mode += "+crossshard"
+	}
+	if seed%5 == 4 && s.upgradeAt == 0 {
+		// One seed in five begins its log at cluster version 5 (the
+		// previous release's newest) and is upgraded to the newest
+		// mid-run. Decided by the seed, not drawn, so that the other
+		// seeds' runs are unchanged.
+		s.cfg.StartVersion = 5
+		s.upgradeAt = 1 + int(seed/5)%opt.Steps
+		s.rep.Mode += "+from5"
 	}
 	n := 3 + s.rng.IntN(3)
 	s.rep.Replicas = n

@@ -87,11 +87,11 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 
 	c.plKeys = d("planner", "keys", "Keys (tenant, shard, level) with queued blocks, per level.", "level")
 	c.plQueued = d("planner", "queued_blocks", "Blocks queued for compaction, per level.", "level")
-	c.plReady = d("planner", "ready_batches", "Estimated number of jobs that could be planned now, per level.", "level")
+	c.plReady = d("planner", "ready_batches", "Estimated number of jobs that could be planned now, per level: the measure the ready-batch backpressure thresholds of a policy (slow_ready_batches, stop_ready_batches) grade per tenant.", "level")
 	c.plClaimed = d("planner", "claimed_blocks", "Blocks claimed by compaction jobs, per level.", "level")
 	c.plQuarantined = d("planner", "quarantined_blocks", "Blocks quarantined (their job was evicted after repeated failures), per level; they wait for an operator to requeue them.", "level")
 	c.plLag = d("planner", "compaction_lag_seconds", "Compaction lag: how long the oldest queued block of the level has waited. An autoscaling signal: scale workers up while it grows.", "level")
-	c.plDebt = d("planner", "compaction_debt_block_seconds", "Compaction debt: the sum over the level's queued blocks of the time each has waited, in block-seconds. Grows with both backlog and age: the autoscaling and backpressure signal.", "level")
+	c.plDebt = d("planner", "compaction_debt_block_seconds", "Compaction debt: the sum over the level's queued blocks of the time each has waited, in block-seconds. Grows with both backlog and age: the autoscaling signal.", "level")
 	c.plJobs = d("planner", "claiming_jobs", "Jobs that hold claims on queued blocks.")
 	c.plCounters = []counter[planner.Counters]{
 		{d("planner", "blocks_enqueued_total", "Blocks queued for compaction."), func(x planner.Counters) uint64 { return x.Enqueued }},
