@@ -542,7 +542,7 @@ func (sc *Schedule) AssignJob(worker string) bool {
 		o.st.Failures++
 	}
 	o.st.Status = ck.StatusInProgress
-	o.st.Deadline = lease.Grant(sc.now, 0, sc.v.cfg.LeaseDuration).Deadline
+	o.st.Deadline = lease.Grant(sc.now, sc.v.cfg.LeaseDuration)
 	o.st.Worker = worker
 	o.st.Version = 0
 	sc.emit(ch)

@@ -76,7 +76,7 @@
 // [Config.CleanupTimeout]), then merges its sources with the [Runner]
 // ([blockmerge.Merge] by default; a host plugs in its own block format)
 // into outputs under the attempt's prefix — outputs outside it are refused
-// and the job reported failed. Both go through a [blockmerge.FencedStore] sharing one
+// and the job reported failed. Both go through a store of [blockmerge.NewFencedStore] sharing one
 // [fencing.Guard] per worker, so a stale attempt of a job in this process
 // cannot write after a newer one started. The job's report is then sent
 // until the leader answers about it:

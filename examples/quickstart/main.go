@@ -160,8 +160,8 @@ func run(ctx context.Context, out io.Writer) (res outcome, err error) {
 		if err != nil {
 			return res, err
 		}
-		for j := range rd.Datasets() {
-			it, err := rd.DatasetAt(ctx, j)
+		for _, d := range rd.Meta().Datasets {
+			it, err := rd.Dataset(ctx, d.Tenant, d.Name)
 			if err != nil {
 				return res, err
 			}
