@@ -515,8 +515,8 @@ type Policies struct {
 	Next string `json:"next,omitempty"`
 }
 
-// MaxPolicyPage bounds the limit of a page of GET api/policies.
-const MaxPolicyPage = 10000
+// maxPolicyPage bounds the limit of a page of GET api/policies.
+const maxPolicyPage = 10000
 
 // TenantPolicy is a tenant's own policy (or the default, with no tenant)
 // and whether it lets the tenant's new jobs start at the log's time (its
@@ -539,7 +539,7 @@ type CompactNow struct {
 
 func (h *Handler) policiesOf(r *http.Request) (*Policies, error) {
 	q := r.URL.Query()
-	limit, err := queryInt(q, "limit", MaxPolicyPage)
+	limit, err := queryInt(q, "limit", maxPolicyPage)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -153,7 +152,6 @@ func TestPolicies(t *testing.T) {
 	defer mu.Unlock()
 	for _, a := range []string{"policy-set", "compact-now", "policy-clear", "policies", "status"} {
 		require.Contains(t, asked, a)
-		require.True(t, slices.Contains(admin.Actions, a), a)
 	}
 }
 

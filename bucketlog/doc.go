@@ -71,7 +71,7 @@
 // entry measured; [OpenNode] prepares with it.
 //
 // Commands are batched: every command a coordinator has waiting when it
-// appends goes into one entry (up to MaxBatch), so a poll and the ingest
+// appends goes into one entry (up to 64 commands), so a poll and the ingest
 // that arrived meanwhile cost one conditional create. Each command has its
 // own log index — the fencing token of the jobs it assigns — so entries
 // and log indexes are numbered apart: entry N holds the indexes after

@@ -37,14 +37,14 @@ var (
 	ErrNoStoreTime = errors.New("bucketlog: the entry is timed by the store and the store reports no times")
 )
 
-// DefaultCheckpointEvery is the default checkpoint interval, in entries.
-const DefaultCheckpointEvery = 256
+// defaultCheckpointEvery is the default checkpoint interval, in entries.
+const defaultCheckpointEvery = 256
 
 // Option configures a [Log].
 type Option func(*Log)
 
 // WithCheckpointEvery sets the checkpoint interval in entries (default
-// [DefaultCheckpointEvery]; 0 writes none).
+// 256; 0 writes none).
 func WithCheckpointEvery(n uint64) Option { return func(l *Log) { l.every = n } }
 
 // WithObserver calls fn for every entry the log applies, in log order,
@@ -83,7 +83,7 @@ func WithoutStoreTime() Option { return func(l *Log) { l.stampOnly = true } }
 func WithCatchUpLimit(n int) Option { return func(l *Log) { l.jumpAfter = n } }
 
 // WithTruncateGrace sets the time between raising the low-water mark over
-// an entry and deleting it (default [DefaultTruncateGrace]); see
+// an entry and deleting it (default a minute); see
 // [Log.Truncate]. Give every coordinator of a log the same: an append that
 // stalled for half of it checks the mark again. 0 deletes at once (and
 // checks the mark after every append): for tests.
@@ -102,8 +102,8 @@ func WithLogger(lg *slog.Logger) Option {
 // [leader.Log] over its own replica of the state machine.
 //
 // Concurrent proposals are batched: whichever caller holds the append
-// lock writes every command waiting for it (up to [MaxBatch] commands and
-// [MaxEntryBytes]) as one entry, so a coordinator serving ingest and polls
+// lock writes every command waiting for it (up to 64 commands and
+// 8 MiB) as one entry, so a coordinator serving ingest and polls
 // at once pays one conditional create for many commands.
 type Log struct {
 	store blockmerge.Store
@@ -152,11 +152,11 @@ type proposal struct {
 	err        error
 }
 
-// Batching bounds: one entry carries at most MaxBatch commands and, beyond
-// its first command, at most MaxEntryBytes of them.
+// Batching bounds: one entry carries at most maxBatch commands and, beyond
+// its first command, at most maxEntryBytes of them.
 const (
-	MaxBatch      = 64
-	MaxEntryBytes = 8 << 20
+	maxBatch      = 64
+	maxEntryBytes = 8 << 20
 )
 
 // Stats counts what a coordinator's log did.
@@ -198,8 +198,8 @@ func Open(ctx context.Context, store blockmerge.Store, prefix string, fsm *raftf
 	if id == "" || strings.ContainsAny(id, "\n/") {
 		return nil, fmt.Errorf("bucketlog: coordinator ID %q", id)
 	}
-	l := &Log{store: store, cond: cond, prefix: prefix, fsm: fsm, id: id, every: DefaultCheckpointEvery,
-		clock: time.Now, grace: DefaultTruncateGrace, log: slog.New(slog.DiscardHandler)}
+	l := &Log{store: store, cond: cond, prefix: prefix, fsm: fsm, id: id, every: defaultCheckpointEvery,
+		clock: time.Now, grace: defaultTruncateGrace, log: slog.New(slog.DiscardHandler)}
 	l.timer, _ = store.(blockmerge.Timestamper)
 	for _, o := range opts {
 		o(l)
@@ -507,7 +507,7 @@ func (l *Log) take() []*proposal {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	n, size := 1, len(l.queue[0].cmd)
-	for n < len(l.queue) && n < MaxBatch && size+len(l.queue[n].cmd) <= MaxEntryBytes {
+	for n < len(l.queue) && n < maxBatch && size+len(l.queue[n].cmd) <= maxEntryBytes {
 		size += len(l.queue[n].cmd)
 		n++
 	}
