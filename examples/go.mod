@@ -3,10 +3,10 @@ module github.com/compactkit/compactkit/examples
 go 1.26.0
 
 require (
-	github.com/compactkit/compactkit v0.0.0
-	github.com/compactkit/compactkit/blockmerge/objstore v0.0.0-00010101000000-000000000000
-	github.com/compactkit/compactkit/metrics/prom v0.0.0-00010101000000-000000000000
-	github.com/compactkit/compactkit/raftfsm/hraft v0.0.0-00010101000000-000000000000
+	github.com/compactkit/compactkit v0.1.0
+	github.com/compactkit/compactkit/blockmerge/objstore v0.1.0
+	github.com/compactkit/compactkit/metrics/prom v0.1.0
+	github.com/compactkit/compactkit/raftfsm/hraft v0.1.0
 	github.com/hashicorp/raft v1.7.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -36,7 +36,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.33.19 // indirect
 	github.com/aws/smithy-go v1.24.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/boltdb/bolt v1.3.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
@@ -55,7 +54,6 @@ require (
 	github.com/hashicorp/go-metrics v0.5.4 // indirect
 	github.com/hashicorp/go-msgpack/v2 v2.1.2 // indirect
 	github.com/hashicorp/golang-lru v0.5.0 // indirect
-	github.com/hashicorp/raft-boltdb/v2 v2.3.1 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
@@ -75,7 +73,6 @@ require (
 	github.com/thanos-io/objstore v0.0.0-20250804093838-71d60dfee488 // indirect
 	github.com/tinylib/msgp v1.3.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	go.etcd.io/bbolt v1.3.5 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/image v0.30.0 // indirect

@@ -15,6 +15,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -24,7 +25,7 @@ type cluster struct {
 	t     testing.TB
 	cfg   raftfsm.Config
 	mode  hraft.Mode
-	nodes []*hraft.Node // nil while down
+	nodes []*hraftnode.Node // nil while down
 	dirs  []string
 	addrs []raft.ServerAddress
 	opts  []hraft.Option
@@ -59,7 +60,7 @@ func testRaftConfig(id string, timeout time.Duration) *raft.Config {
 
 func newCluster(t testing.TB, n int, mode hraft.Mode, timeout time.Duration, opts ...hraft.Option) *cluster {
 	t.Helper()
-	c := &cluster{t: t, cfg: testState(), mode: mode, nodes: make([]*hraft.Node, n), dirs: make([]string, n), addrs: make([]raft.ServerAddress, n), opts: opts, timeout: timeout}
+	c := &cluster{t: t, cfg: testState(), mode: mode, nodes: make([]*hraftnode.Node, n), dirs: make([]string, n), addrs: make([]raft.ServerAddress, n), opts: opts, timeout: timeout}
 	for i := range n {
 		c.dirs[i] = t.TempDir()
 		c.start(i)
@@ -79,7 +80,7 @@ func newCluster(t testing.TB, n int, mode hraft.Mode, timeout time.Duration, opt
 
 func (c *cluster) start(i int) {
 	c.t.Helper()
-	nd, err := hraft.NewNode(hraft.NodeConfig{
+	nd, err := hraftnode.New(hraftnode.Config{
 		ID: fmt.Sprintf("n%d", i), Dir: c.dirs[i], NoSync: true, BindAddr: string(c.addrs[i]),
 		State: &c.cfg, Raft: testRaftConfig(fmt.Sprintf("n%d", i), c.timeout),
 		Service: append([]hraft.Option{hraft.WithMode(c.mode)}, c.opts...),

@@ -1,15 +1,47 @@
-package hraft_test
+package hraftnode_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 )
+
+func testState() raftfsm.Config {
+	cfg := raftfsm.DefaultConfig()
+	for i := range cfg.Planner.Levels {
+		cfg.Planner.Levels[i].MaxBlocks = 4
+	}
+	return cfg
+}
+
+// testRaftConfig is FastConfig with timeouts of at least timeout (the
+// machine running the tests may be loaded: a starved leader steps down).
+func testRaftConfig(id string, timeout time.Duration) *raft.Config {
+	c := hraft.FastConfig(id)
+	c.HeartbeatTimeout = max(c.HeartbeatTimeout, timeout)
+	c.ElectionTimeout = max(c.ElectionTimeout, timeout)
+	c.LeaderLeaseTimeout = max(c.LeaderLeaseTimeout, timeout)
+	return c
+}
+
+func snapshotBytes(t testing.TB, f *raftfsm.FSM) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, f.Snapshot(&b))
+	return b.Bytes()
+}
 
 func TestNodeJoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -20,12 +52,12 @@ func TestNodeJoin(t *testing.T) {
 	other := testState()
 	other.Scheduler.MaxFailures = 7
 	other.Index.CleanupDelay = time.Hour
-	newNode := func(id string) *hraft.Node {
+	newNode := func(id string) *hraftnode.Node {
 		st := &state
 		if id == "b" {
 			st = &other
 		}
-		nd, err := hraft.NewNode(hraft.NodeConfig{ID: id, State: st, Raft: testRaftConfig(id, 250*time.Millisecond)})
+		nd, err := hraftnode.New(hraftnode.Config{ID: id, State: st, Raft: testRaftConfig(id, 250*time.Millisecond)})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, nd.Shutdown()) })
 		return nd
@@ -37,8 +69,11 @@ func TestNodeJoin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a.ID, id)
 
-	w := newWorkload(t, 0)
-	_, err = a.Service.AddBlocks(ctx, w.newBlocks(5))
+	var blocks []ck.BlockMeta
+	for i := range 5 {
+		blocks = append(blocks, leadertest.Block(fmt.Sprintf("b%d", i), "t1", uint32(i%2), int64(i)*int64(time.Second)))
+	}
+	_, err = a.Service.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
 
 	b := newNode("b")
@@ -68,14 +103,14 @@ func TestNodeJoin(t *testing.T) {
 }
 
 func TestNewNodeErrors(t *testing.T) {
-	_, err := hraft.NewNode(hraft.NodeConfig{})
-	require.Error(t, err)
+	_, err := hraftnode.New(hraftnode.Config{})
+	require.ErrorContains(t, err, "empty ID")
 	bad := raftfsm.DefaultConfig()
 	bad.Planner.FinalLevel = 0
-	_, err = hraft.NewNode(hraft.NodeConfig{ID: "x", State: &bad})
+	_, err = hraftnode.New(hraftnode.Config{ID: "x", State: &bad})
+	require.ErrorIs(t, err, planner.ErrInvalidConfig)
+	_, err = hraftnode.New(hraftnode.Config{ID: "x", BindAddr: "not an address"})
 	require.Error(t, err)
-	_, err = hraft.NewNode(hraft.NodeConfig{ID: "x", BindAddr: "not an address"})
-	require.Error(t, err)
-	_, err = hraft.NewNode(hraft.NodeConfig{ID: "x", Dir: t.TempDir(), BindAddr: "not an address"})
+	_, err = hraftnode.New(hraftnode.Config{ID: "x", Dir: t.TempDir(), BindAddr: "not an address"})
 	require.Error(t, err, "stores opened before the failure are closed")
 }
