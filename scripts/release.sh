@@ -51,11 +51,15 @@ requirements() {
       inreq && /"Version":/ { gsub(/[",]/, "", $2); if (path == mod || index(path, mod "/") == 1) print path, $2 }'
 }
 
+# Every requirement first, then tidy: a module tidied while another it
+# replaces still requires an older version would be raised back to it.
 for d in "${dirs[@]}"; do
   [ "$d" = "." ] && continue
   while read -r path _; do
-    [ -n "$path" ] && GOWORK=off go mod edit -require="$path@$version" "$d/go.mod"
+    if [ -n "$path" ]; then GOWORK=off go mod edit -require="$path@$version" "$d/go.mod"; fi
   done < <(requirements "$d/go.mod")
+done
+for d in "${dirs[@]}"; do
   (cd "$d" && GOWORK=off go mod tidy)
 done
 
