@@ -1,13 +1,11 @@
 package hraftnode_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
@@ -16,40 +14,16 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
+	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 )
-
-func testState() raftfsm.Config {
-	cfg := raftfsm.DefaultConfig()
-	for i := range cfg.Planner.Levels {
-		cfg.Planner.Levels[i].MaxBlocks = 4
-	}
-	return cfg
-}
-
-// testRaftConfig is FastConfig with timeouts of at least timeout (the
-// machine running the tests may be loaded: a starved leader steps down).
-func testRaftConfig(id string, timeout time.Duration) *raft.Config {
-	c := hraft.FastConfig(id)
-	c.HeartbeatTimeout = max(c.HeartbeatTimeout, timeout)
-	c.ElectionTimeout = max(c.ElectionTimeout, timeout)
-	c.LeaderLeaseTimeout = max(c.LeaderLeaseTimeout, timeout)
-	return c
-}
-
-func snapshotBytes(t testing.TB, f *raftfsm.FSM) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	require.NoError(t, f.Snapshot(&b))
-	return b.Bytes()
-}
 
 func TestNodeJoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	state := testState()
+	state := hrafttest.State()
 	// b starts from another local configuration: the first leader seeds
 	// the replicated one, so the replicas still agree byte for byte.
-	other := testState()
+	other := hrafttest.State()
 	other.Scheduler.MaxFailures = 7
 	other.Index.CleanupDelay = time.Hour
 	newNode := func(id string) *hraftnode.Node {
@@ -57,7 +31,7 @@ func TestNodeJoin(t *testing.T) {
 		if id == "b" {
 			st = &other
 		}
-		nd, err := hraftnode.New(hraftnode.Config{ID: id, State: st, Raft: testRaftConfig(id, 250*time.Millisecond)})
+		nd, err := hraftnode.New(hraftnode.Config{ID: id, State: st, Raft: hrafttest.RaftConfig(id, 250*time.Millisecond)})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, nd.Shutdown()) })
 		return nd
@@ -93,7 +67,7 @@ func TestNodeJoin(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	require.Equal(t, snapshotBytes(t, a.State), snapshotBytes(t, b.State))
+	require.Equal(t, hrafttest.SnapshotBytes(t, a.State), hrafttest.SnapshotBytes(t, b.State))
 
 	// A follower's Join is refused with the leader's address.
 	err = b.Join(ctx, "c", "127.0.0.1:1")
