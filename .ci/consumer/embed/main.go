@@ -54,7 +54,7 @@ func (f *myFSM) Apply(l *raft.Log) any {
 }
 
 func (f *myFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, fmt.Errorf("not in this program") }
-func (f *myFSM) Restore(io.ReadCloser) error      { return fmt.Errorf("not in this program") }
+func (f *myFSM) Restore(io.ReadCloser) error         { return fmt.Errorf("not in this program") }
 
 func main() {
 	cfg := raftfsm.DefaultConfig()
