@@ -71,7 +71,7 @@ consumer() {
   local name=$1 fixture=$2; shift 2
   local dir="$work/consumers/$name"
   mkdir -p "$dir"
-  cp "$repo/.ci/consumer/$fixture"/*.go "$dir/"
+  cp "$work/src/.ci/consumer/$fixture"/*.go "$dir/"
   (cd "$dir" && go mod init "example.com/consumer/$name" 2>/dev/null)
   local m
   for m in "$@"; do
