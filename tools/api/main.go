@@ -189,6 +189,8 @@ func pkgLines(pkg *types.Package) []line {
 					}
 				}
 			case *types.Interface:
+				// The method set in the type's line; the explicit methods
+				// and the embedded types in lines of their own.
 				var names []string
 				for m := range u.Methods() {
 					if m.Exported() {
@@ -200,7 +202,7 @@ func pkgLines(pkg *types.Package) []line {
 				slices.Sort(names)
 				names = slices.Compact(names)
 				add(false, "%s interface { %s }", head, strings.Join(names, ", "))
-				for m := range u.Methods() {
+				for m := range u.ExplicitMethods() {
 					if m.Exported() {
 						add(false, "%s interface, %s%s", head, m.Name(), signature(m.Type().(*types.Signature), ts))
 					}
