@@ -10,7 +10,8 @@
 #     GOPRIVATE=github.com/compactkit, a fresh GOMODCACHE fed from the
 #     machine's download cache) go get each module at that version — each
 #     nested module on its own, with no root fetched before it — then build
-#     and run one small program per module (.ci/consumer/*), run the kits
+#     and run one small program per module (.ci/consumer/*; hraft's two
+#     packages, hraft and hraftnode, each get one), run the kits
 #     leadertest and storetest, and build hraft in a host pinned to
 #     hashicorp/raft v1.8.0; go vet and go mod tidy -diff are clean in each;
 #   - a new root function that hraft calls is released as v0.2.0-ci: go get
@@ -102,6 +103,8 @@ note "each nested module fetched on its own at $v1"
 consumer embed embed "raftfsm/hraft@$v1"
 requires embed "$mod" "$v1"
 check embed
+consumer node node "raftfsm/hraft@$v1"
+check node
 consumer etcd etcd "raftfsm/etcdraft@$v1"
 requires etcd "$mod" "$v1"
 if grep -E 'hashicorp/raft|boltdb' "$work/consumers/etcd/go.mod" "$work/consumers/etcd/go.sum"; then
