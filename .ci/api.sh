@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 modules=(. raftfsm/hraft raftfsm/etcdraft blockmerge/objstore metrics/prom)
 file=api/compactkit.txt
 
+# -trimpath: the scratch copy's packages hit the build cache of the tree's.
+export GOFLAGS="${GOFLAGS:-} -trimpath"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/api" ./tools/api
