@@ -74,12 +74,15 @@ while read -r gomod; do
 done < <(git ls-files --cached --others --exclude-standard '*go.mod' 'go.mod')
 if [ "$stale" -ne 0 ]; then
   echo "release: refusing to tag $version" >&2
+  # The tree was clean: whatever differs now is this script's.
   git checkout -q -- .
+  git clean -fdq
   exit 1
 fi
 
 if [ -n "$(git status --porcelain)" ]; then
-  git commit -qam "release $version"
+  git add -A
+  git commit -qm "release $version"
 fi
 for t in "${tags[@]}"; do
   git tag -a "$t" -m "release $version"
