@@ -76,7 +76,7 @@ func TestNodeJoin(t *testing.T) {
 	require.Equal(t, string(a.Addr), nle.LeaderAddr)
 }
 
-func TestNewNodeErrors(t *testing.T) {
+func TestNewErrors(t *testing.T) {
 	_, err := hraftnode.New(hraftnode.Config{})
 	require.ErrorContains(t, err, "empty ID")
 	bad := raftfsm.DefaultConfig()
