@@ -7,32 +7,21 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/compactkittest"
 	"github.com/compactkit/compactkit/fencing"
 )
 
-// Generators of valid values, shared by the tests of this package.
-
-func genName() *rapid.Generator[string] {
-	return rapid.StringMatching(`[a-z0-9][a-z0-9._-]{0,11}`)
-}
-
-func genID() *rapid.Generator[string] {
-	return rapid.Custom(func(t *rapid.T) string {
-		segs := rapid.SliceOfN(rapid.StringMatching(`[A-Za-z0-9][A-Za-z0-9_-]{0,9}`), 1, 3).Draw(t, "segments")
-		id := segs[0]
-		for _, s := range segs[1:] {
-			id += "/" + s
-		}
-		return id
-	})
-}
+// Generators of valid values, shared by the tests of this package. Names
+// and IDs come from compactkittest; blocks, plans and updates are drawn
+// from the whole valid domain (negative times, multi-tenant segments,
+// any shard), wider than compactkittest.Block's.
 
 func genBlock() *rapid.Generator[ck.BlockMeta] {
 	return rapid.Custom(func(t *rapid.T) ck.BlockMeta {
 		minT := rapid.Int64Range(-1<<40, 1<<40).Draw(t, "min")
 		maxT := minT + rapid.Int64Range(0, 1<<30).Draw(t, "span")
 		b := ck.BlockMeta{
-			ID:      genID().Draw(t, "id"),
+			ID:      compactkittest.ID().Draw(t, "id"),
 			Tenant:  rapid.SampledFrom([]string{"", "acme", "globex"}).Draw(t, "tenant"),
 			Shard:   rapid.Uint32Range(0, 64).Draw(t, "shard"),
 			Level:   rapid.Uint32Range(0, 3).Draw(t, "level"),
@@ -62,24 +51,24 @@ func genBlock() *rapid.Generator[ck.BlockMeta] {
 func genTombstone() *rapid.Generator[ck.Tombstone] {
 	return rapid.Custom(func(t *rapid.T) ck.Tombstone {
 		if rapid.Bool().Draw(t, "prefix") {
-			return ck.Tombstone{Kind: ck.TombstonePrefix, Target: ck.AttemptPrefix(genName().Draw(t, "job"), fencing.Token(rapid.Uint64Min(1).Draw(t, "token")))}
+			return ck.Tombstone{Kind: ck.TombstonePrefix, Target: ck.AttemptPrefix(compactkittest.Name().Draw(t, "job"), fencing.Token(rapid.Uint64Min(1).Draw(t, "token")))}
 		}
-		return ck.Tombstone{Kind: ck.TombstoneBlock, Target: genID().Draw(t, "target")}
+		return ck.Tombstone{Kind: ck.TombstoneBlock, Target: compactkittest.ID().Draw(t, "target")}
 	})
 }
 
 func genPlan() *rapid.Generator[ck.JobPlan] {
 	return rapid.Custom(func(t *rapid.T) ck.JobPlan {
 		p := ck.JobPlan{
-			Name:       genName().Draw(t, "name"),
+			Name:       compactkittest.Name().Draw(t, "name"),
 			Tenant:     rapid.SampledFrom([]string{"", "acme"}).Draw(t, "tenant"),
 			Shard:      rapid.Uint32().Draw(t, "shard"),
 			Level:      rapid.Uint32Range(0, 5).Draw(t, "level"),
-			Sources:    rapid.SliceOfNDistinct(genID(), 0, 8, rapid.ID).Draw(t, "sources"),
+			Sources:    rapid.SliceOfNDistinct(compactkittest.ID(), 0, 8, rapid.ID).Draw(t, "sources"),
 			Tombstones: rapid.SliceOfNDistinct(genTombstone(), 0, 3, ck.Tombstone.String).Draw(t, "tombstones"),
 		}
 		if len(p.Sources) == 0 && len(p.Tombstones) == 0 {
-			p.Sources = []string{genID().Draw(t, "source")}
+			p.Sources = []string{compactkittest.ID().Draw(t, "source")}
 		}
 		return p
 	})
@@ -88,7 +77,7 @@ func genPlan() *rapid.Generator[ck.JobPlan] {
 func genUpdate() *rapid.Generator[ck.StatusUpdate] {
 	return rapid.Custom(func(t *rapid.T) ck.StatusUpdate {
 		u := ck.StatusUpdate{
-			Job:     genName().Draw(t, "job"),
+			Job:     compactkittest.Name().Draw(t, "job"),
 			Token:   fencing.Token(rapid.Uint64Min(1).Draw(t, "token")),
 			Status:  ck.ReportStatus(rapid.IntRange(1, 4).Draw(t, "status")),
 			Outputs: []ck.BlockMeta{},
@@ -109,7 +98,7 @@ func genUpdate() *rapid.Generator[ck.StatusUpdate] {
 func genRequest() *rapid.Generator[ck.PollRequest] {
 	return rapid.Custom(func(t *rapid.T) ck.PollRequest {
 		return ck.PollRequest{
-			WorkerID:  genName().Draw(t, "worker"),
+			WorkerID:  compactkittest.Name().Draw(t, "worker"),
 			Seq:       rapid.Uint64Min(1).Draw(t, "seq"),
 			Updates:   rapid.SliceOfNDistinct(genUpdate(), 0, 4, func(u ck.StatusUpdate) string { return u.Job }).Draw(t, "updates"),
 			FreeSlots: rapid.Int32Range(0, 1000).Draw(t, "slots"),
@@ -123,7 +112,7 @@ func genResponse() *rapid.Generator[ck.PollResponse] {
 		r := ck.PollResponse{Jobs: make([]ck.JobReply, 0, n)}
 		for range n {
 			j := ck.JobReply{
-				Job:      genName().Draw(t, "job"),
+				Job:      compactkittest.Name().Draw(t, "job"),
 				Outcome:  ck.Outcome(rapid.IntRange(1, 5).Draw(t, "outcome")),
 				Token:    fencing.Token(rapid.Uint64().Draw(t, "token")),
 				Deadline: rapid.Int64().Draw(t, "deadline"),
@@ -147,7 +136,7 @@ func genChange() *rapid.Generator[ck.Change] {
 	return rapid.Custom(func(t *rapid.T) ck.Change {
 		c := ck.Change{
 			Kind:    ck.ChangeKind(rapid.IntRange(1, 9).Draw(t, "kind")),
-			Job:     genName().Draw(t, "job"),
+			Job:     compactkittest.Name().Draw(t, "job"),
 			Version: rapid.Uint64().Draw(t, "version"),
 			Outputs: []ck.BlockMeta{},
 		}
@@ -158,9 +147,9 @@ func genChange() *rapid.Generator[ck.Change] {
 			c.Plan = &p
 			c.Version = 0
 		case ck.ChangeAssign:
-			c.Worker = genName().Draw(t, "worker")
+			c.Worker = compactkittest.Name().Draw(t, "worker")
 		case ck.ChangeRenew, ck.ChangeFail, ck.ChangeRelease, ck.ChangeComplete:
-			c.Worker = genName().Draw(t, "worker")
+			c.Worker = compactkittest.Name().Draw(t, "worker")
 			c.Token = fencing.Token(rapid.Uint64Min(1).Draw(t, "token"))
 			if c.Kind == ck.ChangeComplete {
 				c.Outputs = rapid.SliceOfNDistinct(genBlock(), 0, 2, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")

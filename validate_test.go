@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/compactkittest"
 )
 
 func validBlock() ck.BlockMeta {
@@ -183,7 +184,7 @@ func TestStringers(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		job := genName().Draw(t, "job")
+		job := compactkittest.Name().Draw(t, "job")
 		token := rapid.Uint64Min(1).Draw(t, "token")
 		n := rapid.IntRange(0, 100).Draw(t, "n")
 		id := ck.OutputID(job, fencingToken(token), n)

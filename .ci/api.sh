@@ -2,7 +2,7 @@
 # The API check: the exported API of the library modules (tools/api, the
 # form of Go's api/*.txt files) must be api/compactkit.txt, line for line.
 # A change to the API rewrites the file on purpose:
-#   go run ./tools/api -o api/compactkit.txt . raftfsm/hraft raftfsm/etcdraft blockmerge/objstore metrics/prom
+#   go run ./tools/api -o api/compactkit.txt . raftfsm/hraft raftfsm/etcdraft rpc blockmerge/objstore metrics/prom
 # and adds a CHANGELOG.md line. The check tests itself: a copy of the tree
 # with one exported signature changed must fail it.
 set -euo pipefail
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 # The modules a consumer depends on; test-only modules and the examples
 # have no supported API. A new library module joins this list.
-modules=(. raftfsm/hraft raftfsm/etcdraft blockmerge/objstore metrics/prom)
+modules=(. raftfsm/hraft raftfsm/etcdraft rpc blockmerge/objstore metrics/prom)
 file=api/compactkit.txt
 
 # -trimpath: the scratch copy's packages hit the build cache of the tree's.

@@ -111,6 +111,9 @@ if grep -E 'hashicorp/raft|boltdb' "$work/consumers/etcd/go.mod" "$work/consumer
   fail "etcd: an etcd-io/raft host got hashicorp/raft or BoltDB"
 fi
 check etcd
+consumer rpc rpc "rpc@$v1"
+requires rpc "$mod" "$v1"
+check rpc
 consumer objstore objstore "blockmerge/objstore@$v1"
 requires objstore "$mod" "$v1"
 check objstore

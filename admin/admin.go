@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +91,7 @@ type Handler struct {
 	store    blockmerge.Store
 	layout   blockmerge.Layout
 	identity func(r *http.Request) string
+	hosts    map[string]bool
 
 	mu      sync.Mutex
 	history []sample // backlog over time, for the page's chart
@@ -113,6 +113,7 @@ const (
 // New returns the admin handler over svc.
 func New(svc *leader.Service, opts ...Option) *Handler {
 	h := &Handler{svc: svc, maxBody: DefaultMaxBody, log: slog.New(slog.DiscardHandler), now: time.Now}
+	WithAllowedHosts("localhost")(h)
 	for _, o := range opts {
 		o(h)
 	}
@@ -139,15 +140,27 @@ func New(svc *leader.Service, opts ...Option) *Handler {
 	return h
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: every response forbids framing and
+// content sniffing, and a request to a host not allowed
+// ([WithAllowedHosts]) is refused with 403 before anything else.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	secure(w)
+	if !h.hostAllowed(r) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(errorBody{Code: hostsCode,
+			Error: fmt.Sprintf("host %q is not one this handler serves (allow it with admin.WithAllowedHosts)", r.Host)})
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	h.mux.ServeHTTP(w, r)
 }
 
-// errorBody is the JSON of every error.
+// errorBody is the JSON of every error; Code, when set, names what to
+// change to be served.
 type errorBody struct {
 	Error      string `json:"error"`
+	Code       string `json:"code,omitempty"`
 	LeaderID   string `json:"leader_id,omitempty"`
 	LeaderAddr string `json:"leader_addr,omitempty"`
 }
@@ -159,27 +172,37 @@ func (e badRequest) Unwrap() error { return e.error }
 
 func badf(format string, args ...any) error { return badRequest{fmt.Errorf(format, args...)} }
 
-// fail answers err with its status code.
+// fail answers err with its status code: the handler's own cases first
+// (a body too large, a malformed request, an absent resource), then the
+// class of the error (leader.Classify).
 func fail(w http.ResponseWriter, err error) {
 	var nl *leader.NotLeaderError
-	var bad badRequest
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &nl):
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+		return
+	case errors.As(err, new(badRequest)):
+		writeError(w, http.StatusBadRequest, err)
+		return
+	case errors.As(err, new(notFound)):
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	switch leader.Classify(err) {
+	case leader.Invalid:
+		writeError(w, http.StatusBadRequest, err)
+	case leader.Conflict:
+		writeError(w, http.StatusConflict, err)
+	case leader.NotLeader:
+		if !errors.As(err, &nl) || nl.LeaderID == "" && nl.LeaderAddr == "" {
+			writeError(w, http.StatusServiceUnavailable, err) // no leader known to send the caller to
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusMisdirectedRequest)
 		_ = json.NewEncoder(w).Encode(errorBody{Error: err.Error(), LeaderID: nl.LeaderID, LeaderAddr: nl.LeaderAddr})
-	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, err)
-	case refused(err):
-		writeError(w, http.StatusConflict, err)
-	case errors.As(err, &bad), errors.Is(err, raftfsm.ErrInvalidCommand), errors.Is(err, raftfsm.ErrInvalidRequest):
-		writeError(w, http.StatusBadRequest, err)
-	case errors.As(err, new(notFound)):
-		writeError(w, http.StatusNotFound, err)
-	case errors.Is(err, raftfsm.ErrOperator):
-		writeError(w, http.StatusConflict, err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, leader.ErrOutcomeUnknown):
+	case leader.Unavailable:
 		writeError(w, http.StatusServiceUnavailable, err)
 	default:
 		writeError(w, http.StatusInternalServerError, err)
@@ -238,6 +261,7 @@ type Level struct {
 
 // Status is the summary of /api/status.
 type Status struct {
+	// LeaderID is the ID of the node that leads (the one answering).
 	LeaderID       string         `json:"leader_id"`
 	Term           uint64         `json:"term"`
 	LastApplied    uint64         `json:"last_applied"`
@@ -292,6 +316,19 @@ type StaleAlarm struct {
 	For    string `json:"for"`
 }
 
+// duration shows a duration to the millisecond.
+func duration(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// TenantName is how the status page and compactctl show a tenant: its
+// name, or "(multi-tenant)" for the empty tenant, whose blocks are the
+// multi-tenant level-0 segments. The JSON keeps the name itself ("").
+func TenantName(tenant string) string {
+	if tenant == "" {
+		return "(multi-tenant)"
+	}
+	return tenant
+}
+
 func logTime(ns int64) string {
 	if ns == 0 {
 		return ""
@@ -305,7 +342,7 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{
-		Term: st.Term, LastApplied: st.LastApplied, LogTime: logTime(st.Now),
+		LeaderID: h.svc.Leader().LeaderID, Term: st.Term, LastApplied: st.LastApplied, LogTime: logTime(st.Now),
 		ClusterVersion: int(st.ClusterVersion), Workers: st.Workers,
 		Queued: st.Planner.Queued, Claimed: st.Planner.Claimed, Quarantined: st.Planner.Quarantined,
 		Jobs: map[string]int{}, Tombstones: st.Tombstones(), Drained: st.Drained(), Paused: []string{},
@@ -323,10 +360,10 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 	}
 	for _, a := range st.Alarms {
 		s.Alarms = append(s.Alarms, StaleAlarm{Tenant: a.Tenant, Level: a.Level, Oldest: logTime(a.Oldest), Since: logTime(a.Since),
-			For: time.Duration(max(st.Now-a.Since, 0)).String()})
+			For: duration(time.Duration(max(st.Now-a.Since, 0)))})
 	}
 	for _, lv := range st.Planner.Levels {
-		s.Levels = append(s.Levels, Level{Level: lv.Level, Queued: lv.Queued, Claimed: lv.Claimed, ReadyBatches: lv.ReadyBatches, Lag: lv.Lag.String(), DebtBlockSec: lv.Debt})
+		s.Levels = append(s.Levels, Level{Level: lv.Level, Queued: lv.Queued, Claimed: lv.Claimed, ReadyBatches: lv.ReadyBatches, Lag: duration(lv.Lag), DebtBlockSec: lv.Debt})
 	}
 	for _, lv := range st.Scheduler.Levels {
 		s.Jobs[ck.StatusUnassigned.String()] += lv.Unassigned
@@ -334,7 +371,7 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 		s.Jobs[ck.StatusExcluded.String()] += lv.Excluded
 	}
 	for _, p := range st.Scheduler.Paused {
-		tenant, level := p.Tenant, strconv.FormatUint(uint64(p.Level), 10)
+		tenant, level := TenantName(p.Tenant), strconv.FormatUint(uint64(p.Level), 10)
 		if p.AllTenants {
 			tenant = "every tenant"
 		}
@@ -521,12 +558,21 @@ func (h *Handler) tenants(r *http.Request) (any, error) {
 	if _, err := h.svc.Stats(r.Context()); err != nil { // on the leader, up to date
 		return nil, err
 	}
+	return h.tenantRows(-1), nil
+}
+
+// tenantRows returns the tenants' backlogs, at most limit of them (all
+// when limit < 0).
+func (h *Handler) tenantRows(limit int) []Tenant {
 	out := []Tenant{}
 	for _, t := range h.svc.FSM().Tenants() {
+		if len(out) == limit {
+			break
+		}
 		out = append(out, Tenant{Tenant: t.Tenant, Level: t.Level, Queued: t.Queued, ReadyBatches: t.ReadyBatches,
-			Oldest: logTime(t.Oldest), Lag: t.Lag.String(), DebtBlockSec: t.Debt})
+			Oldest: logTime(t.Oldest), Lag: duration(t.Lag), DebtBlockSec: t.Debt})
 	}
-	return out, nil
+	return out
 }
 
 // Quarantined is a quarantined block.
@@ -615,12 +661,13 @@ func (h *Handler) dryRun(r *http.Request) (any, error) {
 	return out, nil
 }
 
-// Command is the body of a command: the fields its action reads.
+// Command is the body of a command: the fields its action reads. pause
+// and resume name exactly one of Tenant (a pointer, because "tenant": ""
+// names the empty tenant of multi-tenant segments) and All, and
+// optionally a Level; the other actions take none of the three.
 type Command struct {
-	Tenant string `json:"tenant,omitempty"`
-	// All pauses or resumes every tenant (tenant empty); without it an
-	// empty tenant is the empty tenant (from cluster version 5; before,
-	// an empty tenant means every tenant).
+	Tenant *string `json:"tenant,omitempty"`
+	// All pauses or resumes every tenant.
 	All         bool     `json:"all,omitempty"`
 	Level       *uint32  `json:"level,omitempty"`
 	Job         string   `json:"job,omitempty"`
@@ -628,6 +675,39 @@ type Command struct {
 	Blocks      []string `json:"blocks,omitempty"`
 	// Reason says why blocks are marked (mark only).
 	Reason string `json:"reason,omitempty"`
+}
+
+// oneTenant checks that a command names exactly one of a tenant and every
+// tenant.
+func oneTenant(name string, tenant *string, all bool) error {
+	if (tenant != nil) == all {
+		return badf(`%s: name a tenant ("tenant") or every tenant ("all": true), not both`, name)
+	}
+	return nil
+}
+
+// operator converts the body of an operator command; its errors are the
+// caller's (400).
+func (c *Command) operator(name string, action raftfsm.OperatorAction) (raftfsm.Operator, error) {
+	op := raftfsm.Operator{Action: action, All: c.All, Level: c.Level, Job: c.Job, Blocks: c.Blocks, Reason: c.Reason}
+	switch {
+	case action == raftfsm.OpPause || action == raftfsm.OpResume:
+		if err := oneTenant(name, c.Tenant, c.All); err != nil {
+			return op, err
+		}
+		if c.Tenant != nil {
+			op.Tenant = *c.Tenant
+		}
+	case c.Tenant != nil || c.All || c.Level != nil:
+		return op, badf("%s: tenant, all and level are for pause and resume", name)
+	}
+	if action == raftfsm.OpSetMaxFailures {
+		if c.MaxFailures == nil {
+			return op, badf("set-max-failures: max_failures is required")
+		}
+		op.MaxFailures = *c.MaxFailures
+	}
+	return op, nil
 }
 
 // CommandResult is the answer to a command.
@@ -644,30 +724,19 @@ var actions = map[string]raftfsm.OperatorAction{
 	"mark": raftfsm.OpMark,
 }
 
-// sameOrigin reports whether a browser's request comes from a page of the
-// handler's own host (requests without Origin are not a browser's).
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
-}
-
 // commandAllowed checks what every command needs: an authorizer that
 // allows it, the handler's own origin, a JSON body.
 func (h *Handler) commandAllowed(w http.ResponseWriter, r *http.Request, name string) bool {
 	if h.auth == nil {
-		writeError(w, http.StatusForbidden, errors.New("read-only: this handler has no authorizer, so it runs no command"))
+		writeError(w, http.StatusForbidden, errReadOnly)
 		return false
 	}
-	if !sameOrigin(r) {
-		writeError(w, http.StatusForbidden, fmt.Errorf("cross-origin command from %q refused", r.Header.Get("Origin")))
+	if err := sameOrigin(r); err != nil {
+		writeError(w, http.StatusForbidden, err)
 		return false
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		writeError(w, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want application/json", ct))
+	if err := jsonBody(r); err != nil {
+		writeError(w, http.StatusUnsupportedMediaType, err)
 		return false
 	}
 	return h.authorize(w, r, name)
@@ -709,22 +778,19 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	op := raftfsm.Operator{Action: action, Tenant: c.Tenant, All: c.All, Level: c.Level, Job: c.Job, Blocks: c.Blocks, Reason: c.Reason}
+	op, err := c.operator(name, action)
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	if h.identity != nil {
 		op.By = h.identity(r)
-	}
-	if action == raftfsm.OpSetMaxFailures {
-		if c.MaxFailures == nil {
-			fail(w, badf("set-max-failures: max_failures is required"))
-			return
-		}
-		op.MaxFailures = *c.MaxFailures
 	}
 	res, err := h.svc.Operator(r.Context(), op)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	h.log.Info("admin: command", "action", name, "by", op.By, "tenant", c.Tenant, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
+	h.log.Info("admin: command", "action", name, "by", op.By, "tenant", op.Tenant, "all", op.All, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
 	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count, Cancelled: res.Cancelled})
 }

@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +32,7 @@ type node struct {
 	job ck.JobReply
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	cfg := raftfsm.DefaultConfig()
 	cfg.Planner.Levels[0].MaxBlocks = 2
 	fsm, err := raftfsm.New(cfg)
@@ -58,23 +61,11 @@ func allow(*http.Request, string) error { return nil }
 // call sends a request and decodes the JSON answer into out (if not nil).
 func call(t *testing.T, srv *httptest.Server, method, path, body string, hdr map[string]string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	code, _, data := send(t, srv, method, path, "", body, hdr)
 	if out != nil {
-		require.NoError(t, json.Unmarshal(data, out), string(data))
+		require.NoError(t, json.Unmarshal([]byte(data), out), data)
 	}
-	return resp.StatusCode
+	return code
 }
 
 func TestReads(t *testing.T) {
@@ -88,6 +79,7 @@ func TestReads(t *testing.T) {
 	require.Equal(t, 1, st.Jobs["in_progress"])
 	require.NotEmpty(t, st.Levels)
 	require.NotEmpty(t, st.LogTime)
+	require.Equal(t, "mem", st.LeaderID, "the leader's ID, from the service's leadership")
 
 	var page admin.JobPage
 	require.Equal(t, 200, call(t, srv, "GET", "/api/jobs?status=in_progress", "", nil, &page))
@@ -224,10 +216,20 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":""}`, op, &res))
 	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
 	require.Len(t, st.Paused, 2)
-	require.Equal(t, 400, call(t, srv, "POST", "/api/commands/pause", `{"all":true,"tenant":"acme"}`, op, &e))
-	require.Contains(t, e.Error, "all is for pausing and resuming every tenant")
+	// pause and resume name a tenant or every tenant: nothing else pauses
+	// or resumes, nothing changes.
+	paused := n.snapshot(t)
+	for _, c := range []struct{ action, body string }{
+		{"pause", `{}`}, {"pause", `{"level":0}`}, {"resume", `{}`}, {"resume", `{"level":1}`},
+		{"pause", `{"all":true,"tenant":"acme"}`}, {"resume", `{"all":true,"tenant":""}`},
+		{"cancel", `{"job":"x","tenant":"acme"}`}, {"retry", `{"all":true}`}, {"requeue", `{"blocks":["seg-5"],"level":0}`},
+	} {
+		require.Equal(t, 400, call(t, srv, "POST", "/api/commands/"+c.action, c.body, op, &e), "%s %s", c.action, c.body)
+		require.Contains(t, e.Error, c.action+": ")
+	}
+	require.Equal(t, paused, n.snapshot(t), "refused commands change nothing")
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"all":true,"level":1}`, op, &res))
-	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{}`, op, &res))
+	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/resume", `{"tenant":""}`, op, &res))
 	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", op, &st))
 	require.Empty(t, st.Paused)
 
@@ -247,30 +249,45 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 1, res.Count)
 }
 
-// follower is a log that does not lead.
-type follower struct{ leader.Log }
-
-func (follower) Leader() leader.Leadership {
-	return leader.Leadership{Term: 3, LeaderID: "n2", LeaderAddr: "10.0.0.2:7000"}
+// follower is a log that does not lead and knows the leader it names
+// (none: an election is under way).
+type follower struct {
+	leader.Log
+	id, addr string
 }
 
+func (f follower) Leader() leader.Leadership {
+	return leader.Leadership{Term: 3, LeaderID: f.id, LeaderAddr: f.addr}
+}
+
+// A follower names the leader (421); without a known leader there is
+// nowhere to send the caller (503).
 func TestFollowerNamesTheLeader(t *testing.T) {
 	n := newNode(t)
-	svc := leader.New(follower{leadertest.NewMemLog(n.fsm)}, n.fsm)
-	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(allow)))
-	defer srv.Close()
-	for _, c := range []struct{ method, path, body string }{
-		{"GET", "/api/status", ""}, {"GET", "/api/jobs", ""}, {"GET", "/", ""},
-		{"POST", "/api/commands/pause", `{"tenant":"acme"}`},
-	} {
-		var e struct {
-			Error      string `json:"error"`
-			LeaderID   string `json:"leader_id"`
-			LeaderAddr string `json:"leader_addr"`
+	for _, f := range []follower{{id: "n2", addr: "10.0.0.2:7000"}, {}} {
+		f.Log = leadertest.NewMemLog(n.fsm)
+		srv := httptest.NewServer(admin.New(leader.New(f, n.fsm), admin.WithAuthorizer(allow)))
+		want := http.StatusMisdirectedRequest
+		if f.id == "" {
+			want = http.StatusServiceUnavailable
 		}
-		require.Equal(t, http.StatusMisdirectedRequest, call(t, srv, c.method, c.path, c.body, nil, &e), c.path)
-		require.Equal(t, "n2", e.LeaderID)
-		require.Equal(t, "10.0.0.2:7000", e.LeaderAddr)
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/api/status", ""}, {"GET", "/api/jobs", ""}, {"GET", "/", ""},
+			{"POST", "/api/commands/pause", `{"tenant":"acme"}`},
+		} {
+			var e struct {
+				Error      string `json:"error"`
+				LeaderID   string `json:"leader_id"`
+				LeaderAddr string `json:"leader_addr"`
+			}
+			require.Equal(t, want, call(t, srv, c.method, c.path, c.body, nil, &e), c.path)
+			require.Equal(t, f.id, e.LeaderID)
+			require.Equal(t, f.addr, e.LeaderAddr)
+			if f.id == "" {
+				require.Contains(t, e.Error, "no known leader")
+			}
+		}
+		srv.Close()
 	}
 }
 
@@ -285,7 +302,7 @@ func TestPage(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
 	page := string(body)
-	for _, want := range []string{`id="queued"`, `id="levels"`, `id="in-progress"`, n.job.Job, `<svg id="chart"`, `id="pause-form"`} {
+	for _, want := range []string{`<b id="leader">mem</b>`, `id="queued"`, `id="levels"`, `id="in-progress"`, n.job.Job, `<svg id="chart"`, `id="pause-form"`} {
 		require.Contains(t, page, want)
 	}
 	ro := httptest.NewServer(admin.New(n.svc))
@@ -312,4 +329,78 @@ func TestCommandIdentity(t *testing.T) {
 	var res admin.CommandResult
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/pause", `{"tenant":"acme"}`, map[string]string{"X-Operator": "alice"}, &res))
 	require.Contains(t, logs.String(), `"by":"alice"`)
+}
+
+// The status page shows a multi-tenant level-0 job's tenant as
+// "(multi-tenant)", not as an empty cell, and durations to the
+// millisecond.
+func TestMultiTenantJobsAndDurations(t *testing.T) {
+	cfg := raftfsm.DefaultConfig()
+	cfg.Planner.Levels[0].MaxBlocks = 2
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(clock))
+	ctx := context.Background()
+	var blocks []ck.BlockMeta
+	for i := range 3 {
+		b := leadertest.Block("mt-"+strconv.Itoa(i), "", 0, int64(i)*1e9)
+		b.Datasets = []ck.DatasetMeta{
+			{Tenant: "acme", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+			{Tenant: "globex", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+		}
+		blocks = append(blocks, b)
+	}
+	blocks = append(blocks, leadertest.Block("seg-1", "acme", 0, 0))
+	_, err = svc.AddBlocks(ctx, blocks)
+	require.NoError(t, err)
+	mu.Lock()
+	now = now.Add(1640434394 * time.Nanosecond)
+	mu.Unlock()
+	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 4})
+	require.NoError(t, err)
+	multi := ""
+	for _, j := range resp.Jobs {
+		if j.Plan != nil && j.Plan.Tenant == "" {
+			multi = j.Job
+		}
+	}
+	require.NotEmpty(t, multi, "a multi-tenant level-0 job is in progress")
+	srv := httptest.NewServer(admin.New(svc))
+	defer srv.Close()
+
+	var st admin.Status
+	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", nil, &st))
+	require.NotEmpty(t, st.Levels)
+	for _, l := range st.Levels {
+		d, err := time.ParseDuration(l.Lag)
+		require.NoError(t, err)
+		require.Zero(t, d%time.Millisecond, "lag %s is shown to the millisecond", l.Lag)
+	}
+	var tenants []admin.Tenant
+	require.Equal(t, 200, call(t, srv, "GET", "/api/tenants", "", nil, &tenants))
+	lags := []string{}
+	for _, tn := range tenants {
+		lags = append(lags, tn.Lag)
+	}
+	require.Contains(t, lags, "1.64s")
+	var j admin.Job
+	require.Equal(t, 200, call(t, srv, "GET", "/api/jobs/"+multi, "", nil, &j))
+	require.Empty(t, j.Tenant, "the API keeps the empty tenant's name")
+
+	resp2, err := srv.Client().Get(srv.URL + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	page := string(body)
+	require.Contains(t, page, `<td class="l">`+multi+`</td><td class="l">(multi-tenant)</td>`)
+	require.NotContains(t, page, `<td class="l"></td><td>0</td>`, "no empty tenant cell")
+	require.Contains(t, page, "<td>1.64s</td>")
+	require.NotContains(t, page, "1.640434394s")
 }

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -67,12 +69,12 @@ func (a *accounted) covers(key string) bool {
 }
 
 // check compares the index with the store.
-func (h *Handler) check(ctx context.Context) (*FsckReport, *accounted, error) {
+func (h *Handler) check(ctx context.Context) (*FsckReport, error) {
 	if h.store == nil {
-		return nil, nil, notFound{fmt.Errorf("fsck: this handler has no object store (see admin.WithStore)")}
+		return nil, notFound{fmt.Errorf("fsck: this handler has no object store (see admin.WithStore)")}
 	}
 	if _, err := h.svc.Stats(ctx); err != nil { // on the leader, up to date
-		return nil, nil, err
+		return nil, err
 	}
 	f := h.svc.FSM()
 	acc := &accounted{keys: map[string]bool{}, prefixes: map[string]bool{}}
@@ -103,7 +105,7 @@ func (h *Handler) check(ctx context.Context) (*FsckReport, *accounted, error) {
 	rep := &FsckReport{Orphans: []Object{}, Missing: []string{}}
 	var keys []string
 	if err := h.store.List(ctx, ck.BlockPrefix, func(k string) error { keys = append(keys, k); return nil }); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	rep.Objects = len(keys)
 	for _, k := range keys {
@@ -126,28 +128,31 @@ func (h *Handler) check(ctx context.Context) (*FsckReport, *accounted, error) {
 			rep.Missing = append(rep.Missing, b.ID)
 		}
 	}
-	return rep, acc, nil
+	return rep, nil
 }
 
-func (h *Handler) fsck(r *http.Request) (any, error) {
-	rep, _, err := h.check(r.Context())
-	return rep, err
-}
+func (h *Handler) fsck(r *http.Request) (any, error) { return h.check(r.Context()) }
 
 // RemoveRequest names the orphans to remove.
 type RemoveRequest struct {
 	Keys []string `json:"keys"`
 }
 
-// RemoveResult says what was removed, and what was not because it is no
-// longer an orphan (or never was).
+// RemoveResult says what was removed, and what was kept: a key that a
+// fresh check does not find orphaned — no longer an orphan, or never an
+// object of the store's listing. Removed lists exactly the objects
+// deleted; Error, on a failure part way (a store that fails), says why
+// the rest were not tried.
 type RemoveResult struct {
 	Removed []string `json:"removed"`
 	Kept    []string `json:"kept"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // fsckRemove removes the given objects that a fresh check still finds
-// orphaned; it never removes anything it was not asked to.
+// orphaned; it never removes anything it was not asked to. Every key is
+// checked before anything is removed: a key that is not a valid key of
+// the store under the blocks prefix refuses the whole request (400).
 func (h *Handler) fsckRemove(w http.ResponseWriter, r *http.Request) {
 	if !h.commandAllowed(w, r, "fsck-remove") {
 		return
@@ -161,23 +166,62 @@ func (h *Handler) fsckRemove(w http.ResponseWriter, r *http.Request) {
 		fail(w, badf("fsck-remove: name the keys to remove"))
 		return
 	}
-	_, acc, err := h.check(r.Context())
+	if h.store == nil {
+		fail(w, notFound{fmt.Errorf("fsck-remove: this handler has no object store (see admin.WithStore)")})
+		return
+	}
+	ctx := r.Context()
+	for _, k := range req.Keys {
+		if err := h.removable(ctx, k); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	rep, err := h.check(ctx)
 	if err != nil {
 		fail(w, err)
 		return
 	}
+	orphans := make(map[string]bool, len(rep.Orphans))
+	for _, o := range rep.Orphans {
+		orphans[o.Key] = true
+	}
 	res := RemoveResult{Removed: []string{}, Kept: []string{}}
 	for _, k := range req.Keys {
-		if err := blockmerge.ValidateKey(k); err != nil || !strings.HasPrefix(k, ck.BlockPrefix) || acc.covers(k) {
+		if !orphans[k] {
 			res.Kept = append(res.Kept, k)
 			continue
 		}
-		if err := h.store.Delete(r.Context(), k); err != nil {
-			fail(w, err)
+		if err := h.store.Delete(ctx, k); err != nil {
+			h.log.Warn("admin: orphans removed, then a removal failed", "removed", len(res.Removed), "key", k, "err", err, "from", r.RemoteAddr)
+			res.Error = fmt.Sprintf("fsck-remove %q: %v", k, err)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_ = json.NewEncoder(w).Encode(res)
 			return
 		}
+		delete(orphans, k) // named twice, removed once
 		res.Removed = append(res.Removed, k)
 	}
 	h.log.Info("admin: orphans removed", "removed", len(res.Removed), "kept", len(res.Kept), "from", r.RemoteAddr)
 	writeJSON(w, res)
+}
+
+// removable checks a key named for removal: a valid key under the blocks
+// prefix that the store accepts (asking whether it exists, which changes
+// nothing).
+func (h *Handler) removable(ctx context.Context, key string) error {
+	if err := blockmerge.ValidateKey(key); err != nil {
+		return badRequest{fmt.Errorf("fsck-remove: %w", err)}
+	}
+	if !strings.HasPrefix(key, ck.BlockPrefix) {
+		return badf("fsck-remove: key %q: not under %q", key, ck.BlockPrefix)
+	}
+	if _, err := h.store.Exists(ctx, key); err != nil {
+		if errors.Is(err, blockmerge.ErrInvalidKey) {
+			return badRequest{fmt.Errorf("fsck-remove: %w", err)}
+		}
+		return err
+	}
+	return nil
 }

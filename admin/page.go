@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -57,8 +59,8 @@ func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
 		Levels: orNone(levelsText(p.Levels))}
 	if isDefault {
 		row.Tenant = "default"
-	} else if t.Tenant == "" {
-		row.Tenant = "(empty tenant)"
+	} else {
+		row.Tenant = TenantName(t.Tenant)
 	}
 	row.Cap = p.CapText()
 	row.Pressure = orNone(p.PressureText())
@@ -80,46 +82,22 @@ func compactNowText(c CompactNow) string {
 // pageRows bounds each table of the page.
 const pageRows = 50
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<title>compactkit status</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
+// The page's inline style and scripts: its Content-Security-Policy
+// allows exactly these, by hash (pageCSP).
+const (
+	pageStyle = `body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
 .ok{color:#060}.bad{color:#a00}
-</style></head><body>
-<h1>compactkit</h1>
-{{with .Status}}
-<p id="summary">term {{.Term}} · entry {{.LastApplied}} · log time {{.LogTime}} · cluster version {{.ClusterVersion}} · workers {{.Workers}}
-{{if .Failed}}<b class="bad">replica stopped: {{.Failed}}</b>{{end}}</p>
-<p>queued <b id="queued">{{.Queued}}</b> · claimed <b id="claimed">{{.Claimed}}</b> · quarantined <b id="quarantined">{{.Quarantined}}</b> ·
-tombstones <b id="tombstones">{{.Tombstones}}</b> · {{if .Drained}}<span class="ok" id="drained">drained</span>{{else}}<span id="drained">working</span>{{end}}</p>
-<p>jobs: {{range $k, $v := .Jobs}}{{$k}} <b id="jobs-{{$k}}">{{$v}}</b> {{end}} · completed {{.Completed}} · failed {{.Failures}} · excluded {{.Excluded}}</p>
-<p>paused: <span id="paused">{{if .Paused}}{{range .Paused}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>
-<h2>Levels</h2>
-<table id="levels"><tr><th>level</th><th>queued</th><th>claimed</th><th>ready batches</th><th>lag</th><th>debt (block·s)</th></tr>
-{{range .Levels}}<tr><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.Claimed}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
-</table>
-{{end}}
-<h2>Backlog</h2>
-{{.Chart}}
-{{if .Commands}}
-<h2>Pause or resume a tenant</h2>
-<form id="pause-form"><input name="tenant" id="pause-tenant" placeholder="tenant" required>
-<button type="submit" name="action" value="pause" id="pause-button">pause</button>
-<button type="submit" name="action" value="resume" id="resume-button">resume</button>
-<span id="command-result"></span></form>
-<h2>Set or clear a policy</h2>
-<form id="policy-form"><input name="tenant" id="policy-tenant" placeholder="tenant">
-<label><input type="checkbox" id="policy-all"> the default (tenants without their own)</label><br>
-<textarea id="policy-json" rows="3" cols="80" spellcheck="false" aria-label="policy, as in api/policies">{"class": "medium", "max_in_progress": 0}</textarea><br>
-<button type="submit" name="action" value="policy-set" id="policy-set-button">set</button>
-<button type="submit" name="action" value="policy-clear" id="policy-clear-button">clear</button>
-<span id="policy-result"></span></form>
-<script>
-// A command's result survives the page's refresh (sessionStorage).
+`
+	// commandScript sends the forms' commands (with an authorizer only).
+	// A command's result survives the page's refresh (sessionStorage); an
+	// answer that is not JSON (a proxy's error page, say) shows its
+	// status. The scripts hold no comment: html/template would remove it
+	// from the page, and the page's script would no longer be the one
+	// hashed.
+	commandScript = `
 function show(id, text) {
   sessionStorage.setItem(id, text);
   document.getElementById(id).textContent = text;
@@ -130,7 +108,6 @@ for (const id of ["command-result", "policy-result"]) {
 }
 async function command(action, body) {
   const r = await fetch("api/commands/" + action, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
-  // An answer that is not JSON (a proxy's error page, say) shows its status.
   const answer = await r.json().catch(() => ({error: r.status + " " + r.statusText}));
   return [r.ok, answer];
 }
@@ -161,7 +138,65 @@ document.getElementById("policy-form").addEventListener("submit", async (e) => {
   show("policy-result", ok ? (action === "policy-set" ? "set " : "cleared ") + who + " (entry " + body.index + ")" : body.error);
   if (ok) e.target.reset();
 });
-</script>
+`
+	// refreshScript reloads the page every 5 s, but not while the
+	// operator is composing a command: a form's field changed and not yet
+	// sent (a command that succeeds resets its form; one that fails
+	// leaves it to be corrected).
+	refreshScript = `
+function composing() {
+  return Array.from(document.querySelectorAll("form input, form textarea")).some(f =>
+    f.type === "checkbox" ? f.checked !== f.defaultChecked : f.value !== f.defaultValue);
+}
+setInterval(() => { if (!composing()) location.reload(); }, 5000);
+`
+)
+
+// pageCSP is the status page's Content-Security-Policy: nothing loads
+// but its own inline style and scripts (by hash), its scripts talk only
+// to the handler, forms post only to it, and no page may frame it.
+var pageCSP = "default-src 'none'; style-src " + cspHash(pageStyle) + "; script-src " + cspHash(commandScript) + " " +
+	cspHash(refreshScript) + "; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// cspHash is the CSP source expression of an inline element's text.
+func cspHash(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{"tenant": TenantName}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>compactkit status</title>
+<style>` + pageStyle + `</style></head><body>
+<h1>compactkit</h1>
+{{with .Status}}
+<p id="summary">leader <b id="leader">{{.LeaderID}}</b> · term {{.Term}} · entry {{.LastApplied}} · log time {{.LogTime}} · cluster version {{.ClusterVersion}} · workers {{.Workers}}
+{{if .Failed}}<b class="bad">replica stopped: {{.Failed}}</b>{{end}}</p>
+<p>queued <b id="queued">{{.Queued}}</b> · claimed <b id="claimed">{{.Claimed}}</b> · quarantined <b id="quarantined">{{.Quarantined}}</b> ·
+tombstones <b id="tombstones">{{.Tombstones}}</b> · {{if .Drained}}<span class="ok" id="drained">drained</span>{{else}}<span id="drained">working</span>{{end}}</p>
+<p>jobs: {{range $k, $v := .Jobs}}{{$k}} <b id="jobs-{{$k}}">{{$v}}</b> {{end}} · completed {{.Completed}} · failed {{.Failures}} · excluded {{.Excluded}}</p>
+<p>paused: <span id="paused">{{if .Paused}}{{range .Paused}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>
+<h2>Levels</h2>
+<table id="levels"><tr><th>level</th><th>queued</th><th>claimed</th><th>ready batches</th><th>lag</th><th>debt (block·s)</th></tr>
+{{range .Levels}}<tr><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.Claimed}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
+</table>
+{{end}}
+<h2>Backlog</h2>
+{{.Chart}}
+{{if .Commands}}
+<h2>Pause or resume a tenant</h2>
+<form id="pause-form"><input name="tenant" id="pause-tenant" placeholder="tenant" required>
+<button type="submit" name="action" value="pause" id="pause-button">pause</button>
+<button type="submit" name="action" value="resume" id="resume-button">resume</button>
+<span id="command-result"></span></form>
+<h2>Set or clear a policy</h2>
+<form id="policy-form"><input name="tenant" id="policy-tenant" placeholder="tenant">
+<label><input type="checkbox" id="policy-all"> the default (tenants without their own)</label><br>
+<textarea id="policy-json" rows="3" cols="80" spellcheck="false" aria-label="policy, as in api/policies">{"class": "medium", "max_in_progress": 0}</textarea><br>
+<button type="submit" name="action" value="policy-set" id="policy-set-button">set</button>
+<button type="submit" name="action" value="policy-clear" id="policy-clear-button">clear</button>
+<span id="policy-result"></span></form>
+<script>` + commandScript + `</script>
 {{end}}
 <h2>Policies</h2>
 <table id="policies"><tr><th class="l">tenant</th><th class="l">class</th><th>cap</th><th class="l">run</th><th class="l">not before</th><th class="l">backpressure (on/off)</th><th class="l">stale after</th><th class="l">batching</th><th class="l">new jobs</th></tr>
@@ -171,38 +206,29 @@ document.getElementById("policy-form").addEventListener("submit", async (e) => {
 <p>compact now: <span id="compact-now">{{if .CompactNow}}{{range .CompactNow}}{{.}}; {{end}}{{else}}nothing{{end}}</span></p>
 <h2>Backpressure</h2>
 {{if not .Pressure}}<p id="pressure">every tenant ok</p>{{else}}<table id="pressure"><tr><th class="l">tenant</th><th class="l">grade</th></tr>
-{{range .Pressure}}<tr><td class="l">{{.Tenant}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
+{{range .Pressure}}<tr><td class="l">{{tenant .Tenant}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
 </table>{{end}}
 {{if .ShardPressure}}<table id="shard-pressure"><tr><th class="l">tenant</th><th>shard</th><th class="l">grade</th></tr>
-{{range .ShardPressure}}<tr><td class="l">{{.Tenant}}</td><td>{{.Shard}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
+{{range .ShardPressure}}<tr><td class="l">{{tenant .Tenant}}</td><td>{{.Shard}}</td><td class="l{{if eq .Grade "stop"}} bad{{end}}">{{.Grade}}</td></tr>{{end}}
 </table>{{end}}
 <h2>Staleness alarms</h2>
 {{if not .Alarms}}<p id="alarms">none</p>{{else}}<table id="alarms"><tr><th class="l">tenant</th><th>level</th><th class="l">oldest queued</th><th class="l">alarm since</th><th class="l">for</th></tr>
-{{range .Alarms}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Oldest}}</td><td class="l">{{.Since}}</td><td class="l bad">{{.For}}</td></tr>{{end}}
+{{range .Alarms}}<tr><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Oldest}}</td><td class="l">{{.Since}}</td><td class="l bad">{{.For}}</td></tr>{{end}}
 </table>{{end}}
 {{if .MoreGrades}}<p>… and {{.MoreGrades}} more grades and alarms: <a href="api/status">api/status</a></p>{{end}}
 <h2>Tenants</h2>
 <table id="tenants"><tr><th class="l">tenant</th><th>level</th><th>queued</th><th>ready</th><th>lag</th><th>debt (block·s)</th></tr>
-{{range .Tenants}}<tr><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
+{{range .Tenants}}<tr><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td>{{.Queued}}</td><td>{{.ReadyBatches}}</td><td>{{.Lag}}</td><td>{{.DebtBlockSec}}</td></tr>{{end}}
 </table>
 <h2>Jobs in progress</h2>
 <table id="in-progress"><tr><th class="l">job</th><th class="l">tenant</th><th>level</th><th class="l">worker</th><th>token</th><th class="l">deadline</th><th>failures</th><th class="l">last failure</th></tr>
-{{range .InProgress}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Worker}}</td><td>{{.Token}}</td><td class="l">{{.Deadline}}</td><td>{{.Failures}}</td><td class="l">{{.LastFailure}}</td></tr>{{end}}
+{{range .InProgress}}<tr><td class="l">{{.Name}}</td><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Worker}}</td><td>{{.Token}}</td><td class="l">{{.Deadline}}</td><td>{{.Failures}}</td><td class="l">{{.LastFailure}}</td></tr>{{end}}
 </table>
 <h2>Quarantined blocks</h2>
 <table id="quarantine"><tr><th class="l">block</th><th class="l">tenant</th><th>level</th><th class="l">job</th><th class="l">reason</th><th class="l">since</th></tr>
-{{range .Quarantine}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Job}}</td><td class="l">{{.Reason}}</td><td class="l">{{.Since}}</td></tr>{{end}}
+{{range .Quarantine}}<tr><td class="l">{{.ID}}</td><td class="l">{{tenant .Tenant}}</td><td>{{.Level}}</td><td class="l">{{.Job}}</td><td class="l">{{.Reason}}</td><td class="l">{{.Since}}</td></tr>{{end}}
 </table>
-<script>
-// Refresh every 5 s, but not while the operator is composing a command: a
-// form's field changed and not yet sent (a command that succeeds resets
-// its form; one that fails leaves it to be corrected).
-function composing() {
-  return Array.from(document.querySelectorAll("form input, form textarea")).some(f =>
-    f.type === "checkbox" ? f.checked !== f.defaultChecked : f.value !== f.defaultValue);
-}
-setInterval(() => { if (!composing()) location.reload(); }, 5000);
-</script>
+<script>` + refreshScript + `</script>
 <p>JSON: <a href="api/status">status</a> · <a href="api/jobs">jobs</a> · <a href="api/tenants">tenants</a> · <a href="api/quarantine">quarantine</a> · <a href="api/policies">policies</a> · <a href="api/dry-run?slots=4">dry run</a></p>
 </body></html>
 `))
@@ -234,13 +260,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	for _, c := range ps.CompactNow {
 		d.CompactNow = append(d.CompactNow, compactNowText(c))
 	}
-	for _, t := range h.svc.FSM().Tenants() {
-		if len(d.Tenants) == pageRows {
-			break
-		}
-		d.Tenants = append(d.Tenants, Tenant{Tenant: t.Tenant, Level: t.Level, Queued: t.Queued, ReadyBatches: t.ReadyBatches,
-			Oldest: logTime(t.Oldest), Lag: t.Lag.String(), DebtBlockSec: t.Debt})
-	}
+	d.Tenants = h.tenantRows(pageRows)
 	jobs, _, err := h.svc.Jobs(ctx, scheduler.Filter{Status: ck.StatusInProgress}, "", pageRows)
 	if err != nil {
 		fail(w, err)
@@ -259,6 +279,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Chart = h.chart()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", pageCSP)
 	if err := pageTmpl.Execute(w, d); err != nil {
 		h.log.Warn("admin: status page", "err", err)
 	}

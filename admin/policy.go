@@ -587,8 +587,8 @@ var policyActions = map[string]raftfsm.PolicyAction{
 // caller's (400).
 func policyCommand(name string, action raftfsm.PolicyAction, c *PolicyCommand) (raftfsm.PolicyCommand, error) {
 	var out raftfsm.PolicyCommand
-	if (c.Tenant != nil) == c.All {
-		return out, badf(`%s: name a tenant ("tenant") or every tenant ("all": true), not both`, name)
+	if err := oneTenant(name, c.Tenant, c.All); err != nil {
+		return out, err
 	}
 	out = raftfsm.PolicyCommand{Action: action, All: c.All, Level: c.Level}
 	if c.Tenant != nil {
@@ -636,11 +636,4 @@ func (h *Handler) policyCommand(w http.ResponseWriter, r *http.Request, name str
 	}
 	h.log.Info("admin: command", "action", name, "by", cmd.By, "tenant", cmd.Tenant, "all", cmd.All, "from", r.RemoteAddr, "entry", res.Index)
 	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count})
-}
-
-// refused reports whether err is the state machine refusing a policy as
-// unworkable (one under which work could never start), which is answered
-// as the other refusals are (409), not as malformed input.
-func refused(err error) bool {
-	return errors.Is(err, policy.ErrNeverOpens) || errors.Is(err, raftfsm.ErrClusterVersion)
 }

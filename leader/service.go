@@ -184,6 +184,10 @@ func (s *Service) FSM() *raftfsm.FSM { return s.fsm }
 // Mode returns the poll mode.
 func (s *Service) Mode() Mode { return s.o.mode }
 
+// Leader reports what this node knows of who leads: whether it does, in
+// which term, and the leader's ID and address when known.
+func (s *Service) Leader() Leadership { return s.log.Leader() }
+
 // IsLeader reports whether this node leads and has taken office in its
 // current term: it serves calls.
 func (s *Service) IsLeader() bool {

@@ -2,13 +2,17 @@ package raftfsm_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/compactkittest"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // Commands over the replicated limits are refused before any work, by
@@ -58,4 +62,42 @@ func TestLimits(t *testing.T) {
 	f, err := raftfsm.Restore(bytes.NewReader(n.snapshot()))
 	require.NoError(t, err)
 	require.Equal(t, cfg.Limits, f.Config().Limits)
+}
+
+// Hostile requests against any state a history reaches: a forged report
+// is answered "no lease" and changes no job, an oversized poll and a block
+// with a malformed ID are refused, and nothing refused changes the state.
+func TestHostileAfterHistories(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := testConfig()
+		n := newNode(t, cfg)
+		for _, e := range compactkittest.History(cfg, 0, 40).Draw(t, "history") {
+			_, err := n.f.Apply(e.Entry, e.Data)
+			require.NoError(t, err)
+			n.index, n.now = e.Index, e.Time
+		}
+		before := n.snapshot()
+		jobs, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
+
+		_, err := n.f.Prepare(compactkittest.OversizedPoll(cfg.Limits).Draw(t, "oversized"), n.now)
+		require.ErrorIs(t, err, raftfsm.ErrLimit)
+		bad := compactkittest.Block(compactkittest.Space{}).Draw(t, "block")
+		bad.ID = compactkittest.MalformedID().Draw(t, "id")
+		_, err = n.f.Encode(addBlocks([]ck.BlockMeta{bad}), n.now)
+		require.True(t, errors.Is(err, ck.ErrInvalidID) || errors.Is(err, ck.ErrEmptyID), "block %q added: %v", bad.ID, err)
+		require.Equal(t, before, n.snapshot(), "a refused request changed the state")
+
+		cmd, err := n.f.Prepare(compactkittest.ForgedPoll(n.f).Draw(t, "forged"), n.now)
+		require.NoError(t, err)
+		for _, j := range n.mustApply(cmd).Poll.Jobs {
+			require.Equal(t, ck.OutcomeNoLease, j.Outcome, "forged report on %s", j.Job)
+		}
+		after, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
+		require.Equal(t, len(jobs), len(after))
+		for i := range jobs {
+			require.Equal(t, jobs[i].Token, after[i].Token, "job %s", jobs[i].Name)
+			require.Equal(t, jobs[i].Status, after[i].Status, "job %s", jobs[i].Name)
+			require.Equal(t, jobs[i].Worker, after[i].Worker, "job %s", jobs[i].Name)
+		}
+	})
 }

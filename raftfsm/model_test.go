@@ -2,9 +2,7 @@ package raftfsm_test
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/compactkittest"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -24,21 +23,14 @@ type fsmModel struct {
 	replica *node
 	cfg     raftfsm.Config
 
-	nextID   int
 	meta     map[string]ck.BlockMeta // every block ever accepted (ingested or output)
 	lineage  map[string][]string     // block → the ingested blocks whose data it holds
 	ingested []string                // accepted ingested blocks, in order
 	dropped  map[string]bool         // blocks removed by retention
 	replaced map[string]bool         // blocks replaced by a committed output
-	workers  map[string]*workerModel
-	lastReq  map[string]*ck.PollRequest
+	fleet    *compactkittest.Fleet
+	lastSeq  map[string]uint64
 	lastResp map[string]*ck.PollResponse
-	lastAt   map[string]int64
-}
-
-type workerModel struct {
-	seq  uint64
-	jobs map[string]ck.JobReply
 }
 
 func newFSMModel(t *rapid.T) *fsmModel {
@@ -54,13 +46,9 @@ func newFSMModel(t *rapid.T) *fsmModel {
 		lineage:  map[string][]string{},
 		dropped:  map[string]bool{},
 		replaced: map[string]bool{},
-		workers:  map[string]*workerModel{},
-		lastReq:  map[string]*ck.PollRequest{},
+		fleet:    compactkittest.NewFleet("w1", "w2", "w3"),
+		lastSeq:  map[string]uint64{},
 		lastResp: map[string]*ck.PollResponse{},
-		lastAt:   map[string]int64{},
-	}
-	for _, w := range []string{"w1", "w2", "w3"} {
-		m.workers[w] = &workerModel{jobs: map[string]ck.JobReply{}}
 	}
 	return m
 }
@@ -81,18 +69,10 @@ func (m *fsmModel) apply(cmd *raftfsm.Command) *raftfsm.Result {
 }
 
 func (m *fsmModel) addBlocks(t *rapid.T) {
-	k := rapid.IntRange(1, 5).Draw(t, "blocks")
-	var bs []ck.BlockMeta
-	for range k {
-		if len(m.ingested) > 0 && rapid.IntRange(0, 9).Draw(t, "dup") == 0 {
-			bs = append(bs, m.meta[rapid.SampledFrom(m.ingested).Draw(t, "dupID")])
-			continue
-		}
-		m.nextID++
-		tenant := rapid.SampledFrom([]string{"t1", "t2"}).Draw(t, "tenant")
-		shard := uint32(rapid.IntRange(0, 1).Draw(t, "shard"))
-		minT := t0 + int64(rapid.IntRange(0, 100).Draw(t, "minT"))*int64(time.Second)
-		bs = append(bs, block(fmt.Sprintf("b%04d", m.nextID), tenant, shard, 0, minT))
+	space := compactkittest.Space{Tenants: []string{"t1", "t2"}, Shards: []uint32{0, 1}, Start: t0, Span: 100 * time.Second}
+	bs := compactkittest.Blocks(space, 1, 5).Draw(t, "blocks")
+	if len(m.ingested) > 0 && rapid.IntRange(0, 9).Draw(t, "dup") == 0 {
+		bs = append(bs, m.meta[rapid.SampledFrom(m.ingested).Draw(t, "dupID")])
 	}
 	res := m.apply(&raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: bs}})
 	for i, br := range res.Blocks {
@@ -107,61 +87,30 @@ func (m *fsmModel) addBlocks(t *rapid.T) {
 	}
 }
 
+// poll applies a poll of the fleet: a retry (the reply was lost) gets the
+// recorded response and acts on nothing.
 func (m *fsmModel) poll(t *rapid.T) {
-	wid := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(t, "worker")
-	w := m.workers[wid]
-	ttl := int64(raftfsm.DefaultPollLogLeases) * int64(m.cfg.Scheduler.LeaseDuration)
-	if m.lastReq[wid] != nil && m.n.now-m.lastAt[wid] < ttl && rapid.IntRange(0, 5).Draw(t, "retry") == 0 {
-		// The reply was lost: retry with the same sequence.
-		cmd, err := m.n.f.Prepare(m.lastReq[wid], m.n.now)
-		require.NoError(t, err)
-		res := m.apply(cmd)
+	req := m.fleet.Poll(m.n.f).Draw(t, "poll")
+	wid := req.WorkerID
+	held := m.fleet.Held(wid)
+	cmd, err := m.n.f.Prepare(req, m.n.now)
+	require.NoError(t, err)
+	res := m.apply(cmd)
+	if req.Seq == m.lastSeq[wid] {
 		require.True(t, res.Replayed)
 		requireSameResponse(t, m.lastResp[wid], res.Poll)
 		return
 	}
-	w.seq++
-	req := &ck.PollRequest{WorkerID: wid, Seq: w.seq, FreeSlots: int32(rapid.IntRange(0, 3).Draw(t, "free"))}
-	names := make([]string, 0, len(w.jobs))
-	for name := range w.jobs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		j := w.jobs[name]
-		u := ck.StatusUpdate{Job: name, Token: j.Token}
-		switch rapid.IntRange(0, 5).Draw(t, "status") {
-		case 0, 1:
-			u.Status = ck.ReportInProgress
-		case 2, 3:
-			u.Status = ck.ReportSuccess
-			u.Outputs = m.outputsFor(j)
-		case 4:
-			u.Status = ck.ReportFailure
-		default:
-			u.Status = ck.ReportReleased
-		}
-		req.Updates = append(req.Updates, u)
-	}
-	cmd, err := m.n.f.Prepare(req, m.n.now)
-	require.NoError(t, err)
-	res := m.apply(cmd)
 	require.False(t, res.Replayed)
-	m.lastReq[wid], m.lastResp[wid], m.lastAt[wid] = req, res.Poll, m.n.now
+	m.lastSeq[wid], m.lastResp[wid] = req.Seq, res.Poll
 	// Record committed replacements.
 	for i, cr := range res.Changes {
 		if cr.Kind != ck.ChangeComplete || !cr.Applied || cr.Replace == nil || !cr.Replace.Applied {
 			continue
 		}
 		c := cmd.Poll.Update.Changes[i]
-		var sources []string
-		for _, u := range req.Updates {
-			if u.Job == c.Job {
-				sources = w.jobs[c.Job].Plan.Sources
-			}
-		}
 		var lin []string
-		for _, src := range sources {
+		for _, src := range held[c.Job].Plan.Sources {
 			require.False(t, m.replaced[src], "block %s compacted twice", src)
 			m.replaced[src] = true
 			lin = append(lin, m.lineage[src]...)
@@ -171,32 +120,7 @@ func (m *fsmModel) poll(t *rapid.T) {
 			m.lineage[out.ID] = lin
 		}
 	}
-	for _, reply := range res.Poll.Jobs {
-		switch reply.Outcome {
-		case ck.OutcomeAssigned, ck.OutcomeRenewed:
-			if reply.Outcome == ck.OutcomeAssigned {
-				w.jobs[reply.Job] = reply
-			}
-		default:
-			delete(w.jobs, reply.Job)
-		}
-	}
-}
-
-func (m *fsmModel) outputsFor(j ck.JobReply) []ck.BlockMeta {
-	if j.Plan.CleanupOnly() {
-		return nil
-	}
-	var minT, maxT int64 = 1<<63 - 1, 0
-	for _, id := range j.Plan.Sources {
-		b := m.meta[id]
-		minT, maxT = min(minT, b.MinTime), max(maxT, b.MaxTime)
-	}
-	return []ck.BlockMeta{{
-		ID: ck.OutputID(j.Job, j.Token, 0), Tenant: j.Plan.Tenant, Shard: j.Plan.Shard, Level: j.Plan.Level + 1,
-		MinTime: minT, MaxTime: maxT, Size: 1,
-		Datasets: []ck.DatasetMeta{{Name: "ds", Size: 1, Records: 1, MinTime: minT, MaxTime: maxT}},
-	}}
+	m.fleet.Answered(req, res.Poll)
 }
 
 func (m *fsmModel) check(t *rapid.T) {

@@ -1,6 +1,7 @@
 // Package browsertest drives the admin status page in a real headless
 // browser (Chromium, through the DevTools protocol with chromedp): the
-// page loads without console errors, shows the numbers the API returns,
+// page loads under its Content-Security-Policy without console errors or
+// CSP violations, shows the numbers the API returns,
 // a pause issued from the page takes effect, and scheduling policies set
 // through the API show on the page (policies open or closed, backpressure
 // grades, staleness alarms) as the API reports them. It is a nested module so

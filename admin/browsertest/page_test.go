@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -50,8 +52,9 @@ func browser(t *testing.T) string {
 }
 
 // TestStatusPageInBrowser loads the status page of a live node in headless
-// Chromium: no console error, the queued count the API reports, and a
-// pause issued from the page's form that the state machine then shows.
+// Chromium under the page's Content-Security-Policy: no console error and
+// no CSP violation, the queued count the API reports, and a pause issued
+// from the page's form that the state machine then shows.
 func TestStatusPageInBrowser(t *testing.T) {
 	exe := browser(t)
 	cfg := raftfsm.DefaultConfig()
@@ -64,9 +67,17 @@ func TestStatusPageInBrowser(t *testing.T) {
 	for i := range 9 {
 		blocks = append(blocks, leadertest.Block("seg-"+strconv.Itoa(i), []string{"acme", "globex", "initech"}[i%3], uint32(i%2), int64(i)*1e9))
 	}
+	for i := range 2 { // multi-tenant level-0 segments
+		b := leadertest.Block("multi-"+strconv.Itoa(i), "", 0, int64(i)*1e9)
+		b.Datasets = []ck.DatasetMeta{
+			{Tenant: "acme", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+			{Tenant: "globex", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+		}
+		blocks = append(blocks, b)
+	}
 	_, err = svc.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
-	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 2})
+	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 3})
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
@@ -84,7 +95,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 		chromedp.Text("#jobs-in_progress", &inProgress, chromedp.ByID),
 		chromedp.Text("#in-progress", &job, chromedp.ByID),
 	))
-	resp, err := http.Get(srv.URL + "/api/status")
+	resp, err := http.Get(srv.URL + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'sha256-", "the page ran under its CSP")
+	resp, err = http.Get(srv.URL + "/api/status")
 	require.NoError(t, err)
 	var st admin.Status
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
@@ -93,6 +108,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.Equal(t, strconv.Itoa(st.Jobs["in_progress"]), inProgress)
 	require.NotContains(t, job, "SECRETSECRET", "workers are shown by public name")
 	require.Contains(t, job, ck.PublicWorkerName("w1-SECRETSECRETSECRET"))
+	require.Contains(t, job, "(multi-tenant)", "a multi-tenant job shows a tenant")
 
 	if *screenshot != "" {
 		var png []byte
@@ -115,8 +131,15 @@ func TestStatusPageInBrowser(t *testing.T) {
 	require.Empty(t, problems(), "console errors or exceptions")
 }
 
+// reportCSP is evaluated in every document before its own scripts: it
+// turns each Content-Security-Policy violation into a console error.
+const reportCSP = `document.addEventListener("securitypolicyviolation", e =>
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " at line " + e.lineNumber));`
+
 // launch starts headless Chromium for the test, and returns its context
-// and a function listing the console errors, warnings and exceptions seen.
+// and a function listing the console errors, warnings and exceptions seen,
+// the browser's own error log entries and every Content-Security-Policy
+// violation.
 func launch(t *testing.T, exe string) (context.Context, func() []string) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.WindowSize(1200, 1400))
@@ -143,8 +166,18 @@ func launch(t *testing.T, exe string) (context.Context, func() []string) {
 			}
 		case *runtime.EventExceptionThrown:
 			problems = append(problems, "exception: "+e.ExceptionDetails.Error())
+		case *cdplog.EventEntryAdded:
+			// Network entries are the answers of commands refused on
+			// purpose; the tests check those answers themselves.
+			if e.Entry.Source != cdplog.SourceNetwork && (e.Entry.Level == cdplog.LevelError || e.Entry.Level == cdplog.LevelWarning) {
+				problems = append(problems, "log "+string(e.Entry.Source)+": "+e.Entry.Text)
+			}
 		}
 	})
+	require.NoError(t, chromedp.Run(bctx, cdplog.Enable(), chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(reportCSP).Do(ctx)
+		return err
+	})))
 	return bctx, func() []string {
 		mu.Lock()
 		defer mu.Unlock()

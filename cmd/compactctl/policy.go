@@ -220,12 +220,12 @@ func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 	}
 	row("(default)", ps.Default)
 	for _, t := range ps.Tenants {
-		row(tenantName(t.Tenant), t)
+		row(admin.TenantName(t.Tenant), t)
 	}
 	if len(ps.CompactNow) > 0 {
 		fmt.Fprintln(w, "\nCOMPACT NOW\tLEVEL\tQUEUED UP TO")
 		for _, c := range ps.CompactNow {
-			who, level := tenantName(c.Tenant), "every"
+			who, level := admin.TenantName(c.Tenant), "every"
 			if c.All {
 				who = "(every tenant)"
 			}
@@ -238,13 +238,6 @@ func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 }
 
 // tenantName shows a tenant's name, and the empty tenant as "".
-func tenantName(t string) string {
-	if t == "" {
-		return `""`
-	}
-	return t
-}
-
 func dash(s string) string {
 	if s == "" {
 		return "-"

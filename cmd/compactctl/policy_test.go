@@ -62,9 +62,9 @@ func TestCLIPolicies(t *testing.T) {
 	require.NoError(t, err)
 	for _, want := range []string{
 		"log time  2026-11-25T12:00:00Z",
-		"(default)  high    none  never-in Sun,Mon,Tue,Wed,Thu,Fri,Sat 02:00-03:00 UTC+00:00",
-		`""         medium  1     any time`,
-		"acme       low     2     only-in Mon,Tue 22:00-06:00 UTC+01:00; Mon,Tue 12:00-13:00 UTC+01:00  2026-12-01T00:00:00Z  slow 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20  1h0m0s       0:blocks=40,age=2m0s 1:bytes=1048576,cross=on  closed",
+		"(default)       high    none  never-in Sun,Mon,Tue,Wed,Thu,Fri,Sat 02:00-03:00 UTC+00:00",
+		"(multi-tenant)  medium  1     any time",
+		"acme            low     2     only-in Mon,Tue 22:00-06:00 UTC+01:00; Mon,Tue 12:00-13:00 UTC+01:00  2026-12-01T00:00:00Z  slow 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20  1h0m0s       0:blocks=40,age=2m0s 1:bytes=1048576,cross=on  closed",
 		"(every tenant)  every  2026-11-25T12:00:00Z",
 		"acme            0      2026-11-25T12:00:00Z",
 	} {

@@ -18,16 +18,20 @@ import (
 	"github.com/compactkit/compactkit/admin"
 )
 
-// usage lists the commands (as the package documentation does).
+// synopsis is the command line's form.
+const synopsis = "compactctl [-addr URL] [-o table|json] [-H 'Header: value'] COMMAND [ARGS]"
+
+// usage lists the commands and their flags; the package documentation
+// repeats it (a test checks that both list every flag).
 const usage = `  status                         (with backpressure grades and staleness alarms)
   jobs [-tenant T] [-level N] [-status S] [-limit N] [-cursor C]
   job NAME
   tenants
   quarantine
   dry-run [-slots N]
-  pause -tenant T [-level N] | pause -level N
-  resume -tenant T [-level N] | resume -level N
-  retry [-job NAME]
+  pause (-tenant T | -all) [-level N]
+  resume (-tenant T | -all) [-level N]
+  retry [-job NAME]              (without -job: every excluded job)
   cancel -job NAME
   requeue BLOCK...               (also clears marks)
   mark [-reason TEXT] BLOCK...    (do not compact: quarantined until requeued)
@@ -35,22 +39,35 @@ const usage = `  status                         (with backpressure grades and st
   fsck
   fsck-remove KEY...
   policy list
-  policy set (-tenant T | -all) [-class high|medium|low] [-cap N]
+  policy set (-tenant T | -all) [-class high|medium|low] [-cap N] [-shard-cap N]
       [-only-in HH:MM-HH:MM[,...] | -never-in HH:MM-HH:MM[,...]] [-days Mon,Tue] [-offset MINUTES]
       [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-debt ON/OFF] [-stop-debt ON/OFF]
-      [-stale DURATION]
+      [-shard-slow ON/OFF] [-shard-stop ON/OFF]
+      [-stale DURATION] [-level L:blocks=N,bytes=N,age=DURATION,cross=on|off]...
+      [-level-only-in L=HH:MM-HH:MM[,...] | -level-never-in L=HH:MM-HH:MM[,...]]...
   policy clear (-tenant T | -all)
   compact-now (-tenant T | -all) [-level L]
 
-  policy set replaces the whole policy of the tenant (with -all, the
+  pause stops new jobs of the tenant (with -all, of every tenant) at every
+  level, or at -level N only; jobs in progress run to their end. resume
+  undoes a pause: it names the tenant, or -all, and the level as the pause
+  did. policy set replaces the whole policy of the tenant (with -all, the
   default policy of every tenant without its own): flags left out take the
   zero policy's value (class medium, no cap, no window, no threshold, no
-  alarm). Windows open on -days (default every day) at -offset minutes east
-  of UTC; an end before the start wraps past midnight. -slow 100/80 enters
-  "slow" at 100 queued blocks and leaves it below 80. policy clear returns a
-  tenant to the default (with -all, resets the default). compact-now plans
-  the tenant's queued blocks without waiting for batches to fill or age.
-  -tenant "" names the empty tenant (multi-tenant segments).
+  alarm). -cap and -shard-cap bound the tenant's jobs in progress, in all
+  and on each shard. Windows open on -days (default every day) at -offset
+  minutes east of UTC; an end before the start wraps past midnight. -slow
+  100/80 enters "slow" at 100 queued blocks and leaves it below 80;
+  -shard-slow and -shard-stop grade each shard of the tenant apart, by its
+  queued blocks. -level 0:blocks=40,age=2m gives the tenant's level-0 jobs
+  up to 40 blocks and plans partial level-0 batches after 2 minutes
+  (settings left out keep the cluster's); repeat it for other levels.
+  -level-only-in 1=23:00-05:00 starts the tenant's new level-1 jobs only at
+  night, on top of its own windows (-days and -offset apply to these
+  windows too). policy clear returns a tenant to the default (with -all,
+  resets the default). compact-now plans the tenant's queued blocks without
+  waiting for batches to fill or age. -tenant "" names the empty tenant
+  (multi-tenant segments).
 `
 
 // client talks to the admin API.
@@ -75,7 +92,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var hdrs headerList
 	fs.Var(&hdrs, "H", "extra request header 'Name: value' (repeatable), e.g. for the host's authorization")
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: compactctl [-addr URL] [-o table|json] [-H 'Header: value'] COMMAND [ARGS]")
+		fmt.Fprintln(errOut, "usage: "+synopsis)
 		fs.PrintDefaults()
 		fmt.Fprint(errOut, "\ncommands:\n"+usage)
 	}
@@ -115,6 +132,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		return show(st, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "leader\t%s\n", st.LeaderID)
 			fmt.Fprintf(w, "term\t%d\nentry\t%d\nlog time\t%s\ncluster version\t%d\nworkers\t%d\n", st.Term, st.LastApplied, st.LogTime, st.ClusterVersion, st.Workers)
 			fmt.Fprintf(w, "queued\t%d\nclaimed\t%d\nquarantined\t%d\ntombstones\t%d\ndrained\t%t\n", st.Queued, st.Claimed, st.Quarantined, st.Tombstones, st.Drained)
 			for _, s := range []string{"unassigned", "in_progress", "excluded"} {
@@ -131,19 +149,19 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if len(st.Pressure) > 0 {
 				fmt.Fprintln(w, "\nBACKPRESSURE\tGRADE")
 				for _, p := range st.Pressure {
-					fmt.Fprintf(w, "%s\t%s\n", p.Tenant, p.Grade)
+					fmt.Fprintf(w, "%s\t%s\n", admin.TenantName(p.Tenant), p.Grade)
 				}
 			}
 			if len(st.ShardPressure) > 0 {
 				fmt.Fprintln(w, "\nSHARD BACKPRESSURE\tSHARD\tGRADE")
 				for _, p := range st.ShardPressure {
-					fmt.Fprintf(w, "%s\t%d\t%s\n", p.Tenant, p.Shard, p.Grade)
+					fmt.Fprintf(w, "%s\t%d\t%s\n", admin.TenantName(p.Tenant), p.Shard, p.Grade)
 				}
 			}
 			if len(st.Alarms) > 0 {
 				fmt.Fprintln(w, "\nSTALE\tLEVEL\tOLDEST QUEUED\tALARM SINCE\tFOR")
 				for _, a := range st.Alarms {
-					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", a.Tenant, a.Level, a.Oldest, a.Since, a.For)
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", admin.TenantName(a.Tenant), a.Level, a.Oldest, a.Since, a.For)
 				}
 			}
 		})
@@ -183,7 +201,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(page, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "JOB\tTENANT\tLEVEL\tSTATUS\tWORKER\tTOKEN\tFAILURES\tLAST FAILURE")
 			for _, j := range page.Jobs {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", j.Name, j.Tenant, j.Level, j.Status, j.Worker, j.Token, j.Failures, j.LastFailure)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", j.Name, admin.TenantName(j.Tenant), j.Level, j.Status, j.Worker, j.Token, j.Failures, j.LastFailure)
 			}
 			if page.Next != "" {
 				fmt.Fprintf(w, "\nnext page: -cursor %s\n", page.Next)
@@ -199,7 +217,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		return show(j, func(w *tabwriter.Writer) {
 			fmt.Fprintf(w, "job\t%s\ntenant\t%s\nlevel\t%d\nstatus\t%s\nworker\t%s\ntoken\t%d\ndeadline\t%s\nadded\t%s\nfailures\t%d\nlast failure\t%s\nfailed at\t%s\n",
-				j.Name, j.Tenant, j.Level, j.Status, j.Worker, j.Token, j.Deadline, j.AddedAt, j.Failures, j.LastFailure, j.FailedAt)
+				j.Name, admin.TenantName(j.Tenant), j.Level, j.Status, j.Worker, j.Token, j.Deadline, j.AddedAt, j.Failures, j.LastFailure, j.FailedAt)
 			fmt.Fprintf(w, "sources\t%s\ntombstones\t%s\n", strings.Join(j.Sources, " "), strings.Join(j.Tombstones, " "))
 			if len(j.History) > 0 {
 				fmt.Fprintln(w, "\nAT\tEVENT\tTOKEN\tWORKER\tDETAIL")
@@ -216,7 +234,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(ts, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "TENANT\tLEVEL\tQUEUED\tREADY\tLAG\tDEBT")
 			for _, t := range ts {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\n", t.Tenant, t.Level, t.Queued, t.ReadyBatches, t.Lag, t.DebtBlockSec)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\n", admin.TenantName(t.Tenant), t.Level, t.Queued, t.ReadyBatches, t.Lag, t.DebtBlockSec)
 			}
 		})
 	case "quarantine":
@@ -227,7 +245,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(q, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "BLOCK\tTENANT\tLEVEL\tJOB\tSINCE\tREASON")
 			for _, b := range q.Blocks {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", b.ID, b.Tenant, b.Level, b.Job, b.Since, b.Reason)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", b.ID, admin.TenantName(b.Tenant), b.Level, b.Job, b.Since, b.Reason)
 			}
 		})
 	case "dry-run":
@@ -244,7 +262,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return show(ps, func(w *tabwriter.Writer) {
 			fmt.Fprintln(w, "CHANGE\tJOB\tTENANT\tLEVEL\tSOURCES\tTOMBSTONES")
 			for _, p := range ps {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Change, p.Job, p.Tenant, p.Level, len(p.Sources), p.Cleanup)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Change, p.Job, admin.TenantName(p.Tenant), p.Level, len(p.Sources), p.Cleanup)
 			}
 		})
 	case "fsck":
@@ -274,7 +292,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(w, "removed\t%s\n", k)
 			}
 			for _, k := range res.Kept {
-				fmt.Fprintf(w, "kept (not an orphan)\t%s\n", k)
+				fmt.Fprintf(w, "kept (not a listed orphan)\t%s\n", k)
 			}
 		})
 	case "policy":
@@ -328,22 +346,54 @@ func (c *client) command(ctx context.Context, action string, body func() (any, e
 	})
 }
 
-// commandBody builds an operator command's JSON body from its arguments.
+// commandBody builds an operator command's JSON body from its arguments:
+// each command has its own flags.
 func commandBody(cmd string, args []string, errOut io.Writer) (*admin.Command, error) {
 	sub := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	sub.SetOutput(errOut)
-	tenant := sub.String("tenant", "", "tenant")
-	all := sub.Bool("all", false, "every tenant (pause, resume)")
-	level := sub.Int("level", -1, "level")
-	job := sub.String("job", "", "job")
-	reason := sub.String("reason", "", "why the blocks are marked (mark)")
+	var tenant, job, reason *string
+	var all *bool
+	level := -1
+	switch cmd {
+	case "pause", "resume":
+		tenant = sub.String("tenant", "", "the tenant (-tenant \"\" is the empty tenant of multi-tenant segments)")
+		all = sub.Bool("all", false, "every tenant")
+		sub.IntVar(&level, "level", -1, "only this level (default every level)")
+	case "retry":
+		job = sub.String("job", "", "the excluded job to retry (default every excluded job)")
+	case "cancel":
+		job = sub.String("job", "", "the job to cancel")
+	case "mark":
+		reason = sub.String("reason", "", "why the blocks are marked")
+	}
 	if err := sub.Parse(args); err != nil {
 		return nil, err
 	}
-	c := &admin.Command{Tenant: *tenant, All: *all, Job: *job, Reason: *reason}
-	if *level >= 0 {
-		l := uint32(*level)
-		c.Level = &l
+	c := &admin.Command{}
+	given := map[string]bool{}
+	sub.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch cmd {
+	case "pause", "resume":
+		if given["tenant"] == *all {
+			return nil, fmt.Errorf("%s: want -tenant T or -all (-tenant \"\" is the empty tenant)", cmd)
+		}
+		c.All = *all
+		if given["tenant"] {
+			c.Tenant = tenant
+		}
+		if level >= 0 {
+			l := uint32(level)
+			c.Level = &l
+		}
+	case "retry":
+		c.Job = *job
+	case "cancel":
+		if *job == "" {
+			return nil, errors.New("cancel: want -job NAME")
+		}
+		c.Job = *job
+	case "mark":
+		c.Reason = *reason
 	}
 	switch cmd {
 	case "requeue", "mark":
@@ -375,12 +425,17 @@ type apiError struct {
 	Message    string `json:"error"`
 	LeaderID   string `json:"leader_id"`
 	LeaderAddr string `json:"leader_addr"`
+	// Removed lists the objects fsck-remove removed before it failed.
+	Removed []string `json:"removed"`
 }
 
 func (e *apiError) Error() string {
 	msg := fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 	if e.LeaderID != "" || e.LeaderAddr != "" {
 		msg += fmt.Sprintf(" (the leader is %s at %s)", e.LeaderID, e.LeaderAddr)
+	}
+	if len(e.Removed) > 0 {
+		msg += fmt.Sprintf(" (removed before the failure: %s)", strings.Join(e.Removed, " "))
 	}
 	return msg
 }

@@ -25,9 +25,10 @@ import (
 // its admin API mounted under /admin/ as a host would, requiring a token;
 // its clock moves only when the test advances it.
 type live struct {
-	srv *httptest.Server
-	svc *leader.Service
-	job string // in progress
+	srv   *httptest.Server
+	svc   *leader.Service
+	store *blockmerge.MemStore
+	job   string // in progress
 
 	mu  sync.Mutex
 	now time.Time
@@ -62,7 +63,8 @@ func newLive(t *testing.T) *live {
 	require.NoError(t, err)
 	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 1})
 	require.NoError(t, err)
-	h := admin.New(svc, admin.WithStore(blockmerge.NewMemStore(), blockmerge.ObjectLayout), admin.WithAuthorizer(func(r *http.Request, _ string) error {
+	store := blockmerge.NewMemStore()
+	h := admin.New(svc, admin.WithStore(store, blockmerge.ObjectLayout), admin.WithAuthorizer(func(r *http.Request, _ string) error {
 		if r.Header.Get("Authorization") != "Bearer ops" {
 			return http.ErrNoCookie
 		}
@@ -72,7 +74,7 @@ func newLive(t *testing.T) *live {
 	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	l.srv, l.svc, l.job = srv, svc, resp.Jobs[0].Job
+	l.srv, l.svc, l.store, l.job = srv, svc, store, resp.Jobs[0].Job
 	return l
 }
 
@@ -88,6 +90,7 @@ func TestCLI(t *testing.T) {
 	out, err := ctl(t, srv, "status")
 	require.NoError(t, err)
 	require.Contains(t, out, "jobs in_progress  1")
+	require.Regexp(t, `(?m)^leader\s+mem$`, out, "status names the leader")
 
 	out, err = ctl(t, srv, "jobs", "-status", "in_progress")
 	require.NoError(t, err)
@@ -142,4 +145,39 @@ func TestCLI(t *testing.T) {
 	_, err = ctl(t, srv, "set-max-failures", "many")
 	require.Error(t, err)
 	require.True(t, strings.Contains(out, "acme"))
+}
+
+// A multi-tenant level-0 job shows its tenant as "(multi-tenant)", and
+// durations are shown to the millisecond.
+func TestCLIMultiTenantAndDurations(t *testing.T) {
+	l := newLive(t)
+	ctx := context.Background()
+	var blocks []ck.BlockMeta
+	for _, id := range []string{"mt-1", "mt-2"} {
+		b := leadertest.Block(id, "", 1, 0)
+		b.Datasets = []ck.DatasetMeta{
+			{Tenant: "acme", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+			{Tenant: "globex", Name: "ds", Size: 50, Records: 5, MinTime: b.MinTime, MaxTime: b.MaxTime},
+		}
+		blocks = append(blocks, b)
+	}
+	blocks = append(blocks, leadertest.Block("seg-9", "globex", 2, 0))
+	_, err := l.svc.AddBlocks(ctx, blocks)
+	require.NoError(t, err)
+	l.advance(1640434394 * time.Nanosecond)
+	resp, err := l.svc.Poll(ctx, &ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1})
+	require.NoError(t, err)
+	require.Len(t, resp.Jobs, 1)
+	require.Empty(t, resp.Jobs[0].Plan.Tenant, "a multi-tenant level-0 job")
+
+	out, err := ctl(t, l.srv, "jobs", "-status", "in_progress")
+	require.NoError(t, err)
+	require.Regexp(t, resp.Jobs[0].Job+`\s+\(multi-tenant\)\s+0\s+in_progress`, out)
+	out, err = ctl(t, l.srv, "job", resp.Jobs[0].Job)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^tenant\s+\(multi-tenant\)$`, out)
+	out, err = ctl(t, l.srv, "tenants")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^globex\s+0\s+1\s+\d+\s+1\.64s\s`, out)
+	require.NotContains(t, out, "1.640434394s")
 }

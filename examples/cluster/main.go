@@ -100,7 +100,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	defer cl.shutdown()
 	fmt.Fprintf(out, "compactkit cluster: 3 hashicorp/raft nodes on loopback TCP, raft-boltdb stores in %s\n", dir)
 	for _, m := range cl.members {
-		fmt.Fprintf(out, "  %s  raft %s  http %s (metrics: /metrics)\n", m.id, m.raftAddr, "http://"+m.httpAddr)
+		fmt.Fprintf(out, "  %s  raft %s  http %s (status page: http://%s/admin/, metrics: /metrics)\n", m.id, m.raftAddr, "http://"+m.httpAddr, m.httpAddr)
 	}
 	fmt.Fprintf(out, "leader: %s; the leader is shut down %d times during the ingest\n\n", cl.leader().id, cfg.Kills)
 

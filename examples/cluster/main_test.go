@@ -35,4 +35,5 @@ func TestCluster(t *testing.T) {
 	assert.Less(t, res.ReadAmpAfter, res.ReadAmpBefore)
 	assert.Contains(t, out.String(), "replicas identical")
 	assert.Contains(t, out.String(), "verification passed")
+	assert.Regexp(t, `status page: http://127\.0\.0\.1:\d+/admin/`, out.String(), "each node's status page address")
 }

@@ -7,9 +7,12 @@
 // through. It shows progress bars and serves the status page and
 // Prometheus metrics while it runs, then prints a summary table and the
 // full verification of the final state, writes a chart, and exits non-zero
-// if any check fails.
+// if any check fails. With -serve it keeps serving the status page, the
+// metrics and the admin API after the run until interrupted, for
+// compactctl and a browser to look at the final state.
 //
 //	go run ./examples/demo
+//	go run ./examples/demo -serve
 //	go run ./examples/demo -segments 2000 -tenants 12 -workers 8
 package main
 
@@ -41,6 +44,8 @@ type config struct {
 	Keep bool
 	// Chart is the chart's path (.png or .svg); "" writes none.
 	Chart string
+	// Serve keeps the endpoints up after the run, until ctx is done.
+	Serve bool
 	// Store, if set, replaces the filesystem store in a temporary
 	// directory (the tests run the demo on a real S3 server).
 	Store blockmerge.Store
@@ -50,6 +55,7 @@ func main() {
 	cfg := config{Run: demo.DefaultConfig(), Chart: filepath.Join(os.TempDir(), "compactkit-demo.png")}
 	apply := demo.Flags(flag.CommandLine, &cfg.Run, &cfg.Chart)
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the object store and print its path")
+	flag.BoolVar(&cfg.Serve, "serve", false, "after the run, keep serving the status page, metrics and admin API until interrupted")
 	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the object store (default: the system's temporary directory)")
 	flag.Parse()
 	apply()
@@ -106,7 +112,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	defer srv.Close()
 
 	fmt.Fprintf(out, "compactkit demo: single-node hashicorp/raft (in-memory stores), leader endpoints at %s (metrics: %s/metrics)\n", srv.URL, srv.URL)
-	fmt.Fprintf(out, "status page: %s/admin/ (compactctl -addr %s/admin/ status)\n", srv.URL, srv.URL)
+	fmt.Fprintf(out, "status page: %s/admin/ (go run ./cmd/compactctl -addr %s/admin/ status)\n", srv.URL, srv.URL)
 	fmt.Fprintf(out, "object store: %s\n\n", where)
 	rep, err = demo.Run(ctx, demo.Env{Peers: []string{srv.URL}, Store: store, Metrics: reg}, cfg.Run, out)
 	if rep == nil {
@@ -122,5 +128,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	}
 	demo.Conclude(out, cfg.Chart, "compactkit demo: blocks queued per level, jobs, deletions pending", rep.Samples, nil, kept,
 		"verification passed: every record exactly once, nothing left behind", err)
+	if cfg.Serve {
+		fmt.Fprintf(out, "\nserving the final state until interrupted (Ctrl-C): status page %s/admin/, metrics %s/metrics\n", srv.URL, srv.URL)
+		fmt.Fprintf(out, "  go run ./cmd/compactctl -addr %s/admin/ status\n", srv.URL)
+		<-ctx.Done()
+	}
 	return rep, err
 }

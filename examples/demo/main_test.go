@@ -1,16 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/compactkit/compactkit/admin"
 	"github.com/compactkit/compactkit/blockmerge/objstore/versitytest"
 	"github.com/compactkit/compactkit/examples/internal/demo"
 )
@@ -47,6 +54,7 @@ func TestDemo(t *testing.T) {
 	assert.Contains(t, out.String(), "verification passed")
 	assert.Contains(t, out.String(), "read amplification")
 	assert.Contains(t, out.String(), "status page: http://", "the demo prints the status page's address")
+	assert.Regexp(t, `go run \./cmd/compactctl -addr http://127\.0\.0\.1:\d+/admin/ status`, out.String(), "the compactctl command as the README writes it")
 	st, err := os.Stat(cfg.Chart)
 	require.NoError(t, err)
 	assert.Positive(t, st.Size())
@@ -81,4 +89,60 @@ func runSmall(t *testing.T, cfg config) (*demo.Report, *bytes.Buffer) {
 	require.NoError(t, err, out.String())
 	require.True(t, rep.Verification.OK(), rep.Verification.Failed())
 	return rep, &out
+}
+
+// TestDemoServe: with Serve the demo keeps its endpoints up after the run,
+// showing the final state, until its context ends.
+func TestDemoServe(t *testing.T) {
+	cfg := config{Run: demo.DefaultConfig(), Dir: t.TempDir(), Serve: true}
+	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 60, 2, 2, 8
+	cfg.Run.Workers, cfg.Run.PartitionWorkers = 2, 0
+	cfg.Run.FlushInterval, cfg.Run.DrainTimeout, cfg.Run.Progress = 10*time.Millisecond, 45*time.Second, false
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a demo that hangs ends the scan below
+	defer cancel()
+	pr, pw := io.Pipe()
+	type result struct {
+		rep *demo.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := run(ctx, cfg, pw)
+		pw.Close()
+		done <- result{rep, err}
+	}()
+	// The demo's output, line by line, until it says it keeps serving and
+	// how to reach it; the rest is drained.
+	var out strings.Builder
+	base := ""
+	serving := regexp.MustCompile(`^\s+go run \./cmd/compactctl -addr (http://\S+/admin/) status$`)
+	lines := bufio.NewScanner(pr)
+	for base == "" && lines.Scan() {
+		line := lines.Text()
+		out.WriteString(line + "\n")
+		if m := serving.FindStringSubmatch(line); m != nil {
+			base = m[1]
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	require.NotEmpty(t, base, "the demo says it keeps serving: %s", out.String())
+	require.Contains(t, out.String(), "serving the final state until interrupted")
+	assert.Contains(t, out.String(), "verification passed")
+
+	resp, err := http.Get(base + "api/status")
+	require.NoError(t, err)
+	var st admin.Status
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.True(t, st.Drained, "the final state is served")
+	select {
+	case r := <-done:
+		t.Fatalf("the demo returned while it should serve: %v", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	r := <-done
+	require.NoError(t, r.err)
+	require.True(t, r.rep.Verification.OK())
 }

@@ -3,12 +3,14 @@
 // hashicorp/raft cluster, a filesystem object store, ingest of small level-0
 // segments, workers that merge them level by level and delete what they
 // replaced, and a check that every ingested record is in the final blocks.
-// It takes a few seconds.
+// It runs in a few seconds once built; the first go run also compiles
+// the dependencies, which takes longer.
 //
 //	go run ./examples/quickstart
 //
-// examples/demo does the same at scale, with progress bars, a status page,
-// a worker cut off mid-run, an S3 option and a full verification.
+// examples/demo does the same at scale, with progress bars, a status page
+// (kept up after the run with -serve), a worker cut off mid-run and a full
+// verification; its tests also run it on a real S3 server.
 package main
 
 import (

@@ -5,6 +5,15 @@
 // lost, nothing waiting forever, and every replica byte-identical at the
 // end. A host runs it over its own log, as blockmerge/storetest runs a
 // store through the Store contract.
+//
+// What a passing run does not prove: that the log survives faults the
+// host's [Cluster] does not inject (lost disks, partitions, clock jumps:
+// the scenario changes the leader only through [Cluster.ChangeLeader]),
+// that it is fast enough, or that it holds beyond the run's length. Its
+// check that no poll is answered twice differently sees only the answers
+// that reach its workers, and a worker sends a sequence number again only
+// after an error: the state machine's poll log, which compactkit's own
+// simulation checks, carries the rest of that promise.
 package leadertest
 
 import (

@@ -69,7 +69,46 @@ func checkExprs(t *testing.T, where string, exprs []string, names map[string]boo
 	}
 }
 
-// The shipped alert rules parse and name only exported metrics.
+// runbookBase is where every alert's runbook_url points: the operating
+// manual of the repository, one section per alert.
+const runbookBase = "https://github.com/compactkit/compactkit/blob/main/"
+
+// anchors returns the GitHub anchors of the Markdown file's headings.
+func anchors(t *testing.T, path string) map[string]bool {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	out := map[string]bool{}
+	inCode := false
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimRight(line, "\n")
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+			continue
+		}
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if inCode || !strings.HasPrefix(line, "#") || !ok {
+			continue
+		}
+		a := drop.ReplaceAllString(strings.ToLower(strings.TrimSpace(title)), "")
+		out[strings.ReplaceAll(a, " ", "-")] = true
+	}
+	return out
+}
+
+// checkRunbook asserts that the alert's runbook_url names a section of a
+// Markdown file of the repository that exists, titled by the alert.
+func checkRunbook(t *testing.T, alert, url string) {
+	rel, ok := strings.CutPrefix(url, runbookBase)
+	require.True(t, ok, "%s: runbook_url %q is not under %s", alert, url, runbookBase)
+	path, frag, ok := strings.Cut(rel, "#")
+	require.True(t, ok, "%s: runbook_url %q names no section", alert, url)
+	require.Equal(t, strings.ToLower(alert), frag, "%s: the runbook's section is titled by the alert", alert)
+	require.True(t, anchors(t, "../../"+path)[frag], "%s: %s has no section #%s", alert, path, frag)
+}
+
+// The shipped alert rules parse, name only exported metrics, and link a
+// runbook that exists.
 func TestAlertRules(t *testing.T) {
 	data, err := os.ReadFile("alerts.yml")
 	require.NoError(t, err)
@@ -95,6 +134,7 @@ func TestAlertRules(t *testing.T) {
 		require.NotEmpty(t, r.Alert)
 		require.NotEmpty(t, r.Labels["severity"], r.Alert)
 		require.NotEmpty(t, r.Annotations["summary"], r.Alert)
+		checkRunbook(t, r.Alert, r.Annotations["runbook_url"])
 		require.False(t, slices.Contains(alerts, r.Alert), "alert %s twice", r.Alert)
 		alerts = append(alerts, r.Alert)
 		exprs = append(exprs, r.Expr)

@@ -11,12 +11,15 @@ import (
 	"io"
 	"maps"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/raftfsm/embedtest"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 )
 
@@ -182,9 +185,68 @@ func (s *kvSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *kvSnapshot) Release() { s.c.Close() }
 
+// kvReplica is kvFSM as package embedtest drives it: entries as raft
+// delivers them, the snapshot as Persist writes it.
+type kvReplica struct{ *kvFSM }
+
+func (r kvReplica) Apply(index, term uint64, at int64, data []byte) error {
+	res := r.kvFSM.Apply(&raft.Log{Index: index, Term: term, Type: raft.LogCommand, Data: data, AppendedAt: time.Unix(0, at)})
+	if err, ok := res.(error); ok {
+		return err
+	}
+	return nil
+}
+
+func (r kvReplica) Snapshot(w io.Writer) error {
+	b, err := r.snapshotBytes()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func (r kvReplica) Restore(rd io.Reader) error { return r.kvFSM.Restore(io.NopCloser(rd)) }
+
+func (r kvReplica) Compaction() *raftfsm.FSM { return r.compaction }
+
+// kvHost is what the embedding check needs of the host: its replicas, its
+// envelope, its own entries and an equality of its own state.
+func kvHost() embedtest.Host {
+	return embedtest.Host{
+		New: func(cfg raftfsm.Config) (embedtest.Replica, error) {
+			f, err := newKVFSM(cfg)
+			return kvReplica{f}, err
+		},
+		Envelope: withTag,
+		Own: rapid.Custom(func(t *rapid.T) []byte {
+			k := rapid.SampledFrom([]string{"user:1", "user:2"}).Draw(t, "key")
+			return []byte(string(rune(tagKV)) + k + "=" + rapid.StringMatching(`[a-z]{0,4}`).Draw(t, "value"))
+		}),
+		Equal: func(a, b embedtest.Replica) error {
+			x, y := a.(kvReplica), b.(kvReplica)
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			y.mu.Lock()
+			defer y.mu.Unlock()
+			if !maps.Equal(x.kv, y.kv) {
+				return fmt.Errorf("key/value store %v, restored %v", x.kv, y.kv)
+			}
+			return nil
+		},
+	}
+}
+
+// The key/value host passes the embedding check on generated histories.
+func TestKVHostEmbedding(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) { embedtest.Check(t, kvHost()) })
+}
+
 // A host's own raft FSM holding a key/value store and compactkit's state:
 // entries are routed by a tag byte, and the service wraps compactkit's
-// commands in that tag.
+// commands in that tag. The host's tests check the embedding — routing,
+// the combined snapshot, restores — with package embedtest, as the end of
+// the example does on three histories.
 func ExampleWithEnvelope() {
 	state := raftfsm.DefaultConfig()
 	state.Planner.Levels[0].MaxBlocks = 4
@@ -241,7 +303,17 @@ func ExampleWithEnvelope() {
 	fmt.Println("job:", resp.Jobs[0].Outcome, len(resp.Jobs[0].Plan.Sources), "sources")
 	v, _ := fsm.get("user:42")
 	fmt.Println("user:42 =", v)
+
+	// The embedding check; a test runs it as a rapid property:
+	// rapid.Check(t, func(t *rapid.T) { embedtest.Check(t, kvHost()) }).
+	h := kvHost()
+	for seed := range 3 {
+		fmt.Println("embedding:", embedtest.Replay(h, embedtest.Histories(h).Example(seed)))
+	}
 	// Output:
 	// job: assigned 4 sources
 	// user:42 = ada
+	// embedding: <nil>
+	// embedding: <nil>
+	// embedding: <nil>
 }
