@@ -110,12 +110,16 @@ func listing(dirs []string) (string, error) {
 	b.WriteString("# tools/api: one line per exported identifier, method and field. CI fails when the\n")
 	b.WriteString("# code differs from this file; an API change rewrites it and adds a CHANGELOG.md line.\n")
 	b.WriteString("#\n# Exported identifiers per package (methods included, fields not):\n")
+	width := len("total")
+	for _, p := range order {
+		width = max(width, len(p))
+	}
 	total := 0
 	for _, p := range order {
-		fmt.Fprintf(&b, "#   %-64s %4d\n", p, counts[p])
+		fmt.Fprintf(&b, "#   %-*s %5d\n", width, p, counts[p])
 		total += counts[p]
 	}
-	fmt.Fprintf(&b, "#   %-64s %4d\n", "total", total)
+	fmt.Fprintf(&b, "#   %-*s %5d\n", width, "total", total)
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')

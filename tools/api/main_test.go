@@ -11,8 +11,8 @@ func TestListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `#   example.com/mod/lib                                                12
-#   total                                                              12
+	want := `#   example.com/mod/lib    12
+#   total                  12
 pkg example.com/mod/lib, const Const Kind = 2
 pkg example.com/mod/lib, const Untyped ideal-string = "u"
 pkg example.com/mod/lib, func New(io.Reader, ...Kind) (*Pair[string, int], error)
