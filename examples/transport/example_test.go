@@ -10,14 +10,14 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/examples/transport"
-	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 )
 
 // A single raft node serves its Service over HTTP; a client adds blocks,
 // polls for a job as a worker would, and queries the index.
 func Example() {
 	_, trans := raft.NewInmemTransport("")
-	node, err := hraft.NewNode(hraft.NodeConfig{ID: "n1", Transport: trans})
+	node, err := hraftnode.New(hraftnode.Config{ID: "n1", Transport: trans})
 	if err != nil {
 		fmt.Println(err)
 		return

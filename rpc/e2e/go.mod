@@ -3,9 +3,9 @@ module github.com/compactkit/compactkit/rpc/e2e
 go 1.26.0
 
 require (
-	github.com/compactkit/compactkit v0.0.0
-	github.com/compactkit/compactkit/raftfsm/hraft v0.0.0
-	github.com/compactkit/compactkit/rpc v0.0.0
+	github.com/compactkit/compactkit v0.1.0
+	github.com/compactkit/compactkit/raftfsm/hraft v0.1.0
+	github.com/compactkit/compactkit/rpc v0.1.0
 	github.com/hashicorp/raft v1.7.3
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
