@@ -19,20 +19,17 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// DefaultMaxBody bounds a request body, by default.
-const DefaultMaxBody = 1 << 20
+// defaultMaxBody bounds a request body, by default.
+const defaultMaxBody = 1 << 20
 
-// Authorizer decides whether the request may perform the action (the
-// names of [Actions]); a non-nil error refuses it with 403 and the error's
-// message. It is where a host checks its own credentials.
+// Authorizer decides whether the request may perform the action; a non-nil
+// error refuses it with 403 and the error's message. It is where a host
+// checks its own credentials. The actions are the reads "status", "jobs",
+// "job", "tenants", "quarantine", "dry-run", "fsck" and "policies", and the
+// commands "pause", "resume", "retry", "cancel", "requeue", "mark",
+// "set-max-failures", "fsck-remove", "policy-set", "policy-clear" and
+// "compact-now".
 type Authorizer func(r *http.Request, action string) error
-
-// Actions lists the action names an [Authorizer] is asked about.
-var Actions = []string{
-	"status", "jobs", "job", "tenants", "quarantine", "dry-run", "fsck", "policies",
-	"pause", "resume", "retry", "cancel", "requeue", "mark", "set-max-failures", "fsck-remove",
-	"policy-set", "policy-clear", "compact-now",
-}
 
 // Option configures a [Handler].
 type Option func(*Handler)
@@ -49,8 +46,7 @@ func WithIdentity(who func(r *http.Request) string) Option {
 	return func(h *Handler) { h.identity = who }
 }
 
-// WithMaxBody sets the largest request body accepted (default
-// [DefaultMaxBody]).
+// WithMaxBody sets the largest request body accepted (default 1 MiB).
 func WithMaxBody(n int64) Option {
 	return func(h *Handler) {
 		if n > 0 {
@@ -69,16 +65,6 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithClock sets the clock of the status page's backlog history (default
-// time.Now).
-func WithClock(now func() time.Time) Option {
-	return func(h *Handler) {
-		if now != nil {
-			h.now = now
-		}
-	}
-}
-
 // Handler serves the API under /api/ and the status page at the root of
 // wherever it is mounted (strip the mount prefix with http.StripPrefix).
 type Handler struct {
@@ -86,7 +72,6 @@ type Handler struct {
 	auth     Authorizer
 	maxBody  int64
 	log      *slog.Logger
-	now      func() time.Time
 	mux      *http.ServeMux
 	store    blockmerge.Store
 	layout   blockmerge.Layout
@@ -112,7 +97,7 @@ const (
 
 // New returns the admin handler over svc.
 func New(svc *leader.Service, opts ...Option) *Handler {
-	h := &Handler{svc: svc, maxBody: DefaultMaxBody, log: slog.New(slog.DiscardHandler), now: time.Now}
+	h := &Handler{svc: svc, maxBody: defaultMaxBody, log: slog.New(slog.DiscardHandler)}
 	WithAllowedHosts("localhost")(h)
 	for _, o := range opts {
 		o(h)
@@ -389,7 +374,7 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 // record keeps a backlog sample for the page's chart, at most one per
 // historyEvery.
 func (h *Handler) record(s *Status) {
-	now := h.now()
+	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if n := len(h.history); n > 0 && now.Sub(h.history[n-1].at) < historyEvery {

@@ -28,7 +28,9 @@
 // {"mode": "only-in" | "never-in", "windows": [{"days": ["Mon", "Tue"],
 // "start": "22:00", "end": "06:00", "offset_minutes": 60}]}; not_before in
 // RFC 3339; pressure {"slow_blocks": {"on": 1000, "off": 800},
-// "stop_blocks", "slow_debt", "stop_debt"}; shard_pressure, the same
+// "stop_blocks", "slow_ready_batches", "stop_ready_batches"} (blocks
+// queued; ready batches, the jobs that could be planned now: the former
+// keys slow_debt and stop_debt are refused); shard_pressure, the same
 // thresholds for each shard of the tenant; stale_after as a Go duration
 // ("1h"); levels [{"level": 0, "max_blocks": 40, "max_bytes": 0,
 // "max_age": "2m", "cross_shard": "on" | "off"}], overriding the cluster's

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -88,12 +90,35 @@ type Window struct {
 }
 
 // Thresholds are the backpressure thresholds (policy.Thresholds): absent
-// limits are off.
+// limits are off. The blocks limits count queued blocks, the ready-batch
+// limits the jobs that could be planned now (the compaction debt in ready
+// batches). The former keys slow_debt and stop_debt are refused with an
+// error that names their successors.
 type Thresholds struct {
-	SlowBlocks *Limit `json:"slow_blocks,omitempty"`
-	StopBlocks *Limit `json:"stop_blocks,omitempty"`
-	SlowDebt   *Limit `json:"slow_debt,omitempty"`
-	StopDebt   *Limit `json:"stop_debt,omitempty"`
+	SlowBlocks       *Limit `json:"slow_blocks,omitempty"`
+	StopBlocks       *Limit `json:"stop_blocks,omitempty"`
+	SlowReadyBatches *Limit `json:"slow_ready_batches,omitempty"`
+	StopReadyBatches *Limit `json:"stop_ready_batches,omitempty"`
+}
+
+// renamedKeys maps the thresholds' former JSON keys to their names now.
+var renamedKeys = [...]struct{ old, now string }{{"slow_debt", "slow_ready_batches"}, {"stop_debt", "stop_ready_batches"}}
+
+// UnmarshalJSON decodes thresholds with known keys only. A former key is
+// refused with an error that names the key to use.
+func (th *Thresholds) UnmarshalJSON(data []byte) error {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(data, &keys) == nil {
+		for _, k := range renamedKeys {
+			if _, ok := keys[k.old]; ok {
+				return fmt.Errorf("thresholds: %q is now %q (the debt thresholds count ready batches: jobs that could be planned now)", k.old, k.now)
+			}
+		}
+	}
+	type plain Thresholds
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode((*plain)(th))
 }
 
 // Limit is a threshold with hysteresis (policy.Limit): a grade is entered
@@ -176,7 +201,7 @@ func thresholdsOf(th policy.Thresholds) *Thresholds {
 		}
 		return &Limit{On: l.On, Off: l.Off}
 	}
-	return &Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
+	return &Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowReadyBatches: lim(th.SlowReadyBatches), StopReadyBatches: lim(th.StopReadyBatches)}
 }
 
 // policy converts the thresholds; nil is none.
@@ -190,11 +215,11 @@ func (th *Thresholds) policy() policy.Thresholds {
 		}
 		return policy.Limit{On: l.On, Off: l.Off}
 	}
-	return policy.Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowDebt: lim(th.SlowDebt), StopDebt: lim(th.StopDebt)}
+	return policy.Thresholds{SlowBlocks: lim(th.SlowBlocks), StopBlocks: lim(th.StopBlocks), SlowReadyBatches: lim(th.SlowReadyBatches), StopReadyBatches: lim(th.StopReadyBatches)}
 }
 
 // String writes the limits set as compactctl's flags take them: "slow
-// 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20".
+// 100/80, stop 500/400, slow-ready-batches 10/5, stop-ready-batches 20/20".
 func (th *Thresholds) String() string {
 	if th == nil {
 		return ""
@@ -203,7 +228,7 @@ func (th *Thresholds) String() string {
 	for _, l := range []struct {
 		name string
 		l    *Limit
-	}{{"slow", th.SlowBlocks}, {"stop", th.StopBlocks}, {"slow-debt", th.SlowDebt}, {"stop-debt", th.StopDebt}} {
+	}{{"slow", th.SlowBlocks}, {"stop", th.StopBlocks}, {"slow-ready-batches", th.SlowReadyBatches}, {"stop-ready-batches", th.StopReadyBatches}} {
 		if l.l != nil {
 			ls = append(ls, fmt.Sprintf("%s %d/%d", l.name, l.l.On, l.l.Off))
 		}
@@ -490,8 +515,8 @@ type Policies struct {
 	Next string `json:"next,omitempty"`
 }
 
-// MaxPolicyPage bounds the limit of a page of GET api/policies.
-const MaxPolicyPage = 10000
+// maxPolicyPage bounds the limit of a page of GET api/policies.
+const maxPolicyPage = 10000
 
 // TenantPolicy is a tenant's own policy (or the default, with no tenant)
 // and whether it lets the tenant's new jobs start at the log's time (its
@@ -514,7 +539,7 @@ type CompactNow struct {
 
 func (h *Handler) policiesOf(r *http.Request) (*Policies, error) {
 	q := r.URL.Query()
-	limit, err := queryInt(q, "limit", MaxPolicyPage)
+	limit, err := queryInt(q, "limit", maxPolicyPage)
 	if err != nil {
 		return nil, err
 	}

@@ -38,9 +38,9 @@ func (l Layout) String() string {
 	}
 }
 
-// DeleteBlock deletes the objects of the block with the given ID. Deleting
+// deleteBlock deletes the objects of the block with the given ID. Deleting
 // a block that is already gone is not an error.
-func (l Layout) DeleteBlock(ctx context.Context, store Store, id string) error {
+func (l Layout) deleteBlock(ctx context.Context, store Store, id string) error {
 	switch l {
 	case ObjectLayout:
 		return store.Delete(ctx, compactkit.ObjectKey(id))
@@ -51,20 +51,16 @@ func (l Layout) DeleteBlock(ctx context.Context, store Store, id string) error {
 	}
 }
 
-// DeleteTombstone deletes the objects a tombstone names: the block's
-// objects in this layout for a TombstoneBlock, every object under the
-// prefix for a TombstonePrefix. It is idempotent: objects already gone are
-// not an error, so a worker can retry it and report the tombstone
-// confirmed once it returns nil. An invalid tombstone is refused with the
-// error of its Validate.
-func (l Layout) DeleteTombstone(ctx context.Context, store Store, t compactkit.Tombstone) error {
+// deleteTombstone deletes the objects of one tombstone (see
+// [Layout.DeleteTombstones]).
+func (l Layout) deleteTombstone(ctx context.Context, store Store, t compactkit.Tombstone) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("blockmerge: delete %s: %w", t, err)
 	}
 	var err error
 	switch t.Kind {
 	case compactkit.TombstoneBlock:
-		err = l.DeleteBlock(ctx, store, t.Target)
+		err = l.deleteBlock(ctx, store, t.Target)
 	case compactkit.TombstonePrefix:
 		err = store.DeleteByPrefix(ctx, t.Target)
 	}
@@ -74,32 +70,24 @@ func (l Layout) DeleteTombstone(ctx context.Context, store Store, t compactkit.T
 	return nil
 }
 
-// DeleteTombstones deletes the objects of every tombstone (see
-// [Layout.DeleteTombstone]), carrying on past failures, and returns the
-// tombstones whose deletion succeeded, in order — those a worker reports
-// as confirmed — with the failures joined into one error.
+// DeleteTombstones deletes the objects the tombstones name: the block's
+// objects in this layout for a TombstoneBlock, every object under the
+// prefix for a TombstonePrefix. It carries on past failures and returns
+// the tombstones whose deletion succeeded, in order — those a worker
+// reports as confirmed — with the failures joined into one error. It is
+// idempotent: objects already gone are not an error, so a worker can retry
+// it. An invalid tombstone fails with the error of its Validate.
 func (l Layout) DeleteTombstones(ctx context.Context, store Store, ts []compactkit.Tombstone) ([]compactkit.Tombstone, error) {
 	var (
 		done []compactkit.Tombstone
 		errs []error
 	)
 	for _, t := range ts {
-		if err := l.DeleteTombstone(ctx, store, t); err != nil {
+		if err := l.deleteTombstone(ctx, store, t); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		done = append(done, t)
 	}
 	return done, errors.Join(errs...)
-}
-
-// DeleteTombstone is ObjectLayout.DeleteTombstone: blockmerge's own
-// layout.
-func DeleteTombstone(ctx context.Context, store Store, t compactkit.Tombstone) error {
-	return ObjectLayout.DeleteTombstone(ctx, store, t)
-}
-
-// DeleteTombstones is ObjectLayout.DeleteTombstones.
-func DeleteTombstones(ctx context.Context, store Store, ts []compactkit.Tombstone) ([]compactkit.Tombstone, error) {
-	return ObjectLayout.DeleteTombstones(ctx, store, ts)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/compactkit/compactkit/blockmerge"
 )
 
-func TestDeleteTombstone(t *testing.T) {
+func TestDeleteTombstones(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"mem", "file"} {
 		t.Run(name, func(t *testing.T) {
@@ -21,11 +21,20 @@ func TestDeleteTombstone(t *testing.T) {
 			for _, k := range []string{"blocks/src-1", "blocks/src-2", "blocks/job/5/0", "blocks/job/5/1", "blocks/job/50/0", "blocks/job/6/0"} {
 				putBytes(t, s, k, []byte(k))
 			}
+			deleteOne := func(tb compactkit.Tombstone) error {
+				done, err := blockmerge.ObjectLayout.DeleteTombstones(ctx, s, []compactkit.Tombstone{tb})
+				if err == nil {
+					require.Equal(t, []compactkit.Tombstone{tb}, done)
+				} else {
+					require.Empty(t, done)
+				}
+				return err
+			}
 			block := compactkit.Tombstone{Kind: compactkit.TombstoneBlock, Target: "src-1"}
 			prefix := compactkit.Tombstone{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job", 5)}
 			for range 2 { // idempotent
-				require.NoError(t, blockmerge.DeleteTombstone(ctx, s, block))
-				require.NoError(t, blockmerge.DeleteTombstone(ctx, s, prefix))
+				require.NoError(t, deleteOne(block))
+				require.NoError(t, deleteOne(prefix))
 			}
 			require.Equal(t, []string{"blocks/job/50/0", "blocks/job/6/0", "blocks/src-2"}, listKeys(t, s, ""))
 
@@ -35,10 +44,10 @@ func TestDeleteTombstone(t *testing.T) {
 				{Kind: 9, Target: "x"},
 			}
 			for _, tb := range bad {
-				require.Error(t, blockmerge.DeleteTombstone(ctx, s, tb), "%s", tb)
+				require.Error(t, deleteOne(tb), "%s", tb)
 			}
 
-			done, err := blockmerge.DeleteTombstones(ctx, s, []compactkit.Tombstone{
+			done, err := blockmerge.ObjectLayout.DeleteTombstones(ctx, s, []compactkit.Tombstone{
 				{Kind: compactkit.TombstoneBlock, Target: "src-2"},
 				bad[1],
 				{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job", 6)},
@@ -68,8 +77,11 @@ func TestPrefixLayout(t *testing.T) {
 		require.Equal(t, []compactkit.Tombstone{block}, done)
 	}
 	require.Equal(t, []string{"blocks/job/5/0/meta.json", "blocks/src-10/meta.json", "blocks/src-1x"}, listKeys(t, s, ""))
-	require.NoError(t, blockmerge.PrefixLayout.DeleteTombstone(ctx, s, compactkit.Tombstone{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job", 5)}))
+	_, err := blockmerge.PrefixLayout.DeleteTombstones(ctx, s, []compactkit.Tombstone{{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job", 5)}})
+	require.NoError(t, err)
 	require.Equal(t, []string{"blocks/src-10/meta.json", "blocks/src-1x"}, listKeys(t, s, ""))
-	require.Error(t, blockmerge.Layout(7).DeleteBlock(ctx, s, "src-10"))
+	done, err := blockmerge.Layout(7).DeleteTombstones(ctx, s, []compactkit.Tombstone{{Kind: compactkit.TombstoneBlock, Target: "src-10"}})
+	require.ErrorIs(t, err, blockmerge.ErrInvalidKey, "an unknown layout")
+	require.Empty(t, done)
 	require.Equal(t, "prefix", blockmerge.PrefixLayout.String())
 }

@@ -17,10 +17,10 @@
 //   - The nested module github.com/compactkit/compactkit/blockmerge/objstore
 //     adapts any github.com/thanos-io/objstore bucket (S3, GCS, Azure, ...)
 //     without pulling cloud SDKs into this module.
-//   - [FencedStore] wraps a store for one attempt and refuses writes from a
-//     stale fencing token within one process (deleting the attempt's own
-//     outputs excepted); the state machine's commit-time token check
-//     remains the real guarantee.
+//   - [NewFencedStore] wraps a store for one attempt and refuses writes
+//     from a stale fencing token within one process (deleting the
+//     attempt's own outputs excepted); the state machine's commit-time
+//     token check remains the real guarantee.
 //
 // The package storetest holds the conformance suite every store passes.
 //
@@ -46,7 +46,7 @@
 //
 // [Merge] runs a compaction job: for each tenant, the datasets with the
 // same name in the source blocks are merged by a [DatasetMerger] — by
-// default [RecordMerger], a streaming k-way merge in which identical
+// default [MergeRecords], a streaming k-way merge in which identical
 // records collapse — into one output block one level up, named by
 // compactkit.OutputID under the attempt's prefix. Memory is one page per
 // source plus one, independent of block size. The outputs are
@@ -57,8 +57,9 @@
 // names the object and dataset, and nothing of the attempt is left in the
 // store.
 //
-// [DeleteTombstone] and [DeleteTombstones] delete what the state machine's
-// tombstones name, idempotently.
+// [Layout.DeleteTombstones] deletes what the state machine's tombstones
+// name, idempotently, for blocks of one object ([ObjectLayout], as
+// blockmerge writes them) or of several under a prefix ([PrefixLayout]).
 //
 // # Testing
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/compactkit/compactkit"
@@ -68,9 +69,9 @@ func ExampleWithDatasetMerger() {
 	}
 	// "latest" keeps only the newest record of each key. Inputs are small
 	// here; a real merger streams.
-	latest := blockmerge.DatasetMergerFunc(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
-		if out.Name() != "latest" {
-			return blockmerge.RecordMerger{}.MergeDataset(ctx, out, in)
+	latest := blockmerge.DatasetMerger(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+		if in[0].Meta().Name != "latest" {
+			return blockmerge.MergeRecords(ctx, out, in)
 		}
 		var all []blockmerge.Record
 		for _, it := range in {
@@ -78,7 +79,7 @@ func ExampleWithDatasetMerger() {
 				all = append(all, it.Record().Clone())
 			}
 		}
-		all = blockmerge.SortRecords(all)
+		slices.SortFunc(all, blockmerge.Compare)
 		for i, rec := range all {
 			if i+1 < len(all) && bytes.Equal(all[i+1].Key, rec.Key) {
 				continue // a newer record of the key follows

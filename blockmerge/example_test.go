@@ -136,13 +136,13 @@ func ExampleNewFileStore() {
 
 // A worker deletes what the tombstones of its job name, idempotently,
 // and reports those deleted as confirmed.
-func ExampleDeleteTombstones() {
+func ExampleLayout_DeleteTombstones() {
 	ctx := context.Background()
 	store := blockmerge.NewMemStore()
 	for _, key := range []string{"blocks/old-1", "blocks/job-3/5/0", "blocks/job-3/5/1", "blocks/keep"} {
 		_ = store.Put(ctx, key, strings.NewReader("x"))
 	}
-	confirmed, err := blockmerge.DeleteTombstones(ctx, store, []compactkit.Tombstone{
+	confirmed, err := blockmerge.ObjectLayout.DeleteTombstones(ctx, store, []compactkit.Tombstone{
 		{Kind: compactkit.TombstoneBlock, Target: "old-1"},
 		{Kind: compactkit.TombstoneBlock, Target: "already-gone"},
 		{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job-3", 5)},

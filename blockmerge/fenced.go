@@ -10,11 +10,13 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 )
 
-// FencedStore wraps a [Store] for one compaction attempt: before every
-// write (Put, Create and its Commit, Delete, DeleteByPrefix) it checks the
-// attempt's token with a [fencing.Guard] for the job, and refuses the write
-// with an error wrapping [fencing.ErrStaleToken] once a newer attempt of
-// the same job has written through the same Guard. Reads pass through.
+// NewFencedStore returns s wrapped for one compaction attempt, of job with
+// the given token: before every write (Put, Create and its Commit, Delete,
+// DeleteByPrefix) the returned store checks the token with g (resource: the
+// job name), and refuses the write with an error wrapping
+// [fencing.ErrStaleToken] once a newer attempt of the same job has written
+// through the same Guard. Reads pass through. It streams writes (see
+// [Creator]) with s's own writer if s has one, else through a staging file.
 //
 // One kind of write is never refused: deleting objects under the attempt's
 // own prefix ([compactkit.AttemptPrefix] of the job and token), so that an
@@ -31,29 +33,27 @@ import (
 // prefix is tombstoned. Outputs are written under a prefix of their own
 // attempt ([compactkit.AttemptPrefix]), so a stale attempt that slips past
 // the Guard can never overwrite a newer attempt's objects either.
-type FencedStore struct {
-	inner   Store
-	guard   *fencing.Guard
-	job     string
-	token   fencing.Token
-	tempDir string
+func NewFencedStore(s Store, g *fencing.Guard, job string, token fencing.Token) Store {
+	return &fencedStore{inner: s, guard: g, job: job, token: token}
+}
+
+// fencedStore is the store of [NewFencedStore].
+type fencedStore struct {
+	inner Store
+	guard *fencing.Guard
+	job   string
+	token fencing.Token
 }
 
 var (
-	_ Store   = (*FencedStore)(nil)
-	_ Creator = (*FencedStore)(nil)
+	_ Store   = (*fencedStore)(nil)
+	_ Creator = (*fencedStore)(nil)
 )
 
-// NewFencedStore returns s guarded by g for the attempt of job with the
-// given token. The Guard's resource is the job name.
-func NewFencedStore(s Store, g *fencing.Guard, job string, token fencing.Token) *FencedStore {
-	return &FencedStore{inner: s, guard: g, job: job, token: token}
-}
-
 // ownPrefix returns the attempt's own prefix.
-func (f *FencedStore) ownPrefix() string { return compactkit.AttemptPrefix(f.job, f.token) }
+func (f *fencedStore) ownPrefix() string { return compactkit.AttemptPrefix(f.job, f.token) }
 
-func (f *FencedStore) check(op, key string) error {
+func (f *fencedStore) check(op, key string) error {
 	if err := f.guard.Check(f.job, f.token); err != nil {
 		return fmt.Errorf("blockmerge: %s %q: %w", op, key, err)
 	}
@@ -61,32 +61,32 @@ func (f *FencedStore) check(op, key string) error {
 }
 
 // Get implements [Store].
-func (f *FencedStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+func (f *fencedStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return f.inner.Get(ctx, key)
 }
 
 // GetRange implements [Store].
-func (f *FencedStore) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+func (f *fencedStore) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
 	return f.inner.GetRange(ctx, key, off, length)
 }
 
 // Size implements [Store].
-func (f *FencedStore) Size(ctx context.Context, key string) (int64, error) {
+func (f *fencedStore) Size(ctx context.Context, key string) (int64, error) {
 	return f.inner.Size(ctx, key)
 }
 
 // Exists implements [Store].
-func (f *FencedStore) Exists(ctx context.Context, key string) (bool, error) {
+func (f *fencedStore) Exists(ctx context.Context, key string) (bool, error) {
 	return f.inner.Exists(ctx, key)
 }
 
 // List implements [Store].
-func (f *FencedStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
+func (f *fencedStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
 	return f.inner.List(ctx, prefix, fn)
 }
 
 // Put implements [Store], after checking the token.
-func (f *FencedStore) Put(ctx context.Context, key string, r io.Reader) error {
+func (f *fencedStore) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := f.check("put", key); err != nil {
 		return err
 	}
@@ -95,11 +95,17 @@ func (f *FencedStore) Put(ctx context.Context, key string, r io.Reader) error {
 
 // Create implements [Creator]: the token is checked when the write starts
 // and again just before it is committed.
-func (f *FencedStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
+func (f *fencedStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	return f.create(ctx, key, "")
+}
+
+// create is Create staging in tempDir (see [CreateObject]) when the inner
+// store cannot stream a write.
+func (f *fencedStore) create(ctx context.Context, key, tempDir string) (ObjectWriter, error) {
 	if err := f.check("create", key); err != nil {
 		return nil, err
 	}
-	w, err := CreateObject(ctx, f.inner, key, f.tempDir)
+	w, err := CreateObject(ctx, f.inner, key, tempDir)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +114,7 @@ func (f *FencedStore) Create(ctx context.Context, key string) (ObjectWriter, err
 
 type fencedWriter struct {
 	ObjectWriter
-	f   *FencedStore
+	f   *fencedStore
 	key string
 }
 
@@ -122,7 +128,7 @@ func (w *fencedWriter) Commit() error {
 
 // Delete implements [Store], after checking the token (unless key lies
 // under the attempt's own prefix).
-func (f *FencedStore) Delete(ctx context.Context, key string) error {
+func (f *fencedStore) Delete(ctx context.Context, key string) error {
 	if !strings.HasPrefix(key, f.ownPrefix()) {
 		if err := f.check("delete", key); err != nil {
 			return err
@@ -133,7 +139,7 @@ func (f *FencedStore) Delete(ctx context.Context, key string) error {
 
 // DeleteByPrefix implements [Store], after checking the token (unless
 // prefix lies under the attempt's own prefix).
-func (f *FencedStore) DeleteByPrefix(ctx context.Context, prefix string) error {
+func (f *fencedStore) DeleteByPrefix(ctx context.Context, prefix string) error {
 	if !strings.HasPrefix(prefix, f.ownPrefix()) {
 		if err := f.check("delete prefix", prefix); err != nil {
 			return err

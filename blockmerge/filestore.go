@@ -66,17 +66,10 @@ var (
 	_ Timestamper       = (*FileStore)(nil)
 )
 
-// FileOption configures a [FileStore].
-type FileOption func(*FileStore)
-
-// WithoutSync turns off fsync of files and directories: faster, and still
-// atomic for readers, but committed objects may be lost in a crash. For
-// tests and scratch stores only.
-func WithoutSync() FileOption { return func(s *FileStore) { s.noSync = true } }
-
 // NewFileStore opens (creating it if needed) the directory dir as a store.
-// Close the store to release the directory handle.
-func NewFileStore(dir string, opts ...FileOption) (*FileStore, error) {
+// Close the store to release the directory handle. Of the options, only
+// [WithoutSync] applies.
+func NewFileStore(dir string, opts ...Option) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("blockmerge: file store: empty directory name")
 	}
@@ -87,11 +80,7 @@ func NewFileStore(dir string, opts ...FileOption) (*FileStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blockmerge: file store: %w", err)
 	}
-	s := &FileStore{root: root, dir: dir, pid: strconv.Itoa(os.Getpid())}
-	for _, o := range opts {
-		o(s)
-	}
-	return s, nil
+	return &FileStore{root: root, dir: dir, noSync: buildOptions(opts).noSync, pid: strconv.Itoa(os.Getpid())}, nil
 }
 
 // Dir returns the root directory of the store.

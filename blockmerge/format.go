@@ -33,20 +33,20 @@ import (
 // record. The metadata's Size is the size of the whole object (the writer
 // finds the fixed point of the footer's length).
 const (
-	// FormatVersion is the block format version this release writes and
+	// formatVersion is the block format version this release writes and
 	// reads.
-	FormatVersion = 1
+	formatVersion = 1
 
-	// DefaultPageSize is the default bound on the payload of a page.
-	DefaultPageSize = 64 << 10
-	// MinPageSize and MaxPageSize bound the page size a writer accepts.
-	MinPageSize = 1 << 10
-	MaxPageSize = 16 << 20
+	// defaultPageSize is the default bound on the payload of a page.
+	defaultPageSize = 64 << 10
+	// minPageSize and maxPageSize bound the page size a writer accepts.
+	minPageSize = 1 << 10
+	maxPageSize = 16 << 20
 
-	// MaxKeySize and MaxValueSize bound a record's key and value. A record
-	// larger than the page size gets a page of its own.
-	MaxKeySize   = 64 << 10
-	MaxValueSize = 16 << 20
+	// maxKeySize and maxValueSize bound a record's key and value (see
+	// [Record]). A record larger than the page size gets a page of its own.
+	maxKeySize   = 64 << 10
+	maxValueSize = 16 << 20
 
 	headerSize      = 8
 	trailerSize     = 16
@@ -55,7 +55,7 @@ const (
 	pageOverhead    = pageHeaderSize + pageTrailerSize
 	// maxPagePayload bounds a page's payload on read: the largest page a
 	// writer can produce (a page holding one record of the maximum size).
-	maxPagePayload = MaxPageSize + MaxKeySize + MaxValueSize + 2*binary.MaxVarintLen64 + 8
+	maxPagePayload = maxPageSize + maxKeySize + maxValueSize + 2*binary.MaxVarintLen64 + 8
 	// maxFooterSize is the footer limit of the codec used for it.
 	maxFooterSize = 32 << 20
 	// minRecordSize is the smallest encoding of a record (empty key and
@@ -79,9 +79,6 @@ var (
 	ErrOutOfOrder = errors.New("blockmerge: out of order")
 	// ErrNoDataset reports a dataset that the block does not hold.
 	ErrNoDataset = errors.New("blockmerge: no such dataset")
-	// ErrWriterClosed reports the use of a writer that was closed or
-	// failed, or of a dataset writer after the next dataset began.
-	ErrWriterClosed = errors.New("blockmerge: writer closed")
 )
 
 // footer is the CBOR-encoded block footer.
@@ -98,31 +95,19 @@ type section struct {
 	CRC    uint32
 }
 
-// DatasetInfo is one entry of a block's dataset index: the dataset's
-// metadata (Tenant as stored: empty in a single-tenant block) and where its
-// section lies.
-type DatasetInfo struct {
-	compactkit.DatasetMeta
-	// Offset is the position of the dataset's section in the object;
-	// DatasetMeta.Size is its length.
-	Offset int64
-	// CRC is the CRC-32C (Castagnoli) of the section.
-	CRC uint32
-}
-
 func appendHeader(b []byte) []byte {
 	b = append(b, magic[:]...)
-	return append(b, FormatVersion, 0, 0, 0)
+	return append(b, formatVersion, 0, 0, 0)
 }
 
 func appendTrailer(b []byte, footerLen int, footerCRC uint32) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(footerLen))
 	b = binary.LittleEndian.AppendUint32(b, footerCRC)
-	b = append(b, FormatVersion, 0, 0, 0)
+	b = append(b, formatVersion, 0, 0, 0)
 	return append(b, magic[:]...)
 }
 
-// datasetLess orders datasets by (tenant, name), tenants resolved.
+// datasetCompare orders datasets by (tenant, name), tenants resolved.
 func datasetCompare(t1, n1, t2, n2 string) int {
 	if t1 != t2 {
 		if t1 < t2 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestWriteBlockRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, meta, r.Meta())
 	var total int64 = 8 // header
-	for i, d := range r.Datasets() {
+	for i, d := range blockmerge.Datasets(r) {
 		require.Equal(t, total, d.Offset, "dataset %d", i)
 		require.Equal(t, meta.Datasets[i], d.DatasetMeta)
 		total += d.Size
@@ -112,7 +113,7 @@ func TestSingleTenantBlockStoresEmptyDatasetTenant(t *testing.T) {
 	require.NoError(t, err)
 	it, err := r.Dataset(ctx, "", "y")
 	require.NoError(t, err)
-	require.Equal(t, "acme", it.Tenant())
+	require.Equal(t, "acme", it.Meta().Tenant)
 	require.Equal(t, []blockmerge.Record{rec("b", 2, "2")}, drain(t, it))
 	it, err = r.Dataset(ctx, "acme", "x")
 	require.NoError(t, err)
@@ -182,14 +183,14 @@ func TestWriterMisuse(t *testing.T) {
 	require.NoError(t, d.Append(rec("k", 1, "v")))
 	_, err = w.BeginDataset("", "b")
 	require.NoError(t, err)
-	require.ErrorIs(t, d.Append(rec("z", 1, "v")), blockmerge.ErrWriterClosed, "append to a finished dataset")
+	require.ErrorIs(t, d.Append(rec("z", 1, "v")), os.ErrClosed, "append to a finished dataset")
 	meta, err := w.Close()
 	require.NoError(t, err)
 	require.Len(t, meta.Datasets, 1, "the dataset without records is left out")
 	_, err = w.Close()
-	require.ErrorIs(t, err, blockmerge.ErrWriterClosed)
+	require.ErrorIs(t, err, os.ErrClosed)
 	_, err = w.BeginDataset("", "c")
-	require.ErrorIs(t, err, blockmerge.ErrWriterClosed)
+	require.ErrorIs(t, err, os.ErrClosed)
 }
 
 // failWriter fails after n bytes.
@@ -284,7 +285,7 @@ func TestMissingDataset(t *testing.T) {
 	require.ErrorIs(t, err, blockmerge.ErrNoDataset)
 	require.ErrorContains(t, err, `"blocks/seg"`)
 	require.ErrorContains(t, err, "tenant-a/nope")
-	_, err = r.DatasetAt(ctx, 3)
+	_, err = blockmerge.DatasetAt(r, ctx, 3)
 	require.ErrorIs(t, err, blockmerge.ErrNoDataset)
 
 	// The object vanishes after the footer was read.
@@ -429,7 +430,7 @@ func TestLargeRecordsAndSectionCRC(t *testing.T) {
 	r, err := blockmerge.Open(ctx, s, "big")
 	require.NoError(t, err)
 	obj := objectBytes(t, s, "blocks/big")
-	for _, d := range r.Datasets() {
+	for _, d := range blockmerge.Datasets(r) {
 		sec := obj[d.Offset : d.Offset+d.Size]
 		require.Equal(t, crc32.Checksum(sec, crc32.MakeTable(crc32.Castagnoli)), d.CRC)
 	}

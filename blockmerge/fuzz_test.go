@@ -50,7 +50,7 @@ func FuzzReader(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Open fails after Verify succeeded: %v", err)
 		}
-		for _, d := range r.Datasets() {
+		for _, d := range blockmerge.Datasets(r) {
 			it, err := r.Dataset(ctx, meta.DatasetTenant(&d.DatasetMeta), d.Name)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +94,7 @@ func FuzzFooter(f *testing.F) {
 			t.Fatalf("opened block of size %d, id %q; object has %d bytes", meta.Size, meta.ID, len(obj))
 		}
 		end := int64(8)
-		for _, d := range r.Datasets() {
+		for _, d := range blockmerge.Datasets(r) {
 			if d.Offset != end || d.Size <= 0 {
 				t.Fatalf("dataset %s at %d (+%d), expected at %d", d.Name, d.Offset, d.Size, end)
 			}
@@ -105,8 +105,8 @@ func FuzzFooter(f *testing.F) {
 		}
 		// Streaming every dataset must end cleanly or with an error.
 		if _, err := blockmerge.Verify(ctx, s, "fuzz"); err == nil {
-			for _, d := range r.Datasets() {
-				it, err := r.DatasetAt(ctx, slices.IndexFunc(r.Datasets(), func(x blockmerge.DatasetInfo) bool { return x.Offset == d.Offset }))
+			for _, d := range blockmerge.Datasets(r) {
+				it, err := blockmerge.DatasetAt(r, ctx, slices.IndexFunc(blockmerge.Datasets(r), func(x blockmerge.DatasetInfo) bool { return x.Offset == d.Offset }))
 				if err != nil {
 					t.Fatal(err)
 				}

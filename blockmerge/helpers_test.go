@@ -30,10 +30,10 @@ func readDatasets(t tb, s blockmerge.Store, id string) map[string][]blockmerge.R
 	r, err := blockmerge.Open(ctx, s, id)
 	require.NoError(t, err)
 	out := map[string][]blockmerge.Record{}
-	for i := range r.Datasets() {
-		it, err := r.DatasetAt(ctx, i)
+	for i := range blockmerge.Datasets(r) {
+		it, err := blockmerge.DatasetAt(r, ctx, i)
 		require.NoError(t, err)
-		out[it.Tenant()+"/"+it.Name()] = drain(t, it)
+		out[it.Meta().Tenant+"/"+it.Meta().Name] = drain(t, it)
 	}
 	return out
 }

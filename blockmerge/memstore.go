@@ -30,27 +30,11 @@ var (
 	_ Timestamper       = (*MemStore)(nil)
 )
 
-// MemOption configures a [MemStore].
-type MemOption func(*MemStore)
-
-// WithMemClock sets the clock that stamps the objects' modification times
-// ([MemStore.ModTime]; default time.Now): a simulation gives the store its
-// simulated clock.
-func WithMemClock(clock func() time.Time) MemOption {
-	return func(m *MemStore) {
-		if clock != nil {
-			m.clock = clock
-		}
-	}
-}
-
-// NewMemStore returns an empty in-memory store.
-func NewMemStore(opts ...MemOption) *MemStore {
-	m := &MemStore{objects: make(map[string][]byte), mods: make(map[string]time.Time), clock: time.Now}
-	for _, o := range opts {
-		o(m)
-	}
-	return m
+// NewMemStore returns an empty in-memory store. Of the options, only
+// [WithMemClock] applies.
+func NewMemStore(opts ...Option) *MemStore {
+	o := buildOptions(opts)
+	return &MemStore{objects: make(map[string][]byte), mods: make(map[string]time.Time), clock: o.clock}
 }
 
 // ModTime implements [Timestamper]: the time of the store's clock when the

@@ -13,38 +13,27 @@ import (
 
 // DatasetMerger merges the datasets with the same (tenant, name) of a
 // job's source blocks into one output dataset. The built-in one,
-// [RecordMerger], merges records; hosts whose datasets have their own
+// [MergeRecords], merges records; hosts whose datasets have their own
 // internal structure (a TSDB index, a symbols table, a parquet file stored
 // as records) plug in their own with [WithDatasetMerger], and may delegate
-// the datasets they do not specialise to RecordMerger.
-type DatasetMerger interface {
-	// MergeDataset reads inputs — the dataset's iterators, one per source
-	// block holding it, in the plan's source order, none advanced yet —
-	// and appends the merged records to out, in strictly increasing
-	// [Compare] order. It must not close the inputs. If it appends
-	// nothing, the dataset is left out of the output. Merge fails if it
-	// returns an error or if an input's Err is set afterwards.
-	MergeDataset(ctx context.Context, out *DatasetWriter, inputs []*DatasetIterator) error
-}
+// the datasets they do not specialise to MergeRecords.
+//
+// A DatasetMerger reads inputs — the dataset's iterators, at least one,
+// one per source block holding it, in the plan's source order, none
+// advanced yet; their [DatasetIterator.Meta] names the dataset — and
+// appends the merged records to out, in strictly increasing [Compare]
+// order. It must not close the inputs. If it appends nothing, the dataset
+// is left out of the output. Merge fails if it returns an error or if an
+// input's Err is set afterwards.
+type DatasetMerger func(ctx context.Context, out *DatasetWriter, inputs []*DatasetIterator) error
 
-// DatasetMergerFunc adapts a function to [DatasetMerger].
-type DatasetMergerFunc func(ctx context.Context, out *DatasetWriter, inputs []*DatasetIterator) error
-
-// MergeDataset calls f.
-func (f DatasetMergerFunc) MergeDataset(ctx context.Context, out *DatasetWriter, inputs []*DatasetIterator) error {
-	return f(ctx, out, inputs)
-}
-
-// RecordMerger is the built-in [DatasetMerger]: a streaming k-way merge of
+// MergeRecords is the built-in [DatasetMerger]: a streaming k-way merge of
 // the inputs' records in [Compare] order, in which identical records (same
 // key, timestamp and value) collapse into one. It holds one page per input
 // and a loser tree of the inputs keyed by their current record, so each
 // record costs about log2(inputs) comparisons, most of them of a cached
 // 8-byte key prefix.
-type RecordMerger struct{}
-
-// MergeDataset implements [DatasetMerger].
-func (RecordMerger) MergeDataset(ctx context.Context, out *DatasetWriter, inputs []*DatasetIterator) error {
+func MergeRecords(ctx context.Context, out *DatasetWriter, inputs []*DatasetIterator) error {
 	if err := out.usable(); err != nil {
 		return err
 	}
@@ -208,8 +197,11 @@ func (t *loserTree) replay(w int) {
 // checked against their footers before anything is written: a source that
 // lacks a dataset the index lists fails the merge.
 //
+// To fence the attempt's writes within the process, pass a store made by
+// [NewFencedStore].
+//
 // Options: [WithSources], [WithDatasetMerger], [WithPageSize],
-// [WithLogger], [WithTempDir], [WithGuard].
+// [WithLogger], [WithTempDir].
 func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fencing.Token, opts ...Option) ([]compactkit.BlockMeta, error) {
 	if plan == nil {
 		return nil, fmt.Errorf("blockmerge: merge: nil plan: %w", compactkit.ErrInconsistent)
@@ -258,12 +250,6 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 	}
 	outputs := planOutputs(plan, readers)
 
-	ws := store
-	if o.guard != nil {
-		fs := NewFencedStore(store, o.guard, plan.Name, token)
-		fs.tempDir = o.tempDir
-		ws = fs
-	}
 	metas := make([]compactkit.BlockMeta, 0, len(outputs))
 	pages := make([][]byte, len(readers)) // page buffers, reused across datasets
 	for n, out := range outputs {
@@ -273,10 +259,10 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 			Shard:  plan.Shard,
 			Level:  level + 1,
 		}
-		meta, err := writeOutput(ctx, ws, readers, pages, info, out.datasets, o)
+		meta, err := writeOutput(ctx, store, readers, pages, info, out.datasets, o)
 		if err != nil {
 			prefix := compactkit.AttemptPrefix(plan.Name, token)
-			if cerr := ws.DeleteByPrefix(context.WithoutCancel(ctx), prefix); cerr != nil {
+			if cerr := store.DeleteByPrefix(context.WithoutCancel(ctx), prefix); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("blockmerge: merge job %s: cleaning up %q: %w", plan.Name, prefix, cerr))
 			}
 			log.Warn("merge failed; attempt outputs deleted", "prefix", prefix, "err", err)
@@ -428,7 +414,7 @@ func mergeGroupInto(ctx context.Context, bw *Writer, readers []*Reader, pages []
 		}
 	}()
 	for _, ref := range g.refs {
-		it, err := readers[ref.src].DatasetAt(ctx, ref.ds)
+		it, err := readers[ref.src].datasetAt(ctx, ref.ds)
 		if err != nil {
 			return err
 		}
@@ -439,7 +425,7 @@ func mergeGroupInto(ctx context.Context, bw *Writer, readers []*Reader, pages []
 	if err != nil {
 		return err
 	}
-	if err := m.MergeDataset(ctx, dw, inputs); err != nil {
+	if err := m(ctx, dw, inputs); err != nil {
 		return err
 	}
 	for _, it := range inputs {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -174,7 +176,7 @@ func TestMergeCorruptSourceLeavesNothing(t *testing.T) {
 			r, err := blockmerge.Open(ctx, s, "seg-2")
 			require.NoError(t, err)
 			b := objectBytes(t, s, "blocks/seg-2")
-			off := r.Datasets()[2].Offset // tenant c's dataset
+			off := blockmerge.Datasets(r)[2].Offset // tenant c's dataset
 			b[off+14] ^= 0x40
 			putBytes(t, s, "blocks/seg-2", b)
 
@@ -198,11 +200,11 @@ func TestMergeCancelled(t *testing.T) {
 	)
 	// Cancel while merging the second tenant, after the first output was
 	// committed.
-	merger := blockmerge.DatasetMergerFunc(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
-		if in[0].Tenant() == "b" {
+	merger := blockmerge.DatasetMerger(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+		if in[0].Meta().Tenant == "b" {
 			cancel()
 		}
-		return blockmerge.RecordMerger{}.MergeDataset(ctx, out, in)
+		return blockmerge.MergeRecords(ctx, out, in)
 	})
 	_, err := blockmerge.Merge(ctx, s, &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}, 1, blockmerge.WithDatasetMerger(merger))
 	require.ErrorIs(t, err, context.Canceled)
@@ -215,9 +217,9 @@ func TestMergeStaleTokenRefused(t *testing.T) {
 	l0Segment(t, s, "seg-1", blockmerge.Dataset{Tenant: "a", Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}})
 	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}
 	var g fencing.Guard
-	_, err := blockmerge.Merge(ctx, s, plan, 20, blockmerge.WithGuard(&g))
+	_, err := blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 20), plan, 20)
 	require.NoError(t, err)
-	_, err = blockmerge.Merge(ctx, s, plan, 19, blockmerge.WithGuard(&g))
+	_, err = blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 19), plan, 19)
 	require.ErrorIs(t, err, fencing.ErrStaleToken)
 	require.Empty(t, listKeys(t, s, compactkit.AttemptPrefix("j", 19)))
 	require.Len(t, listKeys(t, s, compactkit.AttemptPrefix("j", 20)), 1, "the newer attempt's output is untouched")
@@ -234,38 +236,24 @@ func TestMergeStaleMidwayLeavesNothing(t *testing.T) {
 		blockmerge.Dataset{Tenant: "b", Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}},
 	)
 	var g fencing.Guard
-	merger := blockmerge.DatasetMergerFunc(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
-		if in[0].Tenant() == "b" {
+	merger := blockmerge.DatasetMerger(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+		if in[0].Meta().Tenant == "b" {
 			require.NoError(t, g.Check("j", 8)) // the newer attempt writes
 		}
-		return blockmerge.RecordMerger{}.MergeDataset(ctx, out, in)
+		return blockmerge.MergeRecords(ctx, out, in)
 	})
 	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}
-	_, err := blockmerge.Merge(ctx, s, plan, 7, blockmerge.WithGuard(&g), blockmerge.WithDatasetMerger(merger))
-	require.ErrorIs(t, err, fencing.ErrStaleToken)
-	require.Empty(t, listKeys(t, s, compactkit.AttemptPrefix("j", 7)), "the stale attempt's first output is left behind")
-
-	// The same through a FencedStore given by the caller, as a worker does.
-	var g2 fencing.Guard
-	merger2 := blockmerge.DatasetMergerFunc(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
-		if in[0].Tenant() == "b" {
-			require.NoError(t, g2.Check("j", 8))
-		}
-		return blockmerge.RecordMerger{}.MergeDataset(ctx, out, in)
-	})
-	fs := blockmerge.NewFencedStore(s, &g2, "j", 7)
-	_, err = blockmerge.Merge(ctx, fs, plan, 7, blockmerge.WithDatasetMerger(merger2))
+	fs := blockmerge.NewFencedStore(s, &g, "j", 7)
+	_, err := blockmerge.Merge(ctx, fs, plan, 7, blockmerge.WithDatasetMerger(merger))
 	require.ErrorIs(t, err, fencing.ErrStaleToken)
 	require.Equal(t, []string{"blocks/seg-1"}, listKeys(t, s, ""))
 }
 
 // lastValuePerKey keeps, for each key, only its record with the highest
 // timestamp: a host-specific merge.
-type lastValuePerKey struct{}
-
-func (lastValuePerKey) MergeDataset(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
-	if out.Name() != "latest" {
-		return blockmerge.RecordMerger{}.MergeDataset(ctx, out, in)
+func lastValuePerKey(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+	if in[0].Meta().Name != "latest" {
+		return blockmerge.MergeRecords(ctx, out, in)
 	}
 	var all []blockmerge.Record
 	for _, it := range in {
@@ -300,7 +288,7 @@ func TestMergeCustomDatasetMerger(t *testing.T) {
 		blockmerge.Dataset{Tenant: "t", Name: "plain", Records: []blockmerge.Record{rec("a", 2, "new")}},
 	)
 	outs, err := blockmerge.Merge(ctx, s, &compactkit.JobPlan{Name: "j", Sources: []string{"s1", "s2"}}, 1,
-		blockmerge.WithDatasetMerger(lastValuePerKey{}))
+		blockmerge.WithDatasetMerger(lastValuePerKey))
 	require.NoError(t, err)
 	require.Equal(t, map[string][]blockmerge.Record{
 		"t/latest": {rec("a", 2, "new"), rec("b", 5, "b5")},
@@ -309,7 +297,7 @@ func TestMergeCustomDatasetMerger(t *testing.T) {
 	require.Equal(t, int64(2), outs[0].Datasets[0].Records)
 
 	// A merger that appends out of order fails the merge.
-	bad := blockmerge.DatasetMergerFunc(func(_ context.Context, out *blockmerge.DatasetWriter, _ []*blockmerge.DatasetIterator) error {
+	bad := blockmerge.DatasetMerger(func(_ context.Context, out *blockmerge.DatasetWriter, _ []*blockmerge.DatasetIterator) error {
 		if err := out.Append(rec("b", 1, "")); err != nil {
 			return err
 		}
@@ -362,6 +350,23 @@ func TestMergeDeterministic(t *testing.T) {
 // putOnly hides a store's Creator, so writes are staged in a file.
 type putOnly struct{ blockmerge.Store }
 
+// TestMergeFencedStagesInTempDir: through a fenced store over a store that
+// cannot stream a write, outputs are staged in the merge's WithTempDir.
+func TestMergeFencedStagesInTempDir(t *testing.T) {
+	ctx := context.Background()
+	s := putOnly{blockmerge.NewMemStore()}
+	l0Segment(t, s, "seg-1", blockmerge.Dataset{Tenant: "a", Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}})
+	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}
+	var g fencing.Guard
+	missing := filepath.Join(t.TempDir(), "missing")
+	_, err := blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 1), plan, 1, blockmerge.WithTempDir(missing))
+	require.ErrorIs(t, err, fs.ErrNotExist, "the staging file goes to the missing directory")
+	require.Equal(t, []string{"blocks/seg-1"}, listKeys(t, s, ""))
+	outs, err := blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 1), plan, 1, blockmerge.WithTempDir(t.TempDir()))
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+}
+
 // TestMergeMemoryIndependentOfBlockSize checks that what a merge allocates
 // does not grow with the size of the blocks: it holds pages, not blocks.
 func TestMergeMemoryIndependentOfBlockSize(t *testing.T) {
@@ -405,7 +410,7 @@ func TestMergeInputsClosedAndChecked(t *testing.T) {
 	ctx := context.Background()
 	s := blockmerge.NewMemStore()
 	l0Segment(t, s, "s1", blockmerge.Dataset{Tenant: "t", Name: "d", Records: []blockmerge.Record{rec("a", 1, ""), rec("b", 1, "")}})
-	lazy := blockmerge.DatasetMergerFunc(func(_ context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+	lazy := blockmerge.DatasetMerger(func(_ context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
 		if !in[0].Next() {
 			return in[0].Err()
 		}
@@ -418,7 +423,7 @@ func TestMergeInputsClosedAndChecked(t *testing.T) {
 	b := objectBytes(t, s, "blocks/s1")
 	b[8+8+1] ^= 1
 	putBytes(t, s, "blocks/s1", b)
-	careless := blockmerge.DatasetMergerFunc(func(_ context.Context, _ *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+	careless := blockmerge.DatasetMerger(func(_ context.Context, _ *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
 		for in[0].Next() {
 		}
 		return nil // ignores in[0].Err()

@@ -2,13 +2,14 @@ package blockmerge
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/fencing"
 )
 
-// Option configures [Merge], [NewWriter] and [WriteBlock]. Options that do
-// not apply to a function are ignored by it.
+// Option configures [Merge], [NewWriter], [WriteBlock], [NewMemStore] and
+// [NewFileStore]. Options that do not apply to a function are ignored by
+// it.
 type Option func(*options)
 
 type options struct {
@@ -16,12 +17,13 @@ type options struct {
 	logger   *slog.Logger
 	merger   DatasetMerger
 	tempDir  string
-	guard    *fencing.Guard
 	sources  []compactkit.BlockMeta
+	noSync   bool             // FileStore
+	clock    func() time.Time // MemStore
 }
 
 func buildOptions(opts []Option) options {
-	o := options{pageSize: DefaultPageSize}
+	o := options{pageSize: defaultPageSize}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -29,14 +31,17 @@ func buildOptions(opts []Option) options {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	if o.merger == nil {
-		o.merger = RecordMerger{}
+		o.merger = MergeRecords
 	}
-	o.pageSize = min(max(o.pageSize, MinPageSize), MaxPageSize)
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	o.pageSize = min(max(o.pageSize, minPageSize), maxPageSize)
 	return o
 }
 
 // WithPageSize sets the bound on the payload of the pages written
-// (default [DefaultPageSize], clamped to [MinPageSize, MaxPageSize]). A
+// (default [defaultPageSize], clamped to [minPageSize, maxPageSize]). A
 // merge's memory is about one page per source plus one. The page size is
 // part of the output bytes: use the same one everywhere when outputs must
 // be byte-identical.
@@ -45,17 +50,13 @@ func WithPageSize(n int) Option { return func(o *options) { o.pageSize = n } }
 // WithLogger sets the logger of a merge (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithDatasetMerger sets the merger of datasets (default [RecordMerger]).
+// WithDatasetMerger sets the merger of datasets (default [MergeRecords]).
 func WithDatasetMerger(m DatasetMerger) Option { return func(o *options) { o.merger = m } }
 
 // WithTempDir sets the directory of the staging files used to write
 // outputs to stores that cannot stream a write themselves (see
 // [CreateObject]); default: the system's temporary directory.
 func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir } }
-
-// WithGuard makes [Merge] write through a [FencedStore] checking the
-// attempt's token with g (resource: the job name).
-func WithGuard(g *fencing.Guard) Option { return func(o *options) { o.guard = g } }
 
 // WithSources gives [Merge] the metadata the index holds for the job's
 // sources. Merge then checks each source's footer against it before
@@ -69,3 +70,13 @@ func WithGuard(g *fencing.Guard) Option { return func(o *options) { o.guard = g 
 func WithSources(metas ...compactkit.BlockMeta) Option {
 	return func(o *options) { o.sources = append(o.sources, metas...) }
 }
+
+// WithoutSync turns off a [FileStore]'s fsync of files and directories:
+// faster, and still atomic for readers, but committed objects may be lost
+// in a crash. For tests and scratch stores only.
+func WithoutSync() Option { return func(o *options) { o.noSync = true } }
+
+// WithMemClock sets the clock that stamps a [MemStore]'s modification
+// times ([MemStore.ModTime]; default time.Now): a simulation gives the
+// store its simulated clock.
+func WithMemClock(clock func() time.Time) Option { return func(o *options) { o.clock = clock } }

@@ -88,8 +88,8 @@ func (r *Reader) readFooter(ctx context.Context, id string, size int64) error {
 	if !bytes.Equal(tr[12:16], magic[:]) {
 		return r.corrupt(compactkit.ErrMalformed, "no block trailer (bad magic %q): not a block, or truncated", tr[12:16])
 	}
-	if tr[8] != FormatVersion {
-		return r.corrupt(compactkit.ErrUnknownVersion, "block format version %d, this release reads %d", tr[8], FormatVersion)
+	if tr[8] != formatVersion {
+		return r.corrupt(compactkit.ErrUnknownVersion, "block format version %d, this release reads %d", tr[8], formatVersion)
 	}
 	if tr[9]|tr[10]|tr[11] != 0 {
 		return r.corrupt(compactkit.ErrMalformed, "trailer: reserved bytes set")
@@ -189,37 +189,31 @@ func (r *Reader) checkFooter(id string, size, footerStart int64, f *footer) erro
 	return nil
 }
 
-// Key returns the object key of the block.
-func (r *Reader) Key() string { return r.key }
-
 // Meta returns the block's metadata, as stored in its footer.
 func (r *Reader) Meta() compactkit.BlockMeta { return r.meta.Clone() }
 
-// Datasets returns the block's dataset index, in (tenant, name) order.
-func (r *Reader) Datasets() []DatasetInfo {
-	out := make([]DatasetInfo, len(r.meta.Datasets))
-	for i, d := range r.meta.Datasets {
-		out[i] = DatasetInfo{DatasetMeta: d, Offset: r.sections[i].Offset, CRC: r.sections[i].CRC}
-	}
-	return out
-}
-
 // Dataset starts streaming the dataset (tenant, name); an empty tenant
 // means the block's. A dataset the block does not hold is an error
-// wrapping [ErrNoDataset].
+// wrapping [ErrNoDataset]. The block's datasets are listed, in (tenant,
+// name) order, in [Reader.Meta]:
+//
+//	for _, d := range r.Meta().Datasets {
+//		it, err := r.Dataset(ctx, d.Tenant, d.Name)
+//		...
+//	}
 func (r *Reader) Dataset(ctx context.Context, tenant, name string) (*DatasetIterator, error) {
 	tenant = cmp.Or(tenant, r.meta.Tenant)
 	for i := range r.meta.Datasets {
 		d := &r.meta.Datasets[i]
 		if r.meta.DatasetTenant(d) == tenant && d.Name == name {
-			return r.DatasetAt(ctx, i)
+			return r.datasetAt(ctx, i)
 		}
 	}
 	return nil, fmt.Errorf("blockmerge: object %q: dataset %s/%s: %w", r.key, tenant, name, ErrNoDataset)
 }
 
-// DatasetAt starts streaming the i-th dataset of the index.
-func (r *Reader) DatasetAt(ctx context.Context, i int) (*DatasetIterator, error) {
+// datasetAt starts streaming the i-th dataset of the index.
+func (r *Reader) datasetAt(ctx context.Context, i int) (*DatasetIterator, error) {
 	if i < 0 || i >= len(r.meta.Datasets) {
 		return nil, fmt.Errorf("blockmerge: object %q: dataset #%d of %d: %w", r.key, i, len(r.meta.Datasets), ErrNoDataset)
 	}
@@ -286,17 +280,11 @@ type DatasetIterator struct {
 	done bool
 }
 
-// Tenant returns the dataset's tenant (resolved: never empty).
-func (it *DatasetIterator) Tenant() string { return it.meta.Tenant }
-
-// Name returns the dataset's name.
-func (it *DatasetIterator) Name() string { return it.meta.Name }
-
 // Block returns the ID of the block the dataset belongs to.
 func (it *DatasetIterator) Block() string { return it.block }
 
-// Meta returns the dataset's metadata from the index, its tenant
-// resolved.
+// Meta returns the dataset's metadata from the index: its tenant
+// (resolved: never empty), name and statistics.
 func (it *DatasetIterator) Meta() compactkit.DatasetMeta { return it.meta }
 
 // Record returns the current record. Its slices alias the iterator's
@@ -349,7 +337,7 @@ func (it *DatasetIterator) Next() bool {
 	} else {
 		kl, n = binary.Uvarint(p)
 	}
-	if n <= 0 || kl > MaxKeySize || kl > uint64(len(p)-n) {
+	if n <= 0 || kl > maxKeySize || kl > uint64(len(p)-n) {
 		return it.fail(compactkit.ErrMalformed, "page %d: bad key length", it.pageNo)
 	}
 	used := n + int(kl)
@@ -365,7 +353,7 @@ func (it *DatasetIterator) Next() bool {
 	} else {
 		vl, n = binary.Uvarint(p[used:])
 	}
-	if n <= 0 || vl > MaxValueSize || vl > uint64(len(p)-used-n) {
+	if n <= 0 || vl > maxValueSize || vl > uint64(len(p)-used-n) {
 		return it.fail(compactkit.ErrMalformed, "page %d: bad value length", it.pageNo)
 	}
 	used += n
@@ -491,13 +479,13 @@ func Verify(ctx context.Context, store Store, id string) (compactkit.BlockMeta, 
 		return compactkit.BlockMeta{}, err
 	}
 	if !bytes.Equal(hdr, appendHeader(nil)) {
-		if bytes.Equal(hdr[:4], magic[:]) && hdr[4] != FormatVersion {
+		if bytes.Equal(hdr[:4], magic[:]) && hdr[4] != formatVersion {
 			return compactkit.BlockMeta{}, r.corrupt(compactkit.ErrUnknownVersion, "header: format version %d", hdr[4])
 		}
 		return compactkit.BlockMeta{}, r.corrupt(compactkit.ErrMalformed, "bad header %x", hdr)
 	}
 	for i := range r.meta.Datasets {
-		it, err := r.DatasetAt(ctx, i)
+		it, err := r.datasetAt(ctx, i)
 		if err != nil {
 			return compactkit.BlockMeta{}, err
 		}

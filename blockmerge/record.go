@@ -10,6 +10,9 @@ import (
 // and a value. Datasets hold records in strictly increasing [Compare]
 // order: by key, then timestamp, then value.
 //
+// A key holds at most 64 KiB and a value at most 16 MiB; a writer refuses
+// a larger record with an error wrapping compactkit.ErrTooLarge.
+//
 // Records handed out by a [DatasetIterator] alias its buffers and are valid
 // only until the iterator moves on; copy them (see [Record.Clone]) to keep
 // them.
@@ -37,9 +40,9 @@ func (r Record) Clone() Record {
 	return Record{Key: bytes.Clone(r.Key), Timestamp: r.Timestamp, Value: bytes.Clone(r.Value)}
 }
 
-// SortRecords sorts records in [Compare] order and removes identical
+// sortRecords sorts records in [Compare] order and removes identical
 // duplicates, returning the shortened slice. It reorders recs in place.
-func SortRecords(recs []Record) []Record {
+func sortRecords(recs []Record) []Record {
 	slices.SortFunc(recs, Compare)
 	return slices.CompactFunc(recs, func(a, b Record) bool { return Compare(a, b) == 0 })
 }

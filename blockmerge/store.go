@@ -122,6 +122,9 @@ type Timestamper interface {
 // s.Put on Commit, so the object's size is known to stores that need it
 // (S3's single-request upload, for instance) and memory use stays bounded.
 func CreateObject(ctx context.Context, s Store, key, tempDir string) (ObjectWriter, error) {
+	if f, ok := s.(*fencedStore); ok {
+		return f.create(ctx, key, tempDir)
+	}
 	if c, ok := s.(Creator); ok {
 		return c.Create(ctx, key)
 	}

@@ -26,7 +26,7 @@ func TestFencedStoreConformance(t *testing.T) {
 	})
 }
 
-func newFileStore(t testing.TB, opts ...blockmerge.FileOption) *blockmerge.FileStore {
+func newFileStore(t testing.TB, opts ...blockmerge.Option) *blockmerge.FileStore {
 	t.Helper()
 	s, err := blockmerge.NewFileStore(t.TempDir(), opts...)
 	if err != nil {

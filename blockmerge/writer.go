@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -45,7 +46,9 @@ type BlockInfo struct {
 // follows the same rule.
 //
 // The first error (from the underlying writer, or a misuse) is sticky:
-// every later call returns it. A Writer is not safe for concurrent use.
+// every later call returns it; a call after Close, or on a dataset writer
+// after the next dataset began, returns an error wrapping [os.ErrClosed].
+// A Writer is not safe for concurrent use.
 type Writer struct {
 	w        io.Writer
 	off      int64
@@ -103,7 +106,7 @@ func (w *Writer) fail(err error) error {
 // is required.
 func (w *Writer) BeginDataset(tenant, name string) (*DatasetWriter, error) {
 	if w.closed {
-		return nil, fmt.Errorf("blockmerge: block %s: begin dataset %s/%s: %w", w.info.ID, tenant, name, ErrWriterClosed)
+		return nil, fmt.Errorf("blockmerge: block %s: begin dataset %s/%s: %w", w.info.ID, tenant, name, os.ErrClosed)
 	}
 	if w.err != nil {
 		return nil, w.err
@@ -180,7 +183,7 @@ func (w *Writer) finishDataset() {
 // written). It does not close the underlying writer.
 func (w *Writer) Close() (compactkit.BlockMeta, error) {
 	if w.closed {
-		return compactkit.BlockMeta{}, fmt.Errorf("blockmerge: close block %s: %w", w.info.ID, ErrWriterClosed)
+		return compactkit.BlockMeta{}, fmt.Errorf("blockmerge: close block %s: %w", w.info.ID, os.ErrClosed)
 	}
 	w.finishDataset()
 	w.closed = true
@@ -263,16 +266,6 @@ type DatasetWriter struct {
 	done    bool
 }
 
-// Tenant returns the dataset's tenant as stored (empty in a single-tenant
-// block).
-func (d *DatasetWriter) Tenant() string { return d.tenant }
-
-// Name returns the dataset's name.
-func (d *DatasetWriter) Name() string { return d.name }
-
-// Records returns the number of records appended so far.
-func (d *DatasetWriter) Records() int64 { return d.records }
-
 // Append adds r to the dataset. r must come strictly after the previous
 // record in [Compare] order; the writer copies its bytes.
 func (d *DatasetWriter) Append(r Record) error {
@@ -288,7 +281,7 @@ func (d *DatasetWriter) Append(r Record) error {
 
 func (d *DatasetWriter) usable() error {
 	if d.done {
-		return fmt.Errorf("blockmerge: block %s: dataset %s: %w", d.w.info.ID, d.name, ErrWriterClosed)
+		return fmt.Errorf("blockmerge: block %s: dataset %s: %w", d.w.info.ID, d.name, os.ErrClosed)
 	}
 	return d.w.err
 }
@@ -308,9 +301,9 @@ func (d *DatasetWriter) compareLast(r Record) int {
 // append adds r, already known to be in order.
 func (d *DatasetWriter) append(r Record) error {
 	w := d.w
-	if len(r.Key) > MaxKeySize || len(r.Value) > MaxValueSize {
+	if len(r.Key) > maxKeySize || len(r.Value) > maxValueSize {
 		return w.fail(fmt.Errorf("blockmerge: block %s: dataset %s: record of key %d and value %d bytes, limits %d and %d: %w",
-			w.info.ID, d.name, len(r.Key), len(r.Value), MaxKeySize, MaxValueSize, compactkit.ErrTooLarge))
+			w.info.ID, d.name, len(r.Key), len(r.Value), maxKeySize, maxValueSize, compactkit.ErrTooLarge))
 	}
 	n := 2*binary.MaxVarintLen64 + 8 + len(r.Key) + len(r.Value)
 	if d.inPage > 0 && len(w.page)-pageHeaderSize+n > w.pageSize {
@@ -406,7 +399,7 @@ func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dat
 			return compactkit.BlockMeta{}, err
 		}
 		for i := range ds {
-			recs := SortRecords(slices.Clone(ds[i].Records))
+			recs := sortRecords(slices.Clone(ds[i].Records))
 			if len(recs) == 0 {
 				continue
 			}

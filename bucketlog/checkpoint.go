@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -39,9 +42,40 @@ func (l *Log) checkpoint(ctx context.Context, n uint64) {
 	}
 	sum := sha256.Sum256(b.Bytes())
 	b.Write(sum[:])
-	if err := l.cond.PutIfAbsent(ctx, l.checkpointKey(n), &b); err != nil {
+	header := bytes.Clone(b.Bytes()[:checkpointHeader])
+	err := l.cond.PutIfAbsent(ctx, l.checkpointKey(n), &b)
+	if errors.Is(err, blockmerge.ErrExists) {
+		// Written: by this very create, whose answer was lost (the
+		// client's retry found the object), or by another replica at the
+		// same entry. Either way it is the state at entry n, which the
+		// header says.
+		var same bool
+		if same, err = l.checkpointIs(ctx, n, header); err == nil && !same {
+			err = fmt.Errorf("%w: another checkpoint of entry %d exists, of another entry hash or log index", ErrCorrupt, n)
+		}
+	}
+	if err != nil {
 		l.log.Warn("bucketlog: checkpoint not written", "entry", n, "err", err)
 	}
+}
+
+// checkpointHeader is the length of a checkpoint's header: its magic, entry
+// number, log index and entry hash.
+const checkpointHeader = len(checkpointMagic) + 8 + 8 + 32
+
+// checkpointIs reports whether the stored checkpoint of entry n begins
+// with header.
+func (l *Log) checkpointIs(ctx context.Context, n uint64, header []byte) (bool, error) {
+	rc, err := l.store.GetRange(ctx, l.checkpointKey(n), 0, int64(len(header)))
+	if err != nil {
+		return false, fmt.Errorf("bucketlog: read back checkpoint %d: %w", n, err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(io.LimitReader(rc, int64(len(header))))
+	if err != nil {
+		return false, fmt.Errorf("bucketlog: read back checkpoint %d: %w", n, err)
+	}
+	return bytes.Equal(got, header), nil
 }
 
 // restore restores the newest readable checkpoint, if any.

@@ -14,8 +14,15 @@
 //     retries with backoff). A replica that reads an entry whose previous
 //     hash does not match, or that it cannot decode, stops with
 //     ErrCorrupt and never skips it.
-//   - An unknown outcome (a create that failed in transport) is resolved
-//     by reading the entry back: each entry carries its proposer's nonce.
+//   - Whose an entry is, its nonce says: each entry carries its
+//     proposer's. A create that failed in transport, and one answered
+//     "exists" ([blockmerge.ErrExists]), are resolved by reading the entry
+//     back: "exists" may answer the coordinator's own create, applied by
+//     the store after its answer was lost (on S3, the client's retry gets
+//     412). An entry with the proposer's nonce is its append, never
+//     applied as another coordinator's and never appended again; so is a
+//     checkpoint found written, whose header says it is the state at
+//     its entry.
 //   - Checkpoints: the proposer of every entry whose index is a multiple
 //     of the checkpoint interval writes <prefix>/checkpoint/<N> — the
 //     state machine's snapshot at N and the hash of entry N. A starting
@@ -42,7 +49,10 @@
 //     than fork. A step of more than one lease first extends the leases
 //     in progress (a took-office command every replica derives from the
 //     entry), so a coordinator outage does not charge healthy jobs a
-//     failure.
+//     failure; a worker (package worker) whose poll was answered only
+//     after the outage, its assignment's lease measured from the poll's
+//     first send already half gone, releases the job at once rather than
+//     let it expire.
 //
 // What clocks can and cannot do: a proposer whose clock is within the
 // clock step of the store's has no effect on time at all. One further
@@ -61,7 +71,7 @@
 // entry measured; [OpenNode] prepares with it.
 //
 // Commands are batched: every command a coordinator has waiting when it
-// appends goes into one entry (up to MaxBatch), so a poll and the ingest
+// appends goes into one entry (up to 64 commands), so a poll and the ingest
 // that arrived meanwhile cost one conditional create. Each command has its
 // own log index — the fencing token of the jobs it assigns — so entries
 // and log indexes are numbered apart: entry N holds the indexes after

@@ -37,14 +37,14 @@ var (
 	ErrNoStoreTime = errors.New("bucketlog: the entry is timed by the store and the store reports no times")
 )
 
-// DefaultCheckpointEvery is the default checkpoint interval, in entries.
-const DefaultCheckpointEvery = 256
+// defaultCheckpointEvery is the default checkpoint interval, in entries.
+const defaultCheckpointEvery = 256
 
 // Option configures a [Log].
 type Option func(*Log)
 
 // WithCheckpointEvery sets the checkpoint interval in entries (default
-// [DefaultCheckpointEvery]; 0 writes none).
+// 256; 0 writes none).
 func WithCheckpointEvery(n uint64) Option { return func(l *Log) { l.every = n } }
 
 // WithObserver calls fn for every entry the log applies, in log order,
@@ -83,7 +83,7 @@ func WithoutStoreTime() Option { return func(l *Log) { l.stampOnly = true } }
 func WithCatchUpLimit(n int) Option { return func(l *Log) { l.jumpAfter = n } }
 
 // WithTruncateGrace sets the time between raising the low-water mark over
-// an entry and deleting it (default [DefaultTruncateGrace]); see
+// an entry and deleting it (default a minute); see
 // [Log.Truncate]. Give every coordinator of a log the same: an append that
 // stalled for half of it checks the mark again. 0 deletes at once (and
 // checks the mark after every append): for tests.
@@ -102,8 +102,8 @@ func WithLogger(lg *slog.Logger) Option {
 // [leader.Log] over its own replica of the state machine.
 //
 // Concurrent proposals are batched: whichever caller holds the append
-// lock writes every command waiting for it (up to [MaxBatch] commands and
-// [MaxEntryBytes]) as one entry, so a coordinator serving ingest and polls
+// lock writes every command waiting for it (up to 64 commands and
+// 8 MiB) as one entry, so a coordinator serving ingest and polls
 // at once pays one conditional create for many commands.
 type Log struct {
 	store blockmerge.Store
@@ -152,11 +152,11 @@ type proposal struct {
 	err        error
 }
 
-// Batching bounds: one entry carries at most MaxBatch commands and, beyond
-// its first command, at most MaxEntryBytes of them.
+// Batching bounds: one entry carries at most maxBatch commands and, beyond
+// its first command, at most maxEntryBytes of them.
 const (
-	MaxBatch      = 64
-	MaxEntryBytes = 8 << 20
+	maxBatch      = 64
+	maxEntryBytes = 8 << 20
 )
 
 // Stats counts what a coordinator's log did.
@@ -198,8 +198,8 @@ func Open(ctx context.Context, store blockmerge.Store, prefix string, fsm *raftf
 	if id == "" || strings.ContainsAny(id, "\n/") {
 		return nil, fmt.Errorf("bucketlog: coordinator ID %q", id)
 	}
-	l := &Log{store: store, cond: cond, prefix: prefix, fsm: fsm, id: id, every: DefaultCheckpointEvery,
-		clock: time.Now, grace: DefaultTruncateGrace, log: slog.New(slog.DiscardHandler)}
+	l := &Log{store: store, cond: cond, prefix: prefix, fsm: fsm, id: id, every: defaultCheckpointEvery,
+		clock: time.Now, grace: defaultTruncateGrace, log: slog.New(slog.DiscardHandler)}
 	l.timer, _ = store.(blockmerge.Timestamper)
 	for _, o := range opts {
 		o(l)
@@ -256,14 +256,17 @@ func (l *Log) catchUp(ctx context.Context) error {
 }
 
 // catchUpFor is catchUp, returning what applying the commands of the entry
-// carrying nonce returned, if it read that entry.
+// carrying nonce returned, if it read that entry (the next one: the entry
+// the caller tried to create). A jump (WithCatchUpLimit) waits until that
+// entry was read.
 func (l *Log) catchUpFor(ctx context.Context, nonce string) ([]leader.Applied, error) {
 	var mine []leader.Applied
+	next := l.applied + 1
 	for read := 0; ; read++ {
 		if l.failed != nil {
 			return nil, l.failed
 		}
-		if l.jumpAfter > 0 && read == l.jumpAfter && nonce == "" {
+		if l.jumpAfter > 0 && read == l.jumpAfter && (nonce == "" || l.applied >= next) {
 			if err := l.jump(ctx); err != nil {
 				return mine, err
 			}
@@ -504,7 +507,7 @@ func (l *Log) take() []*proposal {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	n, size := 1, len(l.queue[0].cmd)
-	for n < len(l.queue) && n < MaxBatch && size+len(l.queue[n].cmd) <= MaxEntryBytes {
+	for n < len(l.queue) && n < maxBatch && size+len(l.queue[n].cmd) <= maxEntryBytes {
 		size += len(l.queue[n].cmd)
 		n++
 	}
@@ -547,22 +550,56 @@ func (l *Log) appendBatch(ctx context.Context, batch []*proposal) {
 			return
 		}
 		l.won(ctx, n, ps, as)
-	case errors.Is(err, blockmerge.ErrExists):
-		// Lost the race: apply the winner's entry (and whatever followed).
-		l.contended = true
-		l.lost(ctx, n, ps)
 	default:
-		// The create may have succeeded: read back whose entry n is.
-		mine, cerr := l.catchUpFor(context.WithoutCancel(ctx), e.nonce)
-		switch {
-		case mine != nil:
-			l.won(ctx, n, ps, mine)
-		case cerr == nil && l.applied >= n:
-			l.lost(ctx, n, ps)
-		default:
-			settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, err))
+		l.resolve(ctx, e, ps, start, err)
+	}
+}
+
+// resolve settles ps after the create of entry e answered err: whose entry
+// it is, its nonce says. "Exists" is not proof of a lost race: the store
+// may have applied this very create and lost its answer, and the client's
+// retry found the object (S3: 412 Precondition Failed). A failure in
+// transport leaves the outcome unknown. Either way the log catches up
+// reading entry e.number; if it carries e's nonce the append succeeded.
+func (l *Log) resolve(ctx context.Context, e *entry, ps []*proposal, start time.Time, err error) {
+	n := e.number
+	exists := errors.Is(err, blockmerge.ErrExists)
+	if l.stalled(ctx, start, n) {
+		// Below the low-water mark: if this create made entry n, it
+		// re-created a deleted index.
+		if mine, rerr := l.created(ctx, n, e.nonce); rerr == nil && mine {
+			l.takeBack(ctx, n, ps)
+			return
 		}
 	}
+	mine, cerr := l.catchUpFor(context.WithoutCancel(ctx), e.nonce)
+	switch {
+	case mine != nil:
+		if exists {
+			l.log.Debug("bucketlog: a create answered \"exists\" made the entry: its answer was lost", "entry", n)
+		}
+		l.won(ctx, n, ps, mine)
+	case cerr == nil && l.applied >= n:
+		// Lost the race: the winner's entry, and whatever followed up to
+		// the tip, is applied.
+		l.contended = true
+		l.lost(n, ps)
+	default:
+		settle(ps, fmt.Errorf("bucketlog: append entry %d: %w: %w", n, leader.ErrOutcomeUnknown, errors.Join(err, cerr)))
+	}
+}
+
+// created reports whether entry n, as stored, carries nonce.
+func (l *Log) created(ctx context.Context, n uint64, nonce string) (bool, error) {
+	data, err := l.read(ctx, l.entryKey(n))
+	if err != nil || data == nil {
+		return false, err
+	}
+	e, err := decodeEntry(data)
+	if err != nil {
+		return false, err
+	}
+	return e.nonce == nonce, nil
 }
 
 // settle gives every proposal of ps the error err.
@@ -637,13 +674,10 @@ func (l *Log) won(ctx context.Context, n uint64, ps []*proposal, as []leader.App
 	l.checkpoint(ctx, n)
 }
 
-// lost settles ps after another coordinator's entry n won, once caught up.
-func (l *Log) lost(ctx context.Context, n uint64, ps []*proposal) {
+// lost settles ps after another coordinator's entry n won; the log has
+// caught up to the tip.
+func (l *Log) lost(n uint64, ps []*proposal) {
 	l.stats.Conflicts += uint64(len(ps))
-	if err := l.catchUp(ctx); err != nil {
-		settle(ps, err)
-		return
-	}
 	settle(ps, fmt.Errorf("bucketlog: entry %d was appended by another coordinator: %w", n, leader.ErrConflict))
 }
 

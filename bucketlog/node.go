@@ -23,13 +23,13 @@ type Node struct {
 	Log *Log
 }
 
-// A node's poll retries: NodeRetries after lost races, with jittered
-// exponential backoff from 1 ms to NodeMaxBackoff, the poll prepared again
-// for the first NodeStaleAfter of them.
+// A node's poll retries: nodeRetries after lost races, with jittered
+// exponential backoff from 1 ms to nodeMaxBackoff, the poll prepared again
+// for the first nodeStaleAfter of them.
 const (
-	NodeRetries    = 64
-	NodeStaleAfter = 2
-	NodeMaxBackoff = 200 * time.Millisecond
+	nodeRetries    = 64
+	nodeStaleAfter = 2
+	nodeMaxBackoff = 200 * time.Millisecond
 )
 
 // NodeConfig configures a [Node].
@@ -41,11 +41,11 @@ type NodeConfig struct {
 	FSMOptions []raftfsm.Option
 	// LogOptions configure the node's [Log]; by default a node far behind
 	// restores a checkpoint rather than read every entry it missed
-	// (WithCatchUpLimit(4 × DefaultCheckpointEvery)).
+	// (WithCatchUpLimit(1024), four checkpoint intervals).
 	LogOptions []Option
 	// ServiceOptions configure its [leader.Service]. By default it
-	// retries a poll up to NodeRetries times after losing a race, with
-	// jittered backoff, prepared again the first NodeStaleAfter times and
+	// retries a poll up to 64 times after losing a race, with
+	// jittered backoff (1 ms to 200 ms), prepared again the first 2 times and
 	// then appended on whatever state it meets (leader.WithStaleAfter);
 	// it answers idle polls without an entry
 	// (leader.WithSkipIdlePolls); and it prepares polls at the log's time
@@ -62,18 +62,18 @@ func OpenNode(ctx context.Context, store blockmerge.Store, prefix, id string, cf
 	if err != nil {
 		return nil, fmt.Errorf("bucketlog: node %s: %w", id, err)
 	}
-	l, err := Open(ctx, store, prefix, fsm, id, append([]Option{WithCatchUpLimit(4 * DefaultCheckpointEvery)}, cfg.LogOptions...)...)
+	l, err := Open(ctx, store, prefix, fsm, id, append([]Option{WithCatchUpLimit(4 * defaultCheckpointEvery)}, cfg.LogOptions...)...)
 	if err != nil {
 		return nil, err
 	}
-	svc := leader.New(l, fsm, append([]leader.Option{leader.WithRetries(NodeRetries, jittered),
-		leader.WithStaleAfter(NodeStaleAfter), leader.WithSkipIdlePolls(), leader.WithClock(l.Now)}, cfg.ServiceOptions...)...)
+	svc := leader.New(l, fsm, append([]leader.Option{leader.WithRetries(nodeRetries, jittered),
+		leader.WithStaleAfter(nodeStaleAfter), leader.WithSkipIdlePolls(), leader.WithClock(l.Now)}, cfg.ServiceOptions...)...)
 	return &Node{Service: svc, Log: l}, nil
 }
 
 // jittered is the backoff of a node's retry: uniformly random up to an
 // exponentially growing bound, so that contenders spread out.
 func jittered(attempt int) time.Duration {
-	bound := min(time.Millisecond<<min(attempt, 20), NodeMaxBackoff)
+	bound := min(time.Millisecond<<min(attempt, 20), nodeMaxBackoff)
 	return time.Duration(1 + rand.Int64N(int64(bound)))
 }

@@ -82,9 +82,9 @@ func (l *Log) newestCheckpoint(ctx context.Context) ([]uint64, error) {
 	return cps, nil // in key order: the newest last
 }
 
-// DefaultTruncateGrace is the default time between raising the low-water
+// defaultTruncateGrace is the default time between raising the low-water
 // mark over an entry and deleting it ([WithTruncateGrace]).
-const DefaultTruncateGrace = time.Minute
+const defaultTruncateGrace = time.Minute
 
 // Truncate raises the low-water mark to the newest checkpoint, rounded
 // down to a multiple of 64, deletes the checkpoints older than the newest,

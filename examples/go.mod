@@ -3,11 +3,11 @@ module github.com/compactkit/compactkit/examples
 go 1.26.0
 
 require (
-	github.com/compactkit/compactkit v0.0.0
-	github.com/compactkit/compactkit/blockmerge/objstore v0.0.0-00010101000000-000000000000
-	github.com/compactkit/compactkit/metrics/prom v0.0.0-00010101000000-000000000000
-	github.com/compactkit/compactkit/raftfsm/hraft v0.0.0-00010101000000-000000000000
-	github.com/compactkit/compactkit/rpc v0.0.0-00010101000000-000000000000
+	github.com/compactkit/compactkit v0.1.0
+	github.com/compactkit/compactkit/blockmerge/objstore v0.1.0
+	github.com/compactkit/compactkit/metrics/prom v0.1.0
+	github.com/compactkit/compactkit/raftfsm/hraft v0.1.0
+	github.com/compactkit/compactkit/rpc v0.1.0
 	github.com/hashicorp/raft v1.7.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1

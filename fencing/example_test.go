@@ -33,18 +33,14 @@ func ExampleGuard() {
 	fmt.Println(errors.Is(err, fencing.ErrStaleToken))
 	fmt.Println(err)
 
-	h, _ := g.Highest("job-7")
-	fmt.Println("highest:", h)
-
-	// Once the job has ended, the host drops it.
+	// Once the job has ended, the host drops it, and any token is
+	// accepted for it again.
 	g.Forget("job-7")
-	_, ok := g.Highest("job-7")
-	fmt.Println("remembered:", ok)
+	fmt.Println(g.Check("job-7", 10))
 	// Output:
 	// <nil>
 	// <nil>
 	// true
 	// fencing: stale token: resource "job-7": token 10 is older than token 15
-	// highest: 15
-	// remembered: false
+	// <nil>
 }

@@ -37,8 +37,8 @@ var ErrStaleToken = errors.New("fencing: stale token")
 // concurrent use by multiple goroutines and must not be copied after first
 // use.
 type Guard struct {
-	mu      sync.Mutex
-	highest map[string]Token
+	mu     sync.Mutex
+	tokens map[string]Token // the highest token accepted per resource
 }
 
 // Check accepts the token t for resource if t is at least the highest token
@@ -49,24 +49,14 @@ type Guard struct {
 func (g *Guard) Check(resource string, t Token) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if h, ok := g.highest[resource]; ok && t < h {
+	if h, ok := g.tokens[resource]; ok && t < h {
 		return fmt.Errorf("%w: resource %q: token %d is older than token %d", ErrStaleToken, resource, t, h)
 	}
-	if g.highest == nil {
-		g.highest = make(map[string]Token)
+	if g.tokens == nil {
+		g.tokens = make(map[string]Token)
 	}
-	g.highest[resource] = t
+	g.tokens[resource] = t
 	return nil
-}
-
-// Highest returns the highest token accepted for resource, and whether any
-// token has been accepted for it since the Guard was created or the resource
-// was last forgotten.
-func (g *Guard) Highest(resource string) (Token, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	t, ok := g.highest[resource]
-	return t, ok
 }
 
 // Forget drops everything the Guard remembers about resource, so that a
@@ -77,5 +67,5 @@ func (g *Guard) Highest(resource string) (Token, bool) {
 func (g *Guard) Forget(resource string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.highest, resource)
+	delete(g.tokens, resource)
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // dataset is a block's dataset with interned names, as packed in and
-// unpacked from its block (see setDatasets).
+// unpacked from its block (see pack).
 type dataset struct {
 	tenant  uint32 // name ID; 0 when the dataset leaves its tenant empty
 	name    uint32 // name ID
@@ -25,22 +25,26 @@ const (
 	dsFlags  = 3         // flag bits below the name
 )
 
-// setDatasets packs ds into b, whose time range must be set. A dataset
-// takes a few bytes instead of the 40 of a dataset: the head, a uvarint
-// of name<<3 | flags; the tenant, if any; size and records as uvarints of
-// their bits; and the distances of its range from its block's, if not
-// zero. The packing is exact for any values (the distances wrap), so that
-// what restore checks after packing is what it decoded; valid values are
-// small. The bytes are preceded by their length as a uvarint, so that the
-// block needs a pointer and no length (see packed).
-func (b *block) setDatasets(ds []dataset) {
-	b.nds = uint32(len(ds))
-	b.ds = nil
-	if len(ds) == 0 {
+// pack packs b's level, size and datasets ds into b.ext; b's time range
+// must be set. The level, the size (its bits) and the number of datasets
+// come first, as uvarints, then the datasets. A dataset takes a few bytes
+// instead of the 40 of a dataset: the head, a uvarint of name<<3 | flags;
+// the tenant, if any; size and records as uvarints of their bits; and the
+// distances of its range from its block's, if not zero. The packing is
+// exact for any values (the distances wrap), so that what restore checks
+// after packing is what it decoded; valid values are small. The number of
+// datasets and their heads bound the bytes, so that the block needs a
+// pointer and no length (see unpack). A block of level 0, size 0 and no
+// datasets packs nothing.
+func (b *block) pack(level uint32, size int64, ds []dataset) {
+	b.ext = nil
+	if level == 0 && size == 0 && len(ds) == 0 {
 		return
 	}
 	var buf [256]byte
-	body := buf[:0]
+	body := binary.AppendUvarint(buf[:0], uint64(level))
+	body = binary.AppendUvarint(body, uint64(size))
+	body = binary.AppendUvarint(body, uint64(len(ds)))
 	for i := range ds {
 		d := &ds[i]
 		head := uint64(d.name) << dsFlags
@@ -66,34 +70,76 @@ func (b *block) setDatasets(ds []dataset) {
 			body = binary.AppendUvarint(body, uint64(b.maxTime)-uint64(d.maxTime))
 		}
 	}
-	var lenBuf [binary.MaxVarintLen64]byte
-	prefix := binary.PutUvarint(lenBuf[:], uint64(len(body)))
-	p := make([]byte, prefix+len(body))
-	copy(p, lenBuf[:prefix])
-	copy(p[prefix:], body)
-	b.ds = &p[0]
+	p := make([]byte, len(body))
+	copy(p, body)
+	b.ext = &p[0]
 }
 
-// packed returns b's packed datasets (nil if it has none). Their length
-// is the uvarint at b.ds; each byte read lies in the allocation that
-// setDatasets made.
-func (b *block) packed() []byte {
-	if b.ds == nil {
-		return nil
+// extras is what a block packs besides its datasets.
+type extras struct {
+	level uint32
+	size  int64
+	nds   uint32 // the number of datasets
+	ds    []byte // the packed datasets
+}
+
+// unpack returns b's level, size and number of datasets, and its packed
+// datasets. It reads the bytes pack wrote through b.ext, each in the
+// allocation pack made: the header's uvarints, then each dataset's head
+// and the uvarints its flags say follow it.
+func (b *block) unpack() extras {
+	if b.ext == nil {
+		return extras{}
 	}
-	p := unsafe.Pointer(b.ds)
-	var n uint64
-	var i uintptr
-	for shift := uint(0); ; shift += 7 {
-		c := *(*byte)(unsafe.Add(p, i))
-		i++
-		n |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			break
+	p := unsafe.Pointer(b.ext)
+	var e extras
+	var v uint64
+	v, i := ptrUvarint(p, 0)
+	e.level = uint32(v)
+	v, i = ptrUvarint(p, i)
+	e.size = int64(v)
+	v, i = ptrUvarint(p, i)
+	e.nds = uint32(v)
+	if e.nds == 0 {
+		return e
+	}
+	start := i
+	for range e.nds {
+		head, j := ptrUvarint(p, i)
+		i = j
+		n := 2 // size and records
+		for _, f := range [...]uint64{dsTenant, dsMin, dsMax} {
+			if head&f != 0 {
+				n++
+			}
+		}
+		for range n {
+			for *(*byte)(unsafe.Add(p, i)) >= 0x80 {
+				i++
+			}
+			i++
 		}
 	}
-	return unsafe.Slice((*byte)(unsafe.Add(p, i)), n)
+	e.ds = unsafe.Slice((*byte)(unsafe.Add(p, start)), i-start)
+	return e
 }
+
+// ptrUvarint decodes the uvarint at p+i, which pack wrote, and returns it
+// with the offset after it.
+func ptrUvarint(p unsafe.Pointer, i uintptr) (uint64, uintptr) {
+	var v uint64
+	for s := uint(0); ; s += 7 {
+		c := *(*byte)(unsafe.Add(p, i))
+		i++
+		v |= uint64(c&0x7f) << s
+		if c < 0x80 {
+			return v, i
+		}
+	}
+}
+
+// size returns b's size.
+func (b *block) size() int64 { return b.unpack().size }
 
 // dsReader unpacks a block's datasets in order:
 //
@@ -106,7 +152,7 @@ type dsReader struct {
 
 // datasets returns a reader of b's datasets.
 func (b *block) datasets() dsReader {
-	return dsReader{p: b.packed(), min: b.minTime, max: b.maxTime}
+	return dsReader{p: b.unpack().ds, min: b.minTime, max: b.maxTime}
 }
 
 // next unpacks the next dataset into d, or returns false at the end.
@@ -141,7 +187,7 @@ func (r *dsReader) next(d *dataset) bool {
 	return true
 }
 
-// uvarint decodes the uvarint at p[i:], which setDatasets wrote, and
+// uvarint decodes the uvarint at p[i:], which pack wrote, and
 // returns it with the index after it.
 func uvarint(p []byte, i int) (uint64, int) {
 	var v uint64
@@ -157,7 +203,7 @@ func uvarint(p []byte, i int) (uint64, int) {
 
 // appendDatasets appends b's datasets to buf: next in one loop.
 func (b *block) appendDatasets(buf []dataset) []dataset {
-	p := b.packed()
+	p := b.unpack().ds
 	for i := 0; i < len(p); {
 		var head, v uint64
 		head, i = uvarint(p, i)

@@ -2,13 +2,14 @@ package index
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
 
 // TestPackedDatasetsRoundTrip: packing is exact for any values, valid or
-// not (restore checks the datasets it decoded, then packs them).
+// not (restore packs what it decoded, then checks the block).
 func TestPackedDatasetsRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b := &block{minTime: rapid.Int64().Draw(t, "min"), maxTime: rapid.Int64().Draw(t, "max")}
@@ -29,10 +30,22 @@ func TestPackedDatasetsRoundTrip(t *testing.T) {
 				maxTime: near("dmax", b.maxTime),
 			})
 		}
-		b.setDatasets(ds)
-		require.Equal(t, uint32(len(ds)), b.nds)
+		level := uint32(rapid.SampledFrom([]uint64{0, 1, 1<<32 - 1}).Draw(t, "level"))
+		size := rapid.SampledFrom([]int64{0, 1, -1, rapid.Int64().Draw(t, "size")}).Draw(t, "size kind")
+		b.pack(level, size, ds)
+		e := b.unpack()
+		require.Equal(t, uint32(len(ds)), e.nds)
+		require.Equal(t, level, e.level)
+		require.Equal(t, size, e.size)
+		require.Equal(t, size, b.size())
 		require.Equal(t, ds, b.appendDatasets(nil))
-		require.Equal(t, len(ds) == 0, b.ds == nil)
+		var read []dataset
+		r := b.datasets()
+		for d := (dataset{}); r.next(&d); {
+			read = append(read, d)
+		}
+		require.Equal(t, ds, read)
+		require.Equal(t, len(ds) == 0 && level == 0 && size == 0, b.ext == nil)
 	})
 }
 
@@ -44,14 +57,23 @@ func TestPackedDatasetsSize(t *testing.T) {
 	for i := range ds {
 		ds[i] = dataset{name: uint32(i + 1), size: 200 << 10, records: 1000, minTime: b.minTime, maxTime: b.maxTime}
 	}
-	b.setDatasets(ds)
-	require.Len(t, b.packed(), 5*6)
+	b.pack(1, 5<<20, ds)
+	e := b.unpack()
+	require.Len(t, e.ds, 5*6)
+	// Before the datasets: the level, the size and the count.
+	require.Equal(t, uintptr(1+4+1), uintptr(unsafe.Pointer(&e.ds[0]))-uintptr(unsafe.Pointer(b.ext)))
+}
+
+// TestBlockSize: a block holds what searches, scans and filters read in
+// 48 bytes, a size class of the Go allocator; the rest is packed.
+func TestBlockSize(t *testing.T) {
+	require.Equal(t, uintptr(48), unsafe.Sizeof(block{}))
 }
 
 func TestBlockTenants(t *testing.T) {
 	b := &block{tenant: 7}
 	require.Equal(t, []uint32{7}, b.tenants(nil))
 	m := &block{}
-	m.setDatasets([]dataset{{tenant: 3, name: 1}, {tenant: 2, name: 1}, {tenant: 3, name: 2}})
+	m.pack(0, 0, []dataset{{tenant: 3, name: 1}, {tenant: 2, name: 1}, {tenant: 3, name: 2}})
 	require.Equal(t, []uint32{9, 3, 2}, m.tenants([]uint32{9}))
 }

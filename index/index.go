@@ -141,27 +141,23 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 		id:      m.ID,
 		minTime: m.MinTime,
 		maxTime: m.MaxTime,
-		size:    m.Size,
 		shard:   m.Shard,
-		level:   m.Level,
 		tenant:  x.intern(m.Tenant),
 	}
-	if len(m.Datasets) > 0 {
-		var buf [8]dataset
-		ds := buf[:0]
-		for i := range m.Datasets {
-			d := &m.Datasets[i]
-			ds = append(ds, dataset{
-				tenant:  x.intern(d.Tenant),
-				name:    x.intern(d.Name),
-				size:    d.Size,
-				records: d.Records,
-				minTime: d.MinTime,
-				maxTime: d.MaxTime,
-			})
-		}
-		b.setDatasets(ds)
+	var buf [8]dataset
+	ds := buf[:0]
+	for i := range m.Datasets {
+		d := &m.Datasets[i]
+		ds = append(ds, dataset{
+			tenant:  x.intern(d.Tenant),
+			name:    x.intern(d.Name),
+			size:    d.Size,
+			records: d.Records,
+			minTime: d.MinTime,
+			maxTime: d.MaxTime,
+		})
 	}
+	b.pack(m.Level, m.Size, ds)
 	return b
 }
 
@@ -173,7 +169,7 @@ func (x *Index) insert(b *block) {
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
 		r := x.mutRun(t, c)
-		runOps().insert(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		runOps().insert(r.items, x.gen, titem{minTime: b.minTime, b: b})
 		r.n++
 	}
 	// A stale deletion record (past its horizon) is forgotten, so that no
@@ -192,7 +188,7 @@ func (x *Index) remove(b *block) {
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
 		r := x.mutRun(t, c)
-		runOps().delete(r.items, x.gen, titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		runOps().delete(r.items, x.gen, titem{minTime: b.minTime, b: b})
 		r.n--
 		if r.n == 0 {
 			x.wRuns().Delete(r)
@@ -228,14 +224,15 @@ type runKey struct {
 }
 
 func (x *Index) count(b *block, sign int64) {
-	k := levelKey{b.tenant, b.level}
+	e := b.unpack()
+	k := levelKey{b.tenant, e.level}
 	l := x.levels[k]
 	if l == nil {
-		l = &LevelStats{Tenant: x.s.names[b.tenant], Level: b.level}
+		l = &LevelStats{Tenant: x.s.names[b.tenant], Level: e.level}
 		x.levels[k] = l
 	}
 	l.Blocks += sign
-	l.Bytes += sign * b.size
+	l.Bytes += sign * e.size
 	if l.Blocks == 0 {
 		delete(x.levels, k)
 	}

@@ -35,7 +35,7 @@ func (x *Index) DropBefore(e ck.Entry, now int64, tenant string, all bool, befor
 	x.s.eachRun(t, all, func(r *run) bool {
 		// MaxTime < before implies MinTime < before.
 		x.s.scanRun(r, minInt64, before-1, func(it titem) bool {
-			if it.maxTime >= before {
+			if it.b.maxTime >= before {
 				return true
 			}
 			if !all && it.b.tenant == 0 {

@@ -145,7 +145,7 @@ func (s *state) snapshot(w io.Writer) error {
 			used[d.tenant] = true
 			used[d.name] = true
 		}
-		nds += int(it.b.nds)
+		nds += int(it.b.unpack().nds)
 		return true
 	})
 	used[0] = false
@@ -250,10 +250,11 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 	}
 	ascend(s.byID.BTreeG, func(it idItem) bool {
 		b := it.b
+		e := b.unpack()
 		ids = append(ids, b.id)
-		tenants, shards, levels = append(tenants, ref[b.tenant]), append(shards, b.shard), append(levels, b.level)
-		mins, spans, sizes = append(mins, b.minTime), append(spans, uint64(b.maxTime)-uint64(b.minTime)), append(sizes, b.size)
-		ns = append(ns, b.nds)
+		tenants, shards, levels = append(tenants, ref[b.tenant]), append(shards, b.shard), append(levels, e.level)
+		mins, spans, sizes = append(mins, b.minTime), append(spans, uint64(b.maxTime)-uint64(b.minTime)), append(sizes, e.size)
+		ns = append(ns, e.nds)
 		r := b.datasets()
 		for d := (dataset{}); r.next(&d); {
 			dten, dname = append(dten, ref[d.tenant]), append(dname, ref[d.name])
@@ -503,10 +504,7 @@ func (rs *restorer) blocks() error {
 			if maxT < mins[i] || tenants[i] >= nn {
 				return codec.Malformed("block %s: span %d or tenant reference %d out of range", id, spans[i], tenants[i])
 			}
-			b := &block{
-				id: strings.Clone(id), tenant: tenants[i], shard: shards[i], level: levels[i],
-				minTime: mins[i], maxTime: maxT, size: sizes[i],
-			}
+			b := &block{id: strings.Clone(id), tenant: tenants[i], shard: shards[i], minTime: mins[i], maxTime: maxT}
 			ds = ds[:0]
 			if c := int(counts[i]); c > 0 {
 				ds = slices.Grow(ds, c)[:c]
@@ -524,10 +522,12 @@ func (rs *restorer) blocks() error {
 					j++
 				}
 			}
+			// Packing is exact for any values: what checkBlock reads
+			// of b is what was decoded.
+			b.pack(levels[i], sizes[i], ds)
 			if err := x.checkBlock(b, ds); err != nil {
 				return codec.Malformed("%w", err)
 			}
-			b.setDatasets(ds)
 			used[b.tenant] = true
 			ld.add(b)
 		}
@@ -568,16 +568,17 @@ func (ld *loader) add(b *block) {
 	var tb [4]uint32
 	for _, t := range b.tenants(tb[:0]) {
 		tl := ld.tenant(t)
-		tl.runs[c] = append(tl.runs[c], titem{minTime: b.minTime, maxTime: b.maxTime, b: b})
+		tl.runs[c] = append(tl.runs[c], titem{minTime: b.minTime, b: b})
 	}
 	tl := ld.tenant(b.tenant)
-	i := slices.IndexFunc(tl.levels, func(l LevelStats) bool { return l.Level == b.level })
+	e := b.unpack()
+	i := slices.IndexFunc(tl.levels, func(l LevelStats) bool { return l.Level == e.level })
 	if i < 0 {
 		i = len(tl.levels)
-		tl.levels = append(tl.levels, LevelStats{Level: b.level})
+		tl.levels = append(tl.levels, LevelStats{Level: e.level})
 	}
 	tl.levels[i].Blocks++
-	tl.levels[i].Bytes += b.size
+	tl.levels[i].Bytes += e.size
 }
 
 func (ld *loader) tenant(t uint32) *tenantLoad {

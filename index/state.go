@@ -19,21 +19,20 @@ import (
 // sets (leaves.go).
 const smallDegree = 16
 
-// block is the stored form of a live block: 64 bytes, and its datasets
-// packed in a few bytes each (see setDatasets). It is immutable once built:
-// views share block pointers with the index.
+// block is the stored form of a live block: 48 bytes with what searches,
+// scans and filters read (ID, time range, shard, tenant), and its level,
+// size and datasets packed in a few bytes (see pack). It is immutable once
+// built: views share block pointers with the index.
 type block struct {
 	id      string
 	minTime int64
 	maxTime int64
-	size    int64
 	shard   uint32
-	level   uint32
 	tenant  uint32 // name ID; 0 for a multi-tenant segment
-	nds     uint32 // number of datasets
-	// ds points to the packed datasets (nil if none): a pointer instead of
-	// a slice header saves 16 bytes per block; see packed.
-	ds *byte
+	// ext points to the packed level, size and datasets (nil if all are
+	// zero or none): a pointer instead of a slice header saves 16 bytes
+	// per block; see packed.
+	ext *byte
 }
 
 // spanClass is the number of bits of the block's span MaxTime-MinTime: a
@@ -101,11 +100,12 @@ func idOps() leafOps[idItem] { return leafOps[idItem]{less: lessID, key: keyID, 
 
 func keyID(it idItem) uint64 { return it.k }
 
-// titem is a block's entry in a run of the time index, with its time range
-// inline so that scans filter without dereferencing the block.
+// titem is a block's entry in a run of the time index, with its MinTime
+// inline so that searches and scans order it without dereferencing the
+// block: 16 bytes a block and run. A scan reads the block's MaxTime
+// through b, as it reads the blocks it returns.
 type titem struct {
 	minTime int64
-	maxTime int64
 	b       *block
 }
 
@@ -374,20 +374,21 @@ func (s *state) meta(b *block) ck.BlockMeta {
 // metaInto is meta taking the datasets from buf (allocating if it is too
 // short); the result's Datasets has no spare capacity.
 func (s *state) metaInto(b *block, buf []ck.DatasetMeta) ck.BlockMeta {
+	e := b.unpack()
 	m := ck.BlockMeta{
 		ID:      b.id,
 		Tenant:  s.names[b.tenant],
 		Shard:   b.shard,
-		Level:   b.level,
+		Level:   e.level,
 		MinTime: b.minTime,
 		MaxTime: b.maxTime,
-		Size:    b.size,
+		Size:    e.size,
 	}
-	if b.nds > 0 {
-		if len(buf) < int(b.nds) {
-			buf = make([]ck.DatasetMeta, b.nds)
+	if e.nds > 0 {
+		if len(buf) < int(e.nds) {
+			buf = make([]ck.DatasetMeta, e.nds)
 		}
-		m.Datasets = buf[:b.nds:b.nds]
+		m.Datasets = buf[:e.nds:e.nds]
 		var tmp [8]dataset
 		for i, d := range b.appendDatasets(tmp[:0]) {
 			m.Datasets[i] = ck.DatasetMeta{
@@ -514,8 +515,8 @@ func (x *Index) checkBlock(b *block, ds []dataset) error {
 	switch {
 	case b.minTime > b.maxTime:
 		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.id, b.minTime, b.maxTime, ck.ErrTimeRange)
-	case b.size < 0:
-		return fmt.Errorf("block %s: size %d: %w", b.id, b.size, ck.ErrNegative)
+	case b.size() < 0:
+		return fmt.Errorf("block %s: size %d: %w", b.id, b.size(), ck.ErrNegative)
 	case b.tenant == 0 && len(ds) == 0:
 		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.id, ck.ErrInconsistent)
 	}

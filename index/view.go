@@ -77,7 +77,7 @@ func (v *View) Query(tenant string, from, to int64, shard *uint32) iter.Seq[ck.B
 		// One allocation for the datasets of every block.
 		n := 0
 		for _, b := range bs {
-			n += int(b.nds)
+			n += int(b.unpack().nds)
 		}
 		buf := make([]ck.DatasetMeta, n)
 		for _, b := range bs {
@@ -121,7 +121,7 @@ func (s *state) query(tenant string, from, to int64, shard *uint32) []*block {
 	s.eachRun(t, false, func(r *run) bool {
 		n := len(out)
 		s.scanRun(r, classLower(r.class, from), to, func(it titem) bool {
-			if it.maxTime >= from && (shard == nil || it.b.shard == *shard) {
+			if it.b.maxTime >= from && (shard == nil || it.b.shard == *shard) {
 				out = append(out, it.b)
 			}
 			return true

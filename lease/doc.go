@@ -5,9 +5,9 @@
 //
 // The scheduler judges leases on log time: int64 Unix nanoseconds taken from
 // the leader's clock and carried by log entries, so that every replica
-// reaches the same verdict. A [Lease] pairs the fencing token of an assignment
-// with its deadline on that clock. [Grant] and [Extend] compute deadlines
-// with saturating arithmetic, so a huge duration can never wrap a deadline
+// reaches the same verdict. A lease's deadline is the last instant on that
+// clock at which it holds; [Grant] and [Extend] compute deadlines with
+// saturating arithmetic, so a huge duration can never wrap a deadline
 // into the past, and a renewal never shortens a lease. A lease holds up to
 // and including its deadline: it has expired only once log time is strictly
 // past it.

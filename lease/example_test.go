@@ -13,18 +13,16 @@ func ExampleGrant() {
 	const second = int64(time.Second)
 	now := 100 * second // log time of the entry that assigns the job
 
-	l := lease.Grant(now, 42, 15*time.Second)
-	fmt.Println("token:", l.Token)
-	fmt.Println("deadline:", l.Deadline/second)
+	deadline := lease.Grant(now, 15*time.Second)
+	fmt.Println("deadline:", deadline/second)
 
 	// A renewal at 110s moves the deadline to 110s + 15s; one at 111s for
 	// a second never shortens it.
-	l.Deadline = lease.Extend(l.Deadline, 110*second, 15*time.Second)
-	fmt.Println("renewed deadline:", l.Deadline/second)
-	l.Deadline = lease.Extend(l.Deadline, 111*second, time.Second)
-	fmt.Println("after a short renewal:", l.Deadline/second)
+	deadline = lease.Extend(deadline, 110*second, 15*time.Second)
+	fmt.Println("renewed deadline:", deadline/second)
+	deadline = lease.Extend(deadline, 111*second, time.Second)
+	fmt.Println("after a short renewal:", deadline/second)
 	// Output:
-	// token: 42
 	// deadline: 115
 	// renewed deadline: 125
 	// after a short renewal: 125

@@ -16,8 +16,9 @@ import (
 // locally measured lease runs out.
 var ErrLeaseLost = errors.New("lease: lease lost")
 
-// ErrStopped is the cause with which [Keeper.Stop] cancels a keeper's context.
-var ErrStopped = errors.New("lease: keeper stopped")
+// errStopped is the cause with which [Keeper.Stop] cancels a keeper's
+// context.
+var errStopped = errors.New("lease: keeper stopped")
 
 // Renewer performs one lease renewal round trip to the leader on behalf of a
 // [Keeper]. On success it returns the lease duration the leader granted —
@@ -32,16 +33,18 @@ var ErrStopped = errors.New("lease: keeper stopped")
 // lease has run out locally it is lost, whatever the leader says.
 type Renewer func(ctx context.Context) (time.Duration, error)
 
-// Default tuning of a [Keeper].
+// DefaultFraction is the renewal fraction of a [Keeper]: it renews every
+// half lease, so the first renewal of a lease of duration d obtained by a
+// request sent at s is due at s + DefaultFraction×d.
+const DefaultFraction = 0.5
+
+// Default retry tuning of a [Keeper].
 const (
-	// DefaultFraction is the renewal fraction: a keeper renews every half
-	// lease.
-	DefaultFraction = 0.5
-	// DefaultRetryInitial is the default wait before retrying a failed
+	// defaultRetryInitial is the default wait before retrying a failed
 	// renewal.
-	DefaultRetryInitial = 100 * time.Millisecond
-	// DefaultRetryMax is the default longest wait between retries.
-	DefaultRetryMax = 2 * time.Second
+	defaultRetryInitial = 100 * time.Millisecond
+	// defaultRetryMax is the default longest wait between retries.
+	defaultRetryMax = 2 * time.Second
 )
 
 // An Option configures a [Keeper].
@@ -77,9 +80,8 @@ func WithLogger(l *slog.Logger) Option {
 // WithRetryBackoff sets how the keeper retries failed renewals: it waits
 // initial after the first failure and doubles the wait after each further
 // one, up to maxWait. Retries never go past the locally measured end of the
-// lease. A non-positive initial keeps [DefaultRetryInitial]; a maxWait
-// smaller than initial is raised to initial. The defaults are
-// [DefaultRetryInitial] and [DefaultRetryMax].
+// lease. The defaults are 100ms and 2s; a non-positive initial keeps the
+// default, and a maxWait smaller than initial is raised to initial.
 func WithRetryBackoff(initial, maxWait time.Duration) Option {
 	return func(c *config) {
 		if initial > 0 {
@@ -133,7 +135,7 @@ type Keeper struct {
 //     locally, at the local end of the lease if no renewal has extended it
 //     by then — on time even if a renewal is still in flight;
 //   - with the parent's cause, when parent is cancelled;
-//   - with [ErrStopped], when [Keeper.Stop] is called.
+//   - with a cause of its own, when [Keeper.Stop] is called.
 //
 // The keeper treats the lease as lost at its local end itself, whereas the
 // leader lets a lease hold at its deadline: the local end is no
@@ -148,8 +150,8 @@ func NewKeeper(parent context.Context, granted time.Duration, sentAt time.Time, 
 	cfg := config{
 		fraction:     DefaultFraction,
 		logger:       slog.New(slog.DiscardHandler),
-		retryInitial: DefaultRetryInitial,
-		retryMax:     DefaultRetryMax,
+		retryInitial: defaultRetryInitial,
+		retryMax:     defaultRetryMax,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -190,13 +192,13 @@ func (k *Keeper) Deadline() time.Time {
 	return k.end
 }
 
-// Stop cancels the keeper's context with cause [ErrStopped] (unless it was
+// Stop cancels the keeper's context (unless it was
 // already cancelled) and waits for the keeper's goroutine to exit, including
 // a renewal in flight: a [Renewer] that ignores its context delays Stop, and
 // calling Stop from inside the Renewer deadlocks. Stop may be called any
 // number of times, from any goroutine.
 func (k *Keeper) Stop() {
-	k.cancel(ErrStopped)
+	k.cancel(errStopped)
 	<-k.done
 }
 

@@ -3,25 +3,15 @@ package lease
 import (
 	"math"
 	"time"
-
-	"github.com/compactkit/compactkit/fencing"
 )
 
-// Lease is a lease on a job, judged on log time.
-type Lease struct {
-	// Token is the fencing token of the assignment the lease protects.
-	Token fencing.Token
-	// Deadline is the last instant, in log time (Unix nanoseconds), at which
-	// the lease still holds.
-	Deadline int64
-}
-
-// Grant returns a lease for token that runs for d from the log time now:
-// its deadline is now + d, saturating at [math.MaxInt64] instead of
-// overflowing. A negative d is treated as zero, so a granted lease never ends
-// before now.
-func Grant(now int64, token fencing.Token, d time.Duration) Lease {
-	return Lease{Token: token, Deadline: addNonNegative(now, d)}
+// Grant returns the deadline of a lease granted at log time now for d: the
+// last instant, in log time (Unix nanoseconds), at which the lease still
+// holds. It is now + d, saturating at [math.MaxInt64] instead of
+// overflowing. A negative d is treated as zero, so a granted lease never
+// ends before now.
+func Grant(now int64, d time.Duration) int64 {
+	return addNonNegative(now, d)
 }
 
 // Extend returns the later of deadline and now + d (saturating, with a

@@ -53,7 +53,10 @@
 // tenant and call. Their blocks stay queued and counted in the statistics.
 // The held set is derived state the state machine installs from its
 // policies (a tenant at its cap of jobs, or closed by a run window, say),
-// not part of snapshots: it sets the holds again after a restore.
+// not part of snapshots: it sets the holds again after a restore. A view
+// may lift a tenant's hold of every level for its own planning
+// ([View.Release]): a poll that ends a capped tenant's job plans the
+// tenant again.
 //
 // An operator's "compact now" is passed per call as [PlanOptions].Force
 // ([Force]): a tenant's batches (of one level or all) whose first block

@@ -27,7 +27,7 @@ import "github.com/google/btree"
 func (p *Planner) SetHeld(tenant string, held bool) {
 	h := p.s.holdOf(tenant)
 	h.all = held
-	p.setHold(h)
+	p.s.setHold(h)
 }
 
 // SetHeldLevels holds the keys of a tenant at some levels only: bit l of
@@ -40,7 +40,7 @@ func (p *Planner) SetHeld(tenant string, held bool) {
 func (p *Planner) SetHeldLevels(tenant string, levels uint64) {
 	h := p.s.holdOf(tenant)
 	h.levels = levels
-	p.setHold(h)
+	p.s.setHold(h)
 }
 
 // SetHold sets both holds of a tenant at once: every level (as
@@ -48,35 +48,53 @@ func (p *Planner) SetHeldLevels(tenant string, levels uint64) {
 // whose hold changes are re-indexed once, where the two calls in a row
 // could move some of them out and back in. The cost is that of SetHeld.
 func (p *Planner) SetHold(tenant string, all bool, levels uint64) {
-	p.setHold(hold{tenant: tenant, all: all, levels: levels})
+	p.s.setHold(hold{tenant: tenant, all: all, levels: levels})
 }
 
 // setHold makes h the hold of its tenant, moving the index entries of the
 // keys whose hold changes: out while the old hold is in force, back in
 // once the new one is.
-func (p *Planner) setHold(h hold) {
-	old := p.s.holdOf(h.tenant)
+func (s *state) setHold(h hold) {
+	old := s.holdOf(h.tenant)
 	if old == h {
 		return
 	}
-	p.s.eachKey(h.tenant, func(q *queue) {
+	s.eachKey(h.tenant, func(q *queue) {
 		if !old.at(q.k.level) && h.at(q.k.level) {
-			p.s.indexHead(q.k, &q.head, false)
+			s.indexHead(q.k, &q.head, false)
 		}
 	})
 	if h.all || h.levels != 0 {
-		if p.s.held == nil {
-			p.s.held = btree.NewG(btreeDegree, holdByTenant)
+		if s.held == nil {
+			s.held = btree.NewG(btreeDegree, holdByTenant)
 		}
-		p.s.held.ReplaceOrInsert(h)
-	} else if p.s.held != nil {
-		p.s.held.Delete(h)
+		s.held.ReplaceOrInsert(h)
+	} else if s.held != nil {
+		s.held.Delete(h)
 	}
-	p.s.eachKey(h.tenant, func(q *queue) {
+	s.eachKey(h.tenant, func(q *queue) {
 		if old.at(q.k.level) && !h.at(q.k.level) {
-			p.s.indexHead(q.k, &q.head, true)
+			s.indexHead(q.k, &q.head, true)
 		}
 	})
+}
+
+// Release lifts, in this view only, a hold of every level of a tenant
+// ([Planner.SetHeld]; a hold of some levels stays): the view plans the
+// tenant's ready batches again, where [PlanOptions].Skip lets it. The
+// state machine releases a tenant held at its cap of jobs in progress
+// once a poll's completions bring it below the cap, so that the poll may
+// start the tenant's next job. The planner and other views keep their
+// holds. Call it before the view's first [View.Next]. The cost is that of
+// SetHeld.
+func (v *View) Release(tenant string) {
+	h := v.s.holdOf(tenant)
+	if !h.all {
+		return
+	}
+	h.all = false
+	v.s.setHold(h)
+	v.matOK = false
 }
 
 // Held reports whether a tenant is held at every level (see

@@ -2,12 +2,14 @@ package planner
 
 import "time"
 
-// Load is a tenant's backlog: its queued blocks and their compaction debt
+// Load is a tenant's backlog: its queued blocks, their compaction debt
 // (the sum of the time they have waited, in block-seconds, as
-// [LevelStats.Debt]).
+// [LevelStats.Debt]) and its ready batches (the jobs that could be planned
+// now, as [LevelStats.ReadyBatches]).
 type Load struct {
-	Blocks int64
-	Debt   int64
+	Blocks       int64
+	Debt         int64
+	ReadyBatches int64
 }
 
 // TenantLoad returns the backlog of one tenant, over its levels and
@@ -15,11 +17,13 @@ type Load struct {
 // is linear in the tenant's keys, not in its blocks: the state machine
 // calls it when a tenant's queue changes to grade its backpressure.
 func (p *Planner) TenantLoad(tenant string, now int64) Load {
-	nowSec := max(now, p.s.clock) / int64(time.Second)
+	clock := max(now, p.s.clock)
+	nowSec := clock / int64(time.Second)
 	var l Load
 	p.s.eachKey(tenant, func(q *queue) {
 		l.Blocks += int64(q.n)
 		l.Debt += int64(q.n)*nowSec - q.sumSec
+		l.ReadyBatches += int64(p.s.readyBatches(q, clock))
 	})
 	return l
 }
@@ -30,7 +34,8 @@ func (p *Planner) TenantLoad(tenant string, now int64) Load {
 // compactkit.AnyShard). Its cost is logarithmic in the keys plus the
 // shard's levels.
 func (p *Planner) ShardLoad(tenant string, shard uint32, now int64) Load {
-	nowSec := max(now, p.s.clock) / int64(time.Second)
+	clock := max(now, p.s.clock)
+	nowSec := clock / int64(time.Second)
 	var l Load
 	p.s.keys.AscendGreaterOrEqual(&queue{k: key{tenant: tenant, shard: shard}}, func(q *queue) bool {
 		if q.k.tenant != tenant || q.k.shard != shard {
@@ -38,6 +43,7 @@ func (p *Planner) ShardLoad(tenant string, shard uint32, now int64) Load {
 		}
 		l.Blocks += int64(q.n)
 		l.Debt += int64(q.n)*nowSec - q.sumSec
+		l.ReadyBatches += int64(p.s.readyBatches(q, clock))
 		return true
 	})
 	return l

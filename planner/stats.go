@@ -75,15 +75,12 @@ func (s *state) stats(clock int64) Stats {
 	}
 	s.keys.Ascend(func(q *queue) bool {
 		ls := level(q.k.level)
-		lc := s.levelOf(q.k.tenant, q.k.level)
 		ls.Keys++
 		ls.Queued += q.n
 		if t := q.first().time; ls.Keys == 1 || t < ls.Oldest {
 			ls.Oldest = t
 		}
-		if q.head.ready(clock, lc) {
-			ls.ReadyBatches += 1 + (q.n-q.head.count)/lc.MaxBlocks
-		}
+		ls.ReadyBatches += s.readyBatches(q, clock)
 		ls.Debt += int64(q.n)*nowSec - q.sumSec
 		return true
 	})
@@ -107,6 +104,17 @@ func (s *state) stats(clock int64) Stats {
 		st.Quarantined += ls.Quarantined
 	}
 	return st
+}
+
+// readyBatches estimates the jobs that could be planned from a key's
+// queue at log time clock: its head batch, if ready, plus one per further
+// MaxBlocks queued blocks (see [LevelStats].ReadyBatches).
+func (s *state) readyBatches(q *queue, clock int64) int {
+	lc := s.levelOf(q.k.tenant, q.k.level)
+	if !q.head.ready(clock, lc) {
+		return 0
+	}
+	return 1 + (q.n-q.head.count)/lc.MaxBlocks
 }
 
 // TenantStats describes the queue of one tenant at one level: the
@@ -156,12 +164,9 @@ func (s *state) tenants(clock int64) []TenantStats {
 			out = append(out, TenantStats{Tenant: k.tenant, Level: k.level, Oldest: q.first().time})
 		}
 		ts := &out[i]
-		lc := s.levelOf(q.k.tenant, q.k.level)
 		ts.Queued += q.n
 		ts.Oldest = min(ts.Oldest, q.first().time)
-		if q.head.ready(clock, lc) {
-			ts.ReadyBatches += 1 + (q.n-q.head.count)/lc.MaxBlocks
-		}
+		ts.ReadyBatches += s.readyBatches(q, clock)
 		ts.Debt += int64(q.n)*nowSec - q.sumSec
 		return true
 	})

@@ -51,7 +51,8 @@
 // # Backpressure
 //
 // [Thresholds] grade a tenant's load — its queue depth in blocks and its
-// compaction debt — as [OK], [Slow] or [Stop], and [Tenant.ShardPressure]
+// compaction debt in ready batches (the jobs that could be planned now) —
+// as [OK], [Slow] or [Stop], and [Tenant.ShardPressure]
 // each of its shards' apart, with
 // hysteresis: a grade is entered when a measure reaches its On threshold
 // and left only once every measure is below its Off threshold, so a load

@@ -41,18 +41,21 @@ type Limit struct {
 }
 
 // Thresholds grade a load. Each grade has a limit on the queue depth in
-// blocks and one on the compaction debt; either reaching its On enters
-// the grade. The zero value never grades above OK.
+// blocks and one on the compaction debt in ready batches (jobs that could
+// be planned now: compare them with the fleet's free slots); either
+// reaching its On enters the grade. The zero value never grades above OK.
 type Thresholds struct {
-	SlowBlocks, StopBlocks Limit
-	SlowDebt, StopDebt     Limit
+	SlowBlocks, StopBlocks             Limit
+	SlowReadyBatches, StopReadyBatches Limit
 }
 
 // Load is what [Thresholds] grade: a tenant's (or shard's) queued blocks
-// and its compaction debt (batches ready to plan).
+// and its compaction debt in ready batches: per key whose head batch is
+// ready (full, or old enough), that batch plus one per further full batch
+// queued (planner.LevelStats.ReadyBatches).
 type Load struct {
-	Blocks int64
-	Debt   int64
+	Blocks       int64
+	ReadyBatches int64
 }
 
 // Validate reports whether th is usable: every limit with 0 ≤ Off ≤ On
@@ -62,7 +65,7 @@ func (th Thresholds) Validate() error {
 	for _, l := range []struct {
 		name string
 		l    Limit
-	}{{"slow blocks", th.SlowBlocks}, {"stop blocks", th.StopBlocks}, {"slow debt", th.SlowDebt}, {"stop debt", th.StopDebt}} {
+	}{{"slow blocks", th.SlowBlocks}, {"stop blocks", th.StopBlocks}, {"slow ready batches", th.SlowReadyBatches}, {"stop ready batches", th.StopReadyBatches}} {
 		if l.l.On < 0 || l.l.Off < 0 || l.l.Off > l.l.On {
 			return fmt.Errorf("policy: thresholds: %s: on %d, off %d: want 0 ≤ off ≤ on: %w", l.name, l.l.On, l.l.Off, ErrInvalid)
 		}
@@ -70,7 +73,7 @@ func (th Thresholds) Validate() error {
 	for _, p := range []struct {
 		name       string
 		slow, stop Limit
-	}{{"blocks", th.SlowBlocks, th.StopBlocks}, {"debt", th.SlowDebt, th.StopDebt}} {
+	}{{"blocks", th.SlowBlocks, th.StopBlocks}, {"ready batches", th.SlowReadyBatches, th.StopReadyBatches}} {
 		if p.slow.On > 0 && p.stop.On > 0 && (p.stop.On < p.slow.On || p.stop.Off < p.slow.Off) {
 			return fmt.Errorf("policy: thresholds: %s: stop (on %d, off %d) below slow (on %d, off %d): %w",
 				p.name, p.stop.On, p.stop.Off, p.slow.On, p.slow.Off, ErrInvalid)
@@ -99,9 +102,9 @@ func reached(lim Limit, v int64, held bool) bool {
 func (th Thresholds) Next(prev Grade, l Load, windowHeld bool) Grade {
 	g := OK
 	switch {
-	case reached(th.StopBlocks, l.Blocks, prev == Stop) || reached(th.StopDebt, l.Debt, prev == Stop):
+	case reached(th.StopBlocks, l.Blocks, prev == Stop) || reached(th.StopReadyBatches, l.ReadyBatches, prev == Stop):
 		g = Stop
-	case reached(th.SlowBlocks, l.Blocks, prev >= Slow) || reached(th.SlowDebt, l.Debt, prev >= Slow):
+	case reached(th.SlowBlocks, l.Blocks, prev >= Slow) || reached(th.SlowReadyBatches, l.ReadyBatches, prev >= Slow):
 		g = Slow
 	}
 	if windowHeld && g == Stop {

@@ -10,9 +10,9 @@ import (
 )
 
 var th = policy.Thresholds{
-	SlowBlocks: policy.Limit{On: 1000, Off: 800},
-	StopBlocks: policy.Limit{On: 5000, Off: 4000},
-	SlowDebt:   policy.Limit{On: 50, Off: 40},
+	SlowBlocks:       policy.Limit{On: 1000, Off: 800},
+	StopBlocks:       policy.Limit{On: 5000, Off: 4000},
+	SlowReadyBatches: policy.Limit{On: 50, Off: 40},
 }
 
 func TestPressureHysteresis(t *testing.T) {
@@ -36,7 +36,7 @@ func TestPressureHysteresis(t *testing.T) {
 		{6000, 0, policy.Stop}, //
 		{100, 0, policy.OK},    // a drop past both Offs releases at once
 	} {
-		g = th.Next(g, policy.Load{Blocks: step.blocks, Debt: step.debt}, false)
+		g = th.Next(g, policy.Load{Blocks: step.blocks, ReadyBatches: step.debt}, false)
 		require.Equal(t, step.want, g, "%+v", step)
 	}
 	// A closed window alone never stops ingest.
@@ -51,7 +51,7 @@ func TestThresholdsValidate(t *testing.T) {
 		{SlowBlocks: policy.Limit{On: -1}},
 		{SlowBlocks: policy.Limit{On: 0, Off: 1}},
 		{SlowBlocks: policy.Limit{On: 100, Off: 50}, StopBlocks: policy.Limit{On: 90, Off: 50}},
-		{SlowDebt: policy.Limit{On: 100, Off: 50}, StopDebt: policy.Limit{On: 200, Off: 40}},
+		{SlowReadyBatches: policy.Limit{On: 100, Off: 50}, StopReadyBatches: policy.Limit{On: 200, Off: 40}},
 	} {
 		require.ErrorIs(t, bad.Validate(), policy.ErrInvalid, "%+v", bad)
 	}
@@ -66,7 +66,7 @@ func TestPressureProperties(t *testing.T) {
 			on := rapid.Int64Range(0, 1000).Draw(t, name+".on")
 			return policy.Limit{On: on, Off: rapid.Int64Range(0, on).Draw(t, name+".off")}
 		}
-		th := policy.Thresholds{SlowBlocks: limit("slowBlocks"), SlowDebt: limit("slowDebt")}
+		th := policy.Thresholds{SlowBlocks: limit("slowBlocks"), SlowReadyBatches: limit("slowReadyBatches")}
 		th.StopBlocks = policy.Limit{On: th.SlowBlocks.On + rapid.Int64Range(0, 1000).Draw(t, "stopBlocks.on"), Off: th.SlowBlocks.Off}
 		th.StopBlocks.Off += rapid.Int64Range(0, th.StopBlocks.On-th.StopBlocks.Off).Draw(t, "stopBlocks.off")
 		if th.SlowBlocks.On == 0 {
@@ -74,8 +74,8 @@ func TestPressureProperties(t *testing.T) {
 		}
 		require.NoError(t, th.Validate())
 		prev := policy.Grade(rapid.IntRange(0, 2).Draw(t, "prev"))
-		a := policy.Load{Blocks: rapid.Int64Range(0, 3000).Draw(t, "blocks"), Debt: rapid.Int64Range(0, 3000).Draw(t, "debt")}
-		b := policy.Load{Blocks: a.Blocks + rapid.Int64Range(0, 1000).Draw(t, "more blocks"), Debt: a.Debt + rapid.Int64Range(0, 1000).Draw(t, "more debt")}
+		a := policy.Load{Blocks: rapid.Int64Range(0, 3000).Draw(t, "blocks"), ReadyBatches: rapid.Int64Range(0, 3000).Draw(t, "debt")}
+		b := policy.Load{Blocks: a.Blocks + rapid.Int64Range(0, 1000).Draw(t, "more blocks"), ReadyBatches: a.ReadyBatches + rapid.Int64Range(0, 1000).Draw(t, "more debt")}
 		require.LessOrEqual(t, th.Next(prev, a, false), th.Next(prev, b, false), "more load, lower grade")
 		g := th.Next(prev, a, false)
 		require.Equal(t, g, th.Next(g, a, false), "the same load changes its own grade")

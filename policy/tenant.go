@@ -39,7 +39,7 @@ type Tenant struct {
 	// [Thresholds]); the zero value always grades OK.
 	Pressure Thresholds
 	// ShardPressure grades each shard of the tenant apart: the blocks
-	// queued in that shard's keys, at every level, and their debt (the
+	// queued in that shard's keys, at every level, and their ready batches (the
 	// keys of levels compacted across shards are one shard,
 	// compactkit.AnyShard). The zero value always grades OK.
 	ShardPressure Thresholds

@@ -57,9 +57,9 @@ type pollBench struct {
 	n    *node
 	held []ck.JobReply
 	seq  uint64
-	// spans holds the time range and size of every live block (see the
-	// reader variant for why the worker does not read the index).
-	spans w2.Spans
+	// spans gives the span of every live block, without reading the
+	// index (see the reader variant).
+	spans *w2.Spans
 }
 
 func newPollBench(b *testing.B) *pollBench { return newPollBenchSized(b, 10_000, 4_000, 2_000) }
@@ -105,12 +105,7 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 	pb.seq = 1
 	pb.held = pb.n.poll(&ck.PollRequest{WorkerID: "bench", Seq: 1, FreeSlots: int32(hold)}).Jobs
 	require.Len(b, pb.held, hold)
-	view := pb.n.f.Index()
-	pb.spans = make(w2.Spans, view.Len())
-	for _, m := range view.Blocks("", 0) {
-		pb.spans[m.ID] = w2.Span{MinTime: m.MinTime, MaxTime: m.MaxTime, Size: m.Size}
-	}
-	view.Close()
+	pb.spans = w2.NewSpans(t0)
 	runtime.GC() // the setup's garbage is not the polls' to collect
 	return pb
 }

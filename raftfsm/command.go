@@ -34,8 +34,12 @@ import (
 // which earlier versions left unqueued. Version 5 is encoded as version 4
 // and may carry policy commands (Command.Policy: an optional eleventh CBOR
 // item); cluster version 5 keeps scheduling policies (see package policy)
-// and applies them.
-const CommandVersion byte = 5
+// and applies them. Version 6 is encoded as version 5; cluster version 6
+// grades a tenant's backpressure again on every change of its queue and
+// compares debt thresholds with ready batches (see policyGradesVersion),
+// and lets a poll that ends a capped tenant's job start the tenant's next
+// one (see capFreedVersion).
+const CommandVersion byte = 6
 
 // reasonsVersion is the first command and cluster version with failure
 // reasons.

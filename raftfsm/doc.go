@@ -58,6 +58,15 @@
 // which pauses, marks, windows, caps, compact-now and priorities apply is
 // the scheduler's (see package scheduler).
 //
+// From cluster version 6 a tenant's grade is judged again on every change
+// of its queue — blocks added, claimed, completed, returned, dropped by
+// retention, marked, re-queued, re-batched by a configuration — and on a
+// change of the policy it follows; debt thresholds
+// (policy.Thresholds.SlowReadyBatches, StopReadyBatches) count ready
+// batches, where version 5 compared them with the debt in block-seconds;
+// and a poll whose status updates end a capped tenant's jobs may start the
+// tenant's next jobs in the same poll, as without a cap.
+//
 // # Snapshots
 //
 // [FSM.Snapshot] writes a versioned, checksummed stream: the state

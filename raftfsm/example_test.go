@@ -95,7 +95,7 @@ func ExampleRestore() {
 	tail, _ := r.ReadString('\n')
 	fmt.Printf("%q %q cluster version %d\n", head, tail, restored.ClusterVersion())
 	// Output:
-	// "kv:3\n" "end\n" cluster version 5
+	// "kv:3\n" "end\n" cluster version 6
 }
 
 // ExampleOperator_mark takes a block out of compaction ("do not compact")

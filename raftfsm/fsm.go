@@ -444,7 +444,9 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	case cmd.Poll != nil:
 		err = st.applyPoll(e, now, cmd.Poll, res, f.opts.log)
 	case cmd.Config != nil:
-		err = st.applyConfig(cmd.Config)
+		if err = st.applyConfig(cmd.Config); err == nil {
+			st.regradeAll(now)
+		}
 	case cmd.TookOffice != nil:
 		res.Count = st.sched.ExtendLeases(e, now)
 	case cmd.Retention != nil:
@@ -471,7 +473,12 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		if cmd.ClusterVersion.Version < st.clusterVersion {
 			err = fmt.Errorf("raftfsm: cluster version %d below the current %d: %w", cmd.ClusterVersion.Version, st.clusterVersion, ErrClusterVersion)
 		} else {
+			prev := st.clusterVersion
 			res.Cancelled = st.raiseVersion(cmd.ClusterVersion.Version)
+			if prev < policyGradesVersion {
+				// Every grade is judged again under version 6's rules.
+				st.regradeAll(now)
+			}
 		}
 	}
 	if err != nil {
@@ -629,6 +636,8 @@ func (st *state) applyRetention(e ck.Entry, now int64, r *Retention, res *Result
 	for _, b := range dropped {
 		res.Dropped = append(res.Dropped, b.ID)
 	}
+	var qc queueChanges
+	st.addBlocks(&qc, dropped)
 	for _, job := range st.planner.Drop(dropped) {
 		var prev fencing.Token
 		sr, err := st.sched.Cancel(e, now, job)
@@ -639,8 +648,10 @@ func (st *state) applyRetention(e ck.Entry, now int64, r *Retention, res *Result
 		res.Cancelled = append(res.Cancelled, job)
 		if err == nil {
 			st.syncHeld(sr.Plan.Tenant)
+			st.addJob(&qc, sr.Plan)
 		}
 	}
+	st.regradeChanged(now, &qc)
 }
 
 func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) error {
@@ -682,12 +693,16 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 		st.release(now, o.Job, prev)
 		res.Cancelled = append(res.Cancelled, o.Job)
 		st.syncHeld(sr.Plan.Tenant)
+		var qc queueChanges
+		st.addJob(&qc, sr.Plan)
+		st.regradeChanged(now, &qc)
 	case OpRequeue:
 		n, err := st.planner.Requeue(o.Blocks)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrOperator, err)
 		}
 		res.Count = n
+		st.regradeIDs(now, o.Blocks)
 	case OpMark:
 		if st.clusterVersion < marksVersion {
 			return fmt.Errorf("%w: marks need cluster version %d, the cluster is at %d: %w", ErrOperator, marksVersion, st.clusterVersion, ErrClusterVersion)
@@ -713,6 +728,7 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 			return fmt.Errorf("%w: %w", ErrOperator, err)
 		}
 		res.Count = n
+		st.regradeBlocks(now, metas)
 	}
 	return nil
 }

@@ -20,6 +20,18 @@ import (
 // scheduling policies (the Policy command).
 const policiesVersion byte = 5
 
+// policyGradesVersion is the first cluster version that grades a tenant's
+// backpressure again on every change of its queue (retention, marks,
+// requeues, cancellations, failures, as well as added blocks and claims),
+// and compares its debt thresholds with ready batches
+// (policy.Load.ReadyBatches) rather than block-seconds.
+const policyGradesVersion byte = 6
+
+// capFreedVersion is the first cluster version in which a poll that ends
+// jobs of a capped tenant (completion, failure, release) may start the
+// tenant's next jobs in the same poll, as if it had no cap.
+const capFreedVersion byte = 6
+
 // PolicyAction is what a [PolicyCommand] does.
 type PolicyAction uint8
 
@@ -140,7 +152,7 @@ type policyFields struct {
 	Mode          uint8
 	Windows       []windowRec
 	NotBefore     int64
-	Pressure      [8]int64 // slow blocks, stop blocks, slow debt, stop debt: On, Off each
+	Pressure      [8]int64 // slow blocks, stop blocks, slow ready batches, stop ready batches: On, Off each
 	StaleAfter    int64
 }
 
@@ -245,17 +257,17 @@ func recordPolicy(p *policy.Tenant) policyRec {
 }
 
 // thresholdsRec and thresholdsOf convert thresholds to and from their
-// encoding: slow blocks, stop blocks, slow debt, stop debt, On and Off
-// each.
+// encoding: slow blocks, stop blocks, slow ready batches, stop ready
+// batches, On and Off each.
 func thresholdsRec(th policy.Thresholds) [8]int64 {
 	return [8]int64{th.SlowBlocks.On, th.SlowBlocks.Off, th.StopBlocks.On, th.StopBlocks.Off,
-		th.SlowDebt.On, th.SlowDebt.Off, th.StopDebt.On, th.StopDebt.Off}
+		th.SlowReadyBatches.On, th.SlowReadyBatches.Off, th.StopReadyBatches.On, th.StopReadyBatches.Off}
 }
 
 func thresholdsOf(a [8]int64) policy.Thresholds {
 	return policy.Thresholds{
 		SlowBlocks: policy.Limit{On: a[0], Off: a[1]}, StopBlocks: policy.Limit{On: a[2], Off: a[3]},
-		SlowDebt: policy.Limit{On: a[4], Off: a[5]}, StopDebt: policy.Limit{On: a[6], Off: a[7]},
+		SlowReadyBatches: policy.Limit{On: a[4], Off: a[5]}, StopReadyBatches: policy.Limit{On: a[6], Off: a[7]},
 	}
 }
 

@@ -86,12 +86,23 @@ func (st *state) regrade(tenant string, now int64) {
 	}
 	l := st.planner.TenantLoad(tenant, now)
 	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0 // a window, not the workers, holds work back
-	g := th.Next(ps.grades[tenant], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, held)
+	g := th.Next(ps.grades[tenant], st.pressureLoad(l), held)
 	if g == policy.OK {
 		delete(ps.grades, tenant)
 	} else {
 		ps.grades[tenant] = g
 	}
+}
+
+// pressureLoad is the load that backpressure thresholds grade: queued
+// blocks and ready batches. Before cluster version 6 the ready-batch
+// thresholds were compared with the debt in block-seconds, and still are
+// at those versions.
+func (st *state) pressureLoad(l planner.Load) policy.Load {
+	if st.clusterVersion < policyGradesVersion {
+		return policy.Load{Blocks: l.Blocks, ReadyBatches: l.Debt}
+	}
+	return policy.Load{Blocks: l.Blocks, ReadyBatches: l.ReadyBatches}
 }
 
 // regradeShard grades the backpressure of a shard of a tenant at log time
@@ -106,7 +117,7 @@ func (st *state) regradeShard(tenant string, shard uint32, now int64) {
 	}
 	l := st.planner.ShardLoad(tenant, shard, now)
 	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0
-	g := th.Next(ps.shardGrades[k], policy.Load{Blocks: l.Blocks, Debt: l.Debt}, held)
+	g := th.Next(ps.shardGrades[k], st.pressureLoad(l), held)
 	if g == policy.OK {
 		delete(ps.shardGrades, k)
 	} else {
@@ -169,5 +180,144 @@ func (st *state) afterPoll(now int64, results []scheduler.Result) {
 		ps.compact = slices.DeleteFunc(ps.compact, func(c planner.Force) bool {
 			return !st.planner.Queued(c.Tenant, c.AllTenants, c.Level, c.AllLevels, c.Before)
 		})
+	}
+}
+
+// queueChanges are the tenants and shards whose queues an entry changed,
+// each once, in the order they first appear (deterministic).
+type queueChanges struct {
+	tenants []string
+	shards  []tenantShard
+	seen    map[tenantShard]bool
+	seenT   map[string]bool
+}
+
+// add records a change of the queue of the tenant's shard k.
+func (qc *queueChanges) add(k tenantShard) {
+	if qc.seenT == nil {
+		qc.seenT, qc.seen = map[string]bool{}, map[tenantShard]bool{}
+	}
+	if !qc.seenT[k.tenant] {
+		qc.seenT[k.tenant] = true
+		qc.tenants = append(qc.tenants, k.tenant)
+	}
+	if !qc.seen[k] {
+		qc.seen[k] = true
+		qc.shards = append(qc.shards, k)
+	}
+}
+
+// addBlocks records a change of the queues of blocks' shards (see
+// shardOf).
+func (st *state) addBlocks(qc *queueChanges, blocks []ck.BlockMeta) {
+	if st.clusterVersion < policyGradesVersion {
+		return
+	}
+	for i := range blocks {
+		qc.add(st.shardOf(&blocks[i]))
+	}
+}
+
+// addJob records a change of the queue of a job's shard: its sources went
+// back to the queue, or left it.
+func (st *state) addJob(qc *queueChanges, plan *ck.JobPlan) {
+	if st.clusterVersion < policyGradesVersion || plan == nil || plan.CleanupOnly() {
+		return
+	}
+	qc.add(tenantShard{tenant: plan.Tenant, shard: plan.Shard})
+}
+
+// regradeChanged grades again the backpressure of the tenants and shards
+// whose queues an entry changed. From cluster version 6 every change of a
+// tenant's queue is graded — retention, marks, requeues, cancellations,
+// configuration changes, the outputs a completion queues — where version
+// 5 graded only added blocks, a poll's claims, completions, cancellations
+// and evictions, and policy changes.
+func (st *state) regradeChanged(now int64, qc *queueChanges) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	for _, t := range qc.tenants {
+		st.regrade(t, now)
+	}
+	for _, k := range qc.shards {
+		st.regradeShard(k.tenant, k.shard, now)
+	}
+}
+
+// regradeAll grades again, from cluster version 6, every tenant that has
+// queued blocks or a grade, and each of their shards: a configuration
+// change may batch every queue anew, and the raise to version 6 judges
+// every grade under its rules (debt in ready batches).
+func (st *state) regradeAll(now int64) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	tenants := st.planner.KeyTenants()
+	for _, g := range st.policies.gradeList() {
+		tenants = append(tenants, g.Tenant)
+	}
+	for _, g := range st.policies.shardGradeList() {
+		tenants = append(tenants, g.Tenant)
+	}
+	slices.Sort(tenants)
+	for _, t := range slices.Compact(tenants) {
+		st.regrade(t, now)
+		st.regradeShards(t, now)
+	}
+}
+
+// regradeBlocks grades again, from cluster version 6, the tenants and
+// shards of blocks that left or joined the queue.
+func (st *state) regradeBlocks(now int64, blocks []ck.BlockMeta) {
+	var qc queueChanges
+	st.addBlocks(&qc, blocks)
+	st.regradeChanged(now, &qc)
+}
+
+// regradeIDs is regradeBlocks for the live blocks named.
+func (st *state) regradeIDs(now int64, ids []string) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	metas := make([]ck.BlockMeta, 0, len(ids))
+	for _, id := range ids {
+		if m, ok := st.index.Lookup(id); ok {
+			metas = append(metas, m)
+		}
+	}
+	st.regradeBlocks(now, metas)
+}
+
+// regradeOutputs grades again, from cluster version 6, the shards whose
+// queues the outputs of a poll's applied completions joined (a level
+// compacted across shards queues them under compactkit.AnyShard).
+func (st *state) regradeOutputs(now int64, changes []ck.Change, results []scheduler.Result) {
+	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
+		return
+	}
+	var qc queueChanges
+	for i := range results {
+		if results[i].Applied && results[i].Kind == ck.ChangeComplete {
+			st.addBlocks(&qc, changes[i].Outputs)
+		}
+	}
+	st.regradeChanged(now, &qc)
+}
+
+// regradeFollowers grades again, from cluster version 6, every tenant with
+// queued blocks that follows the default policy, and its shards: a change
+// of the default (its thresholds, or its windows opening or closing) may
+// grade them otherwise although their queues did not change. Version 5
+// graded again only the tenants whose grade was not OK.
+func (st *state) regradeFollowers(now int64) {
+	if st.clusterVersion < policyGradesVersion {
+		return
+	}
+	for _, t := range st.planner.KeyTenants() {
+		if _, own := st.policies.tenants[t]; !own {
+			st.regrade(t, now)
+			st.regradeShards(t, now)
+		}
 	}
 }

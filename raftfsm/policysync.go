@@ -73,6 +73,7 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 			for _, g := range ps.shardGradeList() {
 				st.regradeShard(g.Tenant, g.Shard, now)
 			}
+			st.regradeFollowers(now)
 		}
 	}
 }

@@ -92,6 +92,7 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		}
 	}
 	st.afterPoll(now, results)
+	st.regradeOutputs(now, p.Update.Changes, results)
 	resp := st.response(p, results, now)
 	st.polls.record(p.WorkerID, p.Seq, now, resp)
 	res.Poll = &resp

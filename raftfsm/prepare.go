@@ -84,6 +84,9 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	if st.clusterVersion >= reasonsVersion {
 		sv.KeepReasons()
 	}
+	if st.clusterVersion >= capFreedVersion {
+		sv.FreeCaps()
+	}
 	pv := st.planner.View()
 	iv := st.index.View()
 	force := slices.Clone(st.policies.compact)
@@ -102,6 +105,11 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 			}
 		}
 		sv.UpdateJob(req.WorkerID, u)
+	}
+	// From cluster version 6 the jobs the updates end count off their
+	// tenants' caps: the planner plans those tenants again in this poll.
+	for _, t := range sv.Freed() {
+		pv.Release(t)
 	}
 	// FreeSlots already leaves out the jobs this request ends: the worker
 	// knows which slots it can fill (none while it shuts down). Adding the

@@ -140,6 +140,11 @@ func (e *fsmEnv) job(c *transcript.Command, a string) string {
 
 func (e *fsmEnv) rel(t int64) string { return time.Duration(t - t0).String() }
 
+// transcriptVersion is the cluster version a transcript starts at unless
+// it says version=N: the behaviour of later versions is in transcripts
+// that say so (policy-v6-*.txt), beside the unchanged ones.
+const transcriptVersion = 5
+
 // configOptions are the arguments that set the replicated configuration;
 // localOptions those that set a replica's own options.
 var (
@@ -151,7 +156,7 @@ var (
 // config returns testConfig with the configuration options of c.
 func config(c *transcript.Command) raftfsm.Config {
 	cfg := testConfig()
-	cfg.StartVersion = byte(c.Int("version", 0))
+	cfg.StartVersion = byte(c.Int("version", int64(transcriptVersion)))
 	if c.Has("cross-shard") {
 		cfg.Planner.Levels[c.Int("cross-shard", 0)].CrossShard = true
 	}
@@ -181,6 +186,7 @@ func options(c *transcript.Command) []raftfsm.Option {
 
 func (e *fsmEnv) init(c *transcript.Command) {
 	cfg := testConfig()
+	cfg.StartVersion = transcriptVersion
 	var opts []raftfsm.Option
 	var encode, noEntryTime bool
 	if c.Name == "new" {
@@ -858,14 +864,14 @@ func policyString(p policy.Tenant) string {
 //
 //	policy set (tenant=T | all) [class=low] [cap=N] [shard-cap=N] [only-in=HH:MM-HH:MM | never-in=...]
 //	    [days=Mon,Tue] [offset=MIN] [not-before=DUR] [slow=ON/OFF] [stop=ON/OFF]
-//	    [slow-debt=ON/OFF] [stop-debt=ON/OFF] [stale=DUR] [shard-slow=ON/OFF] [shard-stop=ON/OFF]
+//	    [slow-ready-batches=ON/OFF] [stop-ready-batches=ON/OFF] [stale=DUR] [shard-slow=ON/OFF] [shard-stop=ON/OFF]
 //	    [levels=L:blocks=N,bytes=N,age=DUR,cross=on|off;L:...]
 //	    [level-only-in=L:HH:MM-HH:MM | level-never-in=L:HH:MM-HH:MM] (every day, UTC)
 //	policy clear (tenant=T | all)
 //	policy compact-now (tenant=T | all) [level=L]
 func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 	c.Only(append([]string{"tenant", "all", "level", "by", "class", "cap", "shard-cap", "only-in", "never-in", "days", "offset",
-		"not-before", "slow", "stop", "slow-debt", "stop-debt", "stale", "levels", "level-only-in", "level-never-in", "shard-slow", "shard-stop"}, entryOptions...)...)
+		"not-before", "slow", "stop", "slow-ready-batches", "stop-ready-batches", "stale", "levels", "level-only-in", "level-never-in", "shard-slow", "shard-stop"}, entryOptions...)...)
 	pc := &raftfsm.PolicyCommand{Tenant: c.Str("tenant", ""), All: c.Has("all"), By: c.Str("by", "")}
 	switch e.pos(c, 0) {
 	case "set":
@@ -911,7 +917,7 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 			}
 			return l
 		}
-		p.Pressure = policy.Thresholds{SlowBlocks: limit("slow"), StopBlocks: limit("stop"), SlowDebt: limit("slow-debt"), StopDebt: limit("stop-debt")}
+		p.Pressure = policy.Thresholds{SlowBlocks: limit("slow"), StopBlocks: limit("stop"), SlowReadyBatches: limit("slow-ready-batches"), StopReadyBatches: limit("stop-ready-batches")}
 		p.ShardPressure = policy.Thresholds{SlowBlocks: limit("shard-slow"), StopBlocks: limit("shard-stop")}
 		if c.Has("levels") {
 			p.Levels = parseLevels(c, c.Str("levels", ""))

@@ -59,7 +59,7 @@ type w2State struct {
 	srv   *httptest.Server
 	in    *w2Worker // through Service.Poll
 	wire  *w2Worker // through the protocol
-	spans w2.Spans
+	spans *w2.Spans
 }
 
 // newW2State builds W2's state on a leader over the in-memory log, with
@@ -70,20 +70,18 @@ func newW2State(b *testing.B, jobs int) *w2State {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &w2State{svc: leader.New(leadertest.NewMemLog(fsm), fsm), spans: w2.Spans{}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	st := &w2State{svc: leader.New(leadertest.NewMemLog(fsm), fsm), spans: w2.NewSpans(t0)}
 	ctx := context.Background()
 
 	// 1,000,000 queued blocks of 5 datasets, plus 20 per job created below.
 	const hold, pool = 2_000, 4_000
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	count := 1_000_000 + 20*(jobs+pool+2*hold)
 	const batch = 10_000
 	for start := 0; start < count; start += batch {
 		bs := make([]ck.BlockMeta, 0, batch)
 		for i := start; i < min(count, start+batch); i++ {
-			m := w2.Block("b", i, t0)
-			bs = append(bs, m)
-			st.spans[m.ID] = w2.Span{MinTime: m.MinTime, MaxTime: m.MaxTime, Size: m.Size}
+			bs = append(bs, w2.Block("b", i, t0))
 		}
 		res, err := st.svc.AddBlocks(ctx, bs)
 		if err != nil {

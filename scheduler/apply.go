@@ -290,7 +290,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		}
 		nj.st.Status = ck.StatusInProgress
 		nj.st.Token = tx.token
-		nj.st.Deadline = lease.Grant(tx.now, tx.token, cfg.LeaseDuration).Deadline
+		nj.st.Deadline = lease.Grant(tx.now, cfg.LeaseDuration)
 		nj.st.Worker = c.Worker
 		tx.event(nj, ck.EventAssigned, tx.token, c.Worker, "")
 	case ck.ChangeExclude:
@@ -473,7 +473,7 @@ func (s *Scheduler) ExcludedJobs() []string {
 // and changes prepared before it (renewals above all) must still apply.
 func (s *Scheduler) ExtendLeases(e ck.Entry, now int64) int {
 	_ = e
-	target := lease.Grant(now, 0, s.cfg.LeaseDuration).Deadline
+	target := lease.Grant(now, s.cfg.LeaseDuration)
 	var short []*job
 	// The jobs neither paused nor closed: in each (level, rank, failures)
 	// group of the expiry index, the deadlines before target are a prefix.

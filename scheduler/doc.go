@@ -98,7 +98,12 @@
 // respect its cap. A schedule counts its own assignments per tenant and
 // shard and never hands a tenant, or a shard, more than its cap;
 // [Schedule.Held] tells the planner which tenants to skip (a per-shard cap
-// does not make a tenant held: its other shards have work).
+// does not make a tenant held: its other shards have work). With
+// [Schedule.FreeCaps] it also counts off the jobs in progress its status
+// updates end (complete, fail, release), so that a poll that ends a capped
+// tenant's job may start the tenant's next one — a job the view held at
+// the cap, at its level, or a new one — as without a cap; a transaction
+// applies the updates first, so the cap holds in Apply too.
 //
 // Held jobs leave the assignment indexes when their hold begins, as paused
 // ones do, so that a poll never visits them: a poll's cost does not grow

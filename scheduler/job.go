@@ -292,7 +292,8 @@ type Counters struct {
 	Completed uint64
 	// Failed counts failures reported by workers.
 	Failed uint64
-	// Released counts jobs released by workers shutting down.
+	// Released counts jobs released by workers: shutting down, or
+	// assigned a job too late to run it (package worker).
 	Released uint64
 	// Excluded counts jobs that reached the failure limit (by an exclude
 	// change or a reported failure).

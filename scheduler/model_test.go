@@ -217,7 +217,7 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 			m.c.Assigned++
 		}
 		st.Status, st.Token, st.Worker = ck.StatusInProgress, tx.token, c.Worker
-		st.Deadline = lease.Grant(tx.now, 0, m.cfg.LeaseDuration).Deadline
+		st.Deadline = lease.Grant(tx.now, m.cfg.LeaseDuration)
 	case ck.ChangeExclude:
 		if !expired || !m.atLimit(st.Failures) {
 			return skip()
@@ -292,7 +292,7 @@ func (m *model) cancel(name string) mResult {
 }
 
 func (m *model) extendLeases(now int64) int {
-	target := lease.Grant(now, 0, m.cfg.LeaseDuration).Deadline
+	target := lease.Grant(now, m.cfg.LeaseDuration)
 	n := 0
 	for _, j := range m.jobs {
 		if j.st.Status == ck.StatusInProgress && j.st.Deadline < target {

@@ -39,6 +39,13 @@ type Schedule struct {
 	byWorker bool
 	// reasons makes fail changes carry the report's reason (KeepReasons).
 	reasons bool
+	// freeCaps makes the jobs in progress this schedule ends count off
+	// their tenant's caps (FreeCaps); freed lists the capped tenants it
+	// ended jobs of, in order, and freedJobs the unassigned jobs of theirs
+	// that the view holds at their cap.
+	freeCaps  bool
+	freed     []string
+	freedJobs []*job
 	// lims holds the capped tenants this schedule assigned or added jobs
 	// for, and nfull how many of them are full: at their cap with the
 	// view's jobs in progress and this schedule's assignments.
@@ -108,9 +115,10 @@ type tenantLim struct {
 	max   uint32 // the cap (> 0)
 	count int    // jobs in progress in the view
 	own   int    // assignments of unassigned jobs by this schedule
+	freed int    // jobs in progress of the view this schedule ended (FreeCaps)
 }
 
-func (l *tenantLim) full() bool { return uint64(l.count+l.own) >= uint64(l.max) }
+func (l *tenantLim) full() bool { return int64(l.count-l.freed+l.own) >= int64(l.max) }
 
 // head caches the first untouched job of an index from a level on. It stays
 // right until that job is touched (the touched set only grows), and is then
@@ -278,7 +286,7 @@ func (sc *Schedule) Held(tenant string, level uint32) bool {
 		return false
 	}
 	if l := sc.lims[tenant]; l != nil {
-		n += l.own
+		n += l.own - l.freed
 	}
 	return p.capped(n)
 }
@@ -429,6 +437,9 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 		return false
 	}
 	o := sc.touch(j)
+	if sc.freeCaps && j.hasCap && c.Kind != ck.ChangeRenew {
+		sc.free(j)
+	}
 	switch c.Kind {
 	case ck.ChangeRenew:
 		o.st.Deadline = lease.Extend(o.st.Deadline, sc.now, sc.v.cfg.LeaseDuration)
@@ -531,7 +542,7 @@ func (sc *Schedule) AssignJob(worker string) bool {
 		o.st.Failures++
 	}
 	o.st.Status = ck.StatusInProgress
-	o.st.Deadline = lease.Grant(sc.now, 0, sc.v.cfg.LeaseDuration).Deadline
+	o.st.Deadline = lease.Grant(sc.now, sc.v.cfg.LeaseDuration)
 	o.st.Worker = worker
 	o.st.Version = 0
 	sc.emit(ch)
@@ -555,6 +566,7 @@ func (sc *Schedule) pick() candidate {
 		best = candidate{st: &j.st, j: j, rank: j.rank}
 	}
 	sc.addedHead(0, &best)
+	sc.freedHead(0, &best)
 	if t := sc.v.cfg.agingThreshold(1); t > 0 {
 		// Class aging: level 0 ages into no other level, so the oldest
 		// waiting level-0 job of a lower class competes as the best
@@ -599,6 +611,7 @@ func (sc *Schedule) pick() candidate {
 			best = candidate{st: &j.st, j: j, rank: j.rank}
 		}
 		sc.addedHead(l, &best)
+		sc.freedHead(l, &best)
 		if best.ok() {
 			return best
 		}
@@ -700,6 +713,11 @@ func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
 	for _, o := range sc.added {
 		if !o.handed && o.st.Level >= level && !sc.heldAdded(o) && (!ok || o.st.Level < next) {
 			next, ok = o.st.Level, true
+		}
+	}
+	for _, j := range sc.freedJobs {
+		if j.st.Level >= level && sc.freedAssignable(j) && (!ok || j.st.Level < next) {
+			next, ok = j.st.Level, true
 		}
 	}
 	return next, ok

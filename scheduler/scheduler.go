@@ -82,6 +82,7 @@ type view struct {
 	def       TenantPolicy
 	tenants   *btree.BTreeG[tenantRec]
 	byName    *btree.BTreeG[*job]
+	byTenant  *btree.BTreeG[*tenantKey]
 	ready     *btree.BTreeG[*job]
 	aging     *btree.BTreeG[*job]
 	expiry    *btree.BTreeG[*job]
@@ -148,6 +149,7 @@ func (s *Scheduler) frozen() *view {
 			def:       s.def,
 			tenants:   s.cloneTenants(),
 			byName:    s.byName.Clone(),
+			byTenant:  s.byTenant.Clone(),
 			ready:     s.ready.Clone(),
 			aging:     s.aging.Clone(),
 			expiry:    s.expiry.Clone(),

@@ -36,18 +36,13 @@ func (f ClientFunc) Poll(ctx context.Context, req *compactkit.PollRequest) (*com
 
 // Defaults of [Config].
 const (
-	// DefaultPollInterval is how often an idle worker polls.
-	DefaultPollInterval = time.Second
-	// DefaultMaxReports is the most status updates one poll carries: the
-	// state machine's default limit (raftfsm.DefaultLimits.MaxReports).
-	DefaultMaxReports = 1024
-	// DefaultRetryBackoff is the wait before retrying a request that
-	// failed in transport.
-	DefaultRetryBackoff = 100 * time.Millisecond
-	// DefaultCleanupTimeout bounds the deletion of a job's tombstones.
-	DefaultCleanupTimeout = time.Minute
-	// DefaultShutdownTimeout bounds each phase of a shutdown.
-	DefaultShutdownTimeout = 10 * time.Second
+	// defaultMaxReports is the state machine's default limit
+	// (raftfsm.DefaultLimits.MaxReports).
+	defaultMaxReports      = 1024
+	defaultPollInterval    = time.Second
+	defaultRetryBackoff    = 100 * time.Millisecond
+	defaultCleanupTimeout  = time.Minute
+	defaultShutdownTimeout = 10 * time.Second
 )
 
 // Config configures a [Worker]. The zero value is usable: every zero field
@@ -65,32 +60,32 @@ type Config struct {
 	// progress.
 	Concurrency int
 	// MaxReports is the most status updates one poll carries (default
-	// DefaultMaxReports, the state machine's default limit; set it to the
+	// 1024, the state machine's default limit; set it to the
 	// cluster's limit if that was changed). A worker holding more jobs
 	// reports them over successive polls, sent at once: final reports
 	// first, then the jobs reported longest ago.
 	MaxReports int
 	// PollInterval is how often the worker polls when nothing else makes
-	// it poll (default DefaultPollInterval). It also polls at once when a
+	// it poll (default a second). It also polls at once when a
 	// job ends and whenever a lease needs renewing (every half lease), so
 	// leases are kept whatever the interval.
 	PollInterval time.Duration
 	// RetryBackoff is the wait before retrying a request that failed in
-	// transport (default DefaultRetryBackoff); it doubles after each
+	// transport (default 100 ms); it doubles after each
 	// further failure, up to the larger of RetryBackoff and PollInterval.
 	// It is also the keeper's first wait after a failed renewal.
 	RetryBackoff time.Duration
 	// CleanupTimeout bounds the deletion of a job's tombstones (default
-	// DefaultCleanupTimeout). A job whose deletions do not finish in time
+	// a minute). A job whose deletions do not finish in time
 	// reports a failure.
 	CleanupTimeout time.Duration
 	// ShutdownTimeout bounds each phase of a shutdown: waiting for the
 	// cancelled jobs to stop, then getting the final poll answered
-	// (default DefaultShutdownTimeout).
+	// (default 10 s).
 	ShutdownTimeout time.Duration
 	// MergeOptions are passed to [blockmerge.Merge] (dataset merger, page
 	// size, temporary directory, ...) by the default runner. The worker
-	// adds its logger first, so a WithLogger here wins.
+	// adds its Logger first, so a blockmerge.WithLogger here wins.
 	MergeOptions []blockmerge.Option
 	// Runner merges a job's sources in the host's block format (default:
 	// blockmerge.Merge with MergeOptions). See [Runner] for what it must
@@ -101,23 +96,9 @@ type Config struct {
 	// format). A Runner that writes several objects per block sets
 	// blockmerge.PrefixLayout.
 	Layout blockmerge.Layout
-}
-
-// Option configures a [Worker] beyond its [Config].
-type Option func(*options)
-
-type options struct {
-	logger *slog.Logger
-}
-
-// WithLogger sets the logger the worker reports polls, jobs and leases to.
-// By default the worker logs nothing. A nil logger is ignored.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	}
+	// Logger receives the worker's reports of polls, jobs and leases
+	// (default: none are logged).
+	Logger *slog.Logger
 }
 
 // Errors of the worker.
@@ -125,10 +106,6 @@ var (
 	// ErrInvalidConfig reports an invalid configuration or argument to
 	// [New].
 	ErrInvalidConfig = errors.New("worker: invalid configuration")
-	// ErrConfig is the former name of ErrInvalidConfig.
-	//
-	// Deprecated: use ErrInvalidConfig, the name every package uses.
-	ErrConfig = ErrInvalidConfig
 	// ErrAlreadyStarted reports a second call to [Worker.Run].
 	ErrAlreadyStarted = errors.New("worker: already started")
 	// ErrShutdown reports a shutdown that did not complete in time: jobs
@@ -184,17 +161,17 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: max reports %d", ErrInvalidConfig, cfg.MaxReports)
 	}
 	if cfg.MaxReports == 0 {
-		cfg.MaxReports = DefaultMaxReports
+		cfg.MaxReports = defaultMaxReports
 	}
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"poll interval", &cfg.PollInterval, DefaultPollInterval},
-		{"retry backoff", &cfg.RetryBackoff, DefaultRetryBackoff},
-		{"cleanup timeout", &cfg.CleanupTimeout, DefaultCleanupTimeout},
-		{"shutdown timeout", &cfg.ShutdownTimeout, DefaultShutdownTimeout},
+		{"poll interval", &cfg.PollInterval, defaultPollInterval},
+		{"retry backoff", &cfg.RetryBackoff, defaultRetryBackoff},
+		{"cleanup timeout", &cfg.CleanupTimeout, defaultCleanupTimeout},
+		{"shutdown timeout", &cfg.ShutdownTimeout, defaultShutdownTimeout},
 	} {
 		if *d.v < 0 {
 			return cfg, fmt.Errorf("%w: %s %v", ErrInvalidConfig, d.name, *d.v)
@@ -202,6 +179,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.MergeOptions = append([]blockmerge.Option(nil), cfg.MergeOptions...)
 	if cfg.Layout > blockmerge.PrefixLayout {

@@ -45,6 +45,18 @@
 // locally measured lease runs out. Because a poll renews every job the
 // worker holds, each held job is renewed at least every half lease.
 //
+// An assignment that arrives too late to run — its first renewal already
+// due when the answer comes, as when the request that got it was retried
+// through an outage of the leader — is not run: the worker reports it
+// released at once, in the next poll, so that the job goes back to the
+// queue without a failure instead of running out its lease at the leader
+// and being charged "lease expired". The leader measured that lease from
+// when it applied the request, later than the worker's first send, so the
+// release reaches it while the lease holds; it is the one report sent
+// for a job whose lease may have run out locally (answered "no lease" if
+// the leader's has too). Jobs assigned beyond the free slots, or during
+// shutdown, are released the same way.
+//
 // When a job's lease is lost — the leader answers "no lease", or the lease
 // runs out locally — its context is cancelled, so its merge stops, and the
 // job is dropped: it is never reported again, and never reported successful.
@@ -64,7 +76,7 @@
 // [Config.CleanupTimeout]), then merges its sources with the [Runner]
 // ([blockmerge.Merge] by default; a host plugs in its own block format)
 // into outputs under the attempt's prefix — outputs outside it are refused
-// and the job reported failed. Both go through a [blockmerge.FencedStore] sharing one
+// and the job reported failed. Both go through a store of [blockmerge.NewFencedStore] sharing one
 // [fencing.Guard] per worker, so a stale attempt of a job in this process
 // cannot write after a newer one started. The job's report is then sent
 // until the leader answers about it:

@@ -629,8 +629,8 @@ func checkOutputs(t *testing.T, l *fsmLeader, store blockmerge.Store, prefixes [
 		require.Equal(t, uint32(1), b.Level, "block %s", b.ID)
 		r, err := blockmerge.Open(context.Background(), store, b.ID)
 		require.NoError(t, err, "output %s readable", b.ID)
-		for i := range r.Datasets() {
-			it, err := r.DatasetAt(context.Background(), i)
+		for _, d := range r.Meta().Datasets {
+			it, err := r.Dataset(context.Background(), d.Tenant, d.Name)
 			require.NoError(t, err)
 			for it.Next() {
 				keys[string(it.Record().Key)]++

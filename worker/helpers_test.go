@@ -150,7 +150,7 @@ func (m *merges) cancelCause(job string) error {
 }
 
 func (m *merges) option() blockmerge.Option {
-	return blockmerge.WithDatasetMerger(blockmerge.DatasetMergerFunc(
+	return blockmerge.WithDatasetMerger(blockmerge.DatasetMerger(
 		func(ctx context.Context, out *blockmerge.DatasetWriter, inputs []*blockmerge.DatasetIterator) error {
 			job := jobOf(inputs[0].Block())
 			m.mu.Lock()
@@ -177,7 +177,7 @@ func (m *merges) option() blockmerge.Option {
 					return context.Cause(ctx)
 				}
 			}
-			return blockmerge.RecordMerger{}.MergeDataset(ctx, out, inputs)
+			return blockmerge.MergeRecords(ctx, out, inputs)
 		}))
 }
 

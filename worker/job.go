@@ -22,7 +22,7 @@ const (
 	jobRunning   jobState = iota // reported in progress
 	jobSucceeded                 // reported successful, with outputs
 	jobFailed                    // reported failed, with a reason
-	jobReleased                  // reported released (shutdown)
+	jobReleased                  // reported released (shutdown, no free slot, too late)
 )
 
 // outcome is how a job left the worker, for the stats.
@@ -55,6 +55,7 @@ type job struct {
 	state     jobState
 	running   bool // the job's goroutine is alive
 	lost      bool // the lease is lost: never reported again
+	late      bool // assigned too late to run (tooLate): reported released once, whatever its local lease
 	forgotten bool // no longer held
 	// reportedSeq is the sequence number of the last request that
 	// reported the job (Config.MaxReports).
@@ -95,7 +96,8 @@ func (j *job) resolveLocked(seq uint64, r renewal) bool {
 
 // startLocked takes on the job assigned by r, in answer to a request first
 // sent at sentAt: it starts the job's keeper and, unless the worker is
-// shutting down or has no free slot, its goroutine.
+// shutting down, has no free slot or got the job too late (see tooLate),
+// its goroutine.
 func (w *Worker) startLocked(r *compactkit.JobReply, sentAt time.Time) {
 	w.stats.JobsAssigned++
 	j := &job{name: r.Job, token: r.Token, sig: r.Signature, plan: r.Plan}
@@ -105,11 +107,17 @@ func (w *Worker) startLocked(r *compactkit.JobReply, sentAt time.Time) {
 		lease.WithRetryBackoff(w.cfg.RetryBackoff, max(w.cfg.RetryBackoff, w.cfg.PollInterval)))
 	j.ctx, j.cancel = context.WithCancelCause(j.keeper.Context())
 	w.held[j.name] = j
-	if w.stopping || w.running >= w.cfg.Concurrency {
-		// Assigned while shutting down (the answer to a retried request)
-		// or beyond the free slots: give it back.
-		log.Warn("releasing a job without running it", "shutting_down", w.stopping, "running", w.running)
+	j.late = tooLate(r.Lease, sentAt, time.Now())
+	if w.stopping || w.running >= w.cfg.Concurrency || j.late {
+		// Assigned while shutting down (the answer to a retried request),
+		// beyond the free slots, or too late: give it back, at once if
+		// late — before its lease runs out at the leader too.
+		log.Warn("releasing a job without running it", "shutting_down", w.stopping, "running", w.running,
+			"late", j.late, "lease", r.Lease, "since_sent", time.Since(sentAt))
 		j.state = jobReleased
+		if j.late {
+			w.wakeup()
+		}
 		return
 	}
 	w.stats.JobsStarted++
@@ -118,6 +126,19 @@ func (w *Worker) startLocked(r *compactkit.JobReply, sentAt time.Time) {
 	j.running = true
 	log.Info("job started", "sources", len(j.plan.Sources), "tombstones", len(j.plan.Tombstones), "lease", r.Lease)
 	go w.runJob(j, log)
+}
+
+// tooLate reports whether an assignment of a lease of d, in answer to a
+// request first sent at sentAt, arrives too late to run at now: its first
+// renewal is already due (the lease's renewal fraction has passed since
+// the request was first sent, as after an outage of the leader). Run, such
+// a job would likely see its lease run out locally before a renewal is
+// answered, and be charged an expired lease; released at once, it goes
+// back to the queue without a failure. The leader measures the lease from
+// when it applied the request, later than its first send: the release
+// reaches it in time.
+func tooLate(d time.Duration, sentAt, now time.Time) bool {
+	return !now.Before(sentAt.Add(time.Duration(lease.DefaultFraction * float64(d))))
 }
 
 // renewer returns the keeper's Renewer for j: it asks the loop for a poll

@@ -30,7 +30,7 @@ import (
 //     sources); the worker validates it as the leader will before it
 //     reports success.
 //   - Read the sources through store, which is the worker's store wrapped
-//     in a [blockmerge.FencedStore] for the attempt.
+//     by [blockmerge.NewFencedStore] for the attempt.
 type Runner interface {
 	Run(ctx context.Context, store blockmerge.Store, plan *compactkit.JobPlan, token fencing.Token) ([]compactkit.BlockMeta, error)
 }

@@ -24,8 +24,8 @@ type Stats struct {
 	// JobsAssigned counts the jobs the leader assigned to the worker.
 	JobsAssigned uint64
 	// JobsStarted counts the jobs the worker started running (jobs
-	// assigned during shutdown, or beyond the free slots, are released
-	// without being started).
+	// assigned during shutdown, beyond the free slots or too late to run
+	// are released without being started).
 	JobsStarted uint64
 	// JobsCompleted counts the jobs whose success the leader committed.
 	JobsCompleted uint64

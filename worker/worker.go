@@ -52,7 +52,7 @@ type Worker struct {
 // New returns a worker that polls client for jobs and runs them over store.
 // It returns an error wrapping [ErrInvalidConfig] if client or store is nil or the
 // configuration is invalid.
-func New(client Client, store blockmerge.Store, cfg Config, opts ...Option) (*Worker, error) {
+func New(client Client, store blockmerge.Store, cfg Config) (*Worker, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidConfig)
 	}
@@ -63,13 +63,7 @@ func New(client Client, store blockmerge.Store, cfg Config, opts ...Option) (*Wo
 	if err != nil {
 		return nil, err
 	}
-	o := options{logger: slog.New(slog.DiscardHandler)}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	log := o.logger.With("worker", cfg.ID)
+	log := cfg.Logger.With("worker", cfg.ID)
 	runner := cfg.Runner
 	if runner == nil {
 		runner = mergeRunner(append([]blockmerge.Option{blockmerge.WithLogger(log)}, cfg.MergeOptions...))
@@ -89,13 +83,6 @@ func New(client Client, store blockmerge.Store, cfg Config, opts ...Option) (*Wo
 
 // ID returns the worker's ID.
 func (w *Worker) ID() string { return w.cfg.ID }
-
-// Config returns the worker's configuration, defaults filled in.
-func (w *Worker) Config() Config {
-	c := w.cfg
-	c.MergeOptions = slices.Clone(c.MergeOptions)
-	return c
-}
 
 // Stats returns a snapshot of the worker's counters.
 func (w *Worker) Stats() Stats {
@@ -301,7 +288,9 @@ func (w *Worker) build() *inflight {
 	var held []*job
 	for _, name := range w.sortedHeldLocked() {
 		j := w.held[name]
-		if !j.lost {
+		if !j.lost && !(j.late && j.reportedSeq == 0) {
+			// A job assigned too late is reported released once, whatever
+			// its local lease: the leader's runs from later.
 			if cause := w.lostLocally(j, now); cause != nil {
 				w.loseLocked(j, cause)
 			}

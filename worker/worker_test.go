@@ -44,12 +44,14 @@ func TestNewValidates(t *testing.T) {
 
 	w, err := worker.New(l, store, worker.Config{})
 	require.NoError(t, err)
-	cfg := w.Config()
+	cfg := worker.ConfigOf(w)
 	require.Equal(t, runtime.GOMAXPROCS(0), cfg.Concurrency)
-	require.Equal(t, worker.DefaultPollInterval, cfg.PollInterval)
-	require.Equal(t, worker.DefaultRetryBackoff, cfg.RetryBackoff)
-	require.Equal(t, worker.DefaultCleanupTimeout, cfg.CleanupTimeout)
-	require.Equal(t, worker.DefaultShutdownTimeout, cfg.ShutdownTimeout)
+	require.Equal(t, 1024, cfg.MaxReports)
+	require.Equal(t, time.Second, cfg.PollInterval)
+	require.Equal(t, 100*time.Millisecond, cfg.RetryBackoff)
+	require.Equal(t, time.Minute, cfg.CleanupTimeout)
+	require.Equal(t, 10*time.Second, cfg.ShutdownTimeout)
+	require.NotNil(t, cfg.Logger)
 	require.True(t, strings.HasPrefix(w.ID(), "worker-"), w.ID())
 
 	w2, err := worker.New(l, store, worker.Config{})
@@ -419,6 +421,50 @@ func TestLeaseMeasuredFromFirstSend(t *testing.T) {
 		l.setDown(false)
 		require.NoError(t, r.stop())
 		l.check(t)
+	})
+}
+
+// An assignment answered after an outage of the leader longer than the
+// lease — the lease, measured from the poll's first send, is over on
+// arrival — is not run and not dropped: the worker reports it released at
+// once, the leader takes it back without charging a failure (one failure
+// would exclude it here), and assigns it again.
+func TestLateAssignmentReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := blockmerge.NewMemStore()
+		l := newLeader(t, testLease)
+		l.add(t, mergeSources(t, store, "job-1", 2)...)
+		l.setDown(true)
+		r := start(t, l, store, worker.Config{Concurrency: 1, RetryBackoff: time.Second, PollInterval: time.Second})
+		synctest.Wait()
+		time.Sleep(testLease + time.Second) // the poll is retried through the outage
+		l.setDown(false)
+		eventually(t, "compacted", func() bool { _, ok := l.completion("job-1"); return ok })
+
+		j := l.job("job-1")
+		require.Zero(t, j.failures, "no failure charged")
+		require.Equal(t, 1, j.releases)
+		require.Len(t, j.tokens, 2, "assigned again after the release")
+		reps := l.reportsOf("job-1")
+		require.Equal(t, ck.ReportReleased, reps[0].update.Status)
+		require.Equal(t, ck.OutcomeAccepted, reps[0].answer)
+		var firstGrant time.Time
+		l.mu.Lock()
+		for a, gs := range l.grants {
+			if a.job == j.name && (firstGrant.IsZero() || gs[0].at.Before(firstGrant)) {
+				firstGrant = gs[0].at
+			}
+		}
+		l.mu.Unlock()
+		require.Less(t, reps[0].at.Sub(firstGrant), time.Second, "released at once, not after a poll interval")
+		require.NoError(t, r.stop())
+		l.check(t)
+		st := r.w.Stats()
+		require.Equal(t, uint64(2), st.JobsAssigned)
+		require.Equal(t, uint64(1), st.JobsStarted, "the late assignment was not run")
+		require.Equal(t, uint64(1), st.JobsReleased)
+		require.Equal(t, uint64(1), st.JobsCompleted)
+		require.Zero(t, st.JobsFailed+st.JobsLost)
 	})
 }
 
@@ -882,7 +928,7 @@ func TestLogging(t *testing.T) {
 		store := blockmerge.NewMemStore()
 		l := newLeader(t, testLease)
 		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		w, err := worker.New(l, store, worker.Config{ID: "w-log", Concurrency: 1}, worker.WithLogger(newTextLogger(&buf)))
+		w, err := worker.New(l, store, worker.Config{ID: "w-log", Concurrency: 1, Logger: newTextLogger(&buf)})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)

@@ -3,7 +3,7 @@ module github.com/compactkit/compactkit/blockmerge/objstore
 go 1.26.0
 
 require (
-	github.com/compactkit/compactkit v0.0.0-00010101000000-000000000000
+	github.com/compactkit/compactkit v0.1.0
 	github.com/go-kit/log v0.2.1
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/minio/minio-go/v7 v7.0.93

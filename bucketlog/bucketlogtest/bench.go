@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,45 +202,6 @@ func FleetBenchmark(b *testing.B, store blockmerge.Store, f Fleet) {
 	b.ReportMetric(polls/elapsed.Seconds(), "polls/s")
 	cs.report(b, polls, "poll")
 	b.ReportMetric(float64(conflicts-conflicts0)/polls, "conflicts/poll")
-}
-
-// ReplicaMemoryBenchmark measures what one replica of the log's state
-// holds in memory with blocks level-0 blocks queued (the memory of a
-// serverless worker, which keeps one): the live heap after a collection,
-// in bytes per replica and per block.
-func ReplicaMemoryBenchmark(b *testing.B, blocks int) {
-	for range b.N {
-		b.StopTimer()
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		b.StartTimer()
-		fsm, err := raftfsm.New(raftfsm.DefaultConfig())
-		if err != nil {
-			b.Fatal(err)
-		}
-		batch := make([]ck.BlockMeta, 0, raftfsm.MaxBlocksPerCommand)
-		index := uint64(0)
-		for i := range blocks {
-			batch = append(batch, leadertest.Block(fmt.Sprintf("01JD%016d-%06d", i, i%1000), fmt.Sprintf("tenant-%03d", i%100), uint32(i%64), int64(i)*1e6))
-			if len(batch) == cap(batch) || i == blocks-1 {
-				index++
-				if _, err := fsm.ApplyCommand(ck.Entry{Index: index, Term: 1, Time: 1e18}, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: batch}, Time: 1e18}); err != nil {
-					b.Fatal(err)
-				}
-				batch = batch[:0]
-			}
-		}
-		b.StopTimer()
-		runtime.GC()
-		var after runtime.MemStats
-		runtime.ReadMemStats(&after)
-		live := float64(after.HeapAlloc) - float64(before.HeapAlloc)
-		b.ReportMetric(live/1e6, "MB/replica")
-		b.ReportMetric(live/float64(blocks), "B/block")
-		runtime.KeepAlive(fsm)
-		b.StartTimer()
-	}
 }
 
 // IngestBenchmark measures the log's maximum append rate: writers

@@ -164,8 +164,8 @@ func (r *run) drainAndVerify() {
 			liveBlocks++
 			rd, err := blockmerge.Open(ctx, r.c.Store, m.ID)
 			check(t, err)
-			for j := range rd.Datasets() {
-				it, err := rd.DatasetAt(ctx, j)
+			for _, d := range rd.Meta().Datasets {
+				it, err := rd.Dataset(ctx, d.Tenant, d.Name)
 				check(t, err)
 				for it.Next() {
 					rec := it.Record()

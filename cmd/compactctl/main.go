@@ -27,7 +27,7 @@
 //	policy list
 //	policy set (-tenant T | -all) [-class high|medium|low] [-cap N] [-shard-cap N]
 //	    [-only-in HH:MM-HH:MM[,...] | -never-in HH:MM-HH:MM[,...]] [-days Mon,Tue] [-offset MINUTES]
-//	    [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-debt ON/OFF] [-stop-debt ON/OFF]
+//	    [-not-before RFC3339] [-slow ON/OFF] [-stop ON/OFF] [-slow-ready-batches ON/OFF] [-stop-ready-batches ON/OFF]
 //	    [-shard-slow ON/OFF] [-shard-stop ON/OFF]
 //	    [-stale DURATION] [-level L:blocks=N,bytes=N,age=DURATION,cross=on|off]...
 //	    [-level-only-in L=HH:MM-HH:MM[,...] | -level-never-in L=HH:MM-HH:MM[,...]]...

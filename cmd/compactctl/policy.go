@@ -25,7 +25,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	tenant := sub.String("tenant", "", "the tenant (-tenant \"\" is the empty tenant of multi-tenant segments)")
 	all := sub.Bool("all", false, "every tenant: the default policy (set, clear), or every tenant's blocks (compact-now)")
 	var level *int
-	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowDebt, stopDebt, shardSlow, shardStop, stale *string
+	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowReady, stopReady, shardSlow, shardStop, stale *string
 	var limit, shardLimit *uint
 	var offset *int
 	var levels []admin.LevelOverride
@@ -44,8 +44,8 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		notBefore = sub.String("not-before", "", "no new job before this RFC 3339 time")
 		slow = sub.String("slow", "", "backpressure slow when queued blocks reach ON, until below OFF: ON/OFF")
 		stop = sub.String("stop", "", "backpressure stop on queued blocks: ON/OFF")
-		slowDebt = sub.String("slow-debt", "", "backpressure slow on compaction debt (ready batches): ON/OFF")
-		stopDebt = sub.String("stop-debt", "", "backpressure stop on compaction debt: ON/OFF")
+		slowReady = sub.String("slow-ready-batches", "", "backpressure slow when the ready batches (jobs that could be planned now) reach ON, until below OFF: ON/OFF")
+		stopReady = sub.String("stop-ready-batches", "", "backpressure stop on ready batches: ON/OFF")
 		shardSlow = sub.String("shard-slow", "", "backpressure per shard: slow when a shard's queued blocks reach ON, until below OFF: ON/OFF")
 		shardStop = sub.String("shard-stop", "", "backpressure per shard: stop on a shard's queued blocks: ON/OFF")
 		stale = sub.String("stale", "", "staleness alarm when a level's oldest queued block waits longer (a duration: 1h)")
@@ -119,7 +119,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		for _, l := range []struct {
 			flag, value string
 			to          **admin.Limit
-		}{{"slow", *slow, &th.SlowBlocks}, {"stop", *stop, &th.StopBlocks}, {"slow-debt", *slowDebt, &th.SlowDebt}, {"stop-debt", *stopDebt, &th.StopDebt},
+		}{{"slow", *slow, &th.SlowBlocks}, {"stop", *stop, &th.StopBlocks}, {"slow-ready-batches", *slowReady, &th.SlowReadyBatches}, {"stop-ready-batches", *stopReady, &th.StopReadyBatches},
 			{"shard-slow", *shardSlow, &sh.SlowBlocks}, {"shard-stop", *shardStop, &sh.StopBlocks}} {
 			if l.value == "" {
 				continue

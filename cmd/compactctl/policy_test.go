@@ -28,7 +28,7 @@ func TestCLIPolicies(t *testing.T) {
 	l := newLive(t)
 	out, err := ctl(t, l.srv, "policy", "set", "-tenant", "acme", "-class", "low", "-cap", "2",
 		"-only-in", "22:00-06:00,12:00-13:00", "-days", "Mon,Tue", "-offset", "60", "-not-before", "2026-12-01T00:00:00Z",
-		"-slow", "100/80", "-stop", "500/400", "-slow-debt", "10/5", "-stop-debt", "20", "-stale", "1h",
+		"-slow", "100/80", "-stop", "500/400", "-slow-ready-batches", "10/5", "-stop-ready-batches", "20", "-stale", "1h",
 		"-level", "0:blocks=40,age=2m", "-level", "1:bytes=1048576,cross=on")
 	require.NoError(t, err)
 	require.Contains(t, out, "policy-set applied at entry")
@@ -43,7 +43,7 @@ func TestCLIPolicies(t *testing.T) {
 		Run:       &admin.RunPolicy{Mode: "only-in", Windows: []admin.Window{window("22:00", "06:00"), window("12:00", "13:00")}},
 		NotBefore: "2026-12-01T00:00:00Z",
 		Pressure: &admin.Thresholds{SlowBlocks: &admin.Limit{On: 100, Off: 80}, StopBlocks: &admin.Limit{On: 500, Off: 400},
-			SlowDebt: &admin.Limit{On: 10, Off: 5}, StopDebt: &admin.Limit{On: 20, Off: 20}},
+			SlowReadyBatches: &admin.Limit{On: 10, Off: 5}, StopReadyBatches: &admin.Limit{On: 20, Off: 20}},
 		StaleAfter: "1h0m0s",
 		Levels:     []admin.LevelOverride{{Level: 0, MaxBlocks: 40, MaxAge: "2m0s"}, {Level: 1, MaxBytes: 1 << 20, CrossShard: "on"}},
 	}}}, ps.Tenants)
@@ -64,7 +64,7 @@ func TestCLIPolicies(t *testing.T) {
 		"log time  2026-11-25T12:00:00Z",
 		"(default)       high    none  never-in Sun,Mon,Tue,Wed,Thu,Fri,Sat 02:00-03:00 UTC+00:00",
 		"(multi-tenant)  medium  1     any time",
-		"acme            low     2     only-in Mon,Tue 22:00-06:00 UTC+01:00; Mon,Tue 12:00-13:00 UTC+01:00  2026-12-01T00:00:00Z  slow 100/80, stop 500/400, slow-debt 10/5, stop-debt 20/20  1h0m0s       0:blocks=40,age=2m0s 1:bytes=1048576,cross=on  closed",
+		"acme            low     2     only-in Mon,Tue 22:00-06:00 UTC+01:00; Mon,Tue 12:00-13:00 UTC+01:00  2026-12-01T00:00:00Z  slow 100/80, stop 500/400, slow-ready-batches 10/5, stop-ready-batches 20/20  1h0m0s       0:blocks=40,age=2m0s 1:bytes=1048576,cross=on  closed",
 		"(every tenant)  every  2026-11-25T12:00:00Z",
 		"acme            0      2026-11-25T12:00:00Z",
 	} {

@@ -17,7 +17,7 @@ import (
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/metrics/prom"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 	"github.com/compactkit/compactkit/rpc"
 )
 
@@ -28,7 +28,7 @@ type member struct {
 	dir      string
 	raftAddr string
 	httpAddr string
-	node     *hraft.Node
+	node     *hraftnode.Node
 	srv      *demo.HTTPServer
 }
 
@@ -84,7 +84,7 @@ func newCluster(dir string, n int, noSync bool) (*cluster, error) {
 // startMember starts (or restarts) a member's raft node and HTTP server on
 // its addresses.
 func (c *cluster) startMember(m *member) error {
-	node, err := hraft.NewNode(hraft.NodeConfig{
+	node, err := hraftnode.New(hraftnode.Config{
 		ID: m.id, Dir: m.dir, NoSync: c.noSync, BindAddr: m.raftAddr,
 		State: &c.state, FSMOptions: demo.FSMOptions(),
 	})

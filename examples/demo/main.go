@@ -33,7 +33,7 @@ import (
 	"github.com/compactkit/compactkit/examples/internal/demo"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/metrics/prom"
-	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 )
 
 // config is the demo's configuration: the run's and where things go.
@@ -89,7 +89,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	// One raft node, in-memory log, stable store, snapshots and transport.
 	state := demo.StateConfig()
 	_, trans := raft.NewInmemTransport("")
-	node, err := hraft.NewNode(hraft.NodeConfig{ID: "node-1", Transport: trans, State: &state, FSMOptions: demo.FSMOptions()})
+	node, err := hraftnode.New(hraftnode.Config{ID: "node-1", Transport: trans, State: &state, FSMOptions: demo.FSMOptions()})
 	if err != nil {
 		return nil, err
 	}

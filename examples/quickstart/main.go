@@ -27,7 +27,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 	"github.com/compactkit/compactkit/worker"
 )
 
@@ -76,7 +76,7 @@ func run(ctx context.Context, out io.Writer) (res outcome, err error) {
 	// 3. The host: one hashicorp/raft node with in-memory stores, running
 	// the state machine. node.Service is the leader's API.
 	_, trans := raft.NewInmemTransport("")
-	node, err := hraft.NewNode(hraft.NodeConfig{ID: "node-1", Transport: trans, State: &state,
+	node, err := hraftnode.New(hraftnode.Config{ID: "node-1", Transport: trans, State: &state,
 		FSMOptions: []raftfsm.Option{raftfsm.WithCleanupAfter(200 * time.Millisecond)}})
 	if err != nil {
 		return res, err
@@ -161,8 +161,8 @@ func run(ctx context.Context, out io.Writer) (res outcome, err error) {
 		if err != nil {
 			return res, err
 		}
-		for j := range rd.Datasets() {
-			it, err := rd.DatasetAt(ctx, j)
+		for _, d := range rd.Meta().Datasets {
+			it, err := rd.Dataset(ctx, d.Tenant, d.Name)
 			if err != nil {
 				return res, err
 			}

@@ -20,10 +20,11 @@ import (
 // the coordinators of one bucket log (package bucketlog) on a MemStore
 // whose clock is the simulation's, behind a store that injects faults —
 // races for an entry, creates that time out having succeeded or not,
-// failed reads — while coordinators restart from checkpoints and the log
-// is truncated under replicas that lag. Any coordinator may append; the
-// one serving workers changes at random. Proposals are queued and
-// appended at the step's log phase, each coordinator's in one batch.
+// creates that succeeded answered "exists", failed reads — while
+// coordinators restart from checkpoints and the log is truncated under
+// replicas that lag. Any coordinator may append; the one serving workers
+// changes at random. Proposals are queued and appended at the step's log
+// phase, each coordinator's in one batch.
 type bucketSim struct {
 	s       *Sim
 	mem     *blockmerge.MemStore
@@ -117,8 +118,7 @@ func (s *Sim) observed(r *replica, data []byte, a leader.Applied) {
 	e := s.log[i-1]
 	d := digest(a.Result, a.Err)
 	if i > s.fed {
-		s.fed = i
-		s.digests[i] = d
+		s.feedDigest(i, d)
 		s.tracef("apply %d %s -> %s (bucket, replica %d)", i, describe(e.cmd), describeResult(a.Result, a.Err), r.id)
 		s.model.feed(r, e, a.Result, a.Err)
 	} else if s.digests[i] != d {
@@ -172,9 +172,11 @@ func (b *bucketSim) append(es []*entry) {
 		ps[i] = bucketlog.Proposal{Cmd: e.data, PreparedAt: e.preparedAt}
 	}
 	b.current = r.id
+	before := len(s.log)
 	ps = r.blog.ProposeBatch(s.ctx, ps)
 	b.current = -1
 	b.caughtUp(r)
+	b.appliedAsAnswered(r, ps, s.log[before:])
 	for i, e := range es {
 		p := ps[i]
 		switch {
@@ -195,6 +197,42 @@ func (b *bucketSim) append(es []*entry) {
 			s.tracef("append of %s: %v", describe(e.cmd), p.Err)
 		default:
 			s.fail("bucket log", "coordinator %d: append of %s: %v", r.id, describe(e.cmd), p.Err)
+		}
+	}
+}
+
+// appliedAsAnswered checks that the commands of ps were applied as their
+// answers say, counting the entries applied during their append (applied):
+// each command as many times as it was answered appended, more only by
+// outcomes answered unknown. A command applied but answered "not appended"
+// (a create of the coordinator's own entry taken for another's) would be
+// appended and applied again.
+func (b *bucketSim) appliedAsAnswered(r *replica, ps []bucketlog.Proposal, applied []*entry) {
+	type count struct{ ok, unknown, applied int }
+	counts := make(map[string]*count, len(ps))
+	for _, p := range ps {
+		c := counts[string(p.Cmd)]
+		if c == nil {
+			c = &count{}
+			counts[string(p.Cmd)] = c
+		}
+		switch {
+		case p.Err == nil:
+			c.ok++
+		case !errors.Is(p.Err, leader.ErrConflict):
+			c.unknown++
+		}
+	}
+	for _, e := range applied {
+		if c := counts[string(e.data)]; c != nil {
+			c.applied++
+		}
+	}
+	for _, e := range applied {
+		c := counts[string(e.data)]
+		if c != nil && (c.applied < c.ok || c.applied > c.ok+c.unknown) {
+			b.s.fail("bucket log", "coordinator %d: %s applied %d times (index %d) while its append was answered %d times appended, %d times unknown",
+				r.id, describe(e.cmd), c.applied, e.Index, c.ok, c.unknown)
 		}
 	}
 }
@@ -273,7 +311,8 @@ type faultStore struct {
 func isEntry(key string) bool { return strings.HasPrefix(key, bucketPrefix+"/log/") }
 
 // PutIfAbsent: another coordinator may win the race for the entry first;
-// the create may fail, or time out after it succeeded.
+// the create may fail, time out after it succeeded, or succeed and be
+// answered "exists".
 func (f *faultStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
 	b, s := f.b, f.b.s
 	if !isEntry(key) || b.racing {
@@ -288,6 +327,9 @@ func (f *faultStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) e
 	err := f.MemStore.PutIfAbsent(ctx, key, r)
 	if err == nil && s.chance(FaultBucketLostAck) {
 		return fmt.Errorf("create %s: %w (created)", key, errInjected)
+	}
+	if err == nil && s.chance(FaultBucketExistsAck) {
+		return fmt.Errorf("create %s: created, answered: %w", key, blockmerge.ErrExists)
 	}
 	return err
 }

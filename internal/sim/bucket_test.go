@@ -22,7 +22,7 @@ func TestBucketModeCoverage(t *testing.T) {
 		}
 	}
 	t.Logf("behind the mark %d, extensions %d, conflicts %d, faults %v", behind, extensions, conflicts, faults)
-	for _, f := range []Fault{FaultBucketRace, FaultBucketPutFail, FaultBucketLostAck, FaultBucketReadFail,
+	for _, f := range []Fault{FaultBucketRace, FaultBucketPutFail, FaultBucketLostAck, FaultBucketExistsAck, FaultBucketReadFail,
 		FaultBucketRestart, FaultBucketTruncate, FaultBucketStoreClock, FaultBucketPause} {
 		if faults[f] == 0 {
 			t.Errorf("fault %s never injected", f)

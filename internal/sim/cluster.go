@@ -173,8 +173,7 @@ func (s *Sim) applyNext(r *replica) {
 	}
 	d := digest(res, err)
 	if e.Index > s.fed {
-		s.fed = e.Index
-		s.digests[e.Index] = d
+		s.feedDigest(e.Index, d)
 		s.tracef("apply %d %s -> %s", e.Index, describe(e.cmd), describeResult(res, err))
 		s.model.feed(r, e, res, err)
 	} else if s.digests[e.Index] != d {
@@ -392,7 +391,7 @@ func digest(res *raftfsm.Result, err error) [32]byte {
 		fmt.Fprintf(h, "err %v", err)
 		return [32]byte(h.Sum(nil))
 	}
-	fmt.Fprintf(h, "%d %d %t %d %v %v\n", res.Index, res.Now, res.Replayed, res.Count, res.Cancelled, res.Dropped)
+	fmt.Fprintf(h, "%d %d %d %t %d %v %v\n", res.Index, res.Term, res.Now, res.Replayed, res.Count, res.Cancelled, res.Dropped)
 	if res.Poll != nil {
 		for _, j := range res.Poll.Jobs {
 			fmt.Fprintf(h, "reply %s %s %d %d %d\n", j.Job, j.Outcome, j.Token, j.Deadline, j.Lease)
@@ -402,14 +401,14 @@ func digest(res *raftfsm.Result, err error) [32]byte {
 		}
 	}
 	for _, c := range res.Changes {
-		fmt.Fprintf(h, "c %d %s %t %s %d", c.Kind, c.Job, c.Applied, c.Why(), c.Token)
+		fmt.Fprintf(h, "c %d %s %t %s %d %t %d %d", c.Kind, c.Job, c.Applied, c.Why(), c.Token, c.Excluded, c.Quarantined, c.Level)
 		if c.Replace != nil {
 			fmt.Fprintf(h, " %+v", *c.Replace)
 		}
 		h.Write([]byte{'\n'})
 	}
 	for _, b := range res.Blocks {
-		fmt.Fprintf(h, "b %s %t %v\n", b.ID, b.Queued, b.Err)
+		fmt.Fprintf(h, "b %s %t %v %d\n", b.ID, b.Queued, b.Err, b.Pressure)
 	}
 	return [32]byte(h.Sum(nil))
 }

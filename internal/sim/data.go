@@ -80,8 +80,8 @@ func (s *Sim) blockRecords(id string) blockRecords {
 		s.fail("records exactly once", "live block %s unreadable: %v", id, err)
 	}
 	out := blockRecords{sum: sum}
-	for i := range rd.Datasets() {
-		it, err := rd.DatasetAt(s.ctx, i)
+	for i, d := range rd.Meta().Datasets {
+		it, err := rd.Dataset(s.ctx, d.Tenant, d.Name)
 		if err != nil {
 			s.fail("records exactly once", "block %s dataset %d: %v", id, i, err)
 		}

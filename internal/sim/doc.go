@@ -68,4 +68,18 @@
 //
 // Run it with `go test ./internal/sim/` (a CI-sized number of seeds);
 // see the flags in sim_test.go, and COMPACTKIT_SIM_SEEDS, for long runs.
+//
+// # The summary
+//
+// A run of a seed range ends with one summary line: its counts (steps,
+// entries, blocks, completions, …) and its digest, a chained SHA-256 over
+// every seed's Report.Digest in seed order, itself chained over the
+// result of every committed entry and every replica's final snapshot.
+// The digest is what makes "unchanged" mean something: a change whose
+// summary is identical to its parent's, over a range of seeds, applied
+// the same commands with the same results and ended in the same states
+// on every seed — it changed no behaviour, whatever it changed inside.
+// The summary of seeds S to S+N-1 is printed by
+//
+//	go test ./internal/sim/ -run 'TestSimulation$' -v -sim.seeds=N -sim.start=S -timeout 0
 package sim

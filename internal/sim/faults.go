@@ -117,6 +117,11 @@ const (
 	// backpressure thresholds — or asks to compact a tenant now (per
 	// step, from cluster version 5).
 	FaultPolicy
+	// FaultBucketExistsAck: a create succeeds but is answered "exists"
+	// (per create of an entry): the answer was lost and the client's retry
+	// found the object (S3's 412). The proposer must tell its own entry by
+	// the nonce, not take it for another coordinator's.
+	FaultBucketExistsAck
 	// NumFaults is the number of fault kinds.
 	NumFaults
 )
@@ -132,7 +137,7 @@ var faultNames = [NumFaults]string{
 	"retention", "watermark",
 	"bucket-race", "bucket-put-fail", "bucket-lost-ack", "bucket-read-fail",
 	"bucket-restart", "bucket-truncate", "bucket-store-clock", "bucket-pause",
-	"mark", "policy",
+	"mark", "policy", "bucket-exists-ack",
 }
 
 // String returns the fault's short name, as accepted by [ParseFaults].
@@ -206,6 +211,7 @@ func DefaultProb() [NumFaults]float64 {
 	p[FaultBucketRace] = 0.05
 	p[FaultBucketPutFail] = 0.02
 	p[FaultBucketLostAck] = 0.02
+	p[FaultBucketExistsAck] = 0.02
 	p[FaultBucketReadFail] = 0.01
 	p[FaultBucketRestart] = 0.01
 	p[FaultBucketTruncate] = 0.01

@@ -716,6 +716,7 @@ func (m *model) check() {
 			st.Planner.Queued, st.Planner.Claimed, st.Planner.Quarantined, queued, claimed, len(m.quar))
 	}
 	m.s.rep.Quarantined = max(m.s.rep.Quarantined, len(m.quar))
+	m.checkPressure(f, &st)
 }
 
 // settled returns "" once the model and the state machine are at the

@@ -12,6 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/compactkit/compactkit/raftfsm"
 )
 
 var (
@@ -122,8 +126,10 @@ func TestSimulation(t *testing.T) {
 		total     Report
 		failures  []error
 		calmSteps int
-		ran       int // seeds run (fewer than n if failures stopped the run)
-		wg        sync.WaitGroup
+		ran       int                   // seeds run (fewer than n if failures stopped the run)
+		seedDigs  = make([][32]byte, n) // each seed's digest, by seed
+
+		wg sync.WaitGroup
 	)
 	next.Store(*flagStart)
 	last := *flagStart + uint64(n)
@@ -139,6 +145,7 @@ func TestSimulation(t *testing.T) {
 				mu.Lock()
 				accumulate(&total, rep)
 				if rep != nil {
+					seedDigs[seed-*flagStart] = rep.Digest
 					calmSteps += rep.LivenessSteps
 					ran++
 				}
@@ -154,6 +161,11 @@ func TestSimulation(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// The range's digest chains the seeds' digests in seed order, however
+	// the seeds were spread over the goroutines.
+	for _, d := range seedDigs {
+		total.Digest = chain(total.Digest, d[:])
+	}
 	t.Logf("%d seeds from %d in %s: %s, mean liveness steps %d", n, *flagStart, time.Since(start).Round(time.Millisecond), summary(&total), calmSteps/max(ran, 1))
 	if testing.Verbose() || n > ciSeeds {
 		t.Logf("faults injected: %s", faultCounts(&total))
@@ -251,8 +263,8 @@ func accumulate(total, rep *Report) {
 }
 
 func summary(r *Report) string {
-	return fmt.Sprintf("steps %d, entries %d, blocks %d, completions %d, refusals %d, evictions %d, cleanup jobs %d, data checks %d, upgrades %d, policy-bound starts %d, max liveness steps %d",
-		r.Steps, r.Entries, r.Blocks, r.Completions, r.Refusals, r.Evictions, r.CleanupJobs, r.DataChecks, r.Upgrades, r.PolicyStarts, r.LivenessSteps)
+	return fmt.Sprintf("steps %d, entries %d, blocks %d, completions %d, refusals %d, evictions %d, cleanup jobs %d, data checks %d, upgrades %d, policy-bound starts %d, max liveness steps %d, digest %x",
+		r.Steps, r.Entries, r.Blocks, r.Completions, r.Refusals, r.Evictions, r.CleanupJobs, r.DataChecks, r.Upgrades, r.PolicyStarts, r.LivenessSteps, r.Digest)
 }
 
 func faultCounts(r *Report) string {
@@ -261,4 +273,30 @@ func faultCounts(r *Report) string {
 		fmt.Fprintf(&b, "%s=%d ", f, r.Faults[f])
 	}
 	return b.String()
+}
+
+func TestDigestFollowsBehaviour(t *testing.T) {
+	opt := Options{Steps: 60}
+	rep, err := Run(5, opt)
+	require.NoError(t, err)
+	require.NotEqual(t, [32]byte{}, rep.Digest)
+	again, err := Run(5, opt)
+	require.NoError(t, err)
+	require.Equal(t, rep.Digest, again.Digest, "the same seed, the same digest")
+
+	// One more command, whose only effect is its own result and the
+	// reader watermark it leaves in the state: the counts of the summary
+	// cannot tell, the digest does.
+	opt.tamper = func(s *Sim) {
+		if s.step == 30 {
+			s.propose(&raftfsm.Command{Watermark: &raftfsm.Watermark{OldestReader: t0}}, nil)
+		}
+	}
+	other, err := Run(5, opt)
+	require.NoError(t, err)
+	require.NotEqual(t, rep.Digest, other.Digest)
+
+	other, err = Run(6, Options{Steps: 60})
+	require.NoError(t, err)
+	require.NotEqual(t, rep.Digest, other.Digest)
 }

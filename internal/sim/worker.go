@@ -300,7 +300,7 @@ func (s *Sim) finishJob(w *worker, j *wjob) {
 	}
 	s.model.checkDeletion(w.id, j.name, plan.Tombstones)
 	if s.opt.Data {
-		if _, err := blockmerge.DeleteTombstones(s.ctx, s.store, plan.Tombstones); err != nil {
+		if _, err := blockmerge.ObjectLayout.DeleteTombstones(s.ctx, s.store, plan.Tombstones); err != nil {
 			s.fail("cleanup", "worker %s deleting the tombstones of %s: %v", w.id, j.name, err)
 		}
 	}

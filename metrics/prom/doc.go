@@ -31,7 +31,12 @@
 //   - compactkit_planner_compaction_debt_block_seconds{level}: the sum over
 //     the level's queued blocks of the time each has waited. It grows with
 //     the backlog and with its age, so it rises faster the further workers
-//     fall behind; it is the backpressure signal.
+//     fall behind.
+//
+// Backpressure (a policy's thresholds, compactkit_tenant_pressure) grades
+// queued blocks and ready batches, not debt: compactkit_planner_ready_batches
+// is the measure that the ready-batch thresholds (slow_ready_batches,
+// stop_ready_batches) take per tenant.
 //
 // A level's lag normally stays below its batching policy's MaxAge (a batch
 // is planned once its oldest block is that old) plus the time until a

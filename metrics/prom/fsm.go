@@ -16,8 +16,8 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// Namespace is the prefix of every metric name this package exports.
-const Namespace = "compactkit"
+// namespace is the prefix of every metric name the collectors export.
+const namespace = "compactkit"
 
 // ErrNoStats is the error a collector reports at scrape time (making the
 // registry's Gather fail) when it was built with a nil stats function.
@@ -29,12 +29,8 @@ type counter[T any] struct {
 	get  func(T) uint64
 }
 
-// FSMCollector is a prometheus.Collector for a compactkit state machine
-// (raftfsm.FSM) and its components: the planner, the scheduler and the
-// index. It reads one raftfsm.Stats snapshot per scrape; it starts no
-// goroutine and registers itself nowhere. See the package documentation
-// for the metrics it exports.
-type FSMCollector struct {
+// fsmCollector is the collector NewFSMCollector returns.
+type fsmCollector struct {
 	stats     func() raftfsm.Stats
 	noTenants bool
 	clock     func() time.Time
@@ -60,21 +56,24 @@ type FSMCollector struct {
 	pressure, shardPressure, staleAlarm *prometheus.Desc
 }
 
-// NewFSMCollector returns a collector that calls stats at every scrape and
-// exports what it returns. stats is typically the method value of the state
+// NewFSMCollector returns a collector for a compactkit state machine
+// (raftfsm.FSM) and its components: the planner, the scheduler and the
+// index. It calls stats at every scrape, reads one snapshot and exports
+// what it returns; it starts no goroutine and registers itself nowhere. See
+// the package documentation for the metrics it exports. stats is typically the method value of the state
 // machine: NewFSMCollector(fsm.Stats). It must be safe to call concurrently
 // with the state machine's work, as raftfsm.FSM.Stats is.
 //
 // Options: WithConstLabels adds fixed labels, WithoutTenants aggregates the
 // per-tenant index series into per-level ones, WithClock measures lag and
 // debt by a clock instead of the log time.
-func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
+func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) prometheus.Collector {
 	o := buildOptions(opts)
 	cl := o.constLabels
 	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, sub, name), help, labels, cl)
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, cl)
 	}
-	c := &FSMCollector{stats: stats, noTenants: o.noTenants, clock: o.clock}
+	c := &fsmCollector{stats: stats, noTenants: o.noTenants, clock: o.clock}
 
 	c.lastApplied = d("fsm", "last_applied_index", "Log index of the last entry the state machine applied.")
 	c.term = d("fsm", "last_applied_term", "Consensus term of the last entry the state machine applied.")
@@ -87,11 +86,11 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 
 	c.plKeys = d("planner", "keys", "Keys (tenant, shard, level) with queued blocks, per level.", "level")
 	c.plQueued = d("planner", "queued_blocks", "Blocks queued for compaction, per level.", "level")
-	c.plReady = d("planner", "ready_batches", "Estimated number of jobs that could be planned now, per level.", "level")
+	c.plReady = d("planner", "ready_batches", "Estimated number of jobs that could be planned now, per level: the measure the ready-batch backpressure thresholds of a policy (slow_ready_batches, stop_ready_batches) grade per tenant.", "level")
 	c.plClaimed = d("planner", "claimed_blocks", "Blocks claimed by compaction jobs, per level.", "level")
 	c.plQuarantined = d("planner", "quarantined_blocks", "Blocks quarantined (their job was evicted after repeated failures), per level; they wait for an operator to requeue them.", "level")
 	c.plLag = d("planner", "compaction_lag_seconds", "Compaction lag: how long the oldest queued block of the level has waited. An autoscaling signal: scale workers up while it grows.", "level")
-	c.plDebt = d("planner", "compaction_debt_block_seconds", "Compaction debt: the sum over the level's queued blocks of the time each has waited, in block-seconds. Grows with both backlog and age: the autoscaling and backpressure signal.", "level")
+	c.plDebt = d("planner", "compaction_debt_block_seconds", "Compaction debt: the sum over the level's queued blocks of the time each has waited, in block-seconds. Grows with both backlog and age: the autoscaling signal.", "level")
 	c.plJobs = d("planner", "claiming_jobs", "Jobs that hold claims on queued blocks.")
 	c.plCounters = []counter[planner.Counters]{
 		{d("planner", "blocks_enqueued_total", "Blocks queued for compaction."), func(x planner.Counters) uint64 { return x.Enqueued }},
@@ -121,7 +120,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 		sc("leases_renewed_total", "Lease renewals.", func(x scheduler.Counters) uint64 { return x.Renewed }),
 		sc("jobs_completed_total", "Successful completions.", func(x scheduler.Counters) uint64 { return x.Completed }),
 		sc("jobs_failed_total", "Failures reported by workers.", func(x scheduler.Counters) uint64 { return x.Failed }),
-		sc("jobs_released_total", "Jobs released by workers shutting down.", func(x scheduler.Counters) uint64 { return x.Released }),
+		sc("jobs_released_total", "Jobs released by workers (shutting down, or assigned too late to run).", func(x scheduler.Counters) uint64 { return x.Released }),
 		sc("jobs_excluded_total", "Jobs that reached the failure limit.", func(x scheduler.Counters) uint64 { return x.Excluded }),
 		sc("jobs_evicted_total", "Excluded jobs evicted from a full queue.", func(x scheduler.Counters) uint64 { return x.Evicted }),
 		sc("jobs_cancelled_total", "Jobs cancelled by an operator or by retention.", func(x scheduler.Counters) uint64 { return x.Cancelled }),
@@ -151,7 +150,7 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) *FSMCollector {
 }
 
 // Describe sends the descriptors of every metric the collector exports.
-func (c *FSMCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *fsmCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers, c.broken, c.skipped,
 		c.plKeys, c.plQueued, c.plReady, c.plClaimed, c.plQuarantined, c.plLag, c.plDebt, c.plJobs,
@@ -170,7 +169,7 @@ func (c *FSMCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads one stats snapshot and sends every metric.
-func (c *FSMCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *fsmCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.stats == nil {
 		ch <- prometheus.NewInvalidMetric(c.lastApplied, ErrNoStats)
 		return
@@ -249,7 +248,7 @@ func (c *FSMCollector) Collect(ch chan<- prometheus.Metric) {
 // staleness alarms, one series per tenant (and level), the same series
 // once even if the stats repeat it (the highest grade, the earliest
 // alarm).
-func (c *FSMCollector) collectPolicies(st raftfsm.Stats, gauge func(*prometheus.Desc, float64, ...string)) {
+func (c *fsmCollector) collectPolicies(st raftfsm.Stats, gauge func(*prometheus.Desc, float64, ...string)) {
 	var tenants []string
 	grades := make(map[string]policy.Grade, len(st.Pressure))
 	for _, p := range st.Pressure {
@@ -316,7 +315,7 @@ func lagDebt(l planner.LevelStats, plannerNow, at int64) (time.Duration, int64) 
 	return lag, debt
 }
 
-func (c *FSMCollector) collectScheduler(st raftfsm.Stats, gauge func(*prometheus.Desc, float64, ...string)) {
+func (c *fsmCollector) collectScheduler(st raftfsm.Stats, gauge func(*prometheus.Desc, float64, ...string)) {
 	levels := make([]uint32, 0, len(st.Planner.Levels)+len(st.Scheduler.Levels))
 	for _, l := range st.Planner.Levels {
 		levels = append(levels, l.Level)
@@ -346,7 +345,7 @@ type tenantLevel struct {
 	level  uint32
 }
 
-func (c *FSMCollector) collectIndexLevels(levels []index.LevelStats, gauge func(*prometheus.Desc, float64, ...string)) {
+func (c *fsmCollector) collectIndexLevels(levels []index.LevelStats, gauge func(*prometheus.Desc, float64, ...string)) {
 	// Merge by label set, so that the series are unique whatever the
 	// input (and summed over tenants when they are aggregated away).
 	type sums struct{ blocks, bytes int64 }

@@ -121,7 +121,7 @@ func TestFSMCollectorAfterCompletion(t *testing.T) {
 
 	// The headline signals, in the exposition format.
 	want := `
-# HELP compactkit_planner_compaction_debt_block_seconds Compaction debt: the sum over the level's queued blocks of the time each has waited, in block-seconds. Grows with both backlog and age: the autoscaling and backpressure signal.
+# HELP compactkit_planner_compaction_debt_block_seconds Compaction debt: the sum over the level's queued blocks of the time each has waited, in block-seconds. Grows with both backlog and age: the autoscaling signal.
 # TYPE compactkit_planner_compaction_debt_block_seconds gauge
 compactkit_planner_compaction_debt_block_seconds{level="0"} 80
 compactkit_planner_compaction_debt_block_seconds{level="1"} 30

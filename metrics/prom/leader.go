@@ -9,25 +9,25 @@ import (
 	"github.com/compactkit/compactkit/leader"
 )
 
-// LeaderCollector is a prometheus.Collector for what a leader service
-// measured (leader.Service.Metrics): poll latency, job duration and the
-// last completion per level, by the leader's clock. It reads one snapshot
-// per scrape and starts no goroutine.
-type LeaderCollector struct {
+// leaderCollector is the collector NewLeaderCollector returns.
+type leaderCollector struct {
 	metrics                 func() leader.Metrics
 	pollSeconds, jobSeconds *prometheus.Desc
 	lastCompletion          *prometheus.Desc
 }
 
-// NewLeaderCollector returns a collector that calls metrics (typically the
-// method value svc.Metrics) at every scrape. Option WithConstLabels adds
+// NewLeaderCollector returns a collector for what a leader service measured
+// (leader.Service.Metrics): poll latency, job duration and the last
+// completion per level, by the leader's clock. It calls metrics (typically
+// the method value svc.Metrics) at every scrape, reads one snapshot and
+// starts no goroutine. Option WithConstLabels adds
 // fixed labels.
-func NewLeaderCollector(metrics func() leader.Metrics, opts ...Option) *LeaderCollector {
+func NewLeaderCollector(metrics func() leader.Metrics, opts ...Option) prometheus.Collector {
 	o := buildOptions(opts)
 	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "leader", name), help, labels, o.constLabels)
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "leader", name), help, labels, o.constLabels)
 	}
-	return &LeaderCollector{
+	return &leaderCollector{
 		metrics:        metrics,
 		pollSeconds:    d("poll_duration_seconds", "Latency of the polls this leader answered."),
 		jobSeconds:     d("job_duration_seconds", "Time from the assignment of a compaction job by this leader to the completion it committed."),
@@ -35,15 +35,15 @@ func NewLeaderCollector(metrics func() leader.Metrics, opts ...Option) *LeaderCo
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (c *LeaderCollector) Describe(ch chan<- *prometheus.Desc) {
+// Describe implements [prometheus.Collector].
+func (c *leaderCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.pollSeconds
 	ch <- c.jobSeconds
 	ch <- c.lastCompletion
 }
 
 // Collect implements prometheus.Collector.
-func (c *LeaderCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *leaderCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.metrics == nil {
 		ch <- prometheus.NewInvalidMetric(c.pollSeconds, ErrNoStats)
 		return

@@ -6,12 +6,8 @@ import (
 	"github.com/compactkit/compactkit/worker"
 )
 
-// WorkerCollector is a prometheus.Collector for a compactkit worker
-// (worker.Worker). It reads one worker.Stats snapshot per scrape; it starts
-// no goroutine and registers itself nowhere. To export several workers of
-// one process on one registry, register one collector per worker, each
-// with WithConstLabels(prometheus.Labels{"worker": w.ID()}).
-type WorkerCollector struct {
+// workerCollector is the collector NewWorkerCollector returns.
+type workerCollector struct {
 	stats func() worker.Stats
 
 	counters          []counter[worker.Stats]
@@ -19,18 +15,21 @@ type WorkerCollector struct {
 	jobsHeld, running *prometheus.Desc
 }
 
-// NewWorkerCollector returns a collector that calls stats at every scrape
-// and exports what it returns; stats is typically the method value
-// w.Stats of a worker.Worker. Option WithConstLabels adds fixed labels.
-func NewWorkerCollector(stats func() worker.Stats, opts ...Option) *WorkerCollector {
+// NewWorkerCollector returns a collector for a compactkit worker
+// (worker.Worker). It calls stats (typically the method value w.Stats) at
+// every scrape, reads one snapshot and exports what it returns; it starts
+// no goroutine and registers itself nowhere. To export several workers of
+// one process on one registry, register one collector per worker, each
+// with WithConstLabels(prometheus.Labels{"worker": w.ID()}). Option WithConstLabels adds fixed labels.
+func NewWorkerCollector(stats func() worker.Stats, opts ...Option) prometheus.Collector {
 	o := buildOptions(opts)
 	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "worker", name), help, labels, o.constLabels)
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "worker", name), help, labels, o.constLabels)
 	}
 	wc := func(name, help string, get func(worker.Stats) uint64) counter[worker.Stats] {
 		return counter[worker.Stats]{d(name, help), get}
 	}
-	return &WorkerCollector{
+	return &workerCollector{
 		stats: stats,
 		counters: []counter[worker.Stats]{
 			wc("polls_total", "Poll requests answered by the leader.", func(s worker.Stats) uint64 { return s.Polls }),
@@ -51,7 +50,7 @@ func NewWorkerCollector(stats func() worker.Stats, opts ...Option) *WorkerCollec
 }
 
 // Describe sends the descriptors of every metric the collector exports.
-func (c *WorkerCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *workerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range c.counters {
 		ch <- x.desc
 	}
@@ -61,7 +60,7 @@ func (c *WorkerCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads one stats snapshot and sends every metric.
-func (c *WorkerCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *workerCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.stats == nil {
 		ch <- prometheus.NewInvalidMetric(c.jobsHeld, ErrNoStats)
 		return

@@ -2,9 +2,10 @@
 // github.com/hashicorp/raft.
 //
 // It is a nested module (github.com/compactkit/compactkit/raftfsm/hraft)
-// so that the core module never depends on raft. It pins raft v1.7.3 and
-// raft-boltdb/v2 v2.3.1, which build together (raft v1.8.0 does not with
-// raft-boltdb/v2 v2.3.1).
+// so that the core module never depends on raft. The package imports
+// hashicorp/raft and nothing of its stores: it builds against the raft a
+// host already uses (v1.7 and v1.8). The module requires raft v1.7.3; a
+// host's newer requirement wins.
 //
 // # The FSM
 //
@@ -37,10 +38,8 @@
 //
 // # Nodes
 //
-// [NewNode] assembles a node for tests, examples and simple hosts: the
-// state machine, the adapter, a raft instance tuned by [FastConfig], BoltDB
-// or in-memory stores, a file snapshot store, a TCP transport on loopback
-// (or any raft.Transport), and the Service. [Node.Bootstrap] starts a
-// cluster, [Node.Join] adds a voter, [Node.Shutdown] stops the node; a node
-// restarted on the same directory and address resumes its state.
+// Package [github.com/compactkit/compactkit/raftfsm/hraft/hraftnode]
+// assembles a whole node (BoltDB stores, TCP transport, the Service) for
+// tests, examples and simple hosts; [FastConfig] is the raft configuration
+// it starts from.
 package hraft

@@ -12,6 +12,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 )
 
 // embedNode is one replica of a host whose own raft FSM (kvFSM) holds
@@ -65,11 +66,11 @@ func (c *embedCluster) start(i int) {
 	if bind == "" {
 		bind = "127.0.0.1:0"
 	}
-	rc := testRaftConfig(string(n.id), 250*time.Millisecond)
+	rc := hrafttest.RaftConfig(string(n.id), 250*time.Millisecond)
 	rc.LocalID = n.id
 	tr, err := raft.NewTCPTransportWithLogger(bind, nil, 3, 2*time.Second, rc.Logger)
 	require.NoError(c.t, err)
-	fsm, err := newKVFSM(testState())
+	fsm, err := newKVFSM(hrafttest.State())
 	require.NoError(c.t, err)
 	r, err := raft.NewRaft(rc, fsm, n.store, n.store, n.snaps, tr)
 	require.NoError(c.t, err)
@@ -172,13 +173,13 @@ func (c *embedCluster) snapshots() [][]byte {
 // and the replicas' combined snapshots agree byte for byte.
 func TestEmbeddedInHostFSM(t *testing.T) {
 	c := newEmbedCluster(t)
-	w := newWorkload(t, 2)
+	w := hrafttest.NewWorkload(t, 2)
 	ctx := context.Background()
 	written := map[string]string{}
 	const rounds = 12
 	kills := 0
 	for round := range rounds {
-		bs := w.newBlocks(8)
+		bs := w.NewBlocks(8)
 		c.do(func(n *embedNode) error {
 			res, err := n.svc.AddBlocks(ctx, bs)
 			for _, r := range res {
@@ -192,14 +193,14 @@ func TestEmbeddedInHostFSM(t *testing.T) {
 		c.do(func(n *embedNode) error { return n.r.Apply([]byte(string(rune(tagKV))+k+"="+v), 5*time.Second).Error() })
 		written[k] = v
 
-		for _, wk := range w.workers {
-			req := w.request(wk, 2)
+		for _, wk := range w.Workers {
+			req := w.Request(wk, 2)
 			var resp *ck.PollResponse
 			c.do(func(n *embedNode) (err error) {
 				resp, err = n.svc.Poll(ctx, req)
 				return err
 			})
-			if round%2 == 1 && wk == w.workers[0] {
+			if round%2 == 1 && wk == w.Workers[0] {
 				// The reply is lost and the leader shut down: the retry,
 				// at the next leader, gets the recorded response.
 				l := c.leader()
@@ -213,7 +214,7 @@ func TestEmbeddedInHostFSM(t *testing.T) {
 				require.Equal(t, resp, again, "retried poll across a leader change")
 				c.start(l)
 			}
-			w.handle(wk, resp)
+			w.Handle(wk, resp)
 		}
 	}
 	require.GreaterOrEqual(t, kills, 5)
@@ -237,13 +238,13 @@ func TestEmbeddedInHostFSM(t *testing.T) {
 	require.Positive(t, c.restores, "restarted nodes restored combined snapshots")
 	l := c.leader()
 	view := c.nodes[l].fsm.compaction.Index()
-	for _, id := range sortedKeys(w.meta) {
-		_, replaced := w.compSrc[id]
+	for _, id := range hrafttest.SortedKeys(w.Meta) {
+		_, replaced := w.CompSrc[id]
 		require.Equal(t, !replaced, view.Live(id), "block %s", id)
 	}
 	st := c.nodes[l].fsm.compaction.Stats()
-	require.NotEmpty(t, w.complete, "jobs were completed")
-	require.Equal(t, uint64(len(w.complete)), st.Scheduler.Counters.Completed)
+	require.NotEmpty(t, w.Complete, "jobs were completed")
+	require.Equal(t, uint64(len(w.Complete)), st.Scheduler.Counters.Completed)
 	require.Zero(t, st.Scheduler.Counters.Excluded, "an election cost a job its lease")
-	t.Logf("%d leader shutdowns, %d snapshots restored, %d calls retried, %d blocks, %d jobs completed", kills, c.restores, c.retries, len(w.meta), len(w.complete))
+	t.Logf("%d leader shutdowns, %d snapshots restored, %d calls retried, %d blocks, %d jobs completed", kills, c.restores, c.retries, len(w.Meta), len(w.Complete))
 }

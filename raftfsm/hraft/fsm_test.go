@@ -13,11 +13,12 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 )
 
 func newTestFSM(t testing.TB) *hraft.FSM {
 	t.Helper()
-	f, err := raftfsm.New(testState())
+	f, err := raftfsm.New(hrafttest.State())
 	require.NoError(t, err)
 	return hraft.NewFSM(f, nil)
 }
@@ -49,9 +50,9 @@ func (s *memSink) String() string { return "memSink" }
 
 func TestFSMApply(t *testing.T) {
 	a := newTestFSM(t)
-	w := newWorkload(t, 0)
-	at := time.Unix(0, t0)
-	add := encode(t, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: w.newBlocks(4)}})
+	w := hrafttest.NewWorkload(t, 0)
+	at := time.Unix(0, hrafttest.T0)
+	add := encode(t, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: w.NewBlocks(4)}})
 
 	// Non-command entries are skipped; commands become entries with the
 	// log's index, term and (for commands without time) AppendedAt.
@@ -68,7 +69,7 @@ func TestFSMApply(t *testing.T) {
 	res, ok := resps[2].(*raftfsm.Result)
 	require.True(t, ok, "%T", resps[2])
 	require.Equal(t, uint64(3), res.Index)
-	require.Equal(t, t0, res.Now)
+	require.Equal(t, hrafttest.T0, res.Now)
 	require.Len(t, res.Blocks, 4)
 	require.Nil(t, resps[3])
 	err, ok := resps[4].(error)
@@ -80,7 +81,7 @@ func TestFSMApply(t *testing.T) {
 	idx, term, now := a.State().LastApplied()
 	require.Equal(t, uint64(3), idx)
 	require.Equal(t, uint64(2), term)
-	require.Equal(t, t0, now)
+	require.Equal(t, hrafttest.T0, now)
 
 	// A stopped replica answers every entry with the error.
 	err, ok = a.Apply(&raft.Log{Index: 6, Term: 2, Type: raft.LogCommand, Data: add}).(error)
@@ -98,15 +99,15 @@ func TestFSMApply(t *testing.T) {
 
 func TestFSMSnapshotRestore(t *testing.T) {
 	a := newTestFSM(t)
-	w := newWorkload(t, 0)
-	add := encode(t, &raftfsm.Command{Time: t0, AddBlocks: &raftfsm.AddBlocks{Blocks: w.newBlocks(10)}})
+	w := hrafttest.NewWorkload(t, 0)
+	add := encode(t, &raftfsm.Command{Time: hrafttest.T0, AddBlocks: &raftfsm.AddBlocks{Blocks: w.NewBlocks(10)}})
 	_, ok := a.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: add}).(*raftfsm.Result)
 	require.True(t, ok)
 
 	snap, err := a.Snapshot()
 	require.NoError(t, err)
 	// Entries applied after the capture are not in it.
-	more := encode(t, &raftfsm.Command{Time: t0, AddBlocks: &raftfsm.AddBlocks{Blocks: w.newBlocks(1)}})
+	more := encode(t, &raftfsm.Command{Time: hrafttest.T0, AddBlocks: &raftfsm.AddBlocks{Blocks: w.NewBlocks(1)}})
 	_, ok = a.Apply(&raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: more}).(*raftfsm.Result)
 	require.True(t, ok)
 
@@ -121,7 +122,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	idx, _, _ := b.State().LastApplied()
 	require.Equal(t, uint64(1), idx)
 	require.Equal(t, 10, b.State().Index().Len())
-	require.Equal(t, sink.Bytes(), snapshotBytes(t, b.State()), "restore re-snapshots to the same bytes")
+	require.Equal(t, sink.Bytes(), hrafttest.SnapshotBytes(t, b.State()), "restore re-snapshots to the same bytes")
 
 	// A failing sink is cancelled.
 	snap, err = a.Snapshot()
@@ -138,26 +139,26 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	corrupt[len(corrupt)/2] ^= 0xff
 	require.Error(t, b.Restore(io.NopCloser(bytes.NewReader(corrupt))))
 	require.Error(t, b.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()[:len(sink.Bytes())/2]))))
-	require.Equal(t, sink.Bytes(), snapshotBytes(t, b.State()))
+	require.Equal(t, sink.Bytes(), hrafttest.SnapshotBytes(t, b.State()))
 }
 
 // FuzzFSMApply feeds arbitrary log entries to the adapter: it never
 // panics, and a refused command changes nothing.
 func FuzzFSMApply(f *testing.F) {
-	w := newWorkload(f, 0)
-	f.Add(uint8(raft.LogCommand), encode(f, &raftfsm.Command{Time: t0, AddBlocks: &raftfsm.AddBlocks{Blocks: w.newBlocks(2)}}))
-	f.Add(uint8(raft.LogCommand), encode(f, &raftfsm.Command{Time: t0, TookOffice: &raftfsm.TookOffice{Leader: "n1"}}))
+	w := hrafttest.NewWorkload(f, 0)
+	f.Add(uint8(raft.LogCommand), encode(f, &raftfsm.Command{Time: hrafttest.T0, AddBlocks: &raftfsm.AddBlocks{Blocks: w.NewBlocks(2)}}))
+	f.Add(uint8(raft.LogCommand), encode(f, &raftfsm.Command{Time: hrafttest.T0, TookOffice: &raftfsm.TookOffice{Leader: "n1"}}))
 	f.Add(uint8(raft.LogNoop), []byte{})
 	f.Add(uint8(raft.LogCommand), []byte("garbage"))
 	f.Fuzz(func(t *testing.T, typ uint8, data []byte) {
 		a := newTestFSM(t)
-		before := snapshotBytes(t, a.State())
-		resp := a.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogType(typ), Data: data, AppendedAt: time.Unix(0, t0)})
+		before := hrafttest.SnapshotBytes(t, a.State())
+		resp := a.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogType(typ), Data: data, AppendedAt: time.Unix(0, hrafttest.T0)})
 		switch v := resp.(type) {
 		case nil:
 			require.NotEqual(t, raft.LogCommand, raft.LogType(typ))
 		case error:
-			require.Equal(t, before, snapshotBytes(t, a.State()))
+			require.Equal(t, before, hrafttest.SnapshotBytes(t, a.State()))
 		case *raftfsm.Result:
 			require.Equal(t, uint64(1), v.Index)
 		default:

@@ -3,7 +3,7 @@ module github.com/compactkit/compactkit/raftfsm/hraft
 go 1.26.0
 
 require (
-	github.com/compactkit/compactkit v0.0.0-00010101000000-000000000000
+	github.com/compactkit/compactkit v0.1.0
 	github.com/hashicorp/go-hclog v1.6.2
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1

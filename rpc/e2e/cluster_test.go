@@ -30,7 +30,7 @@ import (
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 	"github.com/compactkit/compactkit/rpc"
 	"github.com/compactkit/compactkit/worker"
 )
@@ -40,7 +40,7 @@ import (
 type member struct {
 	id, dir, rpcAddr string
 	raftAddr         string          // hashicorp/raft only
-	node             *hraft.Node     // hashicorp/raft only
+	node             *hraftnode.Node // hashicorp/raft only
 	svc              *leader.Service // the service the handler serves
 	close            func()          // closes the service and what it runs on
 	srv              *http.Server
@@ -151,7 +151,7 @@ func (c *cluster) serving() *member {
 // newRaftCluster is three hashicorp/raft nodes on loopback TCP.
 func newRaftCluster(t *testing.T) *cluster {
 	c := newCluster(t, func(c *cluster, m *member) {
-		node, err := hraft.NewNode(hraft.NodeConfig{ID: m.id, Dir: m.dir, NoSync: true, BindAddr: m.raftAddr, State: &c.state})
+		node, err := hraftnode.New(hraftnode.Config{ID: m.id, Dir: m.dir, NoSync: true, BindAddr: m.raftAddr, State: &c.state})
 		require.NoError(t, err)
 		m.node, m.raftAddr, m.svc = node, string(node.Addr), node.Service.Service
 		m.close = func() {

@@ -3,10 +3,10 @@ module github.com/compactkit/compactkit/rpc/e2e
 go 1.26.0
 
 require (
-	github.com/compactkit/compactkit v0.0.0
-	github.com/compactkit/compactkit/raftfsm/etcdraft v0.0.0
-	github.com/compactkit/compactkit/raftfsm/hraft v0.0.0
-	github.com/compactkit/compactkit/rpc v0.0.0
+	github.com/compactkit/compactkit v0.1.0
+	github.com/compactkit/compactkit/raftfsm/etcdraft v0.1.0
+	github.com/compactkit/compactkit/raftfsm/hraft v0.1.0
+	github.com/compactkit/compactkit/rpc v0.1.0
 	github.com/hashicorp/raft v1.7.3
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/raft/v3 v3.7.0

@@ -31,8 +31,8 @@ func readBlockmerge(ctx context.Context, store blockmerge.Store, b ck.BlockMeta)
 		return nil, err
 	}
 	var out []Record
-	for i := range r.Datasets() {
-		it, err := r.DatasetAt(ctx, i)
+	for _, d := range r.Meta().Datasets {
+		it, err := r.Dataset(ctx, d.Tenant, d.Name)
 		if err != nil {
 			return nil, err
 		}

@@ -396,7 +396,7 @@ func checkAccepted(ctx context.Context, f *Format, j *job) error {
 
 func checkFailure(ctx context.Context, f *Format, j *job) error {
 	lost := j.plan.Sources[len(j.plan.Sources)-1]
-	if err := f.Layout.DeleteBlock(ctx, j.store, lost); err != nil {
+	if _, err := f.Layout.DeleteTombstones(ctx, j.store, []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: lost}}); err != nil {
 		return fmt.Errorf("setup: delete source %s: %w", lost, err)
 	}
 	outs, err := j.run(ctx, f, j.store)

@@ -49,7 +49,7 @@ type Server struct {
 	dir            string
 	endpoint       string
 	access, secret string
-	buckets        atomic.Int64
+	buckets        *atomic.Int64 // shared with the servers Through returns
 }
 
 // BucketEnv names the environment variable through which a process reaches
@@ -111,7 +111,7 @@ func Start(t testing.TB) *Server {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	v := &Server{dir: t.TempDir(), endpoint: addr, access: access, secret: secret}
+	v := &Server{dir: t.TempDir(), endpoint: addr, access: access, secret: secret, buckets: new(atomic.Int64)}
 	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "posix", v.dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -138,6 +138,14 @@ func Start(t testing.TB) *Server {
 
 // Endpoint returns the server's host:port.
 func (v *Server) Endpoint() string { return v.endpoint }
+
+// Through returns the server as reached through endpoint (host:port): a
+// proxy in front of it, which passes requests on with their Host header
+// (it is signed). Its stores and clients go through the proxy, over the
+// same buckets.
+func (v *Server) Through(endpoint string) *Server {
+	return &Server{dir: v.dir, endpoint: endpoint, access: v.access, secret: v.secret, buckets: v.buckets}
+}
 
 // NewBucket creates a new, empty bucket and returns its name.
 func (v *Server) NewBucket(t testing.TB) string {

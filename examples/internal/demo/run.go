@@ -336,7 +336,8 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 			PollInterval:    100 * time.Millisecond,
 			RetryBackoff:    50 * time.Millisecond,
 			ShutdownTimeout: shutdown,
-		}, worker.WithLogger(cfg.Logger.With("worker", i+1)))
+			Logger:          cfg.Logger.With("worker", i+1),
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -109,13 +109,13 @@ func Verify(ctx context.Context, store blockmerge.Store, live []ck.BlockMeta, le
 				firstMismatch = "block " + m.ID + ": " + d
 			}
 		}
-		for j := range rd.Datasets() {
-			it, err := rd.DatasetAt(ctx, j)
+		for _, d := range rd.Meta().Datasets {
+			it, err := rd.Dataset(ctx, d.Tenant, d.Name)
 			if err != nil {
 				return v, nil, fmt.Errorf("reading block %s: %w", m.ID, err)
 			}
 			for it.Next() {
-				h := RecordHash(it.Tenant(), it.Name(), it.Record())
+				h := RecordHash(it.Meta().Tenant, it.Meta().Name, it.Record())
 				seen[h]++
 				v.Records++
 				v.Checksum += h

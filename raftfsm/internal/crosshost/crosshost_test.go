@@ -1,20 +1,104 @@
-package etcdraft_test
+package crosshost_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/raftfsm/etcdraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 )
+
+// testState is the state machine's configuration on both hosts.
+func testState() raftfsm.Config {
+	cfg := raftfsm.DefaultConfig()
+	for i := range cfg.Planner.Levels {
+		cfg.Planner.Levels[i].MaxBlocks = 4
+	}
+	return cfg
+}
+
+// etcdNode is a single etcd-io/raft node in memory, its Ready loop driving
+// the adapter.
+type etcdNode struct {
+	fsm  *raftfsm.FSM
+	svc  *leader.Service
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startEtcd starts a single-node etcd-io/raft cluster hosting cfg and
+// waits until its service leads.
+func startEtcd(t *testing.T, cfg raftfsm.Config, opts ...leader.Option) *etcdNode {
+	t.Helper()
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	storage := raft.NewMemoryStorage()
+	node := raft.StartNode(&raft.Config{
+		ID: 1, ElectionTick: 10, HeartbeatTick: 1, Storage: storage,
+		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true,
+		DisableProposalForwarding: true, Logger: &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)},
+	}, []raft.Peer{{ID: 1}})
+	ad := etcdraft.New(fsm, node, 1, 0)
+	n := &etcdNode{fsm: fsm, svc: leader.New(ad, fsm, opts...), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		ticker := time.NewTicker(10 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-n.stop:
+				node.Stop()
+				return
+			case <-ticker.C:
+				node.Tick()
+			case rd := <-node.Ready():
+				ad.Observe(rd)
+				if rd.HardState != nil {
+					_ = storage.SetHardState(rd.HardState)
+				}
+				if err := storage.Append(rd.Entries); err != nil {
+					t.Error(err)
+				}
+				for _, e := range rd.CommittedEntries {
+					if e.GetType() == raftpb.EntryType_EntryConfChange {
+						var cc raftpb.ConfChange
+						if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+							t.Error(err)
+						}
+						node.ApplyConfChange(&cc)
+					}
+					_, _ = ad.Apply(e) // a refusal is the state machine's answer
+				}
+				node.Advance()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(n.stop)
+		<-n.done
+		_ = n.svc.Close()
+	})
+	for !ad.Leader().Leads {
+		time.Sleep(10 * time.Millisecond) // an election takes ~10 ticks
+	}
+	return n
+}
 
 // fakeClock returns a clock that moves one second per reading.
 func fakeClock() func() time.Time {
@@ -64,11 +148,10 @@ func oneWorker(t *testing.T, svc *leader.Service) {
 // configuration, the new leader's entry, a barrier entry at took-office)
 // and compactkit's state depends only on the commands and their indexes.
 func TestSameStateOnBothHosts(t *testing.T) {
-	etcd := newCluster(t, 1, leader.WithClock(fakeClock()))
-	lead := etcd.waitLeader()
+	cfg := testState()
+	lead := startEtcd(t, cfg, leader.WithClock(fakeClock()))
 
-	cfg := etcd.cfg
-	nd, err := hraft.NewNode(hraft.NodeConfig{
+	nd, err := hraftnode.New(hraftnode.Config{
 		ID: "n1", Dir: t.TempDir(), NoSync: true, BindAddr: "127.0.0.1:0", State: &cfg,
 		Service: []hraft.Option{hraft.WithClock(fakeClock())},
 	})

@@ -1,4 +1,4 @@
-package hraft_test
+package hraftnode_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -34,7 +35,7 @@ func TestService(t *testing.T) {
 
 func testService(t *testing.T, mode hraft.Mode) {
 	clk := &fakeClock{}
-	clk.ns.Store(t0)
+	clk.ns.Store(hrafttest.T0)
 	// Long timeouts: the exact index checks below need a leader that does
 	// not step down when the machine is loaded.
 	c := newCluster(t, 3, mode, time.Second, hraft.WithClock(clk.now))
@@ -60,7 +61,7 @@ func testService(t *testing.T, mode hraft.Mode) {
 	}
 	_, err = follower.Service.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
 	checkNotLeader(err)
-	_, err = follower.Service.AddBlocks(ctx, newWorkload(t, 0).newBlocks(1))
+	_, err = follower.Service.AddBlocks(ctx, hrafttest.NewWorkload(t, 0).NewBlocks(1))
 	checkNotLeader(err)
 	_, err = follower.Service.Stats(ctx)
 	checkNotLeader(err)
@@ -68,22 +69,22 @@ func testService(t *testing.T, mode hraft.Mode) {
 	checkNotLeader(err)
 	_, err = follower.Service.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpRetry})
 	checkNotLeader(err)
-	checkNotLeader(follower.Service.Watermark(ctx, t0))
+	checkNotLeader(follower.Service.Watermark(ctx, hrafttest.T0))
 	require.False(t, follower.Service.IsLeader())
 	require.True(t, leader.Service.IsLeader())
 
 	// Blocks in, a job out; its token is the index of the poll entry (the
 	// prepare entry in two-commit mode).
-	w := newWorkload(t, 1)
-	res, err := leader.Service.AddBlocks(ctx, w.newBlocks(8))
+	w := hrafttest.NewWorkload(t, 1)
+	res, err := leader.Service.AddBlocks(ctx, w.NewBlocks(8))
 	require.NoError(t, err)
 	require.Len(t, res, 8)
 	for _, r := range res {
 		require.NoError(t, r.Err)
 		require.True(t, r.Queued)
 	}
-	k := w.workers[0]
-	req := w.request(k, 1)
+	k := w.Workers[0]
+	req := w.Request(k, 1)
 	before := leader.Raft.LastIndex()
 	resp, err := leader.Service.Poll(ctx, req)
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func testService(t *testing.T, mode hraft.Mode) {
 	require.Len(t, resp.Jobs, 1)
 	job := resp.Jobs[0]
 	require.Equal(t, ck.OutcomeAssigned, job.Outcome)
-	require.Equal(t, t0+int64(15*time.Second), job.Deadline, "stamped with the leader's clock")
+	require.Equal(t, hrafttest.T0+int64(15*time.Second), job.Deadline, "stamped with the leader's clock")
 	if mode == hraft.SingleCommit {
 		require.Equal(t, before+1, after, "one entry per poll")
 		require.Equal(t, fencing.Token(after), job.Token)
@@ -99,7 +100,7 @@ func testService(t *testing.T, mode hraft.Mode) {
 		require.Equal(t, before+2, after, "two entries per poll")
 		require.Equal(t, fencing.Token(after-1), job.Token)
 	}
-	w.handle(k, resp)
+	w.Handle(k, resp)
 
 	// A retried request gets the recorded response and proposes nothing.
 	again, err := leader.Service.Poll(ctx, req)
@@ -112,7 +113,7 @@ func testService(t *testing.T, mode hraft.Mode) {
 	require.ErrorIs(t, err, raftfsm.ErrInvalidRequest)
 	_, err = leader.Service.Poll(ctx, nil)
 	require.ErrorIs(t, err, raftfsm.ErrInvalidRequest)
-	req2 := w.request(k, 0)
+	req2 := w.Request(k, 0)
 	resp2, err := leader.Service.Poll(ctx, req2)
 	require.NoError(t, err)
 	require.Equal(t, ck.OutcomeRenewed, resp2.Jobs[0].Outcome)
@@ -120,19 +121,19 @@ func testService(t *testing.T, mode hraft.Mode) {
 	require.ErrorIs(t, err, raftfsm.ErrStaleRequest)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = leader.Service.Poll(cctx, w.request(k, 0))
+	_, err = leader.Service.Poll(cctx, w.Request(k, 0))
 	require.ErrorIs(t, err, context.Canceled)
-	k.seq-- // that request never reached the log
+	k.Seq-- // that request never reached the log
 
 	// Operator commands and queries.
 	_, err = leader.Service.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: "no-such-job"})
 	require.ErrorIs(t, err, raftfsm.ErrOperator)
 	_, err = leader.Service.Propose(ctx, &raftfsm.Command{})
 	require.ErrorIs(t, err, raftfsm.ErrInvalidCommand)
-	require.NoError(t, leader.Service.Watermark(ctx, t0))
+	require.NoError(t, leader.Service.Watermark(ctx, hrafttest.T0))
 	require.NoError(t, leader.Service.SetClusterVersion(ctx, raftfsm.CommandVersion))
 	require.NoError(t, leader.Service.SetConfig(ctx, c.cfg))
-	rr, err := leader.Service.Retention(ctx, raftfsm.Retention{Tenant: "t2", Before: t0})
+	rr, err := leader.Service.Retention(ctx, raftfsm.Retention{Tenant: "t2", Before: hrafttest.T0})
 	require.NoError(t, err)
 	require.Empty(t, rr.Dropped)
 	st, err := leader.Service.Stats(ctx)
@@ -161,18 +162,18 @@ func testService(t *testing.T, mode hraft.Mode) {
 	js, _, ok, err = c.nodes[nl].Service.Job(ctx, job.Job)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, t0+int64(25*time.Second), js.Deadline)
+	require.Equal(t, hrafttest.T0+int64(25*time.Second), js.Deadline)
 	require.Equal(t, job.Token, js.Token)
 
 	// The worker completes the job at the new leader.
-	resp3, err := c.nodes[nl].Service.Poll(ctx, w.request(k, 0))
+	resp3, err := c.nodes[nl].Service.Poll(ctx, w.Request(k, 0))
 	require.NoError(t, err)
 	require.Equal(t, ck.OutcomeCompleted, resp3.Jobs[0].Outcome)
 
 	// A closed service refuses.
 	require.NoError(t, c.nodes[nl].Service.Close())
 	require.NoError(t, c.nodes[nl].Service.Close())
-	_, err = c.nodes[nl].Service.Poll(ctx, w.request(k, 0))
+	_, err = c.nodes[nl].Service.Poll(ctx, w.Request(k, 0))
 	require.ErrorIs(t, err, hraft.ErrNotLeader)
 	require.True(t, errors.Is(err, hraft.ErrClosed) || errors.Is(err, hraft.ErrNotLeader))
 }

@@ -1,4 +1,4 @@
-package hraft
+package hraftnode
 
 import (
 	"context"
@@ -15,12 +15,14 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/raftfsm/hraft"
 )
 
-// NodeConfig describes a raft node built by [NewNode]: a state machine, a
-// raft instance over it, its stores and transport, and a [Service].
-type NodeConfig struct {
+// Config describes a raft node built by [New]: a state machine, a raft
+// instance over it, its stores and transport, and a [hraft.Service].
+type Config struct {
 	// ID is the node's raft server ID (required).
 	ID string
 	// Dir holds the node's durable state: a BoltDB log and stable store
@@ -43,32 +45,13 @@ type NodeConfig struct {
 	State *raftfsm.Config
 	// FSMOptions tune the local state machine (logging, Prepare).
 	FSMOptions []raftfsm.Option
-	// Raft is the raft configuration (nil: [FastConfig]). LocalID is set
+	// Raft is the raft configuration (nil: [hraft.FastConfig]). LocalID is set
 	// to ID; a nil Logger is replaced by a silent one.
 	Raft *raft.Config
 	// Service configures the node's service.
-	Service []Option
+	Service []hraft.Option
 	// Logger receives the adapter's logs (nil: discard).
 	Logger *slog.Logger
-}
-
-// FastConfig returns a raft configuration tuned for clusters on one
-// machine or a LAN with loopback-like latency (tests, examples): 150 ms
-// heartbeat and election timeouts, so a lost leader is replaced in well
-// under a second, and a silent logger. Production hosts should start from
-// raft.DefaultConfig.
-func FastConfig(id string) *raft.Config {
-	c := raft.DefaultConfig()
-	c.LocalID = raft.ServerID(id)
-	c.HeartbeatTimeout = 150 * time.Millisecond
-	c.ElectionTimeout = 150 * time.Millisecond
-	c.LeaderLeaseTimeout = 100 * time.Millisecond
-	c.CommitTimeout = 5 * time.Millisecond
-	c.SnapshotInterval = 5 * time.Second
-	c.SnapshotThreshold = 1024
-	c.TrailingLogs = 1024
-	c.Logger = hclog.NewNullLogger()
-	return c
 }
 
 // Node is a raft node running compactkit: the state machine, its raft
@@ -83,19 +66,19 @@ type Node struct {
 	// follower; use Service on the leader for consistent reads).
 	State *raftfsm.FSM
 	// FSM is the raft adapter over State.
-	FSM *FSM
+	FSM *hraft.FSM
 	// Service serves polls, writes and queries on the leader.
-	Service *Service
+	Service *hraft.Service
 
 	closers []io.Closer
 }
 
-// NewNode builds and starts a node. A node whose Dir holds raft state
-// resumes from it (restore of the latest snapshot, replay of the log); a
-// new node waits for [Node.Bootstrap] or to be added to a cluster.
-func NewNode(cfg NodeConfig) (*Node, error) {
+// New builds and starts a node. A node whose Dir holds raft state resumes
+// from it (restore of the latest snapshot, replay of the log); a new node
+// waits for [Node.Bootstrap] or to be added to a cluster.
+func New(cfg Config) (*Node, error) {
 	if cfg.ID == "" {
-		return nil, errors.New("hraft: node: empty ID")
+		return nil, errors.New("hraftnode: node: empty ID")
 	}
 	n := &Node{ID: raft.ServerID(cfg.ID)}
 	if err := n.start(cfg); err != nil {
@@ -106,10 +89,10 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 }
 
 // start builds the node; on error what it opened is in n.closers.
-func (n *Node) start(cfg NodeConfig) error {
+func (n *Node) start(cfg Config) error {
 	rc := cfg.Raft
 	if rc == nil {
-		rc = FastConfig(cfg.ID)
+		rc = hraft.FastConfig(cfg.ID)
 	} else {
 		c := *rc
 		rc = &c
@@ -124,14 +107,14 @@ func (n *Node) start(cfg NodeConfig) error {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = discardLogger()
+		log = slog.New(slog.DiscardHandler)
 	}
 	f, err := raftfsm.New(state, cfg.FSMOptions...)
 	if err != nil {
-		return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+		return fmt.Errorf("hraftnode: node %s: %w", cfg.ID, err)
 	}
 	n.State = f
-	n.FSM = NewFSM(f, log)
+	n.FSM = hraft.NewFSM(f, log)
 
 	var (
 		logs   raft.LogStore
@@ -143,22 +126,22 @@ func (n *Node) start(cfg NodeConfig) error {
 		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
 	} else {
 		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-			return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+			return fmt.Errorf("hraftnode: node %s: %w", cfg.ID, err)
 		}
 		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
 		if err != nil {
-			return fmt.Errorf("hraft: node %s: bolt store: %w", cfg.ID, err)
+			return fmt.Errorf("hraftnode: node %s: bolt store: %w", cfg.ID, err)
 		}
 		guard := &stableGuard{s: bolt}
 		n.closers = append(n.closers, closerFunc(func() error { return guard.close(bolt.Close) }))
 		cached, err := raft.NewLogCache(512, bolt)
 		if err != nil {
-			return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+			return fmt.Errorf("hraftnode: node %s: %w", cfg.ID, err)
 		}
 		logs, stable = cached, guard
 		fs, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, rc.Logger)
 		if err != nil {
-			return fmt.Errorf("hraft: node %s: snapshot store: %w", cfg.ID, err)
+			return fmt.Errorf("hraftnode: node %s: snapshot store: %w", cfg.ID, err)
 		}
 		snaps = fs
 	}
@@ -171,7 +154,7 @@ func (n *Node) start(cfg NodeConfig) error {
 		}
 		tcp, err := raft.NewTCPTransportWithLogger(bind, nil, 3, 2*time.Second, rc.Logger)
 		if err != nil {
-			return fmt.Errorf("hraft: node %s: transport: %w", cfg.ID, err)
+			return fmt.Errorf("hraftnode: node %s: transport: %w", cfg.ID, err)
 		}
 		trans = tcp
 	}
@@ -183,11 +166,11 @@ func (n *Node) start(cfg NodeConfig) error {
 
 	r, err := raft.NewRaft(rc, n.FSM, logs, stable, snaps, trans)
 	if err != nil {
-		return fmt.Errorf("hraft: node %s: %w", cfg.ID, err)
+		return fmt.Errorf("hraftnode: node %s: %w", cfg.ID, err)
 	}
 	n.Raft = r
 	n.closers = append(n.closers, closerFunc(func() error { return r.Shutdown().Error() }))
-	n.Service = NewService(r, f, append([]Option{WithLogger(log)}, cfg.Service...)...)
+	n.Service = hraft.NewService(r, f, append([]hraft.Option{hraft.WithLogger(log)}, cfg.Service...)...)
 	n.closers = append(n.closers, n.Service)
 	return nil
 }
@@ -219,7 +202,7 @@ func (g *stableGuard) Get(k []byte) ([]byte, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {
-		return nil, ErrClosed
+		return nil, hraft.ErrClosed
 	}
 	return g.s.Get(k)
 }
@@ -237,7 +220,7 @@ func (g *stableGuard) GetUint64(k []byte) (uint64, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {
-		return 0, ErrClosed
+		return 0, hraft.ErrClosed
 	}
 	return g.s.GetUint64(k)
 }
@@ -268,25 +251,35 @@ func (n *Node) Server() raft.Server {
 func (n *Node) Bootstrap(peers ...raft.Server) error {
 	servers := append([]raft.Server{n.Server()}, peers...)
 	if err := n.Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
-		return fmt.Errorf("hraft: node %s: bootstrap: %w", n.ID, err)
+		return fmt.Errorf("hraftnode: node %s: bootstrap: %w", n.ID, err)
 	}
 	return nil
 }
 
 // Join adds a voter to the cluster (raft.AddVoter); call it on the
 // leader. The new node, started without Bootstrap, catches up from the
-// leader's log or snapshot.
+// leader's log or snapshot. On a follower it fails with a
+// *[hraft.NotLeaderError] that names the leader.
 func (n *Node) Join(ctx context.Context, id raft.ServerID, addr raft.ServerAddress) error {
-	timeout := DefaultApplyTimeout
+	timeout := hraft.DefaultApplyTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
-	l := &raftLog{r: n.Raft, timeout: timeout}
-	if err := wait(ctx, n.Raft.AddVoter(id, addr, 0, timeout)); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			err = l.notLeader(err)
-		}
-		return fmt.Errorf("hraft: node %s: join %s: %w", n.ID, id, err)
+	fut := n.Raft.AddVoter(id, addr, 0, timeout)
+	done := make(chan error, 1)
+	go func() { done <- fut.Error() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("%w: %w", leader.ErrOutcomeUnknown, ctx.Err())
+	}
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		laddr, lid := n.Raft.LeaderWithID()
+		err = &hraft.NotLeaderError{LeaderID: string(lid), LeaderAddr: string(laddr), Cause: err}
+	}
+	if err != nil {
+		return fmt.Errorf("hraftnode: node %s: join %s: %w", n.ID, id, err)
 	}
 	return nil
 }
@@ -337,7 +330,7 @@ func (n *Node) closeAll() error {
 	}
 	n.closers = nil
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("hraft: node %s: shutdown: %w", n.ID, err)
+		return fmt.Errorf("hraftnode: node %s: shutdown: %w", n.ID, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package hraft_test
+package hraftnode_test
 
 import (
 	"context"
@@ -10,18 +10,19 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 )
 
 // A single-node cluster on raft's in-memory transport: blocks go in, a
 // worker polls and gets a job, reports it done, and the index holds the
 // merged block. A real deployment runs three or five nodes on TCP (the
-// NodeConfig default) and calls the leader's Service from its RPC layer.
+// Config default) and calls the leader's Service from its RPC layer.
 func Example() {
 	_, trans := raft.NewInmemTransport("")
 	state := raftfsm.DefaultConfig()
 	state.Planner.Levels[0].MaxBlocks = 4
 	clock := func() time.Time { return time.Unix(1_700_000_000, 0) }
-	node, err := hraft.NewNode(hraft.NodeConfig{
+	node, err := hraftnode.New(hraftnode.Config{
 		ID: "n1", Transport: trans, State: &state,
 		Service: []hraft.Option{hraft.WithClock(clock)},
 	})

@@ -1,20 +1,20 @@
-package hraft_test
+package hraftnode_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
+	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -24,7 +24,7 @@ type cluster struct {
 	t     testing.TB
 	cfg   raftfsm.Config
 	mode  hraft.Mode
-	nodes []*hraft.Node // nil while down
+	nodes []*hraftnode.Node // nil while down
 	dirs  []string
 	addrs []raft.ServerAddress
 	opts  []hraft.Option
@@ -35,31 +35,9 @@ type cluster struct {
 	timeout time.Duration
 }
 
-func testState() raftfsm.Config {
-	cfg := raftfsm.DefaultConfig()
-	for i := range cfg.Planner.Levels {
-		cfg.Planner.Levels[i].MaxBlocks = 4
-	}
-	return cfg
-}
-
-// testRaftConfig is FastConfig with timeouts of at least timeout (the
-// machine running the tests may be loaded: a starved leader steps down).
-func testRaftConfig(id string, timeout time.Duration) *raft.Config {
-	c := hraft.FastConfig(id)
-	c.HeartbeatTimeout = max(c.HeartbeatTimeout, timeout)
-	c.ElectionTimeout = max(c.ElectionTimeout, timeout)
-	c.LeaderLeaseTimeout = max(c.LeaderLeaseTimeout, timeout)
-	c.SnapshotThreshold = 32 // exercise snapshots and their installation
-	c.TrailingLogs = 4
-	c.SnapshotInterval = 300 * time.Millisecond
-	c.Logger = hclog.NewNullLogger()
-	return c
-}
-
 func newCluster(t testing.TB, n int, mode hraft.Mode, timeout time.Duration, opts ...hraft.Option) *cluster {
 	t.Helper()
-	c := &cluster{t: t, cfg: testState(), mode: mode, nodes: make([]*hraft.Node, n), dirs: make([]string, n), addrs: make([]raft.ServerAddress, n), opts: opts, timeout: timeout}
+	c := &cluster{t: t, cfg: hrafttest.State(), mode: mode, nodes: make([]*hraftnode.Node, n), dirs: make([]string, n), addrs: make([]raft.ServerAddress, n), opts: opts, timeout: timeout}
 	for i := range n {
 		c.dirs[i] = t.TempDir()
 		c.start(i)
@@ -79,9 +57,9 @@ func newCluster(t testing.TB, n int, mode hraft.Mode, timeout time.Duration, opt
 
 func (c *cluster) start(i int) {
 	c.t.Helper()
-	nd, err := hraft.NewNode(hraft.NodeConfig{
+	nd, err := hraftnode.New(hraftnode.Config{
 		ID: fmt.Sprintf("n%d", i), Dir: c.dirs[i], NoSync: true, BindAddr: string(c.addrs[i]),
-		State: &c.cfg, Raft: testRaftConfig(fmt.Sprintf("n%d", i), c.timeout),
+		State: &c.cfg, Raft: hrafttest.RaftConfig(fmt.Sprintf("n%d", i), c.timeout),
 		Service: append([]hraft.Option{hraft.WithMode(c.mode)}, c.opts...),
 	})
 	require.NoError(c.t, err)
@@ -172,7 +150,7 @@ func (c *cluster) snapshots() [][]byte {
 		want, _, _ := c.nodes[l].State.LastApplied()
 		var out [][]byte
 		for _, nd := range c.nodes {
-			out = append(out, snapshotBytes(c.t, nd.State))
+			out = append(out, hrafttest.SnapshotBytes(c.t, nd.State))
 		}
 		same := true
 		for _, nd := range c.nodes {
@@ -186,143 +164,6 @@ func (c *cluster) snapshots() [][]byte {
 	}
 	c.t.Fatal("entries kept being applied")
 	return nil
-}
-
-func snapshotBytes(t testing.TB, f *raftfsm.FSM) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	require.NoError(t, f.Snapshot(&b))
-	return b.Bytes()
-}
-
-// workload is a model of the blocks, the workers and their jobs.
-type workload struct {
-	t        testing.TB
-	meta     map[string]ck.BlockMeta // every block added or written
-	added    []string
-	next     int
-	workers  []*tworker
-	compSrc  map[string]string // source -> completed job
-	complete map[string]ck.JobReply
-	noLease  int
-}
-
-type tworker struct {
-	id   string
-	seq  uint64
-	held map[string]ck.JobReply
-	age  map[string]int
-}
-
-func newWorkload(t testing.TB, workers int) *workload {
-	w := &workload{t: t, meta: map[string]ck.BlockMeta{}, compSrc: map[string]string{}, complete: map[string]ck.JobReply{}}
-	for i := range workers {
-		w.workers = append(w.workers, &tworker{id: fmt.Sprintf("w%d", i), held: map[string]ck.JobReply{}, age: map[string]int{}})
-	}
-	return w
-}
-
-const t0 = int64(1_700_000_000_000_000_000)
-
-func (w *workload) newBlocks(n int) []ck.BlockMeta {
-	out := make([]ck.BlockMeta, n)
-	for i := range out {
-		id := fmt.Sprintf("b%05d", w.next)
-		minT := t0 + int64(w.next)*int64(time.Second)
-		b := ck.BlockMeta{
-			ID: id, Tenant: "t1", Shard: uint32(w.next % 2), MinTime: minT, MaxTime: minT + int64(time.Second), Size: 100,
-			Datasets: []ck.DatasetMeta{{Name: "ds", Size: 100, Records: 10, MinTime: minT, MaxTime: minT + int64(time.Second)}},
-		}
-		w.next++
-		w.meta[id] = b
-		w.added = append(w.added, id)
-		out[i] = b
-	}
-	return out
-}
-
-// request builds the worker's next request: jobs held for two rounds are
-// reported done, others renewed.
-func (w *workload) request(k *tworker, free int32) *ck.PollRequest {
-	k.seq++
-	req := &ck.PollRequest{WorkerID: k.id, Seq: k.seq, FreeSlots: free}
-	for _, name := range sortedKeys(k.held) {
-		j := k.held[name]
-		k.age[name]++
-		u := ck.StatusUpdate{Job: name, Token: j.Token, Status: ck.ReportInProgress}
-		if k.age[name] >= 2 {
-			u.Status = ck.ReportSuccess
-			u.Outputs = w.outputs(j)
-		}
-		req.Updates = append(req.Updates, u)
-	}
-	return req
-}
-
-func (w *workload) outputs(j ck.JobReply) []ck.BlockMeta {
-	if j.Plan.CleanupOnly() {
-		return nil
-	}
-	var minT, maxT int64 = 1<<63 - 1, 0
-	var size int64
-	for _, id := range j.Plan.Sources {
-		b, ok := w.meta[id]
-		require.True(w.t, ok, "unknown source %s", id)
-		minT, maxT, size = min(minT, b.MinTime), max(maxT, b.MaxTime), size+b.Size
-	}
-	return []ck.BlockMeta{{
-		ID: ck.OutputID(j.Plan.Name, j.Token, 0), Tenant: j.Plan.Tenant, Shard: j.Plan.Shard, Level: j.Plan.Level + 1,
-		MinTime: minT, MaxTime: maxT, Size: size,
-		Datasets: []ck.DatasetMeta{{Name: "ds", Size: size, Records: 10, MinTime: minT, MaxTime: maxT}},
-	}}
-}
-
-// handle applies the response to the model.
-func (w *workload) handle(k *tworker, resp *ck.PollResponse) {
-	for _, r := range resp.Jobs {
-		switch r.Outcome {
-		case ck.OutcomeAssigned:
-			require.NotNil(w.t, r.Plan)
-			k.held[r.Job] = r
-			k.age[r.Job] = 0
-		case ck.OutcomeRenewed:
-		case ck.OutcomeCompleted:
-			j, ok := k.held[r.Job]
-			require.True(w.t, ok, "completed job %s not held", r.Job)
-			if _, seen := w.complete[r.Job]; !seen {
-				w.complete[r.Job] = j
-				for _, src := range j.Plan.Sources {
-					prev, dup := w.compSrc[src]
-					require.False(w.t, dup, "block %s compacted by %s and %s", src, prev, r.Job)
-					w.compSrc[src] = r.Job
-				}
-				for _, out := range w.outputs(j) {
-					w.meta[out.ID] = out
-				}
-			}
-			delete(k.held, r.Job)
-			delete(k.age, r.Job)
-		case ck.OutcomeNoLease:
-			w.noLease++
-			delete(k.held, r.Job)
-			delete(k.age, r.Job)
-		default:
-			w.t.Fatalf("unexpected outcome %s for %s", r.Outcome, r.Job)
-		}
-	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }
 
 func (c *cluster) poll(req *ck.PollRequest) *ck.PollResponse {
@@ -367,19 +208,19 @@ func TestClusterLeaderChanges(t *testing.T) {
 
 func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 	c := newCluster(t, 3, mode, 250*time.Millisecond)
-	w := newWorkload(t, 3)
+	w := hrafttest.NewWorkload(t, 3)
 	const rounds = 30
 	down := -1
 	kills := 0
 	for round := range rounds {
-		c.add(w.newBlocks(8))
+		c.add(w.NewBlocks(8))
 
 		switch {
 		case round%6 == 3:
 			// A worker's reply is lost, the leader dies, the worker retries
 			// the same request at the new leader: the recorded response.
-			k := w.workers[round%len(w.workers)]
-			req := w.request(k, 2)
+			k := w.Workers[round%len(w.Workers)]
+			req := w.Request(k, 2)
 			lost := c.poll(req)
 			l := c.leader()
 			c.stop(l)
@@ -391,7 +232,7 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 			}
 			again := c.poll(req)
 			require.Equal(t, lost, again, "retried poll across a leader change")
-			w.handle(k, again)
+			w.Handle(k, again)
 		case round%6 == 5 && down >= 0:
 			c.start(down)
 			down = -1
@@ -403,14 +244,14 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 				defer close(done)
 				require.NoError(t, c.nodes[l].Shutdown())
 			}()
-			c.add(w.newBlocks(8)) // in flight when the leader dies, or after
-			for _, k := range w.workers {
-				req := w.request(k, 2)
+			c.add(w.NewBlocks(8)) // in flight when the leader dies, or after
+			for _, k := range w.Workers {
+				req := w.Request(k, 2)
 				var resp *ck.PollResponse
 				for resp == nil {
 					resp = c.pollOnce(req)
 				}
-				w.handle(k, resp)
+				w.Handle(k, resp)
 			}
 			<-done
 			c.restores += int(c.nodes[l].FSM.Restores())
@@ -419,9 +260,9 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 			c.start(l)
 			continue
 		}
-		for _, k := range w.workers {
-			req := w.request(k, 2)
-			w.handle(k, c.poll(req))
+		for _, k := range w.Workers {
+			req := w.Request(k, 2)
+			w.Handle(k, c.poll(req))
 		}
 	}
 	if down >= 0 {
@@ -442,19 +283,19 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 	st := c.nodes[l].State.Stats()
 	view := c.nodes[l].State.Index()
 	live := map[string]bool{}
-	for id := range w.meta {
-		if _, replaced := w.compSrc[id]; !replaced {
+	for id := range w.Meta {
+		if _, replaced := w.CompSrc[id]; !replaced {
 			live[id] = true
 		}
 	}
-	for _, id := range sortedKeys(w.meta) {
+	for _, id := range hrafttest.SortedKeys(w.Meta) {
 		require.Equal(t, live[id], view.Live(id), "block %s", id)
 	}
 	require.Equal(t, len(live), view.Len())
-	require.NotEmpty(t, w.complete, "jobs were completed")
-	require.Equal(t, uint64(len(w.complete)), st.Scheduler.Counters.Completed)
+	require.NotEmpty(t, w.Complete, "jobs were completed")
+	require.Equal(t, uint64(len(w.Complete)), st.Scheduler.Counters.Completed)
 	// Every source of a completed job is tombstoned.
-	for src := range w.compSrc {
+	for src := range w.CompSrc {
 		_, ok := view.Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: src})
 		require.True(t, ok, "source %s not tombstoned", src)
 	}
@@ -474,13 +315,13 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 	// The elections cost no healthy job its lease.
 	require.Zero(t, st.Scheduler.Counters.Excluded)
 	require.Zero(t, st.Scheduler.Counters.Reassigned)
-	require.Zero(t, w.noLease)
+	require.Zero(t, w.NoLease)
 	for _, nd := range c.nodes {
 		c.restores += int(nd.FSM.Restores())
 	}
 	require.Positive(t, c.restores, "snapshots were restored")
 	t.Logf("%s: %d kills, %d calls retried at a new leader, %d snapshots restored, %d blocks added, %d jobs completed, last index %d",
-		mode, kills, c.retries, c.restores, len(w.added), len(w.complete), st.LastApplied)
+		mode, kills, c.retries, c.restores, len(w.Added), len(w.Complete), st.LastApplied)
 }
 
 // pollOnce polls whichever node is the leader; it returns nil when the

@@ -1,4 +1,4 @@
-package hraft_test
+package hraftnode_test
 
 import (
 	"testing"

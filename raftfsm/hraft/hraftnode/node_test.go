@@ -1,31 +1,37 @@
-package hraft_test
+package hraftnode_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
+	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
+	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 )
 
 func TestNodeJoin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	state := testState()
+	state := hrafttest.State()
 	// b starts from another local configuration: the first leader seeds
 	// the replicated one, so the replicas still agree byte for byte.
-	other := testState()
+	other := hrafttest.State()
 	other.Scheduler.MaxFailures = 7
 	other.Index.CleanupDelay = time.Hour
-	newNode := func(id string) *hraft.Node {
+	newNode := func(id string) *hraftnode.Node {
 		st := &state
 		if id == "b" {
 			st = &other
 		}
-		nd, err := hraft.NewNode(hraft.NodeConfig{ID: id, State: st, Raft: testRaftConfig(id, 250*time.Millisecond)})
+		nd, err := hraftnode.New(hraftnode.Config{ID: id, State: st, Raft: hrafttest.RaftConfig(id, 250*time.Millisecond)})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, nd.Shutdown()) })
 		return nd
@@ -37,8 +43,11 @@ func TestNodeJoin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a.ID, id)
 
-	w := newWorkload(t, 0)
-	_, err = a.Service.AddBlocks(ctx, w.newBlocks(5))
+	var blocks []ck.BlockMeta
+	for i := range 5 {
+		blocks = append(blocks, leadertest.Block(fmt.Sprintf("b%d", i), "t1", uint32(i%2), int64(i)*int64(time.Second)))
+	}
+	_, err = a.Service.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
 
 	b := newNode("b")
@@ -58,7 +67,7 @@ func TestNodeJoin(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	require.Equal(t, snapshotBytes(t, a.State), snapshotBytes(t, b.State))
+	require.Equal(t, hrafttest.SnapshotBytes(t, a.State), hrafttest.SnapshotBytes(t, b.State))
 
 	// A follower's Join is refused with the leader's address.
 	err = b.Join(ctx, "c", "127.0.0.1:1")
@@ -67,15 +76,15 @@ func TestNodeJoin(t *testing.T) {
 	require.Equal(t, string(a.Addr), nle.LeaderAddr)
 }
 
-func TestNewNodeErrors(t *testing.T) {
-	_, err := hraft.NewNode(hraft.NodeConfig{})
-	require.Error(t, err)
+func TestNewErrors(t *testing.T) {
+	_, err := hraftnode.New(hraftnode.Config{})
+	require.ErrorContains(t, err, "empty ID")
 	bad := raftfsm.DefaultConfig()
 	bad.Planner.FinalLevel = 0
-	_, err = hraft.NewNode(hraft.NodeConfig{ID: "x", State: &bad})
+	_, err = hraftnode.New(hraftnode.Config{ID: "x", State: &bad})
+	require.ErrorIs(t, err, planner.ErrInvalidConfig)
+	_, err = hraftnode.New(hraftnode.Config{ID: "x", BindAddr: "not an address"})
 	require.Error(t, err)
-	_, err = hraft.NewNode(hraft.NodeConfig{ID: "x", BindAddr: "not an address"})
-	require.Error(t, err)
-	_, err = hraft.NewNode(hraft.NodeConfig{ID: "x", Dir: t.TempDir(), BindAddr: "not an address"})
+	_, err = hraftnode.New(hraftnode.Config{ID: "x", Dir: t.TempDir(), BindAddr: "not an address"})
 	require.Error(t, err, "stores opened before the failure are closed")
 }

@@ -1,0 +1,113 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/scheduler"
+)
+
+// TestFreeCaps: a schedule with FreeCaps that ends capped tenants' jobs
+// (complete, fail, release) assigns their waiting jobs in the same
+// schedule, up to the caps: every change applies (no assignment is
+// refused at the cap), no tenant or shard ends above its cap, and a
+// tenant with a tenant-wide cap only is left below it only when none of
+// its jobs is left to assign. Without FreeCaps the schedule assigns none
+// of a tenant that was at its cap.
+func TestFreeCaps(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, err := scheduler.New(testConfig())
+		require.NoError(t, err)
+		idx, now := uint64(0), t0
+		apply := func(u ck.PlanUpdate) {
+			idx++
+			tx := s.Begin(ck.Entry{Index: idx, Term: 1, Time: now}, now, 0)
+			for i := range u.Changes {
+				r := tx.Apply(&u.Changes[i])
+				require.True(t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
+			}
+		}
+		tenants := []string{"a", "b"}
+		pols := map[string]scheduler.TenantPolicy{}
+		for _, tenant := range tenants {
+			p := scheduler.TenantPolicy{Rank: rapid.Uint8Range(0, 1).Draw(t, "rank"), MaxInProgress: rapid.Uint32Range(1, 3).Draw(t, "cap")}
+			if rapid.Bool().Draw(t, "shardCap") {
+				p.MaxPerShard = 1
+			}
+			pols[tenant] = p
+			s.SetTenantPolicy(tenant, p)
+		}
+		sc := s.Schedule(now)
+		for i := range rapid.IntRange(1, 12).Draw(t, "jobs") {
+			tenant := rapid.SampledFrom(tenants).Draw(t, "tenant")
+			p := ck.JobPlan{Name: fmt.Sprintf("%s-%02d", tenant, i), Tenant: tenant, Level: rapid.Uint32Range(0, 1).Draw(t, "level"),
+				Shard: rapid.Uint32Range(1, 2).Draw(t, "shard")}
+			p.Sources = []string{p.Name + "/src"}
+			require.True(t, sc.AddJob(p))
+		}
+		for range rapid.IntRange(0, 6).Draw(t, "assigned") {
+			sc.AssignJob("w1")
+		}
+		apply(sc.Update())
+
+		free := rapid.Bool().Draw(t, "freeCaps")
+		sc = s.Schedule(now)
+		if free {
+			sc.FreeCaps()
+		}
+		capped := map[string]bool{}
+		for _, tenant := range tenants {
+			capped[tenant] = sc.Held(tenant, 0)
+		}
+		reported := map[string]bool{}
+		jobs, _ := s.List(scheduler.Filter{Status: ck.StatusInProgress}, "", 0)
+		for _, js := range jobs {
+			status := rapid.SampledFrom([]ck.ReportStatus{ck.ReportInProgress, ck.ReportSuccess, ck.ReportFailure, ck.ReportReleased}).Draw(t, "report")
+			u := ck.StatusUpdate{Job: js.Name, Token: js.Token, Status: status}
+			if status == ck.ReportSuccess {
+				u.Outputs = []ck.BlockMeta{{ID: js.Name + "-out", Tenant: js.Tenant, Level: js.Level + 1}}
+			}
+			require.True(t, sc.UpdateJob("w1", &u))
+			reported[js.Name] = true
+		}
+		assigned := map[string]int{}
+		for sc.AssignJob("w2") {
+		}
+		u := sc.Update()
+		for _, c := range u.Changes {
+			if c.Kind == ck.ChangeAssign {
+				js, _, _ := s.Job(c.Job)
+				assigned[js.Tenant]++
+			}
+		}
+		apply(u)
+
+		for _, tenant := range tenants {
+			p := pols[tenant]
+			tf := tenant
+			inProgress, _ := s.List(scheduler.Filter{Tenant: &tf, Status: ck.StatusInProgress}, "", 0)
+			require.LessOrEqual(t, len(inProgress), int(p.MaxInProgress), "tenant %s above its cap", tenant)
+			perShard := map[uint32]int{}
+			for _, js := range inProgress {
+				_, plan, _ := s.Job(js.Name)
+				perShard[plan.Shard]++
+				if p.MaxPerShard > 0 {
+					require.LessOrEqual(t, perShard[plan.Shard], int(p.MaxPerShard), "tenant %s shard %d above its cap", tenant, plan.Shard)
+				}
+			}
+			if !free && capped[tenant] {
+				require.Zero(t, assigned[tenant], "tenant %s was at its cap", tenant)
+			}
+			if free && p.MaxPerShard == 0 && len(inProgress) < int(p.MaxInProgress) {
+				waiting, _ := s.List(scheduler.Filter{Tenant: &tf, Status: ck.StatusUnassigned}, "", 0)
+				for _, js := range waiting {
+					require.True(t, reported[js.Name], "tenant %s below its cap (%d of %d) with %s waiting", tenant, len(inProgress), p.MaxInProgress, js.Name)
+				}
+			}
+		}
+	})
+}
