@@ -95,6 +95,7 @@ func Run(t *testing.T, c Cluster, opt Options) Report {
 	t.Helper()
 	opt.defaults()
 	r := &run{t: t, c: c, opt: opt, answers: map[key]answer{}, change: make(chan struct{}, opt.LeaderChanges)}
+	r.arrived = sync.NewCond(&r.mu)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -152,6 +153,8 @@ type run struct {
 	change chan struct{}
 
 	mu       sync.Mutex
+	arrived  *sync.Cond      // signalled as blocks are added and when ingest ends
+	ingestOK bool            // ingest has ended
 	ingested []string        // blocks added
 	replaced map[string]bool // sources of the jobs completed
 	answers  map[key]answer
@@ -199,6 +202,12 @@ func (r *run) call(ctx context.Context, what string, f func(context.Context, *le
 }
 
 func (r *run) ingest(ctx context.Context) {
+	defer func() {
+		r.mu.Lock()
+		r.ingestOK = true
+		r.arrived.Broadcast()
+		r.mu.Unlock()
+	}()
 	for b := 0; b < r.opt.Blocks; b += 10 {
 		blocks := make([]ck.BlockMeta, 0, 10)
 		for i := b; i < min(b+10, r.opt.Blocks); i++ {
@@ -217,6 +226,7 @@ func (r *run) ingest(ctx context.Context) {
 			for _, b := range blocks {
 				r.ingested = append(r.ingested, b.ID)
 			}
+			r.arrived.Broadcast()
 			r.mu.Unlock()
 		}
 	}
@@ -236,6 +246,19 @@ func (r *run) changeLeaders(done <-chan struct{}) {
 	}
 }
 
+// paced waits until the blocks have arrived in proportion to the polls:
+// before its seq-th poll a worker waits for (seq-1)/Polls of the blocks, so
+// that on a log fast enough to answer every poll before the first block is
+// added the workers still poll while blocks arrive and after the last.
+func (r *run) paced(seq int) {
+	want := r.opt.Blocks * (seq - 1) / r.opt.Polls
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.ingested) < want && !r.ingestOK {
+		r.arrived.Wait()
+	}
+}
+
 // changeStep is how many answered polls separate two leader changes.
 func (r *run) changeStep() int {
 	return max(1, r.opt.Workers*r.opt.Polls/(r.opt.LeaderChanges+1))
@@ -247,6 +270,7 @@ func (r *run) changeStep() int {
 func (r *run) work(ctx context.Context, id string) {
 	mine := map[string]held{}
 	for seq := uint64(1); seq <= uint64(r.opt.Polls); seq++ {
+		r.paced(int(seq))
 		req := &ck.PollRequest{WorkerID: id, Seq: seq, FreeSlots: 1}
 		for job, h := range mine {
 			outs, ok := r.outputs(ctx, job, h)
