@@ -138,9 +138,7 @@ type changeWithReason struct {
 }
 
 // MarshalCBOR encodes the change as a CBOR array of its seven fields, or of
-// eight when it carries a reason. A change without a reason thus encodes
-// byte for byte as in releases that had no reasons; a state machine writes
-// reasons only from the cluster version that reads them.
+// eight when it carries a reason.
 func (c Change) MarshalCBOR() ([]byte, error) {
 	if c.Reason == "" {
 		return codec.Default.Marshal(&changeFields{Kind: c.Kind, Job: c.Job, Version: c.Version, Token: c.Token, Worker: c.Worker, Plan: c.Plan, Outputs: c.Outputs})

@@ -642,5 +642,5 @@ func (h *Handler) policyCommand(w http.ResponseWriter, r *http.Request, name str
 // unworkable (one under which work could never start), which is answered
 // as the other refusals are (409), not as malformed input.
 func refused(err error) bool {
-	return errors.Is(err, policy.ErrNeverOpens) || errors.Is(err, raftfsm.ErrClusterVersion)
+	return errors.Is(err, policy.ErrNeverOpens)
 }

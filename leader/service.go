@@ -541,21 +541,14 @@ func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftf
 
 // Operator proposes an operator command; an error wrapping
 // [raftfsm.ErrOperator] says it could not be carried out. The issuer's
-// name (op.By) is carried from cluster version 3; below, it is left out
-// of the entry and only logged here.
+// name (op.By) is carried in the entry.
 func (s *Service) Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.Result, error) {
-	if op.By != "" && s.fsm.ClusterVersion() < 3 {
-		s.o.log.Info("leader: operator command", "action", op.Action.String(), "by", op.By)
-		op.By = ""
-	}
 	return s.write(ctx, &raftfsm.Command{Operator: &op})
 }
 
 // Policy proposes a scheduling-policy command (see package policy): set
 // or clear a tenant's policy or the default, or ask for a tenant's blocks
-// to be compacted now. The command needs cluster version 5; below it the
-// error wraps [raftfsm.ErrClusterVersion] and nothing is proposed. A
-// malformed command, or a policy under which work could never start, is
+// to be compacted now. A malformed command, or a policy under which work could never start, is
 // refused before it is proposed with an error wrapping
 // [raftfsm.ErrInvalidCommand] (and policy.ErrNeverOpens or
 // policy.ErrInvalid); one the state machine refuses when applying it (too

@@ -16,40 +16,22 @@ import (
 
 // CommandVersion is the newest command encoding this release writes and
 // reads, and the newest cluster version it supports. A release reads every
-// version up to it; it writes a newer version only once the replicated
-// cluster version (see [SetClusterVersion]) allows it, so replicas of the
-// previous release never see a command they cannot decode.
+// version from the first release's, 5, up to it; it writes a newer version
+// only once the replicated cluster version (see [SetClusterVersion]) allows
+// it, so replicas of the previous release never see a command they cannot
+// decode, and every change to what Apply does takes effect only once the
+// cluster version is raised.
 //
-// Version 1 is a header and the CBOR body. Version 2 appends the CRC-32C
-// (Castagnoli) of header and body, big-endian, so that a replica detects a
-// damaged entry instead of applying it. Cluster version 2 also changes what
-// Apply does (see [FSM.Apply]); every such change takes effect only once the
-// cluster version is raised. Version 3 is encoded as version 2 and may
-// carry failure reasons in a poll's fail changes (compactkit.Change.Reason),
-// which cluster version 3 keeps with the jobs (compactkit.JobState.LastFailure),
-// and the issuer of an operator command (Operator.By). Version 4 is encoded
-// as version 3 and may carry operator marks (OpMark, Operator.Reason);
-// cluster version 4 applies them and queues the outputs of cross-shard
-// jobs (and blocks added with compactkit.AnyShard) for the next level,
-// which earlier versions left unqueued. Version 5 is encoded as version 4
-// and may carry policy commands (Command.Policy: an optional eleventh CBOR
-// item); cluster version 5 keeps scheduling policies (see package policy)
-// and applies them.
+// Version 5 is a header, the CBOR body, and the CRC-32C (Castagnoli) of
+// header and body, big-endian, so that a replica detects a damaged entry
+// instead of applying it.
 const CommandVersion byte = 5
 
-// reasonsVersion is the first command and cluster version with failure
-// reasons.
-const reasonsVersion byte = 3
+// oldestVersion is the oldest command and cluster version this release
+// reads and runs at: the first release's.
+const oldestVersion byte = 5
 
-// crossShardVersion is the first cluster version that queues blocks whose
-// shard is compactkit.AnyShard.
-const crossShardVersion byte = 4
-
-// marksVersion is the first command and cluster version with operator
-// marks (OpMark, Operator.Reason).
-const marksVersion byte = 4
-
-// commandChecksumSize is the size of a version-2 command's trailer.
+// commandChecksumSize is the size of a command's checksum trailer.
 const commandChecksumSize = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -78,12 +60,11 @@ type Command struct {
 	Operator       *Operator
 	PreparePoll    *PreparePoll
 	ClusterVersion *SetClusterVersion
-	// Policy changes the scheduling policies (from cluster version 5).
+	// Policy changes the scheduling policies.
 	Policy *PolicyCommand
 }
 
-// commandFields is the encoding of a command without a policy: the ten
-// items of the releases before version 5.
+// commandFields is the encoding of a command without a policy: ten items.
 type commandFields struct {
 	_              struct{} `cbor:",toarray"`
 	Time           int64
@@ -115,8 +96,7 @@ type commandPolicy struct {
 }
 
 // MarshalCBOR encodes the command as an array of ten items, or eleven with
-// a policy, so that commands without one keep the bytes of the releases
-// before version 5.
+// a policy.
 func (c Command) MarshalCBOR() ([]byte, error) {
 	f := commandFields{Time: c.Time, AddBlocks: c.AddBlocks, Poll: c.Poll, Config: c.Config, TookOffice: c.TookOffice,
 		Retention: c.Retention, Watermark: c.Watermark, Operator: c.Operator, PreparePoll: c.PreparePoll, ClusterVersion: c.ClusterVersion}
@@ -227,7 +207,6 @@ const (
 	// OpMark takes queued blocks out of compaction ("do not compact"): they
 	// are quarantined with the operator's Reason and no job, until an
 	// OpRequeue. Marking a block a job claims is refused, naming the job.
-	// From cluster version 4.
 	OpMark
 )
 
@@ -271,18 +250,16 @@ type Operator struct {
 	// By names who issued the command (an operator, a tool), as the
 	// host's authentication knows them: carried in the log, so every
 	// replica logs it with the command. At most MaxOperatorNameLen bytes
-	// of printable UTF-8; from cluster version 3 (an optional last CBOR
-	// item: a command without it keeps the earlier bytes).
+	// of printable UTF-8 (an optional CBOR item after Blocks).
 	By string
 	// Reason says why the blocks are marked (OpMark only): at most
-	// compactkit.MaxReasonLen bytes of printable UTF-8. From cluster
-	// version 4 (an optional CBOR item after By).
+	// compactkit.MaxReasonLen bytes of printable UTF-8 (an optional CBOR
+	// item after By).
 	Reason string
-	// All pauses or resumes every tenant (Tenant empty). From cluster
-	// version 5, where an empty Tenant without All names the empty tenant
-	// (the multi-tenant segments' and cleanup-only jobs'), as in
-	// [Retention] and [PolicyCommand]; before, an empty Tenant means
-	// every tenant. An optional CBOR item after Reason.
+	// All pauses or resumes every tenant (Tenant empty); an empty Tenant
+	// without All names the empty tenant (the multi-tenant segments' and
+	// cleanup-only jobs'), as in [Retention] and [PolicyCommand]. An
+	// optional CBOR item after Reason.
 	All bool
 }
 
@@ -423,37 +400,25 @@ func (c *Command) MarshalBinary() ([]byte, error) {
 	return c.MarshalVersion(CommandVersion)
 }
 
-// MarshalVersion encodes the command in the given command version (1 to
+// MarshalVersion encodes the command in the given command version (5 to
 // [CommandVersion]).
 func (c *Command) MarshalVersion(version byte) ([]byte, error) {
-	if version < 1 || version > CommandVersion {
-		return nil, fmt.Errorf("raftfsm: command version %d, this release writes 1 to %d: %w", version, CommandVersion, ErrClusterVersion)
-	}
-	if version < reasonsVersion && c.hasV3Fields() {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrClusterVersion)
-	}
-	if version < marksVersion && c.hasV4Fields() {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no mark (from version %d): %w", version, marksVersion, ErrClusterVersion)
-	}
-	if version < policiesVersion && c.hasV5Fields() {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no policy and no operator's All (from version %d): %w", version, policiesVersion, ErrClusterVersion)
+	if version < oldestVersion || version > CommandVersion {
+		return nil, fmt.Errorf("raftfsm: command version %d, this release writes %d to %d: %w", version, oldestVersion, CommandVersion, ErrClusterVersion)
 	}
 	data, err := codec.Default.Encode(codec.KindCommand, version, c)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: command: %w", err)
 	}
-	if version >= 2 {
-		data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))
-	}
-	return data, nil
+	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli)), nil
 }
 
 // DecodeCommand decodes and validates a command encoded by
 // [Command.MarshalBinary] or [Command.MarshalVersion]. Malformed input
 // returns an error wrapping one of compactkit's sentinel errors
-// (compactkit.ErrChecksum for a version-2 command whose checksum does not
-// match, compactkit.ErrUnknownVersion for a version this release does not
-// read); it never panics.
+// (compactkit.ErrChecksum for a command whose checksum does not match,
+// compactkit.ErrUnknownVersion for a version this release does not read);
+// it never panics.
 func DecodeCommand(data []byte) (*Command, error) {
 	c, _, err := decodeCommand(data)
 	return c, err
@@ -466,65 +431,24 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("raftfsm: command: %w", err)
 	}
-	if version > CommandVersion {
-		return nil, version, fmt.Errorf("raftfsm: command version %d, this release reads 1 to %d: %w", version, CommandVersion, ck.ErrUnknownVersion)
+	if version < oldestVersion || version > CommandVersion {
+		return nil, version, fmt.Errorf("raftfsm: command version %d, this release reads %d to %d: %w", version, oldestVersion, CommandVersion, ck.ErrUnknownVersion)
 	}
-	if version >= 2 {
-		if len(data) < codec.HeaderSize+commandChecksumSize {
-			return nil, version, fmt.Errorf("raftfsm: command of %d bytes: %w", len(data), ck.ErrTruncated)
-		}
-		body, sum := data[:len(data)-commandChecksumSize], data[len(data)-commandChecksumSize:]
-		if got, want := binary.BigEndian.Uint32(sum), crc32.Checksum(body, castagnoli); got != want {
-			return nil, version, fmt.Errorf("raftfsm: command checksum %08x, computed %08x: %w", got, want, ck.ErrChecksum)
-		}
-		data = body
+	if len(data) < codec.HeaderSize+commandChecksumSize {
+		return nil, version, fmt.Errorf("raftfsm: command of %d bytes: %w", len(data), ck.ErrTruncated)
+	}
+	body, sum := data[:len(data)-commandChecksumSize], data[len(data)-commandChecksumSize:]
+	if got, want := binary.BigEndian.Uint32(sum), crc32.Checksum(body, castagnoli); got != want {
+		return nil, version, fmt.Errorf("raftfsm: command checksum %08x, computed %08x: %w", got, want, ck.ErrChecksum)
 	}
 	var c Command
-	if _, err := codec.Default.Decode(data, codec.KindCommand, func(byte) bool { return true }, &c); err != nil {
+	if _, err := codec.Default.Decode(body, codec.KindCommand, func(byte) bool { return true }, &c); err != nil {
 		return nil, version, fmt.Errorf("raftfsm: command: %w", err)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, version, err
 	}
-	if version < reasonsVersion && c.hasV3Fields() {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with a failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrInvalidCommand)
-	}
-	if version < marksVersion && c.hasV4Fields() {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with a mark (from version %d): %w", version, marksVersion, ErrInvalidCommand)
-	}
-	if version < policiesVersion && c.hasV5Fields() {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with a policy or an operator's All (from version %d): %w", version, policiesVersion, ErrInvalidCommand)
-	}
 	return &c, version, nil
-}
-
-// hasV5Fields reports whether c carries what version 5 brought: a policy
-// command, an operator command for every tenant said with All.
-func (c *Command) hasV5Fields() bool {
-	return c.Policy != nil || c.Operator != nil && c.Operator.All
-}
-
-// hasV4Fields reports whether c carries what version 4 brought: an
-// operator's mark and its reason.
-func (c *Command) hasV4Fields() bool {
-	return c.Operator != nil && (c.Operator.Action == OpMark || c.Operator.Reason != "")
-}
-
-// hasV3Fields reports whether c carries a field of version 3: a failure
-// reason in a poll, or an operator's name.
-func (c *Command) hasV3Fields() bool {
-	if c.Operator != nil && c.Operator.By != "" {
-		return true
-	}
-	if c.Poll == nil {
-		return false
-	}
-	for i := range c.Poll.Update.Changes {
-		if c.Poll.Update.Changes[i].Reason != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // MaxBlocksPerCommand bounds the blocks of one AddBlocks command.
@@ -583,8 +507,8 @@ func (c *Command) Validate() error {
 		}
 		return nil
 	default: // ClusterVersion
-		if v := c.ClusterVersion.Version; v < 1 || v > CommandVersion {
-			return fmt.Errorf("raftfsm: cluster version %d, this release writes 1 to %d: %w", v, CommandVersion, ErrClusterVersion)
+		if v := c.ClusterVersion.Version; v < oldestVersion || v > CommandVersion {
+			return fmt.Errorf("raftfsm: cluster version %d, this release writes %d to %d: %w", v, oldestVersion, CommandVersion, ErrClusterVersion)
 		}
 		return nil
 	}
@@ -649,8 +573,7 @@ func (o *Operator) validate() error {
 	}
 	switch o.Action {
 	case OpPause, OpResume:
-		// Every tenant (All, or an empty tenant before cluster version 5)
-		// and no level pause everything.
+		// Every tenant (All) and no level pause everything.
 		return nil
 	case OpRetry:
 		if o.Job != "" {

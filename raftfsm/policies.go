@@ -16,10 +16,6 @@ import (
 	"github.com/compactkit/compactkit/policy"
 )
 
-// policiesVersion is the first command and cluster version with
-// scheduling policies (the Policy command).
-const policiesVersion byte = 5
-
 // PolicyAction is what a [PolicyCommand] does.
 type PolicyAction uint8
 

@@ -49,7 +49,7 @@ import (
 //	                                     operator commands and upkeep, each one entry
 //	job <job> | jobs [tenant=] [level=] [status=] [limit=N]
 //	list [cursor=C|next] [limit=N]      one page; next is the cursor the last list returned
-//	stats | paused <tenant> <level> | owns <job> <token> | completed <job>
+//	stats | paused <tenant> <level> | owns <job> <token> [worker=W] | completed <job>
 //	policy [default|clear] [tenant=T] [rank=R] [cap=N] [shardcap=N] [closed=BOOL]
 //	                                     SetTenantPolicy (from the tenant's effective
 //	                                     policy so changed), SetDefaultPolicy (from the
@@ -178,7 +178,7 @@ func (e *env) handle(c *transcript.Command) string {
 		if p := c.Positional(); len(p) > 0 {
 			name = p[0]
 		}
-		n, err := e.s.Retry(e.entry(), e.now, name)
+		n, err := e.s.Retry(e.entry(), e.now, name, "")
 		if err != nil {
 			fmt.Fprintf(&b, "error: %v", err)
 			break
@@ -244,8 +244,10 @@ func (e *env) handle(c *transcript.Command) string {
 		t := e.pos(c, 0)
 		fmt.Fprintf(&b, "%s/%d: in_progress=%d capped=%t", t, shard, e.s.ShardInProgress(t, uint32(shard)), e.s.ShardCapped(t, uint32(shard)))
 	case "owns":
+		// Reported by the job's worker, or by worker=W.
 		tok, _ := strconv.ParseUint(e.pos(c, 1), 10, 64)
-		ok := e.s.Schedule(e.now).UpdateJob("probe", &ck.StatusUpdate{Job: e.pos(c, 0), Token: fencing.Token(tok), Status: ck.ReportInProgress})
+		st, _, _ := e.s.Job(e.pos(c, 0))
+		ok := e.s.Schedule(e.now).UpdateJob(c.Str("worker", st.Worker), &ck.StatusUpdate{Job: e.pos(c, 0), Token: fencing.Token(tok), Status: ck.ReportInProgress})
 		fmt.Fprintf(&b, "%t", ok)
 	case "completed":
 		tok, ok := e.s.CompletedToken(e.pos(c, 0))

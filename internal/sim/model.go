@@ -160,16 +160,7 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 		}
 		m.cancelled(res.Cancelled)
 	case cmd.ClusterVersion != nil:
-		// Raising the version to 2 removes excluded cleanup-only jobs and
-		// strips the tombstones of the other excluded jobs' plans.
-		m.cancelled(res.Cancelled)
-		if r.fsm.ClusterVersion() >= 2 {
-			for name, j := range m.jobs {
-				if js, _, ok := r.fsm.Job(name); ok && js.Status == ck.StatusExcluded {
-					j.plan.Tombstones = nil
-				}
-			}
-		}
+		// Raising the version changes nothing the model follows.
 	case cmd.Operator != nil:
 		switch cmd.Operator.Action {
 		case raftfsm.OpCancel:
@@ -383,9 +374,8 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 			m.dropJob(c.Job)
 		}
 	}
-	// An excluded job's tombstones go back to the pool. From cluster
-	// version 2 its plan forgets them, and an excluded cleanup-only job is
-	// removed; before, its plan keeps them (only the holder confirms).
+	// An excluded job's tombstones go back to the pool: its plan forgets
+	// them, and an excluded cleanup-only job is removed.
 	for i := range p.Update.Changes {
 		c := &p.Update.Changes[i]
 		if !res.Changes[i].Applied || c.Kind != ck.ChangeExclude && c.Kind != ck.ChangeFail {
@@ -396,10 +386,10 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 		switch {
 		case ok && js.Status == ck.StatusExcluded:
 			m.detach(c.Job)
-			if r.fsm.ClusterVersion() >= 2 && j != nil {
+			if j != nil {
 				j.plan.Tombstones = nil
 			}
-		case !ok && j != nil && j.plan.CleanupOnly() && r.fsm.ClusterVersion() >= 2:
+		case !ok && j != nil && j.plan.CleanupOnly():
 			m.detach(c.Job)
 			m.dropJob(c.Job)
 		}

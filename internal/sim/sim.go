@@ -501,7 +501,7 @@ func (s *Sim) calm() {
 func (s *Sim) resumeAll() {
 	f := s.leaderReplica().fsm
 	for _, p := range f.Stats().Scheduler.Paused {
-		op := &raftfsm.Operator{Action: raftfsm.OpResume, Tenant: p.Tenant, All: p.AllTenants && f.ClusterVersion() >= 5}
+		op := &raftfsm.Operator{Action: raftfsm.OpResume, Tenant: p.Tenant, All: p.AllTenants}
 		if !p.AllLevels {
 			l := p.Level
 			op.Level = &l
