@@ -64,68 +64,22 @@ type Command struct {
 	Policy *PolicyCommand
 }
 
-// commandFields is the encoding of a command without a policy: ten items.
-type commandFields struct {
-	_              struct{} `cbor:",toarray"`
-	Time           int64
-	AddBlocks      *AddBlocks
-	Poll           *Poll
-	Config         *Config
-	TookOffice     *TookOffice
-	Retention      *Retention
-	Watermark      *Watermark
-	Operator       *Operator
-	PreparePoll    *PreparePoll
-	ClusterVersion *SetClusterVersion
-}
-
-// commandPolicy is the encoding of a command with a policy.
-type commandPolicy struct {
-	_              struct{} `cbor:",toarray"`
-	Time           int64
-	AddBlocks      *AddBlocks
-	Poll           *Poll
-	Config         *Config
-	TookOffice     *TookOffice
-	Retention      *Retention
-	Watermark      *Watermark
-	Operator       *Operator
-	PreparePoll    *PreparePoll
-	ClusterVersion *SetClusterVersion
-	Policy         *PolicyCommand
-}
-
 // MarshalCBOR encodes the command as an array of ten items, or eleven with
 // a policy.
 func (c Command) MarshalCBOR() ([]byte, error) {
-	f := commandFields{Time: c.Time, AddBlocks: c.AddBlocks, Poll: c.Poll, Config: c.Config, TookOffice: c.TookOffice,
-		Retention: c.Retention, Watermark: c.Watermark, Operator: c.Operator, PreparePoll: c.PreparePoll, ClusterVersion: c.ClusterVersion}
-	if c.Policy == nil {
-		return codec.Default.Marshal(&f)
-	}
-	return codec.Default.Marshal(&commandPolicy{Time: f.Time, AddBlocks: f.AddBlocks, Poll: f.Poll, Config: f.Config, TookOffice: f.TookOffice,
-		Retention: f.Retention, Watermark: f.Watermark, Operator: f.Operator, PreparePoll: f.PreparePoll, ClusterVersion: f.ClusterVersion, Policy: c.Policy})
+	return codec.Default.MarshalItems(10, c.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding of [Command.MarshalCBOR]; eleven
-// items with no policy are malformed.
+// UnmarshalCBOR decodes [Command.MarshalCBOR]'s encoding; eleven items
+// with no policy are malformed.
 func (c *Command) UnmarshalCBOR(data []byte) error {
-	var short commandFields
-	var long commandPolicy
-	tail, err := codec.Default.UnmarshalTail(data, 10, &short, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		*c = Command{Time: short.Time, AddBlocks: short.AddBlocks, Poll: short.Poll, Config: short.Config, TookOffice: short.TookOffice,
-			Retention: short.Retention, Watermark: short.Watermark, Operator: short.Operator, PreparePoll: short.PreparePoll, ClusterVersion: short.ClusterVersion}
-	case long.Policy == nil:
-		return fmt.Errorf("raftfsm: command of eleven items without a policy: %w", ck.ErrMalformed)
-	default:
-		*c = Command{Time: long.Time, AddBlocks: long.AddBlocks, Poll: long.Poll, Config: long.Config, TookOffice: long.TookOffice,
-			Retention: long.Retention, Watermark: long.Watermark, Operator: long.Operator, PreparePoll: long.PreparePoll, ClusterVersion: long.ClusterVersion, Policy: long.Policy}
-	}
-	return nil
+	return codec.Default.UnmarshalItems(data, 10, c.items()...)
+}
+
+// items lists the command's encoded fields, in order.
+func (c *Command) items() []any {
+	return []any{&c.Time, &c.AddBlocks, &c.Poll, &c.Config, &c.TookOffice, &c.Retention, &c.Watermark, &c.Operator,
+		&c.PreparePoll, &c.ClusterVersion, &c.Policy}
 }
 
 // AddBlocks adds a batch of newly written blocks: each enters the index
@@ -266,114 +220,26 @@ type Operator struct {
 // MaxOperatorNameLen bounds [Operator.By].
 const MaxOperatorNameLen = 128
 
-// operatorFields is the encoding of an operator command without By.
-type operatorFields struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-}
-
-// operatorBy is the encoding of an operator command with By.
-type operatorBy struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-	By          string
-}
-
-// operatorReason is the encoding of an operator command with a Reason
-// (By may be empty).
-type operatorReason struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-	By          string
-	Reason      string
-}
-
-// operatorAll is the encoding of an operator command with All (By and
-// Reason may be empty).
-type operatorAll struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-	By          string
-	Reason      string
-	All         bool
-}
-
 // MarshalCBOR encodes the command as an array of six fields, seven with By,
-// eight with a Reason, or nine with All.
+// eight with a Reason, or nine with All: the optional fields are written
+// up to the last that is set.
 func (o Operator) MarshalCBOR() ([]byte, error) {
-	if o.All {
-		return codec.Default.Marshal(&operatorAll{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By, Reason: o.Reason, All: true})
-	}
-	if o.Reason != "" {
-		return codec.Default.Marshal(&operatorReason{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By, Reason: o.Reason})
-	}
-	if o.By == "" {
-		return codec.Default.Marshal(&operatorFields{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks})
-	}
-	return codec.Default.Marshal(&operatorBy{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By})
+	return codec.Default.MarshalItems(6, o.items()...)
 }
 
-// UnmarshalCBOR decodes any encoding of [Operator.MarshalCBOR]; seven
-// fields with an empty By, eight with an empty Reason, or nine without
-// All, are malformed.
+// UnmarshalCBOR decodes [Operator.MarshalCBOR]'s encoding; seven fields
+// with an empty By, eight with an empty Reason, or nine without All, are
+// malformed.
 func (o *Operator) UnmarshalCBOR(data []byte) error {
-	const eightItems, nineItems = 0x88, 0x89 // CBOR arrays of eight and nine items
-	if len(data) > 0 && data[0] == nineItems {
-		var r operatorAll
-		if err := codec.Default.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("raftfsm: operator: %w", err)
-		}
-		if !r.All {
-			return fmt.Errorf("raftfsm: operator: nine fields without All: %w", ck.ErrMalformed)
-		}
-		*o = Operator{Action: r.Action, Tenant: r.Tenant, Level: r.Level, Job: r.Job, MaxFailures: r.MaxFailures, Blocks: r.Blocks, By: r.By, Reason: r.Reason, All: true}
-		return nil
-	}
-	if len(data) > 0 && data[0] == eightItems {
-		var r operatorReason
-		if err := codec.Default.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("raftfsm: operator: %w", err)
-		}
-		if r.Reason == "" {
-			return fmt.Errorf("raftfsm: operator: eight fields with an empty Reason: %w", ck.ErrMalformed)
-		}
-		*o = Operator{Action: r.Action, Tenant: r.Tenant, Level: r.Level, Job: r.Job, MaxFailures: r.MaxFailures, Blocks: r.Blocks, By: r.By, Reason: r.Reason}
-		return nil
-	}
-	var short operatorFields
-	var long operatorBy
-	tail, err := codec.Default.UnmarshalTail(data, 6, &short, &long)
-	switch {
-	case err != nil:
+	if err := codec.Default.UnmarshalItems(data, 6, o.items()...); err != nil {
 		return fmt.Errorf("raftfsm: operator: %w", err)
-	case !tail:
-		*o = Operator{Action: short.Action, Tenant: short.Tenant, Level: short.Level, Job: short.Job, MaxFailures: short.MaxFailures, Blocks: short.Blocks}
-	case long.By == "":
-		return fmt.Errorf("raftfsm: operator: seven fields with an empty By: %w", ck.ErrMalformed)
-	default:
-		*o = Operator{Action: long.Action, Tenant: long.Tenant, Level: long.Level, Job: long.Job, MaxFailures: long.MaxFailures, Blocks: long.Blocks, By: long.By}
 	}
 	return nil
+}
+
+// items lists the command's encoded fields, in order.
+func (o *Operator) items() []any {
+	return []any{&o.Action, &o.Tenant, &o.Level, &o.Job, &o.MaxFailures, &o.Blocks, &o.By, &o.Reason, &o.All}
 }
 
 // PreparePoll is the first entry of a two-commit poll: it changes nothing

@@ -52,19 +52,6 @@ type snapshotHeader struct {
 // when there are some: a state without keeps the bytes of the first
 // release with policies).
 type snapshotPolicies struct {
-	policiesHeader
-	ShardGrades int
-}
-
-type policiesHeader struct {
-	_       struct{} `cbor:",toarray"`
-	Default policyRec
-	Tenants int
-	Compact int
-	Grades  int
-}
-
-type policiesHeaderShards struct {
 	_           struct{} `cbor:",toarray"`
 	Default     policyRec
 	Tenants     int
@@ -76,29 +63,18 @@ type policiesHeaderShards struct {
 // MarshalCBOR encodes the header as four items, or five with shard
 // grades.
 func (h snapshotPolicies) MarshalCBOR() ([]byte, error) {
-	if h.ShardGrades == 0 {
-		return codec.Default.Marshal(&h.policiesHeader)
-	}
-	return codec.Default.Marshal(&policiesHeaderShards{Default: h.Default, Tenants: h.Tenants, Compact: h.Compact, Grades: h.Grades, ShardGrades: h.ShardGrades})
+	return codec.Default.MarshalItems(4, h.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding; five items with no shard grade
-// are malformed.
+// UnmarshalCBOR decodes [snapshotPolicies.MarshalCBOR]'s encoding; five
+// items with no shard grade are malformed.
 func (h *snapshotPolicies) UnmarshalCBOR(data []byte) error {
-	var long policiesHeaderShards
-	tail, err := codec.Default.UnmarshalTail(data, 4, &h.policiesHeader, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		h.ShardGrades = 0
-	case long.ShardGrades <= 0:
-		return fmt.Errorf("raftfsm: policies header of five items with %d shard grades: %w", long.ShardGrades, ck.ErrMalformed)
-	default:
-		*h = snapshotPolicies{policiesHeader: policiesHeader{Default: long.Default, Tenants: long.Tenants, Compact: long.Compact, Grades: long.Grades},
-			ShardGrades: long.ShardGrades}
-	}
-	return nil
+	return codec.Default.UnmarshalItems(data, 4, h.items()...)
+}
+
+// items lists the header's encoded fields, in order.
+func (h *snapshotPolicies) items() []any {
+	return []any{&h.Default, &h.Tenants, &h.Compact, &h.Grades, &h.ShardGrades}
 }
 
 // tenantPolicyRec is a tenant's own policy in a snapshot.
@@ -175,7 +151,7 @@ func (st *state) writeHeader(w io.Writer) error {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	ps := st.policies
-	ph := snapshotPolicies{policiesHeader: policiesHeader{Default: recordPolicy(&ps.def), Tenants: len(ps.names), Compact: len(ps.compact), Grades: len(ps.grades)},
+	ph := snapshotPolicies{Default: recordPolicy(&ps.def), Tenants: len(ps.names), Compact: len(ps.compact), Grades: len(ps.grades),
 		ShardGrades: len(ps.shardGrades)}
 	if err := sw.Encode(&ph); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
