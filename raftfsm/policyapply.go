@@ -159,7 +159,7 @@ func (st *state) afterPoll(now int64, results []scheduler.Result) {
 	}
 	if claimed && len(ps.compact) > 0 {
 		ps.compact = slices.DeleteFunc(ps.compact, func(c planner.Force) bool {
-			return !st.planner.Queued(c.Tenant, c.AllTenants, c.Level, c.AllLevels, c.Before)
+			return !st.planner.Queued(c)
 		})
 	}
 }

@@ -109,7 +109,7 @@ func (f *FSM) Stats() Stats {
 	return Stats{
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(), BrokenInvariants: st.broken,
-		SkippedChanges: st.skipped, Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
+		SkippedChanges: st.skipped, Planner: st.planner.Stats(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
 		Pressure: st.pressure(), ShardPressure: st.shardPressure(), Alarms: st.alarms(),
 	}
 }
@@ -145,7 +145,7 @@ func (st *state) alarms() []StaleAlarm {
 		return nil
 	}
 	var out []StaleAlarm
-	for _, ts := range st.planner.TenantsAt(st.now) {
+	for _, ts := range st.planner.Tenants(st.now) {
 		d := ps.of(ts.Tenant).StaleAfter
 		if d > 0 && ts.Queued > 0 && ts.Lag > d {
 			out = append(out, StaleAlarm{Tenant: ts.Tenant, Level: ts.Level, Oldest: ts.Oldest, Since: ts.Oldest + int64(d)})
@@ -292,5 +292,5 @@ func (f *FSM) Index() *index.View {
 func (f *FSM) Tenants() []planner.TenantStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st.planner.TenantsAt(f.st.now)
+	return f.st.planner.Tenants(f.st.now)
 }
