@@ -13,7 +13,6 @@ import (
 	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // Mode selects how a worker's poll goes through the log.
@@ -332,16 +331,16 @@ func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Res
 // number, so it acts at most once), up to the configured retries. A
 // request the state machine refuses — malformed, inconsistent, or older
 // than the worker's latest — returns an error wrapping
-// [worker.ErrRejected] and the raftfsm sentinel. Its signature is
+// [compactkit.ErrRejected] and the raftfsm sentinel. Its signature is
 // worker.Client's.
 func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
 	start := s.o.clock()
 	if req == nil {
-		return nil, fmt.Errorf("leader: poll: nil request: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest)
+		return nil, fmt.Errorf("leader: poll: nil request: %w: %w", ck.ErrRejected, raftfsm.ErrInvalidRequest)
 	}
 	if err := req.Validate(); err != nil {
 		s.o.log.Warn("leader: poll refused", "worker", ck.PublicWorkerName(req.WorkerID), "seq", req.Seq, "err", err)
-		return nil, fmt.Errorf("leader: poll: %w: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest, err)
+		return nil, fmt.Errorf("leader: poll: %w: %w: %w", ck.ErrRejected, raftfsm.ErrInvalidRequest, err)
 	}
 	select {
 	case s.polls <- struct{}{}:
@@ -516,7 +515,7 @@ func (s *Service) proposePoll(ctx context.Context, cmd *raftfsm.Command, prepare
 // must not retry.
 func rejected(err error) error {
 	if errors.Is(err, raftfsm.ErrInvalidRequest) || errors.Is(err, raftfsm.ErrStaleRequest) {
-		return fmt.Errorf("leader: poll: %w: %w", worker.ErrRejected, err)
+		return fmt.Errorf("leader: poll: %w: %w", ck.ErrRejected, err)
 	}
 	return err
 }

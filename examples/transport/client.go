@@ -265,7 +265,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, query url.
 
 // Poll sends a worker's poll request to the leader. It implements
 // worker.Client: a request refused as invalid returns an error wrapping
-// worker.ErrRejected; any other error leaves the worker to retry.
+// compactkit.ErrRejected; any other error leaves the worker to retry.
 func (c *Client) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -6,7 +6,7 @@
 // it (authentication, your RPC framework). The supported operator API is
 // package admin (status, jobs, commands, the status page); workers reach
 // the leader through whatever RPC your host has, mapping refusals to
-// worker.ErrRejected as this package's client does.
+// compactkit.ErrRejected as this package's client does.
 //
 // # Server
 //
@@ -44,7 +44,7 @@
 //
 // Client implements [github.com/compactkit/compactkit/worker.Client].
 // A poll refused as invalid (400) returns an error wrapping
-// [github.com/compactkit/compactkit/worker.ErrRejected], so the worker
+// [github.com/compactkit/compactkit.ErrRejected], so the worker
 // does not retry it; every other failure is left to the worker to retry
 // with the same sequence number.
 package transport

@@ -21,7 +21,6 @@ import (
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // fakeBackend serves from a real raftfsm.FSM (for stats, index and
@@ -284,7 +283,7 @@ func TestGivesUpWithoutLeader(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Poll(context.Background(), &ck.PollRequest{WorkerID: "w", Seq: 1})
 	assert.ErrorIs(t, err, ErrUnavailable)
-	assert.NotErrorIs(t, err, worker.ErrRejected)
+	assert.NotErrorIs(t, err, ck.ErrRejected)
 
 	// A dead peer: connection refused, retried, then given up.
 	dead := httptest.NewServer(http.NotFoundHandler())
@@ -314,12 +313,12 @@ func TestErrorMapping(t *testing.T) {
 		attempts int64
 	}{
 		{"invalid poll", fmt.Errorf("success without outputs: %w", raftfsm.ErrInvalidRequest), 400,
-			[]error{worker.ErrRejected, raftfsm.ErrInvalidRequest, ErrBadRequest}, nil, 1},
+			[]error{ck.ErrRejected, raftfsm.ErrInvalidRequest, ErrBadRequest}, nil, 1},
 		{"stale poll", fmt.Errorf("seq 3 < 5: %w", raftfsm.ErrStaleRequest), 409,
-			[]error{raftfsm.ErrStaleRequest}, []error{worker.ErrRejected}, 1},
-		{"internal", errors.New("disk on fire"), 500, []error{ErrServer}, []error{worker.ErrRejected}, 1},
-		{"closed", &hraft.NotLeaderError{Cause: hraft.ErrClosed}, 503, []error{ErrUnavailable}, []error{worker.ErrRejected}, 0},
-		{"timeout", context.DeadlineExceeded, 504, []error{ErrUnavailable}, []error{worker.ErrRejected}, 0},
+			[]error{raftfsm.ErrStaleRequest}, []error{ck.ErrRejected}, 1},
+		{"internal", errors.New("disk on fire"), 500, []error{ErrServer}, []error{ck.ErrRejected}, 1},
+		{"closed", &hraft.NotLeaderError{Cause: hraft.ErrClosed}, 503, []error{ErrUnavailable}, []error{ck.ErrRejected}, 0},
+		{"timeout", context.DeadlineExceeded, 504, []error{ErrUnavailable}, []error{ck.ErrRejected}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,7 +411,7 @@ func TestMalformedRequests(t *testing.T) {
 	// A 400 on a poll is a rejection for the worker.
 	c := client(t, u)
 	_, err = c.Poll(context.Background(), &ck.PollRequest{WorkerID: "w", Seq: 0})
-	assert.ErrorIs(t, err, worker.ErrRejected)
+	assert.ErrorIs(t, err, ck.ErrRejected)
 	assert.ErrorIs(t, err, ErrBadRequest)
 }
 

@@ -8,7 +8,6 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // The endpoint paths.
@@ -59,7 +58,7 @@ type ErrorBody struct {
 }
 
 // Error is a non-2xx answer, as the client returns it. It unwraps to the
-// sentinel errors its code stands for (ErrBadRequest, worker.ErrRejected
+// sentinel errors its code stands for (ErrBadRequest, ck.ErrRejected
 // and raftfsm.ErrInvalidRequest for a refused poll, raftfsm.ErrStaleRequest,
 // raftfsm.ErrOperator, ErrServer, ErrUnavailable).
 type Error struct {
@@ -79,7 +78,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() []error {
 	switch e.Code {
 	case CodeInvalidRequest:
-		return []error{ErrBadRequest, raftfsm.ErrInvalidRequest, worker.ErrRejected}
+		return []error{ErrBadRequest, raftfsm.ErrInvalidRequest, ck.ErrRejected}
 	case CodeStale:
 		return []error{raftfsm.ErrStaleRequest}
 	case CodeOperator:
@@ -90,7 +89,7 @@ func (e *Error) Unwrap() []error {
 	switch {
 	case e.Status == http.StatusBadRequest:
 		if e.Op == PathPoll {
-			return []error{ErrBadRequest, worker.ErrRejected}
+			return []error{ErrBadRequest, ck.ErrRejected}
 		}
 		return []error{ErrBadRequest}
 	case e.Status >= 500:

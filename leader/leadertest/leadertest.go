@@ -22,7 +22,6 @@ import (
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // Cluster is the host's cluster under test: one [leader.Service] per node,
@@ -171,7 +170,7 @@ func (r *run) call(ctx context.Context, what string, f func(context.Context, *le
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, worker.ErrRejected) {
+		if errors.Is(err, ck.ErrRejected) {
 			return err
 		}
 		if !errors.Is(err, leader.ErrNotLeader) {
