@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/scheduler"
+	"github.com/compactkit/compactkit/raftfsm"
 )
 
 // pageData is what the status page shows.
@@ -241,7 +241,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		d.Tenants = append(d.Tenants, Tenant{Tenant: t.Tenant, Level: t.Level, Queued: t.Queued, ReadyBatches: t.ReadyBatches,
 			Oldest: logTime(t.Oldest), Lag: t.Lag.String(), DebtBlockSec: t.Debt})
 	}
-	jobs, _, err := h.svc.Jobs(ctx, scheduler.Filter{Status: ck.StatusInProgress}, "", pageRows)
+	jobs, _, err := h.svc.Jobs(ctx, raftfsm.JobFilter{Status: ck.StatusInProgress}, "", pageRows)
 	if err != nil {
 		fail(w, err)
 		return

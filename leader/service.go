@@ -10,9 +10,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/index"
-	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 // Mode selects how a worker's poll goes through the log.
@@ -634,7 +632,7 @@ func (s *Service) Stats(ctx context.Context) (raftfsm.Stats, error) {
 
 // Jobs lists jobs matching the filter, a page at a time (see
 // [raftfsm.FSM.Jobs]), read on the leader.
-func (s *Service) Jobs(ctx context.Context, flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string, error) {
+func (s *Service) Jobs(ctx context.Context, flt raftfsm.JobFilter, cursor string, limit int) ([]ck.JobState, string, error) {
 	if err := s.read(ctx); err != nil {
 		return nil, "", err
 	}
@@ -653,7 +651,7 @@ func (s *Service) Job(ctx context.Context, name string) (ck.JobState, ck.JobPlan
 
 // Quarantined lists quarantined blocks, a page at a time, read on the
 // leader.
-func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]planner.QuarantinedBlock, string, error) {
+func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]raftfsm.QuarantinedBlock, string, error) {
 	if err := s.read(ctx); err != nil {
 		return nil, "", err
 	}

@@ -355,7 +355,7 @@ func (e *fsmEnv) run(c *transcript.Command) string {
 			}
 		}
 	case "jobs":
-		jobs, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
+		jobs, _ := n.f.Jobs(raftfsm.JobFilter{}, "", 0)
 		for _, js := range jobs {
 			b.WriteString(e.state(js) + "\n")
 		}

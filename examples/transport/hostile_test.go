@@ -20,7 +20,6 @@ import (
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 // hostile is an in-process server over a real state machine, for the
@@ -82,7 +81,7 @@ func (h *hostile) poll(req *ck.PollRequest) *ck.PollResponse {
 // jobs returns the job table (public worker names), which a hostile
 // report must leave as it is.
 func (h *hostile) jobs() []ck.JobState {
-	js, _ := h.fsm.Jobs(scheduler.Filter{}, "", 0)
+	js, _ := h.fsm.Jobs(raftfsm.JobFilter{}, "", 0)
 	return js
 }
 

@@ -11,10 +11,8 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/index"
-	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 // model is the harness's own account of the committed state, built from
@@ -638,7 +636,7 @@ func (m *model) check() {
 		}
 	}
 	m.changed = m.changed[:0]
-	jobs := allJobs(f, scheduler.Filter{})
+	jobs := allJobs(f, raftfsm.JobFilter{})
 	if len(jobs) != len(m.jobs) {
 		m.fail("jobs", "%d jobs in the scheduler, %d in the model", len(jobs), len(m.jobs))
 	}
@@ -717,7 +715,7 @@ func (m *model) settled() string {
 	if st.Scheduler.Jobs > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d jobs left:", st.Scheduler.Jobs)
-		for i, js := range allJobs(f, scheduler.Filter{}) {
+		for i, js := range allJobs(f, raftfsm.JobFilter{}) {
 			if i == 3 {
 				break
 			}
@@ -828,7 +826,7 @@ func describeResult(res *raftfsm.Result, err error) string {
 }
 
 // allJobs lists every job of f matching flt, page by page.
-func allJobs(f *raftfsm.FSM, flt scheduler.Filter) []ck.JobState {
+func allJobs(f *raftfsm.FSM, flt raftfsm.JobFilter) []ck.JobState {
 	var out []ck.JobState
 	cursor := ""
 	for {
@@ -842,8 +840,8 @@ func allJobs(f *raftfsm.FSM, flt scheduler.Filter) []ck.JobState {
 }
 
 // allQuarantined lists every quarantined block of f.
-func allQuarantined(f *raftfsm.FSM) []planner.QuarantinedBlock {
-	var out []planner.QuarantinedBlock
+func allQuarantined(f *raftfsm.FSM) []raftfsm.QuarantinedBlock {
+	var out []raftfsm.QuarantinedBlock
 	cursor := ""
 	for {
 		page, next := f.Quarantined(cursor, 1000)
