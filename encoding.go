@@ -1,7 +1,6 @@
 package compactkit
 
 import (
-
 	"github.com/compactkit/compactkit/internal/codec"
 )
 

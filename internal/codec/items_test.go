@@ -10,10 +10,10 @@ import (
 
 // msg has two required fields and two optional ones.
 type msg struct {
-	A    uint32
-	B    string
-	C    []string
-	D    *uint32
+	A uint32
+	B string
+	C []string
+	D *uint32
 }
 
 func (m *msg) items() []any { return []any{&m.A, &m.B, &m.C, &m.D} }
