@@ -9,7 +9,6 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -661,7 +660,7 @@ func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]
 
 // Index returns a read-only view of the block index, opened on the leader.
 // Close it when done.
-func (s *Service) Index(ctx context.Context) (*index.View, error) {
+func (s *Service) Index(ctx context.Context) (*raftfsm.IndexView, error) {
 	if err := s.read(ctx); err != nil {
 		return nil, err
 	}

@@ -298,15 +298,13 @@ func (f *FSM) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string)
 	return out, next
 }
 
-// Index returns a read-only, copy-on-write view of the block index for
-// queries (blocks of a tenant over a time range, read amplification,
-// tombstones). Opening it is O(1); it may be used on any goroutine. Close
-// it when done: while a view is open, the index copies the parts of its
-// trees the view may read before changing them.
-func (f *FSM) Index() *index.View {
+// Index returns a read-only view of the block index for queries (blocks
+// of a tenant over a time range, read amplification, tombstones). Opening
+// it is O(1); it may be used on any goroutine. Close it when done.
+func (f *FSM) Index() *IndexView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st.index.View()
+	return &IndexView{v: f.st.index.View()}
 }
 
 // Tenants returns the compaction lag and debt of every tenant and level

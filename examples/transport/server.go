@@ -29,7 +29,7 @@ type Backend interface {
 	AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftfsm.BlockResult, error)
 	Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.Result, error)
 	Stats(ctx context.Context) (raftfsm.Stats, error)
-	Index(ctx context.Context) (*index.View, error)
+	Index(ctx context.Context) (*raftfsm.IndexView, error)
 }
 
 var (

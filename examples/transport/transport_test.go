@@ -94,7 +94,7 @@ func (b *fakeBackend) Stats(context.Context) (raftfsm.Stats, error) {
 	return b.fsm.Stats(), nil
 }
 
-func (b *fakeBackend) Index(context.Context) (*index.View, error) {
+func (b *fakeBackend) Index(context.Context) (*raftfsm.IndexView, error) {
 	if err := b.check(); err != nil {
 		return nil, err
 	}
