@@ -91,10 +91,10 @@ type Report struct {
 	Upgrades int
 	// Digest is a chained SHA-256 over the result of every committed
 	// entry, in log order, then over every replica's final snapshot, in
-	// replica order (zero for a run that broke an invariant). Two runs of
-	// a seed with equal digests applied the same commands with the same
-	// results and ended in the same state: a change that leaves every
-	// seed's digest equal changed no behaviour.
+	// replica order (for a run that broke an invariant, as far as it got).
+	// Two runs of a seed with equal digests applied the same commands with
+	// the same results and ended in the same state: a change that leaves
+	// every seed's digest equal changed no behaviour.
 	Digest [32]byte
 }
 
