@@ -110,62 +110,25 @@ type Change struct {
 	Reason string
 }
 
-// changeFields is the encoding of a change without a reason: the seven
-// fields every release reads.
-type changeFields struct {
-	_       struct{} `cbor:",toarray"`
-	Kind    ChangeKind
-	Job     string
-	Version uint64
-	Token   fencing.Token
-	Worker  string
-	Plan    *JobPlan
-	Outputs []BlockMeta
-}
-
-// changeWithReason is the encoding of a change with a reason: the seven
-// fields and the reason.
-type changeWithReason struct {
-	_       struct{} `cbor:",toarray"`
-	Kind    ChangeKind
-	Job     string
-	Version uint64
-	Token   fencing.Token
-	Worker  string
-	Plan    *JobPlan
-	Outputs []BlockMeta
-	Reason  string
-}
-
 // MarshalCBOR encodes the change as a CBOR array of its seven fields, or of
-// eight when it carries a reason. A change without a reason thus encodes
-// byte for byte as in releases that had no reasons; a state machine writes
-// reasons only from the cluster version that reads them.
+// eight when it carries a reason.
 func (c Change) MarshalCBOR() ([]byte, error) {
-	if c.Reason == "" {
-		return codec.Default.Marshal(&changeFields{Kind: c.Kind, Job: c.Job, Version: c.Version, Token: c.Token, Worker: c.Worker, Plan: c.Plan, Outputs: c.Outputs})
-	}
-	return codec.Default.Marshal(&changeWithReason{Kind: c.Kind, Job: c.Job, Version: c.Version, Token: c.Token, Worker: c.Worker, Plan: c.Plan, Outputs: c.Outputs, Reason: c.Reason})
+	return codec.Default.MarshalItems(7, c.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding of [Change.MarshalCBOR]. An
-// eight-field change with an empty reason is malformed: every change has
-// exactly one encoding.
+// UnmarshalCBOR decodes [Change.MarshalCBOR]'s encoding. An eight-field
+// change with an empty reason is malformed: every change has exactly one
+// encoding.
 func (c *Change) UnmarshalCBOR(data []byte) error {
-	var short changeFields
-	var long changeWithReason
-	tail, err := decodeTail("change", data, 7, &short, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		*c = Change{Kind: short.Kind, Job: short.Job, Version: short.Version, Token: short.Token, Worker: short.Worker, Plan: short.Plan, Outputs: short.Outputs}
-	case long.Reason == "":
-		return fmt.Errorf("change: eight fields with an empty reason: %w", ErrMalformed)
-	default:
-		*c = Change{Kind: long.Kind, Job: long.Job, Version: long.Version, Token: long.Token, Worker: long.Worker, Plan: long.Plan, Outputs: long.Outputs, Reason: long.Reason}
+	if err := codec.Default.UnmarshalItems(data, 7, c.items()...); err != nil {
+		return fmt.Errorf("change: %w", err)
 	}
 	return nil
+}
+
+// items lists the change's encoded fields, in order.
+func (c *Change) items() []any {
+	return []any{&c.Kind, &c.Job, &c.Version, &c.Token, &c.Worker, &c.Plan, &c.Outputs, &c.Reason}
 }
 
 // MaxReasonLen bounds a failure or quarantine reason kept in the

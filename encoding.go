@@ -1,8 +1,6 @@
 package compactkit
 
 import (
-	"fmt"
-
 	"github.com/compactkit/compactkit/internal/codec"
 )
 
@@ -89,18 +87,4 @@ func (u *PlanUpdate) MarshalBinary() ([]byte, error) {
 // [PlanUpdate.MarshalBinary]; on error u is unchanged.
 func (u *PlanUpdate) UnmarshalBinary(data []byte) error {
 	return decodeValid(data, codec.KindPlanUpdate, u)
-}
-
-// Some types of this package end in an optional field added after their
-// first release (a change's reason, a token signature). They encode as a
-// CBOR array of their first n fields when the optional one is empty — the
-// bytes of the release that had no such field — and of n+1 fields
-// otherwise, so that a value is readable by every release that can use
-// it. decodeTail reads either form.
-func decodeTail(what string, data []byte, n int, short, long any) (bool, error) {
-	tail, err := codec.Default.UnmarshalTail(data, n, short, long)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", what, err)
-	}
-	return tail, nil
 }

@@ -34,6 +34,17 @@ var (
 	ErrInconsistent = errors.New("compactkit: inconsistent fields")
 )
 
+// ErrRejected is the error, wrapped, that a leader returns for a poll
+// request it refused as invalid without applying it (an HTTP transport's
+// 400 Bad Request; raftfsm's ErrInvalidRequest), and that a worker's
+// transport returns for it: as opposed to a transport failure, after
+// which the request may or may not have been applied, retrying the same
+// request cannot succeed. A worker then reports the request's successes
+// as failures (the only part of a request the leader checks against its
+// state is a success report's outputs) and sends a new request, with the
+// next sequence number, after a backoff.
+var ErrRejected = errors.New("compactkit: request rejected by the leader")
+
 // Decoding errors, shared by every decoder in compactkit (commands,
 // snapshots, poll messages, block metadata): an error from any of them
 // matches these with errors.Is, whichever package returned it.

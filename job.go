@@ -285,14 +285,14 @@ type JobState struct {
 	Worker string
 	// LastFailure is why the last failed or abandoned attempt ended: the
 	// reason its worker reported, or "lease expired". FailedAt is the log
-	// time (unix nanoseconds) it was recorded, 0 if never. Both are kept
-	// from cluster version 3 and survive a retry, which resets Failures.
+	// time (unix nanoseconds) it was recorded, 0 if never. Both survive a
+	// retry, which resets Failures.
 	LastFailure string
 	FailedAt    int64
 	// History is what happened to the job, oldest first, at most
 	// MaxJobHistory events (the oldest are dropped): its attempts with
 	// their tokens and workers and how they ended, exclusion, an
-	// operator's retry. Kept from cluster version 3.
+	// operator's retry.
 	History []JobEvent
 }
 

@@ -77,54 +77,24 @@ type StatusUpdate struct {
 	Signature []byte
 }
 
-// statusUpdateFields is the encoding of an update without a signature.
-type statusUpdateFields struct {
-	_       struct{} `cbor:",toarray"`
-	Job     string
-	Token   fencing.Token
-	Status  ReportStatus
-	Outputs []BlockMeta
-	Reason  string
-}
-
-// statusUpdateSigned is the encoding of an update with a signature.
-type statusUpdateSigned struct {
-	_         struct{} `cbor:",toarray"`
-	Job       string
-	Token     fencing.Token
-	Status    ReportStatus
-	Outputs   []BlockMeta
-	Reason    string
-	Signature []byte
-}
-
 // MarshalCBOR encodes the update as an array of five fields, or six with
-// a signature: an update without one encodes as in releases that had no
-// signatures.
+// a signature.
 func (u StatusUpdate) MarshalCBOR() ([]byte, error) {
-	if len(u.Signature) == 0 {
-		return codec.Default.Marshal(&statusUpdateFields{Job: u.Job, Token: u.Token, Status: u.Status, Outputs: u.Outputs, Reason: u.Reason})
-	}
-	return codec.Default.Marshal(&statusUpdateSigned{Job: u.Job, Token: u.Token, Status: u.Status, Outputs: u.Outputs, Reason: u.Reason, Signature: u.Signature})
+	return codec.Default.MarshalItems(5, u.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding of [StatusUpdate.MarshalCBOR]; six
-// fields with an empty signature are malformed.
+// UnmarshalCBOR decodes [StatusUpdate.MarshalCBOR]'s encoding; six fields
+// with an empty signature are malformed.
 func (u *StatusUpdate) UnmarshalCBOR(data []byte) error {
-	var short statusUpdateFields
-	var long statusUpdateSigned
-	tail, err := decodeTail("status update", data, 5, &short, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		*u = StatusUpdate{Job: short.Job, Token: short.Token, Status: short.Status, Outputs: short.Outputs, Reason: short.Reason}
-	case len(long.Signature) == 0:
-		return fmt.Errorf("status update: six fields with an empty signature: %w", ErrMalformed)
-	default:
-		*u = StatusUpdate{Job: long.Job, Token: long.Token, Status: long.Status, Outputs: long.Outputs, Reason: long.Reason, Signature: long.Signature}
+	if err := codec.Default.UnmarshalItems(data, 5, u.items()...); err != nil {
+		return fmt.Errorf("status update: %w", err)
 	}
 	return nil
+}
+
+// items lists the update's encoded fields, in order.
+func (u *StatusUpdate) items() []any {
+	return []any{&u.Job, &u.Token, &u.Status, &u.Outputs, &u.Reason, &u.Signature}
 }
 
 // MaxSignatureLen bounds a token signature, in bytes.
@@ -239,56 +209,24 @@ type JobReply struct {
 	Signature []byte
 }
 
-// jobReplyFields is the encoding of a reply without a signature.
-type jobReplyFields struct {
-	_        struct{} `cbor:",toarray"`
-	Job      string
-	Outcome  Outcome
-	Token    fencing.Token
-	Deadline int64
-	Lease    time.Duration
-	Plan     *JobPlan
-}
-
-// jobReplySigned is the encoding of a reply with a signature.
-type jobReplySigned struct {
-	_         struct{} `cbor:",toarray"`
-	Job       string
-	Outcome   Outcome
-	Token     fencing.Token
-	Deadline  int64
-	Lease     time.Duration
-	Plan      *JobPlan
-	Signature []byte
-}
-
 // MarshalCBOR encodes the reply as an array of six fields, or seven with a
-// signature: a reply without one encodes as in releases that had no
-// signatures (the poll log in snapshots holds only such replies).
+// signature (the poll log in snapshots holds only replies without one).
 func (r JobReply) MarshalCBOR() ([]byte, error) {
-	if len(r.Signature) == 0 {
-		return codec.Default.Marshal(&jobReplyFields{Job: r.Job, Outcome: r.Outcome, Token: r.Token, Deadline: r.Deadline, Lease: r.Lease, Plan: r.Plan})
-	}
-	return codec.Default.Marshal(&jobReplySigned{Job: r.Job, Outcome: r.Outcome, Token: r.Token, Deadline: r.Deadline, Lease: r.Lease, Plan: r.Plan, Signature: r.Signature})
+	return codec.Default.MarshalItems(6, r.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding of [JobReply.MarshalCBOR]; seven
-// fields with an empty signature are malformed.
+// UnmarshalCBOR decodes [JobReply.MarshalCBOR]'s encoding; seven fields
+// with an empty signature are malformed.
 func (r *JobReply) UnmarshalCBOR(data []byte) error {
-	var short jobReplyFields
-	var long jobReplySigned
-	tail, err := decodeTail("job reply", data, 6, &short, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		*r = JobReply{Job: short.Job, Outcome: short.Outcome, Token: short.Token, Deadline: short.Deadline, Lease: short.Lease, Plan: short.Plan}
-	case len(long.Signature) == 0:
-		return fmt.Errorf("job reply: seven fields with an empty signature: %w", ErrMalformed)
-	default:
-		*r = JobReply{Job: long.Job, Outcome: long.Outcome, Token: long.Token, Deadline: long.Deadline, Lease: long.Lease, Plan: long.Plan, Signature: long.Signature}
+	if err := codec.Default.UnmarshalItems(data, 6, r.items()...); err != nil {
+		return fmt.Errorf("job reply: %w", err)
 	}
 	return nil
+}
+
+// items lists the reply's encoded fields, in order.
+func (r *JobReply) items() []any {
+	return []any{&r.Job, &r.Outcome, &r.Token, &r.Deadline, &r.Lease, &r.Plan, &r.Signature}
 }
 
 // Validate reports whether r is well-formed.

@@ -462,7 +462,7 @@ func queryInt(q url.Values, name string, max int) (int, error) {
 
 func (h *Handler) jobs(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	var flt scheduler.Filter
+	var flt raftfsm.JobFilter
 	if q.Has("tenant") {
 		t := q.Get("tenant")
 		flt.Tenant = &t

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/scheduler"
+	"github.com/compactkit/compactkit/raftfsm"
 )
 
 // pageData is what the status page shows.
@@ -261,7 +261,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		d.CompactNow = append(d.CompactNow, compactNowText(c))
 	}
 	d.Tenants = h.tenantRows(pageRows)
-	jobs, _, err := h.svc.Jobs(ctx, scheduler.Filter{Status: ck.StatusInProgress}, "", pageRows)
+	jobs, _, err := h.svc.Jobs(ctx, raftfsm.JobFilter{Status: ck.StatusInProgress}, "", pageRows)
 	if err != nil {
 		fail(w, err)
 		return

@@ -48,10 +48,9 @@ func (n *clockNode) advance(d time.Duration) {
 	n.mu.Unlock()
 }
 
-func newClockNode(t *testing.T, version byte) *clockNode {
+func newClockNode(t *testing.T) *clockNode {
 	cfg := raftfsm.DefaultConfig()
 	cfg.Planner.Levels[0].MaxBlocks = 8
-	cfg.StartVersion = version
 	fsm, err := raftfsm.New(cfg)
 	require.NoError(t, err)
 	n := &clockNode{fsm: fsm, now: noon}
@@ -78,7 +77,7 @@ const acmePolicy = `{"class":"low","max_in_progress":1,"max_in_progress_per_shar
 // Policies set through the API read back with names, not codes; the
 // status shows the grades and alarms they lead to.
 func TestPolicies(t *testing.T) {
-	n := newClockNode(t, 0)
+	n := newClockNode(t)
 	var mu sync.Mutex
 	var asked []string
 	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(func(_ *http.Request, action string) error {
@@ -159,7 +158,7 @@ func TestPolicies(t *testing.T) {
 // policies the state machine refuses are 409 as other refusals, and
 // neither changes anything.
 func TestPolicyCommandErrors(t *testing.T) {
-	n := newClockNode(t, 0)
+	n := newClockNode(t)
 	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(allow)))
 	defer srv.Close()
 	readOnly := httptest.NewServer(admin.New(n.svc))
@@ -218,24 +217,11 @@ func TestPolicyCommandErrors(t *testing.T) {
 	var after strings.Builder
 	require.NoError(t, n.fsm.Snapshot(&after))
 	require.Equal(t, before.String(), after.String(), "refused commands change nothing")
-
-	// Below cluster version 5 policies are refused as the cluster's
-	// version, and reads show none.
-	old := newClockNode(t, 4)
-	oldSrv := httptest.NewServer(admin.New(old.svc, admin.WithAuthorizer(allow)))
-	defer oldSrv.Close()
-	require.Equal(t, 409, call(t, oldSrv, "POST", "/api/commands/compact-now", `{"all":true}`, nil, &e))
-	require.Contains(t, e.Error, "cluster version")
-	var ps admin.Policies
-	require.Equal(t, 200, call(t, oldSrv, "GET", "/api/policies", "", nil, &ps))
-	require.Empty(t, ps.Tenants)
-	require.Empty(t, ps.CompactNow)
-	require.True(t, ps.Default.Open)
 }
 
 // The status page shows the policies, the grades and the alarms.
 func TestPolicyPage(t *testing.T) {
-	n := newClockNode(t, 0)
+	n := newClockNode(t)
 	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(allow)))
 	defer srv.Close()
 	var res admin.CommandResult
@@ -379,7 +365,7 @@ func TestParseLevelOverride(t *testing.T) {
 // GET api/policies pages through the tenants' own policies by name, the
 // empty tenant first; every page has the default; cursors are checked.
 func TestPoliciesPaged(t *testing.T) {
-	n := newClockNode(t, 0)
+	n := newClockNode(t)
 	srv := httptest.NewServer(admin.New(n.svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
 	var res admin.CommandResult

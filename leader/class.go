@@ -7,7 +7,6 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // Class is what an error returned by a [Service] call (or by the state
@@ -65,7 +64,7 @@ var callerFaults = [...]error{
 	ck.ErrUnknownStatus, ck.ErrUnknownChange, ck.ErrMissingOutputs, ck.ErrInconsistent,
 	ck.ErrMalformed, ck.ErrTruncated, ck.ErrUnknownVersion, ck.ErrTooLarge,
 	raftfsm.ErrInvalidCommand, raftfsm.ErrInvalidRequest, raftfsm.ErrLimit,
-	policy.ErrInvalid, worker.ErrRejected,
+	policy.ErrInvalid, ck.ErrRejected,
 }
 
 // refusals are the sentinels of a request the state refuses for now,

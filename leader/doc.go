@@ -34,7 +34,7 @@
 //     most once. Single- and two-commit modes ([Mode]).
 //   - Errors a worker recognises: a *[NotLeaderError] naming the leader
 //     when this node does not lead (the worker retries elsewhere with the
-//     same request); an error wrapping [worker.ErrRejected] for a request
+//     same request); an error wrapping [compactkit.ErrRejected] for a request
 //     the state machine refused without applying it (the worker must not
 //     retry it); anything else is worth retrying with the same request.
 //   - Every wait honours its context; a proposal is bounded by the

@@ -104,29 +104,3 @@ func TestServicePolicy(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ps.Tenants)
 }
-
-// Below cluster version 5 a policy command is refused, naming the version,
-// and proposes nothing; once the cluster is raised it is applied.
-func TestServicePolicyClusterVersion(t *testing.T) {
-	cfg := raftfsm.DefaultConfig()
-	cfg.StartVersion = 4
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	log := leadertest.NewMemLog(fsm)
-	svc := leader.New(log, fsm)
-	ctx := context.Background()
-	require.NoError(t, svc.TakeOffice(ctx))
-	before := log.Len()
-	low := policy.Tenant{Class: policy.Low}
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &low})
-	require.ErrorIs(t, err, raftfsm.ErrClusterVersion)
-	require.Equal(t, before, log.Len())
-
-	require.NoError(t, svc.SetClusterVersion(ctx, 5))
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &low})
-	require.NoError(t, err)
-	ps, err := svc.Policies(ctx)
-	require.NoError(t, err)
-	require.Len(t, ps.Tenants, 1)
-	require.Equal(t, policy.Low, ps.Tenants[0].Policy.Class)
-}

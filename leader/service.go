@@ -9,11 +9,7 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/index"
-	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // Mode selects how a worker's poll goes through the log.
@@ -336,16 +332,16 @@ func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Res
 // number, so it acts at most once), up to the configured retries. A
 // request the state machine refuses — malformed, inconsistent, or older
 // than the worker's latest — returns an error wrapping
-// [worker.ErrRejected] and the raftfsm sentinel. Its signature is
+// [compactkit.ErrRejected] and the raftfsm sentinel. Its signature is
 // worker.Client's.
 func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
 	start := s.o.clock()
 	if req == nil {
-		return nil, fmt.Errorf("leader: poll: nil request: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest)
+		return nil, fmt.Errorf("leader: poll: nil request: %w: %w", ck.ErrRejected, raftfsm.ErrInvalidRequest)
 	}
 	if err := req.Validate(); err != nil {
 		s.o.log.Warn("leader: poll refused", "worker", ck.PublicWorkerName(req.WorkerID), "seq", req.Seq, "err", err)
-		return nil, fmt.Errorf("leader: poll: %w: %w: %w", worker.ErrRejected, raftfsm.ErrInvalidRequest, err)
+		return nil, fmt.Errorf("leader: poll: %w: %w: %w", ck.ErrRejected, raftfsm.ErrInvalidRequest, err)
 	}
 	select {
 	case s.polls <- struct{}{}:
@@ -520,7 +516,7 @@ func (s *Service) proposePoll(ctx context.Context, cmd *raftfsm.Command, prepare
 // must not retry.
 func rejected(err error) error {
 	if errors.Is(err, raftfsm.ErrInvalidRequest) || errors.Is(err, raftfsm.ErrStaleRequest) {
-		return fmt.Errorf("leader: poll: %w: %w", worker.ErrRejected, err)
+		return fmt.Errorf("leader: poll: %w: %w", ck.ErrRejected, err)
 	}
 	return err
 }
@@ -545,21 +541,14 @@ func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftf
 
 // Operator proposes an operator command; an error wrapping
 // [raftfsm.ErrOperator] says it could not be carried out. The issuer's
-// name (op.By) is carried from cluster version 3; below, it is left out
-// of the entry and only logged here.
+// name (op.By) is carried in the entry.
 func (s *Service) Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.Result, error) {
-	if op.By != "" && s.fsm.ClusterVersion() < 3 {
-		s.o.log.Info("leader: operator command", "action", op.Action.String(), "by", op.By)
-		op.By = ""
-	}
 	return s.write(ctx, &raftfsm.Command{Operator: &op})
 }
 
 // Policy proposes a scheduling-policy command (see package policy): set
 // or clear a tenant's policy or the default, or ask for a tenant's blocks
-// to be compacted now. The command needs cluster version 5; below it the
-// error wraps [raftfsm.ErrClusterVersion] and nothing is proposed. A
-// malformed command, or a policy under which work could never start, is
+// to be compacted now. A malformed command, or a policy under which work could never start, is
 // refused before it is proposed with an error wrapping
 // [raftfsm.ErrInvalidCommand] (and policy.ErrNeverOpens or
 // policy.ErrInvalid); one the state machine refuses when applying it (too
@@ -646,7 +635,7 @@ func (s *Service) Stats(ctx context.Context) (raftfsm.Stats, error) {
 
 // Jobs lists jobs matching the filter, a page at a time (see
 // [raftfsm.FSM.Jobs]), read on the leader.
-func (s *Service) Jobs(ctx context.Context, flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string, error) {
+func (s *Service) Jobs(ctx context.Context, flt raftfsm.JobFilter, cursor string, limit int) ([]ck.JobState, string, error) {
 	if err := s.read(ctx); err != nil {
 		return nil, "", err
 	}
@@ -665,7 +654,7 @@ func (s *Service) Job(ctx context.Context, name string) (ck.JobState, ck.JobPlan
 
 // Quarantined lists quarantined blocks, a page at a time, read on the
 // leader.
-func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]planner.QuarantinedBlock, string, error) {
+func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]raftfsm.QuarantinedBlock, string, error) {
 	if err := s.read(ctx); err != nil {
 		return nil, "", err
 	}
@@ -675,7 +664,7 @@ func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]
 
 // Index returns a read-only view of the block index, opened on the leader.
 // Close it when done.
-func (s *Service) Index(ctx context.Context) (*index.View, error) {
+func (s *Service) Index(ctx context.Context) (*raftfsm.IndexView, error) {
 	if err := s.read(ctx); err != nil {
 		return nil, err
 	}

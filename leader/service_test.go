@@ -11,7 +11,6 @@ import (
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // The scenario over a log that learns indexes only when it applies and
@@ -90,12 +89,12 @@ func TestServiceErrors(t *testing.T) {
 
 	svc := c.svcs[0]
 	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "", Seq: 1})
-	require.ErrorIs(t, err, worker.ErrRejected)
+	require.ErrorIs(t, err, ck.ErrRejected)
 	require.ErrorIs(t, err, raftfsm.ErrInvalidRequest)
 	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w", Seq: 2})
 	require.NoError(t, err)
 	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w", Seq: 1})
-	require.ErrorIs(t, err, worker.ErrRejected, "an old request is rejected")
+	require.ErrorIs(t, err, ck.ErrRejected, "an old request is rejected")
 	require.ErrorIs(t, err, raftfsm.ErrStaleRequest)
 
 	_, err = svc.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: "nope"})

@@ -140,7 +140,7 @@ func BenchmarkPlannerRestore(b *testing.B) {
 // a planner of 10,000 tenants with a ready full level-0 batch each, of
 // which 9,999 — all but the last in tenant order — are left out:
 //
-//   - held: held with SetHeld, so they have no index entries;
+//   - held: held with SetHold, so they have no index entries;
 //   - skip: passed over by PlanOptions.Skip (a map lookup), which costs a
 //     B-tree seek per skipped tenant;
 //   - none: not left out (the first tenant is planned).
@@ -183,7 +183,7 @@ func BenchmarkNextHeldTenants(b *testing.B) {
 	b.Run("held", func(b *testing.B) {
 		p, now := setup(b)
 		for _, tn := range names[:tenants-1] {
-			p.SetHeld(tn, true)
+			p.SetHold(tn, true, p.HeldLevels(tn))
 		}
 		run(b, p, now, nil, last)
 	})

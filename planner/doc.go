@@ -46,8 +46,8 @@
 // planning as [PlanOptions].Skip; their blocks stay queued. See [View.Next]
 // for the policy and [LevelConfig] for the batching rules.
 //
-// Held tenants ([Planner.SetHeld]), and held levels of a tenant
-// ([Planner.SetHeldLevels]; both at once with [Planner.SetHold]), are left out of planning altogether: their
+// Held tenants, and held levels of a tenant ([Planner.SetHold]), are left
+// out of planning altogether: their
 // keys are taken out of the indexes planning searches, so a poll costs
 // nothing per held tenant, where Skip costs a B-tree seek per skipped
 // tenant and call. Their blocks stay queued and counted in the statistics.
@@ -158,7 +158,7 @@
 // planner re-snapshots to identical bytes and plans exactly like the
 // original once the same tenants are held, ranked and given the same
 // level overrides again (the held set, the ranks and the overrides are not
-// part of the state: see [Planner.SetHeld], [Planner.SetRank] and
+// part of the state: see [Planner.SetHold], [Planner.SetRank] and
 // [Planner.SetLevels]).
 //
 // # Observability

@@ -10,10 +10,6 @@ var (
 	// ErrInvalidConfig reports an invalid configuration, or a change of
 	// configuration that would strand blocks (see [Planner.SetConfig]).
 	ErrInvalidConfig = errors.New("planner: invalid configuration")
-	// ErrConfig is the former name of ErrInvalidConfig.
-	//
-	// Deprecated: use ErrInvalidConfig, the name every package uses.
-	ErrConfig = ErrInvalidConfig
 	// ErrNotAdmissible reports a job plan that cannot be claimed now: its
 	// sources are not the oldest queued blocks of its key, or its name is
 	// not the one the planner gives those sources.

@@ -40,11 +40,11 @@ func Example() {
 	if err := p.Claim(ck.Entry{Index: 2, Term: 1, Time: start + int64(time.Minute)}, &plan); err != nil {
 		fmt.Println(err)
 	}
-	fmt.Println("queued:", p.Stats().Queued, "claimed:", p.Stats().Claimed)
+	fmt.Println("queued:", p.Stats(0).Queued, "claimed:", p.Stats(0).Claimed)
 
 	// Apply: the worker succeeded and the index replaced the sources.
 	_ = p.Complete(plan.Name)
-	fmt.Println("jobs:", p.Stats().Jobs)
+	fmt.Println("jobs:", p.Stats(0).Jobs)
 	// Output:
 	// planned after 10s: false
 	// planned after 1m: true [seg-0 seg-1 seg-2]
@@ -97,7 +97,7 @@ func ExampleRestore() {
 	}
 	var again bytes.Buffer
 	_ = r.Snapshot(&again)
-	fmt.Println(r.Stats().Queued, bytes.Equal(snap.Bytes(), again.Bytes()))
+	fmt.Println(r.Stats(0).Queued, bytes.Equal(snap.Bytes(), again.Bytes()))
 
 	_, err = planner.Restore(bytes.NewReader(snap.Bytes()[:snap.Len()-1]))
 	fmt.Println(err != nil)
@@ -122,7 +122,7 @@ func ExamplePlanOptions() {
 		}
 		fmt.Println(plan.Tenant, len(plan.Sources))
 	}
-	fmt.Println("queued:", p.Stats().Queued)
+	fmt.Println("queued:", p.Stats(0).Queued)
 	// Output:
 	// active 20
 	// queued: 40
@@ -146,7 +146,7 @@ func ExamplePlanner_Quarantine() {
 	for _, b := range blocks {
 		fmt.Println("quarantined:", b.ID, b.Reason)
 	}
-	fmt.Println("queued:", p.Stats().Queued)
+	fmt.Println("queued:", p.Stats(0).Queued)
 
 	// The operator fixed the cause: the blocks return to their places.
 	n, _ := p.Requeue([]string{"a", "b"})
@@ -195,7 +195,7 @@ func ExamplePlanner_Drop() {
 	jobs := p.Drop([]ck.BlockMeta{{ID: "a", Tenant: "t"}, {ID: "c", Tenant: "t"}})
 	fmt.Println("cancel:", len(jobs) == 1 && jobs[0] == plan.Name)
 	_ = p.Return(plan.Name, []string{"b"}) // the live source goes back
-	fmt.Println("queued:", p.Stats().Queued, "dropped:", p.Stats().Counters.Dropped)
+	fmt.Println("queued:", p.Stats(0).Queued, "dropped:", p.Stats(0).Counters.Dropped)
 	// Output:
 	// cancel: true
 	// queued: 1 dropped: 1
@@ -210,7 +210,7 @@ func ExamplePlanner_Stats() {
 		_, _ = p.Enqueue(ck.Entry{Index: 1, Time: start}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "t"})
 	}
 	_, _ = p.Enqueue(ck.Entry{Index: 2, Time: start + int64(10*time.Second)}, &ck.BlockMeta{ID: "late", Tenant: "u"})
-	l0 := p.Stats().Levels[0]
+	l0 := p.Stats(0).Levels[0]
 	fmt.Println("queued:", l0.Queued, "ready batches:", l0.ReadyBatches, "lag:", l0.Lag, "debt:", l0.Debt, "block-seconds")
 	// Output:
 	// queued: 26 ready batches: 1 lag: 10s debt: 250 block-seconds
@@ -218,13 +218,13 @@ func ExamplePlanner_Stats() {
 
 // A held tenant is left out of planning — at no cost per poll — until it
 // is released; its blocks stay queued.
-func ExamplePlanner_SetHeld() {
+func ExamplePlanner_SetHold_tenant() {
 	p, _ := planner.New(planner.DefaultConfig())
 	for i := range 60 {
 		tenant := []string{"capped", "other", "third"}[i%3]
 		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: tenant})
 	}
-	p.SetHeld("capped", true)
+	p.SetHold("capped", true, 0)
 	v := p.View()
 	for {
 		plan, ok := v.Next(0, nil)
@@ -233,9 +233,9 @@ func ExamplePlanner_SetHeld() {
 		}
 		fmt.Println(plan.Tenant, len(plan.Sources))
 	}
-	fmt.Println("queued:", p.Stats().Queued)
+	fmt.Println("queued:", p.Stats(0).Queued)
 
-	p.SetHeld("capped", false)
+	p.SetHold("capped", false, 0)
 	plan, _ := p.View().Next(0, nil)
 	fmt.Println(plan.Tenant, len(plan.Sources))
 	// Output:
@@ -248,7 +248,7 @@ func ExamplePlanner_SetHeld() {
 // A tenant held at some levels only: its level-1 batches are left out of
 // planning (a level's run window closes them, say), its level-0 batch is
 // not.
-func ExamplePlanner_SetHeldLevels() {
+func ExamplePlanner_SetHold_levels() {
 	p, _ := planner.New(planner.DefaultConfig())
 	for i := range 40 {
 		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "acme", Level: uint32(i % 2)})
@@ -263,10 +263,10 @@ func ExamplePlanner_SetHeldLevels() {
 			fmt.Println("  level", plan.Level, len(plan.Sources))
 		}
 	}
-	p.SetHeldLevels("acme", 1<<1)
+	p.SetHold("acme", false, 1<<1)
 	fmt.Println("level 1 held:")
 	plans()
-	p.SetHeldLevels("acme", 0)
+	p.SetHold("acme", false, 0)
 	fmt.Println("released:")
 	plans()
 	// Output:

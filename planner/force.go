@@ -15,7 +15,7 @@ import (
 // MaxSpan) and competes at its own level, exactly like a batch ready by
 // age; once it is planned, the key's next batch is forced too if its first
 // block arrived at or before Before. Batches that are ready anyway are not
-// affected. Held tenants (see [Planner.SetHeld]) are never forced, and
+// affected. Held tenants (see [Planner.SetHold]) are never forced, and
 // keys that [PlanOptions].Skip passes over are passed over when forced too.
 type Force struct {
 	// Tenant is the tenant forced; empty for the multi-tenant level-0

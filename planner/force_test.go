@@ -32,7 +32,7 @@ func TestForcePartialBatch(t *testing.T) {
 	claimed, ok := f.p.Claimed(pl.Name)
 	require.True(t, ok, "a forced plan was not claimed")
 	require.Equal(t, ids, claimed)
-	require.Zero(t, f.p.Stats().Queued)
+	require.Zero(t, f.p.Stats(0).Queued)
 }
 
 // TestForceBefore: only batches whose first block arrived at or before
@@ -147,13 +147,13 @@ func TestForceHeldOrSkipped(t *testing.T) {
 	f.add("A", 0, 0, 2)
 	f.add("B", 0, 1, 2)
 	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
-	f.p.SetHeld("A", true)
+	f.p.SetHold("A", true, f.p.HeldLevels("A"))
 	require.Equal(t, []string{"B/0/1"}, drain(t, f.p.View(), f.now, force))
 	force.Force = append(force.Force, planner.Force{Tenant: "A", Before: f.now})
 	require.Equal(t, []string{"B/0/1"}, drain(t, f.p.View(), f.now, force))
 	force.Skip = func(tenant string, level uint32) bool { return tenant == "B" && level == 1 }
 	require.Empty(t, drain(t, f.p.View(), f.now, force))
-	f.p.SetHeld("A", false)
+	f.p.SetHold("A", false, f.p.HeldLevels("A"))
 	require.Equal(t, []string{"A/0/0"}, drain(t, f.p.View(), f.now, force))
 }
 

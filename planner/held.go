@@ -2,51 +2,32 @@ package planner
 
 import "github.com/google/btree"
 
-// SetHeld holds a tenant (held = true) or releases it (held = false).
-// A held tenant's keys are left out of planning: [View.Next] never visits
-// them, so polls cost nothing per held tenant (unlike [PlanOptions].Skip,
-// which is consulted per tenant and level on every call). Their blocks stay
-// queued, are claimed, returned, re-queued, dropped and re-batched under
-// SetConfig as usual, and count in [Planner.Stats] and [Planner.Tenants];
-// releasing the tenant makes its ready batches plannable again, in the
-// same order as if it had never been held. Holding a held tenant, or
-// releasing one that is not held, changes nothing. A tenant with no queued
-// block may be held: the hold applies to the blocks it receives later.
-// The empty tenant holds the multi-tenant level-0 segments.
+// SetHold sets a tenant's holds: every level when all is set, and the
+// levels of the bit set levels (bit l for level l; levels from 64 on
+// cannot be held this way). A key is held while either holds it. A held
+// key is left out of planning: [View.Next] never visits it, so polls cost
+// nothing per held tenant (unlike [PlanOptions].Skip, which is consulted
+// per tenant and level on every call). Its blocks stay queued, are
+// claimed, returned, re-queued, dropped and re-batched under SetConfig as
+// usual, and count in [Planner.Stats] and [Planner.Tenants]; releasing the
+// hold makes its ready batches plannable again, in the same order as if it
+// had never been held. Setting the hold a tenant has changes nothing. A
+// tenant with no queued block may be held: the hold applies to the blocks
+// it receives later. The empty tenant holds the multi-tenant level-0
+// segments. The state machine holds the tenants a policy closes, and the
+// levels that a tenant's level run windows close.
 //
-// The held set is derived state: it is not part of snapshots (so snapshot
-// bytes do not depend on it) and [Restore] returns a planner that holds no
-// tenant. The state machine keeps the policies that hold tenants, and
-// calls SetHeld again after a restore; a restored planner with the same
-// held set plans exactly like the original. Views opened before a call
-// keep planning with the held set they were opened with. Holds are not
+// The holds are derived state: they are not part of snapshots (so
+// snapshot bytes do not depend on them) and [Restore] returns a planner
+// that holds no tenant. The state machine keeps the policies that hold
+// tenants, and calls SetHold again after a restore; a restored planner
+// with the same holds plans exactly like the original. Views opened before
+// a call keep planning with the holds they were opened with. Holds are not
 // checked by [Planner.Admissible] or [Planner.Claim]: a state machine that
 // must refuse a held tenant's job in Apply checks its own policy.
 //
-// The cost is O(k log n) for a tenant with k keys among n.
-func (p *Planner) SetHeld(tenant string, held bool) {
-	h := p.s.holdOf(tenant)
-	h.all = held
-	p.s.setHold(h)
-}
-
-// SetHeldLevels holds the keys of a tenant at some levels only: bit l of
-// levels for level l (levels from 64 on cannot be held this way; 0
-// releases them). It works with [Planner.SetHeld], which holds every
-// level: a key is held while either holds it, and held keys are left out
-// of planning as SetHeld describes. The state machine holds the levels
-// that a tenant's level run windows close. The cost is O(k log n) for a
-// tenant with k keys among n.
-func (p *Planner) SetHeldLevels(tenant string, levels uint64) {
-	h := p.s.holdOf(tenant)
-	h.levels = levels
-	p.s.setHold(h)
-}
-
-// SetHold sets both holds of a tenant at once: every level (as
-// [Planner.SetHeld]) and some levels (as [Planner.SetHeldLevels]). The keys
-// whose hold changes are re-indexed once, where the two calls in a row
-// could move some of them out and back in. The cost is that of SetHeld.
+// The keys whose hold changes are re-indexed once. The cost is O(k log n)
+// for a tenant with k keys among n.
 func (p *Planner) SetHold(tenant string, all bool, levels uint64) {
 	p.s.setHold(hold{tenant: tenant, all: all, levels: levels})
 }
@@ -98,11 +79,11 @@ func (v *View) Release(tenant string) {
 }
 
 // Held reports whether a tenant is held at every level (see
-// [Planner.SetHeld]).
+// [Planner.SetHold]).
 func (p *Planner) Held(tenant string) bool { return p.s.holdOf(tenant).all }
 
-// HeldLevels returns the levels at which a tenant is held by
-// [Planner.SetHeldLevels] (bit l for level l).
+// HeldLevels returns the levels at which a tenant is held level by level
+// (bit l for level l; see [Planner.SetHold]).
 func (p *Planner) HeldLevels(tenant string) uint64 { return p.s.holdOf(tenant).levels }
 
 // HeldTenants returns the tenants held at every level or at some, in

@@ -37,7 +37,7 @@ func TestKeyTenants(t *testing.T) {
 	f.add("A", 0, 0, 20)
 	f.add("A", 5, 1, 2)
 	f.add("", 0, 0, 1)
-	f.p.SetHeld("C", true)
+	f.p.SetHold("C", true, f.p.HeldLevels("C"))
 	require.Equal(t, []string{"", "A", "C"}, f.p.KeyTenants())
 }
 
@@ -51,8 +51,8 @@ func TestHeldTenants(t *testing.T) {
 	}
 	b := f.add("B", 1, 1, 2) // partial, ready by age later
 	before := f.snapshot()
-	f.p.SetHeld("B", true)
-	f.p.SetHeld("B", true)
+	f.p.SetHold("B", true, f.p.HeldLevels("B"))
+	f.p.SetHold("B", true, f.p.HeldLevels("B"))
 	require.True(t, f.p.Held("B"))
 	require.False(t, f.p.Held("A"))
 	require.Equal(t, before, f.snapshot(), "a hold is not replicated state of the snapshot")
@@ -70,17 +70,17 @@ func TestHeldTenants(t *testing.T) {
 	require.Equal(t, []string{"A", "C"}, got)
 
 	// Held blocks stay queued and count, ready batches included.
-	st := f.p.Stats()
+	st := f.p.Stats(0)
 	require.Equal(t, 22, st.Queued)
 	require.Equal(t, 1, st.Levels[0].ReadyBatches)
 	require.Equal(t, 20, st.Levels[0].Queued)
 	require.Equal(t, []planner.TenantStats{
 		{Tenant: "B", Level: 0, Queued: 20, ReadyBatches: 1, Oldest: t0},
 		{Tenant: "B", Level: 1, Queued: 2, Oldest: t0},
-	}, f.p.Tenants())
+	}, f.p.Tenants(0))
 
-	f.p.SetHeld("B", false)
-	f.p.SetHeld("B", false)
+	f.p.SetHold("B", false, f.p.HeldLevels("B"))
+	f.p.SetHold("B", false, f.p.HeldLevels("B"))
 	require.False(t, f.p.Held("B"))
 	pl, ok := f.poll(nil)
 	require.True(t, ok)
@@ -90,10 +90,10 @@ func TestHeldTenants(t *testing.T) {
 	require.Equal(t, b, pl.Sources, "the released tenant's aged batch")
 
 	// A tenant with no blocks may be held; its blocks are held on arrival.
-	f.p.SetHeld("D", true)
+	f.p.SetHold("D", true, f.p.HeldLevels("D"))
 	f.add("D", 0, 0, 20)
 	require.Equal(t, []string{"B/1/1"}, drain(t, f.p.View(), later, nil))
-	f.p.SetHeld("D", false)
+	f.p.SetHold("D", false, f.p.HeldLevels("D"))
 	require.Equal(t, []string{"D/0/0", "B/1/1"}, drain(t, f.p.View(), later, nil))
 }
 
@@ -107,14 +107,14 @@ func TestHeldAndViews(t *testing.T) {
 	force := &planner.PlanOptions{Force: []planner.Force{{Tenant: "A", Level: 0, Before: f.now}}}
 
 	open := f.p.View()
-	f.p.SetHeld("A", true)
+	f.p.SetHold("A", true, f.p.HeldLevels("A"))
 	held := f.p.View()
 	require.Equal(t, []string{"A/0/0", "B/0/0", "A/2/0"}, drain(t, open, f.now, force))
 	require.Equal(t, []string{"B/0/0"}, drain(t, held, f.now, force))
 
-	f.p.SetHeld("A", false)
+	f.p.SetHold("A", false, f.p.HeldLevels("A"))
 	released := f.p.View()
-	f.p.SetHeld("A", true)
+	f.p.SetHold("A", true, f.p.HeldLevels("A"))
 	// A view opened before A was held again still plans it; a view opened
 	// while it was held (above) still does not.
 	require.Equal(t, []string{"A/0/0", "B/0/0", "A/2/0"}, drain(t, released, f.now, force))
@@ -205,7 +205,7 @@ func TestHeldSurvivesChanges(t *testing.T) {
 		plans = append(plans, pl)
 	}
 	require.Equal(t, []string{"A", "B", "A"}, []string{plans[0].Tenant, plans[1].Tenant, plans[2].Tenant})
-	w.held.SetHeld("A", true)
+	w.held.SetHold("A", true, w.held.HeldLevels("A"))
 	w.check("A")
 
 	w.now += int64(time.Second)
@@ -236,7 +236,7 @@ func TestHeldSurvivesChanges(t *testing.T) {
 	w.check("A")
 	require.True(t, w.held.Held("A"))
 
-	w.held.SetHeld("A", false)
+	w.held.SetHold("A", false, w.held.HeldLevels("A"))
 	later := w.now + int64(24*time.Hour)
 	require.Equal(t, drain(t, w.free.View(), later, nil), drain(t, w.held.View(), later, nil))
 	got := drain(t, w.held.View(), later, nil)
@@ -245,10 +245,10 @@ func TestHeldSurvivesChanges(t *testing.T) {
 	require.Contains(t, got, "A/3/2")
 }
 
-// TestRestoreThenSetHeld: a restored planner holds no tenant; once the same
+// TestRestoreThenSetHold: a restored planner holds no tenant; once the same
 // tenants are held again, it plans exactly like the original, poll after
 // poll.
-func TestRestoreThenSetHeld(t *testing.T) {
+func TestRestoreThenSetHold(t *testing.T) {
 	cfg := planner.DefaultConfig()
 	cfg.Levels[0].MaxBlocks = 3
 	f := newFixture(t, cfg)
@@ -262,10 +262,10 @@ func TestRestoreThenSetHeld(t *testing.T) {
 		require.True(t, ok)
 	}
 	for _, tn := range []string{"B", "D", ""} {
-		f.p.SetHeld(tn, true)
+		f.p.SetHold(tn, true, f.p.HeldLevels(tn))
 	}
 	heldQueued := func(p *planner.Planner) (n int) {
-		for _, ts := range p.Tenants() {
+		for _, ts := range p.Tenants(0) {
 			if ts.Tenant == "D" || ts.Tenant == "" {
 				n += ts.Queued
 			}
@@ -280,7 +280,7 @@ func TestRestoreThenSetHeld(t *testing.T) {
 		require.False(t, r.Held(tn))
 	}
 	for _, tn := range []string{"B", "D", ""} {
-		r.SetHeld(tn, true)
+		r.SetHold(tn, true, r.HeldLevels(tn))
 	}
 
 	entry := f.index
@@ -288,8 +288,8 @@ func TestRestoreThenSetHeld(t *testing.T) {
 	for step := range 40 {
 		now := f.now + int64(step)*int64(20*time.Minute)
 		if step == 20 {
-			f.p.SetHeld("B", false)
-			r.SetHeld("B", false)
+			f.p.SetHold("B", false, f.p.HeldLevels("B"))
+			r.SetHold("B", false, r.HeldLevels("B"))
 		}
 		for {
 			a, okA := f.p.View().Next(now, nil)
@@ -346,9 +346,9 @@ func TestHeldConcurrentWithViews(t *testing.T) {
 			results <- result{got, want}
 		})
 		// Meanwhile: hold and release, enqueue, claim.
-		f.p.SetHeld(tenants[i%4], i%3 != 2)
+		f.p.SetHold(tenants[i%4], i%3 != 2, f.p.HeldLevels(tenants[i%4]))
 		f.add(tenants[(i+1)%4], 0, 0, 20)
-		f.p.SetHeld(tenants[(i+2)%4], false)
+		f.p.SetHold(tenants[(i+2)%4], false, f.p.HeldLevels(tenants[(i+2)%4]))
 		_, ok := f.poll(force)
 		require.True(t, ok)
 	}

@@ -261,7 +261,7 @@ func TestRepeatedArrivalsAreHarmless(t *testing.T) {
 	}
 	require.Equal(t, []string{"b", "c"}, tenants, "a key was hidden by another's arrival number")
 	require.NoError(t, r.Return(pl.Name, pl.Sources))
-	st := r.Stats()
+	st := r.Stats(0)
 	require.Equal(t, 6, st.Queued+int(st.Counters.Duplicates))
 	require.Equal(t, 0, st.Claimed)
 }
@@ -307,9 +307,9 @@ func TestLevel0AgingEntries(t *testing.T) {
 	p.SetRank("b", 0)
 	require.Equal(t, map[string]uint8{"a": 1}, entries())
 	p.ClearRank("b")
-	p.SetHeld("a", true)
+	p.SetHold("a", true, p.HeldLevels("a"))
 	require.Equal(t, map[string]uint8{"b": 1}, entries())
-	p.SetHeld("a", false)
+	p.SetHold("a", false, p.HeldLevels("a"))
 	p.SetRank("a", 2)
 	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries())
 	pl, ok := p.View().Next(1, &PlanOptions{Skip: func(tn string, _ uint32) bool { return tn != "b" }})

@@ -83,7 +83,7 @@ func overridden(cfg *Config, over []policy.Level) []LevelConfig {
 // planned there until drained, while new blocks are queued under the new
 // shape.
 //
-// Like ranks ([Planner.SetRank]) and holds ([Planner.SetHeld]), a
+// Like ranks ([Planner.SetRank]) and holds ([Planner.SetHold]), a
 // tenant's batching is derived state: it is not part of snapshots, and
 // [Restore] returns a planner in which every tenant has the configured
 // batching. The state machine keeps the policies and calls SetLevels and

@@ -63,10 +63,11 @@ func (p *Planner) Shards(tenant string) []uint32 {
 }
 
 // Queued reports whether a block that arrived at or before log time
-// before is queued for the tenant (every tenant when allTenants is set)
-// at the level (every level when allLevels is set). Its cost is linear in
-// the keys it looks at: the tenant's, or every key.
-func (p *Planner) Queued(tenant string, allTenants bool, level uint32, allLevels bool, before int64) bool {
+// f.Before is queued under f's scope: the tenant (every tenant with
+// AllTenants) at the level (every level with AllLevels). Its cost is
+// linear in the keys it looks at: the tenant's, or every key.
+func (p *Planner) Queued(f Force) bool {
+	tenant, allTenants, level, allLevels, before := f.Tenant, f.AllTenants, f.Level, f.AllLevels, f.Before
 	found := false
 	visit := func(q *queue) bool {
 		if !allTenants && q.k.tenant != tenant {

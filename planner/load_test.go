@@ -23,7 +23,7 @@ func TestTenantLoad(t *testing.T) {
 	require.Equal(t, int64(5), l.Blocks)
 	var debt int64
 	var blocks int
-	for _, ts := range f.p.TenantsAt(now) {
+	for _, ts := range f.p.Tenants(now) {
 		if ts.Tenant == "A" {
 			debt += ts.Debt
 			blocks += ts.Queued
@@ -34,14 +34,14 @@ func TestTenantLoad(t *testing.T) {
 	require.Positive(t, l.Debt)
 	require.Equal(t, planner.Load{}, f.p.TenantLoad("nobody", now))
 
-	require.True(t, f.p.Queued("A", false, 0, false, f.now))
-	require.False(t, f.p.Queued("A", false, 1, false, f.now), "nothing at level 1")
-	require.False(t, f.p.Queued("A", false, 0, true, start-1), "nothing arrived that early")
-	require.True(t, f.p.Queued("", true, 0, true, f.now))
-	require.False(t, f.p.Queued("C", false, 0, true, f.now))
+	require.True(t, f.p.Queued(planner.Force{Tenant: "A", Before: f.now}))
+	require.False(t, f.p.Queued(planner.Force{Tenant: "A", Level: 1, Before: f.now}), "nothing at level 1")
+	require.False(t, f.p.Queued(planner.Force{Tenant: "A", AllLevels: true, Before: start - 1}), "nothing arrived that early")
+	require.True(t, f.p.Queued(planner.Force{AllTenants: true, AllLevels: true, Before: f.now}))
+	require.False(t, f.p.Queued(planner.Force{Tenant: "C", AllLevels: true, Before: f.now}))
 
 	require.Empty(t, f.p.HeldTenants())
-	f.p.SetHeld("B", true)
-	f.p.SetHeld("A", true)
+	f.p.SetHold("B", true, f.p.HeldLevels("B"))
+	f.p.SetHold("A", true, f.p.HeldLevels("A"))
 	require.Equal(t, []string{"A", "B"}, f.p.HeldTenants())
 }

@@ -65,5 +65,5 @@ func TestMark(t *testing.T) {
 	require.Equal(t, 2, n)
 	items, _ = f.p.Quarantined("", 0)
 	require.Empty(t, items)
-	require.Equal(t, 2, f.p.Stats().Levels[0].Queued)
+	require.Equal(t, 2, f.p.Stats(0).Levels[0].Queued)
 }

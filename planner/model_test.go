@@ -50,7 +50,7 @@ type model struct {
 	cursor    string
 	hasCursor bool
 	missed    uint64
-	held      mHolds    // held tenants (SetHeld, SetHeldLevels)
+	held      mHolds    // held tenants (SetHold)
 	ranks     mRanks    // tenants' ranks (SetRank, SetDefaultRank)
 	levels    mBatching // tenants' batching (SetLevels, SetDefaultLevels)
 }
@@ -851,10 +851,10 @@ func (h *harness) restore(t *rapid.T) {
 		require.Zero(t, r.HeldLevels(tn))
 	}
 	for _, tn := range slices.Sorted(maps.Keys(h.m.held.all)) {
-		r.SetHeld(tn, true)
+		r.SetHold(tn, true, r.HeldLevels(tn))
 	}
 	for _, tn := range slices.Sorted(maps.Keys(h.m.held.lv)) {
-		r.SetHeldLevels(tn, h.m.held.lv[tn])
+		r.SetHold(tn, r.Held(tn), h.m.held.lv[tn])
 	}
 	// So are ranks.
 	for _, tn := range mTenants {
@@ -903,14 +903,14 @@ func (h *harness) setHeld(t *rapid.T) {
 	case 0:
 		levels := rapid.Uint64Range(0, 7).Draw(t, "levels")
 		for _, p := range h.planners() {
-			p.SetHeldLevels(tenant, levels)
+			p.SetHold(tenant, p.Held(tenant), levels)
 			require.Equal(t, levels, p.HeldLevels(tenant))
 		}
 		setLevels(levels)
 	case 1:
 		held := rapid.Bool().Draw(t, "held")
 		for _, p := range h.planners() {
-			p.SetHeld(tenant, held)
+			p.SetHold(tenant, held, p.HeldLevels(tenant))
 			require.Equal(t, held, p.Held(tenant))
 		}
 		setAll(held)
@@ -1034,7 +1034,7 @@ func (h *harness) check(t *rapid.T) {
 	}
 	if h.twin != nil {
 		require.Equal(t, snap(t, h.p), snap(t, h.twin), "planner and restored twin diverged")
-		require.Equal(t, h.p.Stats(), h.twin.Stats())
+		require.Equal(t, h.p.Stats(0), h.twin.Stats(0))
 	}
 }
 
@@ -1158,7 +1158,7 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 			Reason: q.reason, Since: q.since, Arrived: q.b.t, MinTime: q.b.minT, MaxTime: q.b.maxT, Size: q.b.sz}, qb)
 	}
 	// Stats agree with the model.
-	st := p.Stats()
+	st := p.Stats(0)
 	queued, claimed := 0, 0
 	for _, q := range m.queues {
 		queued += len(q)
@@ -1261,6 +1261,6 @@ func TestNoTwoAdmissiblePlansShareABlock(t *testing.T) {
 			}
 		}
 		require.Len(rt, claimed, len(queued))
-		require.Zero(rt, p.Stats().Queued)
+		require.Zero(rt, p.Stats(0).Queued)
 	})
 }

@@ -125,7 +125,7 @@ func TestFairness(t *testing.T) {
 		require.Equal(t, []string{"B", "C", "D", "E", "A"}[i%5], tn, "job %d: %v", i, order)
 	}
 	// 100,000 + 4×20 queued, 15 + 25 jobs of 20 claimed, 4 + 20 refills of 20.
-	require.Equal(t, 100_000+4*20-40*20+24*20, f.p.Stats().Queued)
+	require.Equal(t, 100_000+4*20-40*20+24*20, f.p.Stats(0).Queued)
 }
 
 // TestFairnessWithinView: successive plans of one view rotate across
@@ -162,7 +162,7 @@ func TestQuietKey(t *testing.T) {
 	require.Equal(t, uint32(1), pl.Level)
 	require.Equal(t, uint32(3), pl.Shard)
 	// Nothing else was applied meanwhile: the planner's time did not move.
-	require.Equal(t, t0, f.p.Stats().Now)
+	require.Equal(t, t0, f.p.Stats(0).Now)
 	// A partial batch at a level without max age waits for a full batch.
 	cfg.Levels[1].MaxAge = 0
 	require.NoError(t, f.p.SetConfig(cfg))
@@ -273,7 +273,7 @@ func TestPausedTenants(t *testing.T) {
 		got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Level))
 	}
 	require.Equal(t, []string{"B/0"}, got)
-	st := f.p.Stats()
+	st := f.p.Stats(0)
 	require.Equal(t, 50, st.Queued, "paused blocks must stay queued")
 	require.Equal(t, 2, st.Levels[0].ReadyBatches) // A's two full batches
 
@@ -368,7 +368,7 @@ func TestCancelReturnsSources(t *testing.T) {
 	// The old plan can never be claimed again, even with its sources back.
 	require.NoError(t, f.p.Return(again.Name, again.Sources))
 	require.ErrorIs(t, f.p.Admissible(&pl), planner.ErrNotAdmissible)
-	st := f.p.Stats()
+	st := f.p.Stats(0)
 	require.Equal(t, uint64(2), st.Counters.Returns)
 	require.Equal(t, uint64(40), st.Counters.ReturnedBlocks)
 }
@@ -410,7 +410,7 @@ func TestEvictQuarantinesSources(t *testing.T) {
 	q := items[0]
 	require.Equal(t, planner.QuarantinedBlock{ID: ids[0], Tenant: "t", Shard: 5, Level: 0, Job: pl.Name,
 		Reason: "failed 3 times: corrupt block", Since: f.now, Arrived: t0, MinTime: t0 - int64(10*time.Second), MaxTime: t0, Size: 100}, q)
-	st := f.p.Stats()
+	st := f.p.Stats(0)
 	require.Equal(t, 20, st.Quarantined)
 	require.Equal(t, 20, st.Levels[0].Quarantined)
 
@@ -448,7 +448,7 @@ func TestRetention(t *testing.T) {
 		{ID: "final", Tenant: "t", Level: 3}}
 	jobs := f.p.Drop(drop)
 	require.Equal(t, []string{pl.Name}, jobs)
-	st := f.p.Stats()
+	st := f.p.Stats(0)
 	require.Equal(t, 8, st.Queued)
 	require.Equal(t, uint64(2), st.Counters.Dropped)
 	require.Equal(t, uint64(1), st.Counters.MissedRemovals)
@@ -481,7 +481,7 @@ func TestCrossShard(t *testing.T) {
 	cfg.Levels[1].CrossShard = false
 	require.NoError(t, f.p.SetConfig(cfg))
 	f.add("t", 1, 1, 6)
-	require.Equal(t, 2, f.p.Stats().Levels[1].Keys)
+	require.Equal(t, 2, f.p.Stats(0).Levels[1].Keys)
 	v := f.p.View()
 	shards := map[uint32]int{}
 	for {
@@ -504,7 +504,7 @@ func TestCrossShardOutputs(t *testing.T) {
 	f := newFixture(t, cfg)
 	outs := f.add("t", ck.AnyShard, 1, 3)
 	perShard := f.add("t", 2, 1, 3)
-	require.Equal(t, 2, f.p.Stats().Levels[1].Keys)
+	require.Equal(t, 2, f.p.Stats(0).Levels[1].Keys)
 	got := map[uint32][]string{}
 	for range 2 {
 		pl, ok := f.poll(nil)
@@ -574,7 +574,7 @@ func TestAdmissible(t *testing.T) {
 	require.Error(t, f.p.Claim(ck.Entry{}, &p3))
 	require.Equal(t, before, f.snapshot())
 	require.NoError(t, f.p.Claim(f.entry(), &p3))
-	require.Equal(t, uint64(3), f.p.Stats().Counters.Claims)
+	require.Equal(t, uint64(3), f.p.Stats(0).Counters.Claims)
 }
 
 // TestJobNames: names are deterministic, valid, readable and unique.
@@ -649,7 +649,7 @@ func TestStats(t *testing.T) {
 	f.advance(10 * time.Second)
 	f.add("b", 0, 0, 5)
 	f.add("b", 1, 1, 3)
-	st := f.p.Stats()
+	st := f.p.Stats(0)
 	require.Equal(t, f.now, st.Now)
 	require.Equal(t, 53, st.Queued)
 	require.Equal(t, 3, st.Keys)
@@ -659,7 +659,7 @@ func TestStats(t *testing.T) {
 	require.Zero(t, st.Levels[1].Debt)
 	f.advance(time.Minute)
 	f.add("c", 0, 0, 1) // moves the planner's time: everything on level 0 is old enough now
-	st = f.p.Stats()
+	st = f.p.Stats(0)
 	require.Equal(t, 2+1, st.Levels[0].ReadyBatches) // a's two full batches, b's old one; c's block is new
 	require.Equal(t, int64(45*70+5*60), st.Levels[0].Debt)
 	require.Len(t, st.Levels, 3)
@@ -744,7 +744,7 @@ func TestSnapshotRestore(t *testing.T) {
 		var b bytes.Buffer
 		require.NoError(t, r.Snapshot(&b))
 		require.Equal(t, snap, b.Bytes())
-		require.Equal(t, f.p.Stats(), r.Stats())
+		require.Equal(t, f.p.Stats(0), r.Stats(0))
 		claimed, ok := r.Claimed(pl.Name)
 		require.True(t, ok)
 		require.Equal(t, pl.Sources, claimed)
@@ -832,7 +832,7 @@ func TestMultiTenantSegments(t *testing.T) {
 		multi = append(multi, b.ID)
 	}
 	own := f.add("acme", 3, 0, 5)
-	st := f.p.Stats()
+	st := f.p.Stats(0)
 	require.Equal(t, 2, st.Levels[0].Keys)
 	pl, ok := f.poll(nil)
 	require.True(t, ok)
@@ -866,8 +866,8 @@ func TestDuplicatesQueuedOnce(t *testing.T) {
 		_, err := f.p.Enqueue(e, &b)
 		require.NoError(t, err)
 	}
-	require.Equal(t, 1, f.p.Stats().Queued)
-	require.Equal(t, uint64(1), f.p.Stats().Counters.Enqueued)
+	require.Equal(t, 1, f.p.Stats(0).Queued)
+	require.Equal(t, uint64(1), f.p.Stats(0).Counters.Enqueued)
 }
 
 // TestViewIsConstantTime: opening a view costs the same few allocations

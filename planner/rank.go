@@ -23,7 +23,7 @@ type tenantRank struct {
 // Where aging is disabled (a threshold of 0), batches wait while lower
 // ranks have ready batches at their level.
 //
-// Ranks are derived state, like the held set ([Planner.SetHeld]): they are
+// Ranks are derived state, like the held set ([Planner.SetHold]): they are
 // not part of snapshots and [Restore] returns a planner in which every
 // tenant has rank 0. The state machine keeps the policies that rank
 // tenants and calls SetRank and [Planner.SetDefaultRank] again after a

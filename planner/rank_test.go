@@ -352,21 +352,21 @@ func TestRankSurvivesChanges(t *testing.T) {
 		drop = append(drop, ck.BlockMeta{ID: id, Tenant: "H", Shard: 0, Level: 0})
 	}
 	require.Empty(t, w.p.Drop(drop))
-	require.Zero(t, w.p.Stats().Counters.MissedRemovals)
+	require.Zero(t, w.p.Stats(0).Counters.MissedRemovals)
 	w.check()
 	cfg.Levels[0].MaxBlocks = 3
 	cfg.Levels[1].MaxAge = time.Second
 	require.NoError(t, w.p.SetConfig(cfg))
 	w.check()
 	// Held and released: its entries come back at its rank.
-	w.p.SetHeld("H", true)
+	w.p.SetHold("H", true, w.p.HeldLevels("H"))
 	w.p.SetRank("H", high) // no change while held
-	w.p.SetHeld("H", false)
+	w.p.SetHold("H", false, w.p.HeldLevels("H"))
 	w.check()
 	// Ranked while held.
-	w.p.SetHeld("L", true)
+	w.p.SetHold("L", true, w.p.HeldLevels("L"))
 	w.p.SetRank("L", medium)
-	w.p.SetHeld("L", false)
+	w.p.SetHold("L", false, w.p.HeldLevels("L"))
 	w.ranks["L"] = medium
 	w.check()
 	require.Equal(t, uint8(high), w.p.Rank("H"))
@@ -396,11 +396,11 @@ func TestRankForceSkipHeld(t *testing.T) {
 	opts.Skip = skipWeb0
 	require.Equal(t, []string{"api/0/0", "batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, opts))
 
-	f.p.SetHeld("web", true)
+	f.p.SetHold("web", true, f.p.HeldLevels("web"))
 	require.Equal(t, []string{"api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forcing(forceAll)))
 	opts.Skip = func(tn string, _ uint32) bool { return tn == "api" }
 	require.Equal(t, []string{"batch/0/0"}, drain(t, f.p.View(), f.now, opts))
-	f.p.SetHeld("web", false)
+	f.p.SetHold("web", false, f.p.HeldLevels("web"))
 	require.Equal(t, []string{"web/0/0", "api/0/0", "batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, forcing(forceAll)))
 
 	// Full batches and forced ones of one level compete by rank together.
@@ -587,10 +587,10 @@ func TestRankAgingLevel0ForceSkipHeld(t *testing.T) {
 	opts := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
 	opts.Skip = func(tn string, _ uint32) bool { return tn == "batch" }
 	require.Equal(t, []string{"web/0/0", "api/0/0"}, drain(t, f.p.View(), f.now, opts))
-	f.p.SetHeld("batch", true)
+	f.p.SetHold("batch", true, f.p.HeldLevels("batch"))
 	require.Equal(t, []string{"web/0/0", "api/0/0"}, drain(t, f.p.View(), f.now, forceAll))
 	require.Empty(t, drain(t, f.p.View(), f.now, nil))
-	f.p.SetHeld("batch", false)
+	f.p.SetHold("batch", false, f.p.HeldLevels("batch"))
 	require.Equal(t, []string{"batch/0/0"}, drain(t, f.p.View(), f.now, nil), "released: aged again")
 
 	// The cursor on web: batch is next in the rotation of rank 0.

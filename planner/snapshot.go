@@ -345,7 +345,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 // [Counters].Duplicates) and a plan is refused as not admissible.
 //
 // Held tenants are not part of a snapshot: the restored planner holds no
-// tenant until the state machine calls [Planner.SetHeld] again.
+// tenant until the state machine calls [Planner.SetHold] again.
 func Restore(r io.Reader) (*Planner, error) {
 	p, err := restore(r)
 	if err != nil {

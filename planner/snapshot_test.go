@@ -169,7 +169,7 @@ func exercise(t testing.TB, r *planner.Planner) {
 	r2, err := planner.Restore(bytes.NewReader(b))
 	require.NoError(t, err)
 	require.Equal(t, b, snapshotBytes(t, r2))
-	st := r.Stats()
+	st := r.Stats(0)
 	v := r.View()
 	for range 5 {
 		pl, ok := v.Next(st.Now+int64(24*time.Hour), nil)

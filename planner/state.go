@@ -113,8 +113,7 @@ type state struct {
 	// quar holds the quarantined blocks by ID.
 	quar *btree.BTreeG[*quarEnt]
 	// held holds the tenants whose keys, all or those of some levels, are
-	// left out of full, timed and aging (see Planner.SetHeld and
-	// SetHeldLevels); nil until a tenant is first held. It is derived
+	// left out of full, timed and aging (see Planner.SetHold); nil until a tenant is first held. It is derived
 	// state, not part of snapshots.
 	held *btree.BTreeG[hold]
 	// ranks holds the tenants with their own rank, and defRank is the
@@ -209,7 +208,7 @@ func (s *state) holdOf(tenant string) hold {
 }
 
 // isHeld reports whether the keys of tenant at level are held (see
-// Planner.SetHeld and SetHeldLevels).
+// Planner.SetHold).
 func (s *state) isHeld(tenant string, level uint32) bool {
 	return s.held != nil && s.held.Len() > 0 && s.holdOf(tenant).at(level)
 }
@@ -218,7 +217,7 @@ func (s *state) isHeld(tenant string, level uint32) bool {
 // The held keys of a tenant have no index entries: for them it does
 // nothing, so every path that maintains the indexes respects the held set
 // as long as the set does not change between a removal and an addition
-// (SetHeld moves the entries itself). The entries carry the tenant's
+// (SetHold moves the entries itself). The entries carry the tenant's
 // rank.
 func (s *state) indexHead(k key, h *batch, add bool) {
 	if h.count == 0 || s.isHeld(k.tenant, k.level) {

@@ -19,7 +19,7 @@ type LevelStats struct {
 	// (at Stats.Now): per key whose head batch is ready, that batch plus one
 	// per further MaxBlocks queued blocks (byte and span limits are only
 	// applied to the head batch). Readiness is a property of the batches:
-	// those of held tenants (see [Planner.SetHeld]) and of paused ones
+	// those of held tenants (see [Planner.SetHold]) and of paused ones
 	// count, and forcing ([Force]) is not taken into account.
 	ReadyBatches int
 	// Oldest is the arrival time (log time) of the oldest queued block, and
@@ -51,15 +51,13 @@ type Stats struct {
 	Counters Counters
 }
 
-// Stats returns the planner's statistics. Its cost is linear in the number
-// of keys, jobs and quarantined blocks, not in the number of queued blocks.
-func (p *Planner) Stats() Stats { return p.s.stats(p.s.clock) }
-
-// StatsAt is Stats with readiness, lag and debt judged at log time now
-// (or at the planner's own time, if that is later): the state machine
-// passes its effective time, which moves on entries that do not touch the
-// planner (renewals, idle polls).
-func (p *Planner) StatsAt(now int64) Stats { return p.s.stats(max(now, p.s.clock)) }
+// Stats returns the planner's statistics, with readiness, lag and debt
+// judged at log time now, or at the planner's own time if that is later
+// (0 for the planner's own time): the state machine passes its effective
+// time, which moves on entries that do not touch the planner (renewals,
+// idle polls). Its cost is linear in the number of keys, jobs and
+// quarantined blocks, not in the number of queued blocks.
+func (p *Planner) Stats(now int64) Stats { return p.s.stats(max(now, p.s.clock)) }
 
 func (s *state) stats(clock int64) Stats {
 	st := Stats{Now: clock, Levels: make([]LevelStats, s.cfg.FinalLevel), Counters: s.counters}
@@ -136,13 +134,10 @@ type TenantStats struct {
 }
 
 // Tenants returns the compaction lag and debt of every tenant and level
-// with queued blocks, sorted by tenant, then level. Its cost is linear in
-// the number of keys, not in the number of queued blocks.
-func (p *Planner) Tenants() []TenantStats { return p.s.tenants(p.s.clock) }
-
-// TenantsAt is Tenants judged at log time now (or at the planner's own
-// time, if that is later); see StatsAt.
-func (p *Planner) TenantsAt(now int64) []TenantStats { return p.s.tenants(max(now, p.s.clock)) }
+// with queued blocks, sorted by tenant, then level, judged at log time now
+// as [Planner.Stats] is. Its cost is linear in the number of keys, not in
+// the number of queued blocks.
+func (p *Planner) Tenants(now int64) []TenantStats { return p.s.tenants(max(now, p.s.clock)) }
 
 func (s *state) tenants(clock int64) []TenantStats {
 	type tl struct {

@@ -116,7 +116,7 @@ type PlanOptions struct {
 	// now (a paused tenant or level: the scheduler owns the paused set).
 	// The blocks of skipped keys stay queued. Nil skips nothing. Each call
 	// of Next costs a B-tree seek per skipped tenant with a ready batch:
-	// for many tenants left out for long, hold them ([Planner.SetHeld]).
+	// for many tenants left out for long, hold them ([Planner.SetHold]).
 	Skip func(tenant string, level uint32) bool
 	// Tombstones pulls the next releasable tombstone not attached to any
 	// job (from the index's view), or false when there is none. Nil
@@ -205,7 +205,7 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 //     the key's next batch is forced on the same terms.
 //   - Keys for which opts.Skip(tenant, level) is true are passed over,
 //     forced or not.
-//   - Keys of held tenants ([Planner.SetHeld], as of the view's opening)
+//   - Keys of held tenants ([Planner.SetHold], as of the view's opening)
 //     are never visited, forced or not.
 //
 // A job of a level within the configured tombstone range carries up to

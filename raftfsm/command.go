@@ -16,44 +16,26 @@ import (
 
 // CommandVersion is the newest command encoding this release writes and
 // reads, and the newest cluster version it supports. A release reads every
-// version up to it; it writes a newer version only once the replicated
-// cluster version (see [SetClusterVersion]) allows it, so replicas of the
-// previous release never see a command they cannot decode.
+// version from the first release's, 5, up to it; it writes a newer version
+// only once the replicated cluster version (see [SetClusterVersion]) allows
+// it, so replicas of the previous release never see a command they cannot
+// decode, and every change to what Apply does takes effect only once the
+// cluster version is raised.
 //
-// Version 1 is a header and the CBOR body. Version 2 appends the CRC-32C
-// (Castagnoli) of header and body, big-endian, so that a replica detects a
-// damaged entry instead of applying it. Cluster version 2 also changes what
-// Apply does (see [FSM.Apply]); every such change takes effect only once the
-// cluster version is raised. Version 3 is encoded as version 2 and may
-// carry failure reasons in a poll's fail changes (compactkit.Change.Reason),
-// which cluster version 3 keeps with the jobs (compactkit.JobState.LastFailure),
-// and the issuer of an operator command (Operator.By). Version 4 is encoded
-// as version 3 and may carry operator marks (OpMark, Operator.Reason);
-// cluster version 4 applies them and queues the outputs of cross-shard
-// jobs (and blocks added with compactkit.AnyShard) for the next level,
-// which earlier versions left unqueued. Version 5 is encoded as version 4
-// and may carry policy commands (Command.Policy: an optional eleventh CBOR
-// item); cluster version 5 keeps scheduling policies (see package policy)
-// and applies them. Version 6 is encoded as version 5; cluster version 6
-// grades a tenant's backpressure again on every change of its queue and
-// compares debt thresholds with ready batches (see policyGradesVersion),
-// and lets a poll that ends a capped tenant's job start the tenant's next
-// one (see capFreedVersion).
+// Version 5 is a header, the CBOR body, and the CRC-32C (Castagnoli) of
+// header and body, big-endian, so that a replica detects a damaged entry
+// instead of applying it. Version 6 is encoded as version 5; cluster
+// version 6 grades a tenant's backpressure again on every change of its
+// queue and compares debt thresholds with ready batches (see
+// policyGradesVersion), and lets a poll that ends a capped tenant's job
+// start the tenant's next one (see capFreedVersion).
 const CommandVersion byte = 6
 
-// reasonsVersion is the first command and cluster version with failure
-// reasons.
-const reasonsVersion byte = 3
+// oldestVersion is the oldest command and cluster version this release
+// reads and runs at: the first release's.
+const oldestVersion byte = 5
 
-// crossShardVersion is the first cluster version that queues blocks whose
-// shard is compactkit.AnyShard.
-const crossShardVersion byte = 4
-
-// marksVersion is the first command and cluster version with operator
-// marks (OpMark, Operator.Reason).
-const marksVersion byte = 4
-
-// commandChecksumSize is the size of a version-2 command's trailer.
+// commandChecksumSize is the size of a command's checksum trailer.
 const commandChecksumSize = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -82,74 +64,26 @@ type Command struct {
 	Operator       *Operator
 	PreparePoll    *PreparePoll
 	ClusterVersion *SetClusterVersion
-	// Policy changes the scheduling policies (from cluster version 5).
+	// Policy changes the scheduling policies.
 	Policy *PolicyCommand
 }
 
-// commandFields is the encoding of a command without a policy: the ten
-// items of the releases before version 5.
-type commandFields struct {
-	_              struct{} `cbor:",toarray"`
-	Time           int64
-	AddBlocks      *AddBlocks
-	Poll           *Poll
-	Config         *Config
-	TookOffice     *TookOffice
-	Retention      *Retention
-	Watermark      *Watermark
-	Operator       *Operator
-	PreparePoll    *PreparePoll
-	ClusterVersion *SetClusterVersion
-}
-
-// commandPolicy is the encoding of a command with a policy.
-type commandPolicy struct {
-	_              struct{} `cbor:",toarray"`
-	Time           int64
-	AddBlocks      *AddBlocks
-	Poll           *Poll
-	Config         *Config
-	TookOffice     *TookOffice
-	Retention      *Retention
-	Watermark      *Watermark
-	Operator       *Operator
-	PreparePoll    *PreparePoll
-	ClusterVersion *SetClusterVersion
-	Policy         *PolicyCommand
-}
-
 // MarshalCBOR encodes the command as an array of ten items, or eleven with
-// a policy, so that commands without one keep the bytes of the releases
-// before version 5.
+// a policy.
 func (c Command) MarshalCBOR() ([]byte, error) {
-	f := commandFields{Time: c.Time, AddBlocks: c.AddBlocks, Poll: c.Poll, Config: c.Config, TookOffice: c.TookOffice,
-		Retention: c.Retention, Watermark: c.Watermark, Operator: c.Operator, PreparePoll: c.PreparePoll, ClusterVersion: c.ClusterVersion}
-	if c.Policy == nil {
-		return codec.Default.Marshal(&f)
-	}
-	return codec.Default.Marshal(&commandPolicy{Time: f.Time, AddBlocks: f.AddBlocks, Poll: f.Poll, Config: f.Config, TookOffice: f.TookOffice,
-		Retention: f.Retention, Watermark: f.Watermark, Operator: f.Operator, PreparePoll: f.PreparePoll, ClusterVersion: f.ClusterVersion, Policy: c.Policy})
+	return codec.Default.MarshalItems(10, c.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding of [Command.MarshalCBOR]; eleven
-// items with no policy are malformed.
+// UnmarshalCBOR decodes [Command.MarshalCBOR]'s encoding; eleven items
+// with no policy are malformed.
 func (c *Command) UnmarshalCBOR(data []byte) error {
-	var short commandFields
-	var long commandPolicy
-	tail, err := codec.Default.UnmarshalTail(data, 10, &short, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		*c = Command{Time: short.Time, AddBlocks: short.AddBlocks, Poll: short.Poll, Config: short.Config, TookOffice: short.TookOffice,
-			Retention: short.Retention, Watermark: short.Watermark, Operator: short.Operator, PreparePoll: short.PreparePoll, ClusterVersion: short.ClusterVersion}
-	case long.Policy == nil:
-		return fmt.Errorf("raftfsm: command of eleven items without a policy: %w", ck.ErrMalformed)
-	default:
-		*c = Command{Time: long.Time, AddBlocks: long.AddBlocks, Poll: long.Poll, Config: long.Config, TookOffice: long.TookOffice,
-			Retention: long.Retention, Watermark: long.Watermark, Operator: long.Operator, PreparePoll: long.PreparePoll, ClusterVersion: long.ClusterVersion, Policy: long.Policy}
-	}
-	return nil
+	return codec.Default.UnmarshalItems(data, 10, c.items()...)
+}
+
+// items lists the command's encoded fields, in order.
+func (c *Command) items() []any {
+	return []any{&c.Time, &c.AddBlocks, &c.Poll, &c.Config, &c.TookOffice, &c.Retention, &c.Watermark, &c.Operator,
+		&c.PreparePoll, &c.ClusterVersion, &c.Policy}
 }
 
 // AddBlocks adds a batch of newly written blocks: each enters the index
@@ -231,7 +165,6 @@ const (
 	// OpMark takes queued blocks out of compaction ("do not compact"): they
 	// are quarantined with the operator's Reason and no job, until an
 	// OpRequeue. Marking a block a job claims is refused, naming the job.
-	// From cluster version 4.
 	OpMark
 )
 
@@ -275,132 +208,42 @@ type Operator struct {
 	// By names who issued the command (an operator, a tool), as the
 	// host's authentication knows them: carried in the log, so every
 	// replica logs it with the command. At most MaxOperatorNameLen bytes
-	// of printable UTF-8; from cluster version 3 (an optional last CBOR
-	// item: a command without it keeps the earlier bytes).
+	// of printable UTF-8 (an optional CBOR item after Blocks).
 	By string
 	// Reason says why the blocks are marked (OpMark only): at most
-	// compactkit.MaxReasonLen bytes of printable UTF-8. From cluster
-	// version 4 (an optional CBOR item after By).
+	// compactkit.MaxReasonLen bytes of printable UTF-8 (an optional CBOR
+	// item after By).
 	Reason string
-	// All pauses or resumes every tenant (Tenant empty). From cluster
-	// version 5, where an empty Tenant without All names the empty tenant
-	// (the multi-tenant segments' and cleanup-only jobs'), as in
-	// [Retention] and [PolicyCommand]; before, an empty Tenant means
-	// every tenant. An optional CBOR item after Reason.
+	// All pauses or resumes every tenant (Tenant empty); an empty Tenant
+	// without All names the empty tenant (the multi-tenant segments' and
+	// cleanup-only jobs'), as in [Retention] and [PolicyCommand]. An
+	// optional CBOR item after Reason.
 	All bool
 }
 
 // MaxOperatorNameLen bounds [Operator.By].
 const MaxOperatorNameLen = 128
 
-// operatorFields is the encoding of an operator command without By.
-type operatorFields struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-}
-
-// operatorBy is the encoding of an operator command with By.
-type operatorBy struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-	By          string
-}
-
-// operatorReason is the encoding of an operator command with a Reason
-// (By may be empty).
-type operatorReason struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-	By          string
-	Reason      string
-}
-
-// operatorAll is the encoding of an operator command with All (By and
-// Reason may be empty).
-type operatorAll struct {
-	_           struct{} `cbor:",toarray"`
-	Action      OperatorAction
-	Tenant      string
-	Level       *uint32
-	Job         string
-	MaxFailures uint32
-	Blocks      []string
-	By          string
-	Reason      string
-	All         bool
-}
-
 // MarshalCBOR encodes the command as an array of six fields, seven with By,
-// eight with a Reason, or nine with All.
+// eight with a Reason, or nine with All: the optional fields are written
+// up to the last that is set.
 func (o Operator) MarshalCBOR() ([]byte, error) {
-	if o.All {
-		return codec.Default.Marshal(&operatorAll{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By, Reason: o.Reason, All: true})
-	}
-	if o.Reason != "" {
-		return codec.Default.Marshal(&operatorReason{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By, Reason: o.Reason})
-	}
-	if o.By == "" {
-		return codec.Default.Marshal(&operatorFields{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks})
-	}
-	return codec.Default.Marshal(&operatorBy{Action: o.Action, Tenant: o.Tenant, Level: o.Level, Job: o.Job, MaxFailures: o.MaxFailures, Blocks: o.Blocks, By: o.By})
+	return codec.Default.MarshalItems(6, o.items()...)
 }
 
-// UnmarshalCBOR decodes any encoding of [Operator.MarshalCBOR]; seven
-// fields with an empty By, eight with an empty Reason, or nine without
-// All, are malformed.
+// UnmarshalCBOR decodes [Operator.MarshalCBOR]'s encoding; seven fields
+// with an empty By, eight with an empty Reason, or nine without All, are
+// malformed.
 func (o *Operator) UnmarshalCBOR(data []byte) error {
-	const eightItems, nineItems = 0x88, 0x89 // CBOR arrays of eight and nine items
-	if len(data) > 0 && data[0] == nineItems {
-		var r operatorAll
-		if err := codec.Default.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("raftfsm: operator: %w", err)
-		}
-		if !r.All {
-			return fmt.Errorf("raftfsm: operator: nine fields without All: %w", ck.ErrMalformed)
-		}
-		*o = Operator{Action: r.Action, Tenant: r.Tenant, Level: r.Level, Job: r.Job, MaxFailures: r.MaxFailures, Blocks: r.Blocks, By: r.By, Reason: r.Reason, All: true}
-		return nil
-	}
-	if len(data) > 0 && data[0] == eightItems {
-		var r operatorReason
-		if err := codec.Default.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("raftfsm: operator: %w", err)
-		}
-		if r.Reason == "" {
-			return fmt.Errorf("raftfsm: operator: eight fields with an empty Reason: %w", ck.ErrMalformed)
-		}
-		*o = Operator{Action: r.Action, Tenant: r.Tenant, Level: r.Level, Job: r.Job, MaxFailures: r.MaxFailures, Blocks: r.Blocks, By: r.By, Reason: r.Reason}
-		return nil
-	}
-	var short operatorFields
-	var long operatorBy
-	tail, err := codec.Default.UnmarshalTail(data, 6, &short, &long)
-	switch {
-	case err != nil:
+	if err := codec.Default.UnmarshalItems(data, 6, o.items()...); err != nil {
 		return fmt.Errorf("raftfsm: operator: %w", err)
-	case !tail:
-		*o = Operator{Action: short.Action, Tenant: short.Tenant, Level: short.Level, Job: short.Job, MaxFailures: short.MaxFailures, Blocks: short.Blocks}
-	case long.By == "":
-		return fmt.Errorf("raftfsm: operator: seven fields with an empty By: %w", ck.ErrMalformed)
-	default:
-		*o = Operator{Action: long.Action, Tenant: long.Tenant, Level: long.Level, Job: long.Job, MaxFailures: long.MaxFailures, Blocks: long.Blocks, By: long.By}
 	}
 	return nil
+}
+
+// items lists the command's encoded fields, in order.
+func (o *Operator) items() []any {
+	return []any{&o.Action, &o.Tenant, &o.Level, &o.Job, &o.MaxFailures, &o.Blocks, &o.By, &o.Reason, &o.All}
 }
 
 // PreparePoll is the first entry of a two-commit poll: it changes nothing
@@ -427,37 +270,25 @@ func (c *Command) MarshalBinary() ([]byte, error) {
 	return c.MarshalVersion(CommandVersion)
 }
 
-// MarshalVersion encodes the command in the given command version (1 to
+// MarshalVersion encodes the command in the given command version (5 to
 // [CommandVersion]).
 func (c *Command) MarshalVersion(version byte) ([]byte, error) {
-	if version < 1 || version > CommandVersion {
-		return nil, fmt.Errorf("raftfsm: command version %d, this release writes 1 to %d: %w", version, CommandVersion, ErrClusterVersion)
-	}
-	if version < reasonsVersion && c.hasV3Fields() {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrClusterVersion)
-	}
-	if version < marksVersion && c.hasV4Fields() {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no mark (from version %d): %w", version, marksVersion, ErrClusterVersion)
-	}
-	if version < policiesVersion && c.hasV5Fields() {
-		return nil, fmt.Errorf("raftfsm: command version %d carries no policy and no operator's All (from version %d): %w", version, policiesVersion, ErrClusterVersion)
+	if version < oldestVersion || version > CommandVersion {
+		return nil, fmt.Errorf("raftfsm: command version %d, this release writes %d to %d: %w", version, oldestVersion, CommandVersion, ErrClusterVersion)
 	}
 	data, err := codec.Default.Encode(codec.KindCommand, version, c)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: command: %w", err)
 	}
-	if version >= 2 {
-		data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))
-	}
-	return data, nil
+	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli)), nil
 }
 
 // DecodeCommand decodes and validates a command encoded by
 // [Command.MarshalBinary] or [Command.MarshalVersion]. Malformed input
 // returns an error wrapping one of compactkit's sentinel errors
-// (compactkit.ErrChecksum for a version-2 command whose checksum does not
-// match, compactkit.ErrUnknownVersion for a version this release does not
-// read); it never panics.
+// (compactkit.ErrChecksum for a command whose checksum does not match,
+// compactkit.ErrUnknownVersion for a version this release does not read);
+// it never panics.
 func DecodeCommand(data []byte) (*Command, error) {
 	c, _, err := decodeCommand(data)
 	return c, err
@@ -470,65 +301,24 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("raftfsm: command: %w", err)
 	}
-	if version > CommandVersion {
-		return nil, version, fmt.Errorf("raftfsm: command version %d, this release reads 1 to %d: %w", version, CommandVersion, ck.ErrUnknownVersion)
+	if version < oldestVersion || version > CommandVersion {
+		return nil, version, fmt.Errorf("raftfsm: command version %d, this release reads %d to %d: %w", version, oldestVersion, CommandVersion, ck.ErrUnknownVersion)
 	}
-	if version >= 2 {
-		if len(data) < codec.HeaderSize+commandChecksumSize {
-			return nil, version, fmt.Errorf("raftfsm: command of %d bytes: %w", len(data), ck.ErrTruncated)
-		}
-		body, sum := data[:len(data)-commandChecksumSize], data[len(data)-commandChecksumSize:]
-		if got, want := binary.BigEndian.Uint32(sum), crc32.Checksum(body, castagnoli); got != want {
-			return nil, version, fmt.Errorf("raftfsm: command checksum %08x, computed %08x: %w", got, want, ck.ErrChecksum)
-		}
-		data = body
+	if len(data) < codec.HeaderSize+commandChecksumSize {
+		return nil, version, fmt.Errorf("raftfsm: command of %d bytes: %w", len(data), ck.ErrTruncated)
+	}
+	body, sum := data[:len(data)-commandChecksumSize], data[len(data)-commandChecksumSize:]
+	if got, want := binary.BigEndian.Uint32(sum), crc32.Checksum(body, castagnoli); got != want {
+		return nil, version, fmt.Errorf("raftfsm: command checksum %08x, computed %08x: %w", got, want, ck.ErrChecksum)
 	}
 	var c Command
-	if _, err := codec.Default.Decode(data, codec.KindCommand, func(byte) bool { return true }, &c); err != nil {
+	if _, err := codec.Default.Decode(body, codec.KindCommand, func(byte) bool { return true }, &c); err != nil {
 		return nil, version, fmt.Errorf("raftfsm: command: %w", err)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, version, err
 	}
-	if version < reasonsVersion && c.hasV3Fields() {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with a failure reason or operator name (from version %d): %w", version, reasonsVersion, ErrInvalidCommand)
-	}
-	if version < marksVersion && c.hasV4Fields() {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with a mark (from version %d): %w", version, marksVersion, ErrInvalidCommand)
-	}
-	if version < policiesVersion && c.hasV5Fields() {
-		return nil, version, fmt.Errorf("raftfsm: command version %d with a policy or an operator's All (from version %d): %w", version, policiesVersion, ErrInvalidCommand)
-	}
 	return &c, version, nil
-}
-
-// hasV5Fields reports whether c carries what version 5 brought: a policy
-// command, an operator command for every tenant said with All.
-func (c *Command) hasV5Fields() bool {
-	return c.Policy != nil || c.Operator != nil && c.Operator.All
-}
-
-// hasV4Fields reports whether c carries what version 4 brought: an
-// operator's mark and its reason.
-func (c *Command) hasV4Fields() bool {
-	return c.Operator != nil && (c.Operator.Action == OpMark || c.Operator.Reason != "")
-}
-
-// hasV3Fields reports whether c carries a field of version 3: a failure
-// reason in a poll, or an operator's name.
-func (c *Command) hasV3Fields() bool {
-	if c.Operator != nil && c.Operator.By != "" {
-		return true
-	}
-	if c.Poll == nil {
-		return false
-	}
-	for i := range c.Poll.Update.Changes {
-		if c.Poll.Update.Changes[i].Reason != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // MaxBlocksPerCommand bounds the blocks of one AddBlocks command.
@@ -587,8 +377,8 @@ func (c *Command) Validate() error {
 		}
 		return nil
 	default: // ClusterVersion
-		if v := c.ClusterVersion.Version; v < 1 || v > CommandVersion {
-			return fmt.Errorf("raftfsm: cluster version %d, this release writes 1 to %d: %w", v, CommandVersion, ErrClusterVersion)
+		if v := c.ClusterVersion.Version; v < oldestVersion || v > CommandVersion {
+			return fmt.Errorf("raftfsm: cluster version %d, this release writes %d to %d: %w", v, oldestVersion, CommandVersion, ErrClusterVersion)
 		}
 		return nil
 	}
@@ -653,8 +443,7 @@ func (o *Operator) validate() error {
 	}
 	switch o.Action {
 	case OpPause, OpResume:
-		// Every tenant (All, or an empty tenant before cluster version 5)
-		// and no level pause everything.
+		// Every tenant (All) and no level pause everything.
 		return nil
 	case OpRetry:
 		if o.Job != "" {

@@ -38,26 +38,25 @@ type Config struct {
 	// DefaultPollLogLeases lease durations.
 	PollLogTTL time.Duration
 	// MaxClockStep bounds how far ahead of the log's time (the time of the
-	// last applied entry) a command's time may be: from cluster version 2,
-	// Apply refuses a command stamped further ahead ([ErrClock]), and the
+	// last applied entry) a command's time may be: Apply refuses a command stamped further ahead ([ErrClock]), and the
 	// leader stamps no further ahead than that ([FSM.Encode]), so one
 	// leader with a clock far in the future cannot push the log's time
 	// there — which would freeze it for every later leader and expire
 	// every lease at once. After an idle period longer than the step, the
 	// log's time catches up by at most one step per command. Zero means
-	// [DefaultMaxClockStep]. Setting it needs cluster version 2.
+	// [DefaultMaxClockStep].
 	MaxClockStep time.Duration `cbor:",omitempty"`
 	// StartVersion is the cluster version of a state machine that has
 	// applied nothing: [New] reads it, nothing else does (config commands
 	// ignore it, and the cluster version moves only by
 	// [SetClusterVersion]). Zero means the newest, [CommandVersion]: a new
 	// log starts with every fix of this release. A replica that must replay,
-	// from its first entry, a log begun by an earlier release sets it to
-	// that release's version (1), so that it applies the old entries as the
-	// other replicas did.
+	// from its first entry, a log begun by an earlier release (5 or later)
+	// sets it to that release's version, so that it applies the old
+	// entries as the other replicas did.
 	StartVersion byte `cbor:"-"`
 	// Limits bound what one command may carry. Zero fields take the
-	// defaults of [DefaultLimits]. Setting them needs cluster version 2.
+	// defaults of [DefaultLimits].
 	Limits Limits `cbor:",omitempty"`
 }
 
@@ -65,7 +64,7 @@ type Config struct {
 // not — makes every replica do unbounded work or keeps a huge response in
 // the poll log. The leader refuses a request over a limit before any work
 // (Prepare, Encode), and Apply refuses a command over a limit, changing
-// nothing (from cluster version 2). A worker holding more jobs than
+// nothing. A worker holding more jobs than
 // MaxReports splits its reports across polls.
 type Limits struct {
 	// MaxReports bounds the status updates of one poll (a worker holds at
@@ -179,8 +178,8 @@ func (c *Config) Validate() error {
 	if l := c.Limits; l.MaxReports < 0 || l.MaxBlocks < 0 || l.MaxBlocks > MaxBlocksPerCommand || l.MaxDatasets < 0 || l.MaxOutputs < 0 {
 		return fmt.Errorf("raftfsm: config: limits %+v: %w", l, ErrInvalidConfig)
 	}
-	if c.StartVersion > CommandVersion {
-		return fmt.Errorf("raftfsm: config: start version %d, this release supports 1 to %d: %w", c.StartVersion, CommandVersion, ErrClusterVersion)
+	if c.StartVersion != 0 && (c.StartVersion < oldestVersion || c.StartVersion > CommandVersion) {
+		return fmt.Errorf("raftfsm: config: start version %d, this release supports %d to %d: %w", c.StartVersion, oldestVersion, CommandVersion, ErrClusterVersion)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package raftfsm_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"testing"
 
@@ -75,38 +77,35 @@ func TestCorruptEntryStopsReplica(t *testing.T) {
 	}
 }
 
-// Encode writes the version the cluster allows: version 1 until the
-// cluster version is raised, so that replicas of the previous release can
-// read every entry during a rolling upgrade.
-func TestEncodeFollowsClusterVersion(t *testing.T) {
-	cfg := testConfig()
-	cfg.StartVersion = 1
-	n := newNode(t, cfg)
-	cmd := addBlocks(blocks("a", "t1", 1, 2, t0))
-	data, err := n.f.Encode(cmd, t0)
+// Encode writes the version the cluster allows; nothing below version 5,
+// the first release's, is written, started at or read: a command with an
+// older version in its header is taken for damage.
+func TestVersionsStartAtFive(t *testing.T) {
+	n := newNode(t, testConfig())
+	require.Equal(t, raftfsm.CommandVersion, n.f.ClusterVersion())
+	data, err := n.f.Encode(addBlocks(blocks("a", "t1", 1, 2, t0)), t0)
 	require.NoError(t, err)
-	require.Equal(t, byte(1), data[3], "version-1 encoding at cluster version 1")
+	require.Equal(t, raftfsm.CommandVersion, data[3], "the header's version byte (magic, kind, version)")
+	require.Equal(t, raftfsm.SnapshotVersion, n.snapshot()[3])
+
+	for v := byte(1); v < 5; v++ {
+		_, err := addBlocks(blocks("b", "t1", 1, 2, t0)).MarshalVersion(v)
+		require.ErrorIs(t, err, raftfsm.ErrClusterVersion, "version %d", v)
+		cfg := testConfig()
+		cfg.StartVersion = v
+		_, err = raftfsm.New(cfg)
+		require.ErrorIs(t, err, raftfsm.ErrClusterVersion, "start version %d", v)
+		require.ErrorIs(t, (&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: v}}).Validate(), raftfsm.ErrClusterVersion)
+
+		old := append([]byte(nil), data...)
+		old[3] = v
+		body := old[:len(old)-4]
+		binary.BigEndian.PutUint32(old[len(old)-4:], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+		_, err = raftfsm.DecodeCommand(old)
+		require.ErrorIs(t, err, ck.ErrUnknownVersion, "version %d", v)
+	}
 	_, err = n.f.Apply(ck.Entry{Index: 1, Term: 1}, data)
 	require.NoError(t, err)
-
-	v2, err := addBlocks(blocks("b", "t1", 1, 2, t0)).MarshalVersion(2)
-	require.NoError(t, err)
-	before := n.snapshot()
-	_, err = n.f.Apply(ck.Entry{Index: 2, Term: 1}, v2)
-	require.ErrorIs(t, err, raftfsm.ErrClusterVersion, "a version-2 command before the upgrade is refused, as the previous release refuses it")
-	require.Equal(t, before, n.snapshot())
-
-	data, err = n.f.Encode(&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: 2}}, t0)
-	require.NoError(t, err)
-	require.Equal(t, byte(1), data[3])
-	_, err = n.f.Apply(ck.Entry{Index: 2, Term: 1}, data)
-	require.NoError(t, err)
-	data, err = n.f.Encode(addBlocks(blocks("b", "t1", 1, 2, t0)), t0)
-	require.NoError(t, err)
-	require.Equal(t, byte(2), data[3], "version-2 encoding once the cluster is upgraded")
-	_, err = n.f.Apply(ck.Entry{Index: 3, Term: 1}, data)
-	require.NoError(t, err)
-	require.Equal(t, byte(2), n.snapshot()[3], "and version-2 snapshots")
 }
 
 // plainReader hides every method but Read, as a host's snapshot file

@@ -46,9 +46,9 @@
 //
 // # Policies
 //
-// From cluster version 5, [PolicyCommand]s set scheduling policies (package
-// policy): a default and tenants' own priority classes, caps on jobs in
-// progress (per tenant and per shard), run windows, not-before times, backpressure thresholds and
+// [PolicyCommand]s set scheduling policies (package policy): a default and
+// tenants' own priority classes, caps on jobs in progress (per tenant and
+// per shard), run windows, not-before times, backpressure thresholds and
 // staleness thresholds, plus compact-now requests. They are replicated
 // state, in snapshots, judged in log time: a window is judged at the first
 // entry past its edge, and a policy applied between a poll's Prepare and
@@ -76,4 +76,21 @@
 // the previous state intact; they read exactly the snapshot's bytes, so it
 // can be one section of the host's own snapshot. [FSM.Capture] takes a
 // point-in-time copy for background persistence.
+//
+// # Versions and upgrades
+//
+// The cluster version is replicated state: what Apply does depends on it,
+// so that every replica applies an entry alike whatever release it runs.
+// The first release runs at cluster version 5 and reads commands of
+// version 5 and snapshots of version 4; older versions were never
+// released and are refused as unknown. A release that changes what Apply
+// does brings a new cluster version ([CommandVersion]) and keeps the
+// previous versions' behaviour: a state machine starts at
+// [Config.StartVersion] (the newest by default), writes commands in the
+// version the cluster allows ([FSM.Encode]) and snapshots in that
+// version's format, and moves to a newer version only at the entry that
+// raises it ([SetClusterVersion], sent once every replica runs the new
+// release). The cluster version never goes down. The golden files of
+// every version (testdata/golden) and the rolling-upgrade transcript
+// check that each version's bytes and behaviour stay as released.
 package raftfsm

@@ -56,9 +56,9 @@ type EntryError struct {
 }
 
 // Error names the package and the entry once: "raftfsm: entry 14: command
-// version 3 above the cluster version 2: raftfsm: unsupported cluster
-// version" reads "raftfsm: entry 14: command version 3 above the cluster
-// version 2: unsupported cluster version".
+// version 6 above the cluster version 5: raftfsm: unsupported cluster
+// version" reads "raftfsm: entry 14: command version 6 above the cluster
+// version 5: unsupported cluster version".
 func (e *EntryError) Error() string {
 	msg := strings.TrimPrefix(e.Err.Error(), "raftfsm: ")
 	return fmt.Sprintf("raftfsm: entry %d: %s", e.Index, strings.ReplaceAll(msg, ": raftfsm: ", ": "))

@@ -45,7 +45,7 @@ type state struct {
 	lastTerm       uint64
 	now            int64
 	clusterVersion byte
-	// policies are the scheduling policies (cluster version 5).
+	// policies are the scheduling policies.
 	policies *policies
 	// plannerHeld mirrors the holds the planner has of tenants at their
 	// cap or closed by their policy, at every level or at some (see
@@ -197,10 +197,8 @@ type Result struct {
 	// Blocks says, for an add-blocks command, what became of each block,
 	// in order.
 	Blocks []BlockResult
-	// Cancelled lists the jobs cancelled: by an operator, because
-	// retention dropped one of their sources, or — when the cluster
-	// version is raised to 2 — excluded cleanup-only jobs, which version 2
-	// removes.
+	// Cancelled lists the jobs cancelled: by an operator, or because
+	// retention dropped one of their sources.
 	Cancelled []string
 	// Dropped lists the blocks retention removed.
 	Dropped []string
@@ -268,17 +266,16 @@ type BlockResult struct {
 // applied index: every replica refuses it alike.
 //
 // An entry the replica cannot trust is different: a checksum mismatch, an
-// unknown command version, or (at cluster version 2) bytes that do not
-// decode mean that this replica's copy is damaged, and refusing it would
-// make the replica diverge from those that read it intact. The replica
+// unknown command version, or bytes whose header does not decode mean
+// that this replica's copy is damaged, and refusing it would make the
+// replica diverge from those that read it intact. The replica
 // stops instead: Apply returns an error wrapping [ErrCorrupt], and so does
 // every later Apply and Prepare, until a snapshot is restored. Apply never
 // panics on input.
 //
 // The effective time of the entry is max(previous time, command time), or
-// the entry's time for a command without one. From cluster version 2 it is
-// the only clock every component sees; at cluster version 1 the planner
-// also reads the entry's time, as the previous release did.
+// the entry's time for a command without one: the only clock every
+// component sees.
 func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
 	return f.applyData(e, data, false)
 }
@@ -287,7 +284,7 @@ func (f *FSM) Apply(e ck.Entry, data []byte) (*Result, error) {
 // applied at e.Time, the entry's time, instead of the time its proposer
 // stamped on it. The bucket log uses it to take time from the store's
 // clock. The usual rules hold: the state machine's time never goes back,
-// and from cluster version 2 an e.Time more than [Config.MaxClockStep]
+// and an e.Time more than [Config.MaxClockStep]
 // ahead of the log's time is refused, so the log bounds it first.
 func (f *FSM) ApplyAt(e ck.Entry, data []byte) (*Result, error) {
 	return f.applyData(e, data, true)
@@ -327,15 +324,14 @@ func (f *FSM) damaged(version byte, err error) bool {
 	switch {
 	case errors.Is(err, ck.ErrChecksum), errors.Is(err, ck.ErrUnknownVersion):
 		return true
-	case version >= 2:
+	case version != 0:
 		// The checksum matched: these are the bytes the leader wrote, and
 		// every replica refuses them alike.
 		return false
 	default:
-		// Without a checksum, damage and a bad command look the same.
-		// Leaders encode only commands that validate, so from cluster
-		// version 2 on, undecodable bytes are taken for damage.
-		return f.st.clusterVersion >= 2
+		// The header is unreadable: leaders write only commands with
+		// one, so the bytes are damaged.
+		return true
 	}
 }
 
@@ -370,8 +366,7 @@ func (f *FSM) ApplyCommand(e ck.Entry, cmd *Command) (*Result, error) {
 
 // Encode stamps cmd with the leader's time and encodes it for proposal: the
 // way a leader turns a command into the bytes of a log entry. The time is
-// now (the leader's clock), but never behind the log's time, and — from
-// cluster version 2 — never more than [Config.MaxClockStep] ahead of it (a
+// now (the leader's clock), but never behind the log's time, and never more than [Config.MaxClockStep] ahead of it (a
 // clock further ahead is logged); whatever time cmd carried is
 // overwritten. The encoding is the newest version the replicated cluster
 // version allows, so replicas of the previous release can read it during a
@@ -396,12 +391,11 @@ func (f *FSM) Encode(cmd *Command, now int64) ([]byte, error) {
 }
 
 // stampLocked returns the time the leader stamps on a command at its clock
-// now: max(now, log time), at most one clock step ahead of the log's time
-// from cluster version 2.
+// now: max(now, log time), at most one clock step ahead of the log's time.
 func (f *FSM) stampLocked(now int64) int64 {
 	st := f.st
 	t := max(now, st.now)
-	if st.clusterVersion >= 2 && st.now > 0 {
+	if st.now > 0 {
 		if limit := st.now + st.cfg.maxClockStep(); t > limit {
 			f.opts.log.Warn("raftfsm: leader clock ahead of the log's time by more than the clock step: stamping the limit",
 				"clock", time.Unix(0, now).UTC(), "log_time", time.Unix(0, st.now).UTC(), "max_clock_step", time.Duration(st.cfg.maxClockStep()))
@@ -417,18 +411,16 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	if t == 0 {
 		t = e.Time
 	}
-	if st.clusterVersion >= 2 && st.now > 0 && t-st.now > st.cfg.maxClockStep() {
+	if st.now > 0 && t-st.now > st.cfg.maxClockStep() {
 		return nil, &EntryError{Index: e.Index, Err: fmt.Errorf("command time %s is %s ahead of the log's time, limit %s: %w",
 			time.Unix(0, t).UTC().Format(time.RFC3339Nano), time.Duration(t-st.now), time.Duration(st.cfg.maxClockStep()), ErrClock)}
 	}
 	now := max(st.now, t)
-	if st.clusterVersion >= 2 {
-		// One clock: the components see the state machine's time, never
-		// the entry's own.
-		e.Time = now
-		if err := st.cfg.Limits.withDefaults().checkCommand(cmd); err != nil {
-			return nil, &EntryError{Index: e.Index, Err: err}
-		}
+	// One clock: the components see the state machine's time, never the
+	// entry's own.
+	e.Time = now
+	if err := st.cfg.Limits.withDefaults().checkCommand(cmd); err != nil {
+		return nil, &EntryError{Index: e.Index, Err: err}
 	}
 	res := &Result{Index: e.Index, Term: e.Term, Now: now}
 	broken := st.broken
@@ -474,8 +466,8 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 			err = fmt.Errorf("raftfsm: cluster version %d below the current %d: %w", cmd.ClusterVersion.Version, st.clusterVersion, ErrClusterVersion)
 		} else {
 			prev := st.clusterVersion
-			res.Cancelled = st.raiseVersion(cmd.ClusterVersion.Version)
-			if prev < policyGradesVersion {
+			st.raiseVersion(cmd.ClusterVersion.Version)
+			if prev < policyGradesVersion && st.clusterVersion >= policyGradesVersion {
 				// Every grade is judged again under version 6's rules.
 				st.regradeAll(now)
 			}
@@ -496,27 +488,11 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	return res, nil
 }
 
-// raiseVersion moves the cluster version to v (not below the current), and
-// brings the state to what the new version's Apply would have made of it:
-// from version 2, an excluded job's plan lists no tombstones (they went
-// back to the pool when it was excluded), and an excluded cleanup-only job
-// is removed. It returns the jobs removed.
-func (st *state) raiseVersion(v byte) (removed []string) {
-	if st.clusterVersion < 2 && v >= 2 {
-		for _, job := range st.sched.ExcludedJobs() {
-			if st.sched.DropTombstones(job) {
-				removed = append(removed, job)
-			}
-		}
-	}
-	before := st.clusterVersion
+// raiseVersion moves the cluster version to v (not below the current). A
+// version whose Apply would have made something else of the state brings
+// the state to it here, on every replica at the same entry.
+func (st *state) raiseVersion(v byte) {
 	st.clusterVersion = v
-	if before < policiesVersion && v >= policiesVersion {
-		// Classes order tenants from version 5: the default is Medium, so
-		// that an aged job (ranked first) goes ahead of level-0 jobs.
-		st.installPolicies()
-	}
-	return removed
 }
 
 func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result) {
@@ -526,14 +502,6 @@ func (st *state) applyAddBlocks(e ck.Entry, now int64, a *AddBlocks, res *Result
 		br := &res.Blocks[i]
 		br.ID = b.ID
 		if br.Err = st.index.Add(e, now, b); br.Err != nil {
-			continue
-		}
-		if b.Shard == ck.AnyShard && st.clusterVersion < crossShardVersion {
-			// Before cluster version 4 the planner refused the shard
-			// reserved for cross-shard keys, after the index took the
-			// block (RELIABILITY.md F6).
-			br.Err = fmt.Errorf("planner: enqueue: block %s: shard %d is reserved for cross-shard keys before cluster version %d: %w",
-				b.ID, b.Shard, crossShardVersion, ck.ErrInconsistent)
 			continue
 		}
 		br.Queued, br.Err = st.planner.Enqueue(e, b)
@@ -580,11 +548,6 @@ func (st *state) applyConfig(cfg *Config) error {
 	// comes first and changes nothing on error.
 	if err := cfg.Validate(); err != nil {
 		return err
-	}
-	if st.clusterVersion < 2 && (cfg.MaxClockStep != 0 || cfg.Limits != (Limits{})) {
-		// A version-1 snapshot has no room for them: replicas restored
-		// from one would forget them.
-		return fmt.Errorf("raftfsm: config: max clock step and limits need cluster version 2, the cluster is at %d: %w", st.clusterVersion, ErrClusterVersion)
 	}
 	if err := st.planner.SetConfig(cfg.Planner); err != nil {
 		return err
@@ -657,19 +620,13 @@ func (st *state) applyRetention(e ck.Entry, now int64, r *Retention, res *Result
 func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) error {
 	switch o.Action {
 	case OpPause, OpResume:
-		// Every tenant is said with All from cluster version 5; before,
-		// with an empty tenant.
-		rule := scheduler.PauseRule{Tenant: o.Tenant, AllTenants: o.All || o.Tenant == "" && st.clusterVersion < policiesVersion, AllLevels: o.Level == nil}
+		rule := scheduler.PauseRule{Tenant: o.Tenant, AllTenants: o.All, AllLevels: o.Level == nil}
 		if o.Level != nil {
 			rule.Level = *o.Level
 		}
 		st.sched.SetPause(rule, o.Action == OpPause)
 	case OpRetry:
-		retry := st.sched.Retry
-		if st.clusterVersion >= reasonsVersion {
-			retry = func(e ck.Entry, now int64, job string) (int, error) { return st.sched.RetryRecorded(e, now, job, o.By) }
-		}
-		n, err := retry(e, now, o.Job)
+		n, err := st.sched.Retry(e, now, o.Job, o.By)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrOperator, err)
 		}
@@ -704,9 +661,6 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 		res.Count = n
 		st.regradeIDs(now, o.Blocks)
 	case OpMark:
-		if st.clusterVersion < marksVersion {
-			return fmt.Errorf("%w: marks need cluster version %d, the cluster is at %d: %w", ErrOperator, marksVersion, st.clusterVersion, ErrClusterVersion)
-		}
 		// The planner finds a block under its key: the index's metadata
 		// says which. A block that is not live is refused.
 		metas := make([]ck.BlockMeta, len(o.Blocks))

@@ -10,7 +10,6 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 func goldenSeeds(f *testing.F, pattern string) {
@@ -81,7 +80,7 @@ func FuzzRestore(f *testing.F) {
 // speaks only of the jobs it reported and of new assignments.
 func FuzzPollPath(f *testing.F) {
 	n := pollPathState(f)
-	jobs, _ := n.f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 100)
+	jobs, _ := n.f.Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 100)
 	require.NotEmpty(f, jobs)
 	seed := func(req *ck.PollRequest) {
 		data, err := req.MarshalBinary()

@@ -14,7 +14,6 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -53,53 +52,47 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 	run("max-failures", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpSetMaxFailures, MaxFailures: 5}})
 	run("retry", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}})
 	run("retention", &raftfsm.Command{Retention: &raftfsm.Retention{Tenant: "t2", Before: t0 + int64(2*time.Second)}})
-	if version >= 3 {
-		// A failure with its reason, kept with the job from version 3.
-		run("add-blocks-t3", addBlocks(blocks("c", "t3", 3, 4, t0)))
-		job := n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 1}).Jobs[0]
-		n.advance(time.Second)
-		cmd, err := n.f.Prepare(&ck.PollRequest{WorkerID: "w3", Seq: 2, Updates: []ck.StatusUpdate{
-			{Job: job.Job, Token: job.Token, Status: ck.ReportFailure, Reason: "merge: disk full"},
-		}}, n.now)
-		require.NoError(t, err)
-		require.Equal(t, "merge: disk full", cmd.Poll.Update.Changes[0].Reason)
-		fr := run("poll-failure", cmd)
-		require.True(t, fr.Changes[0].Applied, fr.Changes[0].Reason)
+	// A failure with its reason, kept with the job.
+	run("add-blocks-t3", addBlocks(blocks("c", "t3", 3, 4, t0)))
+	job = n.poll(&ck.PollRequest{WorkerID: "w3", Seq: 1, FreeSlots: 1}).Jobs[0]
+	n.advance(time.Second)
+	cmd, err = n.f.Prepare(&ck.PollRequest{WorkerID: "w3", Seq: 2, Updates: []ck.StatusUpdate{
+		{Job: job.Job, Token: job.Token, Status: ck.ReportFailure, Reason: "merge: disk full"},
+	}}, n.now)
+	require.NoError(t, err)
+	require.Equal(t, "merge: disk full", cmd.Poll.Update.Changes[0].Reason)
+	fr := run("poll-failure", cmd)
+	require.True(t, fr.Changes[0].Applied, fr.Changes[0].Reason)
+	// Level-1 blocks with AnyShard, as a cross-shard job writes them:
+	// queued.
+	bs := blocks("d", "t4", ck.AnyShard, 2, t0)
+	for i := range bs {
+		bs[i].Level = 1
 	}
-	if version >= 4 {
-		// Level-1 blocks with AnyShard, as a cross-shard job writes them:
-		// queued from version 4.
-		bs := blocks("d", "t4", ck.AnyShard, 2, t0)
-		for i := range bs {
-			bs[i].Level = 1
-		}
-		r := run("add-blocks-any-shard", addBlocks(bs))
-		for _, br := range r.Blocks {
-			require.NoError(t, br.Err)
-			require.True(t, br.Queued, br.ID)
-		}
-		// An operator's mark: a quarantined block without a job.
-		r = run("mark", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: []string{bs[0].ID},
-			Reason: "legal hold", By: "alice"}})
-		require.Equal(t, 1, r.Count)
+	r := run("add-blocks-any-shard", addBlocks(bs))
+	for _, br := range r.Blocks {
+		require.NoError(t, br.Err)
+		require.True(t, br.Queued, br.ID)
 	}
-	if version >= 5 {
-		// Scheduling policies: a tenant's own, the default, a compact-now
-		// request and a backpressure grade, all in the snapshot.
-		run("policy-set", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "t1", By: "alice",
-			Policy: &policy.Tenant{Class: policy.Low, MaxInProgress: 2, NotBefore: t0,
-				Run:        policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.WorkingDays, Start: 9 * 60, End: 17 * 60, Offset: 60}}},
-				Pressure:   policy.Thresholds{SlowBlocks: policy.Limit{On: 2, Off: 1}, StopReadyBatches: policy.Limit{On: 1 << 20, Off: 1 << 19}},
-				StaleAfter: time.Hour}}})
-		run("policy-default", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true,
-			Policy: &policy.Tenant{Class: policy.High}}})
-		run("compact-now", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyCompactNow, Tenant: "t5", Level: &lvl}})
-		// Every tenant said with All, and the empty tenant by itself.
-		run("pause-all", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpPause, All: true, Level: ptr(uint32(2))}})
-		run("pause-empty-tenant", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpPause}})
-		r := run("add-blocks-t1", addBlocks(blocks("e", "t1", 5, 3, t0)))
-		require.Equal(t, policy.Slow, r.Blocks[0].Pressure)
-	}
+	// An operator's mark: a quarantined block without a job.
+	r = run("mark", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: []string{bs[0].ID},
+		Reason: "legal hold", By: "alice"}})
+	require.Equal(t, 1, r.Count)
+	// Scheduling policies: a tenant's own, the default, a compact-now
+	// request and a backpressure grade, all in the snapshot.
+	run("policy-set", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "t1", By: "alice",
+		Policy: &policy.Tenant{Class: policy.Low, MaxInProgress: 2, NotBefore: t0,
+			Run:        policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.WorkingDays, Start: 9 * 60, End: 17 * 60, Offset: 60}}},
+			Pressure:   policy.Thresholds{SlowBlocks: policy.Limit{On: 2, Off: 1}, StopReadyBatches: policy.Limit{On: 1 << 20, Off: 1 << 19}},
+			StaleAfter: time.Hour}}})
+	run("policy-default", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true,
+		Policy: &policy.Tenant{Class: policy.High}}})
+	run("compact-now", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyCompactNow, Tenant: "t5", Level: &lvl}})
+	// Every tenant said with All, and the empty tenant by itself.
+	run("pause-all", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpPause, All: true, Level: ptr(uint32(2))}})
+	run("pause-empty-tenant", &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpPause}})
+	r = run("add-blocks-t1", addBlocks(blocks("e", "t1", 5, 3, t0)))
+	require.Equal(t, policy.Slow, r.Blocks[0].Pressure)
 	out := map[string][]byte{}
 	for name, c := range cmds {
 		data, err := c.MarshalVersion(version)
@@ -112,16 +105,15 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 func ptr[T any](v T) *T { return &v }
 
 // TestGolden checks that this release reads the snapshots and commands of
-// every earlier one: the files in testdata/golden/vN decode, re-encode to
-// the same bytes, and a restored snapshot re-snapshots to the same bytes.
-// It also checks that at cluster version N this release writes exactly
-// what the release that wrote the files did: testdata/golden/v1 was
-// written by the previous release, so a replica of this one at cluster
-// version 1 behaves byte for byte as that release. Run with -update only
-// when the newest format changes on purpose; never rewrite an older
-// release's files.
+// every cluster version from the first release's (5) on: the files in
+// testdata/golden/vN decode, re-encode to the same bytes, and a restored
+// snapshot re-snapshots to the same bytes. It also checks that at cluster
+// version N this release writes exactly what the release that wrote the
+// files did, so that a replica of this one at cluster version N behaves
+// byte for byte as that release. Run with -update only when the newest
+// format changes on purpose; never rewrite an older release's files.
 func TestGolden(t *testing.T) {
-	for version := byte(1); version <= raftfsm.CommandVersion; version++ {
+	for version := raftfsm.OldestVersion; version <= raftfsm.CommandVersion; version++ {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) { testGolden(t, version) })
 	}
 }
@@ -145,18 +137,14 @@ func testGolden(t *testing.T, version byte) {
 	require.NoError(t, f.Snapshot(&again))
 	require.Equal(t, golden, again.Bytes(), "golden snapshot re-snapshots to the same bytes")
 	require.Equal(t, snap, golden, "this release writes the golden snapshot for the golden scenario")
-	jobs, _ := f.Jobs(scheduler.Filter{}, "", 0)
+	jobs, _ := f.Jobs(raftfsm.JobFilter{}, "", 0)
 	var reasons []string
 	for _, js := range jobs {
 		if js.LastFailure != "" {
 			reasons = append(reasons, js.LastFailure)
 		}
 	}
-	if version >= 3 {
-		require.Equal(t, []string{"merge: disk full"}, reasons, "the failure record survives the snapshot")
-	} else {
-		require.Empty(t, reasons, "no failure records before cluster version 3")
-	}
+	require.Equal(t, []string{"merge: disk full"}, reasons, "the failure record survives the snapshot")
 
 	files, err := filepath.Glob(filepath.Join(dir, "command-*.bin"))
 	require.NoError(t, err)

@@ -55,9 +55,9 @@ func (n *node) apply(cmd *raftfsm.Command) (*raftfsm.Result, error) {
 	if cmd.Time == 0 {
 		cmd.Time = n.now
 	}
-	data, err := cmd.MarshalVersion(max(n.version, 1))
-	if n.version == 0 {
-		data, err = cmd.MarshalBinary()
+	data, err := cmd.MarshalBinary()
+	if n.version != 0 {
+		data, err = cmd.MarshalVersion(n.version)
 	}
 	require.NoError(n.t, err)
 	n.index++

@@ -16,10 +16,6 @@ import (
 	"github.com/compactkit/compactkit/policy"
 )
 
-// policiesVersion is the first command and cluster version with
-// scheduling policies (the Policy command).
-const policiesVersion byte = 5
-
 // policyGradesVersion is the first cluster version that grades a tenant's
 // backpressure again on every change of its queue (retention, marks,
 // requeues, cancellations, failures, as well as added blocks and claims),
@@ -167,23 +163,6 @@ type policyExtras struct {
 	MaxPerShard   uint32
 }
 
-func (l *policyExtras) empty() bool {
-	return len(l.Levels) == 0 && len(l.Runs) == 0 && l.ShardPressure == [8]int64{} && l.MaxPerShard == 0
-}
-
-// policyWithLevels is the encoding of a policy with extras.
-type policyWithLevels struct {
-	_             struct{} `cbor:",toarray"`
-	Class         uint8
-	MaxInProgress uint32
-	Mode          uint8
-	Windows       []windowRec
-	NotBefore     int64
-	Pressure      [8]int64
-	StaleAfter    int64
-	Extras        policyExtras
-}
-
 type levelRec struct {
 	_          struct{} `cbor:",toarray"`
 	Level      uint32
@@ -203,31 +182,23 @@ type levelRunRec struct {
 // MarshalCBOR encodes the policy as an array of seven items, or eight
 // with extras.
 func (r policyRec) MarshalCBOR() ([]byte, error) {
-	f := &r.policyFields
-	if r.policyExtras.empty() {
-		return codec.Default.Marshal(f)
-	}
-	return codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Mode: f.Mode, Windows: f.Windows,
-		NotBefore: f.NotBefore, Pressure: f.Pressure, StaleAfter: f.StaleAfter, Extras: r.policyExtras})
+	return codec.Default.MarshalItems(7, r.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding of [policyRec.MarshalCBOR]; eight
-// items without extras are malformed.
+// UnmarshalCBOR decodes [policyRec.MarshalCBOR]'s encoding; eight items
+// without extras are malformed.
 func (r *policyRec) UnmarshalCBOR(data []byte) error {
-	var long policyWithLevels
-	tail, err := codec.Default.UnmarshalTail(data, 7, &r.policyFields, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		r.policyExtras = policyExtras{}
-	case long.Extras.empty():
-		return fmt.Errorf("raftfsm: policy of eight items without extras: %w", ck.ErrMalformed)
-	default:
-		*r = policyRec{policyFields: policyFields{Class: long.Class, MaxInProgress: long.MaxInProgress, Mode: long.Mode, Windows: long.Windows,
-			NotBefore: long.NotBefore, Pressure: long.Pressure, StaleAfter: long.StaleAfter}, policyExtras: long.Extras}
+	if err := codec.Default.UnmarshalItems(data, 7, r.items()...); err != nil {
+		return fmt.Errorf("raftfsm: policy: %w", err)
 	}
 	return nil
+}
+
+// items lists the policy's encoded fields, in order: the extras are one
+// item.
+func (r *policyRec) items() []any {
+	f := &r.policyFields
+	return []any{&f.Class, &f.MaxInProgress, &f.Mode, &f.Windows, &f.NotBefore, &f.Pressure, &f.StaleAfter, &r.policyExtras}
 }
 
 type windowRec struct {

@@ -44,9 +44,9 @@ func TestPolicyRecordLevels(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, short, data)
 
-	f := recordPolicy(&plain).policyFields
+	// Eight items whose extras are empty are malformed.
 	for _, levels := range [][]levelRec{nil, {}} {
-		bad, err := codec.Default.Marshal(&policyWithLevels{Class: f.Class, MaxInProgress: f.MaxInProgress, Extras: policyExtras{Levels: levels}})
+		bad, err := codec.Default.Marshal(append(rec.items()[:7], &policyExtras{Levels: levels}))
 		require.NoError(t, err)
 		var r policyRec
 		require.ErrorIs(t, codec.Default.Unmarshal(bad, &r), ck.ErrMalformed)

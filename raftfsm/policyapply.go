@@ -1,7 +1,6 @@
 package raftfsm
 
 import (
-	"fmt"
 	"slices"
 
 	ck "github.com/compactkit/compactkit"
@@ -13,9 +12,6 @@ import (
 // applyPolicy applies a policy command: the policy state changes, then
 // the components follow (see sync).
 func (st *state) applyPolicy(e ck.Entry, now int64, p *PolicyCommand, res *Result) error {
-	if st.clusterVersion < policiesVersion {
-		return fmt.Errorf("%w: policies need cluster version %d, the cluster is at %d: %w", ErrOperator, policiesVersion, st.clusterVersion, ErrClusterVersion)
-	}
 	ps := st.policies
 	switch p.Action {
 	case PolicySet:
@@ -64,13 +60,9 @@ func (st *state) rejudge(now int64) {
 	st.follow(now, changed, all, true)
 }
 
-// installPolicies brings fresh components (new, restored, or a cluster
-// raised to version 5) in line with the policy state, judged at the
-// state's time.
+// installPolicies brings fresh components (new or restored) in line with
+// the policy state, judged at the state's time.
 func (st *state) installPolicies() {
-	if st.clusterVersion < policiesVersion {
-		return
-	}
 	st.policies.judge(st.now)
 	st.follow(st.now, st.policies.names, true, false)
 }
@@ -178,7 +170,7 @@ func (st *state) afterPoll(now int64, results []scheduler.Result) {
 	}
 	if claimed && len(ps.compact) > 0 {
 		ps.compact = slices.DeleteFunc(ps.compact, func(c planner.Force) bool {
-			return !st.planner.Queued(c.Tenant, c.AllTenants, c.Level, c.AllLevels, c.Before)
+			return !st.planner.Queued(c)
 		})
 	}
 }

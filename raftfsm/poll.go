@@ -24,12 +24,6 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		}
 	}
 	tx := st.sched.Begin(e, now, p.Update.TokenIndex)
-	if st.clusterVersion >= 2 {
-		tx.CheckWorkers()
-	}
-	if st.clusterVersion >= reasonsVersion {
-		tx.KeepReasons()
-	}
 	res.Changes = make([]ChangeResult, len(p.Update.Changes))
 	results := make([]scheduler.Result, len(p.Update.Changes))
 	for i := range p.Update.Changes {
@@ -63,7 +57,7 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 			cr.Replace = st.commit(e, now, c, r.Plan)
 		case ck.ChangeEvict:
 			reason := fmt.Sprintf("excluded after %d failures, evicted from a full queue", r.Before.Failures)
-			if r.Before.LastFailure != "" { // from cluster version 3
+			if r.Before.LastFailure != "" {
 				reason = fmt.Sprintf("excluded after %d failures (last: %s), evicted from a full queue", r.Before.Failures, r.Before.LastFailure)
 			}
 			if !r.Plan.CleanupOnly() { // a cleanup-only job claims nothing
@@ -77,12 +71,12 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		if r.After.Status == ck.StatusExcluded {
 			cr.Excluded = true
 			// An excluded job never runs until an operator retries it:
-			// its tombstones go back to the pool for another job. From
-			// cluster version 2 its plan forgets them too, so that a
-			// retry does not hand them out a second time (a cleanup-only
-			// job, left with nothing to do, is removed).
+			// its tombstones go back to the pool for another job. Its plan
+			// forgets them too, so that a retry does not hand them out a
+			// second time (a cleanup-only job, left with nothing to do, is
+			// removed).
 			st.index.Detach(c.Job)
-			if st.clusterVersion >= 2 && st.sched.DropTombstones(c.Job) {
+			if st.sched.DropTombstones(c.Job) {
 				log.Info("raftfsm: excluded cleanup-only job removed; its tombstones go to another job", "entry", e.Index, "job", c.Job)
 			}
 		}
@@ -157,12 +151,6 @@ func (st *state) commit(e ck.Entry, now int64, c *ck.Change, plan *ck.JobPlan) *
 		if rr.Applied {
 			st.invariant(st.planner.Complete(c.Job), "completion of "+c.Job)
 			for i := range c.Outputs {
-				if c.Outputs[i].Shard == ck.AnyShard && st.clusterVersion < crossShardVersion {
-					// The output of a cross-shard job: before cluster
-					// version 4 it is not queued again and stays at its
-					// level (RELIABILITY.md F6).
-					continue
-				}
 				// The index validated the outputs; the planner keeps
 				// those below the final level.
 				_, err := st.planner.Enqueue(e, &c.Outputs[i])
@@ -250,7 +238,7 @@ func (st *state) answerUnchanged(reply *ck.JobReply, worker string, at int64) {
 	}
 	js, _, ok := st.sched.Job(reply.Job)
 	if ok && js.Status == ck.StatusInProgress && js.Token == reply.Token && js.Deadline >= at &&
-		(st.clusterVersion < 2 || js.Worker == worker) {
+		js.Worker == worker {
 		reply.Outcome, reply.Deadline = ck.OutcomeRenewed, js.Deadline
 		reply.Lease = time.Duration(js.Deadline - at)
 		return

@@ -79,11 +79,8 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 		return cmd, nil
 	}
 	// Ownership is the token and the worker: tokens are log indexes,
-	// public and guessable. (Apply checks it too from cluster version 2.)
-	sv := st.sched.Schedule(now).CheckWorkers()
-	if st.clusterVersion >= reasonsVersion {
-		sv.KeepReasons()
-	}
+	// public and guessable (Apply checks it too).
+	sv := st.sched.Schedule(now)
 	if st.clusterVersion >= capFreedVersion {
 		sv.FreeCaps()
 	}

@@ -109,7 +109,7 @@ func (f *FSM) Stats() Stats {
 	return Stats{
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(), BrokenInvariants: st.broken,
-		SkippedChanges: st.skipped, Planner: st.planner.StatsAt(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
+		SkippedChanges: st.skipped, Planner: st.planner.Stats(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
 		Pressure: st.pressure(), ShardPressure: st.shardPressure(), Alarms: st.alarms(),
 	}
 }
@@ -145,7 +145,7 @@ func (st *state) alarms() []StaleAlarm {
 		return nil
 	}
 	var out []StaleAlarm
-	for _, ts := range st.planner.TenantsAt(st.now) {
+	for _, ts := range st.planner.Tenants(st.now) {
 		d := ps.of(ts.Tenant).StaleAfter
 		if d > 0 && ts.Queued > 0 && ts.Lag > d {
 			out = append(out, StaleAlarm{Tenant: ts.Tenant, Level: ts.Level, Oldest: ts.Oldest, Since: ts.Oldest + int64(d)})
@@ -226,14 +226,25 @@ func (f *FSM) ClusterVersion() byte {
 	return f.st.clusterVersion
 }
 
+// JobFilter selects the jobs [FSM.Jobs] lists: every field set must
+// match.
+type JobFilter struct {
+	// Tenant, if set, selects the jobs of that tenant.
+	Tenant *string
+	// Level, if set, selects the jobs of that level.
+	Level *uint32
+	// Status, if not zero, selects the jobs with that status.
+	Status ck.JobStatus
+}
+
 // Jobs lists jobs that match the filter, a page at a time (see
 // scheduler.Scheduler.List for the cursor and limit rules). A job's worker
 // is shown by its public name ([compactkit.PublicWorkerName]): a worker's
 // ID is its credential and never leaves the state machine.
-func (f *FSM) Jobs(flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string) {
+func (f *FSM) Jobs(flt JobFilter, cursor string, limit int) ([]ck.JobState, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	jobs, next := f.st.sched.List(flt, cursor, limit)
+	jobs, next := f.st.sched.List(scheduler.Filter(flt), cursor, limit)
 	for i := range jobs {
 		publicWorkers(&jobs[i])
 	}
@@ -267,23 +278,33 @@ func publicWorkers(js *ck.JobState) {
 	}
 }
 
+// QuarantinedBlock is a block taken out of compaction: by the eviction of
+// the job that held it (Job and Reason say which and why), or by an
+// operator's mark (Job empty, Reason the operator's). Since is the log
+// time it was quarantined, Arrived the log time it was first queued; the
+// other fields are the block's and its compaction key's.
+type QuarantinedBlock planner.QuarantinedBlock
+
 // Quarantined lists quarantined blocks, a page at a time (see
-// planner.Planner.Quarantined).
-func (f *FSM) Quarantined(cursor string, limit int) ([]planner.QuarantinedBlock, string) {
+// planner.Planner.Quarantined for the cursor and limit rules).
+func (f *FSM) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st.planner.Quarantined(cursor, limit)
+	qs, next := f.st.planner.Quarantined(cursor, limit)
+	out := make([]QuarantinedBlock, len(qs))
+	for i := range qs {
+		out[i] = QuarantinedBlock(qs[i])
+	}
+	return out, next
 }
 
-// Index returns a read-only, copy-on-write view of the block index for
-// queries (blocks of a tenant over a time range, read amplification,
-// tombstones). Opening it is O(1); it may be used on any goroutine. Close
-// it when done: while a view is open, the index copies the parts of its
-// trees the view may read before changing them.
-func (f *FSM) Index() *index.View {
+// Index returns a read-only view of the block index for queries (blocks
+// of a tenant over a time range, read amplification, tombstones). Opening
+// it is O(1); it may be used on any goroutine. Close it when done.
+func (f *FSM) Index() *IndexView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st.index.View()
+	return &IndexView{v: f.st.index.View()}
 }
 
 // Tenants returns the compaction lag and debt of every tenant and level
@@ -292,5 +313,5 @@ func (f *FSM) Index() *index.View {
 func (f *FSM) Tenants() []planner.TenantStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st.planner.TenantsAt(f.st.now)
+	return f.st.planner.Tenants(f.st.now)
 }

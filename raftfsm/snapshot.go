@@ -15,20 +15,25 @@ import (
 )
 
 // SnapshotVersion is the newest version of the snapshot stream this
-// release writes. Restore reads every version up to it. A state machine
-// writes the version of its cluster version (see snapshotVersion), so that
-// a replica of the previous release can install its leader's snapshot
-// during a rolling upgrade. Version 3 is laid out as version 2; its
-// sections may be in newer versions of their own (the scheduler's failure
-// records). Version 4 (cluster version 5) adds the scheduling policies
-// after the poll log: the header counts them, and frames hold the
+// release writes. Restore reads every version from the first release's, 4
+// (written at cluster version 5), up to it. A state machine writes the
+// version of its cluster version (every cluster version so far writes
+// version 4), so that a replica of the previous release can install its
+// leader's snapshot during a rolling upgrade. Its
+// sections may be in versions of their own (the scheduler's failure
+// records, the planner's marks). The header is followed by the counts of
+// the scheduling policies, the poll log, then the policies' frames: the
 // tenants' policies, the compact-now requests and the backpressure grades.
 const SnapshotVersion byte = 4
+
+// oldestSnapshotVersion is the oldest snapshot version this release
+// reads: the one the first release writes.
+const oldestSnapshotVersion byte = 4
 
 // pollsPerFrame bounds the poll-log records of one snapshot frame.
 const pollsPerFrame = 256
 
-// snapshotHeader is the first frame of a version-2 or version-3 snapshot.
+// snapshotHeader is the first frame of a snapshot.
 type snapshotHeader struct {
 	_              struct{} `cbor:",toarray"`
 	LastApplied    uint64
@@ -41,50 +46,12 @@ type snapshotHeader struct {
 	Limits         [4]int // MaxReports, MaxBlocks, MaxDatasets, MaxOutputs
 }
 
-// snapshotHeaderV1 is the first frame of a version-1 snapshot.
-type snapshotHeaderV1 struct {
-	_              struct{} `cbor:",toarray"`
-	LastApplied    uint64
-	LastTerm       uint64
-	Now            int64
-	ClusterVersion byte
-	PollLogTTL     int64
-	Workers        int
-}
-
-// snapshotVersion returns the snapshot version a state at the given
-// cluster version writes: the cluster version up to 3, 3 at cluster
-// version 4 (whose changes live in the sections), 4 from cluster version 5.
-func snapshotVersion(clusterVersion byte) byte {
-	switch {
-	case clusterVersion <= 3:
-		return clusterVersion
-	case clusterVersion == 4:
-		return 3
-	default:
-		return 4
-	}
-}
-
-// snapshotPolicies is the second part of a version-4 header: the default
+// snapshotPolicies is the second part of the header: the default
 // policy and the counts of the policy frames that follow the poll log. It
 // is an array of four items, or of five with shard grades (written only
 // when there are some: a state without keeps the bytes of the first
 // release with policies).
 type snapshotPolicies struct {
-	policiesHeader
-	ShardGrades int
-}
-
-type policiesHeader struct {
-	_       struct{} `cbor:",toarray"`
-	Default policyRec
-	Tenants int
-	Compact int
-	Grades  int
-}
-
-type policiesHeaderShards struct {
 	_           struct{} `cbor:",toarray"`
 	Default     policyRec
 	Tenants     int
@@ -96,29 +63,18 @@ type policiesHeaderShards struct {
 // MarshalCBOR encodes the header as four items, or five with shard
 // grades.
 func (h snapshotPolicies) MarshalCBOR() ([]byte, error) {
-	if h.ShardGrades == 0 {
-		return codec.Default.Marshal(&h.policiesHeader)
-	}
-	return codec.Default.Marshal(&policiesHeaderShards{Default: h.Default, Tenants: h.Tenants, Compact: h.Compact, Grades: h.Grades, ShardGrades: h.ShardGrades})
+	return codec.Default.MarshalItems(4, h.items()...)
 }
 
-// UnmarshalCBOR decodes either encoding; five items with no shard grade
-// are malformed.
+// UnmarshalCBOR decodes [snapshotPolicies.MarshalCBOR]'s encoding; five
+// items with no shard grade are malformed.
 func (h *snapshotPolicies) UnmarshalCBOR(data []byte) error {
-	var long policiesHeaderShards
-	tail, err := codec.Default.UnmarshalTail(data, 4, &h.policiesHeader, &long)
-	switch {
-	case err != nil:
-		return err
-	case !tail:
-		h.ShardGrades = 0
-	case long.ShardGrades <= 0:
-		return fmt.Errorf("raftfsm: policies header of five items with %d shard grades: %w", long.ShardGrades, ck.ErrMalformed)
-	default:
-		*h = snapshotPolicies{policiesHeader: policiesHeader{Default: long.Default, Tenants: long.Tenants, Compact: long.Compact, Grades: long.Grades},
-			ShardGrades: long.ShardGrades}
-	}
-	return nil
+	return codec.Default.UnmarshalItems(data, 4, h.items()...)
+}
+
+// items lists the header's encoded fields, in order.
+func (h *snapshotPolicies) items() []any {
+	return []any{&h.Default, &h.Tenants, &h.Compact, &h.Grades, &h.ShardGrades}
 }
 
 // tenantPolicyRec is a tenant's own policy in a snapshot.
@@ -180,8 +136,7 @@ func (f *FSM) Snapshot(w io.Writer) error {
 }
 
 func (st *state) writeHeader(w io.Writer) error {
-	version := snapshotVersion(st.clusterVersion)
-	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSnapshot, version)
+	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSnapshot, SnapshotVersion)
 	if err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
@@ -192,23 +147,14 @@ func (st *state) writeHeader(w io.Writer) error {
 		MaxClockStep: int64(st.cfg.MaxClockStep),
 		Limits:       [4]int{st.cfg.Limits.MaxReports, st.cfg.Limits.MaxBlocks, st.cfg.Limits.MaxDatasets, st.cfg.Limits.MaxOutputs},
 	}
-	var hv any = &h
-	if version == 1 {
-		hv = &snapshotHeaderV1{
-			LastApplied: h.LastApplied, LastTerm: h.LastTerm, Now: h.Now,
-			ClusterVersion: h.ClusterVersion, PollLogTTL: h.PollLogTTL, Workers: h.Workers,
-		}
-	}
-	if err := sw.Encode(hv); err != nil {
+	if err := sw.Encode(&h); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
-	if version >= 4 {
-		ps := st.policies
-		h := snapshotPolicies{policiesHeader: policiesHeader{Default: recordPolicy(&ps.def), Tenants: len(ps.names), Compact: len(ps.compact), Grades: len(ps.grades)},
-			ShardGrades: len(ps.shardGrades)}
-		if err := sw.Encode(&h); err != nil {
-			return fmt.Errorf("raftfsm: snapshot: %w", err)
-		}
+	ps := st.policies
+	ph := snapshotPolicies{Default: recordPolicy(&ps.def), Tenants: len(ps.names), Compact: len(ps.compact), Grades: len(ps.grades),
+		ShardGrades: len(ps.shardGrades)}
+	if err := sw.Encode(&ph); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	for len(recs) > 0 {
 		n := min(len(recs), pollsPerFrame)
@@ -217,10 +163,8 @@ func (st *state) writeHeader(w io.Writer) error {
 		}
 		recs = recs[n:]
 	}
-	if version >= 4 {
-		if err := st.policies.writeFrames(sw); err != nil {
-			return fmt.Errorf("raftfsm: snapshot: %w", err)
-		}
+	if err := st.policies.writeFrames(sw); err != nil {
+		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	if err := sw.Close(); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
@@ -331,31 +275,20 @@ func readState(r io.Reader) (*state, error) {
 		return nil, fmt.Errorf("raftfsm: restore: %w", err)
 	}
 	version := sr.Version()
-	if version > SnapshotVersion {
-		return nil, fmt.Errorf("raftfsm: restore: snapshot version %d, this release reads 1 to %d: %w", version, SnapshotVersion, ck.ErrUnknownVersion)
+	if version < oldestSnapshotVersion || version > SnapshotVersion {
+		return nil, fmt.Errorf("raftfsm: restore: snapshot version %d, this release reads %d to %d: %w", version, oldestSnapshotVersion, SnapshotVersion, ck.ErrUnknownVersion)
 	}
 	var h snapshotHeader
-	if version == 1 {
-		var h1 snapshotHeaderV1
-		if err := sr.Decode(&h1); err != nil {
-			return nil, fmt.Errorf("raftfsm: restore: header: %w", restoreErr(err))
-		}
-		h = snapshotHeader{
-			LastApplied: h1.LastApplied, LastTerm: h1.LastTerm, Now: h1.Now,
-			ClusterVersion: h1.ClusterVersion, PollLogTTL: h1.PollLogTTL, Workers: h1.Workers,
-		}
-	} else if err := sr.Decode(&h); err != nil {
+	if err := sr.Decode(&h); err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: header: %w", restoreErr(err))
 	}
-	if h.ClusterVersion < 1 || h.ClusterVersion > CommandVersion || snapshotVersion(h.ClusterVersion) != version ||
+	if h.ClusterVersion < oldestVersion || h.ClusterVersion > CommandVersion ||
 		h.PollLogTTL < 0 || h.Workers < 0 || h.Now < 0 || h.MaxClockStep < 0 {
 		return nil, fmt.Errorf("raftfsm: restore: header %+v of a version %d snapshot: %w", h, version, ck.ErrMalformed)
 	}
 	var ph snapshotPolicies
-	if version >= 4 {
-		if err := sr.Decode(&ph); err != nil {
-			return nil, fmt.Errorf("raftfsm: restore: policies: %w", restoreErr(err))
-		}
+	if err := sr.Decode(&ph); err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: policies: %w", restoreErr(err))
 	}
 	polls := newPollLog()
 	prev := ""
@@ -380,10 +313,8 @@ func readState(r io.Reader) (*state, error) {
 		}
 	}
 	ps := newPolicies()
-	if version >= 4 {
-		if err := ps.readFrames(sr, &ph); err != nil {
-			return nil, fmt.Errorf("raftfsm: restore: policies: %w", restoreErr(err))
-		}
+	if err := ps.readFrames(sr, &ph); err != nil {
+		return nil, fmt.Errorf("raftfsm: restore: policies: %w", restoreErr(err))
 	}
 	if err := sr.Finish(); err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: %w", restoreErr(err))

@@ -166,7 +166,7 @@ var answerKeys = []string{"last applied", "cluster version", "config", "jobs", "
 
 // answers returns what f answers to each query.
 func answers(f *raftfsm.FSM) map[string]any {
-	jobs, _ := f.Jobs(scheduler.Filter{}, "", 0)
+	jobs, _ := f.Jobs(raftfsm.JobFilter{}, "", 0)
 	var plans []ck.JobPlan
 	for _, js := range jobs {
 		_, p, _ := f.Job(js.Name)

@@ -88,7 +88,7 @@ func WithBackoff(d time.Duration) ClientOption {
 // each time, so that a poll is retried with its sequence number — until
 // the call succeeds, is refused, its retry budget ([WithRetryFor]) is
 // spent or its context ends. A refusal returns an error wrapping
-// worker.ErrRejected. It is safe for concurrent use.
+// ck.ErrRejected. It is safe for concurrent use.
 type Client struct {
 	hc             *http.Client
 	copts          []connect.ClientOption
@@ -242,7 +242,7 @@ func call[Resp any](ctx context.Context, c *Client, op string, f func(context.Co
 		code := connect.CodeOf(err)
 		if ce := asConnect(err); ce != nil {
 			if (code == connect.CodeInvalidArgument || code == connect.CodeFailedPrecondition) && refusalReason(ce) != "" {
-				return nil, fmt.Errorf("rpc: %s at %s: %w: %w", op, base, worker.ErrRejected, err)
+				return nil, fmt.Errorf("rpc: %s at %s: %w: %w", op, base, ck.ErrRejected, err)
 			}
 			if nl := notLeaderDetail(ce); code == connect.CodeUnavailable && nl != nil && hops <= 2*len(c.peers) {
 				if u, uerr := baseURL(nl.GetLeaderUrl()); uerr == nil && u != base {

@@ -42,7 +42,7 @@
 // The [Client] follows NotLeader answers, retries the other codes above
 // that allow it with the same request (a poll keeps its sequence number)
 // within its context and retry budget, and turns a refusal into an error
-// wrapping worker.ErrRejected. It asks for uncompressed answers: the
+// wrapping compactkit.ErrRejected. It asks for uncompressed answers: the
 // handler compresses only for a caller that asks, and compressing a poll's
 // answer costs the leader, which serialises every poll, more than the
 // bytes cost the network.

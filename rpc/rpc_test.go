@@ -24,7 +24,6 @@ import (
 	pb "github.com/compactkit/compactkit/rpc/gen/compactkit/v1"
 	"github.com/compactkit/compactkit/rpc/gen/compactkit/v1/compactkitv1connect"
 	"github.com/compactkit/compactkit/rpc/internal/rpctest"
-	"github.com/compactkit/compactkit/worker"
 )
 
 func TestMaxMessageBytesIsTheDecodeLimit(t *testing.T) {
@@ -110,7 +109,7 @@ func TestListBlocksPages(t *testing.T) {
 	}
 	require.Equal(t, []string{"a", "b", "c", "d"}, ids)
 	_, _, err := c.ListBlocks(context.Background(), "", 0)
-	require.ErrorIs(t, err, worker.ErrRejected)
+	require.ErrorIs(t, err, ck.ErrRejected)
 }
 
 // A retried poll (same sequence number) is answered from the poll log and
@@ -173,10 +172,10 @@ func TestNotLeaderWithoutURLTriesPeers(t *testing.T) {
 	only := client(t, []string{fsrv.URL})
 	_, err := only.Poll(context.Background(), &ck.PollRequest{WorkerID: "w-1", Seq: 1})
 	require.Equal(t, connect.CodeUnavailable, connect.CodeOf(err))
-	require.NotErrorIs(t, err, worker.ErrRejected)
+	require.NotErrorIs(t, err, ck.ErrRejected)
 }
 
-// Refusals come back as worker.ErrRejected with their code, and change
+// Refusals come back as ck.ErrRejected with their code, and change
 // nothing.
 func TestRefusals(t *testing.T) {
 	n := newNode(t, nil)
@@ -193,24 +192,24 @@ func TestRefusals(t *testing.T) {
 		"bad job name":   {WorkerID: "w-1", Seq: 1, Updates: []ck.StatusUpdate{{Job: "a/b", Token: 3, Status: ck.ReportInProgress}}},
 	} {
 		_, err := c.Poll(ctx, req)
-		require.ErrorIs(t, err, worker.ErrRejected, name)
+		require.ErrorIs(t, err, ck.ErrRejected, name)
 		require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err), name)
 		require.Equal(t, ReasonInvalid, refusalReason(asConnect(err)), name)
 	}
 	_, err := c.AddBlocks(ctx, []ck.BlockMeta{{ID: "../escape", Tenant: "acme"}})
-	require.ErrorIs(t, err, worker.ErrRejected)
+	require.ErrorIs(t, err, ck.ErrRejected)
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
 	_, err = c.AddBlocks(ctx, nil)
-	require.ErrorIs(t, err, worker.ErrRejected)
+	require.ErrorIs(t, err, ck.ErrRejected)
 	require.Equal(t, entries, n.Log.Len(), "nothing appended")
 
 	// A poll older than the worker's latest: the leader refuses it as
-	// the worker's fault (leader.Classify: worker.ErrRejected).
+	// the worker's fault (leader.Classify: ck.ErrRejected).
 	_, err = c.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 5})
 	require.NoError(t, err)
 	entries = n.Log.Len()
 	_, err = c.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 4})
-	require.ErrorIs(t, err, worker.ErrRejected)
+	require.ErrorIs(t, err, ck.ErrRejected)
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
 	require.Equal(t, entries, n.Log.Len())
 }
@@ -369,7 +368,7 @@ func TestCodeTable(t *testing.T) {
 		reason string
 	}{
 		{ck.ErrInvalidID, connect.CodeInvalidArgument, ReasonInvalid},
-		{worker.ErrRejected, connect.CodeInvalidArgument, ReasonInvalid},
+		{ck.ErrRejected, connect.CodeInvalidArgument, ReasonInvalid},
 		{raftfsm.ErrStaleRequest, connect.CodeFailedPrecondition, ReasonConflict},
 		{raftfsm.ErrOperator, connect.CodeFailedPrecondition, ReasonConflict},
 		{context.DeadlineExceeded, connect.CodeUnavailable, ""},
@@ -394,7 +393,7 @@ func (conflictHandler) Poll(context.Context, *connect.Request[pb.PollRequest]) (
 	return nil, refusal(connect.CodeFailedPrecondition, ReasonConflict, errors.New("state says no"))
 }
 
-// The client turns a refusal with its ErrorInfo into worker.ErrRejected,
+// The client turns a refusal with its ErrorInfo into ck.ErrRejected,
 // and does not retry it; a bare FAILED_PRECONDITION (from a proxy, say)
 // is not a refusal of the leader's.
 func TestClientRefusal(t *testing.T) {
@@ -408,7 +407,7 @@ func TestClientRefusal(t *testing.T) {
 	_, h := compactkitv1connect.NewLeaderServiceHandler(conflictHandler{}, connect.WithInterceptors(count))
 	srv := serve(t, h)
 	_, err := client(t, []string{srv.URL}).Poll(context.Background(), &ck.PollRequest{WorkerID: "w", Seq: 1})
-	require.ErrorIs(t, err, worker.ErrRejected)
+	require.ErrorIs(t, err, ck.ErrRejected)
 	require.Equal(t, connect.CodeFailedPrecondition, connect.CodeOf(err))
 	require.Equal(t, 1, calls)
 
@@ -416,7 +415,7 @@ func TestClientRefusal(t *testing.T) {
 	srv = serve(t, h)
 	_, err = client(t, []string{srv.URL}).Poll(context.Background(), &ck.PollRequest{WorkerID: "w", Seq: 1})
 	require.Equal(t, connect.CodeUnimplemented, connect.CodeOf(err))
-	require.NotErrorIs(t, err, worker.ErrRejected)
+	require.NotErrorIs(t, err, ck.ErrRejected)
 }
 
 // An answer lost after the poll was applied: the client sends the same

@@ -45,12 +45,6 @@ type Tx struct {
 	now   int64
 	token fencing.Token
 	stale string // non-empty: every change is skipped as a stale entry, for this reason
-	// byWorker makes ownership the token and the worker (see
-	// Tx.CheckWorkers).
-	byWorker bool
-	// reasons makes failed and abandoned attempts leave a failure record
-	// (see Tx.KeepReasons).
-	reasons bool
 	// removed holds the jobs an applied change of this entry removed, with
 	// their version before the entry. (The version before the entry of a
 	// job changed by this entry is in its record: see job.pre.)
@@ -89,28 +83,6 @@ func (s *Scheduler) Begin(e ck.Entry, now int64, tokenIndex uint64) *Tx {
 	return tx
 }
 
-// CheckWorkers makes the transaction check the worker as well as the token
-// of renewals, completions, failures and releases: a change from any other
-// worker than the job's is skipped ("no lease"), whatever token it
-// carries. Tokens are log indexes, public and easy to guess; worker IDs
-// are not shown (see compactkit.PublicWorkerName). The state machine
-// enables it from cluster version 2; before, ownership is the token alone.
-func (tx *Tx) CheckWorkers() *Tx {
-	tx.byWorker = true
-	return tx
-}
-
-// KeepReasons makes the transaction record, with every failed or abandoned
-// attempt, why it ended and when (compactkit.JobState.LastFailure and
-// FailedAt): the reason of a fail change ([ReasonUnstated] if it has none),
-// or [ReasonLeaseExpired] for an expired lease reassigned or excluded. The
-// state machine enables it from cluster version 3; before, jobs keep no
-// failure record (and snapshots stay in the section's first version).
-func (tx *Tx) KeepReasons() *Tx {
-	tx.reasons = true
-	return tx
-}
-
 // The failure records the scheduler writes itself.
 const (
 	// ReasonLeaseExpired records an attempt whose lease expired.
@@ -119,25 +91,21 @@ const (
 	ReasonUnstated = "failure reported without a reason"
 )
 
-// recordFailure sets nj's failure record, if the transaction keeps them.
+// recordFailure sets nj's failure record: why its attempt ended and when
+// (compactkit.JobState.LastFailure and FailedAt), [ReasonUnstated] for a
+// failure reported without a reason.
 func (tx *Tx) recordFailure(nj *job, reason string) {
-	if !tx.reasons {
-		return
-	}
 	if reason == "" {
 		reason = ReasonUnstated
 	}
 	nj.st.LastFailure, nj.st.FailedAt = ck.ClipReason(reason), tx.now
 }
 
-// event appends an event to nj's history, if the transaction keeps
-// records (cluster version 3); the oldest events beyond
+// event appends an event to nj's history; the oldest events beyond
 // compactkit.MaxJobHistory are dropped. The history is copied, never
 // appended to in place: the previous record of the job shares it.
 func (tx *Tx) event(nj *job, kind ck.JobEventKind, token fencing.Token, worker, detail string) {
-	if tx.reasons {
-		nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ck.ClipReason(detail)})
-	}
+	nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ck.ClipReason(detail)})
 }
 
 // appendEvent returns a new history: h and ev, at most MaxJobHistory.
@@ -311,7 +279,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		if !owns {
 			return tx.skip(&r, SkippedNoLease, "%s with token %d", j.st.Status, c.Token)
 		}
-		if tx.byWorker && c.Worker != j.st.Worker {
+		if c.Worker != j.st.Worker {
 			return tx.skip(&r, SkippedNoLease, "held by another worker")
 		}
 		switch c.Kind {
@@ -452,17 +420,6 @@ func (s *Scheduler) DropTombstones(name string) (removed bool) {
 	return false
 }
 
-// ExcludedJobs returns the names of the excluded jobs, in the order of
-// the exclusion index (deterministic).
-func (s *Scheduler) ExcludedJobs() []string {
-	var names []string
-	s.excluded.Ascend(func(j *job) bool {
-		names = append(names, j.st.Name)
-		return true
-	})
-	return names
-}
-
 // ExtendLeases pushes the deadline of every in-progress job to at least
 // now + LeaseDuration, and returns how many deadlines moved. The state
 // machine calls it for a new leader's first command, so that an election
@@ -520,22 +477,12 @@ func (s *Scheduler) ExtendLeases(e ck.Entry, now int64) int {
 }
 
 // Retry returns excluded jobs to the queue on an operator's request:
-// unassigned, failures reset. name names one job; "" retries every excluded
-// job. It returns how many jobs it retried. An unknown job returns an error
-// wrapping [ErrUnknownJob], a job that is not excluded one wrapping
-// [ErrNotExcluded].
-func (s *Scheduler) Retry(e ck.Entry, now int64, name string) (int, error) {
-	return s.retry(e, now, name, false, "")
-}
-
-// RetryRecorded is Retry that also records the retry in the jobs'
-// histories, naming who retried them (by may be empty). The state machine
-// uses it from cluster version 3.
-func (s *Scheduler) RetryRecorded(e ck.Entry, now int64, name, by string) (int, error) {
-	return s.retry(e, now, name, true, by)
-}
-
-func (s *Scheduler) retry(e ck.Entry, now int64, name string, record bool, by string) (int, error) {
+// unassigned, failures reset, the retry recorded in each job's history
+// naming who asked for it (by may be empty). name names one job; "" retries
+// every excluded job. It returns how many jobs it retried. An unknown job
+// returns an error wrapping [ErrUnknownJob], a job that is not excluded one
+// wrapping [ErrNotExcluded].
+func (s *Scheduler) Retry(e ck.Entry, now int64, name, by string) (int, error) {
 	var jobs []*job
 	if name != "" {
 		j := s.get(name)
@@ -557,9 +504,7 @@ func (s *Scheduler) retry(e ck.Entry, now int64, name string, record bool, by st
 		nj.st.Status = ck.StatusUnassigned
 		nj.st.Failures = 0
 		nj.st.Version = e.Index
-		if record {
-			nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ck.ClipReason(by)})
-		}
+		nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ck.ClipReason(by)})
 		s.replace(j, nj)
 		s.counters.Retried++
 	}

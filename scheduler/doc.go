@@ -34,8 +34,9 @@
 // A job's token is the log index of the entry that created it or last
 // assigned it (the prepare entry's index in two-commit mode); an assignment's
 // token must be greater than the previous assignment's. A worker owns a job
-// while it is in progress and the worker's token equals the job's
-// ([fencing.Owns]). The lease deadline is the entry's time plus
+// while it is in progress, the job is assigned to it and the worker's token
+// equals the job's ([fencing.Owns]): tokens are log indexes, public and easy
+// to guess, worker IDs are not shown (see compactkit.PublicWorkerName). The lease deadline is the entry's time plus
 // Config.LeaseDuration; a lease has expired when now > deadline.
 // [Scheduler.ExtendLeases] gives every running job a full lease when a new
 // leader takes office. Every applied change sets the job's version to the

@@ -199,7 +199,14 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 	st := j.st
 	inProgress := st.Status == ck.StatusInProgress
 	expired := inProgress && tx.now > st.Deadline
-	owns := inProgress && c.Token == st.Token
+	owns := inProgress && c.Token == st.Token && c.Worker == st.Worker
+	// event appends to the history (a new slice: j.st shares the old).
+	event := func(kind ck.JobEventKind, token fencing.Token, worker, detail string) {
+		st.History = mEvent(st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ck.ClipReason(detail)})
+	}
+	failed := func(reason string) {
+		st.LastFailure, st.FailedAt = ck.ClipReason(cmp.Or(reason, scheduler.ReasonUnstated)), tx.now
+	}
 	r := mResult{applied: true}
 	switch c.Kind {
 	case ck.ChangeAssign:
@@ -211,6 +218,8 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 		}
 		if expired {
 			st.Failures++
+			failed(scheduler.ReasonLeaseExpired)
+			event(ck.EventLeaseExpired, st.Token, st.Worker, "")
 			r.prevToken = st.Token
 			m.c.Reassigned++
 		} else {
@@ -218,12 +227,16 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 		}
 		st.Status, st.Token, st.Worker = ck.StatusInProgress, tx.token, c.Worker
 		st.Deadline = lease.Grant(tx.now, m.cfg.LeaseDuration)
+		event(ck.EventAssigned, tx.token, c.Worker, "")
 	case ck.ChangeExclude:
 		if !expired || !m.atLimit(st.Failures) {
 			return skip()
 		}
 		st.Status = ck.StatusExcluded
 		st.Failures++
+		failed(scheduler.ReasonLeaseExpired)
+		event(ck.EventLeaseExpired, st.Token, st.Worker, "")
+		event(ck.EventExcluded, 0, "", "")
 		r.prevToken = st.Token
 		m.c.Excluded++
 	case ck.ChangeRenew:
@@ -245,8 +258,11 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 		if !owns {
 			return skip()
 		}
+		failed(c.Reason)
+		event(ck.EventFailed, st.Token, st.Worker, st.LastFailure)
 		if m.atLimit(st.Failures) {
 			st.Status = ck.StatusExcluded
+			event(ck.EventExcluded, 0, "", "")
 			m.c.Excluded++
 		} else {
 			st.Status = ck.StatusUnassigned
@@ -259,6 +275,7 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 			return skip()
 		}
 		st.Status = ck.StatusUnassigned
+		event(ck.EventReleased, st.Token, st.Worker, "")
 		r.prevToken = j.st.Token
 		m.c.Released++
 	case ck.ChangeEvict:
@@ -303,11 +320,19 @@ func (m *model) extendLeases(now int64) int {
 	return n
 }
 
-func (m *model) retry(e ck.Entry, name string) int {
+// mEvent returns a new history: h and ev, the oldest events beyond
+// compactkit.MaxJobHistory dropped.
+func mEvent(h []ck.JobEvent, ev ck.JobEvent) []ck.JobEvent {
+	out := append(slices.Clone(h), ev)
+	return slices.Clip(out[max(0, len(out)-ck.MaxJobHistory):])
+}
+
+func (m *model) retry(e ck.Entry, now int64, name, by string) int {
 	n := 0
 	for _, j := range m.jobs {
 		if j.st.Status == ck.StatusExcluded && (name == "" || name == j.st.Name) {
 			j.st.Status, j.st.Failures, j.st.Version = ck.StatusUnassigned, 0, e.Index
+			j.st.History = mEvent(j.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ck.ClipReason(by)})
 			n++
 			m.c.Retried++
 		}
@@ -366,7 +391,7 @@ func (m *model) schedule(now int64) *mSched {
 
 func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
 	j := ms.m.jobs[u.Job]
-	if j == nil || ms.touched[u.Job] || j.st.Status != ck.StatusInProgress || j.st.Token != u.Token {
+	if j == nil || ms.touched[u.Job] || j.st.Status != ck.StatusInProgress || j.st.Token != u.Token || j.st.Worker != worker {
 		return false
 	}
 	if u.ValidateFor(&j.plan) != nil { // stricter than the scheduler; reports here are otherwise valid
@@ -388,8 +413,11 @@ func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
 		}
 	}
 	c := ck.Change{Kind: kind, Job: u.Job, Version: j.st.Version, Token: u.Token, Worker: worker}
-	if kind == ck.ChangeComplete {
+	switch kind {
+	case ck.ChangeComplete:
 		c.Outputs = u.Outputs
+	case ck.ChangeFail:
+		c.Reason = ck.ClipReason(u.Reason)
 	}
 	ms.changes = append(ms.changes, c)
 	return true

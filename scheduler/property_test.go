@@ -518,10 +518,11 @@ func TestSchedulerModel(t *testing.T) {
 					slices.Sort(excluded)
 					name = rapid.SampledFrom(excluded).Draw(t, "job")
 				}
+				by := rapid.SampledFrom([]string{"", "alice"}).Draw(t, "by")
 				e := st.entry()
-				n, err := st.s.Retry(e, st.now, name)
+				n, err := st.s.Retry(e, st.now, name, by)
 				require.NoError(t, err)
-				require.Equal(t, st.m.retry(e, name), n)
+				require.Equal(t, st.m.retry(e, st.now, name, by), n)
 			},
 			"pause": func(t *rapid.T) {
 				tenant := rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "tenant")

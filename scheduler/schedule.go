@@ -35,10 +35,6 @@ type Schedule struct {
 	plans   []ck.JobPlan // storage for added plans
 	heads   []head       // cached index heads
 	headBuf [4]head      // first heads, without an allocation
-	// byWorker makes ownership the token and the worker (CheckWorkers).
-	byWorker bool
-	// reasons makes fail changes carry the report's reason (KeepReasons).
-	reasons bool
 	// freeCaps makes the jobs in progress this schedule ends count off
 	// their tenant's caps (FreeCaps); freed lists the capped tenants it
 	// ended jobs of, in order, and freedJobs the unassigned jobs of theirs
@@ -153,21 +149,6 @@ func (s *Scheduler) Schedule(now int64) *Schedule {
 	v := s.frozen()
 	sc := &Schedule{v: v, now: now, size: v.byName.Len()}
 	sc.heads = sc.headBuf[:0]
-	return sc
-}
-
-// CheckWorkers makes UpdateJob accept a report only from the worker the
-// job is assigned to, as well as with its token (see Tx.CheckWorkers).
-func (sc *Schedule) CheckWorkers() *Schedule {
-	sc.byWorker = true
-	return sc
-}
-
-// KeepReasons makes UpdateJob carry a failure report's reason, clipped by
-// compactkit.ClipReason, in its fail change, for a transaction that keeps
-// them (see Tx.KeepReasons). Without it fail changes carry no reason.
-func (sc *Schedule) KeepReasons() *Schedule {
-	sc.reasons = true
 	return sc
 }
 
@@ -397,8 +378,10 @@ func (sc *Schedule) Capacity(freeSlots int32) int {
 // UpdateJob turns a worker's status report into a change: renew (in
 // progress), complete (success), fail (failure) or release (released). It
 // appends the change and returns true only when the worker holds the job:
-// the job is in progress and the report's token is the job's token
-// ([fencing.Owns]), and this schedule has not already changed it. Otherwise
+// the job is in progress, assigned to the worker, and the report's token is
+// the job's token ([fencing.Owns]), and this schedule has not already
+// changed it. A failure's change carries the report's reason, clipped by
+// compactkit.ClipReason. Otherwise
 // it returns false and changes nothing: the answer is "no lease", or
 // "completed" if [Schedule.CompletedToken] equals the report's token.
 //
@@ -414,7 +397,7 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 	}
 	j := sc.base(u.Job)
 	if j == nil || sc.isTouched(j) || !fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, u.Token) ||
-		sc.byWorker && j.st.Worker != worker {
+		j.st.Worker != worker {
 		return false
 	}
 	if u.Status == ck.ReportSuccess && len(j.plan.Sources) > 0 && len(u.Outputs) == 0 {
@@ -428,9 +411,7 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 		c.Kind, c.Outputs = ck.ChangeComplete, u.Outputs
 	case ck.ReportFailure:
 		c.Kind = ck.ChangeFail
-		if sc.reasons {
-			c.Reason = ck.ClipReason(u.Reason)
-		}
+		c.Reason = ck.ClipReason(u.Reason)
 	case ck.ReportReleased:
 		c.Kind = ck.ChangeRelease
 	default:

@@ -52,8 +52,8 @@ const (
 	// SkippedBelowFailureLimit: an exclude of a job whose abandoned attempt
 	// does not reach the failure limit.
 	SkippedBelowFailureLimit
-	// SkippedNoLease: a renew, complete, fail or release whose token (or,
-	// with Tx.CheckWorkers, worker) is not the job's attempt in progress.
+	// SkippedNoLease: a renew, complete, fail or release whose token or
+	// worker is not the job's attempt in progress.
 	SkippedNoLease
 	// SkippedNotExcluded: an evict of a job that is not excluded.
 	SkippedNotExcluded

@@ -14,10 +14,8 @@ import (
 // Versions of the scheduler's snapshot section. Version 2 adds the jobs'
 // failure records and histories (see compactkit.JobState.LastFailure and
 // History) in frames of their own after the completions. A scheduler
-// writes version 2 only when some job has such a record — never before
-// cluster version 3, which is when the
-// state machine starts keeping them — so until then its bytes are those
-// every earlier release writes and reads.
+// writes version 2 only when some job has such a record: a state without
+// one is written in version 1.
 const (
 	snapshotV1      byte = 1
 	snapshotV2      byte = 2

@@ -49,7 +49,7 @@ import (
 //	                                     operator commands and upkeep, each one entry
 //	job <job> | jobs [tenant=] [level=] [status=] [limit=N]
 //	list [cursor=C|next] [limit=N]      one page; next is the cursor the last list returned
-//	stats | paused <tenant> <level> | owns <job> <token> | completed <job>
+//	stats | paused <tenant> <level> | owns <job> <token> [worker=W] | completed <job>
 //	policy [default|clear] [tenant=T] [rank=R] [cap=N] [shardcap=N] [closed=BOOL]
 //	                                     SetTenantPolicy (from the tenant's effective
 //	                                     policy so changed), SetDefaultPolicy (from the
@@ -105,161 +105,20 @@ func (e *env) handle(c *transcript.Command) string {
 	case "advance":
 		e.now += int64(c.ParseDuration(e.pos(c, 0)))
 		fmt.Fprintf(&b, "now=%s", e.rel(e.now))
-	case "add":
-		sc := e.s.Schedule(e.now)
-		for _, p := range e.plans(c) {
-			if !sc.AddJob(p) {
-				fmt.Fprintf(&b, "add %s: refused\n", p.Name)
-			}
-		}
-		e.results(&b, sc.Update(), e.entry(), 0)
-	case "poll":
-		w := e.pos(c, 0)
-		sc := e.s.Schedule(e.now)
-		for _, spec := range c.Vals("report") {
-			u := e.report(c, spec, true)
-			if !sc.UpdateJob(w, &u) {
-				fmt.Fprintf(&b, "report %s: refused\n", spec)
-			}
-		}
-		for range sc.Capacity(int32(c.Int("slots", 0))) {
-			if !sc.AssignJob(w) {
-				break
-			}
-		}
-		u := sc.Update()
-		if c.Has("changes") {
-			for _, ch := range u.Changes {
-				b.WriteString("change: " + change(&ch) + "\n")
-			}
-		}
-		e.results(&b, u, e.entry(), 0)
-	case "open":
-		e.scheds[e.pos(c, 0)] = e.s.Schedule(e.now)
-	case "on":
-		e.on(c, &b)
-	case "update":
-		name := e.pos(c, 0)
-		u := e.sched(c, name).Update()
-		e.updates[name] = &u
-		for _, ch := range u.Changes {
-			b.WriteString(change(&ch) + "\n")
-		}
-	case "change":
-		e.change(c)
-	case "apply":
-		u, ok := e.updates[e.pos(c, 0)]
-		if !ok {
-			c.Fatalf("no update %s", e.pos(c, 0))
-		}
-		var en ck.Entry
-		switch ix := c.Str("index", ""); ix {
-		case "":
-			en = e.entry()
-		case "same":
-			en = e.last
-		default:
-			i, err := strconv.ParseUint(ix, 10, 64)
-			if err != nil {
-				c.Fatalf("index: %v", err)
-			}
-			en = ck.Entry{Index: i, Term: 1, Time: e.now}
-		}
-		e.results(&b, *u, en, uint64(c.Int("token-index", int64(u.TokenIndex))))
-	case "cancel":
-		r, err := e.s.Cancel(e.entry(), e.now, e.pos(c, 0))
-		if err != nil {
-			fmt.Fprintf(&b, "error: %v", err)
-			break
-		}
-		b.WriteString(e.result(r, e.pos(c, 0)))
-	case "retry":
-		name := ""
-		if p := c.Positional(); len(p) > 0 {
-			name = p[0]
-		}
-		n, err := e.s.Retry(e.entry(), e.now, name)
-		if err != nil {
-			fmt.Fprintf(&b, "error: %v", err)
-			break
-		}
-		fmt.Fprintf(&b, "retried %d", n)
 	case "pause", "resume":
 		// No tenant: every tenant; no level: every level.
 		r := scheduler.PauseRule{Tenant: c.Str("tenant", ""), AllTenants: !c.Has("tenant"), AllLevels: !c.Has("level")}
 		r.Level = uint32(c.Int("level", 0))
 		e.entry() // a pause is an entry of the log
 		e.s.SetPause(r, c.Name == "pause")
-	case "extend":
-		fmt.Fprintf(&b, "extended %d", e.s.ExtendLeases(e.entry(), e.now))
-	case "expire":
-		fmt.Fprintf(&b, "expired %d", e.s.Expire(e.now))
-	case "job":
-		for _, name := range c.Positional() {
-			st, _, ok := e.s.Job(name)
-			if !ok {
-				fmt.Fprintf(&b, "%s: unknown\n", name)
-				continue
-			}
-			b.WriteString(e.state(st) + "\n")
-		}
-	case "jobs":
-		e.jobs(c, &b)
-	case "list":
-		cursor := c.Str("cursor", "")
-		if cursor == "next" {
-			cursor = e.next
-		}
-		page, next := e.s.List(scheduler.Filter{}, cursor, int(c.Int("limit", 0)))
-		e.next = next
-		names := []string{"(none)"}
-		for i, st := range page {
-			if i == 0 {
-				names = nil
-			}
-			names = append(names, st.Name)
-		}
-		fmt.Fprintf(&b, "%s\nnext=%s", strings.Join(names, " "), next)
-	case "stats":
-		e.stats(&b)
-	case "paused":
-		level, _ := strconv.ParseUint(e.pos(c, 1), 10, 32)
-		fmt.Fprintf(&b, "%t", e.s.Paused(e.pos(c, 0), uint32(level)))
 	case "policy":
 		e.policy(c)
-	case "tenant":
-		for _, t := range c.Positional() {
-			p := e.s.TenantPolicy(t)
-			fmt.Fprintf(&b, "%s: rank=%d cap=%d", t, p.Rank, p.MaxInProgress)
-			if p.MaxPerShard > 0 {
-				fmt.Fprintf(&b, " shardcap=%d", p.MaxPerShard)
-			}
-			fmt.Fprintf(&b, " closed=%t in_progress=%d capped=%t\n", p.Closed, e.s.InProgress(t), e.s.Capped(t))
-		}
-	case "shard":
-		shard, err := strconv.ParseUint(e.pos(c, 1), 10, 32)
-		if err != nil {
-			c.Fatalf("shard: %v", err)
-		}
-		t := e.pos(c, 0)
-		fmt.Fprintf(&b, "%s/%d: in_progress=%d capped=%t", t, shard, e.s.ShardInProgress(t, uint32(shard)), e.s.ShardCapped(t, uint32(shard)))
-	case "owns":
-		tok, _ := strconv.ParseUint(e.pos(c, 1), 10, 64)
-		ok := e.s.Schedule(e.now).UpdateJob("probe", &ck.StatusUpdate{Job: e.pos(c, 0), Token: fencing.Token(tok), Status: ck.ReportInProgress})
-		fmt.Fprintf(&b, "%t", ok)
-	case "completed":
-		tok, ok := e.s.CompletedToken(e.pos(c, 0))
-		fmt.Fprintf(&b, "%t token=%d", ok, tok)
-	case "entry":
-		fmt.Fprintf(&b, "index=%d", e.entry().Index)
-	case "mark":
-		e.marks[e.pos(c, 0)] = e.snapshot()
-	case "unchanged":
-		if bytes.Equal(e.marks[e.pos(c, 0)], e.snapshot()) {
-			b.WriteString("unchanged")
-		} else {
-			b.WriteString("changed")
-		}
+	case "add", "poll", "change", "apply", "cancel", "retry", "extend", "expire":
+		e.runApply(c, &b)
+	case "open", "on", "update":
+		e.runSchedule(c, &b)
+	case "job", "jobs", "list", "stats", "paused", "tenant", "shard", "owns", "completed", "entry", "mark", "unchanged":
+		e.runQuery(c, &b)
 	default:
 		c.Fatalf("unknown command")
 	}
@@ -300,14 +159,6 @@ func (e *env) pos(c *transcript.Command, i int) string {
 		c.Fatalf("want %d positional arguments", i+1)
 	}
 	return p[i]
-}
-
-func (e *env) sched(c *transcript.Command, name string) *scheduler.Schedule {
-	sc, ok := e.scheds[name]
-	if !ok {
-		c.Fatalf("no schedule %s", name)
-	}
-	return sc
 }
 
 // rel formats a log time as the duration since t0.
@@ -393,149 +244,12 @@ func (e *env) report(c *transcript.Command, spec string, outputs bool) ck.Status
 	return u
 }
 
-func (e *env) on(c *transcript.Command, b *strings.Builder) {
-	sc := e.sched(c, e.pos(c, 0))
-	args := c.Positional()[1:]
-	if len(args) == 0 {
-		c.Fatalf("on <schedule> <method> ...")
-	}
-	switch m, args := args[0], args[1:]; m {
-	case "add":
-		for _, spec := range args {
-			p := parsePlan(spec, "t", 0)
-			fmt.Fprintf(b, "add %s: %t\n", p.Name, sc.AddJob(p))
-		}
-	case "assign":
-		for i := range int(c.Int("n", 1)) {
-			_ = i
-			fmt.Fprintf(b, "assign %s: %t\n", args[0], sc.AssignJob(args[0]))
-		}
-	case "evict":
-		fmt.Fprintf(b, "evict: %t", sc.EvictJob())
-	case "report":
-		for _, spec := range args[1:] {
-			u := e.report(c, spec, c.Str("outputs", "") != "none")
-			fmt.Fprintf(b, "report %s: %t\n", spec, sc.UpdateJob(args[0], &u))
-		}
-	case "capacity":
-		for _, a := range args {
-			n, _ := strconv.ParseInt(a, 10, 32)
-			fmt.Fprintf(b, "capacity %d: %d\n", n, sc.Capacity(int32(n)))
-		}
-	case "job":
-		for _, name := range args {
-			st, _, ok := sc.Job(name)
-			if !ok {
-				fmt.Fprintf(b, "%s: unknown\n", name)
-				continue
-			}
-			b.WriteString(e.state(st) + "\n")
-		}
-	case "paused":
-		level, _ := strconv.ParseUint(args[1], 10, 32)
-		fmt.Fprintf(b, "%t", sc.Paused(args[0], uint32(level)))
-	case "held":
-		level, _ := strconv.ParseUint(args[1], 10, 32)
-		fmt.Fprintf(b, "%t", sc.Held(args[0], uint32(level)))
-	case "completed":
-		tok, ok := sc.CompletedToken(args[0])
-		fmt.Fprintf(b, "%t token=%d", ok, tok)
-	default:
-		c.Fatalf("unknown schedule method %s", m)
-	}
-}
-
 var changeKinds = map[string]ck.ChangeKind{}
 
 func init() {
 	for k := ck.ChangeAdd; k <= ck.ChangeCancel; k++ {
 		changeKinds[k.String()] = k
 	}
-}
-
-// change appends a hand-made change to an update: what a stale, hostile or
-// mistaken leader could propose.
-func (e *env) change(c *transcript.Command) {
-	c.Only("kind", "job", "version", "token", "worker", "plan")
-	name := e.pos(c, 0)
-	u := e.updates[name]
-	if u == nil {
-		u = &ck.PlanUpdate{}
-		e.updates[name] = u
-	}
-	kind, ok := changeKinds[c.Str("kind", "")]
-	if !ok {
-		n, err := strconv.ParseUint(c.Str("kind", ""), 10, 8)
-		if err != nil {
-			c.Fatalf("kind %q", c.Str("kind", ""))
-		}
-		kind = ck.ChangeKind(n)
-	}
-	ch := ck.Change{Kind: kind, Job: c.Str("job", ""), Worker: c.Str("worker", "")}
-	st, _, _ := e.s.Job(ch.Job)
-	cur := func(key string, v uint64) uint64 {
-		switch s := c.Str(key, ""); s {
-		case "":
-			return 0
-		case "cur":
-			return v
-		default:
-			n, err := strconv.ParseUint(s, 10, 64)
-			if err != nil {
-				c.Fatalf("%s: %v", key, err)
-			}
-			return n
-		}
-	}
-	ch.Version = cur("version", st.Version)
-	ch.Token = fencing.Token(cur("token", uint64(st.Token)))
-	if p := c.Str("plan", ""); p != "" {
-		ch.Plan = &ck.JobPlan{Name: p, Sources: []string{p + "/src"}}
-	}
-	u.Changes = append(u.Changes, ch)
-}
-
-// results applies u at entry en and writes a line for each change.
-func (e *env) results(b *strings.Builder, u ck.PlanUpdate, en ck.Entry, tokenIndex uint64) {
-	tx := e.s.Begin(en, e.now, tokenIndex)
-	for i := range u.Changes {
-		b.WriteString(e.result(tx.Apply(&u.Changes[i]), u.Changes[i].Job) + "\n")
-	}
-}
-
-// result is one line: the change, applied or skipped (with the reason),
-// the job's state before and after, the attempt it ended, whether it
-// carries the plan.
-func (e *env) result(r scheduler.Result, name string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s:", r.Kind, name)
-	if !r.Applied {
-		fmt.Fprintf(&b, " skipped (%s)", r.Why())
-		if r.Before.Name != "" {
-			fmt.Fprintf(&b, " before=%s", r.Before.Status)
-		}
-		return b.String()
-	}
-	if r.Before.Name == "" {
-		b.WriteString(" new ->")
-	} else {
-		fmt.Fprintf(&b, " %s ->", r.Before.Status)
-	}
-	if r.After.Name == "" {
-		b.WriteString(" removed")
-	} else {
-		b.WriteString(" " + e.state(r.After))
-	}
-	if r.PrevToken != 0 {
-		fmt.Fprintf(&b, " prev=%d", r.PrevToken)
-	}
-	switch {
-	case r.Plan == nil:
-		b.WriteString(" no-plan")
-	case r.After.Name == "":
-		b.WriteString(" plan=" + r.Plan.Name) // a removed job's plan
-	}
-	return b.String()
 }
 
 // state formats a job: name tenant/level status, token, version,
@@ -567,70 +281,6 @@ func change(c *ck.Change) string {
 		s += fmt.Sprintf(" output=%s/%s/%d", o.ID, o.Tenant, o.Level)
 	}
 	return s
-}
-
-// jobs lists the jobs page by page, checking each page's size.
-func (e *env) jobs(c *transcript.Command, b *strings.Builder) {
-	c.Only("tenant", "level", "status", "limit")
-	var f scheduler.Filter
-	if c.Has("tenant") {
-		t := c.Str("tenant", "")
-		f.Tenant = &t
-	}
-	if c.Has("level") {
-		l := uint32(c.Int("level", 0))
-		f.Level = &l
-	}
-	if s := c.Str("status", ""); s != "" {
-		for st := ck.StatusUnassigned; st <= ck.StatusExcluded; st++ {
-			if st.String() == s {
-				f.Status = st
-			}
-		}
-	}
-	limit := int(c.Int("limit", 7))
-	cursor, pages := "", 0
-	for {
-		page, next := e.s.List(f, cursor, limit)
-		pages++
-		if len(page) > max(limit, 1) {
-			fmt.Fprintf(b, "page of %d jobs, limit %d\n", len(page), limit)
-		}
-		for _, st := range page {
-			b.WriteString(e.state(st) + "\n")
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	if b.Len() == 0 {
-		b.WriteString("(none)")
-	}
-}
-
-func (e *env) stats(b *strings.Builder) {
-	st := e.s.Stats()
-	fmt.Fprintf(b, "jobs=%d completed=%d\n", st.Jobs, st.Completed)
-	for _, l := range st.Levels {
-		fmt.Fprintf(b, "level %d: unassigned=%d in_progress=%d excluded=%d paused=%d", l.Level, l.Unassigned, l.InProgress, l.Excluded, l.Paused)
-		if l.Held != 0 {
-			fmt.Fprintf(b, " held=%d", l.Held)
-		}
-		b.WriteString("\n")
-	}
-	for _, p := range st.Paused {
-		fmt.Fprintf(b, "paused: %+v\n", p)
-	}
-	if st.Policies != (scheduler.PolicyStats{}) {
-		d := st.Policies.Default
-		fmt.Fprintf(b, "policies: default=(rank=%d cap=%d closed=%t) overrides=%d capped=%d", d.Rank, d.MaxInProgress, d.Closed, st.Policies.Overrides, st.Policies.Capped)
-		if st.Policies.CappedShards > 0 {
-			fmt.Fprintf(b, " capped_shards=%d", st.Policies.CappedShards)
-		}
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(b, "counters: %+v", st.Counters)
 }
 
 // policy sets a tenant's policy, the default, or clears a tenant's.

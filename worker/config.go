@@ -19,7 +19,7 @@ import (
 // An error means the request may or may not have reached the leader: the
 // worker retries the same request (same sequence number, same content),
 // which the state machine answers with its recorded response if it already
-// applied it. The exception is an error wrapping [ErrRejected]: the leader
+// applied it. The exception is an error wrapping [compactkit.ErrRejected]: the leader
 // refused the request as invalid without applying it. Poll must not modify req, and must return promptly once ctx is
 // done.
 type Client interface {
@@ -112,16 +112,6 @@ var (
 	// still running, or the final poll not answered. The leader then
 	// reassigns the jobs once their leases expire.
 	ErrShutdown = errors.New("worker: shutdown incomplete")
-	// ErrRejected is the error, wrapped, that a [Client] returns when the
-	// leader refused a request as invalid without applying it (an HTTP
-	// transport's 400 Bad Request; raftfsm's ErrInvalidRequest), as
-	// opposed to a transport failure, after which the request may or may
-	// not have been applied. Retrying the same request cannot succeed, so
-	// the worker does not: it reports the request's successes as failures
-	// (the only part of a request the leader checks against its state is
-	// a success report's outputs) and sends a new request, with the next
-	// sequence number, after a backoff.
-	ErrRejected = errors.New("worker: request rejected by the leader")
 	// ErrShuttingDown is the cause with which the contexts of the jobs in
 	// progress are cancelled when the worker shuts down.
 	ErrShuttingDown = errors.New("worker: shutting down")

@@ -21,7 +21,7 @@
 // expiry. Only after an answer does the next request get the next number.
 //
 // A request the leader refuses as invalid without applying it — the Client
-// returns an error wrapping [ErrRejected] — is not retried, since it cannot
+// returns an error wrapping [compactkit.ErrRejected] — is not retried, since it cannot
 // succeed: its success reports (the only part of a request the leader checks
 // against its state) become failure reports, and the worker sends a new
 // request with the next sequence number after a backoff.

@@ -54,7 +54,7 @@ func Example_endToEnd() {
 		defer mu.Unlock()
 		cmd, err := fsm.Prepare(req, time.Now().UnixNano())
 		if errors.Is(err, raftfsm.ErrInvalidRequest) || errors.Is(err, raftfsm.ErrStaleRequest) {
-			return nil, fmt.Errorf("%w: %w", worker.ErrRejected, err) // not to be retried
+			return nil, fmt.Errorf("%w: %w", ck.ErrRejected, err) // not to be retried
 		}
 		if err != nil {
 			return nil, err

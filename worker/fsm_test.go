@@ -39,7 +39,7 @@ import (
 //   - down loses every request in transport; lose loses the requests it
 //     selects.
 //   - reject refuses a new request as invalid, unapplied, with an error
-//     wrapping worker.ErrRejected (as a host refuses what Prepare calls
+//     wrapping ck.ErrRejected (as a host refuses what Prepare calls
 //     invalid).
 //   - before runs before a request is prepared; it may apply commands
 //     (applyLocked), such as an operator's cancel (revokeLocked).
@@ -335,7 +335,7 @@ func (l *fsmLeader) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResp
 			l.received = append(l.received, rec)
 			l.sequence(cp)
 			l.mu.Unlock()
-			return nil, fmt.Errorf("fsm leader: %w: %w", worker.ErrRejected, err)
+			return nil, fmt.Errorf("fsm leader: %w: %w", ck.ErrRejected, err)
 		}
 	}
 	if l.before != nil {
@@ -380,7 +380,7 @@ func (l *fsmLeader) poll(req *ck.PollRequest) (*ck.PollResponse, bool, error) {
 	if errors.Is(err, raftfsm.ErrInvalidRequest) || errors.Is(err, raftfsm.ErrStaleRequest) {
 		l.violate("request %d of %s refused: %v", req.Seq, req.WorkerID, err)
 		l.sequence(req)
-		return nil, false, fmt.Errorf("fsm leader: %w: %w", worker.ErrRejected, err)
+		return nil, false, fmt.Errorf("fsm leader: %w: %w", ck.ErrRejected, err)
 	}
 	if err != nil {
 		return nil, false, err

@@ -15,7 +15,7 @@ type Stats struct {
 	// ignored.
 	BadResponses uint64
 	// Rejections counts the requests the leader rejected as invalid (see
-	// [ErrRejected]).
+	// [compactkit.ErrRejected]).
 	Rejections uint64
 	// Renewals counts the leases the leader renewed on a renewal the
 	// worker's lease keepers asked for.

@@ -141,7 +141,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		resp, err := w.send(ctx, fl)
 		wait := w.cfg.PollInterval
 		switch {
-		case errors.Is(err, ErrRejected):
+		case errors.Is(err, compactkit.ErrRejected):
 			// Not applied: the next request, with the failures the
 			// rejection turned the successes into, after a backoff.
 			w.reject(fl, err)
@@ -194,7 +194,7 @@ func (w *Worker) shutdown(ctx context.Context, cancelJobs context.CancelCauseFun
 	if pending != nil {
 		resp, err := w.send(pctx, pending)
 		switch {
-		case errors.Is(err, ErrRejected):
+		case errors.Is(err, compactkit.ErrRejected):
 			w.reject(pending, err) // not applied: nothing was assigned
 		case err != nil:
 			ok = false
@@ -209,7 +209,7 @@ func (w *Worker) shutdown(ctx context.Context, cancelJobs context.CancelCauseFun
 	for round := 0; ok && round < 3 && w.holds(); round++ {
 		fl := w.build()
 		resp, err := w.send(pctx, fl)
-		if errors.Is(err, ErrRejected) {
+		if errors.Is(err, compactkit.ErrRejected) {
 			w.reject(fl, err)
 			continue
 		}
@@ -374,7 +374,7 @@ func (w *Worker) send(ctx context.Context, fl *inflight) (*compactkit.PollRespon
 		if err == nil {
 			return resp, nil
 		}
-		if errors.Is(err, ErrRejected) || ctx.Err() != nil {
+		if errors.Is(err, compactkit.ErrRejected) || ctx.Err() != nil {
 			return nil, err
 		}
 		w.mu.Lock()

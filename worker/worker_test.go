@@ -977,7 +977,7 @@ func TestRejectedRequest(t *testing.T) {
 				if u.Job == l.job("job-1").name && u.Status == ck.ReportSuccess {
 					require.Equal(t, rq.req.Seq+1, reqs[i+1].req.Seq, "the next request takes the next number")
 					require.Equal(t, []ck.StatusUpdate{{Job: u.Job, Token: u.Token, Status: ck.ReportFailure,
-						Reason: "the leader rejected the success report: fsm leader: worker: request rejected by the leader: outputs do not fit the plan"}},
+						Reason: "the leader rejected the success report: fsm leader: compactkit: request rejected by the leader: outputs do not fit the plan"}},
 						reqs[i+1].req.Updates)
 				}
 			}

@@ -181,27 +181,3 @@ func classify(err error, v any) error {
 		return fmt.Errorf("codec: decode %T: %v: %w", v, err, ErrMalformed)
 	}
 }
-
-// UnmarshalTail decodes data, a CBOR array of n or n+1 items, into short
-// (a toarray struct of n fields) or long (the same and one more), and
-// reports whether the extra item was present. It is how compactkit's types
-// that gained an optional last field read both of their encodings: the
-// field is written only when set, so values without it keep the bytes of
-// the release before it.
-func (c *Codec) UnmarshalTail(data []byte, n int, short, long any) (bool, error) {
-	const arrayHeader = 0x80 // CBOR major type 4, the length in the low bits (n < 23)
-	if n < 0 || n >= 23 {
-		return false, fmt.Errorf("codec: tail of an array of %d items: %w", n, ErrMalformed)
-	}
-	if len(data) == 0 {
-		return false, fmt.Errorf("codec: empty value: %w", ErrMalformed)
-	}
-	switch data[0] {
-	case arrayHeader + byte(n):
-		return false, c.Unmarshal(data, short)
-	case arrayHeader + byte(n+1):
-		return true, c.Unmarshal(data, long)
-	default:
-		return false, fmt.Errorf("codec: not an array of %d or %d items: %w", n, n+1, ErrMalformed)
-	}
-}

@@ -109,7 +109,7 @@ const (
 	// log to be truncated past it (per step).
 	FaultBucketPause
 	// FaultMark: an operator marks one to three live blocks "do not
-	// compact" (per step, from cluster version 4): queued ones are
+	// compact" (per step): queued ones are
 	// quarantined; a claimed or final-level one makes the mark refused.
 	FaultMark
 	// FaultPolicy: an operator sets or clears a tenant's (or the default)

@@ -9,7 +9,6 @@ import (
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 var tenants = []string{"t1", "t2", "t3"}
@@ -226,9 +225,6 @@ func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 // the liveness phase drains.
 func (s *Sim) clearPolicies() {
 	f := s.leaderReplica().fsm
-	if f.ClusterVersion() < 5 {
-		return
-	}
 	ps := f.Policies()
 	if !ps.Default.Equal(policy.Tenant{}) {
 		s.propose(&raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, All: true}}, nil)
@@ -247,14 +243,13 @@ func (s *Sim) operatorStep() {
 		switch s.rng.IntN(3) {
 		case 0:
 			op.Tenant = tenants[s.rng.IntN(len(tenants))]
-			if r.fsm.ClusterVersion() >= 5 && s.coin(0.25) {
+			if s.coin(0.25) {
 				op.Tenant = "" // the empty tenant: the multi-tenant segments and cleanup-only jobs
 			}
 		case 1:
-			// A level across tenants: every tenant is said with All from
-			// cluster version 5, with an empty tenant before.
+			// A level across tenants: every tenant is said with All.
 			l := uint32(s.rng.IntN(int(s.cfg.Planner.FinalLevel)))
-			op.Level, op.All = &l, r.fsm.ClusterVersion() >= 5
+			op.Level, op.All = &l, true
 		default:
 			l := uint32(s.rng.IntN(int(s.cfg.Planner.FinalLevel)))
 			op.Tenant, op.Level = tenants[s.rng.IntN(len(tenants))], &l
@@ -271,13 +266,13 @@ func (s *Sim) operatorStep() {
 	}
 	if s.chance(FaultRetry) {
 		op := &raftfsm.Operator{Action: raftfsm.OpRetry}
-		if jobs := allJobs(r.fsm, scheduler.Filter{Status: ck.StatusExcluded}); len(jobs) > 0 && s.coin(0.7) {
+		if jobs := allJobs(r.fsm, raftfsm.JobFilter{Status: ck.StatusExcluded}); len(jobs) > 0 && s.coin(0.7) {
 			op.Job = jobs[s.rng.IntN(len(jobs))].Name
 		}
 		s.propose(&raftfsm.Command{Operator: op}, nil)
 	}
 	if s.chance(FaultCancel) {
-		if jobs := allJobs(r.fsm, scheduler.Filter{}); len(jobs) > 0 {
+		if jobs := allJobs(r.fsm, raftfsm.JobFilter{}); len(jobs) > 0 {
 			op := &raftfsm.Operator{Action: raftfsm.OpCancel, Job: jobs[s.rng.IntN(len(jobs))].Name}
 			s.propose(&raftfsm.Command{Operator: op}, nil)
 		}
@@ -296,7 +291,7 @@ func (s *Sim) operatorStep() {
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRequeue, Blocks: ids}}, nil)
 		}
 	}
-	if r.fsm.ClusterVersion() >= 4 && s.chance(FaultMark) { // marks: cluster version 4
+	if s.chance(FaultMark) {
 		view := r.fsm.Index()
 		live := view.Blocks("", 0)
 		view.Close()
@@ -308,7 +303,7 @@ func (s *Sim) operatorStep() {
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpMark, Blocks: ids, Reason: "sim: do not compact", By: "sim"}}, nil)
 		}
 	}
-	if r.fsm.ClusterVersion() >= 5 && s.chance(FaultPolicy) { // policies: cluster version 5
+	if s.chance(FaultPolicy) {
 		s.propose(&raftfsm.Command{Policy: s.randomPolicy()}, nil)
 	}
 	if s.chance(FaultSetMaxFailures) {

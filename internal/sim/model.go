@@ -11,10 +11,8 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/index"
-	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 // model is the harness's own account of the committed state, built from
@@ -160,16 +158,7 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 		}
 		m.cancelled(res.Cancelled)
 	case cmd.ClusterVersion != nil:
-		// Raising the version to 2 removes excluded cleanup-only jobs and
-		// strips the tombstones of the other excluded jobs' plans.
-		m.cancelled(res.Cancelled)
-		if r.fsm.ClusterVersion() >= 2 {
-			for name, j := range m.jobs {
-				if js, _, ok := r.fsm.Job(name); ok && js.Status == ck.StatusExcluded {
-					j.plan.Tombstones = nil
-				}
-			}
-		}
+		// Raising the version changes nothing the model follows.
 	case cmd.Operator != nil:
 		switch cmd.Operator.Action {
 		case raftfsm.OpCancel:
@@ -383,9 +372,8 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 			m.dropJob(c.Job)
 		}
 	}
-	// An excluded job's tombstones go back to the pool. From cluster
-	// version 2 its plan forgets them, and an excluded cleanup-only job is
-	// removed; before, its plan keeps them (only the holder confirms).
+	// An excluded job's tombstones go back to the pool: its plan forgets
+	// them, and an excluded cleanup-only job is removed.
 	for i := range p.Update.Changes {
 		c := &p.Update.Changes[i]
 		if !res.Changes[i].Applied || c.Kind != ck.ChangeExclude && c.Kind != ck.ChangeFail {
@@ -396,10 +384,10 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 		switch {
 		case ok && js.Status == ck.StatusExcluded:
 			m.detach(c.Job)
-			if r.fsm.ClusterVersion() >= 2 && j != nil {
+			if j != nil {
 				j.plan.Tombstones = nil
 			}
-		case !ok && j != nil && j.plan.CleanupOnly() && r.fsm.ClusterVersion() >= 2:
+		case !ok && j != nil && j.plan.CleanupOnly():
 			m.detach(c.Job)
 			m.dropJob(c.Job)
 		}
@@ -648,7 +636,7 @@ func (m *model) check() {
 		}
 	}
 	m.changed = m.changed[:0]
-	jobs := allJobs(f, scheduler.Filter{})
+	jobs := allJobs(f, raftfsm.JobFilter{})
 	if len(jobs) != len(m.jobs) {
 		m.fail("jobs", "%d jobs in the scheduler, %d in the model", len(jobs), len(m.jobs))
 	}
@@ -728,7 +716,7 @@ func (m *model) settled() string {
 	if st.Scheduler.Jobs > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d jobs left:", st.Scheduler.Jobs)
-		for i, js := range allJobs(f, scheduler.Filter{}) {
+		for i, js := range allJobs(f, raftfsm.JobFilter{}) {
 			if i == 3 {
 				break
 			}
@@ -839,7 +827,7 @@ func describeResult(res *raftfsm.Result, err error) string {
 }
 
 // allJobs lists every job of f matching flt, page by page.
-func allJobs(f *raftfsm.FSM, flt scheduler.Filter) []ck.JobState {
+func allJobs(f *raftfsm.FSM, flt raftfsm.JobFilter) []ck.JobState {
 	var out []ck.JobState
 	cursor := ""
 	for {
@@ -853,8 +841,8 @@ func allJobs(f *raftfsm.FSM, flt scheduler.Filter) []ck.JobState {
 }
 
 // allQuarantined lists every quarantined block of f.
-func allQuarantined(f *raftfsm.FSM) []planner.QuarantinedBlock {
-	var out []planner.QuarantinedBlock
+func allQuarantined(f *raftfsm.FSM) []raftfsm.QuarantinedBlock {
+	var out []raftfsm.QuarantinedBlock
 	cursor := ""
 	for {
 		page, next := f.Quarantined(cursor, 1000)

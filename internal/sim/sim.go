@@ -86,16 +86,15 @@ type Report struct {
 	// had a cap, a run window or a not-before time: each was checked
 	// against them.
 	PolicyStarts int
-	// Upgrades is 1 for a run whose log began at an earlier cluster
-	// version (1, or 5) and was raised to the newest version mid-run (a
-	// rolling upgrade).
+	// Upgrades is 1 for a run whose log began at the oldest cluster version
+	// and was raised to the newest mid-run (a rolling upgrade).
 	Upgrades int
 	// Digest is a chained SHA-256 over the result of every committed
 	// entry, in log order, then over every replica's final snapshot, in
-	// replica order (zero for a run that broke an invariant). Two runs of
-	// a seed with equal digests applied the same commands with the same
-	// results and ended in the same state: a change that leaves every
-	// seed's digest equal changed no behaviour.
+	// replica order (for a run that broke an invariant, as far as it got).
+	// Two runs of a seed with equal digests applied the same commands with
+	// the same results and ended in the same state: a change that leaves
+	// every seed's digest equal changed no behaviour.
 	Digest [32]byte
 }
 
@@ -141,6 +140,10 @@ func (v *Violation) Replay() string {
 
 // stop is panicked (only inside the harness) to end a run at a violation.
 type stop struct{ v *Violation }
+
+// oldestVersion is the oldest cluster version the state machine runs at:
+// the first release's.
+const oldestVersion = 5
 
 const (
 	t0      = int64(1_700_000_000_000_000_000)
@@ -269,19 +272,19 @@ func newSim(seed uint64, opt Options) *Sim {
 	}
 	s.cfg = s.randomConfig()
 	if s.rng.IntN(4) == 0 {
-		// A log begun by the previous release: the replicas start at
-		// cluster version 1 and the cluster is upgraded mid-run.
-		s.cfg.StartVersion = 1
+		// A log begun by the oldest release this one reads: the replicas
+		// start at its cluster version and the cluster is upgraded to the
+		// newest mid-run (nothing to raise while they are the same).
+		s.cfg.StartVersion = oldestVersion
 		s.upgradeAt = 1 + s.rng.IntN(opt.Steps)
 	}
 	s.twoMode = s.rng.IntN(3)
 	s.rep.Mode = []string{"single-commit", "two-commit", "mixed"}[s.twoMode]
 	if seed%3 == 2 && s.upgradeAt == 0 {
 		// One seed in three compacts level 0 across shards: the outputs,
-		// with AnyShard, are queued at level 1 (cluster version 4; the
-		// seeds that start at version 1 keep shards, since before 4 those
-		// outputs stay unqueued). Decided by the seed, not drawn, so that
-		// the other seeds' runs are unchanged.
+		// with AnyShard, are queued at level 1 (not on the seeds that run
+		// a rolling upgrade). Decided by the seed, not drawn, so that the
+		// other seeds' runs are unchanged.
 		s.cfg.Planner.Levels[0].CrossShard = true
 		s.rep.Mode += "+crossshard"
 	}
@@ -471,7 +474,7 @@ func (s *Sim) stepOnce() {
 		s.lastWMAt = s.now
 		// The operator retries the jobs excluded since (abandoned
 		// attempts of the fault phase still count as failures).
-		if len(allJobs(s.leaderReplica().fsm, scheduler.Filter{Status: ck.StatusExcluded})) > 0 {
+		if len(allJobs(s.leaderReplica().fsm, raftfsm.JobFilter{Status: ck.StatusExcluded})) > 0 {
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}}, nil)
 		}
 		s.resumeAll()
@@ -507,7 +510,7 @@ func (s *Sim) calm() {
 func (s *Sim) resumeAll() {
 	f := s.leaderReplica().fsm
 	for _, p := range f.Stats().Scheduler.Paused {
-		op := &raftfsm.Operator{Action: raftfsm.OpResume, Tenant: p.Tenant, All: p.AllTenants && f.ClusterVersion() >= 5}
+		op := &raftfsm.Operator{Action: raftfsm.OpResume, Tenant: p.Tenant, All: p.AllTenants}
 		if !p.AllLevels {
 			l := p.Level
 			op.Level = &l
@@ -609,8 +612,8 @@ func (s *Sim) stateDigest(r *replica) [32]byte {
 	return hashOf(struct {
 		Stats       raftfsm.Stats
 		Jobs        []ck.JobState
-		Quarantined []planner.QuarantinedBlock
-	}{st, allJobs(f, scheduler.Filter{}), allQuarantined(f)})
+		Quarantined []raftfsm.QuarantinedBlock
+	}{st, allJobs(f, raftfsm.JobFilter{}), allQuarantined(f)})
 }
 
 // hashOf digests v's deterministic encoding.

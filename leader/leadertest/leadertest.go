@@ -30,8 +30,6 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/scheduler"
-	"github.com/compactkit/compactkit/worker"
 )
 
 // Cluster is the host's cluster under test: one [leader.Service] per node,
@@ -183,7 +181,7 @@ func (r *run) call(ctx context.Context, what string, f func(context.Context, *le
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, worker.ErrRejected) {
+		if errors.Is(err, ck.ErrRejected) {
 			return err
 		}
 		if !errors.Is(err, leader.ErrNotLeader) {
@@ -406,7 +404,7 @@ func (r *run) check(ctx context.Context) {
 			r.t.Errorf("node %d's snapshot differs from node 0's", i)
 		}
 	}
-	jobs, _ := svcs[0].FSM().Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 0)
+	jobs, _ := svcs[0].FSM().Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 0)
 	if n := svcs[0].FSM().Stats().Scheduler.Counters.Excluded; n != 0 {
 		r.t.Errorf("%d jobs excluded: no worker failed, so leader changes cost them their leases", n)
 	}

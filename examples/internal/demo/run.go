@@ -240,7 +240,7 @@ func (r *runner) stats(ctx context.Context) (st raftfsm.Stats, err error) {
 }
 
 // view runs f on the leader's index.
-func (r *runner) view(ctx context.Context, f func(*index.View)) error {
+func (r *runner) view(ctx context.Context, f func(*raftfsm.IndexView)) error {
 	return r.onLeader(ctx, func(ctx context.Context, svc *leader.Service) error {
 		v, err := svc.Index(ctx)
 		if err != nil {
@@ -256,7 +256,7 @@ func (r *runner) view(ctx context.Context, f func(*index.View)) error {
 // tenant over [from, to] reads, in the order of tenants.
 func (r *runner) readAmplification(ctx context.Context, tenants []string, from, to int64) ([]int, error) {
 	out := make([]int, len(tenants))
-	err := r.view(ctx, func(v *index.View) {
+	err := r.view(ctx, func(v *raftfsm.IndexView) {
 		for i, t := range tenants {
 			out[i] = v.ReadAmplification(t, from, to)
 		}
@@ -266,7 +266,7 @@ func (r *runner) readAmplification(ctx context.Context, tenants []string, from, 
 
 // allBlocks returns the leader's live blocks in ID order.
 func (r *runner) allBlocks(ctx context.Context) (blocks []ck.BlockMeta, err error) {
-	err = r.view(ctx, func(v *index.View) { blocks = v.Blocks("", 0) })
+	err = r.view(ctx, func(v *raftfsm.IndexView) { blocks = v.Blocks("", 0) })
 	return blocks, err
 }
 
@@ -576,7 +576,7 @@ func (r *runner) addBlocks(ctx context.Context, metas []ck.BlockMeta) error {
 			}
 			return nil
 		}
-		if ctx.Err() != nil || errors.Is(err, worker.ErrRejected) {
+		if ctx.Err() != nil || errors.Is(err, ck.ErrRejected) {
 			return fmt.Errorf("adding blocks: %w", err)
 		}
 		// No leader for now (an election): try again.

@@ -14,7 +14,6 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
-	"github.com/compactkit/compactkit/scheduler"
 )
 
 // fakeClock is a leader clock shared by every node of a test cluster.
@@ -65,7 +64,7 @@ func testService(t *testing.T, mode hraft.Mode) {
 	checkNotLeader(err)
 	_, err = follower.Service.Stats(ctx)
 	checkNotLeader(err)
-	_, _, err = follower.Service.Jobs(ctx, scheduler.Filter{}, "", 10)
+	_, _, err = follower.Service.Jobs(ctx, raftfsm.JobFilter{}, "", 10)
 	checkNotLeader(err)
 	_, err = follower.Service.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpRetry})
 	checkNotLeader(err)
@@ -139,7 +138,7 @@ func testService(t *testing.T, mode hraft.Mode) {
 	st, err := leader.Service.Stats(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Scheduler.Jobs)
-	jobs, _, err := leader.Service.Jobs(ctx, scheduler.Filter{Status: ck.StatusInProgress}, "", 10)
+	jobs, _, err := leader.Service.Jobs(ctx, raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 10)
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	js, plan, ok, err := leader.Service.Job(ctx, job.Job)

@@ -1,0 +1,4 @@
+package raftfsm
+
+// OldestVersion is oldestVersion, for the external tests.
+const OldestVersion = oldestVersion
