@@ -116,7 +116,7 @@ func heapInUse() uint64 {
 // heap growth per block (B/block) after garbage collection. The blocks'
 // strings (IDs, names) are allocated before the measurement and shared with
 // the index, so the figure is the index's own memory beyond the bytes of
-// strings. Target (issue 19): ≤ 200 B/block.
+// strings. Target (BENCHMARKS.md): ≤ 200 B/block.
 func BenchmarkIndexAdd(b *testing.B) {
 	metas := benchFixture()
 	var perBlock, perAdd float64
@@ -193,7 +193,7 @@ func BenchmarkIndexQuery(b *testing.B) {
 
 // BenchmarkIndexReplace replaces 20 blocks of one tenant and shard,
 // consecutive in time, by 1 output in the 1,000,000-block index, in a
-// steady state. Target (issue 19): ≤ 20 µs/op.
+// steady state. Target (BENCHMARKS.md): ≤ 20 µs/op.
 //
 // Steady state: one replacement a millisecond of log time; after each
 // (untimed) 19 new level-0 blocks arrive, so the index keeps its 1,000,000

@@ -1,8 +1,8 @@
 package planner
 
 // The planner's workloads of the side-by-side comparison with Pyroscope v2
-// (issue 19; harness in ../shared/perf-vs-pyroscope/, which defines them in
-// its compactkit/planner/vs_bench_test.go as BenchmarkVsEnqueue/…/views=0
+// (BENCHMARKS.md; the comparison harness defines them in its
+// compactkit/planner/vs_bench_test.go as BenchmarkVsEnqueue/…/views=0
 // and BenchmarkVsPlannerRestore). The definitions here are the same; only
 // the names differ, and the identifiers are distinct from the harness's
 // (benchenv.Sizes, not vsSizes), so that the harness's copy still compiles beside

@@ -137,7 +137,7 @@ func (pb *pollBench) request() *ck.PollRequest {
 // completions of 20 sources each, 32 free slots — with 10,000 jobs in
 // progress and 1,000,000 blocks queued: W2's jobs=10000 workload
 // (BenchmarkW2Poll), with a variant that reads the index between polls.
-// Targets (issue 19): ≤ 300 µs/op, Prepare ≤ 50 µs.
+// Targets (BENCHMARKS.md): ≤ 300 µs/op, Prepare ≤ 50 µs.
 //
 // Every poll is prepared on the state the previous one left and then
 // applied; ns/prepare and ns/apply are the two halves' means per poll (ns/op

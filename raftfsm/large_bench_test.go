@@ -22,7 +22,7 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
-// BenchmarkLargeState (issue 19: "a 10M-block state restores and polls")
+// BenchmarkLargeState (a 10M-block state restores and polls)
 // builds a state of N queued level-0 blocks (benchBlocks: 5 datasets each,
 // 10 tenants × 64 shards; VS_SIZES picks N, default 10,000,000), snapshots
 // it, restores the snapshot and runs 100 polls of 32 free slots on the

@@ -1,8 +1,8 @@
 package raftfsm_test
 
 // The state machine's workloads of the side-by-side comparison with
-// Pyroscope v2 (issue 19; harness in ../shared/perf-vs-pyroscope/, which
-// defines them in its compactkit/raftfsm/vs_bench_test.go as
+// Pyroscope v2 (BENCHMARKS.md; the comparison harness defines them in its
+// compactkit/raftfsm/vs_bench_test.go as
 // BenchmarkVsPoll and BenchmarkVsCycle). The definitions here are the
 // same; only the names differ, and the identifiers are distinct from the
 // harness's (benchenv.Sizes, not vsSizes; no pollBench.cycleRequest), so that the

@@ -84,7 +84,7 @@ func (m *cpuMeter) report(b *testing.B) {
 // cpu-ns/op is the process's CPU time per Prepare (GC included), which a
 // loaded machine inflates less than the wall clock. The worker's side
 // (looking up its tokens, naming the new plans) is built before the timer
-// starts. Target (issue 19): jobs=1000000 ≤ 2× jobs=10000.
+// starts. Target (BENCHMARKS.md): jobs=1000000 ≤ 2× jobs=10000.
 func BenchmarkPrepare(b *testing.B) {
 	for _, n := range []int{10000, 1000000} {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
@@ -314,7 +314,7 @@ func heldFixture(tb testing.TB, caps bool) *Scheduler {
 // are assigned; caps=9999 with those tenants capped, where their held
 // jobs are out of the ready order and the uncapped tenant's are
 // assigned. cpu-ns/op is the process's CPU time per operation (see
-// BenchmarkPrepare). Target (issue 20): caps=9999 within 10 % of
+// BenchmarkPrepare). Target (BENCHMARKS.md): caps=9999 within 10 % of
 // caps=none.
 func BenchmarkScheduleHeldTenants(b *testing.B) {
 	for _, caps := range []bool{false, true} {
