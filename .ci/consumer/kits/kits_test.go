@@ -1,6 +1,8 @@
 // Package kits runs compactkit's test kits from outside the repository:
-// leadertest's scenario over a one-node log, and storetest's contract over
-// a FileStore.
+// leadertest's scenario over a one-node log, storetest's contract over a
+// FileStore, runnertest's suite on blockmerge's merge, embedtest's check
+// on a host state machine of its own, and a property drawn from
+// compactkittest's generators.
 package kits
 
 import (
