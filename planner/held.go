@@ -61,13 +61,13 @@ func (s *state) setHold(h hold) {
 }
 
 // Release lifts, in this view only, a hold of every level of a tenant
-// ([Planner.SetHeld]; a hold of some levels stays): the view plans the
+// (the all of [Planner.SetHold]; a hold of some levels stays): the view plans the
 // tenant's ready batches again, where [PlanOptions].Skip lets it. The
 // state machine releases a tenant held at its cap of jobs in progress
 // once a poll's completions bring it below the cap, so that the poll may
 // start the tenant's next job. The planner and other views keep their
 // holds. Call it before the view's first [View.Next]. The cost is that of
-// SetHeld.
+// SetHold.
 func (v *View) Release(tenant string) {
 	h := v.s.holdOf(tenant)
 	if !h.all {
