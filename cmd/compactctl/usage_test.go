@@ -80,6 +80,8 @@ func TestPauseNeedsTenantOrAll(t *testing.T) {
 // API refuses exits 1 and removes nothing.
 func TestProcess(t *testing.T) {
 	if testing.Short() {
+		// Only under -short: it builds compactctl with go build. The
+		// README's test command and CI run it.
 		t.Skip("builds compactctl")
 	}
 	bin := filepath.Join(t.TempDir(), "compactctl")
