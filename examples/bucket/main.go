@@ -18,8 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/compactkit/compactkit/bucketlog"
@@ -47,14 +45,10 @@ func main() {
 	flag.BoolVar(&cfg.Serverless, "serverless", false, "no coordinators: every worker schedules itself through its own replica of the log")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the bucket directory and print its path")
 	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the bucket (default: the system's temporary directory)")
-	flag.Parse()
-	apply()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "bucket:", err)
-		os.Exit(1)
-	}
+	demo.Main("bucket", apply, func(ctx context.Context, out io.Writer) error {
+		_, err := run(ctx, cfg, out)
+		return err
+	})
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) (*demo.Report, error) {

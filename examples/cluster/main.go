@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -57,14 +56,10 @@ func main() {
 	flag.BoolVar(&cfg.Sync, "sync", false, "fsync the raft logs")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the raft directories and the object store and print their path")
 	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the temporary directory")
-	flag.Parse()
-	apply()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "cluster:", err)
-		os.Exit(1)
-	}
+	demo.Main("cluster", apply, func(ctx context.Context, out io.Writer) error {
+		_, err := run(ctx, cfg, out)
+		return err
+	})
 }
 
 // result is what the cluster example reports beyond the run's report.

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -58,15 +57,10 @@ func main() {
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the object store and print its path")
 	flag.BoolVar(&cfg.Serve, "serve", false, "after the run, keep serving the status page, metrics and admin API until interrupted")
 	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the object store (default: the system's temporary directory)")
-	flag.Parse()
-	apply()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	demo.Main("demo", apply, func(ctx context.Context, out io.Writer) error {
+		_, err := run(ctx, cfg, out)
+		return err
+	})
 }
 
 // run runs the demo and prints its summary to out. An error wrapping
