@@ -16,8 +16,9 @@
 #     fixtures in .ci/consumer/ hold only what no Example does: a
 #     hraftnode restart from its BoltDB directory, and the kits (leadertest,
 #     storetest, runnertest, compactkittest) run as a host's tests run
-#     them. The Examples of hraft also build in a host pinned to
-#     hashicorp/raft v1.8.0; go vet and go mod tidy -diff are clean in each;
+#     them. The Examples of hraft (not hraftnode's) also run in a host
+#     pinned to hashicorp/raft v1.8.0; go vet and go mod tidy -diff are
+#     clean in each;
 #   - a new root function that hraft calls is released as v0.2.0-ci: go get
 #     hraft@v0.2.0-ci over v0.1.0-ci builds, while the same commit tagged
 #     without the release script's requirement bump fails to build;
@@ -72,17 +73,19 @@ export GOFLAGS="-modcacherw -trimpath"
 # consumer NAME FIXTURE MODULE... makes a consumer module from the fixture
 # in .ci/consumer/FIXTURE ("-" for none) and go gets each MODULE (a path
 # under $mod, "" for the root, with @version) in turn, each on its own; the
-# Examples of the packages of each MODULE come along (see examples).
+# Examples of the packages of each MODULE come along (see examples), but
+# for a MODULE written with a leading "=", which is only required.
 consumer() {
   local name=$1 fixture=$2; shift 2
   local dir="$work/consumers/$name"
   mkdir -p "$dir"
   [ "$fixture" = - ] || cp -r "$work/src/.ci/consumer/$fixture"/. "$dir/"
   (cd "$dir" && go mod init "example.com/consumer/$name" 2>/dev/null)
-  local m
+  local m only
   for m in "$@"; do
+    only=${m%%[!=]*} m=${m#=}
     (cd "$dir" && go get "$mod${m:+/}${m%@*}@${m#*@}" 2>&1) || fail "$name: go get $mod/${m} failed"
-    examples "$name" "${m%@*}"
+    [ -n "$only" ] || examples "$name" "${m%@*}"
   done
   (cd "$dir" && go mod tidy) || fail "$name: go mod tidy failed"
 }
@@ -156,6 +159,9 @@ check core
 
 note "a host pinned to hashicorp/raft v1.8.0 runs hraft's Examples"
 consumer raft18 - "raftfsm/hraft@$v1"
+# hraftnode's BoltDB stores (raft-boltdb/v2) need hashicorp/raft v1.7's
+# go-metrics: the pinned host builds hraft only.
+rm -r "$work/consumers/raft18/examples/raftfsm/hraft/hraftnode"
 (cd "$work/consumers/raft18" && go get github.com/hashicorp/raft@v1.8.0 && go mod tidy) || fail "raft18: go get hashicorp/raft@v1.8.0"
 requires raft18 github.com/hashicorp/raft v1.8.0
 check raft18
@@ -184,12 +190,12 @@ git -C "$work/src" tag raftfsm/hraft/v0.2.0-nobump
 (cd "$work/src" && bash scripts/release.sh "$v2" >/dev/null)
 git -C "$work/src" push -q "$work/compactkit.git" main --tags
 
-consumer upgrade - "@$v1" "raftfsm/hraft@$v1"
+consumer upgrade - "=@$v1" "raftfsm/hraft@$v1"
 (cd "$work/consumers/upgrade" && go get "$mod/raftfsm/hraft@$v2" && go mod tidy) || fail "upgrade: go get hraft@$v2"
 requires upgrade "$mod" "$v2"
 check upgrade
 
-consumer nobump - "@$v1" "raftfsm/hraft@$v1"
+consumer nobump - "=@$v1" "raftfsm/hraft@$v1"
 if (cd "$work/consumers/nobump" && go get "$mod/raftfsm/hraft@v0.2.0-nobump" && go vet ./...) >"$work/nobump.log" 2>&1; then
   fail "nobump: hraft tagged without the requirement bump built; the $v2 step proves nothing"
 fi
