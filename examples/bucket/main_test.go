@@ -16,7 +16,8 @@ import (
 // verification passed.
 func runSmall(t *testing.T, cfg config) string {
 	t.Helper()
-	cfg.Run, cfg.Dir = demo.SmallConfig(60, 3, 2, 8, 4), t.TempDir()
+	cfg.Run = demo.SmallConfig(60, 3, 2, 8, 4)
+	cfg.Run.Dir = t.TempDir()
 	rep, out := demo.RunVerified(t, 90*time.Second, func(ctx context.Context, w io.Writer) (*demo.Report, error) {
 		return run(ctx, cfg, w)
 	})

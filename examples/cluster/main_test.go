@@ -15,8 +15,8 @@ import (
 // asserts the verification, the leader change and identical replicas.
 func TestCluster(t *testing.T) {
 	cfg := defaultConfig()
-	cfg.Dir, cfg.Chart = t.TempDir(), ""
-	cfg.Run = demo.SmallConfig(96, 3, 2, 6, 3)
+	cfg.Run, cfg.Chart = demo.SmallConfig(96, 3, 2, 6, 3), ""
+	cfg.Run.Dir = t.TempDir()
 	cfg.Run.FlushInterval = 40 * time.Millisecond
 	cfg.Kills, cfg.Down = 1, 300*time.Millisecond
 	var res *result

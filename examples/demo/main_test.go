@@ -24,7 +24,8 @@ import (
 // TestDemo runs the demo small, with one worker cut off
 // halfway, and asserts the verification and the report.
 func TestDemo(t *testing.T) {
-	cfg := config{Run: demo.SmallConfig(120, 4, 2, 8, 3), Dir: t.TempDir(), Chart: filepath.Join(t.TempDir(), "chart.svg")}
+	cfg := config{Run: demo.SmallConfig(120, 4, 2, 8, 3), Chart: filepath.Join(t.TempDir(), "chart.svg")}
+	cfg.Run.Dir = t.TempDir()
 	cfg.Run.PartitionWorkers = 1
 	rep, out := runSmall(t, cfg)
 	for _, name := range []string{"records", "checksum", "exactly once", "no source left", "no orphan", "index = object store", "nothing pending"} {
@@ -56,7 +57,7 @@ func TestDemo(t *testing.T) {
 	st, err := os.Stat(cfg.Chart)
 	require.NoError(t, err)
 	assert.Positive(t, st.Size())
-	entries, err := os.ReadDir(cfg.Dir)
+	entries, err := os.ReadDir(cfg.Run.Dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the temporary store is removed without -keep")
 }
@@ -82,7 +83,8 @@ func runSmall(t *testing.T, cfg config) (*demo.Report, string) {
 // TestDemoServe: with Serve the demo keeps its endpoints up after the run,
 // showing the final state, until its context ends.
 func TestDemoServe(t *testing.T) {
-	cfg := config{Run: demo.SmallConfig(60, 2, 2, 8, 2), Dir: t.TempDir(), Serve: true}
+	cfg := config{Run: demo.SmallConfig(60, 2, 2, 8, 2), Serve: true}
+	cfg.Run.Dir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a demo that hangs ends the scan below
 	defer cancel()
 	pr, pw := io.Pipe()

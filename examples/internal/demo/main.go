@@ -9,16 +9,16 @@ import (
 	"os/signal"
 )
 
-// Main is an example's main after its flags are registered on
-// flag.CommandLine: it parses them, calls apply (what Flags returned), and
-// runs run on standard output until it returns or the process is
-// interrupted. An error is printed as "prog: error" and exits with
-// status 1.
-func Main(prog string, apply func(), run func(ctx context.Context, out io.Writer) error) {
+// Main is an example's main once its flags are registered on
+// flag.CommandLine (bound to *cfg): it parses them, calls apply (what
+// Flags returned), and runs run with *cfg on standard output until it
+// returns or the process is interrupted. An error is printed as
+// "prog: error" and exits with status 1.
+func Main[C, R any](prog string, cfg *C, apply func(), run func(context.Context, C, io.Writer) (R, error)) {
 	flag.Parse()
 	apply()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Stdout)
+	_, err := run(ctx, *cfg, os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
