@@ -151,13 +151,6 @@ func baseURL(p string) (string, error) {
 	return strings.TrimRight(p, "/"), nil
 }
 
-// leader returns the base URL the client currently sends to.
-func (c *Client) leader() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.current
-}
-
 // Redirects returns how many NotLeader answers the client followed.
 func (c *Client) Redirects() uint64 {
 	c.mu.Lock()
