@@ -115,7 +115,7 @@ examples() {
 }
 
 # check NAME: vet, tidy -diff, build and run the program if the fixture
-# has one, and run every test (the Examples first of all).
+# has one, and run every test: the Examples, and the fixture's own.
 check() {
   local name=$1 dir="$work/consumers/$1"
   (cd "$dir" && go vet ./...) || fail "$name: go vet"

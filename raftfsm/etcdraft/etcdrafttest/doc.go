@@ -13,7 +13,8 @@
 // the entries after it). It is test code, not production storage: nothing
 // is written to disk unless [Config.Persist] writes it.
 //
-// Invariants: a node's loop is the only goroutine that touches its raft
-// node, storage and adapter until [Node.Stop] returns; an entry reaches
-// the adapter only after it is in the storage.
+// Invariants: a node's loop alone writes its storage and applies entries
+// to its adapter; an entry is applied only after it is stored, and a
+// Ready's messages are sent only after its entries and hard state are
+// stored.
 package etcdrafttest

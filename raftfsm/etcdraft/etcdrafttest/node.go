@@ -103,6 +103,9 @@ type Node struct {
 // fsm, which must be new: a restarted node restores it from the storage's
 // snapshot and then replays the entries after it.
 func Start(fsm *raftfsm.FSM, cfg Config) (*Node, error) {
+	if fsm == nil {
+		return nil, errors.New("etcdrafttest: no state machine")
+	}
 	if cfg.ID == 0 {
 		return nil, errors.New("etcdrafttest: node ID 0")
 	}
