@@ -10,7 +10,7 @@
 // objects are errors wrapping [ErrNotFound] that name the object; keys are
 // checked by [ValidateKey] and can never escape a store's root.
 //
-//   - [MemStore] keeps objects in memory (tests, examples).
+//   - [NewMemStore] keeps objects in memory (tests, examples).
 //   - [FileStore] is the embedded default: a directory on the local
 //     filesystem, written with temporary file, fsync, rename and directory
 //     fsync, through an [os.Root].

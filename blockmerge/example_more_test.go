@@ -119,7 +119,7 @@ func ExampleWithSources() {
 	indexed.Datasets = append(indexed.Datasets, compactkit.DatasetMeta{Tenant: "acme", Name: "db", Size: 30, Records: 1, MinTime: 1, MaxTime: 1})
 	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}
 	_, err = blockmerge.Merge(ctx, store, plan, 1, blockmerge.WithSources(indexed))
-	fmt.Println(errors.Is(err, blockmerge.ErrNoDataset))
+	fmt.Println(errors.Is(err, blockmerge.ErrNotFound))
 	fmt.Println(strings.Contains(err.Error(), `object "blocks/seg-1": dataset acme/db`))
 	// Output:
 	// true

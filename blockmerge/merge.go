@@ -300,7 +300,7 @@ func (r *Reader) checkMeta(want *compactkit.BlockMeta) error {
 		k := dkey{want.DatasetTenant(w), w.Name}
 		g := have[k]
 		if g == nil {
-			return fmt.Errorf("blockmerge: object %q: dataset %s/%s: listed in the index, not in the block: %w", r.key, k.tenant, k.name, ErrNoDataset)
+			return fmt.Errorf("blockmerge: object %q: dataset %s/%s: listed in the index, not in the block: %w", r.key, k.tenant, k.name, ErrNotFound)
 		}
 		delete(have, k)
 		if g.Size != w.Size || g.Records != w.Records || g.MinTime != w.MinTime || g.MaxTime != w.MaxTime {

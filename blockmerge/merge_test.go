@@ -309,7 +309,7 @@ func TestMergeCustomDatasetMerger(t *testing.T) {
 }
 
 // TestMergeDeterministic merges the same sources in two stores, with the
-// staging path (a store without Creator) and without: the outputs are
+// staging path (a store that cannot stream a write) and without: the outputs are
 // byte-identical.
 func TestMergeDeterministic(t *testing.T) {
 	ctx := context.Background()
@@ -347,7 +347,7 @@ func TestMergeDeterministic(t *testing.T) {
 	}
 }
 
-// putOnly hides a store's Creator, so writes are staged in a file.
+// putOnly hides the streaming writes of a store of this package, so writes are staged in a file.
 type putOnly struct{ blockmerge.Store }
 
 // TestMergeFencedStagesInTempDir: through a fenced store over a store that
@@ -470,7 +470,7 @@ func TestMergeChecksSourcesAgainstIndex(t *testing.T) {
 	// The index lists a dataset the block does not hold.
 	missing := m2.Clone()
 	missing.Datasets = append(missing.Datasets, compactkit.DatasetMeta{Tenant: "c", Name: "x", Size: 40, Records: 1, MinTime: 3, MaxTime: 3})
-	fail(2, blockmerge.ErrNoDataset, `object "blocks/seg-2": dataset c/x`, m1, missing)
+	fail(2, blockmerge.ErrNotFound, `object "blocks/seg-2": dataset c/x`, m1, missing)
 	// The index and the footer disagree on a dataset's statistics.
 	wrong := m1.Clone()
 	wrong.Datasets[1].Records++

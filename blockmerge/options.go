@@ -19,7 +19,7 @@ type options struct {
 	tempDir  string
 	sources  []compactkit.BlockMeta
 	noSync   bool             // FileStore
-	clock    func() time.Time // MemStore
+	clock    func() time.Time // NewMemStore
 }
 
 func buildOptions(opts []Option) options {
@@ -63,7 +63,7 @@ func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir 
 // writing anything: the block's tenant, shard, level, time range and size,
 // and every dataset's tenant, name, size, record count and time range. A
 // dataset the index lists but the block lacks is an error wrapping
-// [ErrNoDataset]; any other difference wraps compactkit.ErrInconsistent;
+// [ErrNotFound]; any other difference wraps compactkit.ErrInconsistent;
 // both name the object and the dataset. Sources without metadata here are
 // not checked; metadata of a block that is not a source of the plan is an
 // error.
@@ -76,7 +76,7 @@ func WithSources(metas ...compactkit.BlockMeta) Option {
 // in a crash. For tests and scratch stores only.
 func WithoutSync() Option { return func(o *options) { o.noSync = true } }
 
-// WithMemClock sets the clock that stamps a [MemStore]'s modification
-// times ([MemStore.ModTime]; default time.Now): a simulation gives the
+// WithMemClock sets the clock that stamps the modification times of a
+// [NewMemStore] store ([Timestamper]; default time.Now): a simulation gives the
 // store its simulated clock.
 func WithMemClock(clock func() time.Time) Option { return func(o *options) { o.clock = clock } }

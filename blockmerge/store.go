@@ -13,9 +13,9 @@ import (
 
 // Store errors.
 var (
-	// ErrNotFound reports an object that does not exist. Errors wrapping it
-	// name the object.
-	ErrNotFound = errors.New("blockmerge: object not found")
+	// ErrNotFound reports an object, or a dataset of a block, that does not
+	// exist. Errors wrapping it name the object (and the dataset).
+	ErrNotFound = errors.New("blockmerge: not found")
 	// ErrInvalidKey reports an object key or prefix that is not allowed:
 	// see [ValidateKey].
 	ErrInvalidKey = errors.New("blockmerge: invalid object key")
@@ -27,9 +27,9 @@ var (
 	ErrExists = errors.New("blockmerge: object exists")
 )
 
-// MaxKeyLen is the maximum length in bytes of an object key (the limit of
+// maxKeyLen is the maximum length in bytes of an object key (the limit of
 // the common cloud object stores).
-const MaxKeyLen = 1024
+const maxKeyLen = 1024
 
 // Store is an object store: a flat namespace of immutable objects named by
 // '/'-separated keys (see [ValidateKey]).
@@ -82,17 +82,16 @@ type ObjectWriter interface {
 	Abort() error
 }
 
-// Creator is implemented by stores that can write an object in a stream
-// without staging it elsewhere first. [CreateObject] uses it when
-// available.
-type Creator interface {
-	// Create starts writing the object key; see [ObjectWriter].
-	Create(ctx context.Context, key string) (ObjectWriter, error)
+// creator is implemented by this package's stores that write an object in
+// a stream without staging it elsewhere first; [CreateObject] uses it.
+type creator interface {
+	// create starts writing the object key; see [ObjectWriter].
+	create(ctx context.Context, key string) (ObjectWriter, error)
 }
 
 // ConditionalPutter is implemented by stores that can put an object only if
 // no object has its key, atomically: of two concurrent conditional puts of
-// one key, exactly one succeeds. [MemStore] and [FileStore] implement it;
+// one key, exactly one succeeds. [NewMemStore]'s store and [FileStore] implement it;
 // the conformance suite (blockmerge/storetest) checks it on every store
 // that does. An ordered log on an object store can be built on it, each
 // entry a create-if-absent of the next key.
@@ -116,8 +115,9 @@ type Timestamper interface {
 	ModTime(ctx context.Context, key string) (time.Time, error)
 }
 
-// CreateObject returns a writer for a new object of s. If s implements
-// [Creator], its own writer is used; otherwise the bytes are staged in a
+// CreateObject returns a writer for a new object of s. The stores of
+// [NewMemStore] and [NewFileStore] stream the object themselves; for any
+// other store the bytes are staged in a
 // temporary file in tempDir (the system's default when empty) and handed to
 // s.Put on Commit, so the object's size is known to stores that need it
 // (S3's single-request upload, for instance) and memory use stays bounded.
@@ -125,8 +125,8 @@ func CreateObject(ctx context.Context, s Store, key, tempDir string) (ObjectWrit
 	if f, ok := s.(*fencedStore); ok {
 		return f.create(ctx, key, tempDir)
 	}
-	if c, ok := s.(Creator); ok {
-		return c.Create(ctx, key)
+	if c, ok := s.(creator); ok {
+		return c.create(ctx, key)
 	}
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func (w *stagedWriter) Abort() error {
 	return errors.Join(cerr, rerr)
 }
 
-// ValidateKey reports whether key is a valid object key: 1 to [MaxKeyLen]
+// ValidateKey reports whether key is a valid object key: 1 to 1024
 // bytes of valid UTF-8 without control characters or backslashes, made of
 // '/'-separated segments none of which is empty, "." or "..". So a key is
 // never absolute, never ends in '/', and can never escape the root of a
@@ -191,8 +191,8 @@ func ValidateKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
 	}
-	if len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: key of %d bytes, limit %d", ErrInvalidKey, len(key), MaxKeyLen)
+	if len(key) > maxKeyLen {
+		return fmt.Errorf("%w: key of %d bytes, limit %d", ErrInvalidKey, len(key), maxKeyLen)
 	}
 	if !utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return fmt.Errorf("%w: %q: invalid characters", ErrInvalidKey, key)

@@ -106,6 +106,6 @@
 // coordinators (a Node serving workers over RPC: 3 requests per poll
 // whatever the number of workers), or Raft.
 //
-// It runs on blockmerge's MemStore and FileStore and on S3
+// It runs on blockmerge's NewMemStore and FileStore and on S3
 // (blockmerge/objstore's ConditionalStore, If-None-Match: *).
 package bucketlog

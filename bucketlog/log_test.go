@@ -140,6 +140,18 @@ type ckBlock = ck.BlockMeta
 // plainStore hides the conditional put.
 type plainStore struct{ blockmerge.Store }
 
+// memStore is blockmerge's memory store with the optional interfaces it
+// implements, for wrappers that change one of its methods.
+type memStore interface {
+	blockmerge.Store
+	blockmerge.ConditionalPutter
+	blockmerge.Timestamper
+}
+
+func newMemStore(opts ...blockmerge.Option) memStore {
+	return blockmerge.NewMemStore(opts...).(memStore)
+}
+
 // Coordinators appending at once: every coordinator serves its own
 // ingest and worker, appends race for the same indexes, losers catch up
 // and prepare again; at the end no block is lost or added twice and all

@@ -29,7 +29,7 @@
 //   - A range reaching past the largest offset is clamped to the end of
 //     the object, as the other stores do.
 //
-// The adapter does not implement [blockmerge.Creator]: blockmerge stages
+// The adapter does not stream writes itself: blockmerge stages
 // merge outputs in a temporary file and hands the file to Put, so the S3
 // provider knows the size and uploads in one request (or in parts of the
 // configured size) without holding the object in memory.

@@ -154,7 +154,7 @@ func jobs() *rapid.Generator[spec] {
 // job is a job assigned by a state machine, its sources written in the
 // host's format.
 type job struct {
-	store   *blockmerge.MemStore
+	store   blockmerge.Store
 	svc     *leader.Service
 	sources []ck.BlockMeta
 	records []Record // every source's
