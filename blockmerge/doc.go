@@ -38,9 +38,9 @@
 // footer), then streams only the datasets asked for with one range read
 // each. See format.go for the byte layout.
 //
-// A [Writer] writes a block to any io.Writer one page at a time;
 // [WriteBlock] writes a block from datasets held in memory (what ingest
-// uses for a level-0 segment, possibly of several tenants).
+// uses for a level-0 segment, possibly of several tenants), one page at a
+// time.
 //
 // # Merge
 //

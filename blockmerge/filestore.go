@@ -470,7 +470,7 @@ func (s *FileStore) pruneDirs(dir string) {
 // List implements [Store]. It walks the directories under the prefix in
 // key order, without reading the whole listing into memory first.
 func (s *FileStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
-	if err := ValidatePrefix(prefix); err != nil {
+	if err := validatePrefix(prefix); err != nil {
 		return err
 	}
 	for seg := range strings.SplitSeq(prefix, "/") {

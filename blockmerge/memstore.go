@@ -228,7 +228,7 @@ func (m *memStore) keys(prefix string) []string {
 // List implements [Store]. It lists a snapshot of the keys taken when it
 // starts; fn may use the store.
 func (m *memStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
-	if err := ValidatePrefix(prefix); err != nil {
+	if err := validatePrefix(prefix); err != nil {
 		return err
 	}
 	for _, k := range m.keys(prefix) {
@@ -267,7 +267,7 @@ func validateDeletePrefix(prefix string) error {
 	if prefix == "" {
 		return fmt.Errorf("%w: empty prefix: refusing to delete everything", ErrInvalidKey)
 	}
-	return ValidatePrefix(prefix)
+	return validatePrefix(prefix)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

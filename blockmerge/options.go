@@ -1,22 +1,19 @@
 package blockmerge
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/compactkit/compactkit"
 )
 
-// Option configures [Merge], [NewWriter], [WriteBlock], [NewMemStore] and
+// Option configures [Merge], [WriteBlock], [NewMemStore] and
 // [NewFileStore]. Options that do not apply to a function are ignored by
 // it.
 type Option func(*options)
 
 type options struct {
-	pageSize int
-	logger   *slog.Logger
+	pageSize int // tests only: see export_test.go
 	merger   DatasetMerger
-	tempDir  string
 	sources  []compactkit.BlockMeta
 	noSync   bool             // FileStore
 	clock    func() time.Time // NewMemStore
@@ -26,9 +23,6 @@ func buildOptions(opts []Option) options {
 	o := options{pageSize: defaultPageSize}
 	for _, f := range opts {
 		f(&o)
-	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.DiscardHandler)
 	}
 	if o.merger == nil {
 		o.merger = MergeRecords
@@ -40,23 +34,13 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// WithPageSize sets the bound on the payload of the pages written
-// (default [defaultPageSize], clamped to [minPageSize, maxPageSize]). A
-// merge's memory is about one page per source plus one. The page size is
-// part of the output bytes: use the same one everywhere when outputs must
-// be byte-identical.
-func WithPageSize(n int) Option { return func(o *options) { o.pageSize = n } }
-
-// WithLogger sets the logger of a merge (default: discard).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+// withPageSize sets the bound on the payload of the pages written
+// (default [defaultPageSize], clamped to [minPageSize, maxPageSize]). The
+// page size is part of the output bytes; only the tests change it.
+func withPageSize(n int) Option { return func(o *options) { o.pageSize = n } }
 
 // WithDatasetMerger sets the merger of datasets (default [MergeRecords]).
 func WithDatasetMerger(m DatasetMerger) Option { return func(o *options) { o.merger = m } }
-
-// WithTempDir sets the directory of the staging files used to write
-// outputs to stores that cannot stream a write themselves (see
-// [CreateObject]); default: the system's temporary directory.
-func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir } }
 
 // WithSources gives [Merge] the metadata the index holds for the job's
 // sources. Merge then checks each source's footer against it before

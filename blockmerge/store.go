@@ -16,12 +16,10 @@ var (
 	// ErrNotFound reports an object, or a dataset of a block, that does not
 	// exist. Errors wrapping it name the object (and the dataset).
 	ErrNotFound = errors.New("blockmerge: not found")
-	// ErrInvalidKey reports an object key or prefix that is not allowed:
-	// see [ValidateKey].
-	ErrInvalidKey = errors.New("blockmerge: invalid object key")
-	// ErrInvalidRange reports a range read outside the object: a negative
+	// ErrInvalidKey reports an object key or prefix that is not allowed
+	// (see [ValidateKey]), or a range read outside the object: a negative
 	// offset, a non-positive length, or an offset at or past the end.
-	ErrInvalidRange = errors.New("blockmerge: invalid range")
+	ErrInvalidKey = errors.New("blockmerge: invalid key or range")
 	// ErrExists reports a conditional put ([ConditionalPutter]) of a key
 	// that already names an object. Errors wrapping it name the object.
 	ErrExists = errors.New("blockmerge: object exists")
@@ -43,7 +41,7 @@ type Store interface {
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
 	// GetRange returns a reader of length bytes starting at offset off,
 	// clamped to the end of the object. off must be in [0, size) and length
-	// positive, or the error wraps ErrInvalidRange (or ErrNotFound).
+	// positive, or the error wraps ErrInvalidKey (or ErrNotFound).
 	GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error)
 	// Size returns the size of the object in bytes.
 	Size(ctx context.Context, key string) (int64, error)
@@ -205,11 +203,11 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// ValidatePrefix reports whether prefix is a valid listing prefix: empty,
+// validatePrefix reports whether prefix is a valid listing prefix: empty,
 // or a string that is a valid key once a single trailing '/' is removed
 // ("blocks/", "blocks/job-1/12/", "blocks/01H"). Errors wrap
 // [ErrInvalidKey].
-func ValidatePrefix(prefix string) error {
+func validatePrefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
@@ -227,7 +225,7 @@ func notFound(op, key string) error {
 // checkRange validates a range read of an object of the given size.
 func checkRange(key string, off, length, size int64) error {
 	if off < 0 || length <= 0 || off >= size {
-		return fmt.Errorf("blockmerge: get range %q [%d, +%d) of %d bytes: %w", key, off, length, size, ErrInvalidRange)
+		return fmt.Errorf("blockmerge: get range %q [%d, +%d) of %d bytes: %w", key, off, length, size, ErrInvalidKey)
 	}
 	return nil
 }

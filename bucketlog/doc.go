@@ -45,7 +45,7 @@
 //     proposer's stamp, then to the state machine's rule: never back,
 //     at most one clock step forward per entry. Each entry records
 //     whether it is timed by the store; a replica that cannot read the
-//     store's times for such an entry stops (ErrNoStoreTime) rather
+//     store's times for such an entry stops (ErrUnsupportedStore) rather
 //     than fork. A step of more than one lease first extends the leases
 //     in progress (a took-office command every replica derives from the
 //     entry), so a coordinator outage does not charge healthy jobs a

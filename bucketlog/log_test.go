@@ -132,7 +132,8 @@ func TestCheckpointRestore(t *testing.T) {
 
 	// A store without conditional puts is refused.
 	_, err = bucketlog.Open(ctx, plainStore{store}, "compaction", fsm, "x")
-	require.ErrorIs(t, err, bucketlog.ErrNoConditionalPut)
+	require.ErrorIs(t, err, bucketlog.ErrUnsupportedStore)
+	require.ErrorContains(t, err, "no conditional put")
 }
 
 type ckBlock = ck.BlockMeta

@@ -106,7 +106,8 @@ func TestStoreTimeRequired(t *testing.T) {
 	other, err := raftfsm.New(raftfsm.DefaultConfig())
 	require.NoError(t, err)
 	_, err = bucketlog.Open(context.Background(), noTimes{store, store.(blockmerge.ConditionalPutter)}, "log", other, "c2")
-	require.ErrorIs(t, err, bucketlog.ErrNoStoreTime)
+	require.ErrorIs(t, err, bucketlog.ErrUnsupportedStore)
+	require.ErrorContains(t, err, "reports no modification times")
 
 	// Entries appended WithoutStoreTime are read by any replica.
 	store2 := newMemStore()

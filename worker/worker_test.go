@@ -482,7 +482,7 @@ func TestShutdownReleasesJobs(t *testing.T) {
 
 		require.NoError(t, r.stop(), "a clean shutdown")
 		for _, job := range []string{"job-1", "job-2"} {
-			require.ErrorIs(t, m.cancelCause(job), worker.ErrShuttingDown)
+			require.ErrorIs(t, m.cancelCause(job), worker.ErrShutdown)
 			j := l.job(job)
 			require.False(t, j.inProgress, "%s was given back", job)
 			require.Equal(t, 1, j.releases)

@@ -119,7 +119,7 @@ func (s *flawed) GetRange(ctx context.Context, key string, off, n int64) (io.Rea
 		}
 	case "GetRange": // refuses a range past the end instead of clamping it
 		if size, err := s.memStore.Size(ctx, key); err == nil && off+n > size && off+n > off {
-			return nil, fmt.Errorf("range past the end: %w", blockmerge.ErrInvalidRange)
+			return nil, fmt.Errorf("range past the end: %w", blockmerge.ErrInvalidKey)
 		}
 	}
 	return s.memStore.GetRange(ctx, key, off, n)

@@ -66,8 +66,8 @@ func TestDemo(t *testing.T) {
 // TestDemoOnS3 runs the demo's whole worker path — ingest,
 // merges, cleanup, verification — on a real S3 server (versitygw).
 func TestDemoOnS3(t *testing.T) {
-	store, _ := versitytest.Start(t).Store(t, 5<<20)
-	cfg := config{Run: demo.DefaultConfig(), Store: store}
+	store, _ := versitytest.Start(t).ConditionalStore(t, 5<<20)
+	cfg := config{Run: demo.DefaultConfig(), Store: store.Store}
 	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 60, 2, 2, 8
 	cfg.Run.Workers, cfg.Run.PartitionWorkers = 2, 0
 	rep, out := runSmall(t, cfg)
