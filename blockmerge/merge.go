@@ -370,29 +370,14 @@ func planOutputs(plan *compactkit.JobPlan, readers []*Reader) []outputPlan {
 
 // writeOutput writes one output block and commits it.
 func writeOutput(ctx context.Context, ws Store, readers []*Reader, pages [][]byte, info BlockInfo, groups []mergeGroup, o options) (compactkit.BlockMeta, error) {
-	ow, err := CreateObject(ctx, ws, compactkit.ObjectKey(info.ID), "")
-	if err != nil {
-		return compactkit.BlockMeta{}, err
-	}
-	meta, err := func() (compactkit.BlockMeta, error) {
-		bw, err := newWriter(ow, info, withPageSize(o.pageSize))
-		if err != nil {
-			return compactkit.BlockMeta{}, err
-		}
+	return writeObject(ctx, ws, info, []Option{withPageSize(o.pageSize)}, func(bw *blockWriter) error {
 		for _, g := range groups {
 			if err := mergeGroupInto(ctx, bw, readers, pages, info.Tenant, g, o.merger); err != nil {
-				return compactkit.BlockMeta{}, err
+				return err
 			}
 		}
-		return bw.Close()
-	}()
-	if err != nil {
-		return compactkit.BlockMeta{}, errors.Join(err, ow.Abort())
-	}
-	if err := ow.Commit(); err != nil {
-		return compactkit.BlockMeta{}, err
-	}
-	return meta, nil
+		return nil
+	})
 }
 
 // mergeGroupInto merges one dataset group into the block being written.

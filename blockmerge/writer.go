@@ -387,8 +387,31 @@ func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dat
 				info.ID, resolve(&ds[i]), ds[i].Name, compactkit.ErrInconsistent)
 		}
 	}
-	key := compactkit.ObjectKey(info.ID)
-	ow, err := CreateObject(ctx, store, key, "")
+	return writeObject(ctx, store, info, opts, func(bw *blockWriter) error {
+		for i := range ds {
+			recs := sortRecords(slices.Clone(ds[i].Records))
+			if len(recs) == 0 {
+				continue
+			}
+			dw, err := bw.BeginDataset(ds[i].Tenant, ds[i].Name)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if err := dw.Append(r); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// writeObject writes the block described by info to store at
+// compactkit.ObjectKey(info.ID): fill writes its datasets; the object is
+// committed if fill and the block's Close succeed, aborted otherwise.
+func writeObject(ctx context.Context, store Store, info BlockInfo, opts []Option, fill func(*blockWriter) error) (compactkit.BlockMeta, error) {
+	ow, err := CreateObject(ctx, store, compactkit.ObjectKey(info.ID), "")
 	if err != nil {
 		return compactkit.BlockMeta{}, err
 	}
@@ -397,20 +420,8 @@ func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dat
 		if err != nil {
 			return compactkit.BlockMeta{}, err
 		}
-		for i := range ds {
-			recs := sortRecords(slices.Clone(ds[i].Records))
-			if len(recs) == 0 {
-				continue
-			}
-			dw, err := bw.BeginDataset(ds[i].Tenant, ds[i].Name)
-			if err != nil {
-				return compactkit.BlockMeta{}, err
-			}
-			for _, r := range recs {
-				if err := dw.Append(r); err != nil {
-					return compactkit.BlockMeta{}, err
-				}
-			}
+		if err := fill(bw); err != nil {
+			return compactkit.BlockMeta{}, err
 		}
 		return bw.Close()
 	}()
