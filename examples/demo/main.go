@@ -63,12 +63,12 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	var store blockmerge.Store = cfg.Store
 	where := "the given store"
 	if store == nil {
-		_, fs, closeWorkspace, err := cfg.Run.Workspace("compactkit-demo-")
+		dir, fs, closeWorkspace, err := cfg.Run.Workspace("compactkit-demo-")
 		if err != nil {
 			return nil, err
 		}
 		defer closeWorkspace()
-		store, where = fs, fs.Dir()
+		store, where = fs, filepath.Join(dir, "objects")
 	}
 
 	// One raft node, in-memory log, stable store, snapshots and transport.

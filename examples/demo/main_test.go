@@ -65,8 +65,8 @@ func TestDemo(t *testing.T) {
 // TestDemoOnS3 runs the demo's whole worker path — ingest,
 // merges, cleanup, verification — on a real S3 server (versitygw).
 func TestDemoOnS3(t *testing.T) {
-	store, _ := versitytest.Start(t).Store(t, 5<<20)
-	cfg := config{Run: demo.SmallConfig(60, 2, 2, 8, 2), Store: store}
+	store, _ := versitytest.Start(t).ConditionalStore(t, 5<<20)
+	cfg := config{Run: demo.SmallConfig(60, 2, 2, 8, 2), Store: store.Store}
 	rep, out := runSmall(t, cfg)
 	assert.Positive(t, rep.Scheduler.Completed)
 	assert.Contains(t, out, "verification passed")
