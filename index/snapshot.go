@@ -617,6 +617,21 @@ func cmpTItem(a, b titem) int {
 	return strings.Compare(a.b.id, b.b.id)
 }
 
+// keys are the decoded columns of tombstone kinds and targets of a frame.
+type keys struct {
+	kinds   []uint8
+	targets []string
+}
+
+func keyColumns(d *codec.Decoder, kinds []byte, targets codec.Strings, n int) keys {
+	return keys{codec.Ints[uint8](d, "kinds", kinds, n), d.Strings("targets", targets, n)}
+}
+
+// key returns the i-th key, its target copied out of the frame.
+func (k keys) key(i int) tkey {
+	return newKey(ck.TombstoneKind(k.kinds[i]), strings.Clone(k.targets[i]))
+}
+
 func (rs *restorer) tombs() error {
 	d, x := rs.d, rs.x
 	var (
@@ -626,8 +641,7 @@ func (rs *restorer) tombs() error {
 	for d.Records("tombstones", rs.h.Tombstones); d.More(); {
 		var f tombsFrame
 		n := d.Frame(&f, &f.N)
-		kinds := codec.Ints[uint8](d, "kinds", f.Kinds, n)
-		targets := d.Strings("targets", f.Targets, n)
+		ks := keyColumns(d, f.Kinds, f.Targets, n)
 		created := codec.Ints[int64](d, "creation times", f.Created, n)
 		release := codec.Ints[int64](d, "release times", f.Release, n)
 		indexes := codec.Ints[uint64](d, "indexes", f.Indexes, n)
@@ -636,7 +650,7 @@ func (rs *restorer) tombs() error {
 			return err
 		}
 		for i := range n {
-			t := tomb{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])),
+			t := tomb{tkey: ks.key(i),
 				created: created[i], release: release[i], index: indexes[i], job: strings.Clone(jobs[i])}
 			if err := t.tombstone().Validate(); err != nil {
 				return codec.Malformed("%w", err)
@@ -717,14 +731,13 @@ func (rs *restorer) gone() error {
 	for d.Records("deletion records", rs.h.Gone); d.More(); {
 		var f goneFrame
 		n := d.Frame(&f, &f.N)
-		kinds := codec.Ints[uint8](d, "kinds", f.Kinds, n)
-		targets := d.Strings("targets", f.Targets, n)
+		ks := keyColumns(d, f.Kinds, f.Targets, n)
 		at := codec.Ints[int64](d, "times", f.At, n)
 		if err := d.Err(); err != nil {
 			return err
 		}
 		for i := range n {
-			g := goneRec{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])), at: at[i]}
+			g := goneRec{tkey: ks.key(i), at: at[i]}
 			if err := g.tombstone().Validate(); err != nil {
 				return codec.Malformed("deletion record: %w", err)
 			}
