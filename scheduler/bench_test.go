@@ -204,6 +204,7 @@ func (st *steady) next(tb testing.TB) *steadyPoll {
 // current state, the reports, 16 assignments and 16 additions.
 func (st *steady) decide(in *steadyPoll) ck.PlanUpdate {
 	sc := st.s.Schedule(in.now)
+	defer sc.Close() // as the state machine does
 	for i := range in.reports {
 		sc.UpdateJob("w", &in.reports[i])
 	}

@@ -117,9 +117,18 @@
 //
 // # Cost
 //
-// Opening a schedule is O(1): the indexes are github.com/google/btree trees
-// cloned copy-on-write. Unassigned jobs without a hold are indexed by
-// (level, rank, failures, deadline, name) and by (level, added, name) for
+// Opening a schedule is O(1), and so is closing it ([Schedule.Close]).
+// The indexes are github.com/google/btree trees, and the copy-on-write
+// rule is: the schedules opened between two changes of the scheduler share
+// one view, which reads the scheduler's own trees (under a mutex shared
+// with the scheduler) until the scheduler is about to change them. Then,
+// if a schedule of the view is still open, the view gets a copy-on-write
+// clone of the trees as they were, which the scheduler's next mutations
+// pay for with path copies; if every schedule of it was closed, nothing is
+// cloned and the scheduler changes its trees in place.
+//
+// Unassigned jobs without a hold are indexed by (level, rank, failures,
+// deadline, name) and by (level, added, name) for
 // aging; in-progress jobs neither paused nor closed by (level, rank,
 // failures, deadline, name), where the expired ones of a rank and failure
 // count are a prefix; excluded jobs by the entry that excluded them. Each

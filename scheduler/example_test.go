@@ -90,7 +90,7 @@ func ExampleSchedule_UpdateJob() {
 	// The reply was lost; w2 reports again.
 	sc = s.Schedule(later)
 	fmt.Println("repeated report accepted:", sc.UpdateJob("w2", &done))
-	tok, ok := sc.CompletedToken("job-a")
+	tok, ok := s.CompletedToken("job-a")
 	fmt.Println("completed with its token:", ok && tok == done.Token)
 	// Output:
 	//   add job-a: unassigned token=1

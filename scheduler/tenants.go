@@ -400,14 +400,13 @@ func (s *Scheduler) syncRec(tenant string) {
 	p, own := s.policies[tenant]
 	n := s.counts[tenant]
 	if own || (s.def.hasCap() && n > 0) {
+		s.dirty()
 		s.tenants.ReplaceOrInsert(tenantRec{name: tenant, own: own, pol: p, count: n, shards: s.shards[tenant]})
-		s.tenantsView = nil
 		return
 	}
-	if s.tenants.Len() > 0 {
-		if _, found := s.tenants.Delete(tenantRec{name: tenant}); found {
-			s.tenantsView = nil
-		}
+	if s.tenants.Has(tenantRec{name: tenant}) {
+		s.dirty()
+		s.tenants.Delete(tenantRec{name: tenant})
 	}
 }
 
