@@ -80,7 +80,7 @@ func TestScheduleIsAStableView(t *testing.T) {
 // another goroutine.
 func TestScheduleKeepsItsPolicies(t *testing.T) {
 	h := newHarness(t, testConfig())
-	h.s.SetTenantPolicy("capped", scheduler.TenantPolicy{MaxInProgress: 3})
+	h.s.SetLimits("capped", &scheduler.Limits{MaxInProgress: 3})
 	h.add(plans("c", "capped", 0, 20)...)
 	h.add(plans("o", "open", 0, 20)...)
 	sc := h.s.Schedule(h.now)
@@ -97,8 +97,8 @@ func TestScheduleKeepsItsPolicies(t *testing.T) {
 		done <- got
 	}()
 	for i := range 10 {
-		h.s.SetTenantPolicy("capped", scheduler.TenantPolicy{MaxInProgress: uint32(i % 4), Rank: uint8(i % 3)})
-		h.s.SetDefaultPolicy(scheduler.TenantPolicy{Closed: i%2 == 0, Rank: 1})
+		h.s.SetLimits("capped", &scheduler.Limits{MaxInProgress: uint32(i % 4), Rank: uint8(i % 3)})
+		h.s.SetDefaultLimits(scheduler.Limits{Closed: i%2 == 0, Rank: 1})
 		h.assign("w2", 2)
 	}
 	got := <-done

@@ -303,7 +303,7 @@ func heldFixture(tb testing.TB, caps bool) *Scheduler {
 	s.lastEntry = idx
 	if caps {
 		for i := range 9999 {
-			s.SetTenantPolicy(fmt.Sprintf("t-%05d", i), TenantPolicy{MaxInProgress: 1})
+			s.SetLimits(fmt.Sprintf("t-%05d", i), &Limits{MaxInProgress: 1})
 		}
 	}
 	return s

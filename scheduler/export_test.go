@@ -162,3 +162,34 @@ func ViewFrozen(sc *Schedule) bool {
 	defer sc.v.mu.Unlock()
 	return sc.v.t == &sc.v.frozen
 }
+
+// What the package's tests read of the scheduler beyond its API.
+
+// Len returns the number of jobs, whatever their status (Stats().Jobs).
+func (s *Scheduler) Len() int { return s.byName.Len() }
+
+// Paused reports whether jobs of tenant at level are paused.
+func (s *Scheduler) Paused(tenant string, level uint32) bool { return s.pauses.paused(tenant, level) }
+
+// Limits returns the effective limits of tenant: its own, or the default.
+func (s *Scheduler) Limits(tenant string) Limits { return s.policy(tenant) }
+
+// InProgress returns the number of jobs of tenant in progress.
+func (s *Scheduler) InProgress(tenant string) int { return s.counts[tenant] }
+
+// ShardInProgress returns the number of jobs of tenant in progress on shard.
+func (s *Scheduler) ShardInProgress(tenant string, shard uint32) int {
+	return s.shardInProgress(tenant, shard)
+}
+
+// ShardCapped reports whether tenant's shard is at its per-shard cap.
+func (s *Scheduler) ShardCapped(tenant string, shard uint32) bool { return s.shardAtCap(tenant, shard) }
+
+// Skip reasons the tests name.
+const (
+	ReasonLeaseExpired  = reasonLeaseExpired
+	ReasonUnstated      = reasonUnstated
+	SkippedPaused       = skippedPaused
+	SkippedNoLease      = skippedNoLease
+	SkippedStaleVersion = skippedStaleVersion
+)

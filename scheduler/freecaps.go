@@ -8,7 +8,7 @@ import (
 
 // FreeCaps makes the jobs in progress that the schedule ends — completed,
 // failed or released by [Schedule.UpdateJob] — count off their tenant's
-// caps ([TenantPolicy].MaxInProgress, MaxPerShard) for the rest of the
+// caps ([Limits].MaxInProgress, MaxPerShard) for the rest of the
 // schedule: a poll that ends a capped tenant's job may start the tenant's
 // next one, as it would without a cap. The unassigned jobs the view holds
 // at the cap become assignable at their level (they do not age into level

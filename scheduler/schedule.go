@@ -68,7 +68,7 @@ type Schedule struct {
 
 // polEntry is a cached policyOf result.
 type polEntry struct {
-	p      TenantPolicy
+	p      Limits
 	n      int
 	shards []shardCount
 }
@@ -81,7 +81,7 @@ type tenantShard struct {
 
 // policyOf returns the effective policy of tenant in the view and its
 // count of jobs in progress there, cached for the schedule.
-func (sc *Schedule) policyOf(tenant string) (TenantPolicy, int) {
+func (sc *Schedule) policyOf(tenant string) (Limits, int) {
 	e := sc.polEntry(tenant)
 	return e.p, e.n
 }
@@ -152,9 +152,6 @@ func (s *Scheduler) Schedule(now int64) *Schedule {
 	sc.heads = sc.headBuf[:0]
 	return sc
 }
-
-// Now returns the schedule's time.
-func (sc *Schedule) Now() int64 { return sc.now }
 
 // Close tells the scheduler that the schedule will not be read again, so
 // that its next change need not preserve the trees for it: a change after
@@ -276,12 +273,9 @@ func (sc *Schedule) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
 	return o.st, o.plan, true
 }
 
-// Size returns the queue size once the changes so far are applied.
-func (sc *Schedule) Size() int { return sc.size }
-
 // Held reports whether new jobs of tenant at level would wait: the tenant
 // or level is paused, the tenant's policy is closed at the level
-// ([TenantPolicy].Closed, ClosedLevels),
+// ([Limits].Closed, ClosedLevels),
 // or the tenant is at its cap of jobs in progress — in the view, or with
 // the jobs this schedule has assigned it. The planner skips held tenants.
 // It costs a lookup in the tenant policies.
@@ -340,7 +334,7 @@ func limRecord[K comparable](sc *Schedule, m *map[K]*tenantLim, k K, newLim func
 
 // limits makes the schedule's records of the caps of a job of tenant on
 // shard, under the view's policy p.
-func (sc *Schedule) limits(tenant string, shard uint32, p TenantPolicy) {
+func (sc *Schedule) limits(tenant string, shard uint32, p Limits) {
 	if p.MaxInProgress > 0 {
 		sc.lim(tenant)
 	}
@@ -514,7 +508,7 @@ func (c *candidate) betterLifted(lifted bool, r uint8, x *ck.JobState) bool {
 // at most once per schedule, and a job this schedule reported on, excluded
 // or evicted is not handed out by it. Jobs of paused tenants or levels, and
 // of closed tenants, are not assigned; nor are the unassigned jobs of a
-// tenant at its cap ([TenantPolicy].MaxInProgress), counting the jobs this
+// tenant at its cap ([Limits].MaxInProgress), counting the jobs this
 // schedule assigned it (an expired job's reassignment does not count).
 func (sc *Schedule) AssignJob(worker string) bool {
 	if worker == "" || !sc.lock() {
@@ -835,7 +829,7 @@ func (sc *Schedule) EvictJob() bool {
 // AddJob appends an add change for plan and returns true, or returns false
 // when the queue is full (Config.MaxQueueSize, counting this schedule's
 // changes), the plan's tenant or level is paused, its tenant is closed at
-// its level ([TenantPolicy].Closed, ClosedLevels), or a job of that name exists, was added by this
+// its level ([Limits].Closed, ClosedLevels), or a job of that name exists, was added by this
 // schedule, or was completed recently. A job of a tenant at its cap is
 // added; it waits. The plan is copied shallowly: its slices are shared.
 func (sc *Schedule) AddJob(plan ck.JobPlan) bool {

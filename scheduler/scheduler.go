@@ -38,8 +38,8 @@ type Scheduler struct {
 	// counts holds every tenant's jobs in progress (no zero entry), and
 	// nCapped the number of tenants at their cap. tenants is the part of
 	// it schedules read (see tenantRec). The maps are for lookups only.
-	def      TenantPolicy
-	policies map[string]TenantPolicy
+	def      Limits
+	policies map[string]Limits
 	counts   map[string]int
 	nCapped  int
 	// shards holds the jobs in progress per shard of the tenants whose
@@ -105,7 +105,7 @@ func (t *trees) clone() trees {
 type view struct {
 	cfg    Config // its AgingThreshold is never modified in place
 	pauses *pauses
-	def    TenantPolicy
+	def    Limits
 	mu     *sync.Mutex // the scheduler's vmu
 	// t is the scheduler's own trees until the scheduler changes, then
 	// frozen if a schedule of the view was still open, else nil.
@@ -209,14 +209,6 @@ func (s *Scheduler) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
 		return ck.JobState{}, nil, false
 	}
 	return j.st, j.plan, true
-}
-
-// Len returns the number of jobs in the queue, whatever their status.
-func (s *Scheduler) Len() int { return s.byName.Len() }
-
-// Paused reports whether jobs of tenant at level are paused.
-func (s *Scheduler) Paused(tenant string, level uint32) bool {
-	return s.pauses.paused(tenant, level)
 }
 
 // CompletedToken returns the token with which the named job was completed,

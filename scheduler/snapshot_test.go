@@ -170,9 +170,9 @@ func TestRestoredBehavesAlike(t *testing.T) {
 func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
 	a := goldenScheduler(t)
 	install := func(s *scheduler.Scheduler) {
-		s.SetDefaultPolicy(scheduler.TenantPolicy{Rank: 1, MaxInProgress: 2})
-		s.SetTenantPolicy("acme", scheduler.TenantPolicy{Rank: 2, MaxInProgress: 1})
-		s.SetTenantPolicy("initech", scheduler.TenantPolicy{Closed: true})
+		s.SetDefaultLimits(scheduler.Limits{Rank: 1, MaxInProgress: 2})
+		s.SetLimits("acme", &scheduler.Limits{Rank: 2, MaxInProgress: 1})
+		s.SetLimits("initech", &scheduler.Limits{Closed: true})
 	}
 	install(a)
 	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
