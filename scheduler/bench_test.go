@@ -13,8 +13,9 @@ import (
 const benchNow = int64(1_700_000_000) * int64(time.Second)
 
 // benchFixture builds a scheduler with inProgress jobs in progress (live
-// leases) and unassigned jobs waiting, over levels 0-2, 20 sources each,
-// with the queue limit off. It inserts records directly (as Restore does).
+// leases, held by worker "w", the benchmarks' polling worker) and
+// unassigned jobs waiting, over levels 0-2, 20 sources each, with the
+// queue limit off. It inserts records directly (as Restore does).
 func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 	tb.Helper()
 	cfg := DefaultConfig()
@@ -37,7 +38,7 @@ func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 	}
 	for i := range inProgress {
 		j := mk(fmt.Sprintf("run-%08d", i), uint32(i%3))
-		j.st.Status, j.st.Worker = ck.StatusInProgress, fmt.Sprintf("w-%d", i%100)
+		j.st.Status, j.st.Worker = ck.StatusInProgress, "w"
 		j.st.Deadline = benchNow + int64(10*time.Second) + int64(i%1000)
 		s.insert(j)
 	}
