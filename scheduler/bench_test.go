@@ -18,12 +18,7 @@ const benchNow = int64(1_700_000_000) * int64(time.Second)
 // queue limit off. It inserts records directly (as Restore does).
 func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 	tb.Helper()
-	cfg := DefaultConfig()
-	cfg.MaxQueueSize = 0
-	s, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := newUnlimited(tb)
 	idx := uint64(1)
 	mk := func(name string, level uint32) *job {
 		p := &ck.JobPlan{Name: name, Tenant: "tenant-" + fmt.Sprint(idx%7), Shard: uint32(idx % 64), Level: level}
@@ -46,6 +41,18 @@ func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 		s.insert(mk(fmt.Sprintf("new-%08d", i), uint32(i%3)))
 	}
 	s.lastEntry = idx
+	return s
+}
+
+// newUnlimited returns a scheduler of the default configuration without
+// the queue limit.
+func newUnlimited(tb testing.TB) *Scheduler {
+	cfg := DefaultConfig()
+	cfg.MaxQueueSize = 0
+	s, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return s
 }
 
@@ -275,12 +282,7 @@ func BenchmarkSchedulerApply(b *testing.B) {
 // capped, so their unassigned jobs are held. "zz" has no cap.
 func heldFixture(tb testing.TB, caps bool) *Scheduler {
 	tb.Helper()
-	cfg := DefaultConfig()
-	cfg.MaxQueueSize = 0
-	s, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := newUnlimited(tb)
 	idx := uint64(1)
 	mk := func(name, tenant string, status ck.JobStatus) {
 		idx++

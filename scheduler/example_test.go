@@ -173,7 +173,7 @@ func ExampleRestore() {
 	}
 	var again bytes.Buffer
 	_ = r.Snapshot(&again)
-	fmt.Println("jobs:", r.Len(), "identical:", bytes.Equal(snap.Bytes(), again.Bytes()))
+	fmt.Println("jobs:", r.Stats().Jobs, "identical:", bytes.Equal(snap.Bytes(), again.Bytes()))
 
 	_, err = scheduler.Restore(bytes.NewReader(snap.Bytes()[:snap.Len()-1]))
 	fmt.Println("truncated snapshot refused:", err != nil)
@@ -185,18 +185,13 @@ func ExampleRestore() {
 // Pausing a tenant keeps its jobs queued but assigns none and adds none.
 func ExampleScheduler_SetPause() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
-	sc := s.Schedule(start)
-	sc.AddJob(ck.JobPlan{Name: "job-a", Tenant: "acme", Sources: []string{"b1"}})
-	tx := s.Begin(ck.Entry{Index: 1, Time: start}, start, 0)
-	for _, c := range sc.Update().Changes {
-		tx.Apply(&c)
-	}
+	addJobs(s, 1, "acme-1")
 
 	acme := scheduler.PauseRule{Tenant: "acme", AllLevels: true}
 	s.SetPause(acme, true)
-	sc = s.Schedule(start)
+	sc := s.Schedule(start)
 	fmt.Println("assigned:", sc.AssignJob("w1"))
-	fmt.Println("added:", sc.AddJob(ck.JobPlan{Name: "job-b", Tenant: "acme", Sources: []string{"b2"}}))
+	fmt.Println("added:", sc.AddJob(ck.JobPlan{Name: "acme-2", Tenant: "acme", Sources: []string{"b2"}}))
 	fmt.Printf("stats: %+v\n", s.Stats().Levels)
 
 	s.SetPause(acme, false)

@@ -87,19 +87,7 @@ func (s *Scheduler) checkDerived() error {
 				return false
 			}
 		}
-		l := levels[j.st.Level]
-		if l == nil {
-			l = &LevelStats{Level: j.st.Level}
-			levels[j.st.Level] = l
-		}
-		switch j.st.Status {
-		case ck.StatusUnassigned:
-			l.Unassigned++
-		case ck.StatusInProgress:
-			l.InProgress++
-		case ck.StatusExcluded:
-			l.Excluded++
-		}
+		l := TallyLevel(levels, j.st.Level, j.st.Status)
 		if j.hold&holdPaused != 0 {
 			l.Paused++
 		}
@@ -153,6 +141,25 @@ func (s *Scheduler) checkDerived() error {
 		return fmt.Errorf("the pending view reads a copy of the trees before any change")
 	}
 	return nil
+}
+
+// TallyLevel counts a job of a level and status in levels, making the
+// level's entry if needed, and returns the entry.
+func TallyLevel(levels map[uint32]*LevelStats, level uint32, status ck.JobStatus) *LevelStats {
+	l := levels[level]
+	if l == nil {
+		l = &LevelStats{Level: level}
+		levels[level] = l
+	}
+	switch status {
+	case ck.StatusUnassigned:
+		l.Unassigned++
+	case ck.StatusInProgress:
+		l.InProgress++
+	case ck.StatusExcluded:
+		l.Excluded++
+	}
+	return l
 }
 
 // ViewFrozen reports whether the schedule's view holds its own clone of

@@ -244,19 +244,7 @@ func (st *sm) check(t *rapid.T) {
 	require.Equal(t, st.m.c, stats.Counters)
 	levels := map[uint32]*scheduler.LevelStats{}
 	for _, j := range st.m.jobs {
-		l := levels[j.st.Level]
-		if l == nil {
-			l = &scheduler.LevelStats{Level: j.st.Level}
-			levels[j.st.Level] = l
-		}
-		switch j.st.Status {
-		case ck.StatusUnassigned:
-			l.Unassigned++
-		case ck.StatusInProgress:
-			l.InProgress++
-		case ck.StatusExcluded:
-			l.Excluded++
-		}
+		l := scheduler.TallyLevel(levels, j.st.Level, j.st.Status)
 		if st.m.paused(j.st.Tenant, j.st.Level) {
 			l.Paused++
 		}
