@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/google/btree"
 )
 
 // Bounds on the configuration. They keep job plans within the codec's
@@ -167,9 +165,9 @@ func (p *Planner) SetConfig(cfg Config) error {
 		qs = append(qs, q)
 		return true
 	})
-	p.s.full = btree.NewG(btreeDegree, fullLess)
-	p.s.timed = btree.NewG(btreeDegree, timeLess)
-	p.s.aging = btree.NewG(btreeDegree, timeLess)
+	p.s.full.w(p.s.vmu).Clear(false)
+	p.s.timed.w(p.s.vmu).Clear(false)
+	p.s.aging.w(p.s.vmu).Clear(false)
 	for _, q := range qs {
 		q = p.own(q)
 		q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))

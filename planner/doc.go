@@ -64,10 +64,21 @@
 // compete at their own level like batches ready by age. Held tenants and
 // skipped keys are never forced. The planner stores no forcing.
 //
-// A view is opened on demand, once per Prepare ([Planner.View]): opening it
-// clones the B-trees in O(1), and the planner copies a queue header or a
-// tree node only the first time it changes one a view may hold. Apply does
-// not open views, so an ingest burst pays nothing for them.
+// # Copy-on-write
+//
+// A view is opened on demand, once per Prepare ([Planner.View]), in O(1),
+// and closed when done ([View.Close]). The rule: a tree of the state, and
+// the queues its nodes point to, belong to the planner, which changes
+// them in place, until a view reads them; from then on the view shares
+// them as they were when it was opened, nobody changes what it shares,
+// and the planner copies a tree node or a queue header the first time it
+// changes one. A view reads only the trees its method needs (planning
+// reads the indexes of ready batches and the queues it plans from, not
+// the claims or the quarantine); a tree that no open view has read when
+// the planner first changes it is preserved for the open views once, and
+// not at all when they are closed. So a view costs Apply the copies of
+// what it read, and Apply, which opens no view, pays nothing for an
+// ingest burst.
 //
 // # Ranks
 //

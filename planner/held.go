@@ -1,7 +1,5 @@
 package planner
 
-import "github.com/google/btree"
-
 // SetHold sets a tenant's holds: every level when all is set, and the
 // levels of the bit set levels (bit l for level l; levels from 64 on
 // cannot be held this way). A key is held while either holds it. A held
@@ -46,12 +44,9 @@ func (s *state) setHold(h hold) {
 		}
 	})
 	if h.all || h.levels != 0 {
-		if s.held == nil {
-			s.held = btree.NewG(btreeDegree, holdByTenant)
-		}
-		s.held.ReplaceOrInsert(h)
-	} else if s.held != nil {
-		s.held.Delete(h)
+		s.held.w(s.vmu).ReplaceOrInsert(h)
+	} else if s.held.Has(h) {
+		s.held.w(s.vmu).Delete(h)
 	}
 	s.eachKey(h.tenant, func(q *queue) {
 		if old.at(q.k.level) && !h.at(q.k.level) {
@@ -69,6 +64,7 @@ func (s *state) setHold(h hold) {
 // holds. Call it before the view's first [View.Next]. The cost is that of
 // SetHold.
 func (v *View) Release(tenant string) {
+	v.read(needKeys | needIndexes | needPolicy)
 	h := v.s.holdOf(tenant)
 	if !h.all {
 		return
@@ -90,12 +86,10 @@ func (p *Planner) HeldLevels(tenant string) uint64 { return p.s.holdOf(tenant).l
 // order.
 func (p *Planner) HeldTenants() []string {
 	var out []string
-	if p.s.held != nil {
-		p.s.held.Ascend(func(h hold) bool {
-			out = append(out, h.tenant)
-			return true
-		})
-	}
+	p.s.held.Ascend(func(h hold) bool {
+		out = append(out, h.tenant)
+		return true
+	})
 	return out
 }
 

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/google/btree"
-
 	"github.com/compactkit/compactkit/policy"
 )
 
@@ -98,18 +96,13 @@ func (p *Planner) SetLevels(tenant string, over []policy.Level) error {
 	if err := CheckLevels(over); err != nil {
 		return err
 	}
-	if p.s.levels != nil {
-		if tl, ok := p.s.levels.Get(tenantLevels{tenant: tenant}); ok && slices.Equal(tl.over, over) {
-			return nil // unchanged: nothing to batch again
-		}
+	if tl, ok := p.s.levels.Get(tenantLevels{tenant: tenant}); ok && slices.Equal(tl.over, over) {
+		return nil // unchanged: nothing to batch again
 	}
 	p.setLevels(tenant, func() {
-		if p.s.levels == nil {
-			p.s.levels = btree.NewG(btreeDegree, func(a, b tenantLevels) bool { return a.tenant < b.tenant })
-		}
 		over = slices.Clone(over)
 		tl := tenantLevels{tenant: tenant, over: over, levels: overridden(&p.s.cfg, over)}
-		if old, had := p.s.levels.ReplaceOrInsert(tl); had && old.levels != nil {
+		if old, had := p.s.levels.w(p.s.vmu).ReplaceOrInsert(tl); had && old.levels != nil {
 			p.s.ownLevels--
 		}
 		if tl.levels != nil {
@@ -123,11 +116,11 @@ func (p *Planner) SetLevels(tenant string, over []policy.Level) error {
 // it follows the default again ([Planner.SetDefaultLevels]). Clearing a
 // tenant without its own batching changes nothing.
 func (p *Planner) ClearLevels(tenant string) {
-	if p.s.levels == nil || !p.s.levels.Has(tenantLevels{tenant: tenant}) {
+	if !p.s.levels.Has(tenantLevels{tenant: tenant}) {
 		return
 	}
 	p.setLevels(tenant, func() {
-		if old, _ := p.s.levels.Delete(tenantLevels{tenant: tenant}); old.levels != nil {
+		if old, _ := p.s.levels.w(p.s.vmu).Delete(tenantLevels{tenant: tenant}); old.levels != nil {
 			p.s.ownLevels--
 		}
 	})
@@ -144,7 +137,7 @@ func (p *Planner) SetDefaultLevels(over []policy.Level) error {
 	if slices.Equal(p.s.defOver, over) {
 		return nil // unchanged: nothing to batch again
 	}
-	own := func(tenant string) bool { return p.s.levels != nil && p.s.levels.Has(tenantLevels{tenant: tenant}) }
+	own := func(tenant string) bool { return p.s.levels.Has(tenantLevels{tenant: tenant}) }
 	var qs []*queue
 	p.s.keys.Ascend(func(q *queue) bool {
 		if !own(q.k.tenant) {
@@ -164,9 +157,6 @@ func (p *Planner) SetDefaultLevels(over []policy.Level) error {
 // Levels returns a tenant's own level overrides and whether it has its
 // own (see [Planner.SetLevels]).
 func (p *Planner) Levels(tenant string) ([]policy.Level, bool) {
-	if p.s.levels == nil {
-		return nil, false
-	}
 	tl, ok := p.s.levels.Get(tenantLevels{tenant: tenant})
 	return slices.Clone(tl.over), ok
 }
@@ -212,7 +202,7 @@ func (p *Planner) rebatch(qs []*queue) {
 // current configuration (SetConfig calls it).
 func (s *state) reconfigureLevels() {
 	s.defLevels = overridden(&s.cfg, s.defOver)
-	if s.levels == nil || s.levels.Len() == 0 {
+	if s.levels.Len() == 0 {
 		return
 	}
 	var all []tenantLevels
@@ -223,7 +213,7 @@ func (s *state) reconfigureLevels() {
 	s.ownLevels = 0
 	for _, tl := range all {
 		tl.levels = overridden(&s.cfg, tl.over)
-		s.levels.ReplaceOrInsert(tl)
+		s.levels.w(s.vmu).ReplaceOrInsert(tl)
 		if tl.levels != nil {
 			s.ownLevels++
 		}
@@ -237,7 +227,7 @@ func (s *state) levelOf(tenant string, l uint32) *LevelConfig {
 	if s.ownLevels == 0 && s.defLevels == nil {
 		return &s.cfg.Levels[l] // no tenant's batching differs
 	}
-	if s.levels != nil && s.levels.Len() > 0 {
+	if s.levels.Len() > 0 {
 		if tl, ok := s.levels.Get(tenantLevels{tenant: tenant}); ok {
 			if tl.levels != nil {
 				return &tl.levels[l]

@@ -1063,14 +1063,12 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	}
 	// The count of tenants whose batching overrides something.
 	own := 0
-	if s.levels != nil {
-		s.levels.Ascend(func(tl tenantLevels) bool {
-			if tl.levels != nil {
-				own++
-			}
-			return true
-		})
-	}
+	s.levels.Ascend(func(tl tenantLevels) bool {
+		if tl.levels != nil {
+			own++
+		}
+		return true
+	})
 	require.Equal(t, own, s.ownLevels, "tenants with overriding batching")
 	// Queues, and their invariants.
 	got := map[key][]mBlock{}

@@ -1,7 +1,5 @@
 package planner
 
-import "github.com/google/btree"
-
 // tenantRank is a tenant's own rank (see Planner.SetRank).
 type tenantRank struct {
 	tenant string
@@ -40,10 +38,7 @@ func (p *Planner) SetRank(tenant string, rank uint8) {
 	if old != rank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, old, false) })
 	}
-	if p.s.ranks == nil {
-		p.s.ranks = btree.NewG(btreeDegree, func(a, b tenantRank) bool { return a.tenant < b.tenant })
-	}
-	p.s.ranks.ReplaceOrInsert(tenantRank{tenant: tenant, rank: rank})
+	p.s.ranks.w(p.s.vmu).ReplaceOrInsert(tenantRank{tenant: tenant, rank: rank})
 	if old != rank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, rank, true) })
 	}
@@ -53,9 +48,6 @@ func (p *Planner) SetRank(tenant string, rank uint8) {
 // the default rank again ([Planner.SetDefaultRank]). Clearing a tenant
 // without its own rank changes nothing. The cost is that of SetRank.
 func (p *Planner) ClearRank(tenant string) {
-	if p.s.ranks == nil {
-		return
-	}
 	tr, ok := p.s.ranks.Get(tenantRank{tenant: tenant})
 	if !ok {
 		return
@@ -63,7 +55,7 @@ func (p *Planner) ClearRank(tenant string) {
 	if tr.rank != p.s.defRank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, tr.rank, false) })
 	}
-	p.s.ranks.Delete(tr)
+	p.s.ranks.w(p.s.vmu).Delete(tr)
 	if tr.rank != p.s.defRank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, p.s.defRank, true) })
 	}
@@ -81,7 +73,7 @@ func (p *Planner) SetDefaultRank(rank uint8) {
 	if old == rank {
 		return
 	}
-	own := func(tenant string) bool { return p.s.ranks != nil && p.s.ranks.Has(tenantRank{tenant: tenant}) }
+	own := func(tenant string) bool { return p.s.ranks.Has(tenantRank{tenant: tenant}) }
 	p.s.keys.Ascend(func(q *queue) bool {
 		if !own(q.k.tenant) {
 			p.s.indexHeadRank(q.k, &q.head, old, false)
@@ -102,7 +94,7 @@ func (p *Planner) DefaultRank() uint8 { return p.s.defRank }
 
 // rankOf returns a tenant's rank.
 func (s *state) rankOf(tenant string) uint8 {
-	if s.ranks == nil || s.ranks.Len() == 0 {
+	if s.ranks.Len() == 0 {
 		return s.defRank
 	}
 	if tr, ok := s.ranks.Get(tenantRank{tenant: tenant}); ok {

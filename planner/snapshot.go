@@ -490,7 +490,7 @@ func (rs *restorer) queued() error {
 		}
 		q.head = formBatch(q, 0, rs.cfg.level(q.k.level))
 		rs.p.setLookup(q)
-		s.keys.ReplaceOrInsert(q)
+		s.keys.w(s.vmu).ReplaceOrInsert(q)
 		s.indexHead(q.k, &q.head, true)
 	}
 	return nil
@@ -563,8 +563,8 @@ func (rs *restorer) claimed() error {
 			}
 			c.items = append(c.items, it)
 		}
-		s.claims.ReplaceOrInsert(c)
-		s.claimKeys.ReplaceOrInsert(claimRef{k: c.k, name: c.name})
+		s.claims.w(s.vmu).ReplaceOrInsert(c)
+		s.claimKeys.w(s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	}
 	return nil
 }
@@ -611,7 +611,7 @@ func (rs *restorer) quarantine() error {
 			if since[i] < 0 || since[i] > clock {
 				return codec.Malformed("quarantine: block %s: time %d outside [0, %d]", it.id, since[i], clock)
 			}
-			s.quar.ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
+			s.quar.w(s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
 		}
 	}
 	if d.Err() == nil && rs.marks && !marked {

@@ -88,8 +88,9 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	iv := st.index.View()
 	force := slices.Clone(st.policies.compact)
 	f.mu.Unlock()
-	// A closed view lets Apply change the index trees the view never read
-	// in place, without copying them.
+	// Closed views let Apply change the trees they never read in place,
+	// without copying them.
+	defer pv.Close()
 	defer iv.Close()
 
 	for i := range req.Updates {

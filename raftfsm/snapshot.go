@@ -205,9 +205,10 @@ func (f *FSM) Capture() (*Capture, error) {
 
 // Close releases the capture's views; the capture must not be written
 // afterwards. Closing is optional (an unclosed capture only keeps the
-// index copying what it changes until the capture is garbage) and
-// idempotent.
+// planner and the index copying what they change until the capture is
+// garbage) and idempotent.
 func (c *Capture) Close() {
+	c.planner.Close()
 	c.ix.Close()
 }
 

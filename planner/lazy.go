@@ -1,0 +1,197 @@
+package planner
+
+import (
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// Views freeze the planner's trees lazily: this is how the copy-on-write
+// rule of the package documentation is kept. Cloning a B-tree is O(1),
+// but it makes every node shared, and the planner then copies each node
+// it mutates once per clone.
+//
+// Each tree is a lazy: in the planner, the tree and its pending frozen
+// (the tree as the views opened since it last changed saw it; nil if no
+// view was opened since); in a view, that frozen and, once the view read
+// it, the clone. Views opened while a tree does not change share one
+// frozen. A view clones the tree the first time it reads it (once for all
+// the views that share the frozen); the planner, before it first mutates
+// a tree after views were opened, settles the pending frozen: it clones
+// the tree for the views still open that may read it, and forgets it.
+// While neither happens, nothing is cloned and the planner mutates the
+// tree in place. A view writes (only [View.Release] does) to a clone of
+// its own.
+//
+// One mutex per planner, shared with its views, guards the frozens: a
+// view and the planner may clone from different goroutines.
+
+// frozen is one tree as views opened on it saw it.
+type frozen[T any] struct {
+	live  *btree.BTreeG[T] // the planner's tree, until cloned
+	clone *btree.BTreeG[T] // the views' clone, once cloned
+	done  bool             // cloned (or settled unread: live is nil)
+	open  int              // views holding it, not closed
+}
+
+// get clones the tree if that is not done yet and returns the clone. The
+// caller holds the mutex.
+func (f *frozen[T]) get() *btree.BTreeG[T] {
+	if !f.done {
+		f.clone, f.live, f.done = f.live.Clone(), nil, true
+	}
+	return f.clone
+}
+
+// lazy is one tree of a state (see above).
+type lazy[T any] struct {
+	*btree.BTreeG[T]
+	f *frozen[T]
+	// view is set in a view; own once the view's tree is a clone of its
+	// own (for writes).
+	view, own bool
+}
+
+// newLazy returns the lazy of an empty planner's tree ordered by less.
+func newLazy[T any](less btree.LessFunc[T]) lazy[T] {
+	return lazy[T]{BTreeG: btree.NewG(btreeDegree, less)}
+}
+
+// hand gives the view's lazy v the planner's pending frozen, making one if
+// there is none. The caller holds the mutex.
+func (l *lazy[T]) hand(v *lazy[T]) {
+	if l.f == nil {
+		l.f = &frozen[T]{live: l.BTreeG}
+	}
+	l.f.open++
+	*v = lazy[T]{f: l.f, view: true}
+}
+
+// read makes the view's tree readable. The caller holds the mutex.
+func (l *lazy[T]) read() {
+	if l.BTreeG == nil {
+		l.BTreeG = l.f.get()
+	}
+}
+
+// settle forgets the planner's pending frozen, cloning the tree first if
+// an open view holds it, and reports whether the tree's nodes are shared
+// with a view's clone.
+func (l *lazy[T]) settle(mu *sync.Mutex) bool {
+	if l.f == nil {
+		return false
+	}
+	mu.Lock()
+	if l.f.open > 0 {
+		l.f.get()
+	}
+	shared := l.f.clone != nil
+	l.f.live, l.f.done = nil, true
+	mu.Unlock()
+	l.f = nil
+	return shared
+}
+
+// w returns the tree for writing: in the planner, once the pending frozen
+// is settled; in a view, its own clone.
+func (l *lazy[T]) w(mu *sync.Mutex) *btree.BTreeG[T] {
+	if !l.view {
+		l.settle(mu)
+		return l.BTreeG
+	}
+	if !l.own {
+		mu.Lock()
+		l.read()
+		mu.Unlock()
+		l.BTreeG, l.own = l.BTreeG.Clone(), true
+	}
+	return l.BTreeG
+}
+
+// The trees a view reads, as bits of a need mask.
+const (
+	needKeys = 1 << iota
+	needIndexes
+	needClaims
+	needQuar
+	needPolicy
+	needAll = 1<<iota - 1
+)
+
+// lazies calls hand or read on the trees of the needs in the mask.
+func (s *state) lazies(need int, keys func(*lazy[*queue]), full func(*lazy[fullEnt]), tm func(*lazy[timeEnt]),
+	claims func(*lazy[*claim]), refs func(*lazy[claimRef]), quar func(*lazy[*quarEnt]),
+	held func(*lazy[hold]), ranks func(*lazy[tenantRank]), levels func(*lazy[tenantLevels])) {
+	if need&needKeys != 0 {
+		keys(&s.keys)
+	}
+	if need&needIndexes != 0 {
+		full(&s.full)
+		tm(&s.timed)
+		tm(&s.aging)
+	}
+	if need&needClaims != 0 {
+		claims(&s.claims)
+		refs(&s.claimKeys)
+	}
+	if need&needQuar != 0 {
+		quar(&s.quar)
+	}
+	if need&needPolicy != 0 {
+		held(&s.held)
+		ranks(&s.ranks)
+		levels(&s.levels)
+	}
+}
+
+// openView returns the view's state: the planner's plain values, and its
+// trees as frozens the view reads lazily.
+func (p *Planner) openView() state {
+	v := p.s
+	ps := &p.s
+	p.s.vmu.Lock()
+	ps.keys.hand(&v.keys)
+	ps.full.hand(&v.full)
+	ps.timed.hand(&v.timed)
+	ps.aging.hand(&v.aging)
+	ps.claims.hand(&v.claims)
+	ps.claimKeys.hand(&v.claimKeys)
+	ps.quar.hand(&v.quar)
+	ps.held.hand(&v.held)
+	ps.ranks.hand(&v.ranks)
+	ps.levels.hand(&v.levels)
+	p.s.vmu.Unlock()
+	return v
+}
+
+// read makes the view's trees of the needs in the mask readable.
+func (v *View) read(need int) {
+	v.s.vmu.Lock()
+	defer v.s.vmu.Unlock()
+	if v.closed {
+		panic("planner: view used after Close")
+	}
+	v.s.lazies(need, (*lazy[*queue]).read, (*lazy[fullEnt]).read, (*lazy[timeEnt]).read,
+		(*lazy[*claim]).read, (*lazy[claimRef]).read, (*lazy[*quarEnt]).read,
+		(*lazy[hold]).read, (*lazy[tenantRank]).read, (*lazy[tenantLevels]).read)
+}
+
+// Close tells the planner that the view will not be read again, so that
+// the trees the view has not read yet need not be preserved for it: the
+// planner's next changes to them copy nothing. Closing is optional (an
+// unclosed view costs the planner copies, as if it had read every tree)
+// and idempotent; a closed view must not be used.
+func (v *View) Close() {
+	v.s.vmu.Lock()
+	defer v.s.vmu.Unlock()
+	if v.closed {
+		return
+	}
+	v.closed = true
+	v.s.lazies(needAll, closeLazy[*queue], closeLazy[fullEnt], closeLazy[timeEnt],
+		closeLazy[*claim], closeLazy[claimRef], closeLazy[*quarEnt],
+		closeLazy[hold], closeLazy[tenantRank], closeLazy[tenantLevels])
+}
+
+// closeLazy gives the view's frozen up. The caller holds the mutex.
+func closeLazy[T any](l *lazy[T]) { l.f.open-- }
