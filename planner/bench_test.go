@@ -124,7 +124,7 @@ func BenchmarkPlan(b *testing.B) {
 func BenchmarkPlannerRestore(b *testing.B) {
 	p, _ := benchPlanner(b, 1_000_000)
 	var buf bytes.Buffer
-	if err := p.Snapshot(&buf); err != nil {
+	if err := p.View().Snapshot(&buf); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(buf.Len()))
@@ -183,7 +183,7 @@ func BenchmarkNextHeldTenants(b *testing.B) {
 	b.Run("held", func(b *testing.B) {
 		p, now := setup(b)
 		for _, tn := range names[:tenants-1] {
-			p.SetHold(tn, true, p.HeldLevels(tn))
+			p.SetHold(tn, true, p.s.holdOf(tn).levels)
 		}
 		run(b, p, now, nil, last)
 	})
@@ -253,7 +253,9 @@ func BenchmarkNextRanked(b *testing.B) {
 	b.Run("ranked", func(b *testing.B) {
 		p, now := setup(b)
 		for _, tn := range names[:tenants-1] {
-			p.SetRank(tn, 2)
+			if err := p.SetTerms(tn, &Terms{Rank: 2}); err != nil {
+				b.Fatal(err)
+			}
 		}
 		run(b, p, now, names[tenants-1])
 	})
@@ -264,7 +266,9 @@ func BenchmarkNextRanked(b *testing.B) {
 	b.Run("ranked-aged", func(b *testing.B) {
 		p, now := setup(b)
 		for _, tn := range names[:tenants-1] {
-			p.SetRank(tn, 2)
+			if err := p.SetTerms(tn, &Terms{Rank: 2}); err != nil {
+				b.Fatal(err)
+			}
 		}
 		run(b, p, now+int64(cfg.Levels[0].AgingThreshold)+1, names[0])
 	})

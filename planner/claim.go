@@ -120,7 +120,7 @@ func (p *Planner) endClaim(c *claim) {
 func (p *Planner) Return(job string, keep []string) error {
 	c, ok := p.s.getClaim(job)
 	if !ok {
-		return fmt.Errorf("planner: return %s: %w", job, ErrUnknownJob)
+		return fmt.Errorf("planner: return %s: %w", job, errUnknownJob)
 	}
 	want := make(map[string]bool, len(keep))
 	for _, id := range keep {
@@ -136,7 +136,7 @@ func (p *Planner) Return(job string, keep []string) error {
 	if len(items) != len(want) {
 		for _, id := range keep {
 			if !want[id] {
-				return fmt.Errorf("planner: return %s: block %s: %w", job, id, ErrNotSource)
+				return fmt.Errorf("planner: return %s: block %s: %w", job, id, errNotSource)
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func (p *Planner) insert(k key, items []item) {
 func (p *Planner) Complete(job string) error {
 	c, ok := p.s.getClaim(job)
 	if !ok {
-		return fmt.Errorf("planner: complete %s: %w", job, ErrUnknownJob)
+		return fmt.Errorf("planner: complete %s: %w", job, errUnknownJob)
 	}
 	p.endClaim(c)
 	p.s.counters.Completions++

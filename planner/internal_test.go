@@ -246,7 +246,7 @@ func TestRepeatedArrivalsAreHarmless(t *testing.T) {
 		p.refresh(q, old)
 	}
 	var b strings.Builder
-	require.NoError(t, p.Snapshot(&b))
+	require.NoError(t, p.View().Snapshot(&b))
 	r, err := Restore(strings.NewReader(b.String()))
 	require.NoError(t, err)
 
@@ -297,20 +297,20 @@ func TestLevel0AgingEntries(t *testing.T) {
 		return got
 	}
 	require.Empty(t, entries(), "rank 0: level 0 does not age")
-	p.SetRank("b", 2)
-	p.SetRank("c", 2)
+	require.NoError(t, p.SetTerms("b", &Terms{Rank: 2}))
+	require.NoError(t, p.SetTerms("c", &Terms{Rank: 2}))
 	require.Equal(t, map[string]uint8{"b": 2}, entries())
-	p.SetRank("b", 1)
+	require.NoError(t, p.SetTerms("b", &Terms{Rank: 1}))
 	require.Equal(t, map[string]uint8{"b": 1}, entries())
-	p.SetDefaultRank(1)
+	require.NoError(t, p.SetDefaultTerms(Terms{Rank: 1}))
 	require.Equal(t, map[string]uint8{"a": 1, "b": 1}, entries())
-	p.SetRank("b", 0)
+	require.NoError(t, p.SetTerms("b", &Terms{Rank: 0}))
 	require.Equal(t, map[string]uint8{"a": 1}, entries())
-	p.ClearRank("b")
-	p.SetHold("a", true, p.HeldLevels("a"))
+	require.NoError(t, p.SetTerms("b", nil))
+	p.SetHold("a", true, p.s.holdOf("a").levels)
 	require.Equal(t, map[string]uint8{"b": 1}, entries())
-	p.SetHold("a", false, p.HeldLevels("a"))
-	p.SetRank("a", 2)
+	p.SetHold("a", false, p.s.holdOf("a").levels)
+	require.NoError(t, p.SetTerms("a", &Terms{Rank: 2}))
 	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries())
 	pl, ok := p.View().Next(1, &PlanOptions{Skip: func(tn string, _ uint32) bool { return tn != "b" }})
 	require.True(t, ok)
@@ -322,9 +322,9 @@ func TestLevel0AgingEntries(t *testing.T) {
 	require.Empty(t, entries(), "level 0 does not age")
 	require.NoError(t, p.SetConfig(DefaultConfig()))
 	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries())
-	p.SetDefaultRank(0)
-	p.ClearRank("a")
-	p.ClearRank("c")
+	require.NoError(t, p.SetDefaultTerms(Terms{Rank: 0}))
+	require.NoError(t, p.SetTerms("a", nil))
+	require.NoError(t, p.SetTerms("c", nil))
 	require.Empty(t, entries(), "every tenant at rank 0 again")
 }
 
@@ -385,10 +385,9 @@ func TestLazyViews(t *testing.T) {
 	// tree other views share.
 	p.SetHold("b", true, 0)
 	v, w = p.View(), p.View()
-	v.Release("b")
 	var got []string
 	for {
-		pl, ok := v.Next(1, nil)
+		pl, ok := v.Next(1, &PlanOptions{Release: []string{"b"}})
 		if !ok {
 			break
 		}
@@ -404,4 +403,12 @@ func TestLazyViews(t *testing.T) {
 	}
 	require.True(t, p.s.isHeld("b", 0))
 	require.Panics(t, func() { v.Close(); v.Next(1, nil) }, "a closed view must not be used")
+}
+
+// TestForceValidate: the entries planning ignores.
+func TestForceValidate(t *testing.T) {
+	require.ErrorIs(t, (&Force{Tenant: "A", AllTenants: true}).Validate(), errInvalidForce)
+	require.ErrorIs(t, (&Force{Tenant: "bad\x01"}).Validate(), ck.ErrInvalidID)
+	require.NoError(t, (&Force{AllTenants: true}).Validate())
+	require.NoError(t, (&Force{Tenant: "A", Level: 3}).Validate())
 }

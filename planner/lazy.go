@@ -20,7 +20,7 @@ import (
 // a tree after views were opened, settles the pending frozen: it clones
 // the tree for the views still open that may read it, and forgets it.
 // While neither happens, nothing is cloned and the planner mutates the
-// tree in place. A view writes (only [View.Release] does) to a clone of
+// tree in place. A view writes (only to release a hold: PlanOptions.Release) to a clone of
 // its own.
 //
 // One mutex per planner, shared with its views, guards the frozens: a
@@ -59,12 +59,12 @@ func newLazy[T any](less btree.LessFunc[T]) lazy[T] {
 
 // hand gives the view's lazy v the planner's pending frozen, making one if
 // there is none. The caller holds the mutex.
-func (l *lazy[T]) hand(v *lazy[T]) {
+func (l *lazy[T]) hand(v tree) {
 	if l.f == nil {
 		l.f = &frozen[T]{live: l.BTreeG}
 	}
 	l.f.open++
-	*v = lazy[T]{f: l.f, view: true}
+	*v.(*lazy[T]) = lazy[T]{f: l.f, view: true}
 }
 
 // read makes the view's tree readable. The caller holds the mutex.
@@ -108,72 +108,65 @@ func (l *lazy[T]) w(mu *sync.Mutex) *btree.BTreeG[T] {
 	return l.BTreeG
 }
 
-// The trees a view reads, as bits of a need mask.
+// tree is a lazy, whatever its type, as opening, reading and closing a
+// view need it.
+type tree interface {
+	hand(v tree) // in the planner: gives the view's tree v its frozen
+	read()       // in a view: makes the tree readable
+	close()      // in a view: gives the frozen up
+}
+
+// close gives the view's frozen up. The caller holds the mutex.
+func (l *lazy[T]) close() { l.f.open-- }
+
+// trees lists the trees of s in the order of the need bits below.
+func (s *state) trees() [10]tree {
+	return [...]tree{&s.keys, &s.full, &s.timed, &s.aging, &s.claims, &s.claimKeys, &s.quar, &s.held, &s.ranks, &s.levels}
+}
+
+// The trees a view method reads, as a mask: bit i is trees()[i].
 const (
 	needKeys = 1 << iota
-	needIndexes
+	needFull
+	needTimed
+	needAging
 	needClaims
+	needClaimKeys
 	needQuar
-	needPolicy
+	needHeld
+	needRanks
+	needLevels
 	needAll = 1<<iota - 1
-)
 
-// lazies calls hand or read on the trees of the needs in the mask.
-func (s *state) lazies(need int, keys func(*lazy[*queue]), full func(*lazy[fullEnt]), tm func(*lazy[timeEnt]),
-	claims func(*lazy[*claim]), refs func(*lazy[claimRef]), quar func(*lazy[*quarEnt]),
-	held func(*lazy[hold]), ranks func(*lazy[tenantRank]), levels func(*lazy[tenantLevels])) {
-	if need&needKeys != 0 {
-		keys(&s.keys)
-	}
-	if need&needIndexes != 0 {
-		full(&s.full)
-		tm(&s.timed)
-		tm(&s.aging)
-	}
-	if need&needClaims != 0 {
-		claims(&s.claims)
-		refs(&s.claimKeys)
-	}
-	if need&needQuar != 0 {
-		quar(&s.quar)
-	}
-	if need&needPolicy != 0 {
-		held(&s.held)
-		ranks(&s.ranks)
-		levels(&s.levels)
-	}
-}
+	needIndexes = needFull | needTimed | needAging
+	needPolicy  = needHeld | needRanks | needLevels
+)
 
 // openView returns the view's state: the planner's plain values, and its
 // trees as frozens the view reads lazily.
 func (p *Planner) openView() state {
 	v := p.s
-	ps := &p.s
+	vs := v.trees()
 	p.s.vmu.Lock()
-	ps.keys.hand(&v.keys)
-	ps.full.hand(&v.full)
-	ps.timed.hand(&v.timed)
-	ps.aging.hand(&v.aging)
-	ps.claims.hand(&v.claims)
-	ps.claimKeys.hand(&v.claimKeys)
-	ps.quar.hand(&v.quar)
-	ps.held.hand(&v.held)
-	ps.ranks.hand(&v.ranks)
-	ps.levels.hand(&v.levels)
+	for i, t := range p.s.trees() {
+		t.hand(vs[i])
+	}
 	p.s.vmu.Unlock()
 	return v
 }
 
-// read makes the view's trees of the needs in the mask readable.
+// read makes the view's trees of the mask readable.
 func (v *View) read(need int) {
 	v.s.vmu.Lock()
 	defer v.s.vmu.Unlock()
 	if v.closed {
 		panic("planner: view used after Close")
 	}
-	v.s.lazies(need, (*lazy[*queue]).read, (*lazy[fullEnt]).read, (*lazy[timeEnt]).read,
-		(*lazy[*claim]).read, (*lazy[claimRef]).read, (*lazy[*quarEnt]).read,
-		(*lazy[hold]).read, (*lazy[tenantRank]).read, (*lazy[tenantLevels]).read)
+	for i, t := range v.s.trees() {
+		if need&(1<<i) != 0 {
+			t.read()
+		}
+	}
 }
 
 // Close tells the planner that the view will not be read again, so that
@@ -188,10 +181,7 @@ func (v *View) Close() {
 		return
 	}
 	v.closed = true
-	v.s.lazies(needAll, closeLazy[*queue], closeLazy[fullEnt], closeLazy[timeEnt],
-		closeLazy[*claim], closeLazy[claimRef], closeLazy[*quarEnt],
-		closeLazy[hold], closeLazy[tenantRank], closeLazy[tenantLevels])
+	for _, t := range v.s.trees() {
+		t.close()
+	}
 }
-
-// closeLazy gives the view's frozen up. The caller holds the mutex.
-func closeLazy[T any](l *lazy[T]) { l.f.open-- }

@@ -118,13 +118,13 @@ type state struct {
 	// derived state, not part of snapshots.
 	held lazy[hold]
 	// ranks holds the tenants with their own rank, and defRank is the
-	// rank of the others (see Planner.SetRank). They are derived state,
+	// rank of the others (see Terms). They are derived state,
 	// not part of snapshots, and order the entries of full, timed and
 	// aging.
 	ranks   lazy[tenantRank]
 	defRank uint8
 	// levels holds the tenants with their own batching, and defOver and
-	// defLevels the batching of the others (see Planner.SetLevels):
+	// defLevels the batching of the others (see Terms):
 	// derived state like ranks. defLevels is nil while the default
 	// overrides nothing. Their slices are never modified in place (views
 	// share them).
@@ -210,7 +210,7 @@ func (s *state) indexHead(k key, h *batch, add bool) {
 }
 
 // indexHeadRank is indexHead with the tenant's rank given: the rank its
-// entries were made with when they are removed (SetRank moves the entries
+// entries were made with when they are removed (setRank moves the entries
 // of a tenant whose rank changes). A full batch has an aging entry if it
 // ages (see ages): at a level above 0, or at level 0 if the rank is above
 // 0; so the rank decides which entries exist, not only their order.

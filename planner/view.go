@@ -2,7 +2,6 @@ package planner
 
 import (
 	"cmp"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -124,24 +123,19 @@ type PlanOptions struct {
 	// attaches no tombstones.
 	Tombstones func() (ck.Tombstone, bool)
 	// Force lists the batches an operator wants compacted now, whatever
-	// their size and age (see [Force]); entries that do not validate are
-	// ignored. Nil forces nothing.
+	// their size and age (see [Force]); malformed entries are ignored. Nil
+	// forces nothing.
 	Force []Force
-}
-
-// Validate reports whether every Force entry is well formed (see
-// [Force.Validate]); the error names the first one that is not. Nil
-// options are valid.
-func (o *PlanOptions) Validate() error {
-	if o == nil {
-		return nil
-	}
-	for i := range o.Force {
-		if err := o.Force[i].Validate(); err != nil {
-			return fmt.Errorf("planner: force %d: %w", i, err)
-		}
-	}
-	return nil
+	// Release lists tenants whose hold of every level (the all of
+	// [Planner.SetHold]; a hold of some levels stays) the view lifts, from
+	// this call on, for its own planning: it plans their ready batches
+	// again, where Skip lets it. The state machine releases a tenant held
+	// at its cap of jobs in progress once a poll's completions bring it
+	// below the cap, so that the poll may start the tenant's next job. The
+	// planner and other views keep their holds. Each tenant costs a B-tree
+	// lookup per call, and the first call that lifts its hold the cost of
+	// SetHold.
+	Release []string
 }
 
 // maxDuplicatePulls bounds how many tombstones already handed out Next
@@ -155,24 +149,9 @@ func (p *Planner) View() *View {
 	return &View{s: p.openView(), seq: p.s.nextSeq, cursor: p.s.cursor, hasCursor: p.s.hasCursor}
 }
 
-// Config returns a copy of the configuration the view plans with.
-func (v *View) Config() Config { return v.s.cfg.clone() }
-
-// Claimed returns the sources job claimed when the view was opened.
-func (v *View) Claimed(job string) ([]string, bool) {
-	v.read(needClaims)
-	return v.s.claimed(job)
-}
-
-// Quarantined is [Planner.Quarantined] on the view's state.
-func (v *View) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string) {
-	v.read(needQuar)
-	return v.s.quarantined(cursor, limit)
-}
-
-// Snapshot writes the state the view was opened on, exactly as
-// [Planner.Snapshot] would have then; planning on the view does not change
-// it. It may run while the planner keeps changing.
+// Snapshot writes the state the view was opened on (see the format in
+// snapshot.go); planning on the view does not change it. Equal states
+// write identical bytes. It may run while the planner keeps changing.
 func (v *View) Snapshot(w io.Writer) error {
 	v.read(needAll)
 	return v.s.snapshot(w)
@@ -195,7 +174,7 @@ func (v *View) Snapshot(w io.Writer) error {
 //     ready for longer than the level's AgingThreshold (it became ready when
 //     it filled up or when its MaxAge passed, whichever came first).
 //   - The lowest competing level with a ready batch is served. Among its
-//     ready batches, those of the lowest rank compete ([Planner.SetRank],
+//     ready batches, those of the lowest rank compete ([Terms],
 //     as of the view's opening): a batch competes at its tenant's rank,
 //     except that one competing at level 0 because of aging competes at
 //     rank 0, the best, whatever its tenant's rank; so does a level-0
@@ -234,6 +213,11 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 		skip, force = opts.Skip, opts.Force
 	}
 	v.read(needIndexes | needPolicy)
+	if opts != nil {
+		for _, t := range opts.Release {
+			v.release(t)
+		}
+	}
 	v.materialize(now, force)
 	for r := range v.s.cfg.FinalLevel {
 		if c, ok := v.pick(r, now, skip); ok {

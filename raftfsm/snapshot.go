@@ -123,7 +123,9 @@ func (f *FSM) Snapshot(w io.Writer) error {
 	if err := f.st.writeHeader(w); err != nil {
 		return err
 	}
-	if err := f.st.planner.Snapshot(w); err != nil {
+	pv := f.st.planner.View()
+	defer pv.Close()
+	if err := pv.Snapshot(w); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	if err := f.st.sched.Snapshot(w); err != nil {
