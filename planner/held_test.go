@@ -327,6 +327,18 @@ func TestRestoreThenSetHold(t *testing.T) {
 // each view plans exactly what a twin view opened at the same moment
 // planned before anything changed (run with -race).
 func TestHeldConcurrentWithViews(t *testing.T) {
+	concurrentViews(t, func(f *fixture, tenants []string, i int) {
+		f.p.SetHold(tenants[i%4], i%3 != 2, levelsHeld(f.p, tenants[i%4]))
+	}, func(f *fixture, tenants []string, i int) {
+		f.p.SetHold(tenants[(i+2)%4], false, levelsHeld(f.p, tenants[(i+2)%4]))
+	})
+}
+
+// concurrentViews opens views that plan on other goroutines, forcing
+// every tenant, while the planner changes: before, it enqueues blocks,
+// after, and claims a job; each view must plan exactly what a twin view
+// opened at the same moment planned before anything changed.
+func concurrentViews(t *testing.T, before, after func(f *fixture, tenants []string, i int)) {
 	f := newFixture(t, planner.DefaultConfig())
 	tenants := []string{"A", "B", "C", "D"}
 	for i, tn := range tenants {
@@ -342,20 +354,11 @@ func TestHeldConcurrentWithViews(t *testing.T) {
 		now := f.now
 		want := drain(t, twin, now, force)
 		wg.Go(func() {
-			var got []string
-			for {
-				pl, ok := v.Next(now, force)
-				if !ok {
-					break
-				}
-				got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
-			}
-			results <- result{got, want}
+			results <- result{drain(t, v, now, force), want}
 		})
-		// Meanwhile: hold and release, enqueue, claim.
-		f.p.SetHold(tenants[i%4], i%3 != 2, levelsHeld(f.p, tenants[i%4]))
+		before(f, tenants, i)
 		f.add(tenants[(i+1)%4], 0, 0, 20)
-		f.p.SetHold(tenants[(i+2)%4], false, levelsHeld(f.p, tenants[(i+2)%4]))
+		after(f, tenants, i)
 		_, ok := f.poll(force)
 		require.True(t, ok)
 	}

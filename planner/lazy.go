@@ -47,9 +47,9 @@ func (f *frozen[T]) get() *btree.BTreeG[T] {
 type lazy[T any] struct {
 	*btree.BTreeG[T]
 	f *frozen[T]
-	// view is set in a view; own once the view's tree is a clone of its
+	// view is set in a view; mine once the view's tree is a clone of its
 	// own (for writes).
-	view, own bool
+	view, mine bool
 }
 
 // newLazy returns the lazy of an empty planner's tree ordered by less.
@@ -95,17 +95,25 @@ func (l *lazy[T]) settle(mu *sync.Mutex) bool {
 // w returns the tree for writing: in the planner, once the pending frozen
 // is settled; in a view, its own clone.
 func (l *lazy[T]) w(mu *sync.Mutex) *btree.BTreeG[T] {
+	if l.f != nil {
+		l.own(mu)
+	}
+	return l.BTreeG
+}
+
+// own settles the planner's pending frozen, or makes the view's tree a
+// clone of its own (see w).
+func (l *lazy[T]) own(mu *sync.Mutex) {
 	if !l.view {
 		l.settle(mu)
-		return l.BTreeG
+		return
 	}
-	if !l.own {
+	if !l.mine {
 		mu.Lock()
 		l.read()
 		mu.Unlock()
-		l.BTreeG, l.own = l.BTreeG.Clone(), true
+		l.BTreeG, l.mine = l.BTreeG.Clone(), true
 	}
-	return l.BTreeG
 }
 
 // tree is a lazy, whatever its type, as opening, reading and closing a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -406,37 +405,13 @@ func TestRankForceSkipHeld(t *testing.T) {
 // plans exactly what a twin view opened at the same moment planned before
 // anything changed (run with -race).
 func TestRankConcurrentWithViews(t *testing.T) {
-	f := newFixture(t, planner.DefaultConfig())
-	tenants := []string{"A", "B", "C", "D"}
-	for i, tn := range tenants {
-		f.add(tn, 0, 0, 50)
-		f.add(tn, 1, 1, 3+i)
-	}
-	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
-	var wg sync.WaitGroup
-	type result struct{ got, want []string }
-	results := make(chan result, 8)
-	for i := range 8 {
-		v, twin := f.p.View(), f.p.View()
-		now := f.now
-		want := drain(t, twin, now, force)
-		wg.Go(func() {
-			results <- result{drain(t, v, now, force), want}
-		})
-		// Meanwhile: rank, clear, change the default, enqueue, claim.
+	// Meanwhile: rank, clear, change the default, enqueue, claim.
+	concurrentViews(t, func(f *fixture, tenants []string, i int) {
 		require.NoError(t, f.p.SetTerms(tenants[i%4], &planner.Terms{Rank: uint8(i % 3)}))
 		require.NoError(t, f.p.SetDefaultTerms(planner.Terms{Rank: uint8(i % 2)}))
-		f.add(tenants[(i+1)%4], 0, 0, 20)
+	}, func(f *fixture, tenants []string, i int) {
 		require.NoError(t, f.p.SetTerms(tenants[(i+2)%4], nil))
-		_, ok := f.poll(force)
-		require.True(t, ok)
-	}
-	wg.Wait()
-	close(results)
-	for r := range results {
-		require.NotEmpty(t, r.want)
-		require.Equal(t, r.want, r.got)
-	}
+	})
 }
 
 // pollAll plans and claims one job per poll, each on a fresh view, until
