@@ -122,11 +122,11 @@ func WithCleanupUrgentAfter(d time.Duration) Option {
 }
 
 // WithCleanupBatch sets how many tombstones one cleanup-only job carries
-// (default 64, at most planner.MaxTombstonesPerJob).
+// (default 64, at most 1024: more carry 1024).
 func WithCleanupBatch(n int) Option {
 	return func(o *options) {
 		if n > 0 {
-			o.cleanupBatch = min(n, planner.MaxTombstonesPerJob)
+			o.cleanupBatch = n
 		}
 	}
 }
