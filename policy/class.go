@@ -15,7 +15,7 @@ const (
 )
 
 // Rank orders the classes: 0 for High, 1 for Medium, 2 for Low (and 3 for
-// an unknown class, which [Class.Validate] refuses).
+// an unknown class, which [Tenant.Validate] refuses).
 func (c Class) Rank() int {
 	switch c {
 	case High:
@@ -43,17 +43,17 @@ func (c Class) String() string {
 	}
 }
 
-// Validate reports whether c is one of the three classes; the error wraps
+// validate reports whether c is one of the three classes; the error wraps
 // [ErrInvalid].
-func (c Class) Validate() error {
+func (c Class) validate() error {
 	if c > Low {
 		return fmt.Errorf("policy: class %d: %w", uint8(c), ErrInvalid)
 	}
 	return nil
 }
 
-// ParseClass returns the class named s ("high", "medium" or "low").
-func ParseClass(s string) (Class, error) {
+// parseClass returns the class named s ("high", "medium" or "low").
+func parseClass(s string) (Class, error) {
 	for c := Medium; c <= Low; c++ {
 		if c.String() == s {
 			return c, nil

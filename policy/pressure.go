@@ -58,10 +58,10 @@ type Load struct {
 	ReadyBatches int64
 }
 
-// Validate reports whether th is usable: every limit with 0 ≤ Off ≤ On
+// validate reports whether th is usable: every limit with 0 ≤ Off ≤ On
 // (Off 0 when On is 0), and each Stop limit, when set, at or above the
 // matching Slow limit. The error wraps [ErrInvalid].
-func (th Thresholds) Validate() error {
+func (th Thresholds) validate() error {
 	for _, l := range []struct {
 		name string
 		l    Limit
