@@ -8,6 +8,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/dups"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Refusal says why a replacement was refused.
@@ -115,7 +116,7 @@ func (r *result) toResult(replayed bool) ReplaceResult {
 // distinct and non-empty.
 func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) ReplaceResult {
 	now = x.advance(now)
-	valid := ck.ValidateJobName(job) == nil && token != 0
+	valid := ident.ValidateJobName(job) == nil && token != 0
 	if valid {
 		if r, ok := x.s.results.Get(&result{job: job, token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
 			return r.toResult(true)
@@ -204,7 +205,7 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 		return RefusedInvalid, "no sources"
 	}
 	if len(outputs) == 0 {
-		return RefusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ck.ErrMissingOutputs)
+		return RefusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ident.ErrMissingOutputs)
 	}
 	// Sources are live, hence valid IDs; a repeated one is found by
 	// sorting a copy.

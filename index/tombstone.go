@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // newTombs creates unattached tombstones with the keys ks (none pending)
@@ -94,7 +95,7 @@ func (x *Index) AddOrphan(now int64, prefix string) error {
 // one job at a time. An invalid job name accepts nothing.
 func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone {
 	now = x.advance(now)
-	if ck.ValidateJobName(job) != nil {
+	if ident.ValidateJobName(job) != nil {
 		return nil
 	}
 	var out []ck.Tombstone
@@ -121,7 +122,7 @@ func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone 
 // [Index.Detach] (job evicted or cancelled: they return to the pool).
 func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
 	now = x.advance(now)
-	if ck.ValidateJobName(job) != nil {
+	if ident.ValidateJobName(job) != nil {
 		return nil
 	}
 	var picked []poolKey

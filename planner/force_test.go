@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/planner"
 )
 
@@ -110,7 +110,7 @@ func TestForceInvalid(t *testing.T) {
 	require.ErrorIs(t, bad.Validate(), planner.ErrInvalidForce)
 	require.Empty(t, drain(t, f.p.View(), f.now, bad))
 	bad = forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now}, planner.Force{Tenant: "bad\x01", Before: f.now})
-	require.ErrorIs(t, bad.Validate(), ck.ErrInvalidID)
+	require.ErrorIs(t, bad.Validate(), ident.ErrInvalidID)
 	require.Equal(t, []string{"A/0/0"}, drain(t, f.p.View(), f.now, bad), "a valid entry is ignored beside an invalid one")
 	require.NoError(t, forcing(planner.Force{AllTenants: true, Before: f.now}).Validate())
 	require.NoError(t, (&planner.PlanOptions{}).Validate())
