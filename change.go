@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/compactkit/compactkit/internal/enum"
+
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
@@ -43,28 +45,7 @@ const (
 
 // String returns the kind name.
 func (k ChangeKind) String() string {
-	switch k {
-	case ChangeAdd:
-		return "add"
-	case ChangeAssign:
-		return "assign"
-	case ChangeExclude:
-		return "exclude"
-	case ChangeRenew:
-		return "renew"
-	case ChangeComplete:
-		return "complete"
-	case ChangeFail:
-		return "fail"
-	case ChangeRelease:
-		return "release"
-	case ChangeEvict:
-		return "evict"
-	case ChangeCancel:
-		return "cancel"
-	default:
-		return fmt.Sprintf("ChangeKind(%d)", uint8(k))
-	}
+	return enum.Name("ChangeKind", k, ChangeAdd, "add", "assign", "exclude", "renew", "complete", "fail", "release", "evict", "cancel")
 }
 
 // Validate reports whether k is one of the defined kinds.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/compactkit/compactkit/internal/enum"
+
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/ident"
 )
@@ -27,16 +29,7 @@ const (
 
 // String returns the status name.
 func (s JobStatus) String() string {
-	switch s {
-	case StatusUnassigned:
-		return "unassigned"
-	case StatusInProgress:
-		return "in_progress"
-	case StatusExcluded:
-		return "excluded"
-	default:
-		return fmt.Sprintf("JobStatus(%d)", uint8(s))
-	}
+	return enum.Name("JobStatus", s, StatusUnassigned, "unassigned", "in_progress", "excluded")
 }
 
 // Validate reports whether s is one of the defined statuses.
@@ -66,18 +59,7 @@ const (
 
 // String returns the status name.
 func (s ReportStatus) String() string {
-	switch s {
-	case ReportInProgress:
-		return "in_progress"
-	case ReportSuccess:
-		return "success"
-	case ReportFailure:
-		return "failure"
-	case ReportReleased:
-		return "released"
-	default:
-		return fmt.Sprintf("ReportStatus(%d)", uint8(s))
-	}
+	return enum.Name("ReportStatus", s, ReportInProgress, "in_progress", "success", "failure", "released")
 }
 
 // Validate reports whether s is one of the defined report statuses.
@@ -103,14 +85,7 @@ const (
 
 // String returns the kind name.
 func (k TombstoneKind) String() string {
-	switch k {
-	case TombstoneBlock:
-		return "block"
-	case TombstonePrefix:
-		return "prefix"
-	default:
-		return fmt.Sprintf("TombstoneKind(%d)", uint8(k))
-	}
+	return enum.Name("TombstoneKind", k, TombstoneBlock, "block", "prefix")
 }
 
 // Tombstone names objects to delete once nobody can read them any more.
@@ -281,22 +256,7 @@ const (
 
 // String returns the kind's name.
 func (k JobEventKind) String() string {
-	switch k {
-	case EventAssigned:
-		return "assigned"
-	case EventFailed:
-		return "failed"
-	case EventLeaseExpired:
-		return "lease_expired"
-	case EventReleased:
-		return "released"
-	case EventExcluded:
-		return "excluded"
-	case EventRetried:
-		return "retried"
-	default:
-		return fmt.Sprintf("JobEventKind(%d)", uint8(k))
-	}
+	return enum.Name("JobEventKind", k, EventAssigned, "assigned", "failed", "lease_expired", "released", "excluded", "retried")
 }
 
 // JobEvent is one event of a job's history.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactkit/compactkit/internal/enum"
+
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
@@ -158,20 +160,7 @@ const (
 
 // String returns the outcome name.
 func (o Outcome) String() string {
-	switch o {
-	case OutcomeAssigned:
-		return "assigned"
-	case OutcomeRenewed:
-		return "renewed"
-	case OutcomeCompleted:
-		return "completed"
-	case OutcomeAccepted:
-		return "accepted"
-	case OutcomeNoLease:
-		return "no_lease"
-	default:
-		return fmt.Sprintf("Outcome(%d)", uint8(o))
-	}
+	return enum.Name("Outcome", o, OutcomeAssigned, "assigned", "renewed", "completed", "accepted", "no_lease")
 }
 
 // PollResponse is the leader's answer to a poll: one reply per job the

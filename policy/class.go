@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/compactkit/compactkit/internal/enum"
+)
 
 // Class is a tenant's priority class: at the same level, the jobs of a
 // High tenant start before a Medium tenant's, and those before a Low
@@ -31,16 +35,7 @@ func (c Class) Rank() int {
 
 // String returns "high", "medium" or "low".
 func (c Class) String() string {
-	switch c {
-	case High:
-		return "high"
-	case Medium:
-		return "medium"
-	case Low:
-		return "low"
-	default:
-		return fmt.Sprintf("Class(%d)", uint8(c))
-	}
+	return enum.Name("Class", c, Medium, "medium", "high", "low")
 }
 
 // validate reports whether c is one of the three classes; the error wraps

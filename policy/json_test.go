@@ -14,14 +14,16 @@ import (
 	"github.com/compactkit/compactkit/policy"
 )
 
-const acmePolicy = `{"class":"low","max_in_progress":1,"max_in_progress_per_shard":1,
- "run":{"mode":"only-in","windows":[{"days":["Mon","Tue"],"start":"22:00","end":"06:00","offset_minutes":60}]},
- "not_before":"2026-12-01T00:00:00Z",
- "pressure":{"slow_blocks":{"on":2,"off":1},"stop_blocks":{"on":3,"off":2}},
- "shard_pressure":{"slow_blocks":{"on":5,"off":4}},
- "stale_after":"1m0s",
- "levels":[{"level":0,"max_blocks":2,"max_age":"2m0s"},{"level":1,"max_bytes":1048576,"cross_shard":"on"}],
- "level_runs":[{"level":1,"run":{"mode":"never-in","windows":[{"days":["Mon"],"start":"23:00","end":"23:30","offset_minutes":60}]}}]}`
+// every is a policy with every field set.
+var every = policy.Tenant{Class: policy.Low, MaxInProgress: 1, MaxInProgressPerShard: 1,
+	Run:           policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.Days(time.Monday, time.Tuesday), Start: 22 * 60, End: 6 * 60, Offset: 60}}},
+	NotBefore:     time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano(),
+	Pressure:      policy.Thresholds{SlowBlocks: policy.Limit{On: 2, Off: 1}, StopBlocks: policy.Limit{On: 3, Off: 2}},
+	ShardPressure: policy.Thresholds{SlowBlocks: policy.Limit{On: 5, Off: 4}},
+	StaleAfter:    time.Minute,
+	Levels:        []policy.Level{{Level: 0, MaxBlocks: 2, MaxAge: 2 * time.Minute}, {Level: 1, MaxBytes: 1 << 20, CrossShard: policy.On}},
+	LevelRuns:     []policy.LevelRun{{Level: 1, Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.Days(time.Monday), Start: 23 * 60, End: 23*60 + 30, Offset: 60}}}}},
+}
 
 // MarshalJSON and UnmarshalJSON are inverse.
 func TestPolicyJSONRoundTrip(t *testing.T) {
@@ -101,7 +103,10 @@ func TestPolicyFieldsCovered(t *testing.T) {
 // The policy decoder takes any input without panicking; what it accepts
 // and the policy package validates survives a round trip unchanged.
 func FuzzPolicyJSON(f *testing.F) {
-	f.Add([]byte(acmePolicy))
+	seed, err := json.Marshal(every)
+	require.NoError(f, err)
+	require.NoError(f, every.Validate())
+	f.Add(seed)
 	f.Add([]byte(`{"class":"high","run":{"mode":"never-in","windows":[{"days":["sat","Sunday"],"start":"00:00","end":"24:00","offset_minutes":-840}]}}`))
 	f.Add([]byte(`{"not_before":"2262-04-11T23:47:16.854775807Z","stale_after":"2562047h"}`))
 	f.Add([]byte(`{"pressure":{"slow_ready_batches":{"on":3,"off":1},"stop_blocks":{"on":9,"off":4}},"shard_pressure":{"stop_debt":{"on":3,"off":1}}}`))

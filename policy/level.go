@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"time"
+
+	"github.com/compactkit/compactkit/internal/enum"
 )
 
 // maxLevelOverrides bounds [Tenant.Levels]: one override per level, for
@@ -21,16 +23,7 @@ const (
 
 // String returns "inherit", "on" or "off".
 func (t Toggle) String() string {
-	switch t {
-	case Inherit:
-		return "inherit"
-	case On:
-		return "on"
-	case Off:
-		return "off"
-	default:
-		return fmt.Sprintf("Toggle(%d)", uint8(t))
-	}
+	return enum.Name("Toggle", t, Inherit, "inherit", "on", "off")
 }
 
 // Apply returns the value t gives a setting whose cluster value is v.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/compactkit/compactkit/internal/enum"
 )
 
 // Weekdays is a set of days of the week: bit d is time.Weekday(d), so bit
@@ -143,14 +145,7 @@ const (
 
 // String returns "never-in" or "only-in".
 func (m RunMode) String() string {
-	switch m {
-	case NeverIn:
-		return "never-in"
-	case OnlyIn:
-		return "only-in"
-	default:
-		return fmt.Sprintf("RunMode(%d)", uint8(m))
-	}
+	return enum.Name("RunMode", m, NeverIn, "never-in", "only-in")
 }
 
 // maxWindows bounds the windows of one [RunPolicy].

@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/compactkit/compactkit/internal/enum"
+
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/ident"
@@ -52,16 +54,7 @@ const (
 
 // String returns the action name.
 func (a PolicyAction) String() string {
-	switch a {
-	case PolicySet:
-		return "set"
-	case PolicyClear:
-		return "clear"
-	case PolicyCompactNow:
-		return "compact_now"
-	default:
-		return fmt.Sprintf("PolicyAction(%d)", uint8(a))
-	}
+	return enum.Name("PolicyAction", a, PolicySet, "set", "clear", "compact_now")
 }
 
 // PolicyCommand changes the replicated scheduling policies (see package
