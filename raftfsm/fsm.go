@@ -583,11 +583,13 @@ func (st *state) orphan(now int64, job string, token fencing.Token) {
 func (st *state) release(now int64, job string, prevToken fencing.Token) {
 	if srcs, ok := st.planner.Claimed(job); ok {
 		keep := make([]string, 0, len(srcs))
+		iv := st.index.View()
 		for _, id := range srcs {
-			if st.index.Live(id) {
+			if iv.Live(id) {
 				keep = append(keep, id)
 			}
 		}
+		iv.Close()
 		st.invariant(st.planner.Return(job, keep), "return of "+job) // keep ⊆ the job's sources
 	}
 	st.index.Detach(job)
@@ -664,13 +666,16 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 		// The planner finds a block under its key: the index's metadata
 		// says which. A block that is not live is refused.
 		metas := make([]ck.BlockMeta, len(o.Blocks))
+		iv := st.index.View()
 		for i, id := range o.Blocks {
-			m, ok := st.index.Lookup(id)
+			m, ok := iv.Lookup(id)
 			if !ok {
+				iv.Close()
 				return fmt.Errorf("%w: mark %s: not a live block", ErrOperator, id)
 			}
 			metas[i] = m
 		}
+		iv.Close()
 		reason := cmp.Or(o.Reason, "no reason given")
 		if o.By != "" {
 			reason = "marked by " + o.By + ": " + reason
