@@ -2,12 +2,14 @@ package compactkit
 
 import (
 	"fmt"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/compactkit/compactkit/internal/enum"
 
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // ChangeKind is a kind of change to a job: the rows of the change table of
@@ -43,34 +45,13 @@ const (
 
 // String returns the kind name.
 func (k ChangeKind) String() string {
-	switch k {
-	case ChangeAdd:
-		return "add"
-	case ChangeAssign:
-		return "assign"
-	case ChangeExclude:
-		return "exclude"
-	case ChangeRenew:
-		return "renew"
-	case ChangeComplete:
-		return "complete"
-	case ChangeFail:
-		return "fail"
-	case ChangeRelease:
-		return "release"
-	case ChangeEvict:
-		return "evict"
-	case ChangeCancel:
-		return "cancel"
-	default:
-		return fmt.Sprintf("ChangeKind(%d)", uint8(k))
-	}
+	return enum.Name("ChangeKind", k, ChangeAdd, "add", "assign", "exclude", "renew", "complete", "fail", "release", "evict", "cancel")
 }
 
 // Validate reports whether k is one of the defined kinds.
 func (k ChangeKind) Validate() error {
 	if k < ChangeAdd || k > ChangeCancel {
-		return fmt.Errorf("change kind %d: %w", uint8(k), ErrUnknownChange)
+		return fmt.Errorf("change kind %d: %w", uint8(k), ident.ErrUnknownChange)
 	}
 	return nil
 }
@@ -104,7 +85,8 @@ type Change struct {
 	// Outputs are the blocks the job wrote (complete only).
 	Outputs []BlockMeta
 	// Reason is why the attempt failed, as the worker reported it (fail
-	// only; at most MaxReasonLen bytes of valid UTF-8, see [ClipReason]).
+	// only; at most 1024 bytes of valid UTF-8, longer reasons clipped at a
+	// character boundary).
 	// A change without a reason encodes exactly as before reasons existed;
 	// see [Change.MarshalCBOR].
 	Reason string
@@ -131,27 +113,9 @@ func (c *Change) items() []any {
 	return []any{&c.Kind, &c.Job, &c.Version, &c.Token, &c.Worker, &c.Plan, &c.Outputs, &c.Reason}
 }
 
-// MaxReasonLen bounds a failure or quarantine reason kept in the
-// replicated state, in bytes.
-const MaxReasonLen = 1024
-
-// ClipReason makes a reason valid UTF-8 (invalid bytes become U+FFFD) of at
-// most [MaxReasonLen] bytes, cut at a character boundary.
-func ClipReason(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= MaxReasonLen {
-		return s
-	}
-	n := MaxReasonLen
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// validReason reports whether s is a reason as ClipReason makes them.
+// validReason reports whether s is a reason as ident.ClipReason makes them.
 func validReason(s string) bool {
-	return len(s) <= MaxReasonLen && utf8.ValidString(s)
+	return len(s) <= ident.MaxReasonLen && utf8.ValidString(s)
 }
 
 // Validate reports whether c is well-formed for its kind.
@@ -159,43 +123,43 @@ func (c *Change) Validate() error {
 	if err := c.Kind.Validate(); err != nil {
 		return err
 	}
-	if err := ValidateJobName(c.Job); err != nil {
+	if err := ident.ValidateJobName(c.Job); err != nil {
 		return fmt.Errorf("%s change: %w", c.Kind, err)
 	}
-	if err := validateName(c.Kind.String()+" "+c.Job+": worker", c.Worker, true); err != nil {
+	if err := ident.ValidateName(c.Kind.String()+" "+c.Job+": worker", c.Worker, true); err != nil {
 		return err
 	}
 	switch c.Kind {
 	case ChangeAdd:
 		if c.Plan == nil {
-			return fmt.Errorf("add %s: no plan: %w", c.Job, ErrInconsistent)
+			return fmt.Errorf("add %s: no plan: %w", c.Job, ident.ErrInconsistent)
 		}
 		if err := c.Plan.Validate(); err != nil {
 			return fmt.Errorf("add %s: %w", c.Job, err)
 		}
 		if c.Plan.Name != c.Job || c.Version != 0 {
-			return fmt.Errorf("add %s: plan %q, version %d: %w", c.Job, c.Plan.Name, c.Version, ErrInconsistent)
+			return fmt.Errorf("add %s: plan %q, version %d: %w", c.Job, c.Plan.Name, c.Version, ident.ErrInconsistent)
 		}
 	case ChangeRenew, ChangeComplete, ChangeFail, ChangeRelease:
 		if c.Token == 0 {
-			return fmt.Errorf("%s %s: token 0: %w", c.Kind, c.Job, ErrInconsistent)
+			return fmt.Errorf("%s %s: token 0: %w", c.Kind, c.Job, ident.ErrInconsistent)
 		}
 	case ChangeAssign:
 		if c.Worker == "" {
-			return fmt.Errorf("assign %s: worker: %w", c.Job, ErrEmptyID)
+			return fmt.Errorf("assign %s: worker: %w", c.Job, ident.ErrEmptyID)
 		}
 	}
 	if c.Kind != ChangeAdd && c.Plan != nil {
-		return fmt.Errorf("%s %s: plan on a change that is not add: %w", c.Kind, c.Job, ErrInconsistent)
+		return fmt.Errorf("%s %s: plan on a change that is not add: %w", c.Kind, c.Job, ident.ErrInconsistent)
 	}
 	if c.Kind != ChangeComplete && len(c.Outputs) > 0 {
-		return fmt.Errorf("%s %s: outputs on a change that is not complete: %w", c.Kind, c.Job, ErrInconsistent)
+		return fmt.Errorf("%s %s: outputs on a change that is not complete: %w", c.Kind, c.Job, ident.ErrInconsistent)
 	}
 	if c.Reason != "" && c.Kind != ChangeFail {
-		return fmt.Errorf("%s %s: reason on a change that is not fail: %w", c.Kind, c.Job, ErrInconsistent)
+		return fmt.Errorf("%s %s: reason on a change that is not fail: %w", c.Kind, c.Job, ident.ErrInconsistent)
 	}
 	if !validReason(c.Reason) {
-		return fmt.Errorf("%s %s: reason of %d bytes, limit %d, or not UTF-8: %w", c.Kind, c.Job, len(c.Reason), MaxReasonLen, ErrTooLarge)
+		return fmt.Errorf("%s %s: reason of %d bytes, limit %d, or not UTF-8: %w", c.Kind, c.Job, len(c.Reason), ident.MaxReasonLen, ErrTooLarge)
 	}
 	return validateOutputs(c.Job, c.Outputs)
 }
@@ -207,7 +171,7 @@ func validateOutputs(job string, outputs []BlockMeta) error {
 			return fmt.Errorf("job %s: output: %w", job, err)
 		}
 		if seen.Seen(outputs[i].ID) {
-			return fmt.Errorf("job %s: output %s appears twice: %w", job, outputs[i].ID, ErrInconsistent)
+			return fmt.Errorf("job %s: output %s appears twice: %w", job, outputs[i].ID, ident.ErrInconsistent)
 		}
 	}
 	return nil

@@ -64,8 +64,8 @@
 //   - Tokens only grow, and a report counts only from the job's current
 //     holder with its current token.
 //   - The values of this package are validated when decoded and before use:
-//     bad input is an error wrapping one of its sentinels ([ErrMalformed],
-//     ...), never a panic.
+//     bad input is an error wrapping one of its sentinels ([ErrInvalid],
+//     [ErrMalformed], ...), never a panic.
 //
 // ARCHITECTURE.md in the repository states the full contracts.
 //

@@ -4,12 +4,12 @@ import (
 	"github.com/compactkit/compactkit/internal/codec"
 )
 
-// EncodingVersion is the version of the binary encoding written by this
+// encodingVersion is the version of the binary encoding written by this
 // release for the types of this package. Decoders read every version up to
 // it.
-const EncodingVersion byte = 1
+const encodingVersion byte = 1
 
-func readsVersion(v byte) bool { return v >= 1 && v <= EncodingVersion }
+func readsVersion(v byte) bool { return v >= 1 && v <= encodingVersion }
 
 // validator is a value that can check itself after decoding.
 type validator interface{ Validate() error }
@@ -34,7 +34,7 @@ func decodeValid[T any, P interface {
 // MarshalBinary encodes r with a versioned header. Equal requests encode
 // to identical bytes.
 func (r *PollRequest) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindPollRequest, EncodingVersion, r)
+	return codec.Default.Encode(codec.KindPollRequest, encodingVersion, r)
 }
 
 // UnmarshalBinary decodes and validates a request encoded by
@@ -47,7 +47,7 @@ func (r *PollRequest) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes r with a versioned header.
 func (r *PollResponse) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindPollResponse, EncodingVersion, r)
+	return codec.Default.Encode(codec.KindPollResponse, encodingVersion, r)
 }
 
 // UnmarshalBinary decodes and validates a response encoded by
@@ -58,7 +58,7 @@ func (r *PollResponse) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes b with a versioned header.
 func (b *BlockMeta) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindBlockMeta, EncodingVersion, b)
+	return codec.Default.Encode(codec.KindBlockMeta, encodingVersion, b)
 }
 
 // UnmarshalBinary decodes and validates block metadata encoded by
@@ -69,7 +69,7 @@ func (b *BlockMeta) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes p with a versioned header.
 func (p *JobPlan) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindJobPlan, EncodingVersion, p)
+	return codec.Default.Encode(codec.KindJobPlan, encodingVersion, p)
 }
 
 // UnmarshalBinary decodes and validates a plan encoded by
@@ -80,7 +80,7 @@ func (p *JobPlan) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes u with a versioned header.
 func (u *PlanUpdate) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindPlanUpdate, EncodingVersion, u)
+	return codec.Default.Encode(codec.KindPlanUpdate, encodingVersion, u)
 }
 
 // UnmarshalBinary decodes and validates an update encoded by

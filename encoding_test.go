@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files and seed corpora")
@@ -125,7 +126,7 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			require.NoError(t, err, "golden file missing: run go test -run TestGolden -update")
-			require.Equal(t, want, got, "the encoding of %s changed; if deliberate, bump EncodingVersion and run with -update", name)
+			require.Equal(t, want, got, "the encoding of %s changed; if deliberate, bump encodingVersion and run with -update", name)
 		})
 	}
 }
@@ -180,7 +181,7 @@ func TestDecodeRejectsInvalidValues(t *testing.T) {
 	b, err := r.MarshalBinary() // encoding does not validate
 	require.NoError(t, err)
 	var got ck.PollRequest
-	require.ErrorIs(t, got.UnmarshalBinary(b), ck.ErrNegative)
+	require.ErrorIs(t, got.UnmarshalBinary(b), ident.ErrNegative)
 }
 
 func TestDecodeLimits(t *testing.T) {

@@ -3,6 +3,8 @@ package compactkit
 import (
 	"fmt"
 	"time"
+
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Entry is the position and time of the log entry being applied.
@@ -27,7 +29,7 @@ type Entry struct {
 // Validate reports whether e can be applied: the index must be positive.
 func (e Entry) Validate() error {
 	if e.Index == 0 {
-		return fmt.Errorf("entry: index 0: %w", ErrInconsistent)
+		return fmt.Errorf("entry: index 0: %w", ident.ErrInconsistent)
 	}
 	return nil
 }

@@ -4,35 +4,15 @@ import (
 	"errors"
 
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
-// Validation errors. Validate methods return errors wrapping one of these,
-// with a message that names the offending field.
-var (
-	// ErrEmptyID reports a missing block ID, job name or worker ID.
-	ErrEmptyID = errors.New("compactkit: empty identifier")
-	// ErrInvalidID reports an identifier that is too long or contains
-	// characters or path segments that are not allowed.
-	ErrInvalidID = errors.New("compactkit: invalid identifier")
-	// ErrTimeRange reports a time range whose minimum is after its maximum,
-	// or a dataset outside its block's range.
-	ErrTimeRange = errors.New("compactkit: invalid time range")
-	// ErrNegative reports a negative size, count or slot number.
-	ErrNegative = errors.New("compactkit: negative value")
-	// ErrUnknownStatus reports a job or report status outside the defined
-	// values.
-	ErrUnknownStatus = errors.New("compactkit: unknown status")
-	// ErrUnknownChange reports a change kind, outcome or tombstone kind
-	// outside the defined values.
-	ErrUnknownChange = errors.New("compactkit: unknown kind")
-	// ErrMissingOutputs reports a success report without output blocks for
-	// a job that had sources.
-	ErrMissingOutputs = errors.New("compactkit: success without outputs")
-	// ErrInconsistent reports fields that contradict each other, such as a
-	// dataset of another tenant in a single-tenant block, a repeated source
-	// or outputs on a report that is not a success.
-	ErrInconsistent = errors.New("compactkit: inconsistent fields")
-)
+// ErrInvalid reports a value that breaks a rule of the vocabulary: an
+// empty or malformed identifier, an inverted time range, a negative size,
+// an unknown status or kind, a success without outputs, fields that
+// contradict each other. Validate methods return errors wrapping it, with
+// a message that names the offending field.
+var ErrInvalid = ident.ErrInvalid
 
 // ErrRejected is the error, wrapped, that a leader returns for a poll
 // request it refused as invalid without applying it (an HTTP transport's

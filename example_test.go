@@ -49,11 +49,11 @@ func ExamplePollRequest() {
 	// blocks/acme.s7.l0.12.00a1b2c3d4e5f607/57/0
 }
 
-// Validation errors wrap sentinel errors, so callers can tell what is wrong.
+// Validation errors wrap ErrInvalid and say what is wrong.
 func ExampleBlockMeta_Validate() {
 	b := ck.BlockMeta{ID: "01JD8ZQ8Y0S1G6N9V3C2X7K4PB", Tenant: "acme", MinTime: 20, MaxTime: 10}
 	err := b.Validate()
-	fmt.Println(errors.Is(err, ck.ErrTimeRange))
+	fmt.Println(errors.Is(err, ck.ErrInvalid))
 	fmt.Println(err)
 	// Output:
 	// true

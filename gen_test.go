@@ -9,6 +9,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/compactkittest"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Generators of valid values, shared by the tests of this package. Names
@@ -86,7 +87,7 @@ func genUpdate() *rapid.Generator[ck.StatusUpdate] {
 			u.Outputs = rapid.SliceOfNDistinct(genBlock(), 1, 3, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")
 		}
 		if rapid.Bool().Draw(t, "signed") {
-			u.Signature = rapid.SliceOfN(rapid.Byte(), 1, ck.MaxSignatureLen).Draw(t, "signature")
+			u.Signature = rapid.SliceOfN(rapid.Byte(), 1, ident.MaxSignatureLen).Draw(t, "signature")
 		}
 		if u.Status == ck.ReportFailure {
 			u.Reason = rapid.StringN(0, 20, 40).Draw(t, "reason")
@@ -123,7 +124,7 @@ func genResponse() *rapid.Generator[ck.PollResponse] {
 				p.Name = j.Job
 				j.Plan = &p
 				if rapid.Bool().Draw(t, "signed") {
-					j.Signature = rapid.SliceOfN(rapid.Byte(), 1, ck.MaxSignatureLen).Draw(t, "signature")
+					j.Signature = rapid.SliceOfN(rapid.Byte(), 1, ident.MaxSignatureLen).Draw(t, "signature")
 				}
 			}
 			r.Jobs = append(r.Jobs, j)
@@ -155,7 +156,7 @@ func genChange() *rapid.Generator[ck.Change] {
 				c.Outputs = rapid.SliceOfNDistinct(genBlock(), 0, 2, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")
 			}
 			if c.Kind == ck.ChangeFail {
-				c.Reason = ck.ClipReason(rapid.StringN(0, 40, ck.MaxReasonLen+8).Draw(t, "reason"))
+				c.Reason = ident.ClipReason(rapid.StringN(0, 40, ident.MaxReasonLen+8).Draw(t, "reason"))
 			}
 		}
 		return c

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/compactkit/compactkit/internal/enum"
+
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // JobStatus is the status of a job as the scheduler stores it.
@@ -26,22 +29,13 @@ const (
 
 // String returns the status name.
 func (s JobStatus) String() string {
-	switch s {
-	case StatusUnassigned:
-		return "unassigned"
-	case StatusInProgress:
-		return "in_progress"
-	case StatusExcluded:
-		return "excluded"
-	default:
-		return fmt.Sprintf("JobStatus(%d)", uint8(s))
-	}
+	return enum.Name("JobStatus", s, StatusUnassigned, "unassigned", "in_progress", "excluded")
 }
 
 // Validate reports whether s is one of the defined statuses.
 func (s JobStatus) Validate() error {
 	if s < StatusUnassigned || s > StatusExcluded {
-		return fmt.Errorf("job status %d: %w", uint8(s), ErrUnknownStatus)
+		return fmt.Errorf("job status %d: %w", uint8(s), ident.ErrUnknownStatus)
 	}
 	return nil
 }
@@ -65,24 +59,13 @@ const (
 
 // String returns the status name.
 func (s ReportStatus) String() string {
-	switch s {
-	case ReportInProgress:
-		return "in_progress"
-	case ReportSuccess:
-		return "success"
-	case ReportFailure:
-		return "failure"
-	case ReportReleased:
-		return "released"
-	default:
-		return fmt.Sprintf("ReportStatus(%d)", uint8(s))
-	}
+	return enum.Name("ReportStatus", s, ReportInProgress, "in_progress", "success", "failure", "released")
 }
 
 // Validate reports whether s is one of the defined report statuses.
 func (s ReportStatus) Validate() error {
 	if s < ReportInProgress || s > ReportReleased {
-		return fmt.Errorf("report status %d: %w", uint8(s), ErrUnknownStatus)
+		return fmt.Errorf("report status %d: %w", uint8(s), ident.ErrUnknownStatus)
 	}
 	return nil
 }
@@ -102,14 +85,7 @@ const (
 
 // String returns the kind name.
 func (k TombstoneKind) String() string {
-	switch k {
-	case TombstoneBlock:
-		return "block"
-	case TombstonePrefix:
-		return "prefix"
-	default:
-		return fmt.Sprintf("TombstoneKind(%d)", uint8(k))
-	}
+	return enum.Name("TombstoneKind", k, TombstoneBlock, "block", "prefix")
 }
 
 // Tombstone names objects to delete once nobody can read them any more.
@@ -128,18 +104,18 @@ type Tombstone struct {
 func (t Tombstone) Validate() error {
 	switch t.Kind {
 	case TombstoneBlock:
-		if err := ValidateID(t.Target); err != nil {
+		if err := ident.ValidateID(t.Target); err != nil {
 			return fmt.Errorf("tombstone: %w", err)
 		}
 	case TombstonePrefix:
 		if !strings.HasSuffix(t.Target, "/") || !strings.HasPrefix(t.Target, BlockPrefix) {
-			return fmt.Errorf("tombstone prefix %q: must start with %q and end with '/': %w", t.Target, BlockPrefix, ErrInvalidID)
+			return fmt.Errorf("tombstone prefix %q: must start with %q and end with '/': %w", t.Target, BlockPrefix, ident.ErrInvalidID)
 		}
-		if err := ValidateID(strings.TrimSuffix(t.Target, "/")); err != nil {
+		if err := ident.ValidateID(strings.TrimSuffix(t.Target, "/")); err != nil {
 			return fmt.Errorf("tombstone prefix: %w", err)
 		}
 	default:
-		return fmt.Errorf("tombstone kind %d: %w", uint8(t.Kind), ErrUnknownChange)
+		return fmt.Errorf("tombstone kind %d: %w", uint8(t.Kind), ident.ErrUnknownChange)
 	}
 	return nil
 }
@@ -157,7 +133,9 @@ const AnyShard = ^uint32(0)
 // sources.
 type JobPlan struct {
 	_ struct{} `cbor:",toarray"`
-	// Name identifies the job; see [ValidateJobName].
+	// Name identifies the job: 1 to 256 bytes of ASCII letters, digits,
+	// '.', '_' and '-', neither "." nor ".." (an object-path segment, see
+	// [AttemptPrefix]).
 	Name string
 	// Tenant, Shard and Level are the compaction key of the sources. Tenant
 	// is empty for a job over multi-tenant level-0 segments; Shard is
@@ -185,22 +163,22 @@ func (p *JobPlan) Clone() JobPlan {
 // Validate reports whether p is well-formed: a valid name, valid and
 // distinct sources, valid and distinct tombstones, and something to do.
 func (p *JobPlan) Validate() error {
-	if err := ValidateJobName(p.Name); err != nil {
+	if err := ident.ValidateJobName(p.Name); err != nil {
 		return err
 	}
-	if err := validateName("job "+p.Name+": tenant", p.Tenant, true); err != nil {
+	if err := ident.ValidateName("job "+p.Name+": tenant", p.Tenant, true); err != nil {
 		return err
 	}
 	if len(p.Sources) == 0 && len(p.Tombstones) == 0 {
-		return fmt.Errorf("job %s: no sources and no tombstones: %w", p.Name, ErrInconsistent)
+		return fmt.Errorf("job %s: no sources and no tombstones: %w", p.Name, ident.ErrInconsistent)
 	}
 	seen := make(map[string]struct{}, len(p.Sources))
 	for _, id := range p.Sources {
-		if err := ValidateID(id); err != nil {
+		if err := ident.ValidateID(id); err != nil {
 			return fmt.Errorf("job %s: source: %w", p.Name, err)
 		}
 		if _, dup := seen[id]; dup {
-			return fmt.Errorf("job %s: source %s appears twice: %w", p.Name, id, ErrInconsistent)
+			return fmt.Errorf("job %s: source %s appears twice: %w", p.Name, id, ident.ErrInconsistent)
 		}
 		seen[id] = struct{}{}
 	}
@@ -210,52 +188,11 @@ func (p *JobPlan) Validate() error {
 			return fmt.Errorf("job %s: %w", p.Name, err)
 		}
 		if _, dup := seen[t.String()]; dup {
-			return fmt.Errorf("job %s: tombstone %s appears twice: %w", p.Name, t, ErrInconsistent)
+			return fmt.Errorf("job %s: tombstone %s appears twice: %w", p.Name, t, ident.ErrInconsistent)
 		}
 		seen[t.String()] = struct{}{}
 	}
 	return nil
-}
-
-// ValidateJobName reports whether name is a valid job name: 1 to
-// [MaxNameLen] bytes of ASCII letters, digits, '.', '_' and '-', and
-// neither "." nor "..". Job names are object-path segments (see
-// [AttemptPrefix]), hence the restricted alphabet.
-func ValidateJobName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("job name: %w", ErrEmptyID)
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("job name of %d bytes, limit %d: %w", len(name), MaxNameLen, ErrInvalidID)
-	case name == "." || name == "..":
-		return fmt.Errorf("job name %q: %w", name, ErrInvalidID)
-	}
-	for i := 0; i < len(name); i++ {
-		if !isNameByte(name[i]) {
-			return fmt.Errorf("job name %q: byte %q not allowed: %w", name, name[i], ErrInvalidID)
-		}
-	}
-	return nil
-}
-
-func isNameByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
-}
-
-// SanitizeName maps s onto the job-name alphabet (see [ValidateJobName]),
-// replacing other bytes by '_' and truncating to max bytes. Planners use it
-// for the readable parts of job names; uniqueness comes from a hash.
-func SanitizeName(s string, max int) string {
-	b := []byte(s)
-	if len(b) > max {
-		b = b[:max]
-	}
-	for i, c := range b {
-		if !isNameByte(c) {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // JobState is the scheduler's record of a job.
@@ -290,14 +227,11 @@ type JobState struct {
 	LastFailure string
 	FailedAt    int64
 	// History is what happened to the job, oldest first, at most
-	// MaxJobHistory events (the oldest are dropped): its attempts with
+	// 8 events (the oldest are dropped): its attempts with
 	// their tokens and workers and how they ended, exclusion, an
 	// operator's retry.
 	History []JobEvent
 }
-
-// MaxJobHistory bounds [JobState.History].
-const MaxJobHistory = 8
 
 // JobEventKind is what happened to a job.
 type JobEventKind uint8
@@ -322,22 +256,7 @@ const (
 
 // String returns the kind's name.
 func (k JobEventKind) String() string {
-	switch k {
-	case EventAssigned:
-		return "assigned"
-	case EventFailed:
-		return "failed"
-	case EventLeaseExpired:
-		return "lease_expired"
-	case EventReleased:
-		return "released"
-	case EventExcluded:
-		return "excluded"
-	case EventRetried:
-		return "retried"
-	default:
-		return fmt.Sprintf("JobEventKind(%d)", uint8(k))
-	}
+	return enum.Name("JobEventKind", k, EventAssigned, "assigned", "failed", "lease_expired", "released", "excluded", "retried")
 }
 
 // JobEvent is one event of a job's history.
@@ -358,29 +277,29 @@ type JobEvent struct {
 // Validate reports whether e is well-formed.
 func (e *JobEvent) Validate() error {
 	if e.Kind < EventAssigned || e.Kind > EventRetried || e.At < 0 || !validReason(e.Detail) {
-		return fmt.Errorf("job event %s at %d: %w", e.Kind, e.At, ErrInconsistent)
+		return fmt.Errorf("job event %s at %d: %w", e.Kind, e.At, ident.ErrInconsistent)
 	}
-	return validateName("job event: worker", e.Worker, true)
+	return ident.ValidateName("job event: worker", e.Worker, true)
 }
 
 // Validate reports whether s is well-formed.
 func (s *JobState) Validate() error {
-	if err := ValidateJobName(s.Name); err != nil {
+	if err := ident.ValidateJobName(s.Name); err != nil {
 		return err
 	}
 	if err := s.Status.Validate(); err != nil {
 		return fmt.Errorf("job %s: %w", s.Name, err)
 	}
 	if !validReason(s.LastFailure) || s.FailedAt < 0 {
-		return fmt.Errorf("job %s: last failure %q at %d: %w", s.Name, s.LastFailure, s.FailedAt, ErrInconsistent)
+		return fmt.Errorf("job %s: last failure %q at %d: %w", s.Name, s.LastFailure, s.FailedAt, ident.ErrInconsistent)
 	}
-	if len(s.History) > MaxJobHistory {
-		return fmt.Errorf("job %s: %d history events, at most %d: %w", s.Name, len(s.History), MaxJobHistory, ErrInconsistent)
+	if len(s.History) > ident.MaxJobHistory {
+		return fmt.Errorf("job %s: %d history events, at most %d: %w", s.Name, len(s.History), ident.MaxJobHistory, ident.ErrInconsistent)
 	}
 	for i := range s.History {
 		if err := s.History[i].Validate(); err != nil {
 			return fmt.Errorf("job %s: %w", s.Name, err)
 		}
 	}
-	return validateName("job "+s.Name+": worker", s.Worker, true)
+	return ident.ValidateName("job "+s.Name+": worker", s.Worker, true)
 }

@@ -7,9 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactkit/compactkit/internal/enum"
+
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // PollRequest is what a worker sends the leader: the status of every job
@@ -37,14 +40,14 @@ type PollRequest struct {
 // Validate reports whether r is well-formed: a valid worker ID, Seq ≥ 1,
 // FreeSlots ≥ 0, and valid updates for distinct jobs.
 func (r *PollRequest) Validate() error {
-	if err := validateName("poll: worker ID", r.WorkerID, false); err != nil {
+	if err := ident.ValidateName("poll: worker ID", r.WorkerID, false); err != nil {
 		return err
 	}
 	if r.Seq == 0 {
-		return fmt.Errorf("poll from %s: sequence 0: %w", r.WorkerID, ErrInconsistent)
+		return fmt.Errorf("poll from %s: sequence 0: %w", r.WorkerID, ident.ErrInconsistent)
 	}
 	if r.FreeSlots < 0 {
-		return fmt.Errorf("poll from %s: free slots %d: %w", r.WorkerID, r.FreeSlots, ErrNegative)
+		return fmt.Errorf("poll from %s: free slots %d: %w", r.WorkerID, r.FreeSlots, ident.ErrNegative)
 	}
 	var seen dups.Tracker[string]
 	for i := range r.Updates {
@@ -52,7 +55,7 @@ func (r *PollRequest) Validate() error {
 			return fmt.Errorf("poll from %s: %w", r.WorkerID, err)
 		}
 		if seen.Seen(r.Updates[i].Job) {
-			return fmt.Errorf("poll from %s: job %s reported twice: %w", r.WorkerID, r.Updates[i].Job, ErrInconsistent)
+			return fmt.Errorf("poll from %s: job %s reported twice: %w", r.WorkerID, r.Updates[i].Job, ident.ErrInconsistent)
 		}
 	}
 	return nil
@@ -97,29 +100,26 @@ func (u *StatusUpdate) items() []any {
 	return []any{&u.Job, &u.Token, &u.Status, &u.Outputs, &u.Reason, &u.Signature}
 }
 
-// MaxSignatureLen bounds a token signature, in bytes.
-const MaxSignatureLen = 128
-
 // Validate reports whether u is well-formed on its own. Whether a success
 // carries the outputs its job needs depends on the job: see
 // [StatusUpdate.ValidateFor].
 func (u *StatusUpdate) Validate() error {
-	if err := ValidateJobName(u.Job); err != nil {
+	if err := ident.ValidateJobName(u.Job); err != nil {
 		return fmt.Errorf("status update: %w", err)
 	}
 	if err := u.Status.Validate(); err != nil {
 		return fmt.Errorf("status update for %s: %w", u.Job, err)
 	}
 	if u.Token == 0 {
-		return fmt.Errorf("status update for %s: token 0: %w", u.Job, ErrInconsistent)
+		return fmt.Errorf("status update for %s: token 0: %w", u.Job, ident.ErrInconsistent)
 	}
 	if u.Status != ReportSuccess && len(u.Outputs) > 0 {
-		return fmt.Errorf("status update for %s: outputs on a %s report: %w", u.Job, u.Status, ErrInconsistent)
+		return fmt.Errorf("status update for %s: outputs on a %s report: %w", u.Job, u.Status, ident.ErrInconsistent)
 	}
 	if len(u.Reason) > 4096 {
 		return fmt.Errorf("status update for %s: reason of %d bytes: %w", u.Job, len(u.Reason), ErrTooLarge)
 	}
-	if len(u.Signature) > MaxSignatureLen {
+	if len(u.Signature) > ident.MaxSignatureLen {
 		return fmt.Errorf("status update for %s: signature of %d bytes: %w", u.Job, len(u.Signature), ErrTooLarge)
 	}
 	return validateOutputs(u.Job, u.Outputs)
@@ -132,7 +132,7 @@ func (u *StatusUpdate) ValidateFor(plan *JobPlan) error {
 		return err
 	}
 	if u.Status == ReportSuccess && len(plan.Sources) > 0 && len(u.Outputs) == 0 {
-		return fmt.Errorf("status update for %s: %w", u.Job, ErrMissingOutputs)
+		return fmt.Errorf("status update for %s: %w", u.Job, ident.ErrMissingOutputs)
 	}
 	return nil
 }
@@ -160,20 +160,7 @@ const (
 
 // String returns the outcome name.
 func (o Outcome) String() string {
-	switch o {
-	case OutcomeAssigned:
-		return "assigned"
-	case OutcomeRenewed:
-		return "renewed"
-	case OutcomeCompleted:
-		return "completed"
-	case OutcomeAccepted:
-		return "accepted"
-	case OutcomeNoLease:
-		return "no_lease"
-	default:
-		return fmt.Sprintf("Outcome(%d)", uint8(o))
-	}
+	return enum.Name("Outcome", o, OutcomeAssigned, "assigned", "renewed", "completed", "accepted", "no_lease")
 }
 
 // PollResponse is the leader's answer to a poll: one reply per job the
@@ -233,14 +220,14 @@ func (r *JobReply) items() []any {
 func (r *PollResponse) Validate() error {
 	for i := range r.Jobs {
 		j := &r.Jobs[i]
-		if err := ValidateJobName(j.Job); err != nil {
+		if err := ident.ValidateJobName(j.Job); err != nil {
 			return fmt.Errorf("poll response: %w", err)
 		}
 		if j.Outcome < OutcomeAssigned || j.Outcome > OutcomeNoLease {
-			return fmt.Errorf("poll response: job %s: outcome %d: %w", j.Job, uint8(j.Outcome), ErrUnknownChange)
+			return fmt.Errorf("poll response: job %s: outcome %d: %w", j.Job, uint8(j.Outcome), ident.ErrUnknownChange)
 		}
 		if (j.Outcome == OutcomeAssigned) != (j.Plan != nil) {
-			return fmt.Errorf("poll response: job %s: %s with plan=%t: %w", j.Job, j.Outcome, j.Plan != nil, ErrInconsistent)
+			return fmt.Errorf("poll response: job %s: %s with plan=%t: %w", j.Job, j.Outcome, j.Plan != nil, ident.ErrInconsistent)
 		}
 		if j.Plan != nil {
 			if err := j.Plan.Validate(); err != nil {
@@ -248,10 +235,10 @@ func (r *PollResponse) Validate() error {
 			}
 		}
 		if j.Lease < 0 {
-			return fmt.Errorf("poll response: job %s: lease %s: %w", j.Job, j.Lease, ErrNegative)
+			return fmt.Errorf("poll response: job %s: lease %s: %w", j.Job, j.Lease, ident.ErrNegative)
 		}
-		if len(j.Signature) > MaxSignatureLen || (len(j.Signature) > 0 && j.Outcome != OutcomeAssigned) {
-			return fmt.Errorf("poll response: job %s: signature of %d bytes on a %s reply: %w", j.Job, len(j.Signature), j.Outcome, ErrInconsistent)
+		if len(j.Signature) > ident.MaxSignatureLen || (len(j.Signature) > 0 && j.Outcome != OutcomeAssigned) {
+			return fmt.Errorf("poll response: job %s: signature of %d bytes on a %s reply: %w", j.Job, len(j.Signature), j.Outcome, ident.ErrInconsistent)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/compactkittest"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 func validBlock() ck.BlockMeta {
@@ -24,26 +25,26 @@ func TestBlockValidate(t *testing.T) {
 		mut  func(*ck.BlockMeta)
 		want error
 	}{
-		"empty ID":              {func(b *ck.BlockMeta) { b.ID = "" }, ck.ErrEmptyID},
-		"dotdot ID":             {func(b *ck.BlockMeta) { b.ID = "a/../b" }, ck.ErrInvalidID},
-		"absolute ID":           {func(b *ck.BlockMeta) { b.ID = "/a" }, ck.ErrInvalidID},
-		"empty segment":         {func(b *ck.BlockMeta) { b.ID = "a//b" }, ck.ErrInvalidID},
-		"backslash":             {func(b *ck.BlockMeta) { b.ID = `a\b` }, ck.ErrInvalidID},
-		"control char":          {func(b *ck.BlockMeta) { b.ID = "a\x00b" }, ck.ErrInvalidID},
-		"long ID":               {func(b *ck.BlockMeta) { b.ID = strings.Repeat("x", ck.MaxIDLen+1) }, ck.ErrInvalidID},
-		"min after max":         {func(b *ck.BlockMeta) { b.MinTime = 30 }, ck.ErrTimeRange},
-		"negative size":         {func(b *ck.BlockMeta) { b.Size = -1 }, ck.ErrNegative},
-		"dataset no name":       {func(b *ck.BlockMeta) { b.Datasets[0].Name = "" }, ck.ErrEmptyID},
-		"dataset neg records":   {func(b *ck.BlockMeta) { b.Datasets[0].Records = -1 }, ck.ErrNegative},
-		"dataset neg size":      {func(b *ck.BlockMeta) { b.Datasets[0].Size = -5 }, ck.ErrNegative},
-		"dataset outside":       {func(b *ck.BlockMeta) { b.Datasets[0].MaxTime = 21 }, ck.ErrTimeRange},
-		"dataset min > max":     {func(b *ck.BlockMeta) { b.Datasets[0].MinTime = 20; b.Datasets[0].MaxTime = 15 }, ck.ErrTimeRange},
-		"foreign tenant":        {func(b *ck.BlockMeta) { b.Datasets[0].Tenant = "globex" }, ck.ErrInconsistent},
-		"multi-tenant untagged": {func(b *ck.BlockMeta) { b.Tenant = "" }, ck.ErrInconsistent},
-		"no tenant no data":     {func(b *ck.BlockMeta) { b.Tenant = ""; b.Datasets = nil }, ck.ErrInconsistent},
+		"empty ID":              {func(b *ck.BlockMeta) { b.ID = "" }, ident.ErrEmptyID},
+		"dotdot ID":             {func(b *ck.BlockMeta) { b.ID = "a/../b" }, ident.ErrInvalidID},
+		"absolute ID":           {func(b *ck.BlockMeta) { b.ID = "/a" }, ident.ErrInvalidID},
+		"empty segment":         {func(b *ck.BlockMeta) { b.ID = "a//b" }, ident.ErrInvalidID},
+		"backslash":             {func(b *ck.BlockMeta) { b.ID = `a\b` }, ident.ErrInvalidID},
+		"control char":          {func(b *ck.BlockMeta) { b.ID = "a\x00b" }, ident.ErrInvalidID},
+		"long ID":               {func(b *ck.BlockMeta) { b.ID = strings.Repeat("x", ident.MaxIDLen+1) }, ident.ErrInvalidID},
+		"min after max":         {func(b *ck.BlockMeta) { b.MinTime = 30 }, ident.ErrTimeRange},
+		"negative size":         {func(b *ck.BlockMeta) { b.Size = -1 }, ident.ErrNegative},
+		"dataset no name":       {func(b *ck.BlockMeta) { b.Datasets[0].Name = "" }, ident.ErrEmptyID},
+		"dataset neg records":   {func(b *ck.BlockMeta) { b.Datasets[0].Records = -1 }, ident.ErrNegative},
+		"dataset neg size":      {func(b *ck.BlockMeta) { b.Datasets[0].Size = -5 }, ident.ErrNegative},
+		"dataset outside":       {func(b *ck.BlockMeta) { b.Datasets[0].MaxTime = 21 }, ident.ErrTimeRange},
+		"dataset min > max":     {func(b *ck.BlockMeta) { b.Datasets[0].MinTime = 20; b.Datasets[0].MaxTime = 15 }, ident.ErrTimeRange},
+		"foreign tenant":        {func(b *ck.BlockMeta) { b.Datasets[0].Tenant = "globex" }, ident.ErrInconsistent},
+		"multi-tenant untagged": {func(b *ck.BlockMeta) { b.Tenant = "" }, ident.ErrInconsistent},
+		"no tenant no data":     {func(b *ck.BlockMeta) { b.Tenant = ""; b.Datasets = nil }, ident.ErrInconsistent},
 		"duplicate dataset": {func(b *ck.BlockMeta) {
 			b.Datasets = append(b.Datasets, ck.DatasetMeta{Tenant: "acme", Name: "svc", MinTime: 10, MaxTime: 10})
-		}, ck.ErrInconsistent},
+		}, ident.ErrInconsistent},
 	}
 	b := validBlock()
 	require.NoError(t, b.Validate())
@@ -79,18 +80,18 @@ func TestJobPlanValidate(t *testing.T) {
 		p    ck.JobPlan
 		want error
 	}{
-		"empty name":       {ck.JobPlan{Sources: []string{"a"}}, ck.ErrEmptyID},
-		"slash in name":    {ck.JobPlan{Name: "a/b", Sources: []string{"a"}}, ck.ErrInvalidID},
-		"dotdot name":      {ck.JobPlan{Name: "..", Sources: []string{"a"}}, ck.ErrInvalidID},
-		"nothing to do":    {ck.JobPlan{Name: "j"}, ck.ErrInconsistent},
-		"repeated source":  {ck.JobPlan{Name: "j", Sources: []string{"a", "a"}}, ck.ErrInconsistent},
-		"bad source":       {ck.JobPlan{Name: "j", Sources: []string{"../x"}}, ck.ErrInvalidID},
-		"unknown tomb":     {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: 9, Target: "a"}}}, ck.ErrUnknownChange},
-		"bad prefix":       {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/x"}}}, ck.ErrInvalidID},
-		"foreign prefix":   {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "etc/"}}}, ck.ErrInvalidID},
-		"repeated tomb":    {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "a"}, {Kind: ck.TombstoneBlock, Target: "a"}}}, ck.ErrInconsistent},
-		"escaping prefix":  {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/../"}}}, ck.ErrInvalidID},
-		"long tenant name": {ck.JobPlan{Name: "j", Tenant: strings.Repeat("t", ck.MaxNameLen+1), Sources: []string{"a"}}, ck.ErrInvalidID},
+		"empty name":       {ck.JobPlan{Sources: []string{"a"}}, ident.ErrEmptyID},
+		"slash in name":    {ck.JobPlan{Name: "a/b", Sources: []string{"a"}}, ident.ErrInvalidID},
+		"dotdot name":      {ck.JobPlan{Name: "..", Sources: []string{"a"}}, ident.ErrInvalidID},
+		"nothing to do":    {ck.JobPlan{Name: "j"}, ident.ErrInconsistent},
+		"repeated source":  {ck.JobPlan{Name: "j", Sources: []string{"a", "a"}}, ident.ErrInconsistent},
+		"bad source":       {ck.JobPlan{Name: "j", Sources: []string{"../x"}}, ident.ErrInvalidID},
+		"unknown tomb":     {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: 9, Target: "a"}}}, ident.ErrUnknownChange},
+		"bad prefix":       {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/x"}}}, ident.ErrInvalidID},
+		"foreign prefix":   {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "etc/"}}}, ident.ErrInvalidID},
+		"repeated tomb":    {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "a"}, {Kind: ck.TombstoneBlock, Target: "a"}}}, ident.ErrInconsistent},
+		"escaping prefix":  {ck.JobPlan{Name: "j", Tombstones: []ck.Tombstone{{Kind: ck.TombstonePrefix, Target: "blocks/../"}}}, ident.ErrInvalidID},
+		"long tenant name": {ck.JobPlan{Name: "j", Tenant: strings.Repeat("t", ident.MaxNameLen+1), Sources: []string{"a"}}, ident.ErrInvalidID},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) { require.ErrorIs(t, c.p.Validate(), c.want) })
@@ -104,14 +105,14 @@ func TestStatusUpdateValidate(t *testing.T) {
 		u    ck.StatusUpdate
 		want error
 	}{
-		"unknown status":       {ck.StatusUpdate{Job: "j", Token: 1, Status: 0}, ck.ErrUnknownStatus},
-		"status out of range":  {ck.StatusUpdate{Job: "j", Token: 1, Status: 9}, ck.ErrUnknownStatus},
-		"token zero":           {ck.StatusUpdate{Job: "j", Status: ck.ReportInProgress}, ck.ErrInconsistent},
-		"no job":               {ck.StatusUpdate{Token: 1, Status: ck.ReportInProgress}, ck.ErrEmptyID},
-		"success w/o outputs":  {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess}, ck.ErrMissingOutputs},
-		"outputs on a failure": {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportFailure, Outputs: []ck.BlockMeta{out}}, ck.ErrInconsistent},
-		"bad output":           {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{{ID: "x"}}}, ck.ErrInconsistent},
-		"repeated output":      {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{out, out}}, ck.ErrInconsistent},
+		"unknown status":       {ck.StatusUpdate{Job: "j", Token: 1, Status: 0}, ident.ErrUnknownStatus},
+		"status out of range":  {ck.StatusUpdate{Job: "j", Token: 1, Status: 9}, ident.ErrUnknownStatus},
+		"token zero":           {ck.StatusUpdate{Job: "j", Status: ck.ReportInProgress}, ident.ErrInconsistent},
+		"no job":               {ck.StatusUpdate{Token: 1, Status: ck.ReportInProgress}, ident.ErrEmptyID},
+		"success w/o outputs":  {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess}, ident.ErrMissingOutputs},
+		"outputs on a failure": {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportFailure, Outputs: []ck.BlockMeta{out}}, ident.ErrInconsistent},
+		"bad output":           {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{{ID: "x"}}}, ident.ErrInconsistent},
+		"repeated output":      {ck.StatusUpdate{Job: "j", Token: 1, Status: ck.ReportSuccess, Outputs: []ck.BlockMeta{out, out}}, ident.ErrInconsistent},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) { require.ErrorIs(t, c.u.ValidateFor(&plan), c.want) })
@@ -128,11 +129,11 @@ func TestPollRequestValidate(t *testing.T) {
 		r    ck.PollRequest
 		want error
 	}{
-		"no worker":      {ck.PollRequest{Seq: 1}, ck.ErrEmptyID},
-		"seq zero":       {ck.PollRequest{WorkerID: "w"}, ck.ErrInconsistent},
-		"negative slots": {ck.PollRequest{WorkerID: "w", Seq: 1, FreeSlots: -1}, ck.ErrNegative},
-		"bad update":     {ck.PollRequest{WorkerID: "w", Seq: 1, Updates: []ck.StatusUpdate{{Job: "j"}}}, ck.ErrUnknownStatus},
-		"job twice":      {ck.PollRequest{WorkerID: "w", Seq: 1, Updates: []ck.StatusUpdate{u, u}}, ck.ErrInconsistent},
+		"no worker":      {ck.PollRequest{Seq: 1}, ident.ErrEmptyID},
+		"seq zero":       {ck.PollRequest{WorkerID: "w"}, ident.ErrInconsistent},
+		"negative slots": {ck.PollRequest{WorkerID: "w", Seq: 1, FreeSlots: -1}, ident.ErrNegative},
+		"bad update":     {ck.PollRequest{WorkerID: "w", Seq: 1, Updates: []ck.StatusUpdate{{Job: "j"}}}, ident.ErrUnknownStatus},
+		"job twice":      {ck.PollRequest{WorkerID: "w", Seq: 1, Updates: []ck.StatusUpdate{u, u}}, ident.ErrInconsistent},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) { require.ErrorIs(t, c.r.Validate(), c.want) })
@@ -146,15 +147,15 @@ func TestChangeValidate(t *testing.T) {
 		c    ck.Change
 		want error
 	}{
-		"unknown kind":       {ck.Change{Kind: 0, Job: "j"}, ck.ErrUnknownChange},
-		"kind out of range":  {ck.Change{Kind: 10, Job: "j"}, ck.ErrUnknownChange},
-		"add without plan":   {ck.Change{Kind: ck.ChangeAdd, Job: "j"}, ck.ErrInconsistent},
-		"add other plan":     {ck.Change{Kind: ck.ChangeAdd, Job: "j", Plan: &other}, ck.ErrInconsistent},
-		"add with version":   {ck.Change{Kind: ck.ChangeAdd, Job: "j", Plan: &plan, Version: 3}, ck.ErrInconsistent},
-		"renew token zero":   {ck.Change{Kind: ck.ChangeRenew, Job: "j"}, ck.ErrInconsistent},
-		"assign no worker":   {ck.Change{Kind: ck.ChangeAssign, Job: "j"}, ck.ErrEmptyID},
-		"plan on assign":     {ck.Change{Kind: ck.ChangeAssign, Job: "j", Worker: "w", Plan: &plan}, ck.ErrInconsistent},
-		"outputs on a renew": {ck.Change{Kind: ck.ChangeRenew, Job: "j", Token: 1, Outputs: []ck.BlockMeta{validBlock()}}, ck.ErrInconsistent},
+		"unknown kind":       {ck.Change{Kind: 0, Job: "j"}, ident.ErrUnknownChange},
+		"kind out of range":  {ck.Change{Kind: 10, Job: "j"}, ident.ErrUnknownChange},
+		"add without plan":   {ck.Change{Kind: ck.ChangeAdd, Job: "j"}, ident.ErrInconsistent},
+		"add other plan":     {ck.Change{Kind: ck.ChangeAdd, Job: "j", Plan: &other}, ident.ErrInconsistent},
+		"add with version":   {ck.Change{Kind: ck.ChangeAdd, Job: "j", Plan: &plan, Version: 3}, ident.ErrInconsistent},
+		"renew token zero":   {ck.Change{Kind: ck.ChangeRenew, Job: "j"}, ident.ErrInconsistent},
+		"assign no worker":   {ck.Change{Kind: ck.ChangeAssign, Job: "j"}, ident.ErrEmptyID},
+		"plan on assign":     {ck.Change{Kind: ck.ChangeAssign, Job: "j", Worker: "w", Plan: &plan}, ident.ErrInconsistent},
+		"outputs on a renew": {ck.Change{Kind: ck.ChangeRenew, Job: "j", Token: 1, Outputs: []ck.BlockMeta{validBlock()}}, ident.ErrInconsistent},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -188,7 +189,7 @@ func TestKeys(t *testing.T) {
 		token := rapid.Uint64Min(1).Draw(t, "token")
 		n := rapid.IntRange(0, 100).Draw(t, "n")
 		id := ck.OutputID(job, fencingToken(token), n)
-		require.NoError(t, ck.ValidateID(id))
+		require.NoError(t, ident.ValidateID(id))
 		prefix := ck.AttemptPrefix(job, fencingToken(token))
 		require.True(t, strings.HasPrefix(ck.ObjectKey(id), prefix))
 		require.NoError(t, ck.Tombstone{Kind: ck.TombstonePrefix, Target: prefix}.Validate())
@@ -199,9 +200,9 @@ func TestKeys(t *testing.T) {
 }
 
 func TestSanitizeName(t *testing.T) {
-	require.Equal(t, "acme_corp_", ck.SanitizeName("acme corp/", 64))
-	require.Equal(t, "abc", ck.SanitizeName("abcdef", 3))
-	require.NoError(t, ck.ValidateJobName("L0-"+ck.SanitizeName("ünïcode tenant", 32)+"-1"))
+	require.Equal(t, "acme_corp_", ident.SanitizeName("acme corp/", 64))
+	require.Equal(t, "abc", ident.SanitizeName("abcdef", 3))
+	require.NoError(t, ident.ValidateJobName("L0-"+ident.SanitizeName("ünïcode tenant", 32)+"-1"))
 }
 
 // TestChangeReasonEncoding checks that a change without a reason encodes
@@ -228,9 +229,9 @@ func TestChangeReasonEncoding(t *testing.T) {
 
 	for _, k := range []ck.ChangeKind{ck.ChangeRenew, ck.ChangeRelease, ck.ChangeComplete} {
 		c := ck.Change{Kind: k, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: "x"}
-		require.ErrorIs(t, c.Validate(), ck.ErrInconsistent, k)
+		require.ErrorIs(t, c.Validate(), ident.ErrInconsistent, k)
 	}
-	long := ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: strings.Repeat("x", ck.MaxReasonLen+1)}
+	long := ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: strings.Repeat("x", ident.MaxReasonLen+1)}
 	require.ErrorIs(t, long.Validate(), ck.ErrTooLarge)
-	require.NoError(t, (&ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: ck.ClipReason(long.Reason + "\xff")}).Validate())
+	require.NoError(t, (&ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: ident.ClipReason(long.Reason + "\xff")}).Validate())
 }

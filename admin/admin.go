@@ -14,6 +14,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
@@ -503,7 +504,7 @@ func (h *Handler) jobs(r *http.Request) (any, error) {
 
 func (h *Handler) job(r *http.Request) (any, error) {
 	name := r.PathValue("name")
-	if err := ck.ValidateJobName(name); err != nil {
+	if err := ident.ValidateJobName(name); err != nil {
 		return nil, badRequest{err}
 	}
 	js, plan, ok, err := h.svc.Job(r.Context(), name)

@@ -21,8 +21,8 @@
 // whether it lets the tenant's new jobs start at the log's time ("open")
 // — and the compact-now requests in force; ?limit=N pages through the
 // tenants' policies by name, ?cursor= taking the page's "next". A policy
-// is JSON with names
-// ([Policy]): class "high", "medium" or "low"; max_in_progress and
+// is policy.Tenant's JSON form (policy.Tenant.MarshalJSON), with names:
+// class "high", "medium" or "low"; max_in_progress and
 // max_in_progress_per_shard (caps on the tenant's jobs in progress, and
 // on those of each of its shards); run
 // {"mode": "only-in" | "never-in", "windows": [{"days": ["Mon", "Tue"],
@@ -87,9 +87,9 @@
 //     codes follow leader.Classify: the caller's fault 400, a conflict
 //     409, not the leader 421 with the leader's ID and address (503 while
 //     none is known), unavailable 503, anything else 500.
-//   - The JSON of a policy converts to policy.Tenant in one place
-//     ([Policy.Tenant], [PolicyOf]); the command-line client sends the
-//     same JSON.
+//   - The JSON of a policy converts to policy.Tenant in one place, the
+//     policy package (policy.Tenant.UnmarshalJSON); the command-line
+//     client sends the same JSON.
 //   - Worker IDs are shown only by their public names
 //     (compactkit.PublicWorkerName); token signatures never.
 //   - POST api/fsck/remove checks every key it is given before removing

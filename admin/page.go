@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/policytext"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -52,18 +53,18 @@ func orNone(s string) string {
 	return s
 }
 
-func policyRowOf(t TenantPolicy, isDefault bool) policyRow {
+func policyRowOf(t raftfsm.TenantPolicy, isDefault bool) policyRow {
 	p := t.Policy
-	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class, Run: p.RunText(),
-		NotBefore: orNone(p.NotBefore), StaleAfter: orNone(p.StaleAfter),
-		Levels: orNone(levelsText(p.Levels))}
+	row := policyRow{Tenant: t.Tenant, Default: isDefault, Open: t.Open, Class: p.Class.String(), Run: policytext.Run(p),
+		NotBefore: orNone(policytext.NotBefore(p)), StaleAfter: orNone(policytext.StaleAfter(p)),
+		Levels: orNone(policytext.Levels(p))}
 	if isDefault {
 		row.Tenant = "default"
 	} else {
 		row.Tenant = TenantName(t.Tenant)
 	}
-	row.Cap = p.CapText()
-	row.Pressure = orNone(p.PressureText())
+	row.Cap = policytext.Cap(p)
+	row.Pressure = orNone(policytext.Pressure(p))
 	return row
 }
 

@@ -7,14 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
@@ -102,13 +100,13 @@ func TestPolicies(t *testing.T) {
 	var ps admin.Policies
 	require.Equal(t, 200, call(t, srv, "GET", "/api/policies", "", nil, &ps))
 	require.Equal(t, "2026-11-25T12:00:00Z", ps.LogTime)
-	require.Equal(t, admin.TenantPolicy{Open: true, Policy: admin.Policy{Class: "high"}}, ps.Default)
-	var want admin.Policy
+	require.Equal(t, raftfsm.TenantPolicy{Open: true, Policy: policy.Tenant{Class: policy.High}}, ps.Default)
+	var want policy.Tenant
 	require.NoError(t, json.Unmarshal([]byte(acmePolicy), &want))
 	zero := uint32(0)
-	require.Equal(t, []admin.TenantPolicy{
+	require.Equal(t, []raftfsm.TenantPolicy{
 		{Tenant: "acme", Open: false, Policy: want}, // not before December, and outside its window
-		{Tenant: "initech", Open: true, Policy: admin.Policy{Class: "medium", Pressure: &admin.Thresholds{StopBlocks: &admin.Limit{On: 2, Off: 1}}}},
+		{Tenant: "initech", Open: true, Policy: policy.Tenant{Pressure: policy.Thresholds{StopBlocks: policy.Limit{On: 2, Off: 1}}}},
 	}, ps.Tenants)
 	require.Equal(t, []admin.CompactNow{
 		{All: true, Before: "2026-11-25T12:00:00Z"},
@@ -243,125 +241,6 @@ func TestPolicyPage(t *testing.T) {
 	}
 }
 
-// PolicyOf and Policy.Tenant are inverse, through JSON.
-func TestPolicyJSONRoundTrip(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		limit := func(name string) policy.Limit {
-			return policy.Limit{On: rapid.Int64().Draw(t, name+".on"), Off: rapid.Int64().Draw(t, name+".off")}
-		}
-		p := policy.Tenant{
-			Class:         policy.Class(rapid.IntRange(0, 2).Draw(t, "class")),
-			MaxInProgress: rapid.Uint32().Draw(t, "cap"),
-			Run:           policy.RunPolicy{Mode: policy.RunMode(rapid.IntRange(0, 1).Draw(t, "mode"))},
-			NotBefore:     rapid.Int64Range(0, 1<<63-1).Draw(t, "notBefore"),
-			Pressure:      policy.Thresholds{SlowBlocks: limit("slowBlocks"), StopBlocks: limit("stopBlocks"), SlowReadyBatches: limit("slowReadyBatches"), StopReadyBatches: limit("stopReadyBatches")},
-			ShardPressure: policy.Thresholds{SlowBlocks: limit("shardSlow"), StopReadyBatches: limit("shardStopReadyBatches")},
-			StaleAfter:    time.Duration(rapid.Int64().Draw(t, "stale")),
-		}
-		for l := range uint32(4) {
-			if rapid.Bool().Draw(t, "override") {
-				p.Levels = append(p.Levels, policy.Level{Level: l, MaxBlocks: rapid.IntRange(0, 1<<20).Draw(t, "maxBlocks"),
-					MaxBytes: rapid.Int64Min(0).Draw(t, "maxBytes"), MaxAge: time.Duration(rapid.Int64Min(0).Draw(t, "maxAge")),
-					CrossShard: policy.Toggle(rapid.IntRange(0, 2).Draw(t, "cross"))})
-			}
-		}
-		window := func() policy.Window {
-			return policy.Window{
-				Days:   policy.Weekdays(rapid.IntRange(1, int(policy.EveryDay)).Draw(t, "days")),
-				Start:  uint16(rapid.IntRange(0, policy.MinutesPerDay-1).Draw(t, "start")),
-				End:    uint16(rapid.IntRange(0, policy.MinutesPerDay).Draw(t, "end")),
-				Offset: int16(rapid.IntRange(-policy.MaxOffset, policy.MaxOffset).Draw(t, "offset")),
-			}
-		}
-		for range rapid.IntRange(0, policy.MaxWindows).Draw(t, "windows") {
-			p.Run.Windows = append(p.Run.Windows, window())
-		}
-		for l := range uint32(3) {
-			if rapid.Bool().Draw(t, "levelRun") {
-				lr := policy.LevelRun{Level: l, Run: policy.RunPolicy{Mode: policy.RunMode(rapid.IntRange(0, 1).Draw(t, "levelMode"))}}
-				for range rapid.IntRange(1, 3).Draw(t, "levelWindows") {
-					lr.Run.Windows = append(lr.Run.Windows, window())
-				}
-				p.LevelRuns = append(p.LevelRuns, lr)
-			}
-		}
-		data, err := json.Marshal(admin.PolicyOf(p))
-		require.NoError(t, err)
-		var back admin.Policy
-		require.NoError(t, json.Unmarshal(data, &back))
-		got, err := back.Tenant()
-		require.NoError(t, err, string(data))
-		require.True(t, p.Equal(got), "%+v\n%s\n%+v", p, data, got)
-	})
-}
-
-// The API's policy converts every field of policy.Tenant: a field added
-// there must be added to admin.Policy (PolicyOf, Policy.Tenant), or a
-// policy-set through the API would silently reset it.
-func TestPolicyFieldsCovered(t *testing.T) {
-	for _, c := range []struct {
-		v      any
-		fields []string
-	}{
-		{policy.Tenant{}, []string{"Class", "MaxInProgress", "MaxInProgressPerShard", "Run", "NotBefore", "Pressure", "ShardPressure", "StaleAfter", "Levels", "LevelRuns"}},
-		{policy.LevelRun{}, []string{"Level", "Run"}},
-		{policy.Level{}, []string{"Level", "MaxBlocks", "MaxBytes", "MaxAge", "CrossShard"}},
-		{policy.RunPolicy{}, []string{"Mode", "Windows"}},
-		{policy.Window{}, []string{"Days", "Start", "End", "Offset"}},
-		{policy.Thresholds{}, []string{"SlowBlocks", "StopBlocks", "SlowReadyBatches", "StopReadyBatches"}},
-		{policy.Limit{}, []string{"On", "Off"}},
-	} {
-		typ := reflect.TypeOf(c.v)
-		var got []string
-		for i := range typ.NumField() {
-			got = append(got, typ.Field(i).Name)
-		}
-		require.Equal(t, c.fields, got, "%s changed: convert the new fields in admin.Policy", typ)
-	}
-}
-
-// The policy decoder takes any input without panicking; what it accepts
-// and the policy package validates survives a round trip unchanged.
-func FuzzPolicyJSON(f *testing.F) {
-	f.Add([]byte(acmePolicy))
-	f.Add([]byte(`{"class":"high","run":{"mode":"never-in","windows":[{"days":["sat","Sunday"],"start":"00:00","end":"24:00","offset_minutes":-840}]}}`))
-	f.Add([]byte(`{"not_before":"2262-04-11T23:47:16.854775807Z","stale_after":"2562047h"}`))
-	f.Add([]byte(`{"pressure":{"slow_ready_batches":{"on":3,"off":1},"stop_blocks":{"on":9,"off":4}},"shard_pressure":{"stop_debt":{"on":3,"off":1}}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var p admin.Policy
-		if json.Unmarshal(data, &p) != nil {
-			return
-		}
-		tp, err := p.Tenant()
-		if err != nil {
-			require.ErrorIs(t, err, policy.ErrInvalid)
-			return
-		}
-		if tp.Validate() != nil {
-			return
-		}
-		shown := admin.PolicyOf(tp)
-		again, err := shown.Tenant()
-		require.NoError(t, err)
-		require.True(t, tp.Equal(again), "%+v\n%+v", tp, again)
-		require.Equal(t, shown, admin.PolicyOf(again))
-	})
-}
-
-// A level override's text form reads back as itself; malformed ones are
-// refused with the form wanted.
-func TestParseLevelOverride(t *testing.T) {
-	for _, s := range []string{"0:blocks=40,age=2m0s", "1:bytes=1048576,cross=on", "2:age=30s,cross=off"} {
-		o, err := admin.ParseLevelOverride(s)
-		require.NoError(t, err, s)
-		require.Equal(t, s, o.String())
-	}
-	for _, s := range []string{"", "0", "0:", "x:blocks=1", "0:blocks=x", "0:size=1", "-1:blocks=1"} {
-		_, err := admin.ParseLevelOverride(s)
-		require.ErrorContains(t, err, "want", "%q", s)
-	}
-}
-
 // GET api/policies pages through the tenants' own policies by name, the
 // empty tenant first; every page has the default; cursors are checked.
 func TestPoliciesPaged(t *testing.T) {
@@ -383,7 +262,7 @@ func TestPoliciesPaged(t *testing.T) {
 		}
 		var ps admin.Policies
 		require.Equal(t, 200, call(t, srv, "GET", path, "", nil, &ps))
-		require.Equal(t, "high", ps.Default.Policy.Class)
+		require.Equal(t, policy.High, ps.Default.Policy.Class)
 		require.LessOrEqual(t, len(ps.Tenants), 2)
 		for _, tp := range ps.Tenants {
 			all = append(all, tp.Tenant)

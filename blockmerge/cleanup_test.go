@@ -8,6 +8,7 @@ import (
 
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 func TestDeleteTombstones(t *testing.T) {
@@ -52,7 +53,7 @@ func TestDeleteTombstones(t *testing.T) {
 				bad[1],
 				{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job", 6)},
 			})
-			require.ErrorIs(t, err, compactkit.ErrInvalidID)
+			require.ErrorIs(t, err, ident.ErrInvalidID)
 			require.Equal(t, []compactkit.Tombstone{
 				{Kind: compactkit.TombstoneBlock, Target: "src-2"},
 				{Kind: compactkit.TombstonePrefix, Target: compactkit.AttemptPrefix("job", 6)},

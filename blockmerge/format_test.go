@@ -15,6 +15,7 @@ import (
 
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // sampleDatasets returns datasets of two tenants with enough records to
@@ -122,7 +123,7 @@ func TestSingleTenantBlockStoresEmptyDatasetTenant(t *testing.T) {
 	_, err = blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: "b2", Tenant: "acme"}, []blockmerge.Dataset{
 		{Tenant: "other", Name: "x", Records: []blockmerge.Record{rec("a", 1, "1")}},
 	})
-	require.ErrorIs(t, err, compactkit.ErrInconsistent)
+	require.ErrorIs(t, err, ident.ErrInconsistent)
 	ok, err := s.Exists(ctx, compactkit.ObjectKey("b2"))
 	require.NoError(t, err)
 	require.False(t, ok, "a failed WriteBlock left an object")
@@ -135,13 +136,13 @@ func TestWriteBlockRefusals(t *testing.T) {
 	_, err := blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: "dup"}, []blockmerge.Dataset{
 		{Tenant: "t", Name: "x", Records: one}, {Tenant: "t", Name: "x", Records: one},
 	})
-	require.ErrorIs(t, err, compactkit.ErrInconsistent)
+	require.ErrorIs(t, err, ident.ErrInconsistent)
 	_, err = blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: "notenant"}, []blockmerge.Dataset{{Name: "x", Records: one}})
-	require.ErrorIs(t, err, compactkit.ErrInconsistent)
+	require.ErrorIs(t, err, ident.ErrInconsistent)
 	_, err = blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: "nodata"}, nil)
-	require.ErrorIs(t, err, compactkit.ErrInconsistent)
+	require.ErrorIs(t, err, ident.ErrInconsistent)
 	_, err = blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: "../escape"}, nil)
-	require.ErrorIs(t, err, compactkit.ErrInvalidID)
+	require.ErrorIs(t, err, ident.ErrInvalidID)
 	_, err = blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: "bigkey", Tenant: "t"}, []blockmerge.Dataset{
 		{Name: "x", Records: []blockmerge.Record{{Key: make([]byte, blockmerge.MaxKeySize+1)}}},
 	})
@@ -149,7 +150,7 @@ func TestWriteBlockRefusals(t *testing.T) {
 	_, err = blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: "badname", Tenant: "t"}, []blockmerge.Dataset{
 		{Name: "", Records: one},
 	})
-	require.ErrorIs(t, err, compactkit.ErrEmptyID)
+	require.ErrorIs(t, err, ident.ErrEmptyID)
 	require.Empty(t, listKeys(t, s, ""), "refused writes left objects")
 }
 

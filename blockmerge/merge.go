@@ -9,6 +9,7 @@ import (
 
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // DatasetMerger merges the datasets with the same (tenant, name) of a
@@ -203,7 +204,7 @@ func (t *loserTree) replay(w int) {
 // Options: [WithSources], [WithDatasetMerger].
 func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fencing.Token, opts ...Option) ([]compactkit.BlockMeta, error) {
 	if plan == nil {
-		return nil, fmt.Errorf("blockmerge: merge: nil plan: %w", compactkit.ErrInconsistent)
+		return nil, fmt.Errorf("blockmerge: merge: nil plan: %w", ident.ErrInconsistent)
 	}
 	if err := plan.Validate(); err != nil {
 		return nil, fmt.Errorf("blockmerge: merge: %w", err)
@@ -218,7 +219,7 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 		m := &o.sources[i]
 		if !slices.Contains(plan.Sources, m.ID) {
 			return nil, fmt.Errorf("blockmerge: merge job %s: metadata given for block %s, not a source: %w",
-				plan.Name, m.ID, compactkit.ErrInconsistent)
+				plan.Name, m.ID, ident.ErrInconsistent)
 		}
 		want[m.ID] = m
 	}
@@ -237,14 +238,14 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 		if plan.Tenant != "" {
 			if ts := r.meta.Tenants(); len(ts) > 1 || len(ts) == 1 && ts[0] != plan.Tenant {
 				return nil, fmt.Errorf("blockmerge: merge job %s of tenant %q: source %s holds tenants %q: %w",
-					plan.Name, plan.Tenant, id, ts, compactkit.ErrInconsistent)
+					plan.Name, plan.Tenant, id, ts, ident.ErrInconsistent)
 			}
 		}
 		readers[i] = r
 		level = max(level, r.meta.Level)
 	}
 	if level == ^uint32(0) {
-		return nil, fmt.Errorf("blockmerge: merge job %s: source level %d has no level above: %w", plan.Name, level, compactkit.ErrInconsistent)
+		return nil, fmt.Errorf("blockmerge: merge job %s: source level %d has no level above: %w", plan.Name, level, ident.ErrInconsistent)
 	}
 	outputs := planOutputs(plan, readers)
 
@@ -312,7 +313,7 @@ func (r *Reader) checkMeta(want *compactkit.BlockMeta) error {
 }
 
 func (r *Reader) mismatch(format string, args ...any) error {
-	return fmt.Errorf("blockmerge: object %q: %s: %w", r.key, fmt.Sprintf(format, args...), compactkit.ErrInconsistent)
+	return fmt.Errorf("blockmerge: object %q: %s: %w", r.key, fmt.Sprintf(format, args...), ident.ErrInconsistent)
 }
 
 // dsRef is one source's dataset: the source's index and the dataset's.

@@ -16,6 +16,7 @@ import (
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 func TestMergeSingleTenant(t *testing.T) {
@@ -124,7 +125,7 @@ func TestMergeEmptyAndCleanupOnly(t *testing.T) {
 	require.Empty(t, outs)
 
 	_, err = blockmerge.Merge(ctx, s, &compactkit.JobPlan{Name: "bad name"}, 4)
-	require.ErrorIs(t, err, compactkit.ErrInvalidID)
+	require.ErrorIs(t, err, ident.ErrInvalidID)
 	_, err = blockmerge.Merge(ctx, s, nil, 4)
 	require.Error(t, err)
 }
@@ -136,7 +137,7 @@ func TestMergeRefusesSourceOfAnotherTenant(t *testing.T) {
 		[]blockmerge.Dataset{{Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}}})
 	require.NoError(t, err)
 	_, err = blockmerge.Merge(ctx, s, &compactkit.JobPlan{Name: "j", Tenant: "t", Level: 1, Sources: []string{"b"}}, 1)
-	require.ErrorIs(t, err, compactkit.ErrInconsistent)
+	require.ErrorIs(t, err, ident.ErrInconsistent)
 	require.ErrorContains(t, err, "source b")
 	require.Empty(t, listKeys(t, s, compactkit.AttemptPrefix("j", 1)))
 }
@@ -476,13 +477,13 @@ func TestMergeChecksSourcesAgainstIndex(t *testing.T) {
 	// The index and the footer disagree on a dataset's statistics.
 	wrong := m1.Clone()
 	wrong.Datasets[1].Records++
-	fail(3, compactkit.ErrInconsistent, `object "blocks/seg-1": dataset b/e`, wrong)
+	fail(3, ident.ErrInconsistent, `object "blocks/seg-1": dataset b/e`, wrong)
 	// The block holds a dataset the index does not list.
 	short := m1.Clone()
 	short.Datasets = short.Datasets[:1]
-	fail(4, compactkit.ErrInconsistent, "dataset b/e: in the block, not in the index", short)
+	fail(4, ident.ErrInconsistent, "dataset b/e: in the block, not in the index", short)
 	// Metadata of a block that is not a source.
 	other := m2.Clone()
 	other.ID = "seg-3"
-	fail(5, compactkit.ErrInconsistent, "block seg-3, not a source", other)
+	fail(5, ident.ErrInconsistent, "block seg-3, not a source", other)
 }

@@ -47,7 +47,7 @@ func WithDatasetMerger(m DatasetMerger) Option { return func(o *options) { o.mer
 // writing anything: the block's tenant, shard, level, time range and size,
 // and every dataset's tenant, name, size, record count and time range. A
 // dataset the index lists but the block lacks is an error wrapping
-// [ErrNotFound]; any other difference wraps compactkit.ErrInconsistent;
+// [ErrNotFound]; any other difference wraps compactkit.ErrInvalid;
 // both name the object and the dataset. Sources without metadata here are
 // not checked; metadata of a block that is not a source of the plan is an
 // error.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Reader reads a block from a [Store]: [Open] fetches and checks the
@@ -39,7 +40,7 @@ type Reader struct {
 // one range read), and checks the footer's checksum, metadata and dataset
 // index against the object. The footer must name the block id.
 func Open(ctx context.Context, store Store, id string) (*Reader, error) {
-	if err := compactkit.ValidateID(id); err != nil {
+	if err := ident.ValidateID(id); err != nil {
 		return nil, fmt.Errorf("blockmerge: open block: %w", err)
 	}
 	key := compactkit.ObjectKey(id)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/compactkit/compactkit/internal/ident"
+
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
 )
@@ -22,7 +24,7 @@ import (
 // BlockInfo is what a block's writer is told up front; the rest of its
 // metadata (time range, size, datasets) comes from what is written.
 type BlockInfo struct {
-	// ID is the block ID (see compactkit.ValidateID).
+	// ID is the block ID (see compactkit.BlockMeta.ID).
 	ID string
 	// Tenant owns the block; empty for a level-0 segment holding datasets
 	// of several tenants.
@@ -65,7 +67,7 @@ type blockWriter struct {
 // newWriter writes the header of a block described by info to w and
 // returns its writer. Of the options, only withPageSize applies.
 func newWriter(w io.Writer, info BlockInfo, opts ...Option) (*blockWriter, error) {
-	if err := compactkit.ValidateID(info.ID); err != nil {
+	if err := ident.ValidateID(info.ID); err != nil {
 		return nil, fmt.Errorf("blockmerge: new writer: %w", err)
 	}
 	if err := checkName("block "+info.ID+": tenant", info.Tenant, true); err != nil {
@@ -125,12 +127,12 @@ func (w *blockWriter) BeginDataset(tenant, name string) (*DatasetWriter, error) 
 	switch {
 	case w.info.Tenant != "" && tenant != "" && tenant != w.info.Tenant:
 		return nil, w.fail(fmt.Errorf("blockmerge: block %s of tenant %q: dataset %s of tenant %q: %w",
-			w.info.ID, w.info.Tenant, name, tenant, compactkit.ErrInconsistent))
+			w.info.ID, w.info.Tenant, name, tenant, ident.ErrInconsistent))
 	case w.info.Tenant != "":
 		stored, resolved = "", w.info.Tenant
 	case tenant == "":
 		return nil, w.fail(fmt.Errorf("blockmerge: block %s: dataset %s without a tenant in a multi-tenant block: %w",
-			w.info.ID, name, compactkit.ErrInconsistent))
+			w.info.ID, name, ident.ErrInconsistent))
 	}
 	if n := len(w.metas); n > 0 {
 		prev := &w.metas[n-1]
@@ -375,7 +377,7 @@ type Dataset struct {
 // (tenant, name) are an error; a dataset without records is left out. The
 // caller's slices are not modified. No option applies.
 func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dataset, opts ...Option) (compactkit.BlockMeta, error) {
-	if err := compactkit.ValidateID(info.ID); err != nil {
+	if err := ident.ValidateID(info.ID); err != nil {
 		return compactkit.BlockMeta{}, fmt.Errorf("blockmerge: write block: %w", err)
 	}
 	ds := slices.Clone(datasets)
@@ -384,7 +386,7 @@ func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dat
 	for i := 1; i < len(ds); i++ {
 		if resolve(&ds[i-1]) == resolve(&ds[i]) && ds[i-1].Name == ds[i].Name {
 			return compactkit.BlockMeta{}, fmt.Errorf("blockmerge: write block %s: dataset %s/%s given twice: %w",
-				info.ID, resolve(&ds[i]), ds[i].Name, compactkit.ErrInconsistent)
+				info.ID, resolve(&ds[i]), ds[i].Name, ident.ErrInconsistent)
 		}
 	}
 	return writeObject(ctx, store, info, opts, func(bw *blockWriter) error {
@@ -435,16 +437,16 @@ func writeObject(ctx context.Context, store Store, info BlockInfo, opts []Option
 }
 
 // checkName checks a tenant or dataset name as compactkit does: at most
-// compactkit.MaxNameLen bytes of valid UTF-8 without control characters,
+// 256 bytes of valid UTF-8 without control characters,
 // empty only where allowed.
 func checkName(what, s string, emptyOK bool) error {
 	switch {
 	case s == "" && !emptyOK:
-		return fmt.Errorf("blockmerge: %s: %w", what, compactkit.ErrEmptyID)
-	case len(s) > compactkit.MaxNameLen:
-		return fmt.Errorf("blockmerge: %s: %d bytes, limit %d: %w", what, len(s), compactkit.MaxNameLen, compactkit.ErrInvalidID)
+		return fmt.Errorf("blockmerge: %s: %w", what, ident.ErrEmptyID)
+	case len(s) > ident.MaxNameLen:
+		return fmt.Errorf("blockmerge: %s: %d bytes, limit %d: %w", what, len(s), ident.MaxNameLen, ident.ErrInvalidID)
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return fmt.Errorf("blockmerge: %s %q: invalid characters: %w", what, s, compactkit.ErrInvalidID)
+		return fmt.Errorf("blockmerge: %s %q: invalid characters: %w", what, s, ident.ErrInvalidID)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/compactkittest"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -65,7 +66,7 @@ func TestBlocksValid(t *testing.T) {
 func TestMalformedIDRefused(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		id := compactkittest.MalformedID().Draw(t, "id")
-		if ck.ValidateID(id) == nil {
+		if ident.ValidateID(id) == nil {
 			t.Fatalf("malformed ID %q accepted", id)
 		}
 	})

@@ -8,12 +8,13 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// MalformedID generates block IDs that [compactkit.ValidateID] refuses
-// (with an error wrapping compactkit.ErrEmptyID or ErrInvalidID): a
+// MalformedID generates block IDs that compactkit.BlockMeta.Validate
+// refuses (with an error wrapping compactkit.ErrInvalid): a
 // valid ID made empty, absolute, too long, or given an empty, "." or ".."
 // segment, a trailing slash, a backslash, a control character or invalid
 // UTF-8.
@@ -26,7 +27,7 @@ func MalformedID() *rapid.Generator[string] {
 		case 1:
 			return "/" + id
 		case 2:
-			return id + strings.Repeat("x", ck.MaxIDLen+1-len(id))
+			return id + strings.Repeat("x", ident.MaxIDLen+1-len(id))
 		case 3:
 			return id + "//x"
 		case 4:

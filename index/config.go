@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Sentinel errors of the package. Functions return them wrapped, with a
@@ -62,7 +62,7 @@ func DefaultConfig() Config {
 }
 
 // Validate reports whether c is usable: no duration may be negative (the
-// error wraps [compactkit.ErrNegative]).
+// error wraps [compactkit.ErrInvalid]).
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
@@ -74,7 +74,7 @@ func (c Config) Validate() error {
 		{"reader timeout", c.ReaderTimeout},
 	} {
 		if f.d < 0 {
-			return fmt.Errorf("index config: %s %v is negative: %w", f.name, f.d, ck.ErrNegative)
+			return fmt.Errorf("index config: %s %v is negative: %w", f.name, f.d, ident.ErrNegative)
 		}
 	}
 	return nil

@@ -27,7 +27,7 @@ func ExampleIndex_Add() {
 	fmt.Println(errors.Is(err, index.ErrDuplicate))
 	// So is malformed metadata.
 	err = x.Add(ck.Entry{Index: 3}, 3, seg("01B", "acme", 0, 10, 0))
-	fmt.Println(errors.Is(err, ck.ErrTimeRange))
+	fmt.Println(errors.Is(err, ck.ErrInvalid))
 	// Output:
 	// <nil>
 	// true

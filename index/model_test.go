@@ -14,6 +14,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // model is a plain reimplementation of the index's rules on maps and
@@ -120,7 +121,7 @@ func (m *model) add(now int64, b ck.BlockMeta) (dup bool, err error) {
 func (m *model) replace(e ck.Entry, now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) ReplaceResult {
 	now = m.advance(now)
 	key := mresKey{job, token}
-	valid := ck.ValidateJobName(job) == nil && token != 0
+	valid := ident.ValidateJobName(job) == nil && token != 0
 	if valid {
 		if r, ok := m.results[key]; ok && now < addSat(m.resultAt[key], m.cfg.CompletedRetention) {
 			r.Replayed = true
@@ -241,7 +242,7 @@ func (m *model) releasableList(now int64) []ck.Tombstone {
 
 func (m *model) attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone {
 	now = m.advance(now)
-	if ck.ValidateJobName(job) != nil {
+	if ident.ValidateJobName(job) != nil {
 		return nil
 	}
 	var out []ck.Tombstone
@@ -646,7 +647,7 @@ func (mm *modelMachine) Release(t *rapid.T) {
 	now := mm.now(t)
 	mm.m.advance(now)
 	var want []ck.Tombstone
-	if ck.ValidateJobName(job) == nil {
+	if ident.ValidateJobName(job) == nil {
 		want = mm.m.releasableList(now)
 		if limit > 0 && len(want) > limit {
 			want = want[:limit]

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/compactkit/compactkit/internal/ident"
+
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/dups"
@@ -101,7 +103,7 @@ func (r *result) toResult(replayed bool) ReplaceResult {
 // distinct and non-empty.
 func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) ReplaceResult {
 	now = x.advance(now)
-	valid := ck.ValidateJobName(job) == nil && token != 0
+	valid := ident.ValidateJobName(job) == nil && token != 0
 	if valid {
 		if r, ok := x.s.results.Get(&result{job: job, token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
 			return r.toResult(true)
@@ -190,7 +192,7 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 		return refusedInvalid, "no sources"
 	}
 	if len(outputs) == 0 {
-		return refusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ck.ErrMissingOutputs)
+		return refusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ident.ErrMissingOutputs)
 	}
 	// Sources are live, hence valid IDs; a repeated one is found by
 	// sorting a copy.

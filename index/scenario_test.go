@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactkit/compactkit/internal/ident"
+
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
@@ -84,9 +86,9 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{DedupHorizon: -1}, {CleanupDelay: -1}, {CompletedRetention: -1}, {ReaderTimeout: -1},
 	} {
 		_, err := index.New(cfg)
-		require.ErrorIs(t, err, ck.ErrNegative)
+		require.ErrorIs(t, err, ident.ErrNegative)
 		x, _ := index.New(index.DefaultConfig())
-		require.ErrorIs(t, x.SetConfig(cfg), ck.ErrNegative)
+		require.ErrorIs(t, x.SetConfig(cfg), ident.ErrNegative)
 		require.Equal(t, index.DefaultConfig(), x.View().Config())
 	}
 	x, err := index.New(index.Config{})

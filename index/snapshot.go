@@ -12,6 +12,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // snapshotVersion is the version of the snapshot stream this release
@@ -660,7 +661,7 @@ func (rs *restorer) tombs() error {
 			}
 			prev = t.tkey
 			if t.job != "" {
-				if err := ck.ValidateJobName(t.job); err != nil {
+				if err := ident.ValidateJobName(t.job); err != nil {
 					return codec.Malformed("tombstone %s: holder: %w", t.tombstone(), err)
 				}
 			}
@@ -831,7 +832,7 @@ func cloneAll(ss []string) []string {
 }
 
 func validResult(r *result, clock int64) error {
-	if err := ck.ValidateJobName(r.job); err != nil {
+	if err := ident.ValidateJobName(r.job); err != nil {
 		return codec.Malformed("result: %w", err)
 	}
 	switch {
@@ -847,7 +848,7 @@ func validResult(r *result, clock int64) error {
 		return codec.Malformed("result %s/%d: applied with refusal details", r.job, r.token)
 	}
 	for _, id := range append(slices.Clip(r.missing), r.surviving...) {
-		if err := ck.ValidateID(id); err != nil {
+		if err := ident.ValidateID(id); err != nil {
 			return codec.Malformed("result %s/%d: source: %w", r.job, r.token, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/internal/snaptest"
 )
 
@@ -279,7 +280,7 @@ func TestRestoreValidatesContents(t *testing.T) {
 		{"dataset count", craft(t, 1, hdr(nil), names("acme", "svc"), blk(func(f *blocksFrame) { f.D = 2 })), ck.ErrMalformed},
 		{"dataset outside block", craft(t, 1, hdr(nil), names("acme", "svc"), blk(func(f *blocksFrame) { f.DSpans = codec.PackInts([]uint64{11}) })), ck.ErrMalformed},
 		{"header datasets", craft(t, 1, hdr(func(h *snapHeader) { h.Datasets = 2 }), names("acme", "svc"), blk(nil)), ck.ErrMalformed},
-		{"negative size", craft(t, 1, hdr(nil), names("acme", "svc"), blk(func(f *blocksFrame) { f.Sizes = codec.PackInts([]int64{-1}) })), ck.ErrNegative},
+		{"negative size", craft(t, 1, hdr(nil), names("acme", "svc"), blk(func(f *blocksFrame) { f.Sizes = codec.PackInts([]int64{-1}) })), ident.ErrNegative},
 		{"short column", craft(t, 1, hdr(nil), names("acme", "svc"), blk(func(f *blocksFrame) { f.Shards = nil })), ck.ErrMalformed},
 		{"live and tombstoned", withTomb(tombs(ck.TombstoneBlock, "a", 90, 100, "")), ck.ErrMalformed},
 		{"prefix over live block", withTomb(tombs(ck.TombstonePrefix, "blocks/", 90, 100, "")), ck.ErrMalformed},

@@ -11,6 +11,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/dups"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // smallDegree is the degree of the google/btree trees: the run list, the
@@ -509,16 +510,16 @@ func validName(name string) error {
 // eagerly, which would dominate restoring a million blocks. The
 // equivalence is a tested property (TestCheckBlockMatchesValidate).
 func (x *Index) checkBlock(b *block, ds []dataset) error {
-	if err := ck.ValidateID(b.id); err != nil {
+	if err := ident.ValidateID(b.id); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
 	switch {
 	case b.minTime > b.maxTime:
-		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.id, b.minTime, b.maxTime, ck.ErrTimeRange)
+		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.id, b.minTime, b.maxTime, ident.ErrTimeRange)
 	case b.size() < 0:
-		return fmt.Errorf("block %s: size %d: %w", b.id, b.size(), ck.ErrNegative)
+		return fmt.Errorf("block %s: size %d: %w", b.id, b.size(), ident.ErrNegative)
 	case b.tenant == 0 && len(ds) == 0:
-		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.id, ck.ErrInconsistent)
+		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.id, ident.ErrInconsistent)
 	}
 	eff := func(d *dataset) uint32 {
 		if d.tenant != 0 {
@@ -532,15 +533,15 @@ func (x *Index) checkBlock(b *block, ds []dataset) error {
 		d := &ds[i]
 		switch {
 		case d.name == 0:
-			return fmt.Errorf("block %s: dataset without a name: %w", b.id, ck.ErrEmptyID)
+			return fmt.Errorf("block %s: dataset without a name: %w", b.id, ident.ErrEmptyID)
 		case b.tenant == 0 && d.tenant == 0:
-			return fmt.Errorf("block %s: dataset %s: no tenant in a multi-tenant block: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
+			return fmt.Errorf("block %s: dataset %s: no tenant in a multi-tenant block: %w", b.id, x.s.names[d.name], ident.ErrInconsistent)
 		case b.tenant != 0 && d.tenant != 0 && d.tenant != b.tenant:
-			return fmt.Errorf("block %s: dataset %s: tenant of another block: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
+			return fmt.Errorf("block %s: dataset %s: tenant of another block: %w", b.id, x.s.names[d.name], ident.ErrInconsistent)
 		case d.size < 0 || d.records < 0:
-			return fmt.Errorf("block %s: dataset %s: negative size or records: %w", b.id, x.s.names[d.name], ck.ErrNegative)
+			return fmt.Errorf("block %s: dataset %s: negative size or records: %w", b.id, x.s.names[d.name], ident.ErrNegative)
 		case d.minTime > d.maxTime || d.minTime < b.minTime || d.maxTime > b.maxTime:
-			return fmt.Errorf("block %s: dataset %s: range [%d, %d] invalid in [%d, %d]: %w", b.id, x.s.names[d.name], d.minTime, d.maxTime, b.minTime, b.maxTime, ck.ErrTimeRange)
+			return fmt.Errorf("block %s: dataset %s: range [%d, %d] invalid in [%d, %d]: %w", b.id, x.s.names[d.name], d.minTime, d.maxTime, b.minTime, b.maxTime, ident.ErrTimeRange)
 		}
 		// A repeated (tenant, name): pairwise below a few datasets, which
 		// allocates nothing, and through a set beyond.
@@ -557,7 +558,7 @@ func (x *Index) checkBlock(b *block, ds []dataset) error {
 			dup = seen.Seen(dsKey{eff(d), d.name})
 		}
 		if dup {
-			return fmt.Errorf("block %s: dataset %s appears twice: %w", b.id, x.s.names[d.name], ck.ErrInconsistent)
+			return fmt.Errorf("block %s: dataset %s appears twice: %w", b.id, x.s.names[d.name], ident.ErrInconsistent)
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/compactkit/compactkit/internal/ident"
+
 	ck "github.com/compactkit/compactkit"
 )
 
@@ -94,7 +96,7 @@ func (x *Index) AddOrphan(now int64, prefix string) error {
 // one job at a time. An invalid job name accepts nothing.
 func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone {
 	now = x.advance(now)
-	if ck.ValidateJobName(job) != nil {
+	if ident.ValidateJobName(job) != nil {
 		return nil
 	}
 	var out []ck.Tombstone

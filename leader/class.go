@@ -60,8 +60,7 @@ func (c Class) String() string {
 // callerFaults are the sentinels whose wrapping marks a request that can
 // never succeed as it was sent.
 var callerFaults = [...]error{
-	ck.ErrEmptyID, ck.ErrInvalidID, ck.ErrTimeRange, ck.ErrNegative,
-	ck.ErrUnknownStatus, ck.ErrUnknownChange, ck.ErrMissingOutputs, ck.ErrInconsistent,
+	ck.ErrInvalid,
 	ck.ErrMalformed, ck.ErrTruncated, ck.ErrUnknownVersion, ck.ErrTooLarge,
 	raftfsm.ErrInvalidCommand, raftfsm.ErrInvalidRequest, raftfsm.ErrLimit,
 	policy.ErrInvalid, ck.ErrRejected,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -18,7 +19,7 @@ func TestClassify(t *testing.T) {
 		want leader.Class
 	}{
 		{errors.New("disk on fire"), leader.Internal},
-		{fmt.Errorf("raftfsm: operator cancel: job name %q: %w", "<script>", ck.ErrInvalidID), leader.Invalid},
+		{fmt.Errorf("raftfsm: operator cancel: job name %q: %w", "<script>", ident.ErrInvalidID), leader.Invalid},
 		{fmt.Errorf("decode: %w", ck.ErrTruncated), leader.Invalid},
 		{fmt.Errorf("poll: %w", raftfsm.ErrLimit), leader.Invalid},
 		{fmt.Errorf("set: %w", policy.ErrInvalid), leader.Invalid},
@@ -41,7 +42,7 @@ func TestClassify(t *testing.T) {
 }
 
 func ExampleClassify() {
-	err := fmt.Errorf("raftfsm: operator cancel: job name %q: %w", "<script>", ck.ErrInvalidID)
+	err := fmt.Errorf("raftfsm: operator cancel: job name %q: %w", "<script>", ident.ErrInvalidID)
 	fmt.Println(leader.Classify(err))
 	// Output: invalid
 }

@@ -76,7 +76,7 @@ func ExampleService_Policy() {
 	}
 
 	// A freeze that never lifts is refused.
-	always := policy.Tenant{Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: policy.MinutesPerDay}}}}
+	always := policy.Tenant{Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: 24 * 60}}}}
 	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &always})
 	fmt.Println(errors.Is(err, policy.ErrNeverOpens))
 	// Output:

@@ -56,7 +56,7 @@ func TestServicePolicy(t *testing.T) {
 	c.mu.Lock()
 	before := len(c.entries)
 	c.mu.Unlock()
-	always := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: policy.MinutesPerDay}}}
+	always := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: 24 * 60}}}
 	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &policy.Tenant{Run: always}})
 	require.ErrorIs(t, err, raftfsm.ErrInvalidCommand)
 	require.ErrorIs(t, err, policy.ErrNeverOpens)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -465,7 +466,7 @@ func (s *Service) logOutcomes(req *ck.PollRequest, a Applied) {
 		if c.Kind == ck.ChangeFail {
 			for i := range req.Updates {
 				if req.Updates[i].Job == c.Job {
-					reason = ck.ClipReason(req.Updates[i].Reason)
+					reason = ident.ClipReason(req.Updates[i].Reason)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Enqueue queues block b, which arrived in entry e, under its compaction
@@ -37,7 +38,7 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 		return false, fmt.Errorf("planner: enqueue: %w", err)
 	}
 	if b == nil {
-		return false, fmt.Errorf("planner: enqueue: no block: %w", ck.ErrInconsistent)
+		return false, fmt.Errorf("planner: enqueue: no block: %w", ident.ErrInconsistent)
 	}
 	if err := p.checkBlock(b); err != nil {
 		return false, fmt.Errorf("planner: enqueue: %w", err)
@@ -46,7 +47,7 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 		return false, nil
 	}
 	if p.s.nextArrival == math.MaxUint64 {
-		return false, fmt.Errorf("planner: enqueue %s: arrival numbers exhausted: %w", b.ID, ck.ErrInconsistent)
+		return false, fmt.Errorf("planner: enqueue %s: arrival numbers exhausted: %w", b.ID, ident.ErrInconsistent)
 	}
 	p.tick(e.Time)
 	lc := p.s.levelOf(b.Tenant, b.Level)
@@ -80,20 +81,20 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 // rules (and errors) of compactkit.BlockMeta.Validate. The tenant's name is
 // checked only when it differs from the last one found valid.
 func (p *Planner) checkBlock(b *ck.BlockMeta) error {
-	if err := ck.ValidateID(b.ID); err != nil {
+	if err := ident.ValidateID(b.ID); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
 	if !p.hasOK || b.Tenant != p.okTenant {
-		if err := ck.ValidateTenant(b.Tenant); err != nil {
+		if err := ident.ValidateTenant(b.Tenant); err != nil {
 			return fmt.Errorf("block %s: %w", b.ID, err)
 		}
 		p.okTenant, p.hasOK = b.Tenant, true
 	}
 	switch {
 	case b.MinTime > b.MaxTime:
-		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.ID, b.MinTime, b.MaxTime, ck.ErrTimeRange)
+		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.ID, b.MinTime, b.MaxTime, ident.ErrTimeRange)
 	case b.Size < 0:
-		return fmt.Errorf("block %s: size %d: %w", b.ID, b.Size, ck.ErrNegative)
+		return fmt.Errorf("block %s: size %d: %w", b.ID, b.Size, ident.ErrNegative)
 	}
 	return nil
 }

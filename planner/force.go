@@ -3,7 +3,7 @@ package planner
 import (
 	"fmt"
 
-	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Force makes a tenant's batches ready now, whatever their size and age:
@@ -41,7 +41,7 @@ func (f *Force) Validate() error {
 	if f.AllTenants && f.Tenant != "" {
 		return fmt.Errorf("force: tenant %q with all tenants: %w", f.Tenant, errInvalidForce)
 	}
-	if err := ck.ValidateTenant(f.Tenant); err != nil {
+	if err := ident.ValidateTenant(f.Tenant); err != nil {
 		return fmt.Errorf("force: %w", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // TestXXH64Vectors checks the hash against the reference implementation
@@ -59,7 +60,7 @@ func TestJobNameFormat(t *testing.T) {
 	name = jobName(&h, key{"ténant/with spaces", 3, 1}, 1, []string{"x"})
 	require.Regexp(t, `^t__nant_with_spaces\.s3\.l1\.1\.[0-9a-f]{16}$`, name)
 	long := jobName(&h, key{string(make([]byte, 0)) + fmt.Sprintf("%0256d", 0), 4294967294, 63}, 1<<63, []string{"x"})
-	require.NoError(t, ck.ValidateJobName(long))
+	require.NoError(t, ident.ValidateJobName(long))
 	seq, ok := nameSeq(long)
 	require.True(t, ok)
 	require.Equal(t, uint64(1<<63), seq)
@@ -408,7 +409,7 @@ func TestLazyViews(t *testing.T) {
 // TestForceValidate: the entries planning ignores.
 func TestForceValidate(t *testing.T) {
 	require.ErrorIs(t, (&Force{Tenant: "A", AllTenants: true}).Validate(), errInvalidForce)
-	require.ErrorIs(t, (&Force{Tenant: "bad\x01"}).Validate(), ck.ErrInvalidID)
+	require.ErrorIs(t, (&Force{Tenant: "bad\x01"}).Validate(), ident.ErrInvalidID)
 	require.NoError(t, (&Force{AllTenants: true}).Validate())
 	require.NoError(t, (&Force{Tenant: "A", Level: 3}).Validate())
 }

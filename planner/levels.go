@@ -17,12 +17,12 @@ type tenantLevels struct {
 }
 
 // CheckLevels reports whether level overrides are within the planner's
-// bounds: valid ([policy.ValidateLevels]), below 64, with at most 4096 blocks. The
+// bounds: valid (as in [policy.Tenant.Validate]), below 64, with at most 4096 blocks. The
 // error wraps [ErrInvalidConfig]. A state machine checks a command's
 // overrides with it before it applies them; overrides of levels at or
 // beyond the final level pass (they have no effect).
 func CheckLevels(over []policy.Level) error {
-	if err := policy.ValidateLevels(over); err != nil {
+	if err := (policy.Tenant{Levels: over}).Validate(); err != nil {
 		return fmt.Errorf("planner: %w: %w", ErrInvalidConfig, err)
 	}
 	for _, l := range over {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Mark takes queued blocks out of compaction at an operator's request ("do
@@ -22,7 +23,7 @@ import (
 // Nothing changes, and the error says why, when a block is claimed by a
 // job (the error names the job: cancel it or let it end first), lies at or
 // beyond the final level (never compacted, nothing to mark), or is held
-// nowhere (compactkit.ErrInconsistent), or when an entry or ID is
+// nowhere (compactkit.ErrInvalid), or when an entry or ID is
 // malformed.
 func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, error) {
 	if err := e.Validate(); err != nil {
@@ -34,7 +35,7 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 	var keys []key
 	for i := range blocks {
 		b := &blocks[i]
-		if err := ck.ValidateID(b.ID); err != nil {
+		if err := ident.ValidateID(b.ID); err != nil {
 			return 0, fmt.Errorf("planner: mark: %w", err)
 		}
 		if b.Level >= p.s.cfg.FinalLevel {
@@ -91,12 +92,12 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 	}
 	for _, id := range order {
 		if !wanted[id] {
-			return 0, fmt.Errorf("planner: mark %s: not queued, claimed or quarantined: %w", id, ck.ErrInconsistent)
+			return 0, fmt.Errorf("planner: mark %s: not queued, claimed or quarantined: %w", id, ident.ErrInconsistent)
 		}
 	}
 
 	p.tick(e.Time)
-	reason = ck.ClipReason(reason)
+	reason = ident.ClipReason(reason)
 	for _, k := range keys {
 		q := p.lookup(k)
 		if q == nil {

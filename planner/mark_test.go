@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/planner"
 )
 
@@ -33,9 +34,9 @@ func TestMark(t *testing.T) {
 	_, err = f.p.Mark(f.entry(), []ck.BlockMeta{{ID: "final", Tenant: "t", Level: cfg.FinalLevel}}, "x")
 	require.ErrorContains(t, err, "planner: block at the final level")
 	_, err = f.p.Mark(f.entry(), []ck.BlockMeta{meta("nowhere", 2)}, "x")
-	require.ErrorIs(t, err, ck.ErrInconsistent)
+	require.ErrorIs(t, err, ident.ErrInconsistent)
 	_, err = f.p.Mark(f.entry(), []ck.BlockMeta{meta("../bad", 2)}, "x")
-	require.ErrorIs(t, err, ck.ErrInvalidID)
+	require.ErrorIs(t, err, ident.ErrInvalidID)
 	require.Equal(t, before, f.snapshot())
 
 	// Mark two of the six: the four left make a batch without them.

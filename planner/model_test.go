@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/policy"
 )
 
@@ -701,7 +702,7 @@ func (h *harness) quarantine(t *rapid.T) {
 	}
 	h.m.clock = max(h.m.clock, e.Time)
 	for _, b := range c.blocks {
-		h.m.quar[b.id] = mQuar{b: b, k: c.k, job: job, reason: ck.ClipReason(reason), since: h.m.clock}
+		h.m.quar[b.id] = mQuar{b: b, k: c.k, job: job, reason: ident.ClipReason(reason), since: h.m.clock}
 	}
 	delete(h.m.claims, job)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Job names: see the package documentation.
@@ -37,10 +38,10 @@ func jobName(h *xxWords, k key, seq uint64, sources []string) string {
 	switch t := k.tenant; {
 	case t == "":
 		out = append(out, '_')
-	case len(t) <= maxTenantInName && ck.ValidateJobName(t) == nil:
+	case len(t) <= maxTenantInName && ident.ValidateJobName(t) == nil:
 		out = append(out, t...)
 	default:
-		out = append(out, ck.SanitizeName(t, maxTenantInName)...)
+		out = append(out, ident.SanitizeName(t, maxTenantInName)...)
 	}
 	out = append(out, ".s"...)
 	if k.shard == ck.AnyShard {

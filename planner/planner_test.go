@@ -13,6 +13,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/planner"
 )
 
@@ -587,7 +588,7 @@ func TestJobNames(t *testing.T) {
 		for range 2 {
 			pl, ok := f.poll(nil)
 			require.True(t, ok)
-			require.NoError(t, ck.ValidateJobName(pl.Name))
+			require.NoError(t, ident.ValidateJobName(pl.Name))
 			names = append(names, pl.Name)
 			require.NoError(t, f.p.Return(pl.Name, pl.Sources)) // cancel: the same sources are planned again
 		}
@@ -638,7 +639,7 @@ func TestMalformedBlocks(t *testing.T) {
 	// name right after a good one, or twice, is refused every time.
 	for _, tenant := range []string{"tënant\x7f", "bad\x00", "bad\x00"} {
 		_, err = f.p.Enqueue(f.entry(), &ck.BlockMeta{ID: "y", Tenant: tenant})
-		require.ErrorIs(t, err, ck.ErrInvalidID, "%q", tenant)
+		require.ErrorIs(t, err, ident.ErrInvalidID, "%q", tenant)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Quarantine ends the claim of an evicted job: its sources leave
@@ -22,7 +23,7 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 		return fmt.Errorf("planner: quarantine %s: %w", job, errUnknownJob)
 	}
 	p.tick(e.Time)
-	reason = ck.ClipReason(reason)
+	reason = ident.ClipReason(reason)
 	for _, it := range c.items {
 		qe := &quarEnt{it: it, k: c.k, job: c.name, reason: reason, since: p.s.clock}
 		if p.s.quar.Has(qe) {
@@ -43,7 +44,7 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 // re-queued. An invalid ID returns an error and changes nothing.
 func (p *Planner) Requeue(ids []string) (int, error) {
 	for _, id := range ids {
-		if err := ck.ValidateID(id); err != nil {
+		if err := ident.ValidateID(id); err != nil {
 			return 0, fmt.Errorf("planner: requeue: %w", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Snapshot format (version 1): one codec stream of kind KindSection.
@@ -410,7 +411,7 @@ func (rs *restorer) header() error {
 		return codec.Malformed("clock %d", h.Clock)
 	case h.NextArrival == 0 || h.NextSeq == 0:
 		return codec.Malformed("next arrival %d, next sequence %d", h.NextArrival, h.NextSeq)
-	case h.HasCursor && ck.ValidateTenant(h.Cursor) != nil, !h.HasCursor && h.Cursor != "":
+	case h.HasCursor && ident.ValidateTenant(h.Cursor) != nil, !h.HasCursor && h.Cursor != "":
 		return codec.Malformed("cursor %q", h.Cursor)
 	case h.Keys > h.Blocks || h.Claims > h.ClaimedBlocks:
 		return codec.Malformed("%d keys for %d blocks, %d claims for %d blocks", h.Keys, h.Blocks, h.Claims, h.ClaimedBlocks)
@@ -509,7 +510,7 @@ func (rs *restorer) claims() error {
 			if err := checkKey(k, &rs.cfg); err != nil {
 				return fmt.Errorf("claims: %w", err)
 			}
-			if err := ck.ValidateJobName(names[i]); err != nil {
+			if err := ident.ValidateJobName(names[i]); err != nil {
 				return codec.Malformed("claims: %v", err)
 			}
 			if seq, ok := nameSeq(names[i]); !ok || seq >= h.NextSeq {
@@ -598,10 +599,10 @@ func (rs *restorer) quarantine() error {
 			last = it.id
 			if jobs[i] == "" && rs.marks {
 				marked = true // an operator marked it
-			} else if err := ck.ValidateJobName(jobs[i]); err != nil {
+			} else if err := ident.ValidateJobName(jobs[i]); err != nil {
 				return codec.Malformed("quarantine: block %s: %v", it.id, err)
 			}
-			if len(reasons[i]) > ck.MaxReasonLen || !utf8.ValidString(reasons[i]) {
+			if len(reasons[i]) > ident.MaxReasonLen || !utf8.ValidString(reasons[i]) {
 				return codec.Malformed("quarantine: block %s: reason of %d bytes", it.id, len(reasons[i]))
 			}
 			if since[i] < 0 || since[i] > clock {
@@ -679,7 +680,7 @@ func (b *blockReader) item(i int) (item, error) {
 
 // checkItem validates a restored block.
 func checkItem(it *item, clock int64, nextArr uint64) error {
-	if err := ck.ValidateID(it.id); err != nil {
+	if err := ident.ValidateID(it.id); err != nil {
 		return err
 	}
 	switch {
@@ -720,7 +721,7 @@ func readKeys(d *codec.Decoder, tenants codec.Strings, shards, levels []byte, n 
 
 // checkKey validates a restored key.
 func checkKey(k key, cfg *Config) error {
-	if err := ck.ValidateTenant(k.tenant); err != nil {
+	if err := ident.ValidateTenant(k.tenant); err != nil {
 		return codec.Malformed("%v", err)
 	}
 	if k.level >= cfg.FinalLevel {

@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/compactkit/compactkit/internal/enum"
+)
 
 // Class is a tenant's priority class: at the same level, the jobs of a
 // High tenant start before a Medium tenant's, and those before a Low
@@ -15,7 +19,7 @@ const (
 )
 
 // Rank orders the classes: 0 for High, 1 for Medium, 2 for Low (and 3 for
-// an unknown class, which [Class.Validate] refuses).
+// an unknown class, which [Tenant.Validate] refuses).
 func (c Class) Rank() int {
 	switch c {
 	case High:
@@ -31,29 +35,20 @@ func (c Class) Rank() int {
 
 // String returns "high", "medium" or "low".
 func (c Class) String() string {
-	switch c {
-	case High:
-		return "high"
-	case Medium:
-		return "medium"
-	case Low:
-		return "low"
-	default:
-		return fmt.Sprintf("Class(%d)", uint8(c))
-	}
+	return enum.Name("Class", c, Medium, "medium", "high", "low")
 }
 
-// Validate reports whether c is one of the three classes; the error wraps
+// validate reports whether c is one of the three classes; the error wraps
 // [ErrInvalid].
-func (c Class) Validate() error {
+func (c Class) validate() error {
 	if c > Low {
 		return fmt.Errorf("policy: class %d: %w", uint8(c), ErrInvalid)
 	}
 	return nil
 }
 
-// ParseClass returns the class named s ("high", "medium" or "low").
-func ParseClass(s string) (Class, error) {
+// parseClass returns the class named s ("high", "medium" or "low").
+func parseClass(s string) (Class, error) {
 	for c := Medium; c <= Low; c++ {
 		if c.String() == s {
 			return c, nil

@@ -25,11 +25,11 @@
 // inside them ([OnlyIn]) or never inside them ([NeverIn]); jobs in
 // progress always run to their end. A [LevelRun] adds windows for one
 // level of the tenant, on top of its run policy: a job at that level
-// starts only when both let it ([Tenant.MayStartLevel]); in the default
+// starts only when both let it ([ClosedLevels]); in the default
 // policy it is a window for that level across tenants. A run policy under which work could
 // never start — an OnlyIn policy whose windows cover no minute of the
 // week, a NeverIn policy whose windows cover every minute — is refused by
-// [RunPolicy.Validate] ([ErrNeverOpens]), never left to starve a tenant
+// [Tenant.Validate] ([ErrNeverOpens]), never left to starve a tenant
 // silently; so is a level run policy that never meets its tenant's.
 //
 // # Priority classes
@@ -45,7 +45,7 @@
 // batch waits before it is planned anyway, and whether the level is
 // compacted across shards. Zero fields keep the cluster's values, so an
 // override says only what differs; a policy lists at most one per level,
-// in ascending order of level ([ValidateLevels]). The planner checks the
+// in ascending order of level ([Tenant.Validate]). The planner checks the
 // bounds that depend on it (planner.CheckLevels).
 //
 // # Backpressure

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,10 +12,10 @@ import (
 // UTC+01:00 on working days, and all weekend.
 func ExampleRunPolicy() {
 	p := policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{
-		{Days: policy.WorkingDays, Start: 22 * 60, End: 6 * 60, Offset: 60},
-		{Days: policy.Saturday | policy.Sunday, Start: 0, End: policy.MinutesPerDay, Offset: 60},
+		{Days: policy.Days(time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday), Start: 22 * 60, End: 6 * 60, Offset: 60},
+		{Days: policy.Days(time.Saturday, time.Sunday), Start: 0, End: 24 * 60, Offset: 60},
 	}}
-	if err := p.Validate(); err != nil {
+	if err := (policy.Tenant{Run: p}).Validate(); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -23,7 +24,8 @@ func ExampleRunPolicy() {
 		fmt.Println(s, p.MayStart(t.UnixNano()))
 	}
 	// A freeze that never lifts is refused.
-	fmt.Println(policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: policy.MinutesPerDay}}}.Validate())
+	freeze := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: 24 * 60}}}
+	fmt.Println(policy.Tenant{Run: freeze}.Validate())
 	// Output:
 	// 2026-11-25T12:00:00Z false
 	// 2026-11-25T21:30:00Z true
@@ -52,8 +54,17 @@ func ExampleThresholds_Next() {
 	// 700 ok
 }
 
-func ExampleClass() {
-	c, err := policy.ParseClass("low")
-	fmt.Println(c, c.Rank(), err)
-	// Output: low 2 <nil>
+// A policy's JSON form, as the admin API speaks it, and back.
+func ExampleTenant_MarshalJSON() {
+	p := policy.Tenant{Class: policy.Low, MaxInProgress: 2, StaleAfter: 2 * time.Hour,
+		Run: policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.Days(time.Saturday, time.Sunday), Start: 0, End: 24 * 60}}}}
+	data, err := json.Marshal(p)
+	fmt.Println(string(data), err)
+	var back policy.Tenant
+	fmt.Println(json.Unmarshal(data, &back), back.Equal(p))
+	fmt.Println(json.Unmarshal([]byte(`{"class":"urgent"}`), &back))
+	// Output:
+	// {"class":"low","max_in_progress":2,"run":{"mode":"only-in","windows":[{"days":["Sun","Sat"],"start":"00:00","end":"24:00","offset_minutes":0}]},"stale_after":"2h0m0s"} <nil>
+	// <nil> true
+	// class: policy: class "urgent", want high, medium or low: policy: invalid
 }

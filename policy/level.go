@@ -3,11 +3,13 @@ package policy
 import (
 	"fmt"
 	"time"
+
+	"github.com/compactkit/compactkit/internal/enum"
 )
 
-// MaxLevelOverrides bounds [Tenant.Levels]: one override per level, for
+// maxLevelOverrides bounds [Tenant.Levels]: one override per level, for
 // at most this many levels.
-const MaxLevelOverrides = 64
+const maxLevelOverrides = 64
 
 // Toggle overrides a yes/no setting: [Inherit] keeps the cluster's value.
 type Toggle uint8
@@ -21,16 +23,7 @@ const (
 
 // String returns "inherit", "on" or "off".
 func (t Toggle) String() string {
-	switch t {
-	case Inherit:
-		return "inherit"
-	case On:
-		return "on"
-	case Off:
-		return "off"
-	default:
-		return fmt.Sprintf("Toggle(%d)", uint8(t))
-	}
+	return enum.Name("Toggle", t, Inherit, "inherit", "on", "off")
 }
 
 // Apply returns the value t gives a setting whose cluster value is v.
@@ -72,13 +65,13 @@ type Level struct {
 	CrossShard Toggle
 }
 
-// Validate reports whether l is usable; the error wraps [ErrInvalid].
+// validate reports whether l is usable; the error wraps [ErrInvalid].
 // Bounds that depend on the cluster (the number of levels, the blocks a
 // job may take) are the planner's to check.
-func (l Level) Validate() error {
+func (l Level) validate() error {
 	switch {
-	case l.Level >= MaxLevelOverrides:
-		return fmt.Errorf("policy: level %d, at most %d: %w", l.Level, MaxLevelOverrides-1, ErrInvalid)
+	case l.Level >= maxLevelOverrides:
+		return fmt.Errorf("policy: level %d, at most %d: %w", l.Level, maxLevelOverrides-1, ErrInvalid)
 	case l.MaxBlocks < 0:
 		return fmt.Errorf("policy: level %d: max blocks %d: %w", l.Level, l.MaxBlocks, ErrInvalid)
 	case l.MaxBytes < 0:
@@ -93,14 +86,14 @@ func (l Level) Validate() error {
 	return nil
 }
 
-// ValidateLevels checks a tenant's level overrides: each valid, in
+// validateLevels checks a tenant's level overrides: each valid, in
 // ascending order of level, one per level; the error wraps [ErrInvalid].
-func ValidateLevels(levels []Level) error {
-	if len(levels) > MaxLevelOverrides {
-		return fmt.Errorf("policy: %d level overrides, at most %d: %w", len(levels), MaxLevelOverrides, ErrInvalid)
+func validateLevels(levels []Level) error {
+	if len(levels) > maxLevelOverrides {
+		return fmt.Errorf("policy: %d level overrides, at most %d: %w", len(levels), maxLevelOverrides, ErrInvalid)
 	}
 	for i, l := range levels {
-		if err := l.Validate(); err != nil {
+		if err := l.validate(); err != nil {
 			return err
 		}
 		if i > 0 && l.Level <= levels[i-1].Level {
@@ -123,17 +116,17 @@ type LevelRun struct {
 	Run RunPolicy
 }
 
-// Validate reports whether r is usable: a level below
-// [MaxLevelOverrides] and a run policy with windows under which work can
+// validate reports whether r is usable: a level below
+// maxLevelOverrides and a run policy with windows under which work can
 // start (errors wrap [ErrInvalid], or [ErrNeverOpens]).
-func (r LevelRun) Validate() error {
-	if r.Level >= MaxLevelOverrides {
-		return fmt.Errorf("policy: level %d run policy: level at most %d: %w", r.Level, MaxLevelOverrides-1, ErrInvalid)
+func (r LevelRun) validate() error {
+	if r.Level >= maxLevelOverrides {
+		return fmt.Errorf("policy: level %d run policy: level at most %d: %w", r.Level, maxLevelOverrides-1, ErrInvalid)
 	}
 	if len(r.Run.Windows) == 0 {
 		return fmt.Errorf("policy: level %d run policy without windows: %w", r.Level, ErrInvalid)
 	}
-	if err := r.Run.Validate(); err != nil {
+	if err := r.Run.validate(); err != nil {
 		return fmt.Errorf("policy: level %d: %w", r.Level, err)
 	}
 	return nil
@@ -142,11 +135,11 @@ func (r LevelRun) Validate() error {
 // validateLevelRuns checks a tenant's level run policies: each valid, in
 // ascending order of level, one per level.
 func validateLevelRuns(runs []LevelRun) error {
-	if len(runs) > MaxLevelOverrides {
-		return fmt.Errorf("policy: %d level run policies, at most %d: %w", len(runs), MaxLevelOverrides, ErrInvalid)
+	if len(runs) > maxLevelOverrides {
+		return fmt.Errorf("policy: %d level run policies, at most %d: %w", len(runs), maxLevelOverrides, ErrInvalid)
 	}
 	for i, r := range runs {
-		if err := r.Validate(); err != nil {
+		if err := r.validate(); err != nil {
 			return err
 		}
 		if i > 0 && r.Level <= runs[i-1].Level {
@@ -161,7 +154,7 @@ func validateLevelRuns(runs []LevelRun) error {
 func ClosedLevels(runs []LevelRun, now int64) uint64 {
 	var closed uint64
 	for _, r := range runs {
-		if r.Level < MaxLevelOverrides && !r.Run.MayStart(now) {
+		if r.Level < maxLevelOverrides && !r.Run.MayStart(now) {
 			closed |= 1 << r.Level
 		}
 	}

@@ -19,22 +19,22 @@ func TestLevelValidate(t *testing.T) {
 		{policy.Level{Level: 1, CrossShard: policy.On}, false},
 		{policy.Level{Level: 1}, true},                             // overrides nothing
 		{policy.Level{Level: 1, CrossShard: policy.Inherit}, true}, // overrides nothing
-		{policy.Level{Level: policy.MaxLevelOverrides, MaxBlocks: 1}, true},
+		{policy.Level{Level: 64, MaxBlocks: 1}, true},
 		{policy.Level{Level: 0, MaxBlocks: -1}, true},
 		{policy.Level{Level: 0, MaxBytes: -1}, true},
 		{policy.Level{Level: 0, MaxAge: -time.Second}, true},
 		{policy.Level{Level: 0, CrossShard: 3}, true},
 	} {
-		err := c.l.Validate()
+		err := levelsErr([]policy.Level{c.l})
 		if c.fail {
 			require.ErrorIs(t, err, policy.ErrInvalid, "%+v", c.l)
 		} else {
 			require.NoError(t, err, "%+v", c.l)
 		}
 	}
-	require.NoError(t, policy.ValidateLevels([]policy.Level{{Level: 0, MaxBlocks: 1}, {Level: 2, MaxBlocks: 1}}))
-	require.ErrorIs(t, policy.ValidateLevels([]policy.Level{{Level: 2, MaxBlocks: 1}, {Level: 0, MaxBlocks: 1}}), policy.ErrInvalid)
-	require.ErrorIs(t, policy.ValidateLevels([]policy.Level{{Level: 1, MaxBlocks: 1}, {Level: 1, MaxBlocks: 2}}), policy.ErrInvalid)
+	require.NoError(t, levelsErr([]policy.Level{{Level: 0, MaxBlocks: 1}, {Level: 2, MaxBlocks: 1}}))
+	require.ErrorIs(t, levelsErr([]policy.Level{{Level: 2, MaxBlocks: 1}, {Level: 0, MaxBlocks: 1}}), policy.ErrInvalid)
+	require.ErrorIs(t, levelsErr([]policy.Level{{Level: 1, MaxBlocks: 1}, {Level: 1, MaxBlocks: 2}}), policy.ErrInvalid)
 	require.ErrorIs(t, policy.Tenant{Levels: []policy.Level{{Level: 1}}}.Validate(), policy.ErrInvalid)
 }
 
@@ -61,8 +61,8 @@ func TestLevelRuns(t *testing.T) {
 		level0, level1 bool
 	}{{11, 0, true, false}, {12, 30, false, false}, {22, 0, true, true}, {23, 59, true, true}} {
 		now := wed(c.h, c.m)
-		require.Equal(t, c.level0, p.MayStartLevel(now, 0), "%02d:%02d level 0", c.h, c.m)
-		require.Equal(t, c.level1, p.MayStartLevel(now, 1), "%02d:%02d level 1", c.h, c.m)
+		require.Equal(t, c.level0, mayStartLevel(p, now, 0), "%02d:%02d level 0", c.h, c.m)
+		require.Equal(t, c.level1, mayStartLevel(p, now, 1), "%02d:%02d level 1", c.h, c.m)
 		require.Equal(t, c.level0, p.MayStart(now), "MayStart ignores level windows")
 		want := uint64(0)
 		if !night.MayStart(now) {
@@ -79,10 +79,10 @@ func TestLevelRuns(t *testing.T) {
 	// never meets the tenant's own.
 	require.ErrorIs(t, policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 1}}}.Validate(), policy.ErrInvalid)
 	require.ErrorIs(t, policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 2, Run: night}, {Level: 1, Run: night}}}.Validate(), policy.ErrInvalid)
-	require.ErrorIs(t, policy.Tenant{LevelRuns: []policy.LevelRun{{Level: policy.MaxLevelOverrides, Run: night}}}.Validate(), policy.ErrInvalid)
+	require.ErrorIs(t, policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 64, Run: night}}}.Validate(), policy.ErrInvalid)
 	day := policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 9 * 60, End: 17 * 60}}}
 	require.ErrorIs(t, policy.Tenant{Run: day, LevelRuns: []policy.LevelRun{{Level: 1, Run: night}}}.Validate(), policy.ErrNeverOpens)
-	allDay := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: policy.MinutesPerDay}}}
+	allDay := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: 1440}}}
 	require.ErrorIs(t, policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 1, Run: allDay}}}.Validate(), policy.ErrNeverOpens)
 
 	// Clone shares no window with the original; Equal compares them.

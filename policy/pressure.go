@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/compactkit/compactkit/internal/enum"
+)
 
 // Grade is a backpressure grade: what a host's ingest should do for a
 // tenant (or shard).
@@ -21,16 +25,7 @@ const (
 
 // String returns "ok", "slow" or "stop".
 func (g Grade) String() string {
-	switch g {
-	case OK:
-		return "ok"
-	case Slow:
-		return "slow"
-	case Stop:
-		return "stop"
-	default:
-		return fmt.Sprintf("Grade(%d)", uint8(g))
-	}
+	return enum.Name("Grade", g, OK, "ok", "slow", "stop")
 }
 
 // Limit is one measure's threshold with hysteresis: the grade is entered
@@ -58,10 +53,10 @@ type Load struct {
 	ReadyBatches int64
 }
 
-// Validate reports whether th is usable: every limit with 0 ≤ Off ≤ On
+// validate reports whether th is usable: every limit with 0 ≤ Off ≤ On
 // (Off 0 when On is 0), and each Stop limit, when set, at or above the
 // matching Slow limit. The error wraps [ErrInvalid].
-func (th Thresholds) Validate() error {
+func (th Thresholds) validate() error {
 	for _, l := range []struct {
 		name string
 		l    Limit

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ var th = policy.Thresholds{
 }
 
 func TestPressureHysteresis(t *testing.T) {
-	require.NoError(t, th.Validate())
+	require.NoError(t, thresholdsErr(th))
 	g := policy.OK
 	for _, step := range []struct {
 		blocks, debt int64
@@ -53,7 +54,7 @@ func TestThresholdsValidate(t *testing.T) {
 		{SlowBlocks: policy.Limit{On: 100, Off: 50}, StopBlocks: policy.Limit{On: 90, Off: 50}},
 		{SlowReadyBatches: policy.Limit{On: 100, Off: 50}, StopReadyBatches: policy.Limit{On: 200, Off: 40}},
 	} {
-		require.ErrorIs(t, bad.Validate(), policy.ErrInvalid, "%+v", bad)
+		require.ErrorIs(t, thresholdsErr(bad), policy.ErrInvalid, "%+v", bad)
 	}
 }
 
@@ -72,7 +73,7 @@ func TestPressureProperties(t *testing.T) {
 		if th.SlowBlocks.On == 0 {
 			th.StopBlocks = policy.Limit{}
 		}
-		require.NoError(t, th.Validate())
+		require.NoError(t, thresholdsErr(th))
 		prev := policy.Grade(rapid.IntRange(0, 2).Draw(t, "prev"))
 		a := policy.Load{Blocks: rapid.Int64Range(0, 3000).Draw(t, "blocks"), ReadyBatches: rapid.Int64Range(0, 3000).Draw(t, "debt")}
 		b := policy.Load{Blocks: a.Blocks + rapid.Int64Range(0, 1000).Draw(t, "more blocks"), ReadyBatches: a.ReadyBatches + rapid.Int64Range(0, 1000).Draw(t, "more debt")}
@@ -88,12 +89,12 @@ func TestClass(t *testing.T) {
 	require.Less(t, policy.High.Rank(), policy.Medium.Rank())
 	require.Less(t, policy.Medium.Rank(), policy.Low.Rank())
 	for _, c := range []policy.Class{policy.High, policy.Medium, policy.Low} {
-		got, err := policy.ParseClass(c.String())
-		require.NoError(t, err)
-		require.Equal(t, c, got)
-		require.NoError(t, c.Validate())
+		var got policy.Tenant
+		require.NoError(t, json.Unmarshal([]byte(`{"class":"`+c.String()+`"}`), &got))
+		require.Equal(t, c, got.Class)
+		require.NoError(t, got.Validate())
 	}
-	_, err := policy.ParseClass("urgent")
-	require.ErrorIs(t, err, policy.ErrInvalid)
-	require.ErrorIs(t, policy.Class(3).Validate(), policy.ErrInvalid)
+	var p policy.Tenant
+	require.ErrorIs(t, json.Unmarshal([]byte(`{"class":"urgent"}`), &p), policy.ErrInvalid)
+	require.ErrorIs(t, policy.Tenant{Class: 3}.Validate(), policy.ErrInvalid)
 }

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// MaxInProgressLimit bounds [Tenant.MaxInProgress] and
+// maxInProgress bounds [Tenant.MaxInProgress] and
 // [Tenant.MaxInProgressPerShard].
-const MaxInProgressLimit = 1 << 20
+const maxInProgress = 1 << 20
 
 // Tenant is the scheduling policy of one tenant, or the default policy of
 // the tenants without their own. The zero value is the policy of a tenant
@@ -20,14 +20,14 @@ type Tenant struct {
 	// level.
 	Class Class
 	// MaxInProgress caps the tenant's jobs in progress at once; 0 means no
-	// cap. Jobs beyond it wait, held, until one ends.
+	// cap, and at most 1<<20. Jobs beyond it wait, held, until one ends.
 	MaxInProgress uint32
 	// MaxInProgressPerShard caps the tenant's jobs in progress on each
 	// shard at once (the jobs of levels compacted across shards,
 	// compactkit.AnyShard, count as one more shard); 0 means no cap. A
 	// shard's jobs beyond it wait, held, until one of that shard ends,
 	// while the tenant's other shards go on. With MaxInProgress, a job
-	// waits while either cap holds it.
+	// waits while either cap holds it. At most 1<<20.
 	MaxInProgressPerShard uint32
 	// Run says when the tenant's new jobs may start; the zero value lets
 	// them start at any time.
@@ -47,8 +47,8 @@ type Tenant struct {
 	// oldest queued block has waited longer than this; 0 means no alarm.
 	StaleAfter time.Duration
 	// Levels overrides the cluster's batching of some levels for the
-	// tenant (see [Level]): at most one entry per level, in ascending
-	// order of level. Nil keeps the cluster's batching at every level.
+	// tenant (see [Level]): at most one entry per level (levels 0 to 63),
+	// in ascending order of level. Nil keeps the cluster's batching at every level.
 	Levels []Level
 	// LevelRuns adds run windows for some levels (see [LevelRun]): at most
 	// one entry per level, in ascending order of level. A job at such a
@@ -59,31 +59,31 @@ type Tenant struct {
 // Validate reports whether t is usable. Errors wrap [ErrInvalid], or
 // [ErrNeverOpens] for a run policy under which no job could ever start.
 func (t Tenant) Validate() error {
-	if err := t.Class.Validate(); err != nil {
+	if err := t.Class.validate(); err != nil {
 		return err
 	}
-	if t.MaxInProgress > MaxInProgressLimit {
-		return fmt.Errorf("policy: max in progress %d, at most %d: %w", t.MaxInProgress, MaxInProgressLimit, ErrInvalid)
+	if t.MaxInProgress > maxInProgress {
+		return fmt.Errorf("policy: max in progress %d, at most %d: %w", t.MaxInProgress, maxInProgress, ErrInvalid)
 	}
-	if t.MaxInProgressPerShard > MaxInProgressLimit {
-		return fmt.Errorf("policy: max in progress per shard %d, at most %d: %w", t.MaxInProgressPerShard, MaxInProgressLimit, ErrInvalid)
+	if t.MaxInProgressPerShard > maxInProgress {
+		return fmt.Errorf("policy: max in progress per shard %d, at most %d: %w", t.MaxInProgressPerShard, maxInProgress, ErrInvalid)
 	}
-	if err := t.Run.Validate(); err != nil {
+	if err := t.Run.validate(); err != nil {
 		return err
 	}
 	if t.NotBefore < 0 {
 		return fmt.Errorf("policy: not before %d: %w", t.NotBefore, ErrInvalid)
 	}
-	if err := t.Pressure.Validate(); err != nil {
+	if err := t.Pressure.validate(); err != nil {
 		return err
 	}
-	if err := t.ShardPressure.Validate(); err != nil {
+	if err := t.ShardPressure.validate(); err != nil {
 		return fmt.Errorf("policy: shard pressure: %w", err)
 	}
 	if t.StaleAfter < 0 {
 		return fmt.Errorf("policy: stale after %s: %w", t.StaleAfter, ErrInvalid)
 	}
-	if err := ValidateLevels(t.Levels); err != nil {
+	if err := validateLevels(t.Levels); err != nil {
 		return err
 	}
 	if err := validateLevelRuns(t.LevelRuns); err != nil {
@@ -121,34 +121,18 @@ func (t Tenant) Equal(u Tenant) bool {
 
 // MayStart reports whether the tenant's new jobs may start at log time
 // now: its run policy lets them and its not-before time has passed. Its
-// level run policies may hold some levels still (see
-// [Tenant.MayStartLevel]).
+// level run policies may hold some levels still (see [ClosedLevels]).
 func (t Tenant) MayStart(now int64) bool {
 	return now >= t.NotBefore && t.Run.MayStart(now)
 }
 
-// MayStartLevel reports whether the tenant's new jobs at a level may
-// start at log time now: [Tenant.MayStart], and the level's run policy,
-// if it has one, lets them.
-func (t Tenant) MayStartLevel(now int64, level uint32) bool {
-	if !t.MayStart(now) {
-		return false
-	}
-	for _, r := range t.LevelRuns {
-		if r.Level == level {
-			return r.Run.MayStart(now)
-		}
-	}
-	return true
-}
-
 // NextChange returns the first log time after now at which
-// [Tenant.MayStart] or [Tenant.MayStartLevel] may change — a window edge
+// [Tenant.MayStart] or [ClosedLevels] may change — a window edge
 // or the not-before time — or math.MaxInt64 if it never does.
 func (t Tenant) NextChange(now int64) int64 {
-	next := t.Run.NextChange(now)
+	next := t.Run.nextChange(now)
 	for _, r := range t.LevelRuns {
-		next = min(next, r.Run.NextChange(now))
+		next = min(next, r.Run.nextChange(now))
 	}
 	if t.NotBefore > now {
 		next = min(next, t.NotBefore)
@@ -156,11 +140,11 @@ func (t Tenant) NextChange(now int64) int64 {
 	return next
 }
 
-// NextChange returns the first log time after t at which [RunPolicy.MayStart]
+// nextChange returns the first log time after t at which [RunPolicy.MayStart]
 // may change: the next minute at which one of the windows opens or
 // closes, or math.MaxInt64 for a policy without windows. It uses integer
 // arithmetic only.
-func (p RunPolicy) NextChange(t int64) int64 {
+func (p RunPolicy) nextChange(t int64) int64 {
 	if len(p.Windows) == 0 {
 		return math.MaxInt64
 	}
@@ -172,13 +156,13 @@ func (p RunPolicy) NextChange(t int64) int64 {
 		m := int64(w.minuteOfWeek(t))
 		length := int64(w.End) - int64(w.Start)
 		if length <= 0 {
-			length += MinutesPerDay
+			length += minutesPerDay
 		}
 		for d := range 7 {
-			if !w.Days.Has(time.Weekday(d)) {
+			if !w.Days.has(time.Weekday(d)) {
 				continue
 			}
-			open := int64(d)*MinutesPerDay + int64(w.Start)
+			open := int64(d)*minutesPerDay + int64(w.Start)
 			for _, edge := range [2]int64{open, open + length} {
 				dist := floorMod(edge-m, minutesPerWeek)
 				if dist == 0 {

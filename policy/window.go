@@ -4,36 +4,35 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/compactkit/compactkit/internal/enum"
 )
 
 // Weekdays is a set of days of the week: bit d is time.Weekday(d), so bit
 // 0 is Sunday.
 type Weekdays uint8
 
-// Days of the week, and common sets of them.
-const (
-	Sunday Weekdays = 1 << iota
-	Monday
-	Tuesday
-	Wednesday
-	Thursday
-	Friday
-	Saturday
+// EveryDay is all seven days.
+const EveryDay Weekdays = 1<<7 - 1
 
-	// EveryDay is all seven days.
-	EveryDay = Sunday | Monday | Tuesday | Wednesday | Thursday | Friday | Saturday
-	// WorkingDays is Monday to Friday.
-	WorkingDays = Monday | Tuesday | Wednesday | Thursday | Friday
-)
+// Days returns the set of the days given: Days(time.Saturday,
+// time.Sunday) is the weekend.
+func Days(days ...time.Weekday) Weekdays {
+	var w Weekdays
+	for _, d := range days {
+		w |= 1 << uint(d%7)
+	}
+	return w
+}
 
-// Has reports whether d is in the set.
-func (w Weekdays) Has(d time.Weekday) bool { return w&(1<<uint(d)) != 0 }
+// has reports whether d is in the set.
+func (w Weekdays) has(d time.Weekday) bool { return w&(1<<uint(d)) != 0 }
 
-// String lists the days, e.g. "Mon,Wed" ("-" for none).
-func (w Weekdays) String() string {
+// names lists the days, e.g. "Mon,Wed" ("-" for none).
+func (w Weekdays) names() string {
 	var days []string
 	for d := time.Sunday; d <= time.Saturday; d++ {
-		if w.Has(d) {
+		if w.has(d) {
 			days = append(days, d.String()[:3])
 		}
 	}
@@ -45,14 +44,14 @@ func (w Weekdays) String() string {
 
 // Bounds of a [Window].
 const (
-	// MinutesPerDay is the largest Window.End: the end of the day.
-	MinutesPerDay = 24 * 60
-	// MaxOffset bounds Window.Offset: UTC−14:00 to UTC+14:00.
-	MaxOffset = 14 * 60
+	// minutesPerDay is the largest Window.End: the end of the day.
+	minutesPerDay = 24 * 60
+	// maxOffset bounds Window.Offset: UTC−14:00 to UTC+14:00.
+	maxOffset = 14 * 60
 )
 
 const (
-	minutesPerWeek = 7 * MinutesPerDay
+	minutesPerWeek = 7 * minutesPerDay
 	// epochWeekday is the day of the week of 1970-01-01.
 	epochWeekday = time.Thursday
 )
@@ -61,32 +60,32 @@ const (
 // Days at minute Start of the day and closes at minute End, in UTC shifted
 // by Offset minutes. An End before Start wraps past midnight: the window
 // closes at End on the next day. The zero value is invalid (it has no
-// days); see [Window.Validate].
+// days); see [Tenant.Validate].
 type Window struct {
 	// Days are the days the window opens on, in its offset.
 	Days Weekdays
-	// Start and End are minutes of the day, 0 to [MinutesPerDay]: the
+	// Start and End are minutes of the day, 0 to 1440: the
 	// window holds the minutes from Start up to, not including, End. Start
 	// 0 and End 1440 is the whole day; Start equal to End is refused.
 	Start, End uint16
 	// Offset is the window's fixed offset east of UTC in minutes, at most
-	// [MaxOffset] either way. It never follows daylight saving time.
+	// 840 (14 hours) either way. It never follows daylight saving time.
 	Offset int16
 }
 
-// Validate reports whether w is a usable window: at least one day, Start
+// validate reports whether w is a usable window: at least one day, Start
 // and End within the day and different, the offset within bounds. The
 // error wraps [ErrInvalid].
-func (w Window) Validate() error {
+func (w Window) validate() error {
 	switch {
 	case w.Days == 0 || w.Days > EveryDay:
 		return fmt.Errorf("policy: window %s: days %#x, want a set of the seven days: %w", w, uint8(w.Days), ErrInvalid)
-	case w.Start >= MinutesPerDay || w.End > MinutesPerDay:
-		return fmt.Errorf("policy: window %s: minutes of the day run from 0 to %d: %w", w, MinutesPerDay, ErrInvalid)
+	case w.Start >= minutesPerDay || w.End > minutesPerDay:
+		return fmt.Errorf("policy: window %s: minutes of the day run from 0 to %d: %w", w, minutesPerDay, ErrInvalid)
 	case w.Start == w.End:
 		return fmt.Errorf("policy: window %s: empty (start equals end): %w", w, ErrInvalid)
-	case w.Offset < -MaxOffset || w.Offset > MaxOffset:
-		return fmt.Errorf("policy: window %s: offset %d minutes, at most %d either way: %w", w, w.Offset, MaxOffset, ErrInvalid)
+	case w.Offset < -maxOffset || w.Offset > maxOffset:
+		return fmt.Errorf("policy: window %s: offset %d minutes, at most %d either way: %w", w, w.Offset, maxOffset, ErrInvalid)
 	}
 	return nil
 }
@@ -97,7 +96,7 @@ func (w Window) String() string {
 	if off < 0 {
 		off, sign = -off, "-"
 	}
-	return fmt.Sprintf("%s %02d:%02d-%02d:%02d UTC%s%02d:%02d", w.Days, w.Start/60, w.Start%60, w.End/60, w.End%60, sign, off/60, off%60)
+	return fmt.Sprintf("%s %02d:%02d-%02d:%02d UTC%s%02d:%02d", w.Days.names(), w.Start/60, w.Start%60, w.End/60, w.End%60, sign, off/60, off%60)
 }
 
 // minuteOfWeek returns the minute of the week (0 is Sunday 00:00) of log
@@ -105,22 +104,22 @@ func (w Window) String() string {
 func (w Window) minuteOfWeek(t int64) int {
 	m := floorDiv(t, int64(time.Minute)) + int64(w.Offset)
 	// Shift so that minute 0 is a Sunday 00:00: the epoch is a Thursday.
-	return int(floorMod(m+int64(epochWeekday)*MinutesPerDay, minutesPerWeek))
+	return int(floorMod(m+int64(epochWeekday)*minutesPerDay, minutesPerWeek))
 }
 
-// Contains reports whether log time t (Unix nanoseconds) is inside the
+// contains reports whether log time t (Unix nanoseconds) is inside the
 // window. It uses integer arithmetic only.
-func (w Window) Contains(t int64) bool { return w.holds(w.minuteOfWeek(t)) }
+func (w Window) contains(t int64) bool { return w.holds(w.minuteOfWeek(t)) }
 
 // holds reports whether the window holds minute m of the week (in its own
 // offset).
 func (w Window) holds(m int) bool {
-	day, minute := time.Weekday(m/MinutesPerDay), uint16(m%MinutesPerDay)
+	day, minute := time.Weekday(m/minutesPerDay), uint16(m%minutesPerDay)
 	if w.Start < w.End {
-		return w.Days.Has(day) && minute >= w.Start && minute < w.End
+		return w.Days.has(day) && minute >= w.Start && minute < w.End
 	}
 	prev := (day + 6) % 7
-	return (w.Days.Has(day) && minute >= w.Start) || (w.Days.Has(prev) && minute < w.End)
+	return (w.Days.has(day) && minute >= w.Start) || (w.Days.has(prev) && minute < w.End)
 }
 
 func floorDiv(a, b int64) int64 {
@@ -146,23 +145,17 @@ const (
 
 // String returns "never-in" or "only-in".
 func (m RunMode) String() string {
-	switch m {
-	case NeverIn:
-		return "never-in"
-	case OnlyIn:
-		return "only-in"
-	default:
-		return fmt.Sprintf("RunMode(%d)", uint8(m))
-	}
+	return enum.Name("RunMode", m, NeverIn, "never-in", "only-in")
 }
 
-// MaxWindows bounds the windows of one [RunPolicy].
-const MaxWindows = 32
+// maxWindows bounds the windows of one [RunPolicy].
+const maxWindows = 32
 
 // RunPolicy decides when new jobs may start. The zero value lets them
 // start at any time. Jobs in progress are never stopped by a run policy.
 type RunPolicy struct {
-	Mode    RunMode
+	Mode RunMode
+	// Windows are at most 32 windows.
 	Windows []Window
 }
 
@@ -170,7 +163,7 @@ type RunPolicy struct {
 func (p RunPolicy) MayStart(t int64) bool {
 	in := false
 	for _, w := range p.Windows {
-		if w.Contains(t) {
+		if w.contains(t) {
 			in = true
 			break
 		}
@@ -181,20 +174,20 @@ func (p RunPolicy) MayStart(t int64) bool {
 	return !in
 }
 
-// Validate reports whether p is usable: a known mode, at most
-// [MaxWindows] valid windows, and at least one minute of the week in which
+// validate reports whether p is usable: a known mode, at most
+// maxWindows valid windows, and at least one minute of the week in which
 // work may start — an OnlyIn policy whose windows hold no minute, or a
 // NeverIn policy whose windows hold every minute, is refused with an
 // error wrapping [ErrNeverOpens]. Other errors wrap [ErrInvalid].
-func (p RunPolicy) Validate() error {
+func (p RunPolicy) validate() error {
 	if p.Mode > OnlyIn {
 		return fmt.Errorf("policy: run policy: mode %d: %w", uint8(p.Mode), ErrInvalid)
 	}
-	if len(p.Windows) > MaxWindows {
-		return fmt.Errorf("policy: run policy: %d windows, at most %d: %w", len(p.Windows), MaxWindows, ErrInvalid)
+	if len(p.Windows) > maxWindows {
+		return fmt.Errorf("policy: run policy: %d windows, at most %d: %w", len(p.Windows), maxWindows, ErrInvalid)
 	}
 	for _, w := range p.Windows {
-		if err := w.Validate(); err != nil {
+		if err := w.validate(); err != nil {
 			return err
 		}
 	}
@@ -212,7 +205,7 @@ func (p RunPolicy) Validate() error {
 // the same instant.
 func someMinute(open func(t int64) bool) bool {
 	for m := range minutesPerWeek {
-		if open((int64(m) - int64(epochWeekday)*MinutesPerDay) * int64(time.Minute)) {
+		if open((int64(m) - int64(epochWeekday)*minutesPerDay) * int64(time.Minute)) {
 			return true
 		}
 	}

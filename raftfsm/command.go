@@ -12,6 +12,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // CommandVersion is the newest command encoding this release writes and
@@ -211,7 +212,7 @@ type Operator struct {
 	// of printable UTF-8 (an optional CBOR item after Blocks).
 	By string
 	// Reason says why the blocks are marked (OpMark only): at most
-	// compactkit.MaxReasonLen bytes of printable UTF-8 (an optional CBOR
+	// 1024 bytes of printable UTF-8 (an optional CBOR
 	// item after By).
 	Reason string
 	// All pauses or resumes every tenant (Tenant empty); an empty Tenant
@@ -352,7 +353,7 @@ func (c *Command) Validate() error {
 		return nil
 	case c.Retention != nil:
 		r := c.Retention
-		if err := ck.ValidateTenant(r.Tenant); err != nil {
+		if err := ident.ValidateTenant(r.Tenant); err != nil {
 			return fmt.Errorf("raftfsm: retention: %w", err)
 		}
 		if r.All == (r.Tenant != "") {
@@ -369,7 +370,7 @@ func (c *Command) Validate() error {
 	case c.Policy != nil:
 		return c.Policy.validate()
 	case c.PreparePoll != nil:
-		if err := ck.ValidateWorkerID(c.PreparePoll.WorkerID); err != nil {
+		if err := ident.ValidateWorkerID(c.PreparePoll.WorkerID); err != nil {
 			return fmt.Errorf("raftfsm: prepare poll: %w", err)
 		}
 		if c.PreparePoll.Seq == 0 {
@@ -397,7 +398,7 @@ func (a *AddBlocks) validate() error {
 }
 
 func (p *Poll) validate() error {
-	if err := ck.ValidateWorkerID(p.WorkerID); err != nil {
+	if err := ident.ValidateWorkerID(p.WorkerID); err != nil {
 		return fmt.Errorf("raftfsm: poll: %w", err)
 	}
 	if p.Seq == 0 {
@@ -406,7 +407,7 @@ func (p *Poll) validate() error {
 	var seen dups.Tracker[string]
 	for i := range p.Reports {
 		r := &p.Reports[i]
-		if err := ck.ValidateJobName(r.Job); err != nil {
+		if err := ident.ValidateJobName(r.Job); err != nil {
 			return fmt.Errorf("raftfsm: poll from %s: report %d: %w", p.WorkerID, i, err)
 		}
 		if err := r.Status.Validate(); err != nil {
@@ -426,7 +427,7 @@ func (p *Poll) validate() error {
 }
 
 func (o *Operator) validate() error {
-	if err := ck.ValidateTenant(o.Tenant); err != nil {
+	if err := ident.ValidateTenant(o.Tenant); err != nil {
 		return fmt.Errorf("raftfsm: operator %s: %w", o.Action, err)
 	}
 	if len(o.By) > MaxOperatorNameLen || !utf8.ValidString(o.By) || strings.ContainsFunc(o.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
@@ -438,8 +439,8 @@ func (o *Operator) validate() error {
 	if o.All && (o.Tenant != "" || o.Action != OpPause && o.Action != OpResume) {
 		return fmt.Errorf("raftfsm: operator %s: all with tenant %q: all is for pausing and resuming every tenant: %w", o.Action, o.Tenant, ErrInvalidCommand)
 	}
-	if len(o.Reason) > ck.MaxReasonLen || !utf8.ValidString(o.Reason) || strings.ContainsFunc(o.Reason, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return fmt.Errorf("raftfsm: operator %s: reason: at most %d bytes of printable UTF-8: %w", o.Action, ck.MaxReasonLen, ErrInvalidCommand)
+	if len(o.Reason) > ident.MaxReasonLen || !utf8.ValidString(o.Reason) || strings.ContainsFunc(o.Reason, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Errorf("raftfsm: operator %s: reason: at most %d bytes of printable UTF-8: %w", o.Action, ident.MaxReasonLen, ErrInvalidCommand)
 	}
 	switch o.Action {
 	case OpPause, OpResume:
@@ -447,7 +448,7 @@ func (o *Operator) validate() error {
 		return nil
 	case OpRetry:
 		if o.Job != "" {
-			if err := ck.ValidateJobName(o.Job); err != nil {
+			if err := ident.ValidateJobName(o.Job); err != nil {
 				return fmt.Errorf("raftfsm: operator retry: %w", err)
 			}
 		}
@@ -455,7 +456,7 @@ func (o *Operator) validate() error {
 	case OpSetMaxFailures:
 		return nil
 	case OpCancel:
-		if err := ck.ValidateJobName(o.Job); err != nil {
+		if err := ident.ValidateJobName(o.Job); err != nil {
 			return fmt.Errorf("raftfsm: operator cancel: %w", err)
 		}
 		return nil
@@ -464,7 +465,7 @@ func (o *Operator) validate() error {
 			return fmt.Errorf("raftfsm: operator %s: %d blocks, want 1 to %d: %w", o.Action, len(o.Blocks), MaxBlocksPerCommand, ErrInvalidCommand)
 		}
 		for _, id := range o.Blocks {
-			if err := ck.ValidateID(id); err != nil {
+			if err := ident.ValidateID(id); err != nil {
 				return fmt.Errorf("raftfsm: operator %s: %w", o.Action, err)
 			}
 		}

@@ -82,7 +82,7 @@ func goldenScenario(t tb, version byte) (*node, map[string][]byte) {
 	// request and a backpressure grade, all in the snapshot.
 	run("policy-set", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "t1", By: "alice",
 		Policy: &policy.Tenant{Class: policy.Low, MaxInProgress: 2, NotBefore: t0,
-			Run:        policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.WorkingDays, Start: 9 * 60, End: 17 * 60, Offset: 60}}},
+			Run:        policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.Days(time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday), Start: 9 * 60, End: 17 * 60, Offset: 60}}},
 			Pressure:   policy.Thresholds{SlowBlocks: policy.Limit{On: 2, Off: 1}, StopReadyBatches: policy.Limit{On: 1 << 20, Off: 1 << 19}},
 			StaleAfter: time.Hour}}})
 	run("policy-default", &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true,

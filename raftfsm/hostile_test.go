@@ -11,6 +11,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/compactkittest"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -83,7 +84,7 @@ func TestHostileAfterHistories(t *testing.T) {
 		bad := compactkittest.Block(compactkittest.Space{}).Draw(t, "block")
 		bad.ID = compactkittest.MalformedID().Draw(t, "id")
 		_, err = n.f.Encode(addBlocks([]ck.BlockMeta{bad}), n.now)
-		require.True(t, errors.Is(err, ck.ErrInvalidID) || errors.Is(err, ck.ErrEmptyID), "block %q added: %v", bad.ID, err)
+		require.True(t, errors.Is(err, ident.ErrInvalidID) || errors.Is(err, ident.ErrEmptyID), "block %q added: %v", bad.ID, err)
 		require.Equal(t, before, n.snapshot(), "a refused request changed the state")
 
 		cmd, err := n.f.Prepare(compactkittest.ForgedPoll(n.f).Draw(t, "forged"), n.now)

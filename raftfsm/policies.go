@@ -10,8 +10,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/compactkit/compactkit/internal/enum"
+
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
 )
@@ -51,16 +54,7 @@ const (
 
 // String returns the action name.
 func (a PolicyAction) String() string {
-	switch a {
-	case PolicySet:
-		return "set"
-	case PolicyClear:
-		return "clear"
-	case PolicyCompactNow:
-		return "compact_now"
-	default:
-		return fmt.Sprintf("PolicyAction(%d)", uint8(a))
-	}
+	return enum.Name("PolicyAction", a, PolicySet, "set", "clear", "compact_now")
 }
 
 // PolicyCommand changes the replicated scheduling policies (see package
@@ -91,7 +85,7 @@ const (
 )
 
 func (p *PolicyCommand) validate() error {
-	if err := ck.ValidateTenant(p.Tenant); err != nil {
+	if err := ident.ValidateTenant(p.Tenant); err != nil {
 		return fmt.Errorf("raftfsm: policy %s: %w", p.Action, err)
 	}
 	if p.All && p.Tenant != "" {
@@ -607,7 +601,7 @@ func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 		return fmt.Errorf("%d tenant policies, %d compact-now requests: %w", h.Tenants, h.Compact, ck.ErrMalformed)
 	}
 	err := decodeFrames(sr, "tenants", h.Tenants, func(r *tenantPolicyRec) error {
-		if err := ck.ValidateTenant(r.Tenant); err != nil {
+		if err := ident.ValidateTenant(r.Tenant); err != nil {
 			return err
 		}
 		if n := len(ps.names); n > 0 && r.Tenant <= ps.names[n-1] {
@@ -643,7 +637,7 @@ func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 	}
 	prev, first := "", true
 	err = decodeFrames(sr, "grades", h.Grades, func(r *gradeRec) error {
-		if err := ck.ValidateTenant(r.Tenant); err != nil {
+		if err := ident.ValidateTenant(r.Tenant); err != nil {
 			return err
 		}
 		g := policy.Grade(r.Grade)
@@ -660,7 +654,7 @@ func (ps *policies) readFrames(sr *codec.Reader, h *snapshotPolicies) error {
 	var prevShard tenantShard
 	first = true
 	return decodeFrames(sr, "shard grades", h.ShardGrades, func(r *shardGradeRec) error {
-		if err := ck.ValidateTenant(r.Tenant); err != nil {
+		if err := ident.ValidateTenant(r.Tenant); err != nil {
 			return err
 		}
 		k, g := tenantShard{tenant: r.Tenant, shard: r.Shard}, policy.Grade(r.Grade)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -169,7 +170,7 @@ func validateSuccess(u *ck.StatusUpdate, plan *ck.JobPlan) error {
 	for i := range u.Outputs {
 		if u.Outputs[i].Level <= plan.Level {
 			return fmt.Errorf("job %s: output %s at level %d, the job's level is %d: %w",
-				u.Job, u.Outputs[i].ID, u.Outputs[i].Level, plan.Level, ck.ErrInconsistent)
+				u.Job, u.Outputs[i].ID, u.Outputs[i].Level, plan.Level, ident.ErrInconsistent)
 		}
 	}
 	return nil

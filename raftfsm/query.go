@@ -184,11 +184,13 @@ type Policies struct {
 }
 
 // TenantPolicy is a tenant's own policy, and whether its new jobs may
-// start at the log's time (its run window and not-before time).
+// start at the log's time (its run window and not-before time). Its JSON
+// form is the admin API's: {"tenant", "open", "policy"}, the policy in
+// policy.Tenant's JSON form.
 type TenantPolicy struct {
-	Tenant string
-	Policy policy.Tenant
-	Open   bool
+	Tenant string        `json:"tenant"`
+	Open   bool          `json:"open"`
+	Policy policy.Tenant `json:"policy"`
 }
 
 // Policies returns the scheduling policies in force.

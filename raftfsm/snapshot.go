@@ -10,6 +10,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -307,7 +308,7 @@ func readState(r io.Reader) (*state, error) {
 		}
 		for i := range recs {
 			rec := &recs[i]
-			if err := ck.ValidateWorkerID(rec.Worker); err != nil || rec.Worker <= prev || rec.Seq == 0 || rec.LastSeen > h.Now {
+			if err := ident.ValidateWorkerID(rec.Worker); err != nil || rec.Worker <= prev || rec.Seq == 0 || rec.LastSeen > h.Now {
 				return nil, fmt.Errorf("raftfsm: restore: poll log record %q: %w", rec.Worker, ck.ErrMalformed)
 			}
 			if err := rec.Response.Validate(); err != nil {

@@ -1,13 +1,14 @@
 package raftfsm_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/internal/policytext"
 	"github.com/compactkit/compactkit/internal/transcript"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -105,11 +106,11 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 		pc.Action = raftfsm.PolicySet
 		p := &policy.Tenant{MaxInProgress: uint32(c.Int("cap", 0)), MaxInProgressPerShard: uint32(c.Int("shard-cap", 0)), StaleAfter: c.Duration("stale", 0)}
 		if c.Has("class") {
-			class, err := policy.ParseClass(c.Str("class", ""))
-			if err != nil {
+			var class policy.Tenant
+			if err := json.Unmarshal(fmt.Appendf(nil, `{"class":%q}`, c.Str("class", "")), &class); err != nil {
 				c.Fatalf("%v", err)
 			}
-			p.Class = class
+			p.Class = class.Class
 		}
 		for _, mode := range []policy.RunMode{policy.OnlyIn, policy.NeverIn} {
 			if !c.Has(mode.String()) {
@@ -186,16 +187,20 @@ func (e *fsmEnv) policy(c *transcript.Command, b *strings.Builder) {
 // level overrides, in the order given, as the admin API takes them
 // (unchecked: the state machine checks them).
 func parseLevels(c *transcript.Command, s string) []policy.Level {
-	var p admin.Policy
+	var levels []any
 	for _, part := range strings.Split(s, ";") {
-		o, err := admin.ParseLevelOverride(part)
+		o, err := policytext.ParseLevel(part)
 		if err != nil {
 			c.Fatalf("levels: %v", err)
 		}
-		p.Levels = append(p.Levels, o)
+		levels = append(levels, o)
 	}
-	t, err := p.Tenant()
+	data, err := json.Marshal(map[string]any{"levels": levels})
 	if err != nil {
+		c.Fatalf("levels: %v", err)
+	}
+	var t policy.Tenant
+	if err := json.Unmarshal(data, &t); err != nil {
 		c.Fatalf("levels: %v", err)
 	}
 	return t.Levels

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/internal/transcript"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -276,10 +277,10 @@ var sentinels = []struct {
 	{"ck.ErrMalformed", ck.ErrMalformed},
 	{"ck.ErrChecksum", ck.ErrChecksum},
 	{"ck.ErrUnknownVersion", ck.ErrUnknownVersion},
-	{"ck.ErrInconsistent", ck.ErrInconsistent},
-	{"ck.ErrMissingOutputs", ck.ErrMissingOutputs},
-	{"ck.ErrInvalidID", ck.ErrInvalidID},
-	{"ck.ErrEmptyID", ck.ErrEmptyID},
+	{"ck.ErrInconsistent", ident.ErrInconsistent},
+	{"ck.ErrMissingOutputs", ident.ErrMissingOutputs},
+	{"ck.ErrInvalidID", ident.ErrInvalidID},
+	{"ck.ErrEmptyID", ident.ErrEmptyID},
 	{"policy.ErrInvalid", policy.ErrInvalid},
 	{"policy.ErrNeverOpens", policy.ErrNeverOpens},
 }

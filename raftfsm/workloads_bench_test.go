@@ -148,7 +148,8 @@ func defaultClosedTenants(b *testing.B, n *node, k int, level bool) {
 			bs = nil
 		}
 	}
-	require.False(b, n.f.Policies().Default.MayStartLevel(n.now, 0), "closed at t0")
+	dp := n.f.Policies().Default
+	require.False(b, dp.MayStart(n.now) && policy.ClosedLevels(dp.LevelRuns, n.now)&1 == 0, "closed at t0")
 }
 
 // perCapped is the number of blocks each capped tenant's jobs claim: two

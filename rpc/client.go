@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/raftfsm"
 	pb "github.com/compactkit/compactkit/rpc/gen/compactkit/v1"
 	"github.com/compactkit/compactkit/rpc/gen/compactkit/v1/compactkitv1connect"
@@ -288,7 +289,7 @@ func (c *Client) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftfs
 		return nil, err
 	}
 	if len(resp.GetResults()) != len(blocks) {
-		return nil, fmt.Errorf("rpc: add-blocks: %d results for %d blocks: %w", len(resp.GetResults()), len(blocks), ck.ErrInconsistent)
+		return nil, fmt.Errorf("rpc: add-blocks: %d results for %d blocks: %w", len(resp.GetResults()), len(blocks), ident.ErrInconsistent)
 	}
 	return blockResultsToGo(resp.GetResults()), nil
 }

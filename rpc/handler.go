@@ -11,7 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader"
 	pb "github.com/compactkit/compactkit/rpc/gen/compactkit/v1"
 	"github.com/compactkit/compactkit/rpc/gen/compactkit/v1/compactkitv1connect"
@@ -225,7 +225,7 @@ func (h *handler) Poll(ctx context.Context, req *connect.Request[pb.PollRequest]
 func (h *handler) AddBlocks(ctx context.Context, req *connect.Request[pb.AddBlocksRequest]) (*connect.Response[pb.AddBlocksResponse], error) {
 	blocks := blocksToGo(req.Msg.GetBlocks())
 	if len(blocks) == 0 {
-		return nil, refusal(connect.CodeInvalidArgument, ReasonInvalid, fmt.Errorf("rpc: add blocks: no blocks: %w", ck.ErrInconsistent))
+		return nil, refusal(connect.CodeInvalidArgument, ReasonInvalid, fmt.Errorf("rpc: add blocks: no blocks: %w", ident.ErrInconsistent))
 	}
 	res, err := h.svc.AddBlocks(ctx, blocks)
 	if err != nil {
@@ -246,11 +246,11 @@ func (h *handler) SetWatermark(ctx context.Context, req *connect.Request[pb.SetW
 func (h *handler) ListBlocks(ctx context.Context, req *connect.Request[pb.ListBlocksRequest]) (*connect.Response[pb.ListBlocksResponse], error) {
 	limit := int(req.Msg.GetLimit())
 	if limit < 1 || limit > MaxListLimit {
-		return nil, refusal(connect.CodeInvalidArgument, ReasonInvalid, fmt.Errorf("rpc: list blocks: limit %d, want 1 to %d: %w", limit, MaxListLimit, ck.ErrInconsistent))
+		return nil, refusal(connect.CodeInvalidArgument, ReasonInvalid, fmt.Errorf("rpc: list blocks: limit %d, want 1 to %d: %w", limit, MaxListLimit, ident.ErrInconsistent))
 	}
 	after := req.Msg.GetAfter()
 	if after != "" {
-		if err := ck.ValidateID(after); err != nil {
+		if err := ident.ValidateID(after); err != nil {
 			return nil, h.toConnect(ctx, "list-blocks", fmt.Errorf("rpc: list blocks: after: %w", err))
 		}
 	}

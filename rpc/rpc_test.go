@@ -18,6 +18,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/index"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -367,7 +368,7 @@ func TestCodeTable(t *testing.T) {
 		code   connect.Code
 		reason string
 	}{
-		{ck.ErrInvalidID, connect.CodeInvalidArgument, ReasonInvalid},
+		{ident.ErrInvalidID, connect.CodeInvalidArgument, ReasonInvalid},
 		{ck.ErrRejected, connect.CodeInvalidArgument, ReasonInvalid},
 		{raftfsm.ErrStaleRequest, connect.CodeFailedPrecondition, ReasonConflict},
 		{raftfsm.ErrOperator, connect.CodeFailedPrecondition, ReasonConflict},

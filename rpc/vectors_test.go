@@ -10,6 +10,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // vectors returns the rows of the table after the marker
@@ -53,11 +54,11 @@ func TestVectorsOutputNaming(t *testing.T) {
 		require.NoError(t, err)
 		n, err := strconv.Atoi(r[2])
 		require.NoError(t, err)
-		require.NoError(t, ck.ValidateJobName(r[0]))
+		require.NoError(t, ident.ValidateJobName(r[0]))
 		require.Equal(t, r[3], ck.AttemptPrefix(r[0], fencing.Token(tok)), "attempt prefix of %v", r)
 		require.Equal(t, r[4], ck.OutputID(r[0], fencing.Token(tok), n), "output ID of %v", r)
 		require.Equal(t, r[5], ck.ObjectKey(r[4]), "object key of %v", r)
-		require.NoError(t, ck.ValidateID(r[4]))
+		require.NoError(t, ident.ValidateID(r[4]))
 		require.True(t, strings.HasPrefix(r[5], r[3]), "the output lies under its attempt's prefix")
 	}
 }
@@ -67,8 +68,8 @@ func TestVectorsValidation(t *testing.T) {
 		table string
 		valid func(string) error
 	}{
-		{"block-id", ck.ValidateID},
-		{"job-name", ck.ValidateJobName},
+		{"block-id", ident.ValidateID},
+		{"job-name", ident.ValidateJobName},
 		{"worker-id", func(id string) error { return (&ck.PollRequest{WorkerID: id, Seq: 1}).Validate() }},
 	} {
 		for _, r := range vectors(t, c.table) {

@@ -6,6 +6,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/lease"
 )
 
@@ -98,19 +99,19 @@ func (tx *Tx) recordFailure(nj *job, reason string) {
 	if reason == "" {
 		reason = reasonUnstated
 	}
-	nj.st.LastFailure, nj.st.FailedAt = ck.ClipReason(reason), tx.now
+	nj.st.LastFailure, nj.st.FailedAt = ident.ClipReason(reason), tx.now
 }
 
 // event appends an event to nj's history; the oldest events beyond
-// compactkit.MaxJobHistory are dropped. The history is copied, never
+// ident.MaxJobHistory are dropped. The history is copied, never
 // appended to in place: the previous record of the job shares it.
 func (tx *Tx) event(nj *job, kind ck.JobEventKind, token fencing.Token, worker, detail string) {
-	nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ck.ClipReason(detail)})
+	nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ident.ClipReason(detail)})
 }
 
 // appendEvent returns a new history: h and ev, at most MaxJobHistory.
 func appendEvent(h []ck.JobEvent, ev ck.JobEvent) []ck.JobEvent {
-	h = h[max(0, len(h)-ck.MaxJobHistory+1):]
+	h = h[max(0, len(h)-ident.MaxJobHistory+1):]
 	out := make([]ck.JobEvent, len(h), len(h)+1)
 	copy(out, h)
 	return append(out, ev)
@@ -504,7 +505,7 @@ func (s *Scheduler) Retry(e ck.Entry, now int64, name, by string) (int, error) {
 		nj.st.Status = ck.StatusUnassigned
 		nj.st.Failures = 0
 		nj.st.Version = e.Index
-		nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ck.ClipReason(by)})
+		nj.st.History = appendEvent(nj.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ident.ClipReason(by)})
 		s.replace(j, nj)
 		s.counters.Retried++
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Filter selects jobs for [Scheduler.List]. Nil and zero fields select
@@ -153,7 +154,7 @@ func parseCursor(c string) (tenantKey, bool) {
 	}
 	name, rest := c[i+1:], c[:i]
 	i = strings.LastIndexByte(rest, '/')
-	if i < 0 || ck.ValidateJobName(name) != nil {
+	if i < 0 || ident.ValidateJobName(name) != nil {
 		return tenantKey{}, false
 	}
 	level, err := strconv.ParseUint(rest[i+1:], 10, 32)

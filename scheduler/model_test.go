@@ -9,6 +9,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/lease"
 	"github.com/compactkit/compactkit/scheduler"
 )
@@ -202,10 +203,10 @@ func (tx *mTx) apply(c *ck.Change) mResult {
 	owns := inProgress && c.Token == st.Token && c.Worker == st.Worker
 	// event appends to the history (a new slice: j.st shares the old).
 	event := func(kind ck.JobEventKind, token fencing.Token, worker, detail string) {
-		st.History = mEvent(st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ck.ClipReason(detail)})
+		st.History = mEvent(st.History, ck.JobEvent{At: tx.now, Kind: kind, Token: token, Worker: worker, Detail: ident.ClipReason(detail)})
 	}
 	failed := func(reason string) {
-		st.LastFailure, st.FailedAt = ck.ClipReason(cmp.Or(reason, scheduler.ReasonUnstated)), tx.now
+		st.LastFailure, st.FailedAt = ident.ClipReason(cmp.Or(reason, scheduler.ReasonUnstated)), tx.now
 	}
 	r := mResult{applied: true}
 	switch c.Kind {
@@ -321,10 +322,10 @@ func (m *model) extendLeases(now int64) int {
 }
 
 // mEvent returns a new history: h and ev, the oldest events beyond
-// compactkit.MaxJobHistory dropped.
+// ident.MaxJobHistory dropped.
 func mEvent(h []ck.JobEvent, ev ck.JobEvent) []ck.JobEvent {
 	out := append(slices.Clone(h), ev)
-	return slices.Clip(out[max(0, len(out)-ck.MaxJobHistory):])
+	return slices.Clip(out[max(0, len(out)-ident.MaxJobHistory):])
 }
 
 func (m *model) retry(e ck.Entry, now int64, name, by string) int {
@@ -332,7 +333,7 @@ func (m *model) retry(e ck.Entry, now int64, name, by string) int {
 	for _, j := range m.jobs {
 		if j.st.Status == ck.StatusExcluded && (name == "" || name == j.st.Name) {
 			j.st.Status, j.st.Failures, j.st.Version = ck.StatusUnassigned, 0, e.Index
-			j.st.History = mEvent(j.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ck.ClipReason(by)})
+			j.st.History = mEvent(j.st.History, ck.JobEvent{At: now, Kind: ck.EventRetried, Detail: ident.ClipReason(by)})
 			n++
 			m.c.Retried++
 		}
@@ -417,7 +418,7 @@ func (ms *mSched) updateJob(worker string, u *ck.StatusUpdate) bool {
 	case ck.ChangeComplete:
 		c.Outputs = u.Outputs
 	case ck.ChangeFail:
-		c.Reason = ck.ClipReason(u.Reason)
+		c.Reason = ident.ClipReason(u.Reason)
 	}
 	ms.changes = append(ms.changes, c)
 	return true
@@ -606,7 +607,7 @@ func (ms *mSched) addJob(p ck.JobPlan) bool {
 	}
 	_, exists := m.jobs[p.Name]
 	_, completed := m.done[p.Name]
-	if exists || completed || m.paused(p.Tenant, p.Level) || m.closed(p.Tenant, p.Level) || ck.ValidateJobName(p.Name) != nil {
+	if exists || completed || m.paused(p.Tenant, p.Level) || m.closed(p.Tenant, p.Level) || ident.ValidateJobName(p.Name) != nil {
 		return false
 	}
 	for _, a := range ms.added {

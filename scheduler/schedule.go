@@ -6,6 +6,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/lease"
 )
 
@@ -395,7 +396,7 @@ func (sc *Schedule) Capacity(freeSlots int32) int {
 // the job is in progress, assigned to the worker, and the report's token is
 // the job's token ([fencing.Owns]), and this schedule has not already
 // changed it. A failure's change carries the report's reason, clipped by
-// compactkit.ClipReason. Otherwise
+// ident.ClipReason. Otherwise
 // it returns false and changes nothing: the answer is "no lease", or
 // "completed" if [Scheduler.CompletedToken] equals the report's token.
 //
@@ -426,7 +427,7 @@ func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
 		c.Kind, c.Outputs = ck.ChangeComplete, u.Outputs
 	case ck.ReportFailure:
 		c.Kind = ck.ChangeFail
-		c.Reason = ck.ClipReason(u.Reason)
+		c.Reason = ident.ClipReason(u.Reason)
 	case ck.ReportReleased:
 		c.Kind = ck.ChangeRelease
 	default:
@@ -837,7 +838,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 		return false
 	}
 	defer sc.unlock()
-	if ck.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
+	if ident.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
 		return false
 	}
 	pol, _ := sc.policyOf(plan.Tenant)

@@ -9,6 +9,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Versions of the scheduler's snapshot section. Version 2 adds the jobs'
@@ -407,7 +408,7 @@ func (rs *restorer) header() error {
 	rules := make([]PauseRule, 0, len(h.Paused))
 	for i, p := range h.Paused {
 		r := PauseRule{Tenant: p.Tenant, AllTenants: p.AllTenants, Level: p.Level, AllLevels: p.AllLevels}
-		if (r.AllTenants && r.Tenant != "") || (r.AllLevels && r.Level != 0) || ck.ValidateTenant(r.Tenant) != nil {
+		if (r.AllTenants && r.Tenant != "") || (r.AllLevels && r.Level != 0) || ident.ValidateTenant(r.Tenant) != nil {
 			return codec.Malformed("pause rule %d: %+v", i, r)
 		}
 		if i > 0 && comparePauseRules(rules[i-1], r) >= 0 {
@@ -517,7 +518,7 @@ func (rs *restorer) completions() error {
 		}
 		recs := make([]done, n)
 		for i := range n {
-			if err := ck.ValidateJobName(names[i]); err != nil {
+			if err := ident.ValidateJobName(names[i]); err != nil {
 				return codec.Malformed("completion: %w", err)
 			}
 			if tokens[i] == 0 {
@@ -556,7 +557,7 @@ func (rs *restorer) failures() error {
 			return err
 		}
 		for _, c := range counts {
-			if int(c) > ck.MaxJobHistory {
+			if int(c) > ident.MaxJobHistory {
 				return codec.Malformed("a history of %d events", c)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/internal/ident"
 )
 
 // Client is the worker's transport to the leader: one poll request, one
@@ -123,8 +124,8 @@ func NewID(name string) string {
 		name = "worker"
 	}
 	suffix := "-" + rand.Text()
-	if len(name)+len(suffix) > compactkit.MaxNameLen {
-		name = name[:compactkit.MaxNameLen-len(suffix)]
+	if len(name)+len(suffix) > ident.MaxNameLen {
+		name = name[:ident.MaxNameLen-len(suffix)]
 	}
 	return name + suffix
 }

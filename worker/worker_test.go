@@ -14,6 +14,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/lease"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/worker"
@@ -36,7 +37,7 @@ func TestNewValidates(t *testing.T) {
 		{CleanupTimeout: -1},
 		{ShutdownTimeout: -1},
 		{ID: "bad\x00id"},
-		{ID: strings.Repeat("x", ck.MaxNameLen+1)},
+		{ID: strings.Repeat("x", ident.MaxNameLen+1)},
 	} {
 		_, err := worker.New(l, store, cfg)
 		require.ErrorIs(t, err, worker.ErrInvalidConfig, "%+v", cfg)
@@ -71,7 +72,7 @@ func TestNewID(t *testing.T) {
 	}
 	require.True(t, strings.HasPrefix(worker.NewID(""), "worker-"))
 	long := worker.NewID(strings.Repeat("n", 1000))
-	require.Len(t, long, ck.MaxNameLen)
+	require.Len(t, long, ident.MaxNameLen)
 	req := ck.PollRequest{WorkerID: long, Seq: 1}
 	require.NoError(t, req.Validate())
 }

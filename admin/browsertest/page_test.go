@@ -25,6 +25,7 @@ import (
 	"github.com/compactkit/compactkit/admin"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
@@ -334,7 +335,7 @@ func TestPolicyFormInBrowser(t *testing.T) {
 	ps := policies()
 	require.Len(t, ps.Tenants, 1)
 	require.Equal(t, "acme", ps.Tenants[0].Tenant)
-	require.Equal(t, admin.Policy{Class: "low", MaxInProgress: 2, MaxInProgressPerShard: 1}, ps.Tenants[0].Policy)
+	require.Equal(t, policy.Tenant{Class: policy.Low, MaxInProgress: 2, MaxInProgressPerShard: 1}, ps.Tenants[0].Policy)
 
 	// Malformed JSON never leaves the page; an unknown class is refused
 	// by the API: both say why, and nothing changes.

@@ -10,13 +10,24 @@ import (
 	"text/tabwriter"
 
 	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/internal/policytext"
+	"github.com/compactkit/compactkit/raftfsm"
 )
+
+// policyCommand is the body of the admin API's policy commands; Policy is
+// in the JSON form of policy.Tenant (docs/policies.md).
+type policyCommand struct {
+	Tenant *string         `json:"tenant,omitempty"`
+	All    bool            `json:"all,omitempty"`
+	Level  *uint32         `json:"level,omitempty"`
+	Policy *map[string]any `json:"policy,omitempty"`
+}
 
 // policyBody builds the body of "policy set", "policy clear" or
 // "compact-now" from its flags. It only arranges the flags into the API's
-// JSON (admin.PolicyCommand): the API converts and checks the policy, in
-// one place, and answers what is wrong.
-func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyCommand, error) {
+// JSON: the API converts and checks the policy, in one place, and answers
+// what is wrong.
+func policyBody(cmd string, args []string, errOut io.Writer) (*policyCommand, error) {
 	sub := flag.NewFlagSet("policy "+cmd, flag.ContinueOnError)
 	if cmd == "compact-now" {
 		sub = flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -28,7 +39,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	var class, onlyIn, neverIn, days, notBefore, slow, stop, slowReady, stopReady, shardSlow, shardStop, stale *string
 	var limit, shardLimit *uint
 	var offset *int
-	var levels []admin.LevelOverride
+	var levels []any
 	var levelRuns []struct{ mode, value string }
 	switch cmd {
 	case "compact-now":
@@ -56,7 +67,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 			})
 		}
 		sub.Func("level", "override a level's batching, repeatable: L:blocks=N,bytes=N,age=DURATION,cross=on|off", func(s string) error {
-			o, err := admin.ParseLevelOverride(s)
+			o, err := policytext.ParseLevel(s)
 			if err == nil {
 				levels = append(levels, o)
 			}
@@ -75,7 +86,7 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 	if given["tenant"] == *all {
 		return nil, fmt.Errorf("%s: want -tenant T or -all", name)
 	}
-	body := &admin.PolicyCommand{All: *all}
+	body := &policyCommand{All: *all}
 	if given["tenant"] {
 		body.Tenant = tenant
 	}
@@ -95,14 +106,25 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 		if *shardLimit > 1<<32-1 {
 			return nil, fmt.Errorf("%s: -shard-cap %d: too large", name, *shardLimit)
 		}
-		p := &admin.Policy{Class: *class, MaxInProgress: uint32(*limit), MaxInProgressPerShard: uint32(*shardLimit), NotBefore: *notBefore, StaleAfter: *stale, Levels: levels}
+		p := map[string]any{"max_in_progress": uint32(*limit)}
+		for k, v := range map[string]any{"class": *class, "max_in_progress_per_shard": uint32(*shardLimit), "not_before": *notBefore, "stale_after": *stale} {
+			if v != "" && v != uint32(0) {
+				p[k] = v
+			}
+		}
+		if len(levels) > 0 {
+			p["levels"] = levels
+		}
 		if len(levelRuns) == 0 || *onlyIn != "" || *neverIn != "" {
 			run, err := runPolicy(*onlyIn, *neverIn, *days, *offset, given)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			p.Run = run
+			if run != nil {
+				p["run"] = run
+			}
 		}
+		var runs []any
 		for _, lr := range levelRuns {
 			l, ranges, ok := strings.Cut(lr.value, "=")
 			level, err := strconv.ParseUint(l, 10, 32)
@@ -113,14 +135,18 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 			if err != nil {
 				return nil, fmt.Errorf("%s: -level-%w", name, err)
 			}
-			p.LevelRuns = append(p.LevelRuns, admin.LevelRun{Level: uint32(level), Run: admin.RunPolicy{Mode: lr.mode, Windows: windows}})
+			runs = append(runs, map[string]any{"level": uint32(level), "run": map[string]any{"mode": lr.mode, "windows": windows}})
 		}
-		th, sh := &admin.Thresholds{}, &admin.Thresholds{}
+		if len(runs) > 0 {
+			p["level_runs"] = runs
+		}
+		th, sh := map[string]any{}, map[string]any{}
 		for _, l := range []struct {
 			flag, value string
-			to          **admin.Limit
-		}{{"slow", *slow, &th.SlowBlocks}, {"stop", *stop, &th.StopBlocks}, {"slow-ready-batches", *slowReady, &th.SlowReadyBatches}, {"stop-ready-batches", *stopReady, &th.StopReadyBatches},
-			{"shard-slow", *shardSlow, &sh.SlowBlocks}, {"shard-stop", *shardStop, &sh.StopBlocks}} {
+			to          map[string]any
+			key         string
+		}{{"slow", *slow, th, "slow_blocks"}, {"stop", *stop, th, "stop_blocks"}, {"slow-ready-batches", *slowReady, th, "slow_ready_batches"}, {"stop-ready-batches", *stopReady, th, "stop_ready_batches"},
+			{"shard-slow", *shardSlow, sh, "slow_blocks"}, {"shard-stop", *shardStop, sh, "stop_blocks"}} {
 			if l.value == "" {
 				continue
 			}
@@ -128,21 +154,21 @@ func policyBody(cmd string, args []string, errOut io.Writer) (*admin.PolicyComma
 			if err != nil {
 				return nil, fmt.Errorf("%s: -%s: %w", name, l.flag, err)
 			}
-			*l.to = lim
+			l.to[l.key] = lim
 		}
-		if *th != (admin.Thresholds{}) {
-			p.Pressure = th
+		if len(th) > 0 {
+			p["pressure"] = th
 		}
-		if *sh != (admin.Thresholds{}) {
-			p.ShardPressure = sh
+		if len(sh) > 0 {
+			p["shard_pressure"] = sh
 		}
-		body.Policy = p
+		body.Policy = &p
 	}
 	return body, nil
 }
 
 // runPolicy arranges the window flags into the API's run policy.
-func runPolicy(onlyIn, neverIn, days string, offset int, given map[string]bool) (*admin.RunPolicy, error) {
+func runPolicy(onlyIn, neverIn, days string, offset int, given map[string]bool) (map[string]any, error) {
 	mode, ranges := "only-in", onlyIn
 	switch {
 	case onlyIn != "" && neverIn != "":
@@ -159,29 +185,29 @@ func runPolicy(onlyIn, neverIn, days string, offset int, given map[string]bool) 
 	if err != nil {
 		return nil, fmt.Errorf("-%w", err)
 	}
-	return &admin.RunPolicy{Mode: mode, Windows: windows}, nil
+	return map[string]any{"mode": mode, "windows": windows}, nil
 }
 
 // windowList arranges "HH:MM-HH:MM[,...]" on the days (default every day)
 // at the offset as the API's windows; its errors start with the mode.
-func windowList(mode, ranges, days string, offset int) ([]admin.Window, error) {
+func windowList(mode, ranges, days string, offset int) ([]any, error) {
 	dayList := []string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
 	if days != "" {
 		dayList = strings.Split(days, ",")
 	}
-	var out []admin.Window
+	var out []any
 	for _, r := range strings.Split(ranges, ",") {
 		start, end, ok := strings.Cut(r, "-")
 		if !ok {
 			return nil, fmt.Errorf("%s %q: want HH:MM-HH:MM", mode, r)
 		}
-		out = append(out, admin.Window{Days: dayList, Start: start, End: end, OffsetMinutes: offset})
+		out = append(out, map[string]any{"days": dayList, "start": start, "end": end, "offset_minutes": offset})
 	}
 	return out, nil
 }
 
 // onOff parses "ON/OFF" (or "N": on and off at N) as a limit.
-func onOff(s string) (*admin.Limit, error) {
+func onOff(s string) (map[string]int64, error) {
 	on, off, found := strings.Cut(s, "/")
 	if !found {
 		off = on
@@ -191,32 +217,20 @@ func onOff(s string) (*admin.Limit, error) {
 	if err1 != nil || err2 != nil {
 		return nil, fmt.Errorf("%q: want ON/OFF, two integers", s)
 	}
-	return &admin.Limit{On: a, Off: b}, nil
-}
-
-// levelsText writes level overrides as the -level flags take them.
-func levelsText(levels []admin.LevelOverride) string {
-	if len(levels) == 0 {
-		return "-"
-	}
-	out := make([]string, len(levels))
-	for i, o := range levels {
-		out[i] = o.String()
-	}
-	return strings.Join(out, " ")
+	return map[string]int64{"on": a, "off": b}, nil
 }
 
 // policyTable writes the policies as a table.
 func policyTable(w *tabwriter.Writer, ps *admin.Policies) {
 	fmt.Fprintf(w, "log time\t%s\n\n", ps.LogTime)
 	fmt.Fprintln(w, "TENANT\tCLASS\tCAP\tRUN\tNOT BEFORE\tBACKPRESSURE (ON/OFF)\tSTALE AFTER\tLEVELS\tNEW JOBS")
-	row := func(name string, t admin.TenantPolicy) {
-		p := t.Policy
-		capText, run, pressure, open := p.CapText(), p.RunText(), dash(p.PressureText()), "closed"
+	row := func(name string, t raftfsm.TenantPolicy) {
+		p, open := t.Policy, "closed"
 		if t.Open {
 			open = "open"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Class, capText, run, dash(p.NotBefore), pressure, dash(p.StaleAfter), levelsText(p.Levels), open)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, p.Class, policytext.Cap(p), policytext.Run(p), dash(policytext.NotBefore(p)),
+			dash(policytext.Pressure(p)), dash(policytext.StaleAfter(p)), dash(policytext.Levels(p)), open)
 	}
 	row("(default)", ps.Default)
 	for _, t := range ps.Tenants {

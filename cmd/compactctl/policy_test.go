@@ -11,6 +11,8 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
 	"github.com/compactkit/compactkit/leader/leadertest"
+	"github.com/compactkit/compactkit/policy"
+	"github.com/compactkit/compactkit/raftfsm"
 )
 
 func policies(t *testing.T, l *live) admin.Policies {
@@ -34,18 +36,19 @@ func TestCLIPolicies(t *testing.T) {
 	require.Contains(t, out, "policy-set applied at entry")
 	require.Contains(t, out, "(1)")
 
-	window := func(start, end string) admin.Window {
-		return admin.Window{Days: []string{"Mon", "Tue"}, Start: start, End: end, OffsetMinutes: 60}
+	monTue := policy.Days(time.Monday, time.Tuesday)
+	window := func(start, end uint16) policy.Window {
+		return policy.Window{Days: monTue, Start: start * 60, End: end * 60, Offset: 60}
 	}
 	ps := policies(t, l)
-	require.Equal(t, []admin.TenantPolicy{{Tenant: "acme", Open: false, Policy: admin.Policy{
-		Class: "low", MaxInProgress: 2,
-		Run:       &admin.RunPolicy{Mode: "only-in", Windows: []admin.Window{window("22:00", "06:00"), window("12:00", "13:00")}},
-		NotBefore: "2026-12-01T00:00:00Z",
-		Pressure: &admin.Thresholds{SlowBlocks: &admin.Limit{On: 100, Off: 80}, StopBlocks: &admin.Limit{On: 500, Off: 400},
-			SlowReadyBatches: &admin.Limit{On: 10, Off: 5}, StopReadyBatches: &admin.Limit{On: 20, Off: 20}},
-		StaleAfter: "1h0m0s",
-		Levels:     []admin.LevelOverride{{Level: 0, MaxBlocks: 40, MaxAge: "2m0s"}, {Level: 1, MaxBytes: 1 << 20, CrossShard: "on"}},
+	require.Equal(t, []raftfsm.TenantPolicy{{Tenant: "acme", Open: false, Policy: policy.Tenant{
+		Class: policy.Low, MaxInProgress: 2,
+		Run:       policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{window(22, 6), window(12, 13)}},
+		NotBefore: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano(),
+		Pressure: policy.Thresholds{SlowBlocks: policy.Limit{On: 100, Off: 80}, StopBlocks: policy.Limit{On: 500, Off: 400},
+			SlowReadyBatches: policy.Limit{On: 10, Off: 5}, StopReadyBatches: policy.Limit{On: 20, Off: 20}},
+		StaleAfter: time.Hour,
+		Levels:     []policy.Level{{Level: 0, MaxBlocks: 40, MaxAge: 2 * time.Minute}, {Level: 1, MaxBytes: 1 << 20, CrossShard: policy.On}},
 	}}}, ps.Tenants)
 
 	// A never-in window every night, for the default; the empty tenant's
@@ -71,7 +74,7 @@ func TestCLIPolicies(t *testing.T) {
 		require.Contains(t, out, want)
 	}
 	ps = policies(t, l)
-	require.Equal(t, "high", ps.Default.Policy.Class)
+	require.Equal(t, policy.High, ps.Default.Policy.Class)
 	require.True(t, ps.Default.Open, "noon is outside 02:00-03:00")
 	require.Len(t, ps.Tenants, 2)
 	require.Len(t, ps.CompactNow, 2)
@@ -82,7 +85,7 @@ func TestCLIPolicies(t *testing.T) {
 	_, err = ctl(t, l.srv, "policy", "clear", "-all")
 	require.NoError(t, err)
 	ps = policies(t, l)
-	require.Equal(t, admin.Policy{Class: "medium"}, ps.Default.Policy)
+	require.Equal(t, policy.Tenant{}, ps.Default.Policy)
 	require.Len(t, ps.Tenants, 1)
 	require.Equal(t, "", ps.Tenants[0].Tenant)
 }
@@ -95,14 +98,14 @@ func TestCLILevelWindows(t *testing.T) {
 		"-level-never-in", "2=12:00-13:00,18:00-19:00", "-days", "Mon,Tue", "-offset", "60")
 	require.NoError(t, err)
 	ps := policies(t, l)
-	window := func(start, end string) admin.Window {
-		return admin.Window{Days: []string{"Mon", "Tue"}, Start: start, End: end, OffsetMinutes: 60}
+	window := func(start, end uint16) policy.Window {
+		return policy.Window{Days: policy.Days(time.Monday, time.Tuesday), Start: start * 60, End: end * 60, Offset: 60}
 	}
-	require.Equal(t, []admin.LevelRun{
-		{Level: 1, Run: admin.RunPolicy{Mode: "only-in", Windows: []admin.Window{window("22:00", "06:00")}}},
-		{Level: 2, Run: admin.RunPolicy{Mode: "never-in", Windows: []admin.Window{window("12:00", "13:00"), window("18:00", "19:00")}}},
+	require.Equal(t, []policy.LevelRun{
+		{Level: 1, Run: policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{window(22, 6)}}},
+		{Level: 2, Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{window(12, 13), window(18, 19)}}},
 	}, ps.Tenants[0].Policy.LevelRuns)
-	require.Nil(t, ps.Tenants[0].Policy.Run)
+	require.Equal(t, policy.RunPolicy{}, ps.Tenants[0].Policy.Run)
 	out, err := ctl(t, l.srv, "policy", "list")
 	require.NoError(t, err)
 	require.Contains(t, out, "level 1 only-in Mon,Tue 22:00-06:00 UTC+01:00 · level 2 never-in Mon,Tue 12:00-13:00 UTC+01:00; Mon,Tue 18:00-19:00 UTC+01:00")
@@ -121,8 +124,8 @@ func TestCLIShardCap(t *testing.T) {
 	require.NoError(t, err)
 	ps := policies(t, l)
 	require.Len(t, ps.Tenants, 2)
-	require.Equal(t, admin.Policy{Class: "medium", MaxInProgress: 4, MaxInProgressPerShard: 1}, ps.Tenants[0].Policy)
-	require.Equal(t, admin.Policy{Class: "medium", MaxInProgressPerShard: 2}, ps.Tenants[1].Policy)
+	require.Equal(t, policy.Tenant{MaxInProgress: 4, MaxInProgressPerShard: 1}, ps.Tenants[0].Policy)
+	require.Equal(t, policy.Tenant{MaxInProgressPerShard: 2}, ps.Tenants[1].Policy)
 	out, err := ctl(t, l.srv, "policy", "list")
 	require.NoError(t, err)
 	require.Contains(t, out, "acme       medium  4 · 1 per shard  any time")

@@ -11,6 +11,9 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
+// minutesPerDay is the largest end of a policy window.
+const minutesPerDay = 24 * 60
+
 var tenants = []string{"t1", "t2", "t3"}
 
 // ingestBatch is one AddBlocks command the ingester proposes until it
@@ -159,10 +162,10 @@ func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 		if s.coin(0.3) {
 			// A window of 2 to 30 minutes starting within the next half
 			// hour (of the leader's clock), every day.
-			start := uint16((s.leaderClock()/int64(time.Minute) + int64(s.rng.IntN(30))) % policy.MinutesPerDay)
-			w := policy.Window{Days: policy.EveryDay, Start: start, End: (start + uint16(2+s.rng.IntN(29))) % policy.MinutesPerDay}
+			start := uint16((s.leaderClock()/int64(time.Minute) + int64(s.rng.IntN(30))) % minutesPerDay)
+			w := policy.Window{Days: policy.EveryDay, Start: start, End: (start + uint16(2+s.rng.IntN(29))) % minutesPerDay}
 			if w.End == 0 {
-				w.End = policy.MinutesPerDay
+				w.End = minutesPerDay
 			}
 			p.Run = policy.RunPolicy{Mode: policy.RunMode(s.rng.IntN(2)), Windows: []policy.Window{w}}
 		}
@@ -200,10 +203,10 @@ func (s *Sim) randomPolicy() *raftfsm.PolicyCommand {
 		if len(p.Run.Windows) == 0 && s.coin(0.2) {
 			// A window for level 0 or 1 alone (the tenant's own run policy
 			// has none, so the two always meet).
-			start := uint16((s.leaderClock()/int64(time.Minute) + int64(s.rng.IntN(30))) % policy.MinutesPerDay)
-			w := policy.Window{Days: policy.EveryDay, Start: start, End: (start + uint16(2+s.rng.IntN(29))) % policy.MinutesPerDay}
+			start := uint16((s.leaderClock()/int64(time.Minute) + int64(s.rng.IntN(30))) % minutesPerDay)
+			w := policy.Window{Days: policy.EveryDay, Start: start, End: (start + uint16(2+s.rng.IntN(29))) % minutesPerDay}
 			if w.End == 0 {
-				w.End = policy.MinutesPerDay
+				w.End = minutesPerDay
 			}
 			p.LevelRuns = []policy.LevelRun{{Level: uint32(s.rng.IntN(int(min(2, s.cfg.Planner.FinalLevel)))),
 				Run: policy.RunPolicy{Mode: policy.RunMode(s.rng.IntN(2)), Windows: []policy.Window{w}}}}

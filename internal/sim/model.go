@@ -315,7 +315,7 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 		}
 		switch c.Kind {
 		case ck.ChangeAdd:
-			if p := m.policyOf(c.Plan.Tenant); !p.MayStartLevel(res.Now, c.Plan.Level) {
+			if p := m.policyOf(c.Plan.Tenant); !mayStartLevel(p, res.Now, c.Plan.Level) {
 				m.fail("policies", "job %s of tenant %q at level %d added at %s, when its policy lets no job start (%+v, levels %+v)", c.Job, c.Plan.Tenant, c.Plan.Level, time.Unix(0, res.Now).UTC(), p.Run, p.LevelRuns)
 			}
 			m.addJob(r, e, tokenIdx, c, cr)
@@ -325,7 +325,7 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 				// which the job's count already holds): the tenant's
 				// window must let it start, and its cap leave room.
 				p := m.policyOf(j.plan.Tenant)
-				if !p.MayStartLevel(res.Now, j.plan.Level) {
+				if !mayStartLevel(p, res.Now, j.plan.Level) {
 					m.fail("policies", "job %s of tenant %q at level %d started at %s, when its policy lets no job start (%+v, levels %+v, not before %d)", c.Job, j.plan.Tenant, j.plan.Level, time.Unix(0, res.Now).UTC(), p.Run, p.LevelRuns, p.NotBefore)
 				}
 				if n := m.inProgress(j.plan.Tenant); p.MaxInProgress > 0 && n >= int(p.MaxInProgress) {
@@ -852,4 +852,11 @@ func allQuarantined(f *raftfsm.FSM) []raftfsm.QuarantinedBlock {
 		}
 		cursor = next
 	}
+}
+
+// mayStartLevel reports whether a tenant's new jobs at a level may start
+// at log time now under its policy: its run policy and not-before time,
+// and the level's run policy.
+func mayStartLevel(p policy.Tenant, now int64, level uint32) bool {
+	return p.MayStart(now) && policy.ClosedLevels(p.LevelRuns, now)&(1<<level) == 0
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/compactkittest"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/planner"
@@ -403,7 +404,7 @@ func checkFailure(ctx context.Context, f *Format, j *job) error {
 	if err == nil {
 		return fmt.Errorf("source %s is gone, yet Run returned %d outputs and no error", lost, len(outs))
 	}
-	reason := ck.ClipReason(err.Error())
+	reason := ident.ClipReason(err.Error())
 	if strings.TrimSpace(reason) == "" {
 		return errors.New("the run failed with an empty reason")
 	}

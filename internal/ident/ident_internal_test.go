@@ -1,4 +1,4 @@
-package compactkit
+package ident
 
 import (
 	"strings"
@@ -36,7 +36,7 @@ func TestPlainIDMatchesFullRules(t *testing.T) {
 	require.NoError(t, ValidateID(string(long[1:])))
 }
 
-// TestNameFastPath checks that validateName's ASCII fast path accepts only
+// TestNameFastPath checks that ValidateName's ASCII fast path accepts only
 // names its full character rules accept.
 func TestNameFastPath(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
