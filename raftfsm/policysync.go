@@ -10,15 +10,17 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// plannerTerms is what the planner needs of a tenant's policy.
+// plannerTerms is what the planner decides a tenant's jobs with, from its
+// policy.
 func plannerTerms(p *policy.Tenant) planner.Terms {
 	return planner.Terms{Rank: uint8(p.Class.Rank()), Levels: p.Levels}
 }
 
-// schedPolicy is what the scheduler needs of a tenant's policy, with
-// whether its new jobs may start now and at which levels they may not.
-func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantPolicy {
-	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, MaxPerShard: p.MaxInProgressPerShard, Closed: !open, ClosedLevels: closedLv}
+// schedLimits is what the scheduler decides a tenant's jobs with, from its
+// policy, whether its new jobs may start now and at which levels they may
+// not.
+func schedLimits(p *policy.Tenant, open bool, closedLv uint64) *scheduler.Limits {
+	return &scheduler.Limits{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, MaxPerShard: p.MaxInProgressPerShard, Closed: !open, ClosedLevels: closedLv}
 }
 
 // follow brings the scheduler and the planner in line with the policies
@@ -37,16 +39,16 @@ func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantP
 func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
 	if all {
-		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen, ps.defClosedLv))
+		st.sched.SetDefaultLimits(*schedLimits(&ps.def, ps.defOpen, ps.defClosedLv))
 		st.invariant(st.planner.SetDefaultTerms(plannerTerms(&ps.def)), "default terms")
 	}
 	for _, t := range tenants {
 		if p, own := ps.tenants[t]; own {
-			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t), ps.closedLevels(t)))
+			st.sched.SetLimits(t, schedLimits(&p, ps.mayStart(t), ps.closedLevels(t)))
 			terms := plannerTerms(&p)
 			st.invariant(st.planner.SetTerms(t, &terms), "terms of "+t)
 		} else {
-			st.sched.ClearTenantPolicy(t)
+			st.sched.SetLimits(t, nil)
 			st.invariant(st.planner.SetTerms(t, nil), "terms of "+t)
 		}
 		st.syncHeld(t)
