@@ -77,18 +77,26 @@ func snapshotBytes(t testing.TB, p *planner.Planner) []byte {
 // the snapshots of the previous one; if the format changes on purpose, the
 // version changes and the old golden file stays readable.
 func TestGoldenSnapshot(t *testing.T) {
-	path := filepath.Join("testdata", "golden", "planner_v1.bin")
-	got := snapshotBytes(t, goldenPlanner(t))
+	checkGolden(t, "planner_v1.bin", snapshotBytes(t, goldenPlanner(t)))
+}
+
+// checkGolden compares a snapshot with its golden file (written with
+// -update), and checks that the file restores to the same bytes; it
+// returns the file's bytes.
+func checkGolden(t *testing.T, name string, got []byte) []byte {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
 	if *update {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		require.NoError(t, os.WriteFile(path, got, 0o644))
 	}
 	want, err := os.ReadFile(path)
 	require.NoError(t, err)
-	require.Equal(t, want, got, "the snapshot of the golden state changed (run with -update if intended)")
+	require.Equal(t, want, got, "the snapshot of %s changed (run with -update if intended)", name)
 	r, err := planner.Restore(bytes.NewReader(want))
 	require.NoError(t, err)
 	require.Equal(t, want, snapshotBytes(t, r))
+	return want
 }
 
 // TestGoldenSnapshotMarked: a state with a block an operator marked
@@ -107,18 +115,9 @@ func TestGoldenSnapshotMarked(t *testing.T) {
 	n, err := p.Mark(ck.Entry{Index: 100, Term: 2, Time: time.Date(2025, 6, 1, 4, 0, 0, 0, time.UTC).UnixNano()}, live[:1], "do not compact: legal hold")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	path := filepath.Join("testdata", "golden", "planner_v2.bin")
 	got := snapshotBytes(t, p)
 	require.Equal(t, byte(2), got[3], "the header's version byte")
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want, got, "the snapshot of the marked golden state changed (run with -update if intended)")
-	r, err := planner.Restore(bytes.NewReader(want))
-	require.NoError(t, err)
-	require.Equal(t, want, snapshotBytes(t, r))
+	want := checkGolden(t, "planner_v2.bin", got)
 	snaptest.RejectsDamage(t, want, 17, func(r io.Reader) error {
 		_, err := planner.Restore(r)
 		return err

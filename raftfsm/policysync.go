@@ -10,7 +10,8 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// plannerTerms is what the planner needs of a tenant's policy.
+// plannerTerms is what the planner decides a tenant's jobs with, from its
+// policy.
 func plannerTerms(p *policy.Tenant) planner.Terms {
 	return planner.Terms{Rank: uint8(p.Class.Rank()), Levels: p.Levels}
 }

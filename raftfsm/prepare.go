@@ -89,8 +89,9 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	iv := st.index.View()
 	force := slices.Clone(st.policies.compact)
 	f.mu.Unlock()
-	// Closed views let Apply change the trees they never read in place,
-	// without copying them: the index's, the planner's and the scheduler's.
+	// Closed views let Apply change the trees in place, without copying
+	// them: the planner's and the index's trees the views never read, and
+	// the scheduler's.
 	defer pv.Close()
 	defer iv.Close()
 	defer sv.Close()
