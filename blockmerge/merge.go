@@ -184,10 +184,10 @@ func (t *loserTree) replay(w int) {
 // Merge streams: it holds one page per source being read and one page of
 // output, whatever the blocks' sizes. Outputs are written with
 // [CreateObject]: directly into the store when it can stream a write (the
-// memory and filesystem stores), else staged in a temporary file and put
-// whole (so a cloud store learns the size up front). The result is
-// deterministic: the same sources, plan, token and page size give
-// byte-identical outputs.
+// memory and filesystem stores), else staged in a file of the system's
+// temporary directory ($TMPDIR) and put whole (so a cloud store learns
+// the size up front). The result is deterministic: the same sources, plan
+// and token give byte-identical outputs.
 //
 // On any failure — a source missing or corrupt (the error names the
 // object and dataset), a write refused, ctx cancelled — Merge deletes
