@@ -124,7 +124,7 @@ func BenchmarkPlan(b *testing.B) {
 func BenchmarkPlannerRestore(b *testing.B) {
 	p, _ := benchPlanner(b, 1_000_000)
 	var buf bytes.Buffer
-	if err := p.Snapshot(&buf); err != nil {
+	if err := p.View().Snapshot(&buf); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(buf.Len()))
@@ -146,44 +146,12 @@ func BenchmarkPlannerRestore(b *testing.B) {
 //   - none: not left out (the first tenant is planned).
 func BenchmarkNextHeldTenants(b *testing.B) {
 	const tenants = 10_000
-	cfg := DefaultConfig()
-	names := make([]string, tenants)
-	for i := range names {
-		names[i] = fmt.Sprintf("tenant-%05d", i)
-	}
-	setup := func(b *testing.B) (*Planner, int64) {
-		b.Helper()
-		p, err := New(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-		e := ck.Entry{Index: 1, Term: 1, Time: now}
-		for i, tn := range names {
-			for j := range cfg.Levels[0].MaxBlocks {
-				blk := ck.BlockMeta{ID: fmt.Sprintf("01J%08d%015d", i, j), Tenant: tn, MinTime: now - int64(time.Second), MaxTime: now, Size: 1 << 20}
-				if _, err := p.Enqueue(e, &blk); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		return p, now
-	}
+	names, setup, run := oneBatchPerTenant(tenants)
 	last := names[tenants-1]
-	run := func(b *testing.B, p *Planner, now int64, opts *PlanOptions, want string) {
-		b.Helper()
-		b.ResetTimer()
-		for b.Loop() {
-			pl, ok := p.View().Next(now, opts)
-			if !ok || pl.Tenant != want {
-				b.Fatalf("planned %q, %v; want %q", pl.Tenant, ok, want)
-			}
-		}
-	}
 	b.Run("held", func(b *testing.B) {
 		p, now := setup(b)
 		for _, tn := range names[:tenants-1] {
-			p.SetHold(tn, true, p.HeldLevels(tn))
+			p.SetHold(tn, true, p.s.holdOf(tn).levels)
 		}
 		run(b, p, now, nil, last)
 	})
@@ -217,12 +185,44 @@ func BenchmarkNextHeldTenants(b *testing.B) {
 // costs O(n) per view in the 9,999 aged batches.
 func BenchmarkNextRanked(b *testing.B) {
 	const tenants = 10_000
+	names, setup, run := oneBatchPerTenant(tenants)
 	cfg := DefaultConfig()
-	names := make([]string, tenants)
+	b.Run("ranked", func(b *testing.B) {
+		p, now := setup(b)
+		for _, tn := range names[:tenants-1] {
+			if err := p.SetTerms(tn, &Terms{Rank: 2}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		run(b, p, now, nil, names[tenants-1])
+	})
+	b.Run("equal", func(b *testing.B) {
+		p, now := setup(b)
+		run(b, p, now, nil, names[0])
+	})
+	b.Run("ranked-aged", func(b *testing.B) {
+		p, now := setup(b)
+		for _, tn := range names[:tenants-1] {
+			if err := p.SetTerms(tn, &Terms{Rank: 2}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		run(b, p, now+int64(cfg.Levels[0].AgingThreshold)+1, nil, names[0])
+	})
+}
+
+// oneBatchPerTenant returns the tenants of the benchmarks of views over
+// many tenants, a setup that builds a planner (of the default
+// configuration) with a ready full level-0 batch per tenant, and a run
+// that measures opening a view and planning one job, the tenant want's.
+func oneBatchPerTenant(tenants int) (names []string, setup func(*testing.B) (*Planner, int64),
+	run func(b *testing.B, p *Planner, now int64, opts *PlanOptions, want string)) {
+	cfg := DefaultConfig()
+	names = make([]string, tenants)
 	for i := range names {
 		names[i] = fmt.Sprintf("tenant-%05d", i)
 	}
-	setup := func(b *testing.B) (*Planner, int64) {
+	setup = func(b *testing.B) (*Planner, int64) {
 		b.Helper()
 		p, err := New(cfg)
 		if err != nil {
@@ -240,32 +240,15 @@ func BenchmarkNextRanked(b *testing.B) {
 		}
 		return p, now
 	}
-	run := func(b *testing.B, p *Planner, now int64, want string) {
+	run = func(b *testing.B, p *Planner, now int64, opts *PlanOptions, want string) {
 		b.Helper()
 		b.ResetTimer()
 		for b.Loop() {
-			pl, ok := p.View().Next(now, nil)
+			pl, ok := p.View().Next(now, opts)
 			if !ok || pl.Tenant != want {
 				b.Fatalf("planned %q, %v; want %q", pl.Tenant, ok, want)
 			}
 		}
 	}
-	b.Run("ranked", func(b *testing.B) {
-		p, now := setup(b)
-		for _, tn := range names[:tenants-1] {
-			p.SetRank(tn, 2)
-		}
-		run(b, p, now, names[tenants-1])
-	})
-	b.Run("equal", func(b *testing.B) {
-		p, now := setup(b)
-		run(b, p, now, names[0])
-	})
-	b.Run("ranked-aged", func(b *testing.B) {
-		p, now := setup(b)
-		for _, tn := range names[:tenants-1] {
-			p.SetRank(tn, 2)
-		}
-		run(b, p, now+int64(cfg.Levels[0].AgingThreshold)+1, names[0])
-	})
+	return names, setup, run
 }

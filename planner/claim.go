@@ -90,8 +90,8 @@ func (p *Planner) Claim(e ck.Entry, plan *ck.JobPlan) error {
 	q = p.own(q)
 	old := q.head
 	c := &claim{name: plan.Name, k: q.k, items: q.take(len(plan.Sources))}
-	p.s.claims.ReplaceOrInsert(c)
-	p.s.claimKeys.ReplaceOrInsert(claimRef{k: c.k, name: c.name})
+	p.s.claims.w(p.s.vmu).ReplaceOrInsert(c)
+	p.s.claimKeys.w(p.s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	p.s.nextSeq = seq + 1
 	p.s.cursor, p.s.hasCursor = plan.Tenant, true
 	p.s.counters.Claims++
@@ -106,8 +106,8 @@ func (s *state) getClaim(job string) (*claim, bool) {
 
 // endClaim removes a claim.
 func (p *Planner) endClaim(c *claim) {
-	p.s.claims.Delete(c)
-	p.s.claimKeys.Delete(claimRef{k: c.k, name: c.name})
+	p.s.claims.w(p.s.vmu).Delete(c)
+	p.s.claimKeys.w(p.s.vmu).Delete(claimRef{k: c.k, name: c.name})
 }
 
 // Return ends the claim of job: the sources listed in keep go back into
@@ -120,7 +120,7 @@ func (p *Planner) endClaim(c *claim) {
 func (p *Planner) Return(job string, keep []string) error {
 	c, ok := p.s.getClaim(job)
 	if !ok {
-		return fmt.Errorf("planner: return %s: %w", job, ErrUnknownJob)
+		return fmt.Errorf("planner: return %s: %w", job, errUnknownJob)
 	}
 	want := make(map[string]bool, len(keep))
 	for _, id := range keep {
@@ -136,7 +136,7 @@ func (p *Planner) Return(job string, keep []string) error {
 	if len(items) != len(want) {
 		for _, id := range keep {
 			if !want[id] {
-				return fmt.Errorf("planner: return %s: block %s: %w", job, id, ErrNotSource)
+				return fmt.Errorf("planner: return %s: block %s: %w", job, id, errNotSource)
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func (p *Planner) insert(k key, items []item) {
 func (p *Planner) Complete(job string) error {
 	c, ok := p.s.getClaim(job)
 	if !ok {
-		return fmt.Errorf("planner: complete %s: %w", job, ErrUnknownJob)
+		return fmt.Errorf("planner: complete %s: %w", job, errUnknownJob)
 	}
 	p.endClaim(c)
 	p.s.counters.Completions++

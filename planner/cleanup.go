@@ -4,8 +4,8 @@ import ck "github.com/compactkit/compactkit"
 
 // CleanupPlan plans a cleanup-only job: it pulls up to n tombstones from
 // next (the releasable tombstones not attached to any job, from the
-// index's view) and returns a plan with no sources that carries them, or
-// false if next yields none. The job is named by the planning time and
+// index's view; n is at most 1024, the bound of Config.TombstonesPerJob)
+// and returns a plan with no sources that carries them, or false if next yields none. The job is named by the planning time and
 // the tombstones (see the package documentation on job names).
 //
 // The planner keeps no state for cleanup-only jobs: the state machine's
@@ -13,6 +13,7 @@ import ck "github.com/compactkit/compactkit"
 // for a compaction job to carry them, and Apply admits a tombstone into
 // one job only.
 func CleanupPlan(next func() (ck.Tombstone, bool), n int, now int64) (ck.JobPlan, bool) {
+	n = min(n, maxTombstonesPerJob)
 	var ts []ck.Tombstone
 	for len(ts) < n {
 		t, ok := next()

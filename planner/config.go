@@ -4,20 +4,19 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/google/btree"
 )
 
-// Bounds on the configuration. They keep job plans within the codec's
-// message limits and the per-level tables small.
+// Bounds on the configuration, stated in the fields' documentation. They
+// keep job plans within the codec's message limits and the per-level
+// tables small.
 const (
-	// MaxLevels bounds Config.FinalLevel.
-	MaxLevels = 64
-	// MaxBlocksPerJob bounds LevelConfig.MaxBlocks: a plan of that many
+	// maxLevels bounds Config.FinalLevel.
+	maxLevels = 64
+	// maxBlocksPerJob bounds LevelConfig.MaxBlocks: a plan of that many
 	// sources of maximal ID length still fits one command.
-	MaxBlocksPerJob = 4096
-	// MaxTombstonesPerJob bounds Config.TombstonesPerJob.
-	MaxTombstonesPerJob = 1024
+	maxBlocksPerJob = 4096
+	// maxTombstonesPerJob bounds Config.TombstonesPerJob.
+	maxTombstonesPerJob = 1024
 )
 
 // LevelConfig is the batching policy of one compaction level.
@@ -31,7 +30,7 @@ const (
 // when its oldest block has waited longer than MaxAge at the planning time.
 type LevelConfig struct {
 	// MaxBlocks is the maximum number of sources of a job, 1 to
-	// [MaxBlocksPerJob].
+	// 4096.
 	MaxBlocks int
 	// MaxBytes is the maximum total size of a job's sources; 0 means
 	// unlimited.
@@ -44,7 +43,7 @@ type LevelConfig struct {
 	// MaxTime minus the earliest MinTime); 0 means unlimited.
 	MaxSpan time.Duration
 	// AgingThreshold: a batch that has been ready for longer than this
-	// competes as if it were level 0, at rank 0 (see [Planner.SetRank]),
+	// competes as if it were level 0, at rank 0 (see [Terms]),
 	// so that higher levels are never starved by a busy level 0 and
 	// tenants of high ranks never by those of lower ranks. At level 0 it
 	// lifts only the rank. 0 disables aging.
@@ -62,10 +61,10 @@ type Config struct {
 	// Levels[l] is level l's. It has exactly FinalLevel entries.
 	Levels []LevelConfig
 	// FinalLevel is the first level that is not compacted further: blocks
-	// at or beyond it are never queued. 1 to [MaxLevels].
+	// at or beyond it are never queued. 1 to 64.
 	FinalLevel uint32
 	// TombstonesPerJob is the maximum number of tombstones attached to one
-	// job, 0 to [MaxTombstonesPerJob]; 0 attaches none.
+	// job, 0 to 1024; 0 attaches none.
 	TombstonesPerJob int
 	// TombstoneMinLevel and TombstoneMaxLevel bound the levels of the jobs
 	// that carry tombstones (inclusive).
@@ -96,16 +95,16 @@ func DefaultConfig() Config {
 
 // Validate reports whether c is usable; the error wraps [ErrInvalidConfig].
 func (c Config) Validate() error {
-	if c.FinalLevel < 1 || c.FinalLevel > MaxLevels {
-		return fmt.Errorf("final level %d, want 1 to %d: %w", c.FinalLevel, MaxLevels, ErrInvalidConfig)
+	if c.FinalLevel < 1 || c.FinalLevel > maxLevels {
+		return fmt.Errorf("final level %d, want 1 to %d: %w", c.FinalLevel, maxLevels, ErrInvalidConfig)
 	}
 	if len(c.Levels) != int(c.FinalLevel) {
 		return fmt.Errorf("%d level policies for final level %d, want one per level below it: %w", len(c.Levels), c.FinalLevel, ErrInvalidConfig)
 	}
 	for i, l := range c.Levels {
 		switch {
-		case l.MaxBlocks < 1 || l.MaxBlocks > MaxBlocksPerJob:
-			return fmt.Errorf("level %d: max blocks %d, want 1 to %d: %w", i, l.MaxBlocks, MaxBlocksPerJob, ErrInvalidConfig)
+		case l.MaxBlocks < 1 || l.MaxBlocks > maxBlocksPerJob:
+			return fmt.Errorf("level %d: max blocks %d, want 1 to %d: %w", i, l.MaxBlocks, maxBlocksPerJob, ErrInvalidConfig)
 		case l.MaxBytes < 0:
 			return fmt.Errorf("level %d: max bytes %d: %w", i, l.MaxBytes, ErrInvalidConfig)
 		case l.MaxAge < 0:
@@ -116,8 +115,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("level %d: aging threshold %s: %w", i, l.AgingThreshold, ErrInvalidConfig)
 		}
 	}
-	if c.TombstonesPerJob < 0 || c.TombstonesPerJob > MaxTombstonesPerJob {
-		return fmt.Errorf("tombstones per job %d, want 0 to %d: %w", c.TombstonesPerJob, MaxTombstonesPerJob, ErrInvalidConfig)
+	if c.TombstonesPerJob < 0 || c.TombstonesPerJob > maxTombstonesPerJob {
+		return fmt.Errorf("tombstones per job %d, want 0 to %d: %w", c.TombstonesPerJob, maxTombstonesPerJob, ErrInvalidConfig)
 	}
 	if c.TombstoneMinLevel > c.TombstoneMaxLevel {
 		return fmt.Errorf("tombstone levels [%d, %d]: %w", c.TombstoneMinLevel, c.TombstoneMaxLevel, ErrInvalidConfig)
@@ -167,9 +166,9 @@ func (p *Planner) SetConfig(cfg Config) error {
 		qs = append(qs, q)
 		return true
 	})
-	p.s.full = btree.NewG(btreeDegree, fullLess)
-	p.s.timed = btree.NewG(btreeDegree, timeLess)
-	p.s.aging = btree.NewG(btreeDegree, timeLess)
+	p.s.full.w(p.s.vmu).Clear(false)
+	p.s.timed.w(p.s.vmu).Clear(false)
+	p.s.aging.w(p.s.vmu).Clear(false)
 	for _, q := range qs {
 		q = p.own(q)
 		q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))

@@ -55,7 +55,7 @@
 // policies (a tenant at its cap of jobs, or closed by a run window, say),
 // not part of snapshots: it sets the holds again after a restore. A view
 // may lift a tenant's hold of every level for its own planning
-// ([View.Release]): a poll that ends a capped tenant's job plans the
+// ([PlanOptions].Release): a poll that ends a capped tenant's job plans the
 // tenant again.
 //
 // An operator's "compact now" is passed per call as [PlanOptions].Force
@@ -64,14 +64,27 @@
 // compete at their own level like batches ready by age. Held tenants and
 // skipped keys are never forced. The planner stores no forcing.
 //
-// A view is opened on demand, once per Prepare ([Planner.View]): opening it
-// clones the B-trees in O(1), and the planner copies a queue header or a
-// tree node only the first time it changes one a view may hold. Apply does
-// not open views, so an ingest burst pays nothing for them.
+// # Copy-on-write
 //
-// # Ranks
+// A view is opened on demand, once per Prepare ([Planner.View]), in O(1),
+// and closed when done ([View.Close]). The rule: a tree of the state, and
+// the queues its nodes point to, belong to the planner, which changes
+// them in place, until a view reads them; from then on the view shares
+// them as they were when it was opened, nobody changes what it shares,
+// and the planner copies a tree node or a queue header the first time it
+// changes one. A view reads only the trees its method needs (planning
+// reads the indexes of ready batches and the queues it plans from, not
+// the claims or the quarantine); a tree that no open view has read when
+// the planner first changes it is preserved for the open views once, and
+// not at all when they are closed. So a view costs Apply the copies of
+// what it read, and Apply, which opens no view, pays nothing for an
+// ingest burst.
 //
-// Tenants have ranks ([Planner.SetRank], [Planner.SetDefaultRank]): the
+// # Terms: ranks and batching
+//
+// Tenants have terms ([Terms]: a rank and level overrides), their own
+// ([Planner.SetTerms]) or the default ones ([Planner.SetDefaultTerms]).
+// Ranks are the
 // state machine's priority classes, rank 0 first. Within a competing
 // level, the ready batches of the lowest rank are planned first; the
 // fairness rotation takes turns among the tenants of that rank. Aging
@@ -88,8 +101,8 @@
 // skipped keys are passed over at any rank, and held tenants stay out at
 // any rank. Like the held set, ranks are derived state the state machine
 // installs from its policies, not part of snapshots, and views keep the
-// ranks they were opened with. Every tenant has rank 0 until a setter is
-// called, and with every tenant at one rank planning is the same as
+// ranks they were opened with. Every tenant has rank 0 until terms are
+// set, and with every tenant at one rank planning is the same as
 // without ranks.
 //
 // # Configuration
@@ -102,9 +115,8 @@
 // level is compacted across shards; it also sets the final level and the
 // tombstones per job.
 //
-// A tenant's blocks may be batched otherwise: [Planner.SetLevels] and
-// [Planner.SetDefaultLevels] install the state machine's per-tenant
-// overrides of a level's batch size, bytes, max age and cross-shard
+// A tenant's blocks may be batched otherwise: the Levels of its [Terms]
+// are the state machine's per-tenant overrides of a level's batch size, bytes, max age and cross-shard
 // setting (package policy), re-batching the tenant's queued blocks. Like
 // ranks they are derived state, not part of snapshots, and views keep the
 // batching they were opened with.
@@ -151,15 +163,14 @@
 //
 // # Snapshots
 //
-// [Planner.Snapshot] writes a columnar, framed codec stream; [Restore]
+// [View.Snapshot] writes a columnar, framed codec stream; [Restore]
 // reads it back. The state is a function of the queued blocks with their
 // arrival numbers and times, the claims, the quarantine, the fairness
 // cursor, the sequence counters and the configuration, so a restored
 // planner re-snapshots to identical bytes and plans exactly like the
 // original once the same tenants are held, ranked and given the same
 // level overrides again (the held set, the ranks and the overrides are not
-// part of the state: see [Planner.SetHold], [Planner.SetRank] and
-// [Planner.SetLevels]).
+// part of the state: see [Planner.SetHold] and [Terms]).
 //
 // # Observability
 //

@@ -89,14 +89,14 @@ func ExampleRestore() {
 	_, _ = p.Enqueue(ck.Entry{Index: 1, Time: 1}, &ck.BlockMeta{ID: "a", Tenant: "t"})
 
 	var snap bytes.Buffer
-	_ = p.Snapshot(&snap)
+	_ = p.View().Snapshot(&snap)
 	r, err := planner.Restore(bytes.NewReader(snap.Bytes()))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	var again bytes.Buffer
-	_ = r.Snapshot(&again)
+	_ = r.View().Snapshot(&again)
 	fmt.Println(r.Stats(0).Queued, bytes.Equal(snap.Bytes(), again.Bytes()))
 
 	_, err = planner.Restore(bytes.NewReader(snap.Bytes()[:snap.Len()-1]))
@@ -297,7 +297,8 @@ func ExamplePlanner_SetHold() {
 		}
 	}
 	p.SetHold("acme", true, 1<<1)
-	fmt.Println("closed:", count(), "plans;", "held:", p.Held("acme"), "levels:", p.HeldLevels("acme"))
+	all, levels := p.Hold("acme")
+	fmt.Println("closed:", count(), "plans;", "held:", all, "levels:", levels)
 	p.SetHold("acme", false, 1<<1)
 	fmt.Println("level 1 closed:", count(), "plan")
 	// Output:
@@ -327,17 +328,17 @@ func ExampleForce() {
 
 // Priority classes as ranks: with one job to start, the High tenant's
 // ready batch goes first although the Low tenant is next in rotation; the
-// Low tenant's batch follows. Ranks are not in snapshots: the state
+// Low tenant's batch follows. Terms are not in snapshots: the state
 // machine sets them again after a restore.
-func ExamplePlanner_SetRank() {
+func ExamplePlanner_SetTerms() {
 	const high, low = 0, 2
 	p, _ := planner.New(planner.DefaultConfig())
 	for i := range 40 {
 		tenant := []string{"batch", "web"}[i%2]
 		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: tenant})
 	}
-	p.SetRank("web", high)
-	p.SetRank("batch", low)
+	_ = p.SetTerms("web", &planner.Terms{Rank: high})
+	_ = p.SetTerms("batch", &planner.Terms{Rank: low})
 	v := p.View()
 	for {
 		plan, ok := v.Next(0, nil)
@@ -348,11 +349,19 @@ func ExamplePlanner_SetRank() {
 	}
 
 	var b bytes.Buffer
-	_ = p.Snapshot(&b)
+	_ = p.View().Snapshot(&b)
 	r, _ := planner.Restore(&b)
-	fmt.Println("rank of batch:", p.Rank("batch"), "restored:", r.Rank("batch"))
+	first := func() string {
+		plan, _ := r.View().Next(0, nil)
+		return plan.Tenant
+	}
+	fmt.Println("restored:", first())
+	_ = r.SetTerms("web", &planner.Terms{Rank: high})
+	_ = r.SetTerms("batch", &planner.Terms{Rank: low})
+	fmt.Println("with its terms again:", first())
 	// Output:
 	// web 20
 	// batch 20
-	// rank of batch: 2 restored: 0
+	// restored: batch
+	// with its terms again: web
 }

@@ -17,6 +17,8 @@ import (
 // block arrived at or before Before. Batches that are ready anyway are not
 // affected. Held tenants (see [Planner.SetHold]) are never forced, and
 // keys that [PlanOptions].Skip passes over are passed over when forced too.
+// An entry that names a tenant with AllTenants, or an invalid tenant name,
+// is ignored.
 type Force struct {
 	// Tenant is the tenant forced; empty for the multi-tenant level-0
 	// segments, unless AllTenants is set.
@@ -32,12 +34,12 @@ type Force struct {
 	Before int64
 }
 
-// Validate reports whether f is well formed: an error wrapping
-// [ErrInvalidForce] (or the tenant validation error of package
-// compactkit) if not. [View.Next] ignores entries that are not.
+// Validate reports whether f is well formed: a tenant name that
+// of at most 256 bytes of valid UTF-8 without control characters, empty with AllTenants. [View.Next]
+// ignores entries that are not.
 func (f *Force) Validate() error {
 	if f.AllTenants && f.Tenant != "" {
-		return fmt.Errorf("force: tenant %q with all tenants: %w", f.Tenant, ErrInvalidForce)
+		return fmt.Errorf("force: tenant %q with all tenants: %w", f.Tenant, errInvalidForce)
 	}
 	if err := ident.ValidateTenant(f.Tenant); err != nil {
 		return fmt.Errorf("force: %w", err)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/planner"
 )
 
@@ -101,21 +100,16 @@ func TestForceAllTenantsAllLevels(t *testing.T) {
 		drain(t, f.p.View(), now, forcing(planner.Force{Tenant: "A", Level: 1, Before: now})))
 }
 
-// TestForceInvalid: malformed entries are reported by Validate and ignored
-// by planning.
+// TestForceInvalid: malformed entries are ignored by planning (see
+// TestForceValidate for the checks).
 func TestForceInvalid(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
 	f.add("A", 0, 0, 2)
 	bad := forcing(planner.Force{Tenant: "A", AllTenants: true, AllLevels: true, Before: f.now})
-	require.ErrorIs(t, bad.Validate(), planner.ErrInvalidForce)
 	require.Empty(t, drain(t, f.p.View(), f.now, bad))
 	bad = forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now}, planner.Force{Tenant: "bad\x01", Before: f.now})
-	require.ErrorIs(t, bad.Validate(), ident.ErrInvalidID)
 	require.Equal(t, []string{"A/0/0"}, drain(t, f.p.View(), f.now, bad), "a valid entry is ignored beside an invalid one")
-	require.NoError(t, forcing(planner.Force{AllTenants: true, Before: f.now}).Validate())
-	require.NoError(t, (&planner.PlanOptions{}).Validate())
-	var none *planner.PlanOptions
-	require.NoError(t, none.Validate())
+	require.Equal(t, []string{"A/0/0"}, drain(t, f.p.View(), f.now, forcing(planner.Force{AllTenants: true, Before: f.now})))
 }
 
 // TestForceFairness: forced batches take their turn in the fairness
@@ -147,13 +141,13 @@ func TestForceHeldOrSkipped(t *testing.T) {
 	f.add("A", 0, 0, 2)
 	f.add("B", 0, 1, 2)
 	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
-	f.p.SetHold("A", true, f.p.HeldLevels("A"))
+	f.p.SetHold("A", true, levelsHeld(f.p, "A"))
 	require.Equal(t, []string{"B/0/1"}, drain(t, f.p.View(), f.now, force))
 	force.Force = append(force.Force, planner.Force{Tenant: "A", Before: f.now})
 	require.Equal(t, []string{"B/0/1"}, drain(t, f.p.View(), f.now, force))
 	force.Skip = func(tenant string, level uint32) bool { return tenant == "B" && level == 1 }
 	require.Empty(t, drain(t, f.p.View(), f.now, force))
-	f.p.SetHold("A", false, f.p.HeldLevels("A"))
+	f.p.SetHold("A", false, levelsHeld(f.p, "A"))
 	require.Equal(t, []string{"A/0/0"}, drain(t, f.p.View(), f.now, force))
 }
 

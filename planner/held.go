@@ -1,7 +1,5 @@
 package planner
 
-import "github.com/google/btree"
-
 // SetHold sets a tenant's holds: every level when all is set, and the
 // levels of the bit set levels (bit l for level l; levels from 64 on
 // cannot be held this way). A key is held while either holds it. A held
@@ -46,12 +44,9 @@ func (s *state) setHold(h hold) {
 		}
 	})
 	if h.all || h.levels != 0 {
-		if s.held == nil {
-			s.held = btree.NewG(btreeDegree, holdByTenant)
-		}
-		s.held.ReplaceOrInsert(h)
-	} else if s.held != nil {
-		s.held.Delete(h)
+		s.held.w(s.vmu).ReplaceOrInsert(h)
+	} else if s.held.Has(h) {
+		s.held.w(s.vmu).Delete(h)
 	}
 	s.eachKey(h.tenant, func(q *queue) {
 		if old.at(q.k.level) && !h.at(q.k.level) {
@@ -60,43 +55,25 @@ func (s *state) setHold(h hold) {
 	})
 }
 
-// Release lifts, in this view only, a hold of every level of a tenant
-// (the all of [Planner.SetHold]; a hold of some levels stays): the view plans the
-// tenant's ready batches again, where [PlanOptions].Skip lets it. The
-// state machine releases a tenant held at its cap of jobs in progress
-// once a poll's completions bring it below the cap, so that the poll may
-// start the tenant's next job. The planner and other views keep their
-// holds. Call it before the view's first [View.Next]. The cost is that of
-// SetHold.
-func (v *View) Release(tenant string) {
+// release lifts, in this view only, a hold of every level of a tenant
+// (see [PlanOptions].Release).
+func (v *View) release(tenant string) {
 	h := v.s.holdOf(tenant)
 	if !h.all {
 		return
 	}
+	v.read(needKeys)
 	h.all = false
 	v.s.setHold(h)
 	v.matOK = false
 }
 
-// Held reports whether a tenant is held at every level (see
-// [Planner.SetHold]).
-func (p *Planner) Held(tenant string) bool { return p.s.holdOf(tenant).all }
-
-// HeldLevels returns the levels at which a tenant is held level by level
-// (bit l for level l; see [Planner.SetHold]).
-func (p *Planner) HeldLevels(tenant string) uint64 { return p.s.holdOf(tenant).levels }
-
-// HeldTenants returns the tenants held at every level or at some, in
-// order.
-func (p *Planner) HeldTenants() []string {
-	var out []string
-	if p.s.held != nil {
-		p.s.held.Ascend(func(h hold) bool {
-			out = append(out, h.tenant)
-			return true
-		})
-	}
-	return out
+// Hold returns a tenant's holds (see [Planner.SetHold]): whether it is
+// held at every level, and the levels at which it is held level by level
+// (bit l for level l).
+func (p *Planner) Hold(tenant string) (all bool, levels uint64) {
+	h := p.s.holdOf(tenant)
+	return h.all, h.levels
 }
 
 // eachKey calls fn with each queue of tenant, in key order.
@@ -108,24 +85,4 @@ func (s *state) eachKey(tenant string, fn func(*queue)) {
 		fn(q)
 		return true
 	})
-}
-
-// KeyTenants returns the tenants that have keys (blocks queued or claimed),
-// in order: the tenants a hold of every tenant following some policy must
-// reach. Its cost is O(t log n) for t such tenants among n keys.
-func (p *Planner) KeyTenants() []string {
-	var out []string
-	probe := &queue{}
-	for {
-		found := false
-		p.s.keys.AscendGreaterOrEqual(probe, func(q *queue) bool {
-			out = append(out, q.k.tenant)
-			found = true
-			return false
-		})
-		if !found {
-			return out
-		}
-		probe.k = key{tenant: out[len(out)-1] + "\x00"}
-	}
 }

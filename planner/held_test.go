@@ -28,17 +28,24 @@ func drain(t *testing.T, v *planner.View, now int64, opts *planner.PlanOptions) 
 	}
 }
 
-// TestKeyTenants: the tenants with keys, each once, in order, whether
-// their blocks are queued or claimed, held or not.
-func TestKeyTenants(t *testing.T) {
+// TestTenantsListsKeys: Tenants lists the tenants with queued blocks, in
+// order, held or not.
+func TestTenantsListsKeys(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
-	require.Empty(t, f.p.KeyTenants())
+	names := func() []string {
+		var out []string
+		for _, ts := range f.p.Tenants(f.now) {
+			out = append(out, ts.Tenant)
+		}
+		return slices.Compact(out)
+	}
+	require.Empty(t, names())
 	f.add("C", 0, 0, 3)
 	f.add("A", 0, 0, 20)
 	f.add("A", 5, 1, 2)
 	f.add("", 0, 0, 1)
-	f.p.SetHold("C", true, f.p.HeldLevels("C"))
-	require.Equal(t, []string{"", "A", "C"}, f.p.KeyTenants())
+	f.p.SetHold("C", true, levelsHeld(f.p, "C"))
+	require.Equal(t, []string{"", "A", "C"}, names())
 }
 
 // TestHeldTenants: a held tenant is never planned while the others are;
@@ -51,10 +58,10 @@ func TestHeldTenants(t *testing.T) {
 	}
 	b := f.add("B", 1, 1, 2) // partial, ready by age later
 	before := f.snapshot()
-	f.p.SetHold("B", true, f.p.HeldLevels("B"))
-	f.p.SetHold("B", true, f.p.HeldLevels("B"))
-	require.True(t, f.p.Held("B"))
-	require.False(t, f.p.Held("A"))
+	f.p.SetHold("B", true, levelsHeld(f.p, "B"))
+	f.p.SetHold("B", true, levelsHeld(f.p, "B"))
+	require.True(t, allHeld(f.p, "B"))
+	require.False(t, allHeld(f.p, "A"))
 	require.Equal(t, before, f.snapshot(), "a hold is not replicated state of the snapshot")
 
 	later := f.now + int64(time.Hour)
@@ -79,9 +86,9 @@ func TestHeldTenants(t *testing.T) {
 		{Tenant: "B", Level: 1, Queued: 2, Oldest: t0},
 	}, f.p.Tenants(0))
 
-	f.p.SetHold("B", false, f.p.HeldLevels("B"))
-	f.p.SetHold("B", false, f.p.HeldLevels("B"))
-	require.False(t, f.p.Held("B"))
+	f.p.SetHold("B", false, levelsHeld(f.p, "B"))
+	f.p.SetHold("B", false, levelsHeld(f.p, "B"))
+	require.False(t, allHeld(f.p, "B"))
 	pl, ok := f.poll(nil)
 	require.True(t, ok)
 	require.Equal(t, "B", pl.Tenant)
@@ -90,10 +97,10 @@ func TestHeldTenants(t *testing.T) {
 	require.Equal(t, b, pl.Sources, "the released tenant's aged batch")
 
 	// A tenant with no blocks may be held; its blocks are held on arrival.
-	f.p.SetHold("D", true, f.p.HeldLevels("D"))
+	f.p.SetHold("D", true, levelsHeld(f.p, "D"))
 	f.add("D", 0, 0, 20)
 	require.Equal(t, []string{"B/1/1"}, drain(t, f.p.View(), later, nil))
-	f.p.SetHold("D", false, f.p.HeldLevels("D"))
+	f.p.SetHold("D", false, levelsHeld(f.p, "D"))
 	require.Equal(t, []string{"D/0/0", "B/1/1"}, drain(t, f.p.View(), later, nil))
 }
 
@@ -107,14 +114,14 @@ func TestHeldAndViews(t *testing.T) {
 	force := &planner.PlanOptions{Force: []planner.Force{{Tenant: "A", Level: 0, Before: f.now}}}
 
 	open := f.p.View()
-	f.p.SetHold("A", true, f.p.HeldLevels("A"))
+	f.p.SetHold("A", true, levelsHeld(f.p, "A"))
 	held := f.p.View()
 	require.Equal(t, []string{"A/0/0", "B/0/0", "A/2/0"}, drain(t, open, f.now, force))
 	require.Equal(t, []string{"B/0/0"}, drain(t, held, f.now, force))
 
-	f.p.SetHold("A", false, f.p.HeldLevels("A"))
+	f.p.SetHold("A", false, levelsHeld(f.p, "A"))
 	released := f.p.View()
-	f.p.SetHold("A", true, f.p.HeldLevels("A"))
+	f.p.SetHold("A", true, levelsHeld(f.p, "A"))
 	// A view opened before A was held again still plans it; a view opened
 	// while it was held (above) still does not.
 	require.Equal(t, []string{"A/0/0", "B/0/0", "A/2/0"}, drain(t, released, f.now, force))
@@ -164,8 +171,8 @@ func (w *twins) add(tenant string, shard, level uint32, n int) []ck.BlockMeta {
 func (w *twins) check(tenant string) {
 	w.t.Helper()
 	var a, b bytes.Buffer
-	require.NoError(w.t, w.held.Snapshot(&a))
-	require.NoError(w.t, w.free.Snapshot(&b))
+	require.NoError(w.t, w.held.View().Snapshot(&a))
+	require.NoError(w.t, w.free.View().Snapshot(&b))
 	require.Equal(w.t, b.Bytes(), a.Bytes())
 	all := &planner.PlanOptions{Force: []planner.Force{{AllTenants: true, AllLevels: true, Before: w.now}}}
 	for _, opts := range []*planner.PlanOptions{nil, all} {
@@ -205,7 +212,7 @@ func TestHeldSurvivesChanges(t *testing.T) {
 		plans = append(plans, pl)
 	}
 	require.Equal(t, []string{"A", "B", "A"}, []string{plans[0].Tenant, plans[1].Tenant, plans[2].Tenant})
-	w.held.SetHold("A", true, w.held.HeldLevels("A"))
+	w.held.SetHold("A", true, levelsHeld(w.held, "A"))
 	w.check("A")
 
 	w.now += int64(time.Second)
@@ -234,9 +241,9 @@ func TestHeldSurvivesChanges(t *testing.T) {
 	cfg.Levels[1].MaxAge = time.Second
 	w.both(func(p *planner.Planner) { require.NoError(t, p.SetConfig(cfg)) })
 	w.check("A")
-	require.True(t, w.held.Held("A"))
+	require.True(t, allHeld(w.held, "A"))
 
-	w.held.SetHold("A", false, w.held.HeldLevels("A"))
+	w.held.SetHold("A", false, levelsHeld(w.held, "A"))
 	later := w.now + int64(24*time.Hour)
 	require.Equal(t, drain(t, w.free.View(), later, nil), drain(t, w.held.View(), later, nil))
 	got := drain(t, w.held.View(), later, nil)
@@ -262,7 +269,7 @@ func TestRestoreThenSetHold(t *testing.T) {
 		require.True(t, ok)
 	}
 	for _, tn := range []string{"B", "D", ""} {
-		f.p.SetHold(tn, true, f.p.HeldLevels(tn))
+		f.p.SetHold(tn, true, levelsHeld(f.p, tn))
 	}
 	heldQueued := func(p *planner.Planner) (n int) {
 		for _, ts := range p.Tenants(0) {
@@ -277,10 +284,10 @@ func TestRestoreThenSetHold(t *testing.T) {
 	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
 	require.NoError(t, err)
 	for _, tn := range []string{"", "A", "B", "C", "D"} {
-		require.False(t, r.Held(tn))
+		require.False(t, allHeld(r, tn))
 	}
 	for _, tn := range []string{"B", "D", ""} {
-		r.SetHold(tn, true, r.HeldLevels(tn))
+		r.SetHold(tn, true, levelsHeld(r, tn))
 	}
 
 	entry := f.index
@@ -288,8 +295,8 @@ func TestRestoreThenSetHold(t *testing.T) {
 	for step := range 40 {
 		now := f.now + int64(step)*int64(20*time.Minute)
 		if step == 20 {
-			f.p.SetHold("B", false, f.p.HeldLevels("B"))
-			r.SetHold("B", false, r.HeldLevels("B"))
+			f.p.SetHold("B", false, levelsHeld(f.p, "B"))
+			r.SetHold("B", false, levelsHeld(r, "B"))
 		}
 		for {
 			a, okA := f.p.View().Next(now, nil)
@@ -307,8 +314,8 @@ func TestRestoreThenSetHold(t *testing.T) {
 			polls++
 		}
 		var sa, sb bytes.Buffer
-		require.NoError(t, f.p.Snapshot(&sa))
-		require.NoError(t, r.Snapshot(&sb))
+		require.NoError(t, f.p.View().Snapshot(&sa))
+		require.NoError(t, r.View().Snapshot(&sb))
 		require.Equal(t, sa.Bytes(), sb.Bytes())
 	}
 	require.Positive(t, polls)
@@ -320,6 +327,18 @@ func TestRestoreThenSetHold(t *testing.T) {
 // each view plans exactly what a twin view opened at the same moment
 // planned before anything changed (run with -race).
 func TestHeldConcurrentWithViews(t *testing.T) {
+	concurrentViews(t, func(f *fixture, tenants []string, i int) {
+		f.p.SetHold(tenants[i%4], i%3 != 2, levelsHeld(f.p, tenants[i%4]))
+	}, func(f *fixture, tenants []string, i int) {
+		f.p.SetHold(tenants[(i+2)%4], false, levelsHeld(f.p, tenants[(i+2)%4]))
+	})
+}
+
+// concurrentViews opens views that plan on other goroutines, forcing
+// every tenant, while the planner changes: before, it enqueues blocks,
+// after, and claims a job; each view must plan exactly what a twin view
+// opened at the same moment planned before anything changed.
+func concurrentViews(t *testing.T, before, after func(f *fixture, tenants []string, i int)) {
 	f := newFixture(t, planner.DefaultConfig())
 	tenants := []string{"A", "B", "C", "D"}
 	for i, tn := range tenants {
@@ -335,20 +354,11 @@ func TestHeldConcurrentWithViews(t *testing.T) {
 		now := f.now
 		want := drain(t, twin, now, force)
 		wg.Go(func() {
-			var got []string
-			for {
-				pl, ok := v.Next(now, force)
-				if !ok {
-					break
-				}
-				got = append(got, fmt.Sprint(pl.Tenant, "/", pl.Shard, "/", pl.Level))
-			}
-			results <- result{got, want}
+			results <- result{drain(t, v, now, force), want}
 		})
-		// Meanwhile: hold and release, enqueue, claim.
-		f.p.SetHold(tenants[i%4], i%3 != 2, f.p.HeldLevels(tenants[i%4]))
+		before(f, tenants, i)
 		f.add(tenants[(i+1)%4], 0, 0, 20)
-		f.p.SetHold(tenants[(i+2)%4], false, f.p.HeldLevels(tenants[(i+2)%4]))
+		after(f, tenants, i)
 		_, ok := f.poll(force)
 		require.True(t, ok)
 	}
@@ -376,8 +386,7 @@ func TestViewRelease(t *testing.T) {
 	f.p.SetHold("B", true, 1<<1) // every level, and level 1 on its own
 	other := f.p.View()
 	v := f.p.View()
-	v.Release("B")
-	v.Release("A") // not held: nothing changes
+	release := &planner.PlanOptions{Release: []string{"B", "A"}} // A is not held: nothing changes
 	without := func(drop ...string) []string {
 		var out []string
 		for _, k := range unheld {
@@ -387,13 +396,23 @@ func TestViewRelease(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, without("B/1/1"), drain(t, v, later, nil), "level 1 of B stays held")
+	require.Equal(t, without("B/1/1"), drain(t, v, later, release), "level 1 of B stays held")
 	require.Equal(t, without("B/0/0", "B/1/1"), drain(t, other, later, nil))
-	require.True(t, f.p.Held("B"), "the planner keeps the hold")
+	require.True(t, allHeld(f.p, "B"), "the planner keeps the hold")
 	require.Equal(t, without("B/0/0", "B/1/1"), drain(t, f.p.View(), later, nil))
 
 	f.p.SetHold("B", true, 0)
-	v = f.p.View()
-	v.Release("B")
-	require.Equal(t, unheld, drain(t, v, later, nil), "released, B plans as if never held")
+	require.Equal(t, unheld, drain(t, f.p.View(), later, &planner.PlanOptions{Release: []string{"B"}}), "released, B plans as if never held")
+}
+
+// allHeld reports whether p holds a tenant at every level.
+func allHeld(p *planner.Planner, tenant string) bool {
+	all, _ := p.Hold(tenant)
+	return all
+}
+
+// levelsHeld returns the levels at which p holds a tenant level by level.
+func levelsHeld(p *planner.Planner, tenant string) uint64 {
+	_, levels := p.Hold(tenant)
+	return levels
 }

@@ -247,7 +247,7 @@ func TestRepeatedArrivalsAreHarmless(t *testing.T) {
 		p.refresh(q, old)
 	}
 	var b strings.Builder
-	require.NoError(t, p.Snapshot(&b))
+	require.NoError(t, p.View().Snapshot(&b))
 	r, err := Restore(strings.NewReader(b.String()))
 	require.NoError(t, err)
 
@@ -298,20 +298,20 @@ func TestLevel0AgingEntries(t *testing.T) {
 		return got
 	}
 	require.Empty(t, entries(), "rank 0: level 0 does not age")
-	p.SetRank("b", 2)
-	p.SetRank("c", 2)
+	require.NoError(t, p.SetTerms("b", &Terms{Rank: 2}))
+	require.NoError(t, p.SetTerms("c", &Terms{Rank: 2}))
 	require.Equal(t, map[string]uint8{"b": 2}, entries())
-	p.SetRank("b", 1)
+	require.NoError(t, p.SetTerms("b", &Terms{Rank: 1}))
 	require.Equal(t, map[string]uint8{"b": 1}, entries())
-	p.SetDefaultRank(1)
+	require.NoError(t, p.SetDefaultTerms(Terms{Rank: 1}))
 	require.Equal(t, map[string]uint8{"a": 1, "b": 1}, entries())
-	p.SetRank("b", 0)
+	require.NoError(t, p.SetTerms("b", &Terms{Rank: 0}))
 	require.Equal(t, map[string]uint8{"a": 1}, entries())
-	p.ClearRank("b")
-	p.SetHold("a", true, p.HeldLevels("a"))
+	require.NoError(t, p.SetTerms("b", nil))
+	p.SetHold("a", true, p.s.holdOf("a").levels)
 	require.Equal(t, map[string]uint8{"b": 1}, entries())
-	p.SetHold("a", false, p.HeldLevels("a"))
-	p.SetRank("a", 2)
+	p.SetHold("a", false, p.s.holdOf("a").levels)
+	require.NoError(t, p.SetTerms("a", &Terms{Rank: 2}))
 	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries())
 	pl, ok := p.View().Next(1, &PlanOptions{Skip: func(tn string, _ uint32) bool { return tn != "b" }})
 	require.True(t, ok)
@@ -323,8 +323,93 @@ func TestLevel0AgingEntries(t *testing.T) {
 	require.Empty(t, entries(), "level 0 does not age")
 	require.NoError(t, p.SetConfig(DefaultConfig()))
 	require.Equal(t, map[string]uint8{"a": 2, "b": 1}, entries())
-	p.SetDefaultRank(0)
-	p.ClearRank("a")
-	p.ClearRank("c")
+	require.NoError(t, p.SetDefaultTerms(Terms{Rank: 0}))
+	require.NoError(t, p.SetTerms("a", nil))
+	require.NoError(t, p.SetTerms("c", nil))
 	require.Empty(t, entries(), "every tenant at rank 0 again")
+}
+
+// TestLazyViews checks the copy-on-write rule (doc.go): a view freezes
+// only the trees it reads, views opened while a tree does not change
+// share one frozen tree, a closed view costs the planner no copy, and an
+// open one keeps what it was opened on whatever the planner does next.
+func TestLazyViews(t *testing.T) {
+	p, err := New(DefaultConfig())
+	require.NoError(t, err)
+	idx := uint64(0)
+	add := func(tenant string, n int) {
+		t.Helper()
+		for range n {
+			idx++
+			ok, err := p.Enqueue(ck.Entry{Index: idx, Time: 1}, &ck.BlockMeta{ID: fmt.Sprintf("%s-%04d", tenant, idx), Tenant: tenant})
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	snapshot := func(v *View) string {
+		t.Helper()
+		var b strings.Builder
+		require.NoError(t, v.Snapshot(&b))
+		return b.String()
+	}
+	add("a", 30)
+
+	// Closed before reading anything: the planner changes in place.
+	gen := p.gen
+	v := p.View()
+	w := p.View()
+	require.Same(t, v.s.keys.f, w.s.keys.f, "views opened on an unchanged tree share its frozen")
+	require.Nil(t, v.s.keys.BTreeG, "not read yet")
+	v.Close()
+	v.Close() // idempotent
+	w.Close()
+	add("a", 1)
+	require.Equal(t, gen, p.gen, "no view read the queues: none is copied")
+	require.Nil(t, p.s.keys.f, "settled")
+
+	// Planning reads the indexes and the queues, not the claims.
+	v = p.View()
+	before := snapshot(p.View())
+	pl, ok := v.Next(1, nil)
+	require.True(t, ok)
+	require.NotNil(t, v.s.keys.BTreeG)
+	require.NotNil(t, v.s.full.BTreeG)
+	require.Nil(t, v.s.claims.BTreeG, "planning does not read the claims")
+	require.NoError(t, p.Claim(ck.Entry{Index: idx + 1, Time: 1}, &pl))
+	idx++
+	require.Equal(t, gen+1, p.gen, "the view read the queues: the planner copies them")
+	add("b", 25)
+	require.Equal(t, before, snapshot(v), "the view keeps the state it was opened on")
+	v.Close()
+
+	// A view's Release writes to a clone of its own, not to the frozen
+	// tree other views share.
+	p.SetHold("b", true, 0)
+	v, w = p.View(), p.View()
+	var got []string
+	for {
+		pl, ok := v.Next(1, &PlanOptions{Release: []string{"b"}})
+		if !ok {
+			break
+		}
+		got = append(got, pl.Tenant)
+	}
+	require.Contains(t, got, "b")
+	for {
+		pl, ok := w.Next(1, nil)
+		if !ok {
+			break
+		}
+		require.NotEqual(t, "b", pl.Tenant, "held in the other view")
+	}
+	require.True(t, p.s.isHeld("b", 0))
+	require.Panics(t, func() { v.Close(); v.Next(1, nil) }, "a closed view must not be used")
+}
+
+// TestForceValidate: the entries planning ignores.
+func TestForceValidate(t *testing.T) {
+	require.ErrorIs(t, (&Force{Tenant: "A", AllTenants: true}).Validate(), errInvalidForce)
+	require.ErrorIs(t, (&Force{Tenant: "bad\x01"}).Validate(), ident.ErrInvalidID)
+	require.NoError(t, (&Force{AllTenants: true}).Validate())
+	require.NoError(t, (&Force{Tenant: "A", Level: 3}).Validate())
 }

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/google/btree"
-
 	"github.com/compactkit/compactkit/policy"
 )
 
-// tenantLevels is a tenant's own batching (see Planner.SetLevels): the
+// tenantLevels is a tenant's own batching (see Terms): the
 // overrides as given, and the level policies they give under the current
 // configuration (nil when they change nothing).
 type tenantLevels struct {
@@ -19,7 +17,7 @@ type tenantLevels struct {
 }
 
 // CheckLevels reports whether level overrides are within the planner's
-// bounds: valid (as in [policy.Tenant.Validate]), below [MaxLevels], with at most [MaxBlocksPerJob] blocks. The
+// bounds: valid (as in [policy.Tenant.Validate]), below 64, with at most 4096 blocks. The
 // error wraps [ErrInvalidConfig]. A state machine checks a command's
 // overrides with it before it applies them; overrides of levels at or
 // beyond the final level pass (they have no effect).
@@ -29,10 +27,10 @@ func CheckLevels(over []policy.Level) error {
 	}
 	for _, l := range over {
 		switch {
-		case l.Level >= MaxLevels:
-			return fmt.Errorf("planner: level override of level %d, at most %d: %w", l.Level, MaxLevels-1, ErrInvalidConfig)
-		case l.MaxBlocks > MaxBlocksPerJob:
-			return fmt.Errorf("planner: level %d: max blocks %d, at most %d: %w", l.Level, l.MaxBlocks, MaxBlocksPerJob, ErrInvalidConfig)
+		case l.Level >= maxLevels:
+			return fmt.Errorf("planner: level override of level %d, at most %d: %w", l.Level, maxLevels-1, ErrInvalidConfig)
+		case l.MaxBlocks > maxBlocksPerJob:
+			return fmt.Errorf("planner: level %d: max blocks %d, at most %d: %w", l.Level, l.MaxBlocks, maxBlocksPerJob, ErrInvalidConfig)
 		}
 	}
 	return nil
@@ -68,83 +66,46 @@ func overridden(cfg *Config, over []policy.Level) []LevelConfig {
 	return out
 }
 
-// SetLevels gives a tenant its own batching: the overrides replace, for
-// the tenant's blocks, fields of the configured level policies (see
-// [policy.Level]; a zero field keeps the configured value). An empty list
-// gives the tenant the configured batching even while a default is set
-// ([Planner.SetDefaultLevels]). The overrides hold across [Planner.SetConfig]:
-// they apply to the new configuration's levels, and those of levels at or
-// beyond its final level have no effect.
-//
-// The tenant's queued blocks are batched again under its new policies:
-// its head batches are formed again and re-indexed, as SetConfig does for
-// every key. Keys keep their shape: after a CrossShard override changes,
-// the blocks queued under the former shape stay in their keys and are
-// planned there until drained, while new blocks are queued under the new
-// shape.
-//
-// Like ranks ([Planner.SetRank]) and holds ([Planner.SetHold]), a
-// tenant's batching is derived state: it is not part of snapshots, and
-// [Restore] returns a planner in which every tenant has the configured
-// batching. The state machine keeps the policies and calls SetLevels and
-// SetDefaultLevels again after a restore; a restored planner with the
-// same overrides plans exactly like the original. Views opened before a
-// call keep planning with the batching they were opened with.
-//
-// Overrides outside [CheckLevels]' bounds are refused (ErrInvalidConfig)
-// and nothing changes. The cost is O(k (b + log n)) for a tenant with k
-// keys among n, forming batches of b blocks.
-func (p *Planner) SetLevels(tenant string, over []policy.Level) error {
-	if err := CheckLevels(over); err != nil {
-		return err
+// setOwnLevels gives a tenant its own batching (see [Terms]); the
+// caller checked the overrides.
+func (p *Planner) setOwnLevels(tenant string, over []policy.Level) {
+	if tl, ok := p.s.levels.Get(tenantLevels{tenant: tenant}); ok && slices.Equal(tl.over, over) {
+		return // unchanged: nothing to batch again
 	}
-	if p.s.levels != nil {
-		if tl, ok := p.s.levels.Get(tenantLevels{tenant: tenant}); ok && slices.Equal(tl.over, over) {
-			return nil // unchanged: nothing to batch again
-		}
-	}
-	p.setLevels(tenant, func() {
-		if p.s.levels == nil {
-			p.s.levels = btree.NewG(btreeDegree, func(a, b tenantLevels) bool { return a.tenant < b.tenant })
-		}
+	p.rebatchTenant(tenant, func() {
 		over = slices.Clone(over)
 		tl := tenantLevels{tenant: tenant, over: over, levels: overridden(&p.s.cfg, over)}
-		if old, had := p.s.levels.ReplaceOrInsert(tl); had && old.levels != nil {
+		if old, had := p.s.levels.w(p.s.vmu).ReplaceOrInsert(tl); had && old.levels != nil {
 			p.s.ownLevels--
 		}
 		if tl.levels != nil {
 			p.s.ownLevels++
 		}
 	})
-	return nil
 }
 
-// ClearLevels takes a tenant's own batching away (see [Planner.SetLevels]):
-// it follows the default again ([Planner.SetDefaultLevels]). Clearing a
-// tenant without its own batching changes nothing.
-func (p *Planner) ClearLevels(tenant string) {
-	if p.s.levels == nil || !p.s.levels.Has(tenantLevels{tenant: tenant}) {
+// clearLevels takes a tenant's own batching away: it follows the
+// default again. Clearing a tenant without its own batching changes
+// nothing.
+func (p *Planner) clearLevels(tenant string) {
+	if !p.s.levels.Has(tenantLevels{tenant: tenant}) {
 		return
 	}
-	p.setLevels(tenant, func() {
-		if old, _ := p.s.levels.Delete(tenantLevels{tenant: tenant}); old.levels != nil {
+	p.rebatchTenant(tenant, func() {
+		if old, _ := p.s.levels.w(p.s.vmu).Delete(tenantLevels{tenant: tenant}); old.levels != nil {
 			p.s.ownLevels--
 		}
 	})
 }
 
-// SetDefaultLevels sets the batching of the tenants without their own
-// (see [Planner.SetLevels]); a new or restored planner has none: those
-// tenants have the configured batching. The blocks of every such tenant
-// are batched again: the cost is O(n (b + log n)) for n keys.
-func (p *Planner) SetDefaultLevels(over []policy.Level) error {
-	if err := CheckLevels(over); err != nil {
-		return err
-	}
+// setDefaultLevels sets the batching of the tenants without their own;
+// the caller checked the overrides. The blocks of every such tenant are
+// batched again.
+func (p *Planner) setDefaultLevels(over []policy.Level) {
 	if slices.Equal(p.s.defOver, over) {
-		return nil // unchanged: nothing to batch again
+		return // unchanged: nothing to batch again
 	}
-	own := func(tenant string) bool { return p.s.levels != nil && p.s.levels.Has(tenantLevels{tenant: tenant}) }
+	own := func(tenant string) bool { return p.s.levels.Has(tenantLevels{tenant: tenant}) }
 	var qs []*queue
 	p.s.keys.Ascend(func(q *queue) bool {
 		if !own(q.k.tenant) {
@@ -158,22 +119,7 @@ func (p *Planner) SetDefaultLevels(over []policy.Level) error {
 	p.s.defOver = slices.Clone(over)
 	p.s.defLevels = overridden(&p.s.cfg, over)
 	p.rebatch(qs)
-	return nil
 }
-
-// Levels returns a tenant's own level overrides and whether it has its
-// own (see [Planner.SetLevels]).
-func (p *Planner) Levels(tenant string) ([]policy.Level, bool) {
-	if p.s.levels == nil {
-		return nil, false
-	}
-	tl, ok := p.s.levels.Get(tenantLevels{tenant: tenant})
-	return slices.Clone(tl.over), ok
-}
-
-// DefaultLevels returns the level overrides of the tenants without their
-// own (see [Planner.SetDefaultLevels]).
-func (p *Planner) DefaultLevels() []policy.Level { return slices.Clone(p.s.defOver) }
 
 // LevelConfig returns the level policy the tenant's blocks of a level
 // below the final level are batched under: the configured one, or the
@@ -185,10 +131,10 @@ func (p *Planner) LevelConfig(tenant string, level uint32) (LevelConfig, bool) {
 	return *p.s.levelOf(tenant, level), true
 }
 
-// setLevels changes a tenant's batching with change and batches its keys
+// rebatchTenant changes a tenant's batching with change and batches its keys
 // again: their index entries are removed under the former policies and
 // added under the new ones.
-func (p *Planner) setLevels(tenant string, change func()) {
+func (p *Planner) rebatchTenant(tenant string, change func()) {
 	var qs []*queue
 	p.s.eachKey(tenant, func(q *queue) {
 		p.s.indexHead(q.k, &q.head, false)
@@ -212,7 +158,7 @@ func (p *Planner) rebatch(qs []*queue) {
 // current configuration (SetConfig calls it).
 func (s *state) reconfigureLevels() {
 	s.defLevels = overridden(&s.cfg, s.defOver)
-	if s.levels == nil || s.levels.Len() == 0 {
+	if s.levels.Len() == 0 {
 		return
 	}
 	var all []tenantLevels
@@ -223,7 +169,7 @@ func (s *state) reconfigureLevels() {
 	s.ownLevels = 0
 	for _, tl := range all {
 		tl.levels = overridden(&s.cfg, tl.over)
-		s.levels.ReplaceOrInsert(tl)
+		s.levels.w(s.vmu).ReplaceOrInsert(tl)
 		if tl.levels != nil {
 			s.ownLevels++
 		}
@@ -237,7 +183,7 @@ func (s *state) levelOf(tenant string, l uint32) *LevelConfig {
 	if s.ownLevels == 0 && s.defLevels == nil {
 		return &s.cfg.Levels[l] // no tenant's batching differs
 	}
-	if s.levels != nil && s.levels.Len() > 0 {
+	if s.levels.Len() > 0 {
 		if tl, ok := s.levels.Get(tenantLevels{tenant: tenant}); ok {
 			if tl.levels != nil {
 				return &tl.levels[l]

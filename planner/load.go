@@ -10,56 +10,46 @@ type Load struct {
 	Blocks       int64
 	Debt         int64
 	ReadyBatches int64
+	// Shards lists the shards with queued blocks among those the backlog
+	// covers, in order (in the order asked, when asked for shards; the
+	// keys of levels compacted across shards are the shard
+	// compactkit.AnyShard).
+	Shards []uint32
 }
 
-// TenantLoad returns the backlog of one tenant, over its levels and
-// shards, at log time now (or the planner's own time, if later). Its cost
-// is linear in the tenant's keys, not in its blocks: the state machine
-// calls it when a tenant's queue changes to grade its backpressure.
-func (p *Planner) TenantLoad(tenant string, now int64) Load {
+// Load returns the backlog of a tenant at log time now (or the planner's
+// own time, if later): over its levels and shards, or, with shards, over
+// the keys of those shards (the keys of levels compacted across shards
+// are the shard compactkit.AnyShard). Its cost is linear in the tenant's
+// keys, not in its blocks, and logarithmic in the keys plus the shard's
+// levels for one shard: the state machine calls it when a tenant's queue
+// changes to grade its backpressure.
+func (p *Planner) Load(tenant string, now int64, shards ...uint32) Load {
 	clock := max(now, p.s.clock)
 	nowSec := clock / int64(time.Second)
 	var l Load
-	p.s.eachKey(tenant, func(q *queue) {
-		l.Blocks += int64(q.n)
-		l.Debt += int64(q.n)*nowSec - q.sumSec
-		l.ReadyBatches += int64(p.s.readyBatches(q, clock))
-	})
-	return l
-}
-
-// ShardLoad returns the backlog of one shard of a tenant, over its
-// levels, at log time now (or the planner's own time, if later): the keys
-// of that shard (the keys of levels compacted across shards are the shard
-// compactkit.AnyShard). Its cost is logarithmic in the keys plus the
-// shard's levels.
-func (p *Planner) ShardLoad(tenant string, shard uint32, now int64) Load {
-	clock := max(now, p.s.clock)
-	nowSec := clock / int64(time.Second)
-	var l Load
-	p.s.keys.AscendGreaterOrEqual(&queue{k: key{tenant: tenant, shard: shard}}, func(q *queue) bool {
-		if q.k.tenant != tenant || q.k.shard != shard {
-			return false
+	add := func(q *queue) {
+		if n := len(l.Shards); n == 0 || l.Shards[n-1] != q.k.shard {
+			l.Shards = append(l.Shards, q.k.shard)
 		}
 		l.Blocks += int64(q.n)
 		l.Debt += int64(q.n)*nowSec - q.sumSec
 		l.ReadyBatches += int64(p.s.readyBatches(q, clock))
-		return true
-	})
+	}
+	if len(shards) == 0 {
+		p.s.eachKey(tenant, add)
+		return l
+	}
+	for _, shard := range shards {
+		p.s.keys.AscendGreaterOrEqual(&queue{k: key{tenant: tenant, shard: shard}}, func(q *queue) bool {
+			if q.k.tenant != tenant || q.k.shard != shard {
+				return false
+			}
+			add(q)
+			return true
+		})
+	}
 	return l
-}
-
-// Shards returns the shards of a tenant with queued blocks, in order (the
-// keys of levels compacted across shards are the shard
-// compactkit.AnyShard). Its cost is linear in the tenant's keys.
-func (p *Planner) Shards(tenant string) []uint32 {
-	var out []uint32
-	p.s.eachKey(tenant, func(q *queue) {
-		if n := len(out); n == 0 || out[n-1] != q.k.shard {
-			out = append(out, q.k.shard)
-		}
-	})
-	return out
 }
 
 // Queued reports whether a block that arrived at or before log time

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"slices"
 
-	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/ident"
+
+	ck "github.com/compactkit/compactkit"
 )
 
 // Mark takes queued blocks out of compaction at an operator's request ("do
 // not compact"): each is quarantined, at the entry's time, with the reason
-// (clipped to [MaxReasonLen] bytes) and no job, and stays there, listed by
+// (clipped to 1024 bytes) and no job, and stays there, listed by
 // [Planner.Quarantined], until an operator re-queues it ([Planner.Requeue])
 // or retention drops it. It returns the number of blocks marked; blocks
 // already quarantined, marked or not, are left as they are, so marking
@@ -21,10 +22,10 @@ import (
 // does (the cost is linear in the queue length of each key concerned).
 //
 // Nothing changes, and the error says why, when a block is claimed by a
-// job (wrapping [ErrClaimed], naming the job: cancel it or let it end
-// first), lies at or beyond the final level (never compacted, nothing to
-// mark: [ErrFinalLevel]), or is held nowhere (compactkit.ErrInvalid),
-// or when an entry or ID is malformed.
+// job (the error names the job: cancel it or let it end first), lies at or
+// beyond the final level (never compacted, nothing to mark), or is held
+// nowhere (compactkit.ErrInvalid), or when an entry or ID is
+// malformed.
 func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, error) {
 	if err := e.Validate(); err != nil {
 		return 0, fmt.Errorf("planner: mark: %w", err)
@@ -40,7 +41,7 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 		}
 		if b.Level >= p.s.cfg.FinalLevel {
 			return 0, fmt.Errorf("planner: mark %s: level %d is at or beyond the final level %d, never compacted: %w",
-				b.ID, b.Level, p.s.cfg.FinalLevel, ErrFinalLevel)
+				b.ID, b.Level, p.s.cfg.FinalLevel, errFinalLevel)
 		}
 		if _, dup := wanted[b.ID]; dup || p.s.quar.Has(&quarEnt{it: item{id: b.ID}}) {
 			continue
@@ -80,7 +81,7 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 			c, _ := p.s.getClaim(r.name)
 			for _, it := range c.items {
 				if _, ok := ids[it.id]; ok {
-					err = fmt.Errorf("planner: mark %s: %w by job %s", it.id, ErrClaimed, r.name)
+					err = fmt.Errorf("planner: mark %s: %w by job %s", it.id, errClaimed, r.name)
 					return false
 				}
 			}
@@ -117,7 +118,7 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 		removed := q.remove(ids)
 		p.refresh(q, old)
 		for _, it := range removed {
-			p.s.quar.ReplaceOrInsert(&quarEnt{it: it, k: k, reason: reason, since: p.s.clock})
+			p.s.quar.w(p.s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, reason: reason, since: p.s.clock})
 			wanted[it.id] = false // found under one key only
 		}
 		p.s.counters.QuarantinedBlocks += uint64(len(removed))

@@ -324,7 +324,7 @@ func (h *harness) nextEntry(t int64) ck.Entry {
 
 func snap(t require.TestingT, p *Planner) []byte {
 	var b bytes.Buffer
-	require.NoError(t, p.Snapshot(&b))
+	require.NoError(t, p.View().Snapshot(&b))
 	return b.Bytes()
 }
 
@@ -383,8 +383,7 @@ func TestPlannerModel(t *testing.T) {
 			"setConfig":  h.setConfig,
 			"restore":    h.restore,
 			"setHeld":    h.setHeld,
-			"setRank":    h.setRank,
-			"setLevels":  h.setLevels,
+			"setTerms":   h.setTerms,
 		})
 	})
 }
@@ -526,11 +525,8 @@ func (h *harness) plan(t *rapid.T) {
 		if rapid.IntRange(0, 5).Draw(t, "holdMidView") == 0 {
 			h.setHeld(t) // views opened before plan with the former held set
 		}
-		if rapid.IntRange(0, 5).Draw(t, "rankMidView") == 0 {
-			h.setRank(t) // and the former ranks
-		}
-		if rapid.IntRange(0, 5).Draw(t, "levelsMidView") == 0 {
-			h.setLevels(t) // and the former batching
+		if rapid.IntRange(0, 5).Draw(t, "termsMidView") == 0 {
+			h.setTerms(t) // and the former ranks and batching
 		}
 		mp, ok := want.plan(off, cursor, hasCursor, now, skip, held, ranks, levels, force)
 		var got []ck.JobPlan
@@ -656,7 +652,7 @@ func (h *harness) pickJob(t *rapid.T) string {
 func (h *harness) complete(t *rapid.T) {
 	if rapid.IntRange(0, 5).Draw(t, "unknown") == 0 {
 		for _, p := range h.planners() {
-			require.ErrorIs(t, p.Complete("nope"), ErrUnknownJob)
+			require.ErrorIs(t, p.Complete("nope"), errUnknownJob)
 		}
 		return
 	}
@@ -680,7 +676,7 @@ func (h *harness) returnJob(t *rapid.T) {
 	}
 	if rapid.IntRange(0, 6).Draw(t, "badKeep") == 0 {
 		before := snap(t, h.p)
-		require.ErrorIs(t, h.p.Return(job, append(slices.Clone(keep), "not-a-source")), ErrNotSource)
+		require.ErrorIs(t, h.p.Return(job, append(slices.Clone(keep), "not-a-source")), errNotSource)
 		require.Equal(t, before, snap(t, h.p))
 	}
 	for _, p := range h.planners() {
@@ -848,31 +844,23 @@ func (h *harness) restore(t *rapid.T) {
 	require.Equal(t, b, snap(t, r), "a restored planner re-snapshots differently")
 	// Holds are not in snapshots: the state machine re-installs them.
 	for _, tn := range mTenants {
-		require.False(t, r.Held(tn))
-		require.Zero(t, r.HeldLevels(tn))
+		require.False(t, r.s.holdOf(tn).all)
+		require.Zero(t, r.s.holdOf(tn).levels)
 	}
 	for _, tn := range slices.Sorted(maps.Keys(h.m.held.all)) {
-		r.SetHold(tn, true, r.HeldLevels(tn))
+		r.SetHold(tn, true, r.s.holdOf(tn).levels)
 	}
 	for _, tn := range slices.Sorted(maps.Keys(h.m.held.lv)) {
-		r.SetHold(tn, r.Held(tn), h.m.held.lv[tn])
+		r.SetHold(tn, r.s.holdOf(tn).all, h.m.held.lv[tn])
 	}
-	// So are ranks.
+	// So are terms: ranks and batching.
 	for _, tn := range mTenants {
-		require.Zero(t, r.Rank(tn))
+		require.Zero(t, r.s.rankOf(tn))
+		require.False(t, r.s.levels.Has(tenantLevels{tenant: tn}))
 	}
-	r.SetDefaultRank(h.m.ranks.def)
+	require.NoError(t, r.SetDefaultTerms(Terms{Rank: h.m.ranks.def, Levels: h.m.levels.def}))
 	for _, tn := range slices.Sorted(maps.Keys(h.m.ranks.own)) {
-		r.SetRank(tn, h.m.ranks.own[tn])
-	}
-	// And batching.
-	for _, tn := range mTenants {
-		_, own := r.Levels(tn)
-		require.False(t, own)
-	}
-	require.NoError(t, r.SetDefaultLevels(h.m.levels.def))
-	for _, tn := range slices.Sorted(maps.Keys(h.m.levels.own)) {
-		require.NoError(t, r.SetLevels(tn, h.m.levels.own[tn]))
+		require.NoError(t, r.SetTerms(tn, &Terms{Rank: h.m.ranks.own[tn], Levels: h.m.levels.own[tn]}))
 	}
 	if h.twin == nil || rapid.Bool().Draw(t, "newTwin") {
 		h.twin = r
@@ -904,23 +892,23 @@ func (h *harness) setHeld(t *rapid.T) {
 	case 0:
 		levels := rapid.Uint64Range(0, 7).Draw(t, "levels")
 		for _, p := range h.planners() {
-			p.SetHold(tenant, p.Held(tenant), levels)
-			require.Equal(t, levels, p.HeldLevels(tenant))
+			p.SetHold(tenant, p.s.holdOf(tenant).all, levels)
+			require.Equal(t, levels, p.s.holdOf(tenant).levels)
 		}
 		setLevels(levels)
 	case 1:
 		held := rapid.Bool().Draw(t, "held")
 		for _, p := range h.planners() {
-			p.SetHold(tenant, held, p.HeldLevels(tenant))
-			require.Equal(t, held, p.Held(tenant))
+			p.SetHold(tenant, held, p.s.holdOf(tenant).levels)
+			require.Equal(t, held, p.s.holdOf(tenant).all)
 		}
 		setAll(held)
 	default:
 		held, levels := rapid.Bool().Draw(t, "held"), rapid.Uint64Range(0, 7).Draw(t, "levels")
 		for _, p := range h.planners() {
 			p.SetHold(tenant, held, levels)
-			require.Equal(t, held, p.Held(tenant))
-			require.Equal(t, levels, p.HeldLevels(tenant))
+			require.Equal(t, held, p.s.holdOf(tenant).all)
+			require.Equal(t, levels, p.s.holdOf(tenant).levels)
 		}
 		setAll(held)
 		setLevels(levels)
@@ -941,35 +929,46 @@ func (m mHolds) at(tenant string, level uint32) bool {
 
 func (m mHolds) clone() mHolds { return mHolds{all: maps.Clone(m.all), lv: maps.Clone(m.lv)} }
 
-// setRank gives a tenant its own rank, takes it away, or sets the
-// default rank, before or after holding it (a tenant without blocks,
-// sometimes).
-func (h *harness) setRank(t *rapid.T) {
-	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "rankTenant")
+// setTerms gives a tenant terms of its own (a rank and batching), takes
+// them away, or sets the default terms, before or after holding it (a
+// tenant without blocks, sometimes), and checks that bad overrides are
+// refused and change nothing.
+func (h *harness) setTerms(t *rapid.T) {
+	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "termsTenant")
 	rank := uint8(rapid.IntRange(0, 3).Draw(t, "rank"))
+	over := genLevels(t)
 	before := snap(t, h.p)
-	switch rapid.IntRange(0, 3).Draw(t, "rankOp") {
+	switch rapid.IntRange(0, 3).Draw(t, "termsOp") {
 	case 0:
 		for _, p := range h.planners() {
-			p.SetDefaultRank(rank)
-			require.Equal(t, rank, p.DefaultRank())
+			require.NoError(t, p.SetDefaultTerms(Terms{Rank: rank, Levels: over}))
+			require.Equal(t, rank, p.s.defRank)
 		}
 		h.m.ranks.def = rank
+		h.m.levels.def = over
 	case 1:
 		for _, p := range h.planners() {
-			p.ClearRank(tenant)
+			require.NoError(t, p.SetTerms(tenant, nil))
 		}
 		delete(h.m.ranks.own, tenant)
+		delete(h.m.levels.own, tenant)
 	default:
 		for _, p := range h.planners() {
-			p.SetRank(tenant, rank)
+			require.NoError(t, p.SetTerms(tenant, &Terms{Rank: rank, Levels: over}))
 		}
 		h.m.ranks.own[tenant] = rank
+		h.m.levels.own[tenant] = over
 	}
 	for _, p := range h.planners() {
-		require.Equal(t, h.m.ranks.of(tenant), p.Rank(tenant))
+		require.Equal(t, h.m.ranks.of(tenant), p.s.rankOf(tenant))
 	}
-	require.Equal(t, before, snap(t, h.p), "a rank changed the snapshot")
+	bad := []policy.Level{{Level: 1, MaxBlocks: maxBlocksPerJob + 1}}
+	if rapid.Bool().Draw(t, "badOrder") {
+		bad = []policy.Level{{Level: 2, MaxBlocks: 1}, {Level: 1, MaxBlocks: 1}}
+	}
+	require.ErrorIs(t, h.p.SetTerms(tenant, &Terms{Rank: rank + 1, Levels: bad}), ErrInvalidConfig)
+	require.ErrorIs(t, h.p.SetDefaultTerms(Terms{Rank: rank + 1, Levels: bad}), ErrInvalidConfig)
+	require.Equal(t, before, snap(t, h.p), "terms changed the snapshot")
 }
 
 // genLevels draws level overrides: some levels (some beyond the final
@@ -994,39 +993,6 @@ func genLevels(t *rapid.T) []policy.Level {
 	return out
 }
 
-// setLevels gives a tenant its own batching, takes it away, or sets the
-// default batching (a tenant without blocks, sometimes; held, sometimes),
-// and checks that bad overrides are refused and change nothing.
-func (h *harness) setLevels(t *rapid.T) {
-	tenant := rapid.SampledFrom(append([]string{"none"}, mTenants...)).Draw(t, "levelsTenant")
-	over := genLevels(t)
-	before := snap(t, h.p)
-	switch rapid.IntRange(0, 3).Draw(t, "levelsOp") {
-	case 0:
-		for _, p := range h.planners() {
-			require.NoError(t, p.SetDefaultLevels(over))
-		}
-		h.m.levels.def = over
-	case 1:
-		for _, p := range h.planners() {
-			p.ClearLevels(tenant)
-		}
-		delete(h.m.levels.own, tenant)
-	default:
-		for _, p := range h.planners() {
-			require.NoError(t, p.SetLevels(tenant, over))
-		}
-		h.m.levels.own[tenant] = over
-	}
-	bad := []policy.Level{{Level: 1, MaxBlocks: MaxBlocksPerJob + 1}}
-	if rapid.Bool().Draw(t, "badOrder") {
-		bad = []policy.Level{{Level: 2, MaxBlocks: 1}, {Level: 1, MaxBlocks: 1}}
-	}
-	require.ErrorIs(t, h.p.SetLevels(tenant, bad), ErrInvalidConfig)
-	require.ErrorIs(t, h.p.SetDefaultLevels(bad), ErrInvalidConfig)
-	require.Equal(t, before, snap(t, h.p), "batching changed the snapshot")
-}
-
 // check compares every planner with the model, and the planners'
 // internals with their invariants.
 func (h *harness) check(t *rapid.T) {
@@ -1049,10 +1015,11 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	require.Equal(t, m.cursor, s.cursor)
 	require.Equal(t, m.missed, s.counters.MissedRemovals)
 	for _, tn := range append([]string{"none"}, mTenants...) {
-		require.Equal(t, m.held.all[tn], p.Held(tn), "held %q", tn)
-		require.Equal(t, m.held.lv[tn], p.HeldLevels(tn), "held levels of %q", tn)
-		require.Equal(t, m.ranks.of(tn), p.Rank(tn), "rank %q", tn)
-		over, own := p.Levels(tn)
+		require.Equal(t, m.held.all[tn], p.s.holdOf(tn).all, "held %q", tn)
+		require.Equal(t, m.held.lv[tn], p.s.holdOf(tn).levels, "held levels of %q", tn)
+		require.Equal(t, m.ranks.of(tn), p.s.rankOf(tn), "rank %q", tn)
+		tl, own := p.s.levels.Get(tenantLevels{tenant: tn})
+		over := tl.over
 		want, wantOwn := m.levels.own[tn]
 		require.Equal(t, wantOwn, own, "own batching of %q", tn)
 		require.Equal(t, len(want), len(over), "overrides of %q", tn)
@@ -1064,14 +1031,12 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	}
 	// The count of tenants whose batching overrides something.
 	own := 0
-	if s.levels != nil {
-		s.levels.Ascend(func(tl tenantLevels) bool {
-			if tl.levels != nil {
-				own++
-			}
-			return true
-		})
-	}
+	s.levels.Ascend(func(tl tenantLevels) bool {
+		if tl.levels != nil {
+			own++
+		}
+		return true
+	})
 	require.Equal(t, own, s.ownLevels, "tenants with overriding batching")
 	// Queues, and their invariants.
 	got := map[key][]mBlock{}

@@ -1,6 +1,10 @@
 package planner
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/google/btree"
+)
 
 // Planner is the queue of blocks awaiting compaction. See the package
 // documentation.
@@ -88,20 +92,32 @@ func (p *Planner) tick(t int64) {
 // own returns a copy of q that the planner may modify, making one if q
 // may be shared with a view.
 func (p *Planner) own(q *queue) *queue {
+	p.wKeys()
 	if q.gen == p.gen {
 		return q
 	}
 	c := *q
 	c.gen = p.gen
 	p.setLookup(&c)
-	p.s.keys.ReplaceOrInsert(&c)
+	p.wKeys().ReplaceOrInsert(&c)
 	return &c
+}
+
+// wKeys returns the tree of queues for writing. Once it has been frozen
+// for a view (lazy.go), its queues are shared with that view: the
+// generation moves on, so that own copies each queue before changing it.
+// A tree no view froze shares no queue, and the generation stays.
+func (p *Planner) wKeys() *btree.BTreeG[*queue] {
+	if p.s.keys.settle(p.s.vmu) {
+		p.gen++
+	}
+	return p.s.keys.BTreeG
 }
 
 func (p *Planner) newQueue(k key) *queue {
 	q := &queue{k: k, gen: p.gen}
 	p.setLookup(q)
-	p.s.keys.ReplaceOrInsert(q)
+	p.wKeys().ReplaceOrInsert(q)
 	return q
 }
 
@@ -112,7 +128,7 @@ func (p *Planner) refresh(q *queue, old batch) {
 	p.s.indexHead(q.k, &old, false)
 	if q.n == 0 {
 		p.dropLookup(q.k)
-		p.s.keys.Delete(q)
+		p.wKeys().Delete(q)
 		return
 	}
 	q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))

@@ -76,7 +76,7 @@ func (f *fixture) poll(opts *planner.PlanOptions) (ck.JobPlan, bool) {
 func (f *fixture) snapshot() []byte {
 	f.t.Helper()
 	var b bytes.Buffer
-	require.NoError(f.t, f.p.Snapshot(&b))
+	require.NoError(f.t, f.p.View().Snapshot(&b))
 	return b.Bytes()
 }
 
@@ -356,7 +356,7 @@ func TestCancelReturnsSources(t *testing.T) {
 	require.NoError(t, f.p.Return(pl.Name, first))
 	_, ok = f.p.Claimed(pl.Name)
 	require.False(t, ok)
-	require.ErrorIs(t, f.p.Return(pl.Name, nil), planner.ErrUnknownJob)
+	require.ErrorContains(t, f.p.Return(pl.Name, nil), "planner: unknown job")
 
 	again, ok := f.poll(nil)
 	require.True(t, ok)
@@ -382,7 +382,7 @@ func TestRefusedCompletionReturnsSurvivors(t *testing.T) {
 	pl, ok := f.poll(nil)
 	require.True(t, ok)
 	survivors := []string{ids[2], ids[7]}
-	require.ErrorIs(t, f.p.Return(pl.Name, []string{ids[2], "other"}), planner.ErrNotSource)
+	require.ErrorContains(t, f.p.Return(pl.Name, []string{ids[2], "other"}), "planner: not a source of the job")
 	require.NoError(t, f.p.Return(pl.Name, survivors))
 	v := f.p.View()
 	got, ok := v.Next(f.now+int64(time.Hour), nil)
@@ -400,7 +400,7 @@ func TestEvictQuarantinesSources(t *testing.T) {
 	later := f.add("t", 5, 0, 20)
 	f.advance(time.Minute)
 	require.NoError(t, f.p.Quarantine(f.entry(), pl.Name, "failed 3 times: corrupt block"))
-	require.ErrorIs(t, f.p.Quarantine(f.entry(), pl.Name, ""), planner.ErrUnknownJob)
+	require.ErrorContains(t, f.p.Quarantine(f.entry(), pl.Name, ""), "planner: unknown job")
 
 	items, next := f.p.Quarantined("", 15)
 	require.Len(t, items, 15)
@@ -743,7 +743,7 @@ func TestSnapshotRestore(t *testing.T) {
 
 	for _, r := range []*planner.Planner{r1, r2} {
 		var b bytes.Buffer
-		require.NoError(t, r.Snapshot(&b))
+		require.NoError(t, r.View().Snapshot(&b))
 		require.Equal(t, snap, b.Bytes())
 		require.Equal(t, f.p.Stats(0), r.Stats(0))
 		claimed, ok := r.Claimed(pl.Name)
@@ -799,7 +799,7 @@ func TestDefaultConfig(t *testing.T) {
 		func(c *planner.Config) { c.FinalLevel = 0 },
 		func(c *planner.Config) { c.Levels = c.Levels[:2] },
 		func(c *planner.Config) { c.Levels[1].MaxBlocks = 0 },
-		func(c *planner.Config) { c.Levels[1].MaxBlocks = planner.MaxBlocksPerJob + 1 },
+		func(c *planner.Config) { c.Levels[1].MaxBlocks = 4097 },
 		func(c *planner.Config) { c.Levels[0].MaxBytes = -1 },
 		func(c *planner.Config) { c.Levels[0].MaxAge = -1 },
 		func(c *planner.Config) { c.Levels[0].MaxSpan = -1 },

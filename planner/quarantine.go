@@ -5,26 +5,23 @@ import (
 	"fmt"
 	"slices"
 
-	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/ident"
-)
 
-// MaxReasonLen bounds the quarantine reason kept per block; longer reasons
-// are truncated at a character boundary.
-const MaxReasonLen = ident.MaxReasonLen
+	ck "github.com/compactkit/compactkit"
+)
 
 // Quarantine ends the claim of an evicted job: its sources leave
 // compaction and are listed for operators (see [Planner.Quarantined]) with
 // the reason, until an operator re-queues them ([Planner.Requeue]) or
-// retention drops them. Reasons longer than [MaxReasonLen] bytes are
-// truncated.
+// retention drops them. Reasons longer than 1024 bytes are
+// truncated at a character boundary.
 func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("planner: quarantine: %w", err)
 	}
 	c, ok := p.s.getClaim(job)
 	if !ok {
-		return fmt.Errorf("planner: quarantine %s: %w", job, ErrUnknownJob)
+		return fmt.Errorf("planner: quarantine %s: %w", job, errUnknownJob)
 	}
 	p.tick(e.Time)
 	reason = ident.ClipReason(reason)
@@ -34,7 +31,7 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 			p.s.counters.Duplicates++
 			continue
 		}
-		p.s.quar.ReplaceOrInsert(qe)
+		p.s.quar.w(p.s.vmu).ReplaceOrInsert(qe)
 		p.s.counters.QuarantinedBlocks++
 	}
 	p.endClaim(c)
@@ -70,7 +67,7 @@ func (p *Planner) Requeue(ids []string) (int, error) {
 		var items []item
 		for ; j < len(found) && found[j].k == found[i].k; j++ {
 			items = append(items, found[j].it)
-			p.s.quar.Delete(found[j])
+			p.s.quar.w(p.s.vmu).Delete(found[j])
 		}
 		p.insert(found[i].k, items)
 		i = j

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,10 +39,10 @@ func TestRankBeforeRotation(t *testing.T) {
 	for _, cursor := range []string{"", "aaa", "api", "batch", "jobs", "web", "zzz"} {
 		t.Run("cursor="+cursor, func(t *testing.T) {
 			f := newFixture(t, planner.DefaultConfig())
-			f.p.SetRank("batch", low)
-			f.p.SetRank("jobs", low)
-			f.p.SetRank("api", medium)
-			f.p.SetRank("web", high)
+			require.NoError(t, f.p.SetTerms("batch", &planner.Terms{Rank: low}))
+			require.NoError(t, f.p.SetTerms("jobs", &planner.Terms{Rank: low}))
+			require.NoError(t, f.p.SetTerms("api", &planner.Terms{Rank: medium}))
+			require.NoError(t, f.p.SetTerms("web", &planner.Terms{Rank: high}))
 			if cursor != "" {
 				f.setCursor(cursor)
 			}
@@ -65,8 +64,8 @@ func TestRankBeforeRotation(t *testing.T) {
 // is still served first.
 func TestRankLevelFirst(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
-	f.p.SetRank("web", high)
-	f.p.SetRank("batch", low)
+	require.NoError(t, f.p.SetTerms("web", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("batch", &planner.Terms{Rank: low}))
 	f.add("web", 0, 1, 10)
 	f.add("batch", 0, 0, 20)
 	f.add("batch", 1, 1, 10)
@@ -82,8 +81,8 @@ func TestRankRotation(t *testing.T) {
 		t.Run("cursor="+cursor, func(t *testing.T) {
 			plain := newFixture(t, planner.DefaultConfig())
 			ranked := newFixture(t, planner.DefaultConfig())
-			ranked.p.SetDefaultRank(medium)
-			ranked.p.SetRank("c", medium)
+			require.NoError(t, ranked.p.SetDefaultTerms(planner.Terms{Rank: medium}))
+			require.NoError(t, ranked.p.SetTerms("c", &planner.Terms{Rank: medium}))
 			for _, f := range []*fixture{plain, ranked} {
 				if cursor != "none" {
 					f.setCursor(cursor)
@@ -102,8 +101,8 @@ func TestRankRotation(t *testing.T) {
 	}
 	// The rotation among the rank-2 tenants, after a rank-0 tenant's turn.
 	f := newFixture(t, planner.DefaultConfig())
-	f.p.SetDefaultRank(low)
-	f.p.SetRank("m", high)
+	require.NoError(t, f.p.SetDefaultTerms(planner.Terms{Rank: low}))
+	require.NoError(t, f.p.SetTerms("m", &planner.Terms{Rank: high}))
 	f.setCursor("e")
 	for _, tn := range []string{"a", "f", "m", "z"} {
 		f.add(tn, 0, 0, 20)
@@ -119,9 +118,9 @@ func TestRankAging(t *testing.T) {
 	for _, aged := range []bool{false, true} {
 		t.Run(fmt.Sprint("aged=", aged), func(t *testing.T) {
 			f := newFixture(t, cfg)
-			f.p.SetRank("web", high)
-			f.p.SetRank("api", medium)
-			f.p.SetRank("batch", low)
+			require.NoError(t, f.p.SetTerms("web", &planner.Terms{Rank: high}))
+			require.NoError(t, f.p.SetTerms("api", &planner.Terms{Rank: medium}))
+			require.NoError(t, f.p.SetTerms("batch", &planner.Terms{Rank: low}))
 			f.add("batch", 0, 1, 20) // two full batches (aging index)
 			f.add("batch", 1, 1, 3)  // partial, ready by age (timed index)
 			f.advance(30 * time.Minute)
@@ -159,13 +158,13 @@ func TestRankViews(t *testing.T) {
 		f.add(tn, 0, 0, 20)
 	}
 	open := f.p.View()
-	f.p.SetRank("c", high)
-	f.p.SetDefaultRank(low)
-	f.p.SetRank("a", medium)
+	require.NoError(t, f.p.SetTerms("c", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetDefaultTerms(planner.Terms{Rank: low}))
+	require.NoError(t, f.p.SetTerms("a", &planner.Terms{Rank: medium}))
 	ranked := f.p.View()
-	f.p.ClearRank("a")
-	f.p.SetRank("b", high)
-	f.p.ClearRank("c")
+	require.NoError(t, f.p.SetTerms("a", nil))
+	require.NoError(t, f.p.SetTerms("b", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("c", nil))
 	require.Equal(t, []string{"a/0/0", "b/0/0", "c/0/0"}, drain(t, open, f.now, nil))
 	require.Equal(t, []string{"c/0/0", "a/0/0", "b/0/0"}, drain(t, ranked, f.now, nil))
 	require.Equal(t, []string{"b/0/0", "c/0/0", "a/0/0"}, drain(t, f.p.View(), f.now, nil))
@@ -175,25 +174,21 @@ func TestRankViews(t *testing.T) {
 		f.add(tn, 1, 0, 3)
 	}
 	open = f.p.View()
-	f.p.SetRank("c", high)
-	f.p.SetRank("a", medium)
+	require.NoError(t, f.p.SetTerms("c", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("a", &planner.Terms{Rank: medium}))
 	ranked = f.p.View()
-	f.p.ClearRank("a")
-	f.p.SetRank("c", low)
+	require.NoError(t, f.p.SetTerms("a", nil))
+	require.NoError(t, f.p.SetTerms("c", &planner.Terms{Rank: low}))
 	all := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
 	require.Equal(t, []string{"b/0/0", "b/1/0", "c/0/0", "a/0/0", "c/1/0", "a/1/0"}, drain(t, open, f.now, all))
 	require.Equal(t, []string{"b/0/0", "c/0/0", "b/1/0", "c/1/0", "a/0/0", "a/1/0"}, drain(t, ranked, f.now, all))
 	require.Equal(t, []string{"b/0/0", "b/1/0", "c/0/0", "a/0/0", "c/1/0", "a/1/0"}, drain(t, f.p.View(), f.now, all))
 
-	require.Equal(t, uint8(low), f.p.DefaultRank())
-	require.Equal(t, uint8(low), f.p.Rank("a"))
-	require.Equal(t, uint8(high), f.p.Rank("b"))
-	require.Equal(t, uint8(low), f.p.Rank("unknown"))
-	f.p.ClearRank("unknown") // nothing to clear
-	f.p.SetDefaultRank(low)  // no change
+	require.NoError(t, f.p.SetTerms("unknown", nil))                  // nothing to clear
+	require.NoError(t, f.p.SetDefaultTerms(planner.Terms{Rank: low})) // no change
 	// b first; then c and a, in turn after b.
 	require.Equal(t, []string{"b/0/0", "c/0/0", "a/0/0"}, drain(t, f.p.View(), f.now, nil))
-	f.p.SetDefaultRank(high)
+	require.NoError(t, f.p.SetDefaultTerms(planner.Terms{Rank: high}))
 	require.Equal(t, []string{"a/0/0", "b/0/0", "c/0/0"}, drain(t, f.p.View(), f.now, nil))
 }
 
@@ -211,22 +206,18 @@ func TestRankNotInSnapshot(t *testing.T) {
 		f.add(tn, 1, 2, 1)
 	}
 	before := f.snapshot()
-	f.p.SetDefaultRank(medium)
-	f.p.SetRank("D", high)
-	f.p.SetRank("", low)
-	f.p.SetRank("A", low)
-	f.p.ClearRank("A")
+	require.NoError(t, f.p.SetDefaultTerms(planner.Terms{Rank: medium}))
+	require.NoError(t, f.p.SetTerms("D", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("", &planner.Terms{Rank: low}))
+	require.NoError(t, f.p.SetTerms("A", &planner.Terms{Rank: low}))
+	require.NoError(t, f.p.SetTerms("A", nil))
 	require.Equal(t, before, f.snapshot(), "ranks are not replicated state of the snapshot")
 
 	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
 	require.NoError(t, err)
-	for _, tn := range tenants {
-		require.Zero(t, r.Rank(tn))
-	}
-	require.Zero(t, r.DefaultRank())
-	r.SetRank("D", high)
-	r.SetRank("", low)
-	r.SetDefaultRank(medium)
+	require.NoError(t, r.SetTerms("D", &planner.Terms{Rank: high}))
+	require.NoError(t, r.SetTerms("", &planner.Terms{Rank: low}))
+	require.NoError(t, r.SetDefaultTerms(planner.Terms{Rank: medium}))
 
 	entry := f.index
 	var order []string
@@ -234,8 +225,8 @@ func TestRankNotInSnapshot(t *testing.T) {
 		now := f.now + int64(step)*int64(20*time.Minute)
 		if step == 20 {
 			for _, p := range []*planner.Planner{f.p, r} {
-				p.SetRank("B", high)
-				p.SetDefaultRank(low)
+				require.NoError(t, p.SetTerms("B", &planner.Terms{Rank: high}))
+				require.NoError(t, p.SetDefaultTerms(planner.Terms{Rank: low}))
 			}
 		}
 		if step%5 == 0 {
@@ -268,8 +259,8 @@ func TestRankNotInSnapshot(t *testing.T) {
 		}
 		f.index = entry
 		var sa, sb bytes.Buffer
-		require.NoError(t, f.p.Snapshot(&sa))
-		require.NoError(t, r.Snapshot(&sb))
+		require.NoError(t, f.p.View().Snapshot(&sa))
+		require.NoError(t, r.View().Snapshot(&sb))
 		require.Equal(t, sa.Bytes(), sb.Bytes())
 	}
 	require.Greater(t, len(order), 20)
@@ -297,7 +288,7 @@ func (w *rankTwins) check() {
 	r, err := planner.Restore(bytes.NewReader(w.snapshot()))
 	require.NoError(w.t, err)
 	for tn, rk := range w.ranks {
-		r.SetRank(tn, rk)
+		require.NoError(w.t, r.SetTerms(tn, &planner.Terms{Rank: rk}))
 	}
 	later := w.now + int64(24*time.Hour)
 	all := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: w.now})
@@ -317,7 +308,7 @@ func TestRankSurvivesChanges(t *testing.T) {
 	cfg.Levels[0].MaxBlocks = 4
 	w := &rankTwins{fixture: newFixture(t, cfg), ranks: map[string]uint8{"H": high, "M": medium, "L": low}}
 	for tn, rk := range w.ranks {
-		w.p.SetRank(tn, rk)
+		require.NoError(t, w.p.SetTerms(tn, &planner.Terms{Rank: rk}))
 	}
 	w.add("L", 0, 0, 10)
 	w.add("M", 0, 0, 4)
@@ -359,17 +350,16 @@ func TestRankSurvivesChanges(t *testing.T) {
 	require.NoError(t, w.p.SetConfig(cfg))
 	w.check()
 	// Held and released: its entries come back at its rank.
-	w.p.SetHold("H", true, w.p.HeldLevels("H"))
-	w.p.SetRank("H", high) // no change while held
-	w.p.SetHold("H", false, w.p.HeldLevels("H"))
+	w.p.SetHold("H", true, levelsHeld(w.p, "H"))
+	require.NoError(t, w.p.SetTerms("H", &planner.Terms{Rank: high})) // no change while held
+	w.p.SetHold("H", false, levelsHeld(w.p, "H"))
 	w.check()
 	// Ranked while held.
-	w.p.SetHold("L", true, w.p.HeldLevels("L"))
-	w.p.SetRank("L", medium)
-	w.p.SetHold("L", false, w.p.HeldLevels("L"))
+	w.p.SetHold("L", true, levelsHeld(w.p, "L"))
+	require.NoError(t, w.p.SetTerms("L", &planner.Terms{Rank: medium}))
+	w.p.SetHold("L", false, levelsHeld(w.p, "L"))
 	w.ranks["L"] = medium
 	w.check()
-	require.Equal(t, uint8(high), w.p.Rank("H"))
 }
 
 // TestRankForceSkipHeld: forced batches compete by rank at their level;
@@ -377,9 +367,9 @@ func TestRankSurvivesChanges(t *testing.T) {
 // a High tenant's level leaves its other levels alone.
 func TestRankForceSkipHeld(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
-	f.p.SetRank("web", high)
-	f.p.SetRank("api", medium)
-	f.p.SetRank("batch", low)
+	require.NoError(t, f.p.SetTerms("web", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("api", &planner.Terms{Rank: medium}))
+	require.NoError(t, f.p.SetTerms("batch", &planner.Terms{Rank: low}))
 	for _, tn := range []string{"api", "batch", "web"} {
 		f.add(tn, 0, 0, 3) // partial and young: ready only when forced
 	}
@@ -396,11 +386,11 @@ func TestRankForceSkipHeld(t *testing.T) {
 	opts.Skip = skipWeb0
 	require.Equal(t, []string{"api/0/0", "batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, opts))
 
-	f.p.SetHold("web", true, f.p.HeldLevels("web"))
+	f.p.SetHold("web", true, levelsHeld(f.p, "web"))
 	require.Equal(t, []string{"api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forcing(forceAll)))
 	opts.Skip = func(tn string, _ uint32) bool { return tn == "api" }
 	require.Equal(t, []string{"batch/0/0"}, drain(t, f.p.View(), f.now, opts))
-	f.p.SetHold("web", false, f.p.HeldLevels("web"))
+	f.p.SetHold("web", false, levelsHeld(f.p, "web"))
 	require.Equal(t, []string{"web/0/0", "api/0/0", "batch/0/0", "web/1/1"}, drain(t, f.p.View(), f.now, forcing(forceAll)))
 
 	// Full batches and forced ones of one level compete by rank together.
@@ -415,37 +405,13 @@ func TestRankForceSkipHeld(t *testing.T) {
 // plans exactly what a twin view opened at the same moment planned before
 // anything changed (run with -race).
 func TestRankConcurrentWithViews(t *testing.T) {
-	f := newFixture(t, planner.DefaultConfig())
-	tenants := []string{"A", "B", "C", "D"}
-	for i, tn := range tenants {
-		f.add(tn, 0, 0, 50)
-		f.add(tn, 1, 1, 3+i)
-	}
-	force := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
-	var wg sync.WaitGroup
-	type result struct{ got, want []string }
-	results := make(chan result, 8)
-	for i := range 8 {
-		v, twin := f.p.View(), f.p.View()
-		now := f.now
-		want := drain(t, twin, now, force)
-		wg.Go(func() {
-			results <- result{drain(t, v, now, force), want}
-		})
-		// Meanwhile: rank, clear, change the default, enqueue, claim.
-		f.p.SetRank(tenants[i%4], uint8(i%3))
-		f.p.SetDefaultRank(uint8(i % 2))
-		f.add(tenants[(i+1)%4], 0, 0, 20)
-		f.p.ClearRank(tenants[(i+2)%4])
-		_, ok := f.poll(force)
-		require.True(t, ok)
-	}
-	wg.Wait()
-	close(results)
-	for r := range results {
-		require.NotEmpty(t, r.want)
-		require.Equal(t, r.want, r.got)
-	}
+	// Meanwhile: rank, clear, change the default, enqueue, claim.
+	concurrentViews(t, func(f *fixture, tenants []string, i int) {
+		require.NoError(t, f.p.SetTerms(tenants[i%4], &planner.Terms{Rank: uint8(i % 3)}))
+		require.NoError(t, f.p.SetDefaultTerms(planner.Terms{Rank: uint8(i % 2)}))
+	}, func(f *fixture, tenants []string, i int) {
+		require.NoError(t, f.p.SetTerms(tenants[(i+2)%4], nil))
+	})
 }
 
 // pollAll plans and claims one job per poll, each on a fresh view, until
@@ -480,9 +446,9 @@ func TestRankAgingLevel0(t *testing.T) {
 			for _, aged := range []bool{false, true} {
 				t.Run(fmt.Sprintf("full=%v/cursor=%s/aged=%v", full, cursor, aged), func(t *testing.T) {
 					f := newFixture(t, cfg)
-					f.p.SetRank("batch", low)
+					require.NoError(t, f.p.SetTerms("batch", &planner.Terms{Rank: low}))
 					for _, tn := range highs {
-						f.p.SetRank(tn, high)
+						require.NoError(t, f.p.SetTerms(tn, &planner.Terms{Rank: high}))
 					}
 					if cursor != "none" {
 						f.setCursor(cursor)
@@ -542,7 +508,7 @@ func TestRankAgingLevel0RankZero(t *testing.T) {
 			aging := newFixture(t, planner.DefaultConfig())
 			plain := newFixture(t, noAging)
 			for _, f := range []*fixture{aging, plain} {
-				f.p.SetRank("m", medium)
+				require.NoError(t, f.p.SetTerms("m", &planner.Terms{Rank: medium}))
 				if cursor != "none" {
 					f.setCursor(cursor)
 				}
@@ -569,9 +535,9 @@ func TestRankAgingLevel0RankZero(t *testing.T) {
 func TestRankAgingLevel0ForceSkipHeld(t *testing.T) {
 	cfg := planner.DefaultConfig()
 	f := newFixture(t, cfg)
-	f.p.SetRank("web", high)
-	f.p.SetRank("api", medium)
-	f.p.SetRank("batch", low)
+	require.NoError(t, f.p.SetTerms("web", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("api", &planner.Terms{Rank: medium}))
+	require.NoError(t, f.p.SetTerms("batch", &planner.Terms{Rank: low}))
 	f.add("batch", 0, 0, 20) // full, ready now
 	f.advance(cfg.Levels[0].AgingThreshold + time.Second)
 	f.add("batch", 0, 0, 3) // its next batch: partial and young
@@ -587,10 +553,10 @@ func TestRankAgingLevel0ForceSkipHeld(t *testing.T) {
 	opts := forcing(planner.Force{AllTenants: true, AllLevels: true, Before: f.now})
 	opts.Skip = func(tn string, _ uint32) bool { return tn == "batch" }
 	require.Equal(t, []string{"web/0/0", "api/0/0"}, drain(t, f.p.View(), f.now, opts))
-	f.p.SetHold("batch", true, f.p.HeldLevels("batch"))
+	f.p.SetHold("batch", true, levelsHeld(f.p, "batch"))
 	require.Equal(t, []string{"web/0/0", "api/0/0"}, drain(t, f.p.View(), f.now, forceAll))
 	require.Empty(t, drain(t, f.p.View(), f.now, nil))
-	f.p.SetHold("batch", false, f.p.HeldLevels("batch"))
+	f.p.SetHold("batch", false, levelsHeld(f.p, "batch"))
 	require.Equal(t, []string{"batch/0/0"}, drain(t, f.p.View(), f.now, nil), "released: aged again")
 
 	// The cursor on web: batch is next in the rotation of rank 0.
@@ -612,8 +578,8 @@ func TestRankAgingLevel0Views(t *testing.T) {
 	cfg := planner.DefaultConfig()
 	th := int64(cfg.Levels[0].AgingThreshold)
 	f := newFixture(t, cfg)
-	f.p.SetRank("a", high)
-	f.p.SetRank("z", high)
+	require.NoError(t, f.p.SetTerms("a", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("z", &planner.Terms{Rank: high}))
 	f.add("m", 0, 0, 20) // full, ready at t0
 	f.add("a", 0, 0, 20)
 	f.add("z", 0, 0, 20)
@@ -622,10 +588,10 @@ func TestRankAgingLevel0Views(t *testing.T) {
 	before, after := t0+th, t0+th+1
 	// Two views per ranking (a view plans once: drained, it is spent).
 	unranked := []*planner.View{f.p.View(), f.p.View()} // m at rank 0: no aging entry
-	f.p.SetRank("m", low)
+	require.NoError(t, f.p.SetTerms("m", &planner.Terms{Rank: low}))
 	ranked := []*planner.View{f.p.View(), f.p.View()} // m at rank 2, with its aging entry
-	f.p.SetRank("m", high)
-	f.p.SetRank("m", medium) // the planner moved m's entries twice since
+	require.NoError(t, f.p.SetTerms("m", &planner.Terms{Rank: high}))
+	require.NoError(t, f.p.SetTerms("m", &planner.Terms{Rank: medium})) // the planner moved m's entries twice since
 	inTurn := []string{"m/0/0", "z/0/0", "a/0/0"}
 	last := []string{"z/0/0", "a/0/0", "m/0/0"}
 	require.Equal(t, inTurn, drain(t, unranked[0], before, nil))
@@ -634,7 +600,7 @@ func TestRankAgingLevel0Views(t *testing.T) {
 	require.Equal(t, inTurn, drain(t, ranked[1], after, nil))
 	require.Equal(t, last, drain(t, f.p.View(), before, nil))
 	require.Equal(t, inTurn, drain(t, f.p.View(), after, nil))
-	f.p.SetRank("m", low)
+	require.NoError(t, f.p.SetTerms("m", &planner.Terms{Rank: low}))
 
 	// Restored and ranked again: the same plans, poll after poll, from
 	// before the threshold to past it, with blocks arriving meanwhile.
@@ -642,7 +608,7 @@ func TestRankAgingLevel0Views(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, inTurn, drain(t, r.View(), before, nil), "not ranked yet: m at rank 0")
 	for tn, rk := range map[string]uint8{"a": high, "z": high, "m": low} {
-		r.SetRank(tn, rk)
+		require.NoError(t, r.SetTerms(tn, &planner.Terms{Rank: rk}))
 	}
 	var order []string
 	for step := range 12 {
@@ -684,6 +650,6 @@ func TestRankAgingLevel0Views(t *testing.T) {
 func snapshotOfPlanner(t *testing.T, p *planner.Planner) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	require.NoError(t, p.Snapshot(&b))
+	require.NoError(t, p.View().Snapshot(&b))
 	return b.Bytes()
 }

@@ -135,7 +135,7 @@ func (c *Config) record() configRec {
 }
 
 func (r *configRec) config() (Config, error) {
-	if r.TombstonesPerJob < 0 || r.TombstonesPerJob > MaxTombstonesPerJob || len(r.Levels) > MaxLevels {
+	if r.TombstonesPerJob < 0 || r.TombstonesPerJob > maxTombstonesPerJob || len(r.Levels) > maxLevels {
 		return Config{}, fmt.Errorf("configuration out of range: %w", ErrInvalidConfig)
 	}
 	c := Config{
@@ -145,7 +145,7 @@ func (r *configRec) config() (Config, error) {
 		TombstoneMaxLevel: r.TombstoneMaxLevel,
 	}
 	for i, l := range r.Levels {
-		if l.MaxBlocks < 0 || l.MaxBlocks > MaxBlocksPerJob {
+		if l.MaxBlocks < 0 || l.MaxBlocks > maxBlocksPerJob {
 			return Config{}, fmt.Errorf("level %d: max blocks %d: %w", i, l.MaxBlocks, ErrInvalidConfig)
 		}
 		c.Levels = append(c.Levels, LevelConfig{
@@ -219,10 +219,6 @@ func (bw *blockWriter) flush() {
 	bw.err = bw.w.Encode(bw.cols.frame())
 	bw.cols.reset()
 }
-
-// Snapshot writes the planner's state to w (see the format above). Equal
-// states write identical bytes.
-func (p *Planner) Snapshot(w io.Writer) error { return p.s.snapshot(w) }
 
 func (s *state) snapshot(w io.Writer) error {
 	if err := s.writeSnapshot(w); err != nil {
@@ -325,7 +321,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 	return sw.Close()
 }
 
-// Restore reads a snapshot written by [Planner.Snapshot] from r and returns
+// Restore reads a snapshot written by [View.Snapshot] from r and returns
 // the planner it describes. It reads exactly one snapshot stream and
 // nothing after it (so several sections can share one reader; one that
 // implements io.ByteReader, such as a *bufio.Reader, is read fastest) and
@@ -491,7 +487,7 @@ func (rs *restorer) queued() error {
 		}
 		q.head = formBatch(q, 0, rs.cfg.level(q.k.level))
 		rs.p.setLookup(q)
-		s.keys.ReplaceOrInsert(q)
+		s.keys.w(s.vmu).ReplaceOrInsert(q)
 		s.indexHead(q.k, &q.head, true)
 	}
 	return nil
@@ -564,8 +560,8 @@ func (rs *restorer) claimed() error {
 			}
 			c.items = append(c.items, it)
 		}
-		s.claims.ReplaceOrInsert(c)
-		s.claimKeys.ReplaceOrInsert(claimRef{k: c.k, name: c.name})
+		s.claims.w(s.vmu).ReplaceOrInsert(c)
+		s.claimKeys.w(s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	}
 	return nil
 }
@@ -606,13 +602,13 @@ func (rs *restorer) quarantine() error {
 			} else if err := ident.ValidateJobName(jobs[i]); err != nil {
 				return codec.Malformed("quarantine: block %s: %v", it.id, err)
 			}
-			if len(reasons[i]) > MaxReasonLen || !utf8.ValidString(reasons[i]) {
+			if len(reasons[i]) > ident.MaxReasonLen || !utf8.ValidString(reasons[i]) {
 				return codec.Malformed("quarantine: block %s: reason of %d bytes", it.id, len(reasons[i]))
 			}
 			if since[i] < 0 || since[i] > clock {
 				return codec.Malformed("quarantine: block %s: time %d outside [0, %d]", it.id, since[i], clock)
 			}
-			s.quar.ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
+			s.quar.w(s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
 		}
 	}
 	if d.Err() == nil && rs.marks && !marked {

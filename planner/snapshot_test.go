@@ -69,7 +69,7 @@ func goldenPlanner(t testing.TB) *planner.Planner {
 
 func snapshotBytes(t testing.TB, p *planner.Planner) []byte {
 	var b bytes.Buffer
-	require.NoError(t, p.Snapshot(&b))
+	require.NoError(t, p.View().Snapshot(&b))
 	return b.Bytes()
 }
 

@@ -2,8 +2,7 @@ package planner
 
 import (
 	"strings"
-
-	"github.com/google/btree"
+	"sync"
 
 	"github.com/compactkit/compactkit/policy"
 )
@@ -97,37 +96,39 @@ type quarEnt struct {
 	since  int64
 }
 
-// state is everything a view shares with its planner: copy-on-write trees
-// and plain values.
+// state is everything a view shares with its planner: lazily frozen
+// trees (lazy.go) and plain values.
 type state struct {
 	cfg Config
+	// vmu guards the frozen trees, shared with the views (lazy.go).
+	vmu *sync.Mutex
 	// keys holds the non-empty queues by key.
-	keys *btree.BTreeG[*queue]
+	keys lazy[*queue]
 	// full, timed and aging index the keys by their head batch.
-	full  *btree.BTreeG[fullEnt]
-	timed *btree.BTreeG[timeEnt]
-	aging *btree.BTreeG[timeEnt]
+	full  lazy[fullEnt]
+	timed lazy[timeEnt]
+	aging lazy[timeEnt]
 	// claims by job name, and by key.
-	claims    *btree.BTreeG[*claim]
-	claimKeys *btree.BTreeG[claimRef]
+	claims    lazy[*claim]
+	claimKeys lazy[claimRef]
 	// quar holds the quarantined blocks by ID.
-	quar *btree.BTreeG[*quarEnt]
+	quar lazy[*quarEnt]
 	// held holds the tenants whose keys, all or those of some levels, are
-	// left out of full, timed and aging (see Planner.SetHold); nil until a tenant is first held. It is derived
-	// state, not part of snapshots.
-	held *btree.BTreeG[hold]
+	// left out of full, timed and aging (see Planner.SetHold). It is
+	// derived state, not part of snapshots.
+	held lazy[hold]
 	// ranks holds the tenants with their own rank, and defRank is the
-	// rank of the others (see Planner.SetRank); ranks is nil until a
-	// tenant is first ranked. They are derived state, not part of
-	// snapshots, and order the entries of full, timed and aging.
-	ranks   *btree.BTreeG[tenantRank]
+	// rank of the others (see Terms). They are derived state,
+	// not part of snapshots, and order the entries of full, timed and
+	// aging.
+	ranks   lazy[tenantRank]
 	defRank uint8
 	// levels holds the tenants with their own batching, and defOver and
-	// defLevels the batching of the others (see Planner.SetLevels):
-	// derived state like ranks. levels is nil until a tenant first has
-	// its own; defLevels is nil while the default overrides nothing.
-	// Their slices are never modified in place (views share them).
-	levels    *btree.BTreeG[tenantLevels]
+	// defLevels the batching of the others (see Terms):
+	// derived state like ranks. defLevels is nil while the default
+	// overrides nothing. Their slices are never modified in place (views
+	// share them).
+	levels    lazy[tenantLevels]
 	defOver   []policy.Level
 	defLevels []LevelConfig
 	// ownLevels counts the entries of levels that override something
@@ -146,38 +147,20 @@ type state struct {
 func newState(cfg Config) state {
 	return state{
 		cfg:         cfg,
-		keys:        btree.NewG(btreeDegree, func(a, b *queue) bool { return a.k.compare(b.k) < 0 }),
-		full:        btree.NewG(btreeDegree, fullLess),
-		timed:       btree.NewG(btreeDegree, timeLess),
-		aging:       btree.NewG(btreeDegree, timeLess),
-		claims:      btree.NewG(btreeDegree, func(a, b *claim) bool { return a.name < b.name }),
-		claimKeys:   btree.NewG(btreeDegree, claimRefLess),
-		quar:        btree.NewG(btreeDegree, func(a, b *quarEnt) bool { return a.it.id < b.it.id }),
+		vmu:         new(sync.Mutex),
+		keys:        newLazy(func(a, b *queue) bool { return a.k.compare(b.k) < 0 }),
+		full:        newLazy(fullLess),
+		timed:       newLazy(timeLess),
+		aging:       newLazy(timeLess),
+		claims:      newLazy(func(a, b *claim) bool { return a.name < b.name }),
+		claimKeys:   newLazy(claimRefLess),
+		quar:        newLazy(func(a, b *quarEnt) bool { return a.it.id < b.it.id }),
+		held:        newLazy(holdByTenant),
+		ranks:       newLazy(func(a, b tenantRank) bool { return a.tenant < b.tenant }),
+		levels:      newLazy(func(a, b tenantLevels) bool { return a.tenant < b.tenant }),
 		nextArrival: 1,
 		nextSeq:     1,
 	}
-}
-
-// clone returns a copy that shares every tree copy-on-write.
-func (s *state) clone() state {
-	c := *s
-	c.keys = s.keys.Clone()
-	c.full = s.full.Clone()
-	c.timed = s.timed.Clone()
-	c.aging = s.aging.Clone()
-	c.claims = s.claims.Clone()
-	c.claimKeys = s.claimKeys.Clone()
-	c.quar = s.quar.Clone()
-	if s.held != nil {
-		c.held = s.held.Clone()
-	}
-	if s.ranks != nil {
-		c.ranks = s.ranks.Clone()
-	}
-	if s.levels != nil {
-		c.levels = s.levels.Clone()
-	}
-	return c
 }
 
 // hold is a held tenant: all its keys, or those of the levels whose bits
@@ -197,7 +180,7 @@ func (h hold) at(level uint32) bool {
 
 // holdOf returns the hold of tenant (the zero hold if none).
 func (s *state) holdOf(tenant string) hold {
-	if s.held == nil || s.held.Len() == 0 {
+	if s.held.Len() == 0 {
 		return hold{tenant: tenant}
 	}
 	h, ok := s.held.Get(hold{tenant: tenant})
@@ -210,7 +193,7 @@ func (s *state) holdOf(tenant string) hold {
 // isHeld reports whether the keys of tenant at level are held (see
 // Planner.SetHold).
 func (s *state) isHeld(tenant string, level uint32) bool {
-	return s.held != nil && s.held.Len() > 0 && s.holdOf(tenant).at(level)
+	return s.held.Len() > 0 && s.holdOf(tenant).at(level)
 }
 
 // indexHead adds (or removes) the index entries of key k with head batch h.
@@ -227,7 +210,7 @@ func (s *state) indexHead(k key, h *batch, add bool) {
 }
 
 // indexHeadRank is indexHead with the tenant's rank given: the rank its
-// entries were made with when they are removed (SetRank moves the entries
+// entries were made with when they are removed (setRank moves the entries
 // of a tenant whose rank changes). A full batch has an aging entry if it
 // ages (see ages): at a level above 0, or at level 0 if the rank is above
 // 0; so the rank decides which entries exist, not only their order.
@@ -240,25 +223,25 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	case h.full:
 		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr, rank: rank}
 		if add {
-			s.full.ReplaceOrInsert(fe)
+			s.full.w(s.vmu).ReplaceOrInsert(fe)
 		} else {
-			s.full.Delete(fe)
+			s.full.w(s.vmu).Delete(fe)
 		}
 		if ages(k.level, rank, lc) {
 			rs, _ := h.readySince(lc)
 			te := timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}
 			if add {
-				s.aging.ReplaceOrInsert(te)
+				s.aging.w(s.vmu).ReplaceOrInsert(te)
 			} else {
-				s.aging.Delete(te)
+				s.aging.w(s.vmu).Delete(te)
 			}
 		}
 	case lc.MaxAge > 0:
 		te := timeEnt{level: k.level, shard: k.shard, t: satAdd(h.first, int64(lc.MaxAge)), arr: h.arr, tenant: k.tenant, rank: rank}
 		if add {
-			s.timed.ReplaceOrInsert(te)
+			s.timed.w(s.vmu).ReplaceOrInsert(te)
 		} else {
-			s.timed.Delete(te)
+			s.timed.w(s.vmu).Delete(te)
 		}
 	}
 }

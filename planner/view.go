@@ -2,7 +2,6 @@ package planner
 
 import (
 	"cmp"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -15,19 +14,20 @@ import (
 // Prepare: it plans jobs ([View.Next]) without changing the planner, and it
 // can write a snapshot of the state it was opened on ([View.Snapshot]).
 //
-// [Planner.View] opens a view in O(1) (it clones the planner's B-trees and
-// shares its queues); after that the planner copies a queue, or a tree node,
-// the first time it changes one the view may hold. Open views on demand —
-// one per Prepare, not after every Apply — so that ingest bursts do not pay
-// for copies nobody reads.
+// [Planner.View] opens a view in O(1); the view reads the planner's trees
+// copy-on-write, as the package documentation's rule says. Open views on
+// demand — one per Prepare, not after every Apply — and close them when
+// done, so that Apply copies only what a view read.
 //
 // A view may be used on another goroutine while the planner keeps
 // changing. A view itself is not safe for concurrent use: Next advances its
 // own planning state.
 type View struct {
-	// s is the planner's state when the view was opened; planning never
-	// changes it (the view's own progress is in the fields below).
-	s state
+	// s is the planner's state when the view was opened, its trees frozen
+	// lazily (lazy.go); planning never changes it (the view's own progress
+	// is in the fields below).
+	s      state
+	closed bool
 
 	// Planning state: what the plans returned so far took.
 	seq       uint64         // sequence number of the next plan's name
@@ -123,24 +123,19 @@ type PlanOptions struct {
 	// attaches no tombstones.
 	Tombstones func() (ck.Tombstone, bool)
 	// Force lists the batches an operator wants compacted now, whatever
-	// their size and age (see [Force]); entries that do not validate are
-	// ignored. Nil forces nothing.
+	// their size and age (see [Force]); malformed entries are ignored. Nil
+	// forces nothing.
 	Force []Force
-}
-
-// Validate reports whether every Force entry is well formed (see
-// [Force.Validate]); the error names the first one that is not. Nil
-// options are valid.
-func (o *PlanOptions) Validate() error {
-	if o == nil {
-		return nil
-	}
-	for i := range o.Force {
-		if err := o.Force[i].Validate(); err != nil {
-			return fmt.Errorf("planner: force %d: %w", i, err)
-		}
-	}
-	return nil
+	// Release lists tenants whose hold of every level (the all of
+	// [Planner.SetHold]; a hold of some levels stays) the view lifts, from
+	// this call on, for its own planning: it plans their ready batches
+	// again, where Skip lets it. The state machine releases a tenant held
+	// at its cap of jobs in progress once a poll's completions bring it
+	// below the cap, so that the poll may start the tenant's next job. The
+	// planner and other views keep their holds. Each tenant costs a B-tree
+	// lookup per call, and the first call that lifts its hold the cost of
+	// SetHold.
+	Release []string
 }
 
 // maxDuplicatePulls bounds how many tombstones already handed out Next
@@ -151,26 +146,16 @@ const maxDuplicatePulls = 1 << 12
 // [View]). It must be called where the planner's other methods are (on the
 // Apply goroutine or under its lock); the view may then be used anywhere.
 func (p *Planner) View() *View {
-	v := &View{s: p.s.clone(), seq: p.s.nextSeq, cursor: p.s.cursor, hasCursor: p.s.hasCursor}
-	p.gen++
-	return v
+	return &View{s: p.openView(), seq: p.s.nextSeq, cursor: p.s.cursor, hasCursor: p.s.hasCursor}
 }
 
-// Config returns a copy of the configuration the view plans with.
-func (v *View) Config() Config { return v.s.cfg.clone() }
-
-// Claimed returns the sources job claimed when the view was opened.
-func (v *View) Claimed(job string) ([]string, bool) { return v.s.claimed(job) }
-
-// Quarantined is [Planner.Quarantined] on the view's state.
-func (v *View) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string) {
-	return v.s.quarantined(cursor, limit)
+// Snapshot writes the state the view was opened on (see the format in
+// snapshot.go); planning on the view does not change it. Equal states
+// write identical bytes. It may run while the planner keeps changing.
+func (v *View) Snapshot(w io.Writer) error {
+	v.read(needAll)
+	return v.s.snapshot(w)
 }
-
-// Snapshot writes the state the view was opened on, exactly as
-// [Planner.Snapshot] would have then; planning on the view does not change
-// it. It may run while the planner keeps changing.
-func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 
 // Next plans the next job at log time now: the oldest batch of the next
 // tenant in rotation among the ready batches of the lowest rank at the
@@ -189,7 +174,7 @@ func (v *View) Snapshot(w io.Writer) error { return v.s.snapshot(w) }
 //     ready for longer than the level's AgingThreshold (it became ready when
 //     it filled up or when its MaxAge passed, whichever came first).
 //   - The lowest competing level with a ready batch is served. Among its
-//     ready batches, those of the lowest rank compete ([Planner.SetRank],
+//     ready batches, those of the lowest rank compete ([Terms],
 //     as of the view's opening): a batch competes at its tenant's rank,
 //     except that one competing at level 0 because of aging competes at
 //     rank 0, the best, whatever its tenant's rank; so does a level-0
@@ -226,6 +211,12 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	var force []Force
 	if opts != nil {
 		skip, force = opts.Skip, opts.Force
+	}
+	v.read(needIndexes | needPolicy)
+	if opts != nil {
+		for _, t := range opts.Release {
+			v.release(t)
+		}
 	}
 	v.materialize(now, force)
 	for r := range v.s.cfg.FinalLevel {
@@ -303,6 +294,7 @@ func (v *View) materialize(now int64, force []Force) {
 // whose head batch is not ready anyway and is forced. Held tenants have no
 // index entries and are not forced either.
 func (v *View) materializeForced(now int64) {
+	v.read(needKeys)
 	visit := func(q *queue) {
 		h := &q.head
 		if q.k.level >= v.s.cfg.FinalLevel || h.count == 0 || h.ready(now, v.s.levelOf(q.k.tenant, q.k.level)) {
@@ -480,6 +472,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 	if c.touch > 0 {
 		t = &v.touched[c.touch-1]
 	} else {
+		v.read(needKeys)
 		lc := v.s.levelOf(k.tenant, k.level)
 		q := v.s.getQueue(k, &v.pivot)
 		if q == nil {

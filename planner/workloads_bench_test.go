@@ -46,7 +46,7 @@ func BenchmarkW3QueueRestore(b *testing.B) {
 		snap := func() []byte {
 			p, _ := benchPlanner(b, n)
 			var buf bytes.Buffer
-			if err := p.Snapshot(&buf); err != nil {
+			if err := p.View().Snapshot(&buf); err != nil {
 				b.Fatal(err)
 			}
 			return buf.Bytes()

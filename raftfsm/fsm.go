@@ -122,11 +122,11 @@ func WithCleanupUrgentAfter(d time.Duration) Option {
 }
 
 // WithCleanupBatch sets how many tombstones one cleanup-only job carries
-// (default 64, at most planner.MaxTombstonesPerJob).
+// (default 64, at most 1024: more carry 1024).
 func WithCleanupBatch(n int) Option {
 	return func(o *options) {
 		if n > 0 {
-			o.cleanupBatch = min(n, planner.MaxTombstonesPerJob)
+			o.cleanupBatch = n
 		}
 	}
 }
@@ -212,8 +212,8 @@ type ChangeResult struct {
 	Kind    ck.ChangeKind
 	Job     string
 	Applied bool
-	// Reason says why the change was skipped (scheduler.NotSkipped if it
-	// was applied), and Detail explains it naming the offending values (it
+	// Reason says why the change was skipped (zero if it was applied),
+	// and Detail explains it naming the offending values (it
 	// may be empty). Why puts them together for people.
 	Reason scheduler.Skip
 	Detail string
@@ -235,7 +235,7 @@ type ChangeResult struct {
 // detail ("stale version: prepared against 1, job at 2 before entry 3"), or
 // "" for an applied change.
 func (c *ChangeResult) Why() string {
-	return c.Reason.Explain(c.Detail)
+	return (&scheduler.Result{Reason: c.Reason, Detail: c.Detail}).Why()
 }
 
 // BlockResult is what became of one block of an add-blocks command.

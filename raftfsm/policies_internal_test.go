@@ -97,7 +97,7 @@ func TestPlannerHoldsClosedTenants(t *testing.T) {
 	held := func() []string {
 		var out []string
 		for _, tn := range []string{"a", "b", "c", "own"} {
-			if c.f.st.planner.Held(tn) {
+			if all, _ := c.f.st.planner.Hold(tn); all {
 				require.True(t, c.f.st.plannerHeld[tn].all, tn)
 				out = append(out, tn)
 			}
@@ -135,9 +135,10 @@ func TestPlannerHoldsClosedLevels(t *testing.T) {
 	c.apply(&Command{Policy: &PolicyCommand{Action: PolicySet, Tenant: "own", Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 1, Run: testNight}}}}})
 	c.apply(&Command{Policy: &PolicyCommand{Action: PolicySet, All: true, Policy: &policy.Tenant{LevelRuns: []policy.LevelRun{{Level: 0, Run: testNight}}}}})
 	levels := func(tn string) uint64 {
-		require.False(t, c.f.st.planner.Held(tn), tn)
-		require.Equal(t, c.f.st.planner.HeldLevels(tn), c.f.st.plannerHeld[tn].levels, tn)
-		return c.f.st.planner.HeldLevels(tn)
+		all, levels := c.f.st.planner.Hold(tn)
+		require.False(t, all, tn)
+		require.Equal(t, levels, c.f.st.plannerHeld[tn].levels, tn)
+		return levels
 	}
 	require.Equal(t, uint64(1), levels("a"))
 	require.Equal(t, uint64(2), levels("own"))

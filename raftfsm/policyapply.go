@@ -76,7 +76,7 @@ func (st *state) regrade(tenant string, now int64) {
 		delete(ps.grades, tenant)
 		return
 	}
-	l := st.planner.TenantLoad(tenant, now)
+	l := st.planner.Load(tenant, now)
 	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0 // a window, not the workers, holds work back
 	g := th.Next(ps.grades[tenant], st.pressureLoad(l), held)
 	if g == policy.OK {
@@ -107,7 +107,7 @@ func (st *state) regradeShard(tenant string, shard uint32, now int64) {
 		delete(ps.shardGrades, k)
 		return
 	}
-	l := st.planner.ShardLoad(tenant, shard, now)
+	l := st.planner.Load(tenant, now, shard)
 	held := !ps.mayStart(tenant) || ps.closedLevels(tenant) != 0
 	g := th.Next(ps.shardGrades[k], st.pressureLoad(l), held)
 	if g == policy.OK {
@@ -120,7 +120,7 @@ func (st *state) regradeShard(tenant string, shard uint32, now int64) {
 // regradeShards grades every shard of a tenant again: those with queued
 // blocks and those graded (whose queue may be empty now).
 func (st *state) regradeShards(tenant string, now int64) {
-	shards := st.planner.Shards(tenant)
+	shards := st.planner.Load(tenant, now).Shards
 	for _, s := range st.policies.shardsGraded(tenant) {
 		if _, found := slices.BinarySearch(shards, s); !found {
 			shards = append(shards, s)
@@ -245,7 +245,7 @@ func (st *state) regradeAll(now int64) {
 	if st.clusterVersion < policyGradesVersion || !st.policies.configured() {
 		return
 	}
-	tenants := st.planner.KeyTenants()
+	tenants := st.keyTenants()
 	for _, g := range st.policies.gradeList() {
 		tenants = append(tenants, g.Tenant)
 	}
@@ -308,7 +308,7 @@ func (st *state) regradeFollowers(now int64) {
 	if st.clusterVersion < policyGradesVersion {
 		return
 	}
-	for _, t := range st.planner.KeyTenants() {
+	for _, t := range st.keyTenants() {
 		if _, own := st.policies.tenants[t]; !own {
 			st.regrade(t, now)
 			st.regradeShards(t, now)

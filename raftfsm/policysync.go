@@ -1,15 +1,25 @@
 package raftfsm
 
 import (
+	"maps"
+	"slices"
+
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// schedPolicy is what the scheduler needs of a tenant's policy, with
-// whether its new jobs may start now and at which levels they may not.
-func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantPolicy {
-	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, MaxPerShard: p.MaxInProgressPerShard, Closed: !open, ClosedLevels: closedLv}
+// plannerTerms is what the planner needs of a tenant's policy.
+func plannerTerms(p *policy.Tenant) planner.Terms {
+	return planner.Terms{Rank: uint8(p.Class.Rank()), Levels: p.Levels}
+}
+
+// schedLimits is what the scheduler decides a tenant's jobs with, from its
+// policy, whether its new jobs may start now and at which levels they may
+// not.
+func schedLimits(p *policy.Tenant, open bool, closedLv uint64) *scheduler.Limits {
+	return &scheduler.Limits{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, MaxPerShard: p.MaxInProgressPerShard, Closed: !open, ClosedLevels: closedLv}
 }
 
 // follow brings the scheduler and the planner in line with the policies
@@ -28,19 +38,17 @@ func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantP
 func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
 	if all {
-		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen, ps.defClosedLv))
-		st.planner.SetDefaultRank(uint8(ps.def.Class.Rank()))
-		st.invariant(st.planner.SetDefaultLevels(ps.def.Levels), "default level overrides")
+		st.sched.SetDefaultLimits(*schedLimits(&ps.def, ps.defOpen, ps.defClosedLv))
+		st.invariant(st.planner.SetDefaultTerms(plannerTerms(&ps.def)), "default terms")
 	}
 	for _, t := range tenants {
 		if p, own := ps.tenants[t]; own {
-			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t), ps.closedLevels(t)))
-			st.planner.SetRank(t, uint8(p.Class.Rank()))
-			st.invariant(st.planner.SetLevels(t, p.Levels), "level overrides of "+t)
+			st.sched.SetLimits(t, schedLimits(&p, ps.mayStart(t), ps.closedLevels(t)))
+			terms := plannerTerms(&p)
+			st.invariant(st.planner.SetTerms(t, &terms), "terms of "+t)
 		} else {
-			st.sched.ClearTenantPolicy(t)
-			st.planner.ClearRank(t)
-			st.planner.ClearLevels(t)
+			st.sched.SetLimits(t, nil)
+			st.invariant(st.planner.SetTerms(t, nil), "terms of "+t)
 		}
 		st.syncHeld(t)
 		if regrade {
@@ -55,14 +63,14 @@ func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 		for _, t := range st.sched.BusyTenants() {
 			st.syncHeld(t)
 		}
-		for _, t := range st.planner.HeldTenants() {
+		for _, t := range slices.Sorted(maps.Keys(st.plannerHeld)) {
 			st.syncHeld(t)
 		}
 		if !ps.defOpen || ps.defClosedLv != 0 {
 			// The default closes every tenant without its own policy, or
 			// some levels of them: the planner holds those with keys (and
 			// the others as their blocks arrive, see holdArrivals).
-			for _, t := range st.planner.KeyTenants() {
+			for _, t := range st.keyTenants() {
 				st.syncHeld(t)
 			}
 		}
@@ -107,6 +115,17 @@ func (st *state) syncHeld(tenant string) {
 		st.plannerHeld = make(map[string]plannerHold)
 	}
 	st.plannerHeld[tenant] = want
+}
+
+// keyTenants returns the tenants with queued blocks, in order.
+func (st *state) keyTenants() []string {
+	var out []string
+	for _, ts := range st.planner.Tenants(st.now) {
+		if n := len(out); n == 0 || out[n-1] != ts.Tenant {
+			out = append(out, ts.Tenant)
+		}
+	}
+	return out
 }
 
 // holdArrivals holds in the planner the tenants of blocks just queued that

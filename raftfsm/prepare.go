@@ -89,9 +89,11 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	iv := st.index.View()
 	force := slices.Clone(st.policies.compact)
 	f.mu.Unlock()
-	// A closed view lets Apply change the index trees the view never read
-	// in place, without copying them.
+	// Closed views let Apply change the trees they never read in place,
+	// without copying them: the index's, the planner's and the scheduler's.
+	defer pv.Close()
 	defer iv.Close()
+	defer sv.Close()
 
 	for i := range req.Updates {
 		u := &req.Updates[i]
@@ -106,9 +108,7 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	}
 	// From cluster version 6 the jobs the updates end count off their
 	// tenants' caps: the planner plans those tenants again in this poll.
-	for _, t := range sv.Freed() {
-		pv.Release(t)
-	}
+	freed := sv.Freed()
 	// FreeSlots already leaves out the jobs this request ends: the worker
 	// knows which slots it can fill (none while it shuts down). Adding the
 	// jobs the updates free would hand it jobs it must release unrun.
@@ -129,7 +129,7 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	// Paused, closed (run window, not-before) and capped tenants are passed
 	// over; the planner holds the keys of capped ones itself, so they cost
 	// nothing here.
-	opts := &planner.PlanOptions{Skip: sv.Held, Tombstones: tombstones, Force: force}
+	opts := &planner.PlanOptions{Skip: sv.Held, Tombstones: tombstones, Force: force, Release: freed}
 	for assigned < capacity {
 		plan, ok := pv.Next(now, opts)
 		if !ok {

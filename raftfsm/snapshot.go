@@ -124,7 +124,9 @@ func (f *FSM) Snapshot(w io.Writer) error {
 	if err := f.st.writeHeader(w); err != nil {
 		return err
 	}
-	if err := f.st.planner.Snapshot(w); err != nil {
+	pv := f.st.planner.View()
+	defer pv.Close()
+	if err := pv.Snapshot(w); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	if err := f.st.sched.Snapshot(w); err != nil {
@@ -208,9 +210,10 @@ func (f *FSM) Capture() (*Capture, error) {
 
 // Close releases the capture's views; the capture must not be written
 // afterwards. Closing is optional (an unclosed capture only keeps the
-// index copying what it changes until the capture is garbage) and
-// idempotent.
+// planner and the index copying what they change until the capture is
+// garbage) and idempotent.
 func (c *Capture) Close() {
+	c.planner.Close()
 	c.ix.Close()
 }
 

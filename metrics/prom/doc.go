@@ -152,7 +152,7 @@
 // # Label cardinality
 //
 // Every label but one is bounded by the configuration: level by the
-// number of levels (at most planner.MaxLevels), status, state, result and
+// number of levels (at most 64), status, state, result and
 // outcome by a handful of fixed values, reason by the skip reasons. The exception is tenant on
 // compactkit_index_live_blocks and compactkit_index_live_bytes: one series
 // per tenant and level that holds live blocks, so 2 × tenants × levels
