@@ -35,7 +35,7 @@ type Force struct {
 }
 
 // Validate reports whether f is well formed: a tenant name that
-// compactkit.ValidateTenant accepts, empty with AllTenants. [View.Next]
+// of at most 256 bytes of valid UTF-8 without control characters, empty with AllTenants. [View.Next]
 // ignores entries that are not.
 func (f *Force) Validate() error {
 	if f.AllTenants && f.Tenant != "" {

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"slices"
 
-	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/ident"
+
+	ck "github.com/compactkit/compactkit"
 )
 
 // Mark takes queued blocks out of compaction at an operator's request ("do
 // not compact"): each is quarantined, at the entry's time, with the reason
-// (clipped to [compactkit.MaxReasonLen] bytes) and no job, and stays there, listed by
+// (clipped to 1024 bytes) and no job, and stays there, listed by
 // [Planner.Quarantined], until an operator re-queues it ([Planner.Requeue])
 // or retention drops it. It returns the number of blocks marked; blocks
 // already quarantined, marked or not, are left as they are, so marking

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"slices"
 
-	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/ident"
+
+	ck "github.com/compactkit/compactkit"
 )
 
 // Quarantine ends the claim of an evicted job: its sources leave
 // compaction and are listed for operators (see [Planner.Quarantined]) with
 // the reason, until an operator re-queues them ([Planner.Requeue]) or
-// retention drops them. Reasons longer than [compactkit.MaxReasonLen] bytes are
-// truncated (see [compactkit.ClipReason]).
+// retention drops them. Reasons longer than 1024 bytes are
+// truncated at a character boundary.
 func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("planner: quarantine: %w", err)

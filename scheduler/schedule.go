@@ -4,9 +4,10 @@ import (
 	"math"
 	"slices"
 
+	"github.com/compactkit/compactkit/internal/ident"
+
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
-	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/lease"
 )
 
@@ -395,8 +396,8 @@ func (sc *Schedule) Capacity(freeSlots int32) int {
 // appends the change and returns true only when the worker holds the job:
 // the job is in progress, assigned to the worker, and the report's token is
 // the job's token ([fencing.Owns]), and this schedule has not already
-// changed it. A failure's change carries the report's reason, clipped by
-// ident.ClipReason. Otherwise
+// changed it. A failure's change carries the report's reason, clipped
+// to 1024 bytes. Otherwise
 // it returns false and changes nothing: the answer is "no lease", or
 // "completed" if [Scheduler.CompletedToken] equals the report's token.
 //
