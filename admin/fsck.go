@@ -74,7 +74,7 @@ func (h *Handler) check(ctx context.Context) (*FsckReport, error) {
 	if h.store == nil {
 		return nil, notFound{fmt.Errorf("fsck: this handler has no object store (see admin.WithStore)")}
 	}
-	if _, err := h.svc.Stats(ctx); err != nil { // on the leader, up to date
+	if _, err := h.svc.Read(ctx); err != nil { // on the leader, up to date
 		return nil, err
 	}
 	f := h.svc.FSM()

@@ -298,13 +298,17 @@ func (f *FSM) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string)
 	return out, next
 }
 
-// Index returns a read-only view of the block index for queries (blocks
-// of a tenant over a time range, read amplification, tombstones). Opening
-// it is O(1); it may be used on any goroutine. Close it when done.
-func (f *FSM) Index() *IndexView {
+// Index returns a read-only view of the block index as it is now, for
+// queries: the blocks of a tenant over a time range, read amplification,
+// tombstones (see index.View). Opening it is O(1); it never changes, and
+// it may be used on any goroutine, by several at once, while the state
+// machine applies entries. Close it when done: while a view is open, the
+// index copies the parts of its trees the view may read before changing
+// them.
+func (f *FSM) Index() *index.View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &IndexView{v: f.st.index.View()}
+	return f.st.index.View()
 }
 
 // Tenants returns the compaction lag and debt of every tenant and level

@@ -14,19 +14,9 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// Mode selects how a worker's poll goes through the log (see
-// [leader.Mode]).
-type Mode = leader.Mode
-
-// The poll modes.
-const (
-	SingleCommit = leader.SingleCommit
-	TwoCommit    = leader.TwoCommit
-)
-
-// DefaultApplyTimeout bounds one proposal when the caller's context has no
+// defaultApplyTimeout bounds one proposal when the caller's context has no
 // earlier deadline.
-const DefaultApplyTimeout = leader.DefaultProposeTimeout
+const defaultApplyTimeout = 10 * time.Second
 
 // Option configures a [Service].
 type Option func(*options)
@@ -38,9 +28,11 @@ type options struct {
 	log      *slog.Logger
 }
 
-// WithMode selects single-commit (default) or two-commit polls.
-func WithMode(m Mode) Option {
-	return func(o *options) { o.leader = append(o.leader, leader.WithMode(m)) }
+// WithTwoCommit makes every poll go through the log as a prepare entry
+// followed by the plan update (see leader.WithTwoCommit); by default a
+// poll is one entry.
+func WithTwoCommit() Option {
+	return func(o *options) { o.leader = append(o.leader, leader.WithTwoCommit()) }
 }
 
 // WithClock sets the leader's clock that stamps commands (default
@@ -50,7 +42,7 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithApplyTimeout sets how long one proposal may take when the context
-// has no earlier deadline (default [DefaultApplyTimeout]).
+// has no earlier deadline (default 10 seconds).
 func WithApplyTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
@@ -100,7 +92,7 @@ type Service struct {
 // [WithEnvelope]). It watches leadership from a goroutine until
 // [Service.Close].
 func NewService(r *raft.Raft, f *raftfsm.FSM, opts ...Option) *Service {
-	o := options{timeout: DefaultApplyTimeout, log: slog.New(slog.DiscardHandler)}
+	o := options{timeout: defaultApplyTimeout, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -124,7 +116,8 @@ func NewService(r *raft.Raft, f *raftfsm.FSM, opts ...Option) *Service {
 }
 
 // Close stops watching leadership; afterwards calls fail with a
-// *[NotLeaderError] wrapping [ErrClosed]. It does not shut raft down.
+// *[leader.NotLeaderError] wrapping [leader.ErrClosed]. It does not shut
+// raft down.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.r.DeregisterObserver(s.obs)

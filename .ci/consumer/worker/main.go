@@ -64,10 +64,11 @@ func main() {
 	if err := <-done; err != nil {
 		log.Fatal(err)
 	}
-	view, err := svc.Index(ctx)
+	fsm, err = svc.Read(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
+	view := fsm.Index()
 	if w.Stats().JobsCompleted != 1 || view.Len() != 1 {
 		log.Fatalf("completed %d jobs, index holds %d blocks; want 1 and 1 (the merged block)", w.Stats().JobsCompleted, view.Len())
 	}

@@ -78,11 +78,12 @@ func Example() {
 	}
 	fmt.Println(resp.Jobs[0].Outcome)
 
-	view, err := svc.Index(ctx)
+	fsm, err := svc.Read(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	view := fsm.Index()
 	fmt.Println("live blocks:", view.Len(), "output live:", view.Live(out.ID))
 	// Output:
 	// assigned 4 sources, lease 15s
