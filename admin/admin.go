@@ -463,7 +463,7 @@ func queryInt(q url.Values, name string, max int) (int, error) {
 
 func (h *Handler) jobs(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	var flt raftfsm.JobFilter
+	var flt scheduler.Filter
 	if q.Has("tenant") {
 		t := q.Get("tenant")
 		flt.Tenant = &t

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // pageData is what the status page shows.
@@ -266,7 +266,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	jobs, _ := f.Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", pageRows)
+	jobs, _ := f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", pageRows)
 	for _, js := range jobs {
 		d.InProgress = append(d.InProgress, jobOf(js))
 	}

@@ -22,8 +22,8 @@
 //     until everything committed before is applied locally (a barrier),
 //     proposes its configuration if the log is new, then proposes
 //     [raftfsm.TookOffice], which extends the leases in progress so that an
-//     election costs no healthy job its lease. [Service.TakeOffice] does it
-//     at once; every call does it first.
+//     election costs no healthy job its lease. [Service.Read] does it at
+//     once; every call does it first.
 //   - Polls are serialised — all of them, not per worker — so each is
 //     prepared on the state that includes the previous one. A retried poll
 //     (the worker's latest sequence number) is answered from the poll log.

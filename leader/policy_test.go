@@ -80,7 +80,7 @@ func TestServicePolicy(t *testing.T) {
 	c.ChangeLeader(t)
 	var next *leader.Service
 	for _, s := range c.svcs {
-		if s.TakeOffice(ctx) == nil {
+		if _, err := s.Read(ctx); err == nil {
 			next = s
 		}
 	}

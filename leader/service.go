@@ -182,13 +182,12 @@ func (s *Service) IsLeader() bool {
 	}
 }
 
-// TakeOffice returns once this node, leading, has taken office in its
+// enterOffice returns once this node, leading, has taken office in its
 // current term: everything committed before is applied locally, the first
 // leader of a new log has proposed its configuration, and the term's
 // [raftfsm.TookOffice] command (extending every lease in progress) is
-// applied. Every call takes office first; a host calls TakeOffice as soon
-// as it learns that it leads, so that leases are extended at once.
-func (s *Service) TakeOffice(ctx context.Context) error {
+// applied. Every call takes office first.
+func (s *Service) enterOffice(ctx context.Context) error {
 	select {
 	case <-s.closed:
 		return s.closedErr()
@@ -284,7 +283,7 @@ func (s *Service) propose(ctx context.Context, cmd *raftfsm.Command, preparedAt 
 
 // write takes office, then proposes cmd.
 func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
-	if err := s.TakeOffice(ctx); err != nil {
+	if err := s.enterOffice(ctx); err != nil {
 		return nil, err
 	}
 	a, err := s.propose(ctx, cmd, 0)
@@ -338,7 +337,7 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 			return nil, ctx.Err()
 		}
 	}
-	if err := s.TakeOffice(ctx); err != nil {
+	if err := s.enterOffice(ctx); err != nil {
 		return nil, err
 	}
 	signed, forged := s.checkSignatures(req)
@@ -498,14 +497,18 @@ func rejected(err error) error {
 	return err
 }
 
-// AddBlocks proposes newly written blocks, in commands of at most
-// [raftfsm.MaxBlocksPerCommand] blocks, and returns what became of each,
-// in order (a duplicate is refused individually). On error the results of
-// the commands already applied are returned with it.
+// AddBlocks proposes newly written blocks, in commands of at most the
+// replicated limit's blocks (raftfsm.Limits.MaxBlocks), and returns what
+// became of each, in order (a duplicate is refused individually). On error
+// the results of the commands already applied are returned with it.
 func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftfsm.BlockResult, error) {
 	out := make([]raftfsm.BlockResult, 0, len(blocks))
+	limit := s.fsm.Config().Limits.MaxBlocks
+	if limit <= 0 {
+		limit = raftfsm.DefaultLimits.MaxBlocks
+	}
 	for len(blocks) > 0 {
-		n := min(len(blocks), raftfsm.MaxBlocksPerCommand)
+		n := min(len(blocks), limit)
 		res, err := s.write(ctx, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: blocks[:n]}})
 		if err != nil {
 			return out, err
@@ -543,12 +546,15 @@ func (s *Service) Propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.R
 // Read returns the local state machine once it is safe for a
 // linearizable read: this node leads, has taken office in its term (so
 // everything committed before, and every write it acknowledged since, is
-// applied), and a barrier confirms it still leads. Read the state with the
+// applied), and a barrier confirms it still leads. Taking office proposes
+// the term's [raftfsm.TookOffice] command, which extends every lease in
+// progress: a host calls Read as soon as it learns that it leads, so that
+// leases are extended at once. Read the state with the
 // state machine's queries ([raftfsm.FSM.Stats], [raftfsm.FSM.Jobs],
 // [raftfsm.FSM.Index], ...); [Service.FSM] gives the same state machine
 // without the check, for reads that may be stale (on followers, say).
 func (s *Service) Read(ctx context.Context) (*raftfsm.FSM, error) {
-	if err := s.TakeOffice(ctx); err != nil {
+	if err := s.enterOffice(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.log.Barrier(ctx); err != nil {

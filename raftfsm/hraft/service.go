@@ -142,7 +142,7 @@ func (s *Service) watch() {
 		if s.r.State() != raft.Leader {
 			return
 		}
-		if err := s.TakeOffice(ctx); err != nil && ctx.Err() == nil {
+		if _, err := s.Read(ctx); err != nil && ctx.Err() == nil {
 			s.log.Info("hraft: taking office failed", "err", err)
 		}
 	}

@@ -329,7 +329,7 @@ func testLeaderChanges(t *testing.T, mode mode) {
 	}
 	// No block is in two jobs; every source of a job is live.
 	claimed := map[string]string{}
-	jobs, _ := c.nodes[l].State.Jobs(raftfsm.JobFilter{}, "", scheduler.MaxListLimit)
+	jobs, _ := c.nodes[l].State.Jobs(scheduler.Filter{}, "", scheduler.MaxListLimit)
 	for _, js := range jobs {
 		_, plan, ok := c.nodes[l].State.Job(js.Name)
 		require.True(t, ok)

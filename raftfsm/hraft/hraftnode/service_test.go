@@ -15,6 +15,7 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // fakeClock is a leader clock shared by every node of a test cluster.
@@ -142,7 +143,7 @@ func testService(t *testing.T, mode mode) {
 	require.NoError(t, err)
 	require.Same(t, lead.Service.FSM(), f)
 	require.Equal(t, 1, f.Stats().Scheduler.Jobs)
-	jobs, _ := f.Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 10)
+	jobs, _ := f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 10)
 	require.Len(t, jobs, 1)
 	js, plan, ok := f.Job(job.Job)
 	require.True(t, ok)
