@@ -33,9 +33,10 @@
 // [leader.ErrNotLeader]).
 //
 // Polls go through the log as one entry each (the default) or as a
-// prepare entry followed by the plan update ([WithTwoCommit]). A retried
-// poll whose entry was applied is answered from the state machine's poll
-// log without proposing anything, also after a leader change.
+// prepare entry followed by the plan update (leader.WithTwoCommit, through
+// [WithLeader]). A retried poll whose entry was applied is answered from
+// the state machine's poll log without proposing anything, also after a
+// leader change.
 //
 // # Nodes
 //

@@ -28,17 +28,13 @@ type options struct {
 	log      *slog.Logger
 }
 
-// WithTwoCommit makes every poll go through the log as a prepare entry
-// followed by the plan update (see leader.WithTwoCommit); by default a
-// poll is one entry.
-func WithTwoCommit() Option {
-	return func(o *options) { o.leader = append(o.leader, leader.WithTwoCommit()) }
-}
-
-// WithClock sets the leader's clock that stamps commands (default
-// time.Now). Tests inject a fake one.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) { o.leader = append(o.leader, leader.WithClock(now)) }
+// WithLeader passes options to the leader service: two-commit polls
+// (leader.WithTwoCommit), the clock that stamps commands
+// (leader.WithClock; tests inject a fake one), token keys, retries, ...
+// The service's propose timeout and logger are [WithApplyTimeout]'s and
+// [WithLogger]'s.
+func WithLeader(opts ...leader.Option) Option {
+	return func(o *options) { o.leader = append(o.leader, opts...) }
 }
 
 // WithApplyTimeout sets how long one proposal may take when the context

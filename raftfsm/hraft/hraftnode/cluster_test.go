@@ -20,7 +20,7 @@ import (
 )
 
 // mode is how the cluster's polls go through the log: one entry each, or
-// a prepare entry and the plan update (hraft.WithTwoCommit).
+// a prepare entry and the plan update (leader.WithTwoCommit).
 type mode bool
 
 const (
@@ -41,7 +41,7 @@ func (m mode) String() string {
 // options returns the service options of the mode.
 func (m mode) options() []hraft.Option {
 	if m == twoCommit {
-		return []hraft.Option{hraft.WithTwoCommit()}
+		return []hraft.Option{hraft.WithLeader(leader.WithTwoCommit())}
 	}
 	return nil
 }

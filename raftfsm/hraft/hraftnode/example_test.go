@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
@@ -24,7 +25,7 @@ func Example() {
 	clock := func() time.Time { return time.Unix(1_700_000_000, 0) }
 	node, err := hraftnode.New(hraftnode.Config{
 		ID: "n1", Transport: trans, State: &state,
-		Service: []hraft.Option{hraft.WithClock(clock)},
+		Service: []hraft.Option{hraft.WithLeader(leader.WithClock(clock))},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -39,7 +39,7 @@ func testService(t *testing.T, mode mode) {
 	clk.ns.Store(hrafttest.T0)
 	// Long timeouts: the exact index checks below need a leader that does
 	// not step down when the machine is loaded.
-	c := newCluster(t, 3, mode, time.Second, hraft.WithClock(clk.now))
+	c := newCluster(t, 3, mode, time.Second, hraft.WithLeader(leader.WithClock(clk.now)))
 	ctx := context.Background()
 	l := c.leader()
 	lead := c.nodes[l]
