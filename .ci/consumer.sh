@@ -9,11 +9,16 @@
 #   - consumer modules in a temporary directory (GOWORK=off,
 #     GOPRIVATE=github.com/compactkit, a fresh GOMODCACHE fed from the
 #     machine's download cache) go get each module at that version — each
-#     nested module on its own, with no root fetched before it — then build
-#     and run one small program per module (.ci/consumer/*; hraft's two
-#     packages, hraft and hraftnode, each get one), run the kits
-#     leadertest and storetest, and build hraft in a host pinned to
-#     hashicorp/raft v1.8.0; go vet and go mod tidy -diff are clean in each;
+#     nested module on its own, with no root fetched before it — then run
+#     the Examples of every package of that module, copied from the
+#     release into the consumer module (examples/<package path>/), so each
+#     builds and runs as a program outside the repository would; the
+#     fixtures in .ci/consumer/ hold only what no Example does: a
+#     hraftnode restart from its BoltDB directory, and the kits (leadertest,
+#     storetest, runnertest, compactkittest) run as a host's tests run
+#     them. The Examples of hraft (not hraftnode's) also run in a host
+#     pinned to hashicorp/raft v1.8.0; go vet and go mod tidy -diff are
+#     clean in each;
 #   - a new root function that hraft calls is released as v0.2.0-ci: go get
 #     hraft@v0.2.0-ci over v0.1.0-ci builds, while the same commit tagged
 #     without the release script's requirement bump fails to build;
@@ -66,30 +71,59 @@ export GOWORK=off GOPRIVATE="$mod" GOMODCACHE="$work/modcache" GOPROXY="$proxy" 
 export GOFLAGS="-modcacherw -trimpath"
 
 # consumer NAME FIXTURE MODULE... makes a consumer module from the fixture
-# in .ci/consumer/FIXTURE and go gets each MODULE (a path under $mod, ""
-# for the root, with @version) in turn, each on its own.
+# in .ci/consumer/FIXTURE ("-" for none) and go gets each MODULE (a path
+# under $mod, "" for the root, with @version) in turn, each on its own; the
+# Examples of the packages of each MODULE come along (see examples), but
+# for a MODULE written with a leading "=", which is only required.
 consumer() {
   local name=$1 fixture=$2; shift 2
   local dir="$work/consumers/$name"
   mkdir -p "$dir"
-  cp "$work/src/.ci/consumer/$fixture"/*.go "$dir/"
+  [ "$fixture" = - ] || cp -r "$work/src/.ci/consumer/$fixture"/. "$dir/"
   (cd "$dir" && go mod init "example.com/consumer/$name" 2>/dev/null)
-  local m
+  local m only
   for m in "$@"; do
+    only=${m%%[!=]*} m=${m#=}
     (cd "$dir" && go get "$mod${m:+/}${m%@*}@${m#*@}" 2>&1) || fail "$name: go get $mod/${m} failed"
+    [ -n "$only" ] || examples "$name" "${m%@*}"
   done
   (cd "$dir" && go mod tidy) || fail "$name: go mod tidy failed"
 }
 
-# check NAME [run|test]: vet, tidy -diff, build and run (or test).
+# Examples that call helpers of their package's other test files, and so
+# cannot leave the repository: worker's runner Example (runner_test.go's
+# block format and cluster).
+not_standalone='^worker/example_runner_test\.go$'
+
+# examples NAME MODDIR copies the Examples (example*_test.go) of every
+# package of the module in MODDIR ("" for the root), and of no nested
+# module, into the consumer module NAME: a package's into
+# examples/<its path>, where they are the external test package of a
+# directory with no other files.
+examples() {
+  local name=$1 moddir=${2:-.} f d
+  while IFS= read -r f; do
+    d=$(dirname "$f")
+    while [ "$d" != . ] && [ ! -e "$work/src/$d/go.mod" ]; do d=$(dirname "$d"); done
+    [ "$d" = "$moddir" ] || continue
+    d=$(dirname "$f")
+    [ "$d" = . ] && d=compactkit
+    mkdir -p "$work/consumers/$name/examples/$d"
+    cp "$work/src/$f" "$work/consumers/$name/examples/$d/"
+  done < <(git -C "$work/src" ls-files "$moddir" | grep -E '(^|/)example[^/]*_test\.go$' | grep -vE '(^|/)(internal|testdata)/' | grep -vE "$not_standalone")
+  [ -n "$(ls -A "$work/consumers/$name/examples" 2>/dev/null)" ] || fail "$name: no Examples in ${moddir}"
+}
+
+# check NAME: vet, tidy -diff, build and run the program if the fixture
+# has one, and run every test: the Examples, and the fixture's own.
 check() {
-  local name=$1 how=${2:-run} dir="$work/consumers/$1"
+  local name=$1 dir="$work/consumers/$1"
   (cd "$dir" && go vet ./...) || fail "$name: go vet"
   (cd "$dir" && go mod tidy -diff) || fail "$name: go mod tidy -diff"
-  case $how in
-    run) (cd "$dir" && go build -o "$dir/prog" . && "$dir/prog") || fail "$name: the program failed" ;;
-    test) (cd "$dir" && go test -count=1 ./...) || fail "$name: the test failed" ;;
-  esac
+  if [ -e "$dir/main.go" ]; then
+    (cd "$dir" && go build -o "$dir/prog" . && "$dir/prog") || fail "$name: the program failed"
+  fi
+  (cd "$dir" && go test -count=1 ./...) || fail "$name: the tests failed"
 }
 
 # requires NAME MODULE VERSION: the consumer resolved MODULE at VERSION.
@@ -100,37 +134,34 @@ requires() {
 }
 
 note "each nested module fetched on its own at $v1"
-consumer embed embed "raftfsm/hraft@$v1"
-requires embed "$mod" "$v1"
-check embed
-consumer node node "raftfsm/hraft@$v1"
-check node
-consumer etcd etcd "raftfsm/etcdraft@$v1"
+consumer hraft node "raftfsm/hraft@$v1"
+requires hraft "$mod" "$v1"
+check hraft
+consumer etcd - "raftfsm/etcdraft@$v1"
 requires etcd "$mod" "$v1"
 if grep -E 'hashicorp/raft|boltdb' "$work/consumers/etcd/go.mod" "$work/consumers/etcd/go.sum"; then
   fail "etcd: an etcd-io/raft host got hashicorp/raft or BoltDB"
 fi
 check etcd
-consumer rpc rpc "rpc@$v1"
+consumer rpc - "rpc@$v1"
 requires rpc "$mod" "$v1"
 check rpc
-consumer objstore objstore "blockmerge/objstore@$v1"
+consumer objstore - "blockmerge/objstore@$v1"
 requires objstore "$mod" "$v1"
 check objstore
-consumer prom prom "metrics/prom@$v1"
+consumer prom - "metrics/prom@$v1"
 requires prom "$mod" "$v1"
 check prom
 
 note "the core module at $v1"
-consumer bucketlog bucketlog "@$v1"
-check bucketlog
-consumer worker worker "@$v1"
-check worker
-consumer kits kits "@$v1"
-check kits test
+consumer core kits "@$v1"
+check core
 
-note "a host pinned to hashicorp/raft v1.8.0 builds hraft"
-consumer raft18 raft18 "raftfsm/hraft@$v1"
+note "a host pinned to hashicorp/raft v1.8.0 runs hraft's Examples"
+consumer raft18 - "raftfsm/hraft@$v1"
+# hraftnode's BoltDB stores (raft-boltdb/v2) need hashicorp/raft v1.7's
+# go-metrics: the pinned host builds hraft only.
+rm -r "$work/consumers/raft18/examples/raftfsm/hraft/hraftnode"
 (cd "$work/consumers/raft18" && go get github.com/hashicorp/raft@v1.8.0 && go mod tidy) || fail "raft18: go get hashicorp/raft@v1.8.0"
 requires raft18 github.com/hashicorp/raft v1.8.0
 check raft18
@@ -159,13 +190,13 @@ git -C "$work/src" tag raftfsm/hraft/v0.2.0-nobump
 (cd "$work/src" && bash scripts/release.sh "$v2" >/dev/null)
 git -C "$work/src" push -q "$work/compactkit.git" main --tags
 
-consumer upgrade embed "@$v1" "raftfsm/hraft@$v1"
+consumer upgrade - "=@$v1" "raftfsm/hraft@$v1"
 (cd "$work/consumers/upgrade" && go get "$mod/raftfsm/hraft@$v2" && go mod tidy) || fail "upgrade: go get hraft@$v2"
 requires upgrade "$mod" "$v2"
 check upgrade
 
-consumer nobump embed "@$v1" "raftfsm/hraft@$v1"
-if (cd "$work/consumers/nobump" && go get "$mod/raftfsm/hraft@v0.2.0-nobump" && go build ./...) >"$work/nobump.log" 2>&1; then
+consumer nobump - "=@$v1" "raftfsm/hraft@$v1"
+if (cd "$work/consumers/nobump" && go get "$mod/raftfsm/hraft@v0.2.0-nobump" && go vet ./...) >"$work/nobump.log" 2>&1; then
   fail "nobump: hraft tagged without the requirement bump built; the $v2 step proves nothing"
 fi
 grep -q 'undefined: compactkit.CIRelease' "$work/nobump.log" || { cat "$work/nobump.log"; fail "nobump: failed, but not on the missing root function"; }

@@ -26,18 +26,6 @@ const (
 	PrefixLayout
 )
 
-// String returns the layout's name.
-func (l Layout) String() string {
-	switch l {
-	case ObjectLayout:
-		return "object"
-	case PrefixLayout:
-		return "prefix"
-	default:
-		return fmt.Sprintf("Layout(%d)", uint8(l))
-	}
-}
-
 // deleteBlock deletes the objects of the block with the given ID. Deleting
 // a block that is already gone is not an error.
 func (l Layout) deleteBlock(ctx context.Context, store Store, id string) error {

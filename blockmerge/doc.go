@@ -10,7 +10,7 @@
 // objects are errors wrapping [ErrNotFound] that name the object; keys are
 // checked by [ValidateKey] and can never escape a store's root.
 //
-//   - [MemStore] keeps objects in memory (tests, examples).
+//   - [NewMemStore] keeps objects in memory (tests, examples).
 //   - [FileStore] is the embedded default: a directory on the local
 //     filesystem, written with temporary file, fsync, rename and directory
 //     fsync, through an [os.Root].
@@ -38,9 +38,9 @@
 // footer), then streams only the datasets asked for with one range read
 // each. See format.go for the byte layout.
 //
-// A [Writer] writes a block to any io.Writer one page at a time;
 // [WriteBlock] writes a block from datasets held in memory (what ingest
-// uses for a level-0 segment, possibly of several tenants).
+// uses for a level-0 segment, possibly of several tenants), one page at a
+// time.
 //
 // # Merge
 //

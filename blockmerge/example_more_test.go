@@ -13,42 +13,6 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 )
 
-// A Writer streams a block into any object writer, one page at a time:
-// datasets in (tenant, name) order, records in key, timestamp order.
-func ExampleNewWriter() {
-	ctx := context.Background()
-	store := blockmerge.NewMemStore()
-	ow, err := blockmerge.CreateObject(ctx, store, compactkit.ObjectKey("b1"), "")
-	if err != nil {
-		panic(err)
-	}
-	bw, err := blockmerge.NewWriter(ow, blockmerge.BlockInfo{ID: "b1", Tenant: "acme", Level: 2})
-	if err != nil {
-		panic(err)
-	}
-	dw, err := bw.BeginDataset("", "api")
-	if err != nil {
-		panic(err)
-	}
-	for i := range 1000 {
-		if err := dw.Append(blockmerge.Record{Key: fmt.Appendf(nil, "key-%04d", i), Timestamp: int64(i), Value: []byte("v")}); err != nil {
-			panic(err)
-		}
-	}
-	// Out of order: refused, and the writer fails from now on.
-	err = dw.Append(blockmerge.Record{Key: []byte("key-0000")})
-	fmt.Println(errors.Is(err, blockmerge.ErrOutOfOrder))
-	_, err = bw.Close()
-	fmt.Println(err != nil)
-	_ = ow.Abort() // nothing becomes visible
-	ok, _ := store.Exists(ctx, compactkit.ObjectKey("b1"))
-	fmt.Println("exists:", ok)
-	// Output:
-	// true
-	// true
-	// exists: false
-}
-
 // A host with datasets of its own structure plugs in its own merger for
 // them and delegates the others to the built-in record merge.
 func ExampleWithDatasetMerger() {
@@ -119,7 +83,7 @@ func ExampleWithSources() {
 	indexed.Datasets = append(indexed.Datasets, compactkit.DatasetMeta{Tenant: "acme", Name: "db", Size: 30, Records: 1, MinTime: 1, MaxTime: 1})
 	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}
 	_, err = blockmerge.Merge(ctx, store, plan, 1, blockmerge.WithSources(indexed))
-	fmt.Println(errors.Is(err, blockmerge.ErrNoDataset))
+	fmt.Println(errors.Is(err, blockmerge.ErrNotFound))
 	fmt.Println(strings.Contains(err.Error(), `object "blocks/seg-1": dataset acme/db`))
 	// Output:
 	// true

@@ -130,7 +130,7 @@ func ExampleNewFileStore() {
 		return nil
 	})
 	// Output:
-	// blockmerge: invalid object key: "../escape": segment ".." not allowed
+	// blockmerge: invalid key or range: "../escape": segment ".." not allowed
 	// object: blocks/a
 }
 

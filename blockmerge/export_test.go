@@ -31,3 +31,9 @@ func Datasets(r *Reader) []DatasetInfo {
 
 // DatasetAt is r.datasetAt, for the tests.
 var DatasetAt = (*Reader).datasetAt
+
+// NewWriter is newWriter, for the tests.
+var NewWriter = newWriter
+
+// WithPageSize is withPageSize, for the tests.
+var WithPageSize = withPageSize

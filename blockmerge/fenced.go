@@ -11,12 +11,12 @@ import (
 )
 
 // NewFencedStore returns s wrapped for one compaction attempt, of job with
-// the given token: before every write (Put, Create and its Commit, Delete,
-// DeleteByPrefix) the returned store checks the token with g (resource: the
-// job name), and refuses the write with an error wrapping
+// the given token: before every write (Put, [CreateObject] and its Commit,
+// Delete, DeleteByPrefix) the returned store checks the token with g
+// (resource: the job name), and refuses the write with an error wrapping
 // [fencing.ErrStaleToken] once a newer attempt of the same job has written
-// through the same Guard. Reads pass through. It streams writes (see
-// [Creator]) with s's own writer if s has one, else through a staging file.
+// through the same Guard. Reads pass through. [CreateObject] streams the
+// write if s streams, else stages it in a file.
 //
 // One kind of write is never refused: deleting objects under the attempt's
 // own prefix ([compactkit.AttemptPrefix] of the job and token), so that an
@@ -45,10 +45,7 @@ type fencedStore struct {
 	token fencing.Token
 }
 
-var (
-	_ Store   = (*fencedStore)(nil)
-	_ Creator = (*fencedStore)(nil)
-)
+var _ Store = (*fencedStore)(nil)
 
 // ownPrefix returns the attempt's own prefix.
 func (f *fencedStore) ownPrefix() string { return compactkit.AttemptPrefix(f.job, f.token) }
@@ -93,14 +90,9 @@ func (f *fencedStore) Put(ctx context.Context, key string, r io.Reader) error {
 	return f.inner.Put(ctx, key, r)
 }
 
-// Create implements [Creator]: the token is checked when the write starts
-// and again just before it is committed.
-func (f *fencedStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
-	return f.create(ctx, key, "")
-}
-
-// create is Create staging in tempDir (see [CreateObject]) when the inner
-// store cannot stream a write.
+// create starts writing the object key for [CreateObject], staging in
+// tempDir when the inner store cannot stream a write: the token is checked
+// when the write starts and again just before it is committed.
 func (f *fencedStore) create(ctx context.Context, key, tempDir string) (ObjectWriter, error) {
 	if err := f.check("create", key); err != nil {
 		return nil, err

@@ -53,7 +53,6 @@ const tempPrefix = ".ck-tmp-"
 // never reused; [FileStore.RemoveStaging] deletes them.
 type FileStore struct {
 	root   *os.Root
-	dir    string
 	noSync bool
 	seq    atomic.Uint64
 	pid    string
@@ -61,7 +60,7 @@ type FileStore struct {
 
 var (
 	_ Store             = (*FileStore)(nil)
-	_ Creator           = (*FileStore)(nil)
+	_ creator           = (*FileStore)(nil)
 	_ ConditionalPutter = (*FileStore)(nil)
 	_ Timestamper       = (*FileStore)(nil)
 )
@@ -80,11 +79,8 @@ func NewFileStore(dir string, opts ...Option) (*FileStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blockmerge: file store: %w", err)
 	}
-	return &FileStore{root: root, dir: dir, noSync: buildOptions(opts).noSync, pid: strconv.Itoa(os.Getpid())}, nil
+	return &FileStore{root: root, noSync: buildOptions(opts).noSync, pid: strconv.Itoa(os.Getpid())}, nil
 }
-
-// Dir returns the root directory of the store.
-func (s *FileStore) Dir() string { return s.dir }
 
 // Close releases the store's handle on its root directory.
 func (s *FileStore) Close() error { return s.root.Close() }
@@ -222,7 +218,7 @@ func (s *FileStore) ModTime(ctx context.Context, key string) (time.Time, error) 
 
 // Put implements [Store]: see [FileStore] for the protocol.
 func (s *FileStore) Put(ctx context.Context, key string, r io.Reader) error {
-	w, err := s.create(ctx, key)
+	w, err := s.createFile(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -239,7 +235,7 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader) error {
 // is no window between a check and the publication; then the directory is
 // synced. It needs a filesystem with hard links (every local POSIX one).
 func (s *FileStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
-	w, err := s.create(ctx, key)
+	w, err := s.createFile(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -251,13 +247,17 @@ func (s *FileStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) er
 	return w.Commit()
 }
 
-// Create implements [Creator]: the object is written to a staging file
+// create implements [creator]: the object is written to a staging file
 // that Commit publishes as Put does.
-func (s *FileStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
-	return s.create(ctx, key)
+func (s *FileStore) create(ctx context.Context, key string) (ObjectWriter, error) {
+	w, err := s.createFile(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
-func (s *FileStore) create(ctx context.Context, key string) (*fileWriter, error) {
+func (s *FileStore) createFile(ctx context.Context, key string) (*fileWriter, error) {
 	name, err := s.name(key)
 	if err != nil {
 		return nil, err
@@ -470,7 +470,7 @@ func (s *FileStore) pruneDirs(dir string) {
 // List implements [Store]. It walks the directories under the prefix in
 // key order, without reading the whole listing into memory first.
 func (s *FileStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
-	if err := ValidatePrefix(prefix); err != nil {
+	if err := validatePrefix(prefix); err != nil {
 		return err
 	}
 	for seg := range strings.SplitSeq(prefix, "/") {

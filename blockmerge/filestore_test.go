@@ -45,7 +45,6 @@ func TestFileStoreLayout(t *testing.T) {
 	s, err := blockmerge.NewFileStore(dir)
 	require.NoError(t, err)
 	defer s.Close()
-	require.Equal(t, dir, s.Dir())
 	putBytes(t, s, "blocks/job/12/0", []byte("data"))
 	b, err := os.ReadFile(filepath.Join(dir, "blocks", "job", "12", "0"))
 	require.NoError(t, err)
@@ -87,7 +86,7 @@ func TestFileStoreInterruptedPut(t *testing.T) {
 	require.Equal(t, []string{"blocks/", "blocks/old"}, files(t, dir))
 
 	// An aborted streaming write leaves nothing either.
-	w, err := s.Create(ctx, "blocks/x/y")
+	w, err := blockmerge.CreateObject(ctx, s, "blocks/x/y", "")
 	require.NoError(t, err)
 	_, err = w.Write([]byte("partial"))
 	require.NoError(t, err)
@@ -251,7 +250,7 @@ func TestFileStoreRefusesLongSegment(t *testing.T) {
 	long := "blocks/" + strings.Repeat("k", 256) + "/0"
 	require.NoError(t, blockmerge.ValidateKey(long), "a valid key for object stores")
 	require.ErrorIs(t, s.Put(ctx, long, strings.NewReader("data")), blockmerge.ErrInvalidKey)
-	_, err = s.Create(ctx, long)
+	_, err = blockmerge.CreateObject(ctx, s, long, "")
 	require.ErrorIs(t, err, blockmerge.ErrInvalidKey)
 	_, err = s.Get(ctx, long)
 	require.ErrorIs(t, err, blockmerge.ErrInvalidKey)

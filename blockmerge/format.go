@@ -73,13 +73,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Block format errors. Decoding failures wrap the shared decoding errors
 // of compactkit (ErrMalformed, ErrTruncated, ErrUnknownVersion,
 // ErrTooLarge, ErrChecksum), with a message naming the object and dataset.
-var (
-	// ErrOutOfOrder reports records or datasets given to a writer out of
-	// their required order, or a record identical to the previous one.
-	ErrOutOfOrder = errors.New("blockmerge: out of order")
-	// ErrNoDataset reports a dataset that the block does not hold.
-	ErrNoDataset = errors.New("blockmerge: no such dataset")
-)
+//
+// ErrOutOfOrder reports records or datasets given to a writer out of their
+// required order, or a record identical to the previous one. A dataset
+// that a block does not hold is an error wrapping [ErrNotFound].
+var ErrOutOfOrder = errors.New("blockmerge: out of order")
 
 // footer is the CBOR-encoded block footer.
 type footer struct {

@@ -282,11 +282,12 @@ func TestMissingDataset(t *testing.T) {
 	r, err := blockmerge.Open(ctx, s, "seg")
 	require.NoError(t, err)
 	_, err = r.Dataset(ctx, "tenant-a", "nope")
-	require.ErrorIs(t, err, blockmerge.ErrNoDataset)
+	require.ErrorIs(t, err, blockmerge.ErrNotFound)
 	require.ErrorContains(t, err, `"blocks/seg"`)
 	require.ErrorContains(t, err, "tenant-a/nope")
 	_, err = blockmerge.DatasetAt(r, ctx, 3)
-	require.ErrorIs(t, err, blockmerge.ErrNoDataset)
+	require.ErrorIs(t, err, blockmerge.ErrNotFound)
+	require.ErrorContains(t, err, "dataset #3 of 3")
 
 	// The object vanishes after the footer was read.
 	require.NoError(t, s.Delete(ctx, "blocks/seg"))

@@ -55,13 +55,7 @@ func FuzzReader(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := int64(0)
-			for it.Next() {
-				n++
-			}
-			if it.Err() != nil || n != d.Records {
-				t.Fatalf("dataset %s: %d records, index says %d, err %v", d.Name, n, d.Records, it.Err())
-			}
+			requireRecords(t, it, d)
 		}
 	})
 }
@@ -110,16 +104,23 @@ func FuzzFooter(f *testing.F) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				n := int64(0)
-				for it.Next() {
-					n++
-				}
-				if it.Err() != nil || n != d.Records {
-					t.Fatalf("dataset %s: %d records, index says %d, err %v", d.Name, n, d.Records, it.Err())
-				}
+				requireRecords(t, it, d)
 			}
 		}
 	})
+}
+
+// requireRecords streams it to its end and fails the test unless it ends
+// cleanly after as many records as the index gives d.
+func requireRecords(t *testing.T, it *blockmerge.DatasetIterator, d blockmerge.DatasetInfo) {
+	t.Helper()
+	n := int64(0)
+	for it.Next() {
+		n++
+	}
+	if it.Err() != nil || n != d.Records {
+		t.Fatalf("dataset %s: %d records, index says %d, err %v", d.Name, n, d.Records, it.Err())
+	}
 }
 
 // assemble builds a block object from section bytes and a footer, with a

@@ -13,10 +13,8 @@ import (
 	"time"
 )
 
-// MemStore is an in-memory [Store] for tests and examples. Objects are
-// immutable byte slices, so readers never block writers. It is safe for
-// concurrent use; the zero value is not usable, call [NewMemStore].
-type MemStore struct {
+// memStore is the in-memory store of [NewMemStore].
+type memStore struct {
 	mu      sync.RWMutex
 	objects map[string][]byte
 	mods    map[string]time.Time // when each object was written, by clock
@@ -24,22 +22,25 @@ type MemStore struct {
 }
 
 var (
-	_ Store             = (*MemStore)(nil)
-	_ Creator           = (*MemStore)(nil)
-	_ ConditionalPutter = (*MemStore)(nil)
-	_ Timestamper       = (*MemStore)(nil)
+	_ creator           = (*memStore)(nil)
+	_ ConditionalPutter = (*memStore)(nil)
+	_ Timestamper       = (*memStore)(nil)
 )
 
-// NewMemStore returns an empty in-memory store. Of the options, only
-// [WithMemClock] applies.
-func NewMemStore(opts ...Option) *MemStore {
+// NewMemStore returns an empty in-memory [Store] for tests and examples.
+// Objects are immutable byte slices, so readers never block writers. The
+// store is safe for concurrent use, streams writes (see [CreateObject]),
+// and implements [ConditionalPutter] and [Timestamper]: its modification
+// times come from the clock of [WithMemClock] (default time.Now), the only
+// option that applies.
+func NewMemStore(opts ...Option) Store {
 	o := buildOptions(opts)
-	return &MemStore{objects: make(map[string][]byte), mods: make(map[string]time.Time), clock: o.clock}
+	return &memStore{objects: make(map[string][]byte), mods: make(map[string]time.Time), clock: o.clock}
 }
 
 // ModTime implements [Timestamper]: the time of the store's clock when the
 // object was committed.
-func (m *MemStore) ModTime(ctx context.Context, key string) (time.Time, error) {
+func (m *memStore) ModTime(ctx context.Context, key string) (time.Time, error) {
 	if _, err := m.lookup(ctx, "mod time", key); err != nil {
 		return time.Time{}, err
 	}
@@ -48,7 +49,7 @@ func (m *MemStore) ModTime(ctx context.Context, key string) (time.Time, error) {
 	return m.mods[key], nil
 }
 
-func (m *MemStore) lookup(ctx context.Context, op, key string) ([]byte, error) {
+func (m *memStore) lookup(ctx context.Context, op, key string) ([]byte, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func (m *MemStore) lookup(ctx context.Context, op, key string) ([]byte, error) {
 }
 
 // Get implements [Store].
-func (m *MemStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+func (m *memStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	b, err := m.lookup(ctx, "get", key)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func (m *MemStore) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 }
 
 // GetRange implements [Store].
-func (m *MemStore) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+func (m *memStore) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
 	b, err := m.lookup(ctx, "get range", key)
 	if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (m *MemStore) GetRange(ctx context.Context, key string, off, length int64) 
 }
 
 // Size implements [Store].
-func (m *MemStore) Size(ctx context.Context, key string) (int64, error) {
+func (m *memStore) Size(ctx context.Context, key string) (int64, error) {
 	b, err := m.lookup(ctx, "size", key)
 	if err != nil {
 		return 0, err
@@ -99,15 +100,15 @@ func (m *MemStore) Size(ctx context.Context, key string) (int64, error) {
 }
 
 // Exists implements [Store].
-func (m *MemStore) Exists(ctx context.Context, key string) (bool, error) {
+func (m *memStore) Exists(ctx context.Context, key string) (bool, error) {
 	_, err := m.lookup(ctx, "exists", key)
 	return existence(err)
 }
 
 // Put implements [Store]. The object is read whole into memory before it
 // replaces the previous one.
-func (m *MemStore) Put(ctx context.Context, key string, r io.Reader) error {
-	w, err := m.Create(ctx, key)
+func (m *memStore) Put(ctx context.Context, key string, r io.Reader) error {
+	w, err := m.create(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -120,8 +121,8 @@ func (m *MemStore) Put(ctx context.Context, key string, r io.Reader) error {
 
 // PutIfAbsent implements [ConditionalPutter]: the check and the insertion
 // happen under the store's lock.
-func (m *MemStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
-	w, err := m.Create(ctx, key)
+func (m *memStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
+	w, err := m.create(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -134,8 +135,8 @@ func (m *MemStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) err
 	return mw.Commit()
 }
 
-// Create implements [Creator].
-func (m *MemStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
+// create implements [creator].
+func (m *memStore) create(ctx context.Context, key string) (ObjectWriter, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func (m *MemStore) Create(ctx context.Context, key string) (ObjectWriter, error)
 
 type memWriter struct {
 	ctx  context.Context
-	m    *MemStore
+	m    *memStore
 	key  string
 	buf  bytes.Buffer
 	done bool
@@ -196,7 +197,7 @@ func (w *memWriter) Abort() error {
 }
 
 // Delete implements [Store].
-func (m *MemStore) Delete(ctx context.Context, key string) error {
+func (m *memStore) Delete(ctx context.Context, key string) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func (m *MemStore) Delete(ctx context.Context, key string) error {
 }
 
 // keys returns the sorted keys starting with prefix.
-func (m *MemStore) keys(prefix string) []string {
+func (m *memStore) keys(prefix string) []string {
 	m.mu.RLock()
 	var ks []string
 	for k := range m.objects {
@@ -226,8 +227,8 @@ func (m *MemStore) keys(prefix string) []string {
 
 // List implements [Store]. It lists a snapshot of the keys taken when it
 // starts; fn may use the store.
-func (m *MemStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
-	if err := ValidatePrefix(prefix); err != nil {
+func (m *memStore) List(ctx context.Context, prefix string, fn func(key string) error) error {
+	if err := validatePrefix(prefix); err != nil {
 		return err
 	}
 	for _, k := range m.keys(prefix) {
@@ -242,7 +243,7 @@ func (m *MemStore) List(ctx context.Context, prefix string, fn func(key string) 
 }
 
 // DeleteByPrefix implements [Store].
-func (m *MemStore) DeleteByPrefix(ctx context.Context, prefix string) error {
+func (m *memStore) DeleteByPrefix(ctx context.Context, prefix string) error {
 	if err := validateDeletePrefix(prefix); err != nil {
 		return err
 	}
@@ -266,7 +267,7 @@ func validateDeletePrefix(prefix string) error {
 	if prefix == "" {
 		return fmt.Errorf("%w: empty prefix: refusing to delete everything", ErrInvalidKey)
 	}
-	return ValidatePrefix(prefix)
+	return validatePrefix(prefix)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

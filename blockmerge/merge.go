@@ -200,8 +200,7 @@ func (t *loserTree) replay(w int) {
 // To fence the attempt's writes within the process, pass a store made by
 // [NewFencedStore].
 //
-// Options: [WithSources], [WithDatasetMerger], [WithPageSize],
-// [WithLogger], [WithTempDir].
+// Options: [WithSources], [WithDatasetMerger].
 func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fencing.Token, opts ...Option) ([]compactkit.BlockMeta, error) {
 	if plan == nil {
 		return nil, fmt.Errorf("blockmerge: merge: nil plan: %w", compactkit.ErrInconsistent)
@@ -213,7 +212,6 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 		return nil, nil
 	}
 	o := buildOptions(opts)
-	log := o.logger.With("job", plan.Name, "token", uint64(token))
 
 	want := make(map[string]*compactkit.BlockMeta, len(o.sources))
 	for i := range o.sources {
@@ -265,14 +263,10 @@ func Merge(ctx context.Context, store Store, plan *compactkit.JobPlan, token fen
 			if cerr := store.DeleteByPrefix(context.WithoutCancel(ctx), prefix); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("blockmerge: merge job %s: cleaning up %q: %w", plan.Name, prefix, cerr))
 			}
-			log.Warn("merge failed; attempt outputs deleted", "prefix", prefix, "err", err)
 			return nil, fmt.Errorf("blockmerge: merge job %s: output %s: %w", plan.Name, info.ID, err)
 		}
-		log.Debug("merged output", "block", meta.ID, "tenant", meta.Tenant, "datasets", len(meta.Datasets),
-			"records", meta.Records(), "bytes", meta.Size)
 		metas = append(metas, meta)
 	}
-	log.Info("merge done", "sources", len(plan.Sources), "outputs", len(metas), "level", level+1)
 	return metas, nil
 }
 
@@ -300,7 +294,7 @@ func (r *Reader) checkMeta(want *compactkit.BlockMeta) error {
 		k := dkey{want.DatasetTenant(w), w.Name}
 		g := have[k]
 		if g == nil {
-			return fmt.Errorf("blockmerge: object %q: dataset %s/%s: listed in the index, not in the block: %w", r.key, k.tenant, k.name, ErrNoDataset)
+			return fmt.Errorf("blockmerge: object %q: dataset %s/%s: listed in the index, not in the block: %w", r.key, k.tenant, k.name, ErrNotFound)
 		}
 		delete(have, k)
 		if g.Size != w.Size || g.Records != w.Records || g.MinTime != w.MinTime || g.MaxTime != w.MaxTime {
@@ -376,34 +370,19 @@ func planOutputs(plan *compactkit.JobPlan, readers []*Reader) []outputPlan {
 
 // writeOutput writes one output block and commits it.
 func writeOutput(ctx context.Context, ws Store, readers []*Reader, pages [][]byte, info BlockInfo, groups []mergeGroup, o options) (compactkit.BlockMeta, error) {
-	ow, err := CreateObject(ctx, ws, compactkit.ObjectKey(info.ID), o.tempDir)
-	if err != nil {
-		return compactkit.BlockMeta{}, err
-	}
-	meta, err := func() (compactkit.BlockMeta, error) {
-		bw, err := NewWriter(ow, info, WithPageSize(o.pageSize))
-		if err != nil {
-			return compactkit.BlockMeta{}, err
-		}
+	return writeObject(ctx, ws, info, []Option{withPageSize(o.pageSize)}, func(bw *blockWriter) error {
 		for _, g := range groups {
 			if err := mergeGroupInto(ctx, bw, readers, pages, info.Tenant, g, o.merger); err != nil {
-				return compactkit.BlockMeta{}, err
+				return err
 			}
 		}
-		return bw.Close()
-	}()
-	if err != nil {
-		return compactkit.BlockMeta{}, errors.Join(err, ow.Abort())
-	}
-	if err := ow.Commit(); err != nil {
-		return compactkit.BlockMeta{}, err
-	}
-	return meta, nil
+		return nil
+	})
 }
 
 // mergeGroupInto merges one dataset group into the block being written.
 // pages holds a page buffer per source, lent to the inputs.
-func mergeGroupInto(ctx context.Context, bw *Writer, readers []*Reader, pages [][]byte, tenant string, g mergeGroup, m DatasetMerger) (err error) {
+func mergeGroupInto(ctx context.Context, bw *blockWriter, readers []*Reader, pages [][]byte, tenant string, g mergeGroup, m DatasetMerger) (err error) {
 	inputs := make([]*DatasetIterator, 0, len(g.refs))
 	defer func() {
 		for i, it := range inputs {

@@ -309,7 +309,7 @@ func TestMergeCustomDatasetMerger(t *testing.T) {
 }
 
 // TestMergeDeterministic merges the same sources in two stores, with the
-// staging path (a store without Creator) and without: the outputs are
+// staging path (a store that cannot stream a write) and without: the outputs are
 // byte-identical.
 func TestMergeDeterministic(t *testing.T) {
 	ctx := context.Background()
@@ -333,7 +333,7 @@ func TestMergeDeterministic(t *testing.T) {
 	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-3", "seg-1", "seg-0", "seg-2"}}
 	var want [][]byte
 	for i, s := range stores {
-		outs, err := blockmerge.Merge(ctx, s, plan, 77, blockmerge.WithPageSize(2048), blockmerge.WithTempDir(t.TempDir()))
+		outs, err := blockmerge.Merge(ctx, s, plan, 77, blockmerge.WithPageSize(2048))
 		require.NoError(t, err)
 		require.Len(t, outs, 2)
 		for n, o := range outs {
@@ -347,22 +347,24 @@ func TestMergeDeterministic(t *testing.T) {
 	}
 }
 
-// putOnly hides a store's Creator, so writes are staged in a file.
+// putOnly hides the streaming writes of a store of this package, so writes are staged in a file.
 type putOnly struct{ blockmerge.Store }
 
 // TestMergeFencedStagesInTempDir: through a fenced store over a store that
-// cannot stream a write, outputs are staged in the merge's WithTempDir.
+// cannot stream a write, outputs are staged in the system's temporary
+// directory ($TMPDIR).
 func TestMergeFencedStagesInTempDir(t *testing.T) {
 	ctx := context.Background()
 	s := putOnly{blockmerge.NewMemStore()}
 	l0Segment(t, s, "seg-1", blockmerge.Dataset{Tenant: "a", Name: "d", Records: []blockmerge.Record{rec("k", 1, "v")}})
 	plan := &compactkit.JobPlan{Name: "j", Sources: []string{"seg-1"}}
 	var g fencing.Guard
-	missing := filepath.Join(t.TempDir(), "missing")
-	_, err := blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 1), plan, 1, blockmerge.WithTempDir(missing))
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	_, err := blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 1), plan, 1)
 	require.ErrorIs(t, err, fs.ErrNotExist, "the staging file goes to the missing directory")
 	require.Equal(t, []string{"blocks/seg-1"}, listKeys(t, s, ""))
-	outs, err := blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 1), plan, 1, blockmerge.WithTempDir(t.TempDir()))
+	t.Setenv("TMPDIR", t.TempDir())
+	outs, err := blockmerge.Merge(ctx, blockmerge.NewFencedStore(s, &g, "j", 1), plan, 1)
 	require.NoError(t, err)
 	require.Len(t, outs, 1)
 }
@@ -470,7 +472,7 @@ func TestMergeChecksSourcesAgainstIndex(t *testing.T) {
 	// The index lists a dataset the block does not hold.
 	missing := m2.Clone()
 	missing.Datasets = append(missing.Datasets, compactkit.DatasetMeta{Tenant: "c", Name: "x", Size: 40, Records: 1, MinTime: 3, MaxTime: 3})
-	fail(2, blockmerge.ErrNoDataset, `object "blocks/seg-2": dataset c/x`, m1, missing)
+	fail(2, blockmerge.ErrNotFound, `object "blocks/seg-2": dataset c/x`, m1, missing)
 	// The index and the footer disagree on a dataset's statistics.
 	wrong := m1.Clone()
 	wrong.Datasets[1].Records++

@@ -1,34 +1,28 @@
 package blockmerge
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/compactkit/compactkit"
 )
 
-// Option configures [Merge], [NewWriter], [WriteBlock], [NewMemStore] and
+// Option configures [Merge], [WriteBlock], [NewMemStore] and
 // [NewFileStore]. Options that do not apply to a function are ignored by
 // it.
 type Option func(*options)
 
 type options struct {
-	pageSize int
-	logger   *slog.Logger
+	pageSize int // tests only: see export_test.go
 	merger   DatasetMerger
-	tempDir  string
 	sources  []compactkit.BlockMeta
 	noSync   bool             // FileStore
-	clock    func() time.Time // MemStore
+	clock    func() time.Time // NewMemStore
 }
 
 func buildOptions(opts []Option) options {
 	o := options{pageSize: defaultPageSize}
 	for _, f := range opts {
 		f(&o)
-	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.DiscardHandler)
 	}
 	if o.merger == nil {
 		o.merger = MergeRecords
@@ -40,30 +34,20 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// WithPageSize sets the bound on the payload of the pages written
-// (default [defaultPageSize], clamped to [minPageSize, maxPageSize]). A
-// merge's memory is about one page per source plus one. The page size is
-// part of the output bytes: use the same one everywhere when outputs must
-// be byte-identical.
-func WithPageSize(n int) Option { return func(o *options) { o.pageSize = n } }
-
-// WithLogger sets the logger of a merge (default: discard).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+// withPageSize sets the bound on the payload of the pages written
+// (default [defaultPageSize], clamped to [minPageSize, maxPageSize]). The
+// page size is part of the output bytes; only the tests change it.
+func withPageSize(n int) Option { return func(o *options) { o.pageSize = n } }
 
 // WithDatasetMerger sets the merger of datasets (default [MergeRecords]).
 func WithDatasetMerger(m DatasetMerger) Option { return func(o *options) { o.merger = m } }
-
-// WithTempDir sets the directory of the staging files used to write
-// outputs to stores that cannot stream a write themselves (see
-// [CreateObject]); default: the system's temporary directory.
-func WithTempDir(dir string) Option { return func(o *options) { o.tempDir = dir } }
 
 // WithSources gives [Merge] the metadata the index holds for the job's
 // sources. Merge then checks each source's footer against it before
 // writing anything: the block's tenant, shard, level, time range and size,
 // and every dataset's tenant, name, size, record count and time range. A
 // dataset the index lists but the block lacks is an error wrapping
-// [ErrNoDataset]; any other difference wraps compactkit.ErrInconsistent;
+// [ErrNotFound]; any other difference wraps compactkit.ErrInconsistent;
 // both name the object and the dataset. Sources without metadata here are
 // not checked; metadata of a block that is not a source of the plan is an
 // error.
@@ -76,7 +60,7 @@ func WithSources(metas ...compactkit.BlockMeta) Option {
 // in a crash. For tests and scratch stores only.
 func WithoutSync() Option { return func(o *options) { o.noSync = true } }
 
-// WithMemClock sets the clock that stamps a [MemStore]'s modification
-// times ([MemStore.ModTime]; default time.Now): a simulation gives the
+// WithMemClock sets the clock that stamps the modification times of a
+// [NewMemStore] store ([Timestamper]; default time.Now): a simulation gives the
 // store its simulated clock.
 func WithMemClock(clock func() time.Time) Option { return func(o *options) { o.clock = clock } }

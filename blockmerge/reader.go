@@ -194,7 +194,7 @@ func (r *Reader) Meta() compactkit.BlockMeta { return r.meta.Clone() }
 
 // Dataset starts streaming the dataset (tenant, name); an empty tenant
 // means the block's. A dataset the block does not hold is an error
-// wrapping [ErrNoDataset]. The block's datasets are listed, in (tenant,
+// wrapping [ErrNotFound]. The block's datasets are listed, in (tenant,
 // name) order, in [Reader.Meta]:
 //
 //	for _, d := range r.Meta().Datasets {
@@ -209,13 +209,13 @@ func (r *Reader) Dataset(ctx context.Context, tenant, name string) (*DatasetIter
 			return r.datasetAt(ctx, i)
 		}
 	}
-	return nil, fmt.Errorf("blockmerge: object %q: dataset %s/%s: %w", r.key, tenant, name, ErrNoDataset)
+	return nil, fmt.Errorf("blockmerge: object %q: dataset %s/%s: %w", r.key, tenant, name, ErrNotFound)
 }
 
 // datasetAt starts streaming the i-th dataset of the index.
 func (r *Reader) datasetAt(ctx context.Context, i int) (*DatasetIterator, error) {
 	if i < 0 || i >= len(r.meta.Datasets) {
-		return nil, fmt.Errorf("blockmerge: object %q: dataset #%d of %d: %w", r.key, i, len(r.meta.Datasets), ErrNoDataset)
+		return nil, fmt.Errorf("blockmerge: object %q: dataset #%d of %d: %w", r.key, i, len(r.meta.Datasets), ErrNotFound)
 	}
 	d := r.meta.Datasets[i]
 	d.Tenant = r.meta.DatasetTenant(&d)
@@ -279,9 +279,6 @@ type DatasetIterator struct {
 	err  error
 	done bool
 }
-
-// Block returns the ID of the block the dataset belongs to.
-func (it *DatasetIterator) Block() string { return it.block }
 
 // Meta returns the dataset's metadata from the index: its tenant
 // (resolved: never empty), name and statistics.

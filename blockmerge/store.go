@@ -13,23 +13,21 @@ import (
 
 // Store errors.
 var (
-	// ErrNotFound reports an object that does not exist. Errors wrapping it
-	// name the object.
-	ErrNotFound = errors.New("blockmerge: object not found")
-	// ErrInvalidKey reports an object key or prefix that is not allowed:
-	// see [ValidateKey].
-	ErrInvalidKey = errors.New("blockmerge: invalid object key")
-	// ErrInvalidRange reports a range read outside the object: a negative
+	// ErrNotFound reports an object, or a dataset of a block, that does not
+	// exist. Errors wrapping it name the object (and the dataset).
+	ErrNotFound = errors.New("blockmerge: not found")
+	// ErrInvalidKey reports an object key or prefix that is not allowed
+	// (see [ValidateKey]), or a range read outside the object: a negative
 	// offset, a non-positive length, or an offset at or past the end.
-	ErrInvalidRange = errors.New("blockmerge: invalid range")
+	ErrInvalidKey = errors.New("blockmerge: invalid key or range")
 	// ErrExists reports a conditional put ([ConditionalPutter]) of a key
 	// that already names an object. Errors wrapping it name the object.
 	ErrExists = errors.New("blockmerge: object exists")
 )
 
-// MaxKeyLen is the maximum length in bytes of an object key (the limit of
+// maxKeyLen is the maximum length in bytes of an object key (the limit of
 // the common cloud object stores).
-const MaxKeyLen = 1024
+const maxKeyLen = 1024
 
 // Store is an object store: a flat namespace of immutable objects named by
 // '/'-separated keys (see [ValidateKey]).
@@ -43,7 +41,7 @@ type Store interface {
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
 	// GetRange returns a reader of length bytes starting at offset off,
 	// clamped to the end of the object. off must be in [0, size) and length
-	// positive, or the error wraps ErrInvalidRange (or ErrNotFound).
+	// positive, or the error wraps ErrInvalidKey (or ErrNotFound).
 	GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error)
 	// Size returns the size of the object in bytes.
 	Size(ctx context.Context, key string) (int64, error)
@@ -82,17 +80,16 @@ type ObjectWriter interface {
 	Abort() error
 }
 
-// Creator is implemented by stores that can write an object in a stream
-// without staging it elsewhere first. [CreateObject] uses it when
-// available.
-type Creator interface {
-	// Create starts writing the object key; see [ObjectWriter].
-	Create(ctx context.Context, key string) (ObjectWriter, error)
+// creator is implemented by this package's stores that write an object in
+// a stream without staging it elsewhere first; [CreateObject] uses it.
+type creator interface {
+	// create starts writing the object key; see [ObjectWriter].
+	create(ctx context.Context, key string) (ObjectWriter, error)
 }
 
 // ConditionalPutter is implemented by stores that can put an object only if
 // no object has its key, atomically: of two concurrent conditional puts of
-// one key, exactly one succeeds. [MemStore] and [FileStore] implement it;
+// one key, exactly one succeeds. [NewMemStore]'s store and [FileStore] implement it;
 // the conformance suite (blockmerge/storetest) checks it on every store
 // that does. An ordered log on an object store can be built on it, each
 // entry a create-if-absent of the next key.
@@ -116,8 +113,9 @@ type Timestamper interface {
 	ModTime(ctx context.Context, key string) (time.Time, error)
 }
 
-// CreateObject returns a writer for a new object of s. If s implements
-// [Creator], its own writer is used; otherwise the bytes are staged in a
+// CreateObject returns a writer for a new object of s. The stores of
+// [NewMemStore] and [NewFileStore] stream the object themselves; for any
+// other store the bytes are staged in a
 // temporary file in tempDir (the system's default when empty) and handed to
 // s.Put on Commit, so the object's size is known to stores that need it
 // (S3's single-request upload, for instance) and memory use stays bounded.
@@ -125,8 +123,8 @@ func CreateObject(ctx context.Context, s Store, key, tempDir string) (ObjectWrit
 	if f, ok := s.(*fencedStore); ok {
 		return f.create(ctx, key, tempDir)
 	}
-	if c, ok := s.(Creator); ok {
-		return c.Create(ctx, key)
+	if c, ok := s.(creator); ok {
+		return c.create(ctx, key)
 	}
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -181,7 +179,7 @@ func (w *stagedWriter) Abort() error {
 	return errors.Join(cerr, rerr)
 }
 
-// ValidateKey reports whether key is a valid object key: 1 to [MaxKeyLen]
+// ValidateKey reports whether key is a valid object key: 1 to 1024
 // bytes of valid UTF-8 without control characters or backslashes, made of
 // '/'-separated segments none of which is empty, "." or "..". So a key is
 // never absolute, never ends in '/', and can never escape the root of a
@@ -191,8 +189,8 @@ func ValidateKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
 	}
-	if len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: key of %d bytes, limit %d", ErrInvalidKey, len(key), MaxKeyLen)
+	if len(key) > maxKeyLen {
+		return fmt.Errorf("%w: key of %d bytes, limit %d", ErrInvalidKey, len(key), maxKeyLen)
 	}
 	if !utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return fmt.Errorf("%w: %q: invalid characters", ErrInvalidKey, key)
@@ -205,11 +203,11 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// ValidatePrefix reports whether prefix is a valid listing prefix: empty,
+// validatePrefix reports whether prefix is a valid listing prefix: empty,
 // or a string that is a valid key once a single trailing '/' is removed
 // ("blocks/", "blocks/job-1/12/", "blocks/01H"). Errors wrap
 // [ErrInvalidKey].
-func ValidatePrefix(prefix string) error {
+func validatePrefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
@@ -227,7 +225,7 @@ func notFound(op, key string) error {
 // checkRange validates a range read of an object of the given size.
 func checkRange(key string, off, length, size int64) error {
 	if off < 0 || length <= 0 || off >= size {
-		return fmt.Errorf("blockmerge: get range %q [%d, +%d) of %d bytes: %w", key, off, length, size, ErrInvalidRange)
+		return fmt.Errorf("blockmerge: get range %q [%d, +%d) of %d bytes: %w", key, off, length, size, ErrInvalidKey)
 	}
 	return nil
 }

@@ -32,12 +32,12 @@ type BlockInfo struct {
 	Level uint32
 }
 
-// Writer writes one block in format v1 to an [io.Writer], streaming: it
+// blockWriter writes one block in format v1 to an [io.Writer], streaming: it
 // holds one page of records at a time.
 //
 // Datasets are written one after the other in strictly increasing
 // (tenant, name) order, each with its records in strictly increasing
-// [Compare] order; [Writer.Close] writes the footer and returns the block's
+// [Compare] order; Close writes the footer and returns the block's
 // metadata. A dataset to which no record is appended is left out.
 //
 // Dataset tenants: in a single-tenant block (BlockInfo.Tenant set) the
@@ -48,8 +48,8 @@ type BlockInfo struct {
 // The first error (from the underlying writer, or a misuse) is sticky:
 // every later call returns it; a call after Close, or on a dataset writer
 // after the next dataset began, returns an error wrapping [os.ErrClosed].
-// A Writer is not safe for concurrent use.
-type Writer struct {
+// A blockWriter is not safe for concurrent use.
+type blockWriter struct {
 	w        io.Writer
 	off      int64
 	info     BlockInfo
@@ -62,9 +62,9 @@ type Writer struct {
 	closed   bool
 }
 
-// NewWriter writes the header of a block described by info to w and
-// returns its writer. Of the options, only [WithPageSize] applies.
-func NewWriter(w io.Writer, info BlockInfo, opts ...Option) (*Writer, error) {
+// newWriter writes the header of a block described by info to w and
+// returns its writer. Of the options, only withPageSize applies.
+func newWriter(w io.Writer, info BlockInfo, opts ...Option) (*blockWriter, error) {
 	if err := compactkit.ValidateID(info.ID); err != nil {
 		return nil, fmt.Errorf("blockmerge: new writer: %w", err)
 	}
@@ -72,7 +72,7 @@ func NewWriter(w io.Writer, info BlockInfo, opts ...Option) (*Writer, error) {
 		return nil, err
 	}
 	o := buildOptions(opts)
-	bw := &Writer{w: w, info: info, pageSize: o.pageSize}
+	bw := &blockWriter{w: w, info: info, pageSize: o.pageSize}
 	bw.write(appendHeader(make([]byte, 0, headerSize)))
 	if bw.err != nil {
 		return nil, bw.err
@@ -80,7 +80,7 @@ func NewWriter(w io.Writer, info BlockInfo, opts ...Option) (*Writer, error) {
 	return bw, nil
 }
 
-func (w *Writer) write(p []byte) {
+func (w *blockWriter) write(p []byte) {
 	if w.err != nil {
 		return
 	}
@@ -92,7 +92,7 @@ func (w *Writer) write(p []byte) {
 }
 
 // fail records a sticky error and returns it.
-func (w *Writer) fail(err error) error {
+func (w *blockWriter) fail(err error) error {
 	if w.err == nil {
 		w.err = err
 	}
@@ -104,7 +104,7 @@ func (w *Writer) fail(err error) error {
 // writer until the next BeginDataset or Close. In a single-tenant block
 // tenant must be empty or the block's tenant; in a multi-tenant block it
 // is required.
-func (w *Writer) BeginDataset(tenant, name string) (*DatasetWriter, error) {
+func (w *blockWriter) BeginDataset(tenant, name string) (*DatasetWriter, error) {
 	if w.closed {
 		return nil, fmt.Errorf("blockmerge: block %s: begin dataset %s/%s: %w", w.info.ID, tenant, name, os.ErrClosed)
 	}
@@ -156,7 +156,7 @@ func (w *Writer) BeginDataset(tenant, name string) (*DatasetWriter, error) {
 
 // finishDataset flushes the current dataset's last page and records its
 // index entry (if it has records).
-func (w *Writer) finishDataset() {
+func (w *blockWriter) finishDataset() {
 	d := w.cur
 	if d == nil {
 		return
@@ -181,7 +181,7 @@ func (w *Writer) finishDataset() {
 // Close finishes the last dataset, writes the footer and trailer, and
 // returns the block's metadata (Size is the total number of bytes
 // written). It does not close the underlying writer.
-func (w *Writer) Close() (compactkit.BlockMeta, error) {
+func (w *blockWriter) Close() (compactkit.BlockMeta, error) {
 	if w.closed {
 		return compactkit.BlockMeta{}, fmt.Errorf("blockmerge: close block %s: %w", w.info.ID, os.ErrClosed)
 	}
@@ -247,7 +247,7 @@ func (w *Writer) Close() (compactkit.BlockMeta, error) {
 // DatasetWriter appends the records of one dataset of a block being
 // written. It is valid until the block's next BeginDataset or Close.
 type DatasetWriter struct {
-	w       *Writer
+	w       *blockWriter
 	tenant  string // as stored
 	name    string
 	offset  int64
@@ -357,7 +357,8 @@ func (d *DatasetWriter) flush() {
 
 // Dataset is a dataset held in memory, for [WriteBlock].
 type Dataset struct {
-	// Tenant owns the dataset (see [Writer] for when it may be empty).
+	// Tenant owns the dataset: it may be empty in a single-tenant block
+	// (info.Tenant set), where it means the block's tenant.
 	Tenant string
 	// Name identifies the dataset within its tenant.
 	Name string
@@ -372,13 +373,11 @@ type Dataset struct {
 // several tenants) or any small block from memory. Datasets may come in any
 // order (they are sorted by tenant and name); two datasets with the same
 // (tenant, name) are an error; a dataset without records is left out. The
-// caller's slices are not modified. Of the options, [WithPageSize] and
-// [WithTempDir] apply.
+// caller's slices are not modified. No option applies.
 func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dataset, opts ...Option) (compactkit.BlockMeta, error) {
 	if err := compactkit.ValidateID(info.ID); err != nil {
 		return compactkit.BlockMeta{}, fmt.Errorf("blockmerge: write block: %w", err)
 	}
-	o := buildOptions(opts)
 	ds := slices.Clone(datasets)
 	resolve := func(d *Dataset) string { return cmp.Or(info.Tenant, d.Tenant) }
 	slices.SortStableFunc(ds, func(a, b Dataset) int { return datasetCompare(resolve(&a), a.Name, resolve(&b), b.Name) })
@@ -388,16 +387,7 @@ func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dat
 				info.ID, resolve(&ds[i]), ds[i].Name, compactkit.ErrInconsistent)
 		}
 	}
-	key := compactkit.ObjectKey(info.ID)
-	ow, err := CreateObject(ctx, store, key, o.tempDir)
-	if err != nil {
-		return compactkit.BlockMeta{}, err
-	}
-	meta, err := func() (compactkit.BlockMeta, error) {
-		bw, err := NewWriter(ow, info, opts...)
-		if err != nil {
-			return compactkit.BlockMeta{}, err
-		}
+	return writeObject(ctx, store, info, opts, func(bw *blockWriter) error {
 		for i := range ds {
 			recs := sortRecords(slices.Clone(ds[i].Records))
 			if len(recs) == 0 {
@@ -405,13 +395,33 @@ func WriteBlock(ctx context.Context, store Store, info BlockInfo, datasets []Dat
 			}
 			dw, err := bw.BeginDataset(ds[i].Tenant, ds[i].Name)
 			if err != nil {
-				return compactkit.BlockMeta{}, err
+				return err
 			}
 			for _, r := range recs {
 				if err := dw.Append(r); err != nil {
-					return compactkit.BlockMeta{}, err
+					return err
 				}
 			}
+		}
+		return nil
+	})
+}
+
+// writeObject writes the block described by info to store at
+// compactkit.ObjectKey(info.ID): fill writes its datasets; the object is
+// committed if fill and the block's Close succeed, aborted otherwise.
+func writeObject(ctx context.Context, store Store, info BlockInfo, opts []Option, fill func(*blockWriter) error) (compactkit.BlockMeta, error) {
+	ow, err := CreateObject(ctx, store, compactkit.ObjectKey(info.ID), "")
+	if err != nil {
+		return compactkit.BlockMeta{}, err
+	}
+	meta, err := func() (compactkit.BlockMeta, error) {
+		bw, err := newWriter(ow, info, opts...)
+		if err != nil {
+			return compactkit.BlockMeta{}, err
+		}
+		if err := fill(bw); err != nil {
+			return compactkit.BlockMeta{}, err
 		}
 		return bw.Close()
 	}()

@@ -14,10 +14,18 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
+// memStore is blockmerge's memory store with its conditional put.
+type memStore interface {
+	blockmerge.Store
+	blockmerge.ConditionalPutter
+}
+
+func newMemStore() memStore { return blockmerge.NewMemStore().(memStore) }
+
 // gatedStore holds the first conditional put until released, so that the
 // test can queue proposals behind it.
 type gatedStore struct {
-	*blockmerge.MemStore
+	memStore
 	once    sync.Once
 	entered chan struct{}
 	release chan struct{}
@@ -28,14 +36,14 @@ func (g *gatedStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) e
 		close(g.entered)
 		<-g.release
 	})
-	return g.MemStore.PutIfAbsent(ctx, key, r)
+	return g.memStore.PutIfAbsent(ctx, key, r)
 }
 
 // Proposals that arrive while an append is in flight go out together in
 // the next entry, each with its own log index and result.
 func TestConcurrentProposalsBatch(t *testing.T) {
 	ctx := context.Background()
-	store := &gatedStore{MemStore: blockmerge.NewMemStore(), entered: make(chan struct{}), release: make(chan struct{})}
+	store := &gatedStore{memStore: newMemStore(), entered: make(chan struct{}), release: make(chan struct{})}
 	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +109,7 @@ func TestConcurrentProposalsBatch(t *testing.T) {
 	}
 	// A replica reading the log from the start reaches the same state.
 	other, _ := raftfsm.New(raftfsm.DefaultConfig())
-	r, err := Open(ctx, store.MemStore, "log", other, "c2")
+	r, err := Open(ctx, store.memStore, "log", other, "c2")
 	if err != nil {
 		t.Fatal(err)
 	}

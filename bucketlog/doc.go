@@ -45,7 +45,7 @@
 //     proposer's stamp, then to the state machine's rule: never back,
 //     at most one clock step forward per entry. Each entry records
 //     whether it is timed by the store; a replica that cannot read the
-//     store's times for such an entry stops (ErrNoStoreTime) rather
+//     store's times for such an entry stops (ErrUnsupportedStore) rather
 //     than fork. A step of more than one lease first extends the leases
 //     in progress (a took-office command every replica derives from the
 //     entry), so a coordinator outage does not charge healthy jobs a
@@ -106,6 +106,6 @@
 // coordinators (a Node serving workers over RPC: 3 requests per poll
 // whatever the number of workers), or Raft.
 //
-// It runs on blockmerge's MemStore and FileStore and on S3
+// It runs on blockmerge's NewMemStore and FileStore and on S3
 // (blockmerge/objstore's ConditionalStore, If-None-Match: *).
 package bucketlog

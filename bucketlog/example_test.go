@@ -18,15 +18,8 @@ import (
 // conditional puts), each serving workers through a leader service over
 // its own view of the log. Whatever one appends, the other applies.
 func Example() {
-	dir, err := tempDir()
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	store, err := blockmerge.NewFileStore(dir)
-	if err != nil {
-		panic(err)
-	}
+	store, remove := exampleStore()
+	defer remove()
 	ctx := context.Background()
 	open := func(id string) *leader.Service {
 		cfg := raftfsm.DefaultConfig()
@@ -57,21 +50,29 @@ func Example() {
 	// Output: assigned [seg-1 seg-2]
 }
 
-func tempDir() (string, error) { return os.MkdirTemp("", "bucketlog-example-") }
+// exampleStore returns a file store in a new temporary directory, and the
+// function that closes it and removes the directory.
+func exampleStore() (*blockmerge.FileStore, func()) {
+	dir, err := os.MkdirTemp("", "bucketlog-example-")
+	if err != nil {
+		panic(err)
+	}
+	store, err := blockmerge.NewFileStore(dir)
+	if err != nil {
+		panic(err)
+	}
+	return store, func() {
+		store.Close()
+		os.RemoveAll(dir)
+	}
+}
 
 // Serverless: no coordinator. The ingest process and each worker open
 // their own node of the log; a node is a worker.Client, so a worker.Worker
 // runs on it directly (here one poll by hand).
 func ExampleOpenNode() {
-	dir, err := tempDir()
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	store, err := blockmerge.NewFileStore(dir)
-	if err != nil {
-		panic(err)
-	}
+	store, remove := exampleStore()
+	defer remove()
 	ctx := context.Background()
 	cfg := bucketlog.NodeConfig{State: raftfsm.DefaultConfig()}
 	cfg.State.Planner.Levels[0].MaxBlocks = 2

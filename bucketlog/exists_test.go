@@ -26,14 +26,14 @@ import (
 // when the server applied its create, the answer was lost, and its own
 // retry got 412 Precondition Failed.
 type createdThenExists struct {
-	*blockmerge.MemStore
+	memStore
 	lose func(key string) bool
 	mu   sync.Mutex
 	lost []string
 }
 
 func (s *createdThenExists) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
-	if err := s.MemStore.PutIfAbsent(ctx, key, r); err != nil {
+	if err := s.memStore.PutIfAbsent(ctx, key, r); err != nil {
 		return err
 	}
 	if s.lose(key) {
@@ -58,7 +58,7 @@ func (s *createdThenExists) answersLost() []string {
 // so answered was written.
 func TestCreateAnsweredExistsIsOwnAppend(t *testing.T) {
 	ctx := context.Background()
-	store := &createdThenExists{MemStore: blockmerge.NewMemStore(), lose: func(string) bool { return true }}
+	store := &createdThenExists{memStore: newMemStore(), lose: func(string) bool { return true }}
 	var logs bytes.Buffer
 	var applied []string
 	fsm, err := raftfsm.New(bucketlogConfig())
@@ -166,7 +166,7 @@ func TestCheckpointAnsweredExists(t *testing.T) {
 		return logs.String()
 	}
 	t.Run("own", func(t *testing.T) {
-		store := &createdThenExists{MemStore: blockmerge.NewMemStore(), lose: func(key string) bool {
+		store := &createdThenExists{memStore: newMemStore(), lose: func(key string) bool {
 			return strings.Contains(key, "/checkpoint/")
 		}}
 		logs := run(t, store)

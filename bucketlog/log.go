@@ -25,16 +25,15 @@ import (
 
 // Errors of the log.
 var (
-	// ErrNoConditionalPut reports a store that cannot create an object
-	// only if it is absent.
-	ErrNoConditionalPut = errors.New("bucketlog: the store has no conditional put")
+	// ErrUnsupportedStore reports a store that lacks what the log needs:
+	// a create-if-absent ([blockmerge.ConditionalPutter]), or, to read an
+	// entry timed by the store, the objects' modification times
+	// ([blockmerge.Timestamper]); the replica stops rather than time such
+	// an entry differently.
+	ErrUnsupportedStore = errors.New("bucketlog: unsupported store")
 	// ErrCorrupt reports an entry or checkpoint that breaks the chain or
 	// does not decode: the replica stops rather than skip it.
 	ErrCorrupt = errors.New("bucketlog: corrupt log")
-	// ErrNoStoreTime reports an entry timed by the store read through a
-	// store that reports no modification times ([blockmerge.Timestamper]):
-	// the replica stops rather than time it differently.
-	ErrNoStoreTime = errors.New("bucketlog: the entry is timed by the store and the store reports no times")
 )
 
 // defaultCheckpointEvery is the default checkpoint interval, in entries.
@@ -190,9 +189,9 @@ var _ leader.Log = (*Log)(nil)
 func Open(ctx context.Context, store blockmerge.Store, prefix string, fsm *raftfsm.FSM, id string, opts ...Option) (*Log, error) {
 	cond, ok := store.(blockmerge.ConditionalPutter)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T", ErrNoConditionalPut, store)
+		return nil, fmt.Errorf("%w: %T has no conditional put", ErrUnsupportedStore, store)
 	}
-	if err := blockmerge.ValidatePrefix(prefix + "/"); err != nil || strings.HasSuffix(prefix, "/") {
+	if err := blockmerge.ValidateKey(prefix); err != nil || strings.HasSuffix(prefix, "/") {
 		return nil, fmt.Errorf("bucketlog: prefix %q: want a key prefix without a trailing '/'", prefix)
 	}
 	if id == "" || strings.ContainsAny(id, "\n/") {
@@ -396,7 +395,7 @@ func (l *Log) entryTime(ctx context.Context, n uint64, e *entry) (int64, error) 
 	if e.stored {
 		if l.timer == nil {
 			// Timing it by the stamp would fork this replica.
-			l.failed = fmt.Errorf("bucketlog: entry %d is timed by the store, and this store (%T) reports no modification times: %w", n, l.store, ErrNoStoreTime)
+			l.failed = fmt.Errorf("bucketlog: entry %d is timed by the store, and this store (%T) reports no modification times: %w", n, l.store, ErrUnsupportedStore)
 			return 0, l.failed
 		}
 		mod, err := l.timer.ModTime(ctx, l.entryKey(n))

@@ -132,13 +132,26 @@ func TestCheckpointRestore(t *testing.T) {
 
 	// A store without conditional puts is refused.
 	_, err = bucketlog.Open(ctx, plainStore{store}, "compaction", fsm, "x")
-	require.ErrorIs(t, err, bucketlog.ErrNoConditionalPut)
+	require.ErrorIs(t, err, bucketlog.ErrUnsupportedStore)
+	require.ErrorContains(t, err, "no conditional put")
 }
 
 type ckBlock = ck.BlockMeta
 
 // plainStore hides the conditional put.
 type plainStore struct{ blockmerge.Store }
+
+// memStore is blockmerge's memory store with the optional interfaces it
+// implements, for wrappers that change one of its methods.
+type memStore interface {
+	blockmerge.Store
+	blockmerge.ConditionalPutter
+	blockmerge.Timestamper
+}
+
+func newMemStore(opts ...blockmerge.Option) memStore {
+	return blockmerge.NewMemStore(opts...).(memStore)
+}
 
 // Coordinators appending at once: every coordinator serves its own
 // ingest and worker, appends race for the same indexes, losers catch up

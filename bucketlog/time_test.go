@@ -3,7 +3,6 @@ package bucketlog_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -106,39 +105,25 @@ func TestStoreTimeRequired(t *testing.T) {
 	addOne(t, l, fsm, "a")
 	other, err := raftfsm.New(raftfsm.DefaultConfig())
 	require.NoError(t, err)
-	_, err = bucketlog.Open(context.Background(), noTimes{store}, "log", other, "c2")
-	require.ErrorIs(t, err, bucketlog.ErrNoStoreTime)
+	_, err = bucketlog.Open(context.Background(), noTimes{store, store.(blockmerge.ConditionalPutter)}, "log", other, "c2")
+	require.ErrorIs(t, err, bucketlog.ErrUnsupportedStore)
+	require.ErrorContains(t, err, "reports no modification times")
 
 	// Entries appended WithoutStoreTime are read by any replica.
-	store2 := blockmerge.NewMemStore()
+	store2 := newMemStore()
 	l2, fsm2 := timedLog(t, c, store2, "c1", bucketlog.WithoutStoreTime())
 	addOne(t, l2, fsm2, "a")
 	other, err = raftfsm.New(raftfsm.DefaultConfig())
 	require.NoError(t, err)
-	r, err := bucketlog.Open(context.Background(), noTimes{store2}, "log", other, "c2")
+	r, err := bucketlog.Open(context.Background(), noTimes{store2, store2}, "log", other, "c2")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), r.Applied())
 }
 
 // noTimes hides the store's modification times.
-type noTimes struct{ m *blockmerge.MemStore }
-
-func (n noTimes) Get(ctx context.Context, k string) (io.ReadCloser, error) { return n.m.Get(ctx, k) }
-func (n noTimes) GetRange(ctx context.Context, k string, off, length int64) (io.ReadCloser, error) {
-	return n.m.GetRange(ctx, k, off, length)
-}
-func (n noTimes) Size(ctx context.Context, k string) (int64, error)    { return n.m.Size(ctx, k) }
-func (n noTimes) Exists(ctx context.Context, k string) (bool, error)   { return n.m.Exists(ctx, k) }
-func (n noTimes) Put(ctx context.Context, k string, r io.Reader) error { return n.m.Put(ctx, k, r) }
-func (n noTimes) Delete(ctx context.Context, k string) error           { return n.m.Delete(ctx, k) }
-func (n noTimes) DeleteByPrefix(ctx context.Context, p string) error {
-	return n.m.DeleteByPrefix(ctx, p)
-}
-func (n noTimes) PutIfAbsent(ctx context.Context, k string, r io.Reader) error {
-	return n.m.PutIfAbsent(ctx, k, r)
-}
-func (n noTimes) List(ctx context.Context, p string, fn func(string) error) error {
-	return n.m.List(ctx, p, fn)
+type noTimes struct {
+	blockmerge.Store
+	blockmerge.ConditionalPutter
 }
 
 // A coordinator whose clock is 40 minutes ahead of the store's (within

@@ -101,7 +101,7 @@ func TestTruncateGrace(t *testing.T) {
 // whose key has the given suffix: between the appending coordinator's
 // check of the mark and its create.
 type stallingStore struct {
-	*blockmerge.MemStore
+	memStore
 	key   string
 	stall func()
 }
@@ -112,7 +112,7 @@ func (s *stallingStore) PutIfAbsent(ctx context.Context, key string, r io.Reader
 		s.stall = nil
 		stall()
 	}
-	return s.MemStore.PutIfAbsent(ctx, key, r)
+	return s.memStore.PutIfAbsent(ctx, key, r)
 }
 
 // A coordinator that stalls between its check of the low-water mark and
@@ -122,8 +122,8 @@ func (s *stallingStore) PutIfAbsent(ctx context.Context, key string, r io.Reader
 // at the tip. No fork: replicas end byte-identical.
 func TestStalledAppendBelowMark(t *testing.T) {
 	ctx := context.Background()
-	mem := blockmerge.NewMemStore()
-	store := &stallingStore{MemStore: mem}
+	mem := newMemStore()
+	store := &stallingStore{memStore: mem}
 	open := func(id string) (*bucketlog.Log, *leader.Service) {
 		fsm, err := raftfsm.New(bucketlogtest.Config())
 		require.NoError(t, err)

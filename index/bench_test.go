@@ -292,7 +292,7 @@ func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, perTick in
 	build := func() {
 		x = buildIndex(b, metas)
 		require.NoError(b, x.SetConfig(cfg))
-		now, next, entry = x.Now(), 0, benchBlocks // the index clock: its latest block
+		now, next, entry = x.View().Now(), 0, benchBlocks // the index clock: its latest block
 		arrived = (benchStart + int64(benchBlocks)*arrivalStep) / int64(time.Millisecond)
 	}
 	sources := make([]string, 20)
@@ -340,7 +340,7 @@ func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, perTick in
 			}
 		}
 		cleanup := "cleanup-" + strconv.Itoa(next)
-		if ts := x.Release(now, cleanup, 20); len(ts) > 0 {
+		if ts := ReleaseTo(x, now, cleanup, 20); len(ts) > 0 {
 			x.Confirm(now, cleanup)
 		}
 		x.Expire(now)
@@ -370,7 +370,7 @@ func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, perTick in
 	}
 	b.StopTimer()
 	st := x.Stats()
-	b.ReportMetric(float64(x.Len()), "blocks")
+	b.ReportMetric(float64(x.View().Len()), "blocks")
 	b.ReportMetric(float64(st.TombstonesPending+st.TombstonesReleasable+st.TombstonesAttached), "tombstones")
 }
 
@@ -384,7 +384,7 @@ func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, perTick in
 func BenchmarkIndexRestore(b *testing.B) {
 	snap := func() []byte {
 		var buf bytes.Buffer
-		require.NoError(b, buildIndex(b, makeBenchBlocks(benchBlocks)).Snapshot(&buf))
+		require.NoError(b, buildIndex(b, makeBenchBlocks(benchBlocks)).View().Snapshot(&buf))
 		return buf.Bytes()
 	}()
 	runtime.GC()
@@ -396,8 +396,8 @@ func BenchmarkIndexRestore(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if x.Len() != benchBlocks {
-			b.Fatal(x.Len())
+		if x.View().Len() != benchBlocks {
+			b.Fatal(x.View().Len())
 		}
 	}
 	cpuPerOp(b, cpu)
@@ -409,7 +409,7 @@ func BenchmarkIndexSnapshot(b *testing.B) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()
-		require.NoError(b, x.Snapshot(&buf))
+		require.NoError(b, x.View().Snapshot(&buf))
 	}
 	b.SetBytes(int64(buf.Len()))
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	ck "github.com/compactkit/compactkit"
 )
 
 // Sentinel errors of the package. Functions return them wrapped, with a
@@ -13,22 +15,9 @@ var (
 	// is live, tombstoned, was deleted less than the deduplication horizon
 	// ago, or lies under an orphaned attempt prefix.
 	ErrDuplicate = errors.New("index: duplicate block")
-	// ErrInvalidConfig reports a configuration with a negative duration.
-	ErrInvalidConfig = errors.New("index: invalid configuration")
-	// ErrRefused reports a refused replacement: [ReplaceResult.Err] wraps
-	// it.
-	ErrRefused = errors.New("index: replacement refused")
 	// ErrLiveUnderPrefix reports an orphan prefix that covers a live block:
 	// tombstoning it would delete committed data.
 	ErrLiveUnderPrefix = errors.New("index: live block under prefix")
-)
-
-// Default configuration values.
-const (
-	DefaultDedupHorizon       = 24 * time.Hour
-	DefaultCleanupDelay       = 15 * time.Minute
-	DefaultCompletedRetention = 24 * time.Hour
-	DefaultReaderTimeout      = time.Hour
 )
 
 // Config is the index's replicated configuration. It affects Apply, so it
@@ -65,14 +54,15 @@ type Config struct {
 // timeout.
 func DefaultConfig() Config {
 	return Config{
-		DedupHorizon:       DefaultDedupHorizon,
-		CleanupDelay:       DefaultCleanupDelay,
-		CompletedRetention: DefaultCompletedRetention,
-		ReaderTimeout:      DefaultReaderTimeout,
+		DedupHorizon:       24 * time.Hour,
+		CleanupDelay:       15 * time.Minute,
+		CompletedRetention: 24 * time.Hour,
+		ReaderTimeout:      time.Hour,
 	}
 }
 
-// Validate reports whether c is usable: no duration may be negative.
+// Validate reports whether c is usable: no duration may be negative (the
+// error wraps [compactkit.ErrNegative]).
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
@@ -84,7 +74,7 @@ func (c Config) Validate() error {
 		{"reader timeout", c.ReaderTimeout},
 	} {
 		if f.d < 0 {
-			return fmt.Errorf("index config: %s %v is negative: %w", f.name, f.d, ErrInvalidConfig)
+			return fmt.Errorf("index config: %s %v is negative: %w", f.name, f.d, ck.ErrNegative)
 		}
 	}
 	return nil

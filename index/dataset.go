@@ -201,29 +201,10 @@ func uvarint(p []byte, i int) (uint64, int) {
 	}
 }
 
-// appendDatasets appends b's datasets to buf: next in one loop.
+// appendDatasets appends b's datasets to buf.
 func (b *block) appendDatasets(buf []dataset) []dataset {
-	p := b.unpack().ds
-	for i := 0; i < len(p); {
-		var head, v uint64
-		head, i = uvarint(p, i)
-		d := dataset{name: uint32(head >> dsFlags), minTime: b.minTime, maxTime: b.maxTime}
-		if head&dsTenant != 0 {
-			v, i = uvarint(p, i)
-			d.tenant = uint32(v)
-		}
-		v, i = uvarint(p, i)
-		d.size = int64(v)
-		v, i = uvarint(p, i)
-		d.records = int64(v)
-		if head&dsMin != 0 {
-			v, i = uvarint(p, i)
-			d.minTime = int64(uint64(b.minTime) + v)
-		}
-		if head&dsMax != 0 {
-			v, i = uvarint(p, i)
-			d.maxTime = int64(uint64(b.maxTime) - v)
-		}
+	r := b.datasets()
+	for d := (dataset{}); r.next(&d); {
 		buf = append(buf, d)
 	}
 	return buf

@@ -8,10 +8,13 @@
 // Apply with the values of a log entry (its [compactkit.Entry] and its
 // effective log time now), and two indexes that receive the same calls are
 // identical, snapshot bytes included. The index keeps the largest now it
-// has seen ([Index.Now]), so its time never goes backwards. It uses no
+// has seen ([View.Now]), so its time never goes backwards. It uses no
 // wall clock, no randomness, no map iteration order and no goroutines.
-// Readers (queries, the leader's Prepare) use a copy-on-write [View],
-// opened in O(1) with [Index.View]. The ownership rule: each of the index's
+//
+// An [Index] is written to; every read goes through a copy-on-write
+// [View], opened in O(1) with [Index.View], on the Apply goroutine as on
+// any other (queries, the leader's Prepare, a background snapshot). The
+// ownership rule: each of the index's
 // trees belongs to the index, which mutates it in place, until it is frozen
 // for the views that may read it as it is, when a view first reads it or
 // the index is about to mutate it while such a view is open; from then on
@@ -71,7 +74,7 @@
 // Tombstones ride on jobs. [View.Releasable] lists the releasable,
 // unattached tombstones in a stable order (release time, creation time,
 // kind, target) and [Index.Attach] records which job holds each, when the
-// job is created; [Index.Release] does both at once. The holder's success
+// job is created. The holder's success
 // confirms them ([Index.Confirm]): they are removed, and a deletion record
 // keeps their IDs from re-entering the index for the deduplication horizon.
 // Eviction or cancellation of the holder detaches them ([Index.Detach]) for
@@ -94,9 +97,9 @@
 //
 // # Snapshots
 //
-// [Index.Snapshot] (or [View.Snapshot], off the Apply goroutine) writes the
-// index as one framed, checksummed, columnar stream; [Restore] reads it
-// back, validating everything, and rejects malformed input with an error
+// [View.Snapshot] writes the index, on any goroutine, as one framed,
+// checksummed, columnar stream; [Restore] reads it back, validating
+// everything, and rejects malformed input with an error
 // wrapping one of the root package's decoding errors
 // ([compactkit.ErrMalformed], [compactkit.ErrTruncated], ...). The bytes are
 // a function of the logical state only: Restore(Snapshot(x)) behaves

@@ -68,7 +68,7 @@ func ExampleIndex_Replace() {
 	out.Level = 1
 
 	r := x.Replace(ck.Entry{Index: 10}, 100, "job1", 7, []string{"a", "b"}, []ck.BlockMeta{out})
-	fmt.Println("applied:", r.Applied, "live:", x.Live("a"), x.Live(out.ID))
+	fmt.Println("applied:", r.Applied, "live:", x.View().Live("a"), x.View().Live(out.ID))
 
 	// Replaying the same completion changes nothing.
 	r = x.Replace(ck.Entry{Index: 11}, 100, "job1", 7, []string{"a", "b"}, []ck.BlockMeta{out})
@@ -79,14 +79,14 @@ func ExampleIndex_Replace() {
 	x.DropBefore(ck.Entry{Index: 12}, 101, "acme", false, 19)
 	out2 := *seg(ck.OutputID("job2", 8, 0), "acme", 0, 0, 29)
 	r = x.Replace(ck.Entry{Index: 13}, 102, "job2", 8, []string{"a", "c"}, []ck.BlockMeta{out2})
-	fmt.Println(r.Applied, r.Reason, r.Missing, r.Surviving, r.Orphan, x.Live(out2.ID))
+	fmt.Println(r.Applied, r.Reason, r.Missing, r.Surviving, r.Orphan, x.View().Live(out2.ID))
 	// Output:
 	// applied: true live: false true
 	// replayed: true true
 	// false sources missing [a] [c] blocks/job2/8/ false
 }
 
-func ExampleIndex_Release() {
+func ExampleIndex_Attach() {
 	cfg := index.DefaultConfig()
 	cfg.CleanupDelay = time.Minute
 	x, _ := index.New(cfg)
@@ -94,20 +94,29 @@ func ExampleIndex_Release() {
 	_ = x.Add(ck.Entry{Index: 2}, 0, seg("b", "acme", 0, 0, 10))
 	x.DropBefore(ck.Entry{Index: 3}, 0, "", true, 100) // two tombstones
 
-	fmt.Println(x.Release(int64(time.Second), "job1", 0)) // cleanup delay not over
-	fmt.Println(x.Release(int64(time.Minute), "job1", 1)) // the first one
-	fmt.Println(x.Detach("job1"))                         // job1 was cancelled
-	got := x.Release(int64(time.Minute), "job2", 0)
-	fmt.Println(got, x.Held("job2"))
+	// Deciding: a view lists the releasable tombstones, in release order.
+	now := int64(time.Minute)
+	v := x.View()
+	next := v.Releasable(now)
+	var ts []ck.Tombstone
+	for t, ok := next(); ok; t, ok = next() {
+		ts = append(ts, t)
+	}
+	v.Close()
+	// Applying: the job that carries them is created.
+	fmt.Println(x.Attach(now, "job1", ts))
+	fmt.Println(x.Attach(now, "job2", ts)) // a tombstone is held by one job at a time
+	fmt.Println(x.Detach("job1"))          // job1 was cancelled
+	fmt.Println(x.Attach(now, "job2", ts))
 	fmt.Println(x.Confirm(int64(2*time.Minute), "job2"), x.Confirm(int64(2*time.Minute), "job2"))
 	// The deleted block may not come back within the deduplication horizon.
 	err := x.Add(ck.Entry{Index: 4}, int64(3*time.Minute), seg("a", "acme", 0, 0, 10))
 	fmt.Println(errors.Is(err, index.ErrDuplicate))
 	// Output:
+	// [block:a block:b]
 	// []
-	// [block:a]
-	// 1
-	// [block:a block:b] [block:a block:b]
+	// 2
+	// [block:a block:b]
 	// 2 0
 	// true
 }
@@ -120,25 +129,26 @@ func ExampleIndex_SetWatermark() {
 	x.DropBefore(ck.Entry{Index: 2}, 100, "acme", false, 11) // tombstone created at 100
 	// A query that started at 90 is still running.
 	x.SetWatermark(120, 90)
-	fmt.Println(x.Release(120, "job1", 0))
+	_, ok := x.View().Releasable(120)()
+	fmt.Println(ok)
 	// Every read in flight started after 100.
 	x.SetWatermark(130, 125)
-	fmt.Println(x.Release(130, "job1", 0))
+	fmt.Println(x.View().Releasable(130)())
 	// Output:
-	// []
-	// [block:a]
+	// false
+	// block:a true
 }
 
 func ExampleRestore() {
 	x, _ := index.New(index.DefaultConfig())
 	_ = x.Add(ck.Entry{Index: 1}, 5, seg("a", "acme", 0, 0, 10))
 	var snap bytes.Buffer
-	_ = x.Snapshot(&snap)
+	_ = x.View().Snapshot(&snap)
 
 	y, err := index.Restore(bytes.NewReader(snap.Bytes()))
-	fmt.Println(err, y.Len(), y.Now())
+	fmt.Println(err, y.View().Len(), y.View().Now())
 	var again bytes.Buffer
-	_ = y.Snapshot(&again)
+	_ = y.View().Snapshot(&again)
 	fmt.Println(bytes.Equal(snap.Bytes(), again.Bytes()))
 
 	// Corrupt input is rejected.
@@ -166,7 +176,7 @@ func ExampleView_Close() {
 	w := x.View()
 	defer w.Close()
 	_ = x.Add(ck.Entry{Index: 3}, 0, seg("01C", "acme", 0, 20, 30))
-	fmt.Println(w.Len(), x.Len())
+	fmt.Println(w.Len(), x.View().Len())
 	// Output:
 	// 01A true
 	// 2 3

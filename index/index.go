@@ -75,13 +75,10 @@ func newIndex(cfg Config) *Index {
 	}
 }
 
-// Config returns the current configuration.
-func (x *Index) Config() Config { return x.s.cfg }
-
 // SetConfig replaces the configuration. Call it only when applying a
 // configuration command. Tombstones already created keep their release
 // times; a shorter cleanup delay never lets a newer tombstone be released
-// before an older one (see [Index.Tombstones]).
+// before an older one (see [View.Tombstones]).
 func (x *Index) SetConfig(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -89,9 +86,6 @@ func (x *Index) SetConfig(cfg Config) error {
 	x.s.cfg = cfg
 	return nil
 }
-
-// Now returns the latest log time the index has seen.
-func (x *Index) Now() int64 { return x.s.clock }
 
 // advance moves the index clock to now if now is later, and returns the
 // effective time.
@@ -238,24 +232,6 @@ func (x *Index) count(b *block, sign int64) {
 	}
 }
 
-// Live reports whether a block with this ID is live.
-func (x *Index) Live(id string) bool {
-	_, ok := x.s.get(id, x.pivot)
-	return ok
-}
-
-// Lookup returns the metadata of the live block with this ID.
-func (x *Index) Lookup(id string) (ck.BlockMeta, bool) {
-	b, ok := x.s.get(id, x.pivot)
-	if !ok {
-		return ck.BlockMeta{}, false
-	}
-	return x.s.meta(b), true
-}
-
-// Len returns the number of live blocks.
-func (x *Index) Len() int { return x.s.blocks }
-
 // View returns a read-only view of the index as it is now. It costs O(1)
 // (the trees are cloned lazily, under the ownership rule of the package
 // documentation; see [View.Close]) and may be used on another goroutine
@@ -285,10 +261,10 @@ type Stats struct {
 	// (Tenant, Level).
 	Levels []LevelStats
 	// TombstonesPending counts unattached tombstones that are not yet
-	// releasable at [Index.Now] (cleanup delay or reader watermark).
+	// releasable at the index's log time (cleanup delay or reader watermark).
 	TombstonesPending int
-	// TombstonesReleasable counts unattached tombstones releasable at
-	// [Index.Now].
+	// TombstonesReleasable counts unattached tombstones releasable at the
+	// index's log time.
 	TombstonesReleasable int
 	// TombstonesAttached counts tombstones held by a job.
 	TombstonesAttached int
@@ -309,7 +285,7 @@ type Stats struct {
 }
 
 // Stats returns the index's statistics. Releasability is judged at
-// [Index.Now]. Its cost grows with the number of (tenant, level) pairs and
+// the latest log time the index has seen. Its cost grows with the number of (tenant, level) pairs and
 // of releasable tombstones.
 func (x *Index) Stats() Stats {
 	st := Stats{

@@ -163,46 +163,32 @@ func (l *lazy[T]) settle(mu *sync.Mutex) bool {
 	return shared
 }
 
-// wRuns returns the tree of runs for mutation. Once it has been frozen for
-// a view, the runs it holds are shared with that view: the generation moves
-// on, so that mutRun clones each run before mutating it. A tree no view
-// froze (every view that held it closed without reading it) shares no run,
-// and the generation stays.
-func (x *Index) wRuns() *btree.BTreeG[*run] {
-	if x.s.runs.settle(x.vmu) {
-		x.gen++
+// mutGen returns the index's tree for mutation, like mut, moving the
+// generation gen of the items it shares on if the tree has been frozen for
+// a view: those items (runs, leaves) are then shared with the view, and
+// whoever mutates one clones it first when its generation is older. A tree
+// no view froze (every view that held it closed without reading it) shares
+// nothing, and the generation stays.
+func (l *lazy[T]) mutGen(mu *sync.Mutex, gen *uint64) *btree.BTreeG[T] {
+	if l.settle(mu) {
+		*gen++
 	}
-	return x.s.runs.BTreeG
+	return l.BTreeG
 }
+
+// wRuns returns the tree of runs for mutation (mutRun clones a run of an
+// older generation before mutating it).
+func (x *Index) wRuns() *btree.BTreeG[*run] { return x.s.runs.mutGen(x.vmu, &x.gen) }
 
 // wByID returns the tree of the live blocks' leaves (leaves.go) for
-// mutation. Once it has been frozen for a view, its leaves are shared with
-// that view: the generation moves on, so that the leaf set clones each leaf
-// before mutating it, as wRuns does for runs.
-func (x *Index) wByID() *btree.BTreeG[leafRef[idItem]] {
-	if x.s.byID.settle(x.vmu) {
-		x.idGen++
-	}
-	return x.s.byID.BTreeG
-}
+// mutation (the leaf set clones a leaf of an older generation).
+func (x *Index) wByID() *btree.BTreeG[leafRef[idItem]] { return x.s.byID.mutGen(x.vmu, &x.idGen) }
 
-// wTombs returns the tree of the pending tombstones' leaves for mutation,
-// moving their generation on if it was frozen for a view (see wByID).
-func (x *Index) wTombs() *btree.BTreeG[leafRef[tombItem]] {
-	if x.s.tombs.settle(x.vmu) {
-		x.tombGen++
-	}
-	return x.s.tombs.BTreeG
-}
+// wTombs returns the tree of the pending tombstones' leaves for mutation.
+func (x *Index) wTombs() *btree.BTreeG[leafRef[tombItem]] { return x.s.tombs.mutGen(x.vmu, &x.tombGen) }
 
-// wPool returns the tree of the pool's leaves for mutation, moving the
-// pool's generation on if it was frozen for a view (see wByID).
-func (x *Index) wPool() *btree.BTreeG[leafRef[poolKey]] {
-	if x.s.pool.settle(x.vmu) {
-		x.poolGen++
-	}
-	return x.s.pool.BTreeG
-}
+// wPool returns the tree of the pool's leaves for mutation.
+func (x *Index) wPool() *btree.BTreeG[leafRef[poolKey]] { return x.s.pool.mutGen(x.vmu, &x.poolGen) }
 
 // openView returns a view of the index's state holding its slots.
 func (x *Index) openView() *View {

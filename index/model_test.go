@@ -137,13 +137,13 @@ func (m *model) replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	}
 	switch {
 	case !valid:
-		r.Reason = RefusedInvalid
+		r.Reason = refusedInvalid
 	case len(r.Missing) > 0:
-		r.Reason = RefusedSourcesMissing
+		r.Reason = refusedSourcesMissing
 	default:
 		r.Reason = m.check(now, job, token, sources, outputs)
 	}
-	if r.Reason != NotRefused {
+	if r.Reason != notRefused {
 		r.Missing, r.Surviving = firstEach(r.Missing), firstEach(r.Surviving)
 		m.refused++
 		if !valid {
@@ -186,32 +186,32 @@ func firstEach(ss []string) []string {
 
 func (m *model) check(now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) Refusal {
 	if len(sources) == 0 || len(outputs) == 0 {
-		return RefusedInvalid
+		return refusedInvalid
 	}
 	seen := map[string]bool{}
 	for _, id := range sources {
 		if seen[id] {
-			return RefusedInvalid
+			return refusedInvalid
 		}
 		seen[id] = true
 	}
 	prefix := ck.AttemptPrefix(job, token)
 	for _, o := range outputs {
 		if o.Validate() != nil || !strings.HasPrefix(ck.ObjectKey(o.ID), prefix) {
-			return RefusedInvalid
+			return refusedInvalid
 		}
 		if seen[o.ID] {
 			if _, ok := m.live[o.ID]; ok {
-				return RefusedOutputsNotNew
+				return refusedOutputsNotNew
 			}
-			return RefusedInvalid
+			return refusedInvalid
 		}
 		seen[o.ID] = true
 		if m.refusedID(o.ID, now) {
-			return RefusedOutputsNotNew
+			return refusedOutputsNotNew
 		}
 	}
-	return NotRefused
+	return notRefused
 }
 
 func (m *model) releasable(t *mtomb, now int64) bool {
@@ -531,12 +531,12 @@ func (mm *modelMachine) doReplace(t *rapid.T, c replaceCall) {
 	now := mm.now(t)
 	e := mm.entry()
 	liveBefore := blockIDs(mm.x.View().Blocks("", 0))
-	tombsBefore := mm.x.Tombstones(ck.Tombstone{}, 0)
+	tombsBefore := mm.x.View().Tombstones(ck.Tombstone{}, 0)
 	want := mm.m.replace(e, now, c.job, c.token, c.sources, c.outputs)
 	got := mm.x.Replace(e, now, c.job, c.token, c.sources, c.outputs)
-	require.Equal(t, got.Applied, got.Err() == nil)
+	require.Equal(t, got.Applied, got.Reason == notRefused)
 	liveAfter := blockIDs(mm.x.View().Blocks("", 0))
-	tombsAfter := mm.x.Tombstones(ck.Tombstone{}, 0)
+	tombsAfter := mm.x.View().Tombstones(ck.Tombstone{}, 0)
 	switch {
 	case got.Replayed || !got.Applied:
 		// Nothing enters or leaves the index; a refusal adds at most the
@@ -547,7 +547,7 @@ func (mm *modelMachine) doReplace(t *rapid.T, c replaceCall) {
 			require.Equal(t, tombsBefore, tombsAfter)
 		} else {
 			require.LessOrEqual(t, added, 1)
-			ti, ok := mm.x.Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: got.Orphan})
+			ti, ok := mm.x.View().Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: got.Orphan})
 			require.True(t, ok, "orphan prefix not tombstoned")
 			require.Equal(t, added == 1, ti.Index == e.Index)
 		}
@@ -559,13 +559,13 @@ func (mm *modelMachine) doReplace(t *rapid.T, c replaceCall) {
 		// All or nothing: every source left and is tombstoned exactly
 		// once by this entry; every output entered.
 		for _, id := range c.sources {
-			require.False(t, mm.x.Live(id))
-			ti, ok := mm.x.Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: id})
+			require.False(t, mm.x.View().Live(id))
+			ti, ok := mm.x.View().Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: id})
 			require.True(t, ok)
 			require.Equal(t, e.Index, ti.Index)
 		}
 		for _, o := range c.outputs {
-			require.True(t, mm.x.Live(o.ID))
+			require.True(t, mm.x.View().Live(o.ID))
 		}
 		require.Equal(t, len(tombsBefore)+len(c.sources), len(tombsAfter))
 		require.Equal(t, len(liveBefore)-len(c.sources)+len(c.outputs), len(liveAfter))
@@ -653,7 +653,7 @@ func (mm *modelMachine) Release(t *rapid.T) {
 		}
 		require.Equal(t, want, mm.m.attach(now, job, want))
 	}
-	got := mm.x.Release(now, job, limit)
+	got := ReleaseTo(mm.x, now, job, limit)
 	require.Equal(t, nonNilT(want), nonNilT(got))
 }
 
@@ -706,16 +706,16 @@ func (mm *modelMachine) SetConfig(t *rapid.T) {
 	cfg := genConfig(t)
 	require.NoError(t, mm.x.SetConfig(cfg))
 	mm.m.cfg = cfg
-	require.Equal(t, cfg, mm.x.Config())
+	require.Equal(t, cfg, mm.x.View().Config())
 }
 
 func (mm *modelMachine) SnapshotRestore(t *rapid.T) {
 	var a bytes.Buffer
-	require.NoError(t, mm.x.Snapshot(&a))
+	require.NoError(t, mm.x.View().Snapshot(&a))
 	y, err := Restore(bytes.NewReader(a.Bytes()))
 	require.NoError(t, err)
 	var b bytes.Buffer
-	require.NoError(t, y.Snapshot(&b))
+	require.NoError(t, y.View().Snapshot(&b))
 	require.Equal(t, a.Bytes(), b.Bytes(), "re-snapshot differs")
 	require.Equal(t, mm.x.Stats(), y.Stats())
 	mm.x = y
@@ -750,37 +750,37 @@ func blockIDs(bs []ck.BlockMeta) []string {
 
 func (mm *modelMachine) Check(t *rapid.T) {
 	x, m := mm.x, mm.m
-	require.Equal(t, m.clock, x.Now())
+	require.Equal(t, m.clock, x.View().Now())
 	v := x.View()
 	defer v.Close()
 	// Live blocks equal the model's, metadata included.
-	require.Equal(t, len(m.live), x.Len())
+	require.Equal(t, len(m.live), x.View().Len())
 	all := v.Blocks("", 0)
 	require.Equal(t, mm.liveIDs(), nonNil(blockIDs(all)))
 	for _, b := range all {
 		want := m.live[b.ID]
 		require.Equal(t, normalize(want), normalize(b))
-		require.True(t, x.Live(b.ID))
+		require.True(t, x.View().Live(b.ID))
 	}
 	// Tombstones equal the model's; never live and tombstoned; one holder.
-	infos := x.Tombstones(ck.Tombstone{}, 0)
+	infos := x.View().Tombstones(ck.Tombstone{}, 0)
 	require.Equal(t, m.tombstoneInfos(), infos)
 	held := map[string][]ck.Tombstone{}
 	for _, ti := range infos {
 		if ti.Kind == ck.TombstoneBlock {
-			require.False(t, x.Live(ti.Target), "%s live and tombstoned", ti.Target)
+			require.False(t, x.View().Live(ti.Target), "%s live and tombstoned", ti.Target)
 		}
 		if ti.Job != "" {
 			held[ti.Job] = append(held[ti.Job], ti.Tombstone)
 		}
 	}
 	for _, j := range modelJobs {
-		require.Equal(t, held[j], nonNilT(x.Held(j)))
+		require.Equal(t, held[j], nonNilT(HeldBy(x, j)))
 	}
 	// Pagination.
 	if len(infos) > 2 {
-		p1 := x.Tombstones(ck.Tombstone{}, 2)
-		p2 := x.Tombstones(p1[1].Tombstone, 0)
+		p1 := x.View().Tombstones(ck.Tombstone{}, 2)
+		p2 := x.View().Tombstones(p1[1].Tombstone, 0)
 		require.Equal(t, infos, append(p1, p2...))
 	}
 	// Releasable tombstones, at the clock and a bit later.

@@ -10,39 +10,34 @@ import (
 	"github.com/compactkit/compactkit/internal/dups"
 )
 
-// Refusal says why a replacement was refused.
+// Refusal says why a replacement was refused, for people: its String is
+// "sources missing" (a source is not live: removed by retention, replaced
+// by another completion, or never added), "invalid" (the job name, token,
+// sources or outputs are malformed: an output fails validation, IDs
+// repeat, an output lies outside the attempt's prefix, or there are no
+// sources or no outputs) or "outputs not new" (an output ID is live,
+// tombstoned, deleted less than the deduplication horizon ago, or under an
+// orphaned prefix). The zero value, "applied", means the replacement was
+// applied. Branch on [ReplaceResult.Applied] and its Missing sources.
 type Refusal uint8
 
-// The refusal reasons. The zero value means the replacement was applied.
+// The refusal reasons, in the order of their encoding in snapshots.
 const (
-	// NotRefused: the replacement was applied.
-	NotRefused Refusal = iota
-	// RefusedSourcesMissing: a source is not live (removed by retention,
-	// replaced by another completion, or never added).
-	RefusedSourcesMissing
-	// RefusedInvalid: the job name, token, sources or outputs are
-	// malformed (an output fails validation, IDs repeat, an output lies
-	// outside the attempt's prefix, or there are no sources or no outputs).
-	RefusedInvalid
-	// RefusedOutputsNotNew: an output ID is live, tombstoned, deleted less
-	// than the deduplication horizon ago, or under an orphaned prefix.
-	RefusedOutputsNotNew
+	notRefused Refusal = iota
+	refusedSourcesMissing
+	refusedInvalid
+	refusedOutputsNotNew
 )
+
+// refusalNames are the reasons' names, by value.
+var refusalNames = [...]string{"applied", "sources missing", "invalid", "outputs not new"}
 
 // String returns the reason's name.
 func (r Refusal) String() string {
-	switch r {
-	case NotRefused:
-		return "applied"
-	case RefusedSourcesMissing:
-		return "sources missing"
-	case RefusedInvalid:
-		return "invalid"
-	case RefusedOutputsNotNew:
-		return "outputs not new"
-	default:
-		return fmt.Sprintf("Refusal(%d)", uint8(r))
+	if int(r) < len(refusalNames) {
+		return refusalNames[r]
 	}
+	return fmt.Sprintf("Refusal(%d)", uint8(r))
 }
 
 // ReplaceResult is the outcome of [Index.Replace].
@@ -68,15 +63,6 @@ type ReplaceResult struct {
 	// refused; empty if the replacement was applied, the job name or token
 	// was invalid, or a live block lies under the prefix.
 	Orphan string
-}
-
-// Err returns nil for an applied replacement, and otherwise an error
-// describing the refusal, wrapping [ErrRefused].
-func (r *ReplaceResult) Err() error {
-	if r.Applied {
-		return nil
-	}
-	return fmt.Errorf("%w (%s): %s", ErrRefused, r.Reason, r.Detail)
 }
 
 func (r *result) toResult(replayed bool) ReplaceResult {
@@ -133,13 +119,13 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 
 	switch {
 	case !valid:
-		r.reason, r.detail = RefusedInvalid, fmt.Sprintf("job %q token %d: invalid attempt", job, token)
+		r.reason, r.detail = refusedInvalid, fmt.Sprintf("job %q token %d: invalid attempt", job, token)
 	case len(r.missing) > 0:
-		r.reason, r.detail = RefusedSourcesMissing, fmt.Sprintf("%d of %d sources not live, first %s", len(r.missing), len(sources), r.missing[0])
+		r.reason, r.detail = refusedSourcesMissing, fmt.Sprintf("%d of %d sources not live, first %s", len(r.missing), len(sources), r.missing[0])
 	default:
 		r.reason, r.detail = x.checkReplacement(now, job, token, sources, outputs)
 	}
-	if r.reason != NotRefused {
+	if r.reason != notRefused {
 		for i, id := range sources {
 			if srcs[i] != nil {
 				r.surviving = append(r.surviving, id)
@@ -201,10 +187,10 @@ func (x *Index) record(r *result) {
 // checkReplacement validates sources (all live) and outputs.
 func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) (Refusal, string) {
 	if len(sources) == 0 {
-		return RefusedInvalid, "no sources"
+		return refusedInvalid, "no sources"
 	}
 	if len(outputs) == 0 {
-		return RefusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ck.ErrMissingOutputs)
+		return refusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ck.ErrMissingOutputs)
 	}
 	// Sources are live, hence valid IDs; a repeated one is found by
 	// sorting a copy.
@@ -213,7 +199,7 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 	slices.Sort(sorted)
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i] == sorted[i-1] {
-			return RefusedInvalid, "source " + sorted[i] + " repeated"
+			return refusedInvalid, "source " + sorted[i] + " repeated"
 		}
 	}
 	idPrefix := strings.TrimPrefix(ck.AttemptPrefix(job, token), ck.BlockPrefix)
@@ -221,17 +207,17 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sou
 	for i := range outputs {
 		o := &outputs[i]
 		if err := o.Validate(); err != nil {
-			return RefusedInvalid, "output: " + err.Error()
+			return refusedInvalid, "output: " + err.Error()
 		}
 		if !strings.HasPrefix(o.ID, idPrefix) {
-			return RefusedInvalid, fmt.Sprintf("output %s outside the attempt prefix %s", o.ID, idPrefix)
+			return refusedInvalid, fmt.Sprintf("output %s outside the attempt prefix %s", o.ID, idPrefix)
 		}
 		if seen.Seen(o.ID) {
-			return RefusedInvalid, "output " + o.ID + " repeated"
+			return refusedInvalid, "output " + o.ID + " repeated"
 		}
 		if why := x.s.refusedID(o.ID, now, x.pivot, x.tprobe); why != "" {
-			return RefusedOutputsNotNew, "output " + o.ID + ": " + why
+			return refusedOutputsNotNew, "output " + o.ID + ": " + why
 		}
 	}
-	return NotRefused, ""
+	return notRefused, ""
 }

@@ -2,7 +2,6 @@ package index_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -43,6 +42,25 @@ func (h *harness) add(now int64, b *ck.BlockMeta) {
 	require.NoError(h.t, h.x.Add(h.entry(), now, b))
 }
 
+// churn replaces the blocks b000 to b199 ten at a time at log time 300,
+// calling between after every fifth replacement, then drops every block
+// and cleans the tombstones up.
+func (h *harness) churn(between func()) {
+	for i := 0; i < 200; i += 10 {
+		var srcs []string
+		for k := range 10 {
+			srcs = append(srcs, fmt.Sprintf("b%03d", i+k))
+		}
+		h.replace(300, "j"+fmt.Sprint(i), 1, srcs, output("j"+fmt.Sprint(i), 1, 0, "acme", int64(i), int64(i+9)))
+		if i%50 == 0 {
+			between()
+		}
+	}
+	h.x.DropBefore(h.entry(), 400, "", true, 100)
+	index.ReleaseTo(h.x, 400, "cleaner", 0)
+	h.x.Confirm(401, "cleaner")
+}
+
 func (h *harness) replace(now int64, job string, token fencing.Token, sources []string, outputs ...ck.BlockMeta) index.ReplaceResult {
 	return h.x.Replace(h.entry(), now, job, token, sources, outputs)
 }
@@ -57,7 +75,7 @@ func output(job string, token fencing.Token, n int, tenant string, lo, hi int64)
 func (h *harness) snapshot() []byte {
 	h.t.Helper()
 	var buf bytes.Buffer
-	require.NoError(h.t, h.x.Snapshot(&buf))
+	require.NoError(h.t, h.x.View().Snapshot(&buf))
 	return buf.Bytes()
 }
 
@@ -66,14 +84,14 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		{DedupHorizon: -1}, {CleanupDelay: -1}, {CompletedRetention: -1}, {ReaderTimeout: -1},
 	} {
 		_, err := index.New(cfg)
-		require.ErrorIs(t, err, index.ErrInvalidConfig)
+		require.ErrorIs(t, err, ck.ErrNegative)
 		x, _ := index.New(index.DefaultConfig())
-		require.ErrorIs(t, x.SetConfig(cfg), index.ErrInvalidConfig)
-		require.Equal(t, index.DefaultConfig(), x.Config())
+		require.ErrorIs(t, x.SetConfig(cfg), ck.ErrNegative)
+		require.Equal(t, index.DefaultConfig(), x.View().Config())
 	}
 	x, err := index.New(index.Config{})
 	require.NoError(t, err)
-	require.Equal(t, index.Config{}, x.Config())
+	require.Equal(t, index.Config{}, x.View().Config())
 }
 
 func TestAddRefusesMalformedAndDuplicates(t *testing.T) {
@@ -90,7 +108,7 @@ func TestAddRefusesMalformedAndDuplicates(t *testing.T) {
 		require.Error(t, err, "%+v", b)
 		require.NotErrorIs(t, err, index.ErrDuplicate)
 	}
-	require.Zero(t, h.x.Len())
+	require.Zero(t, h.x.View().Len())
 	require.Zero(t, h.x.Stats().DuplicatesRefused)
 
 	h.add(1, seg("a", "acme", 0, 0, 10))
@@ -101,7 +119,7 @@ func TestAddRefusesMalformedAndDuplicates(t *testing.T) {
 	require.ErrorIs(t, err, index.ErrDuplicate)
 	require.ErrorContains(t, err, "live")
 	require.Equal(t, uint64(1), h.x.Stats().DuplicatesRefused)
-	m, _ := h.x.Lookup("a")
+	m, _ := h.x.View().Lookup("a")
 	require.Equal(t, "acme", m.Tenant)
 	_ = snap
 }
@@ -117,7 +135,7 @@ func TestDoubleCompletion(t *testing.T) {
 	out := output("job1", 4, 0, "acme", 0, 29)
 	r1 := h.replace(10, "job1", 4, []string{"a", "b", "c"}, out)
 	require.True(t, r1.Applied)
-	require.NoError(t, r1.Err())
+	require.Equal(t, "applied", r1.Reason.String())
 	before := h.snapshot()
 
 	r2 := h.replace(11, "job1", 4, []string{"a", "b", "c"}, out)
@@ -135,21 +153,20 @@ func TestDoubleCompletion(t *testing.T) {
 	require.NoError(t, err)
 	y.Expire(11)
 	var after bytes.Buffer
-	require.NoError(t, h.x.Snapshot(&after))
+	require.NoError(t, h.x.View().Snapshot(&after))
 	var want bytes.Buffer
-	require.NoError(t, y.Snapshot(&want))
+	require.NoError(t, y.View().Snapshot(&want))
 	require.Equal(t, want.Bytes(), after.Bytes())
 
 	// A stale attempt of the same job (reassigned, token 3) completes late.
 	stale := output("job1", 3, 0, "acme", 0, 29)
 	r3 := h.replace(12, "job1", 3, []string{"a", "b", "c"}, stale)
 	require.False(t, r3.Applied)
-	require.ErrorIs(t, r3.Err(), index.ErrRefused)
-	require.Equal(t, index.RefusedSourcesMissing, r3.Reason)
+	require.Equal(t, "sources missing", r3.Reason.String())
 	require.Equal(t, []string{"a", "b", "c"}, r3.Missing)
 	require.Empty(t, r3.Surviving)
 	require.Equal(t, ck.AttemptPrefix("job1", 3), r3.Orphan)
-	require.False(t, h.x.Live(stale.ID))
+	require.False(t, h.x.View().Live(stale.ID))
 	require.Equal(t, []string{out.ID}, h.x.View().QueryIDs("acme", 0, 100, nil))
 	// Its outputs can't enter through a late Add either.
 	require.ErrorIs(t, h.x.Add(h.entry(), 12, &stale), index.ErrDuplicate)
@@ -170,19 +187,19 @@ func TestCompletionAfterRetention(t *testing.T) {
 	dropped := h.x.DropBefore(h.entry(), 5, "acme", false, 10)
 	require.Len(t, dropped, 1)
 	require.Equal(t, "old", dropped[0].ID)
-	require.True(t, h.x.Live("other"), "another tenant's block")
+	require.True(t, h.x.View().Live("other"), "another tenant's block")
 
 	out := output("job1", 1, 0, "acme", 0, 19)
 	r := h.replace(6, "job1", 1, []string{"old", "new"}, out)
 	require.False(t, r.Applied)
-	require.Equal(t, index.RefusedSourcesMissing, r.Reason)
+	require.Equal(t, "sources missing", r.Reason.String())
 	require.Equal(t, []string{"old"}, r.Missing)
 	require.Equal(t, []string{"new"}, r.Surviving)
 	require.Equal(t, ck.AttemptPrefix("job1", 1), r.Orphan)
-	require.False(t, h.x.Live(out.ID))
-	require.True(t, h.x.Live("new"), "the survivor stays live")
+	require.False(t, h.x.View().Live(out.ID))
+	require.True(t, h.x.View().Live("new"), "the survivor stays live")
 	require.Equal(t, []string{"new"}, h.x.View().QueryIDs("acme", 0, 100, nil))
-	ti, ok := h.x.Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: r.Orphan})
+	ti, ok := h.x.View().Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: r.Orphan})
 	require.True(t, ok)
 	require.Equal(t, int64(6), ti.Created)
 	st := h.x.Stats()
@@ -198,40 +215,39 @@ func TestReplaceRefusals(t *testing.T) {
 		token   fencing.Token
 		sources []string
 		outputs func() []ck.BlockMeta
-		reason  index.Refusal
+		reason  string
 		orphan  bool
 	}{
-		{"bad job", "bad job", 1, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, index.RefusedInvalid, false},
-		{"token 0", "j", 0, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 0, 0, "acme", 0, 1)} }, index.RefusedInvalid, false},
-		{"no sources", "j", 1, nil, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, index.RefusedInvalid, true},
-		{"no outputs", "j", 1, []string{"a"}, func() []ck.BlockMeta { return nil }, index.RefusedInvalid, true},
-		{"repeated source", "j", 1, []string{"a", "b", "a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, index.RefusedInvalid, true},
+		{"bad job", "bad job", 1, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, "invalid", false},
+		{"token 0", "j", 0, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 0, 0, "acme", 0, 1)} }, "invalid", false},
+		{"no sources", "j", 1, nil, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, "invalid", true},
+		{"no outputs", "j", 1, []string{"a"}, func() []ck.BlockMeta { return nil }, "invalid", true},
+		{"repeated source", "j", 1, []string{"a", "b", "a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, "invalid", true},
 		{"malformed output", "j", 1, []string{"a", "b"}, func() []ck.BlockMeta {
 			o := output("j", 1, 0, "acme", 0, 1)
 			o.MinTime = 5
 			return []ck.BlockMeta{o}
-		}, index.RefusedInvalid, true},
-		{"output outside prefix", "j", 1, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("k", 1, 0, "acme", 0, 1)} }, index.RefusedInvalid, true},
+		}, "invalid", true},
+		{"output outside prefix", "j", 1, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("k", 1, 0, "acme", 0, 1)} }, "invalid", true},
 		{"repeated output", "j", 1, []string{"a"}, func() []ck.BlockMeta {
 			return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1), output("j", 1, 0, "acme", 0, 1)}
-		}, index.RefusedInvalid, true},
-		{"output not new", "j", 1, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, index.RefusedOutputsNotNew, false},
+		}, "invalid", true},
+		{"output not new", "j", 1, []string{"a"}, func() []ck.BlockMeta { return []ck.BlockMeta{output("j", 1, 0, "acme", 0, 1)} }, "outputs not new", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			h.add(0, seg("a", "acme", 0, 0, 9))
 			h.add(0, seg("b", "acme", 0, 0, 9))
-			if c.reason == index.RefusedOutputsNotNew {
+			if c.reason == "outputs not new" {
 				o := output("j", 1, 0, "acme", 0, 1)
 				h.add(0, &o) // a live block under the attempt's prefix
 			}
 			live := h.x.View().Blocks("", 0)
 			r := h.replace(1, c.job, c.token, c.sources, c.outputs()...)
 			require.False(t, r.Applied)
-			require.Equal(t, c.reason, r.Reason, r.Detail)
+			require.Equal(t, c.reason, r.Reason.String(), r.Detail)
 			require.NotEmpty(t, r.Detail)
-			require.ErrorIs(t, r.Err(), index.ErrRefused)
 			// Every live source survives, listed once; nothing changed.
 			var wantSurv []string
 			for _, s := range c.sources {
@@ -244,7 +260,7 @@ func TestReplaceRefusals(t *testing.T) {
 			require.Equal(t, live, h.x.View().Blocks("", 0))
 			require.Equal(t, c.orphan, r.Orphan != "")
 			if c.orphan {
-				_, ok := h.x.Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: ck.AttemptPrefix(c.job, c.token)})
+				_, ok := h.x.View().Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: ck.AttemptPrefix(c.job, c.token)})
 				require.True(t, ok)
 			}
 			require.Equal(t, uint64(1), h.x.Stats().ReplacementsRefused)
@@ -264,12 +280,12 @@ func TestIngestRetryAfterCleanup(t *testing.T) {
 
 	// Tombstoned, not yet released: refused.
 	require.ErrorIs(t, h.x.Add(h.entry(), 1, b), index.ErrDuplicate)
-	got := h.x.Release(int64(time.Minute), "job2", 0)
+	got := index.ReleaseTo(h.x, int64(time.Minute), "job2", 0)
 	require.Equal(t, []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "a"}}, got)
 	require.ErrorIs(t, h.x.Add(h.entry(), int64(time.Minute), b), index.ErrDuplicate)
 	confirmed := int64(2 * time.Minute)
 	require.Equal(t, 1, h.x.Confirm(confirmed, "job2"))
-	_, pending := h.x.Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: "a"})
+	_, pending := h.x.View().Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: "a"})
 	require.False(t, pending)
 
 	// Deleted, within the horizon: refused, with or without Expire.
@@ -286,7 +302,7 @@ func TestIngestRetryAfterCleanup(t *testing.T) {
 	require.NoError(t, h.x.Add(h.entry(), confirmed+int64(horizon), b))
 	require.Equal(t, 1, y.Expire(confirmed+int64(horizon))) // the deletion record
 	require.NoError(t, y.Add(ck.Entry{Index: 99}, confirmed+int64(horizon), b))
-	require.True(t, h.x.Live("a"))
+	require.True(t, h.x.View().Live("a"))
 }
 
 // Tombstones are released in a stable order, held by one job at a time,
@@ -322,8 +338,8 @@ func TestReleaseAttachDetachConfirm(t *testing.T) {
 	require.Equal(t, []ck.Tombstone{tb("e"), tb("a")}, got)
 	require.Empty(t, h.x.Attach(120, "cleanup2", []ck.Tombstone{tb("e")}), "held by another job")
 	require.Empty(t, h.x.Attach(120, "bad job", []ck.Tombstone{tb("d")}))
-	require.Equal(t, []ck.Tombstone{tb("a"), tb("e")}, h.x.Held("cleanup1"))
-	ti, _ := h.x.Tombstone(tb("e"))
+	require.Equal(t, []ck.Tombstone{tb("a"), tb("e")}, index.HeldBy(h.x, "cleanup1"))
+	ti, _ := h.x.View().Tombstone(tb("e"))
 	require.Equal(t, "cleanup1", ti.Job)
 	require.Equal(t, []ck.Tombstone{tb("d"), tb("b"), tb("c")}, releasable(130))
 	st := h.x.Stats()
@@ -332,7 +348,7 @@ func TestReleaseAttachDetachConfirm(t *testing.T) {
 	require.Equal(t, 2, st.TombstonesPending)
 
 	// Release hands out the next ones in order, up to the limit.
-	require.Equal(t, []ck.Tombstone{tb("d"), tb("b")}, h.x.Release(130, "cleanup2", 2))
+	require.Equal(t, []ck.Tombstone{tb("d"), tb("b")}, index.ReleaseTo(h.x, 130, "cleanup2", 2))
 
 	// cleanup1 is cancelled: its tombstones return to the pool, in their
 	// original place in the order.
@@ -340,16 +356,16 @@ func TestReleaseAttachDetachConfirm(t *testing.T) {
 	require.Zero(t, h.x.Detach("cleanup1"))
 	require.Equal(t, []ck.Tombstone{tb("e"), tb("a"), tb("c")}, releasable(130))
 	require.Zero(t, h.x.Confirm(140, "cleanup1"), "a detached job confirms nothing")
-	require.Len(t, h.x.Tombstones(ck.Tombstone{}, 0), 5, "nothing dropped before confirmation")
+	require.Len(t, h.x.View().Tombstones(ck.Tombstone{}, 0), 5, "nothing dropped before confirmation")
 
 	// cleanup2 succeeds: its tombstones are gone; confirming twice is harmless.
 	require.Equal(t, 2, h.x.Confirm(140, "cleanup2"))
 	require.Zero(t, h.x.Confirm(141, "cleanup2"))
-	require.Len(t, h.x.Tombstones(ck.Tombstone{}, 0), 3)
+	require.Len(t, h.x.View().Tombstones(ck.Tombstone{}, 0), 3)
 	require.Equal(t, 2, h.x.Stats().DeletionRecords)
-	require.Equal(t, []ck.Tombstone{tb("e"), tb("a"), tb("c")}, h.x.Release(150, "cleanup3", 0))
+	require.Equal(t, []ck.Tombstone{tb("e"), tb("a"), tb("c")}, index.ReleaseTo(h.x, 150, "cleanup3", 0))
 	require.Equal(t, 3, h.x.Confirm(150, "cleanup3"))
-	require.Empty(t, h.x.Tombstones(ck.Tombstone{}, 0))
+	require.Empty(t, h.x.View().Tombstones(ck.Tombstone{}, 0))
 	_, ok = h.x.View().OldestUnattachedReleasable(1 << 40)
 	require.False(t, ok)
 }
@@ -361,14 +377,14 @@ func TestCleanupDelayShortened(t *testing.T) {
 	h.add(0, seg("a", "acme", 0, 0, 9))
 	h.add(0, seg("b", "acme", 0, 20, 29))
 	h.x.DropBefore(h.entry(), 0, "acme", false, 10) // a: release at 1000
-	cfg := h.x.Config()
+	cfg := h.x.View().Config()
 	cfg.CleanupDelay = 10
 	require.NoError(t, h.x.SetConfig(cfg))
 	h.x.DropBefore(h.entry(), 5, "acme", false, 30) // b: release at max(15, 1000)
-	ti, _ := h.x.Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: "b"})
+	ti, _ := h.x.View().Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: "b"})
 	require.Equal(t, int64(1000), ti.ReleaseAt)
-	require.Empty(t, h.x.Release(999, "j", 0))
-	require.Len(t, h.x.Release(1000, "j", 0), 2)
+	require.Empty(t, index.ReleaseTo(h.x, 999, "j", 0))
+	require.Len(t, index.ReleaseTo(h.x, 1000, "j", 0), 2)
 }
 
 // The reader watermark holds a release back while a read that started
@@ -380,16 +396,16 @@ func TestWatermarkHoldsRelease(t *testing.T) {
 			h.add(0, seg("a", "acme", 0, 0, 9))
 			h.add(0, seg("b", "acme", 0, 0, 9))
 			// Without a watermark, the cleanup delay alone decides.
-			_, set := h.x.Watermark()
+			_, set := h.x.View().Watermark()
 			require.False(t, set)
 			h.x.DropBefore(h.entry(), 100, "", true, 10) // a and b, created at 100
 			require.Len(t, h.x.View().Tombstones(ck.Tombstone{}, 0), 2)
 
 			h.x.SetWatermark(105, 90) // a read started at 90 is running
-			wm, set := h.x.Watermark()
+			wm, set := h.x.View().Watermark()
 			require.True(t, set)
 			require.Equal(t, int64(90), wm)
-			require.Empty(t, h.x.Release(200, "j", 0))
+			require.Empty(t, index.ReleaseTo(h.x, 200, "j", 0))
 			_, ok := h.x.View().OldestUnattachedReleasable(200)
 			require.False(t, ok)
 			st := h.x.Stats()
@@ -397,18 +413,18 @@ func TestWatermarkHoldsRelease(t *testing.T) {
 			require.Equal(t, 2, st.TombstonesPending)
 
 			h.x.SetWatermark(300, 100) // started at the creation: still held
-			require.Empty(t, h.x.Release(300, "j", 0))
+			require.Empty(t, index.ReleaseTo(h.x, 300, "j", 0))
 			if timeout > 0 {
 				// The watermark stopped advancing: the reader timeout ends
 				// the hold at creation + timeout.
-				require.Empty(t, h.x.Release(599, "j", 0))
-				require.Len(t, h.x.Release(600, "j", 1), 1)
+				require.Empty(t, index.ReleaseTo(h.x, 599, "j", 0))
+				require.Len(t, index.ReleaseTo(h.x, 600, "j", 1), 1)
 			}
 			h.x.SetWatermark(700, 101) // every read still in flight started later
-			require.Len(t, h.x.Release(700, "j", 0), 2-boolInt(timeout > 0))
+			require.Len(t, index.ReleaseTo(h.x, 700, "j", 0), 2-boolInt(timeout > 0))
 			// A watermark in the future is clamped to now.
 			h.x.SetWatermark(800, 1<<50)
-			wm, _ = h.x.Watermark()
+			wm, _ = h.x.View().Watermark()
 			require.Equal(t, int64(800), wm)
 		})
 	}
@@ -429,7 +445,7 @@ func TestAddOrphan(t *testing.T) {
 	require.Error(t, h.x.AddOrphan(1, "not-a-prefix"))
 	require.NoError(t, h.x.AddOrphan(1, ck.AttemptPrefix("job1", 3)))
 	require.NoError(t, h.x.AddOrphan(5, ck.AttemptPrefix("job1", 3)), "idempotent")
-	ti, ok := h.x.Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: ck.AttemptPrefix("job1", 3)})
+	ti, ok := h.x.View().Tombstone(ck.Tombstone{Kind: ck.TombstonePrefix, Target: ck.AttemptPrefix("job1", 3)})
 	require.True(t, ok)
 	require.Equal(t, int64(1), ti.Created)
 	require.Equal(t, 1, h.x.Stats().Orphans)
@@ -537,19 +553,9 @@ func TestViewIsCopyOnWrite(t *testing.T) {
 			}
 		}
 	}()
-	for i := 0; i < 200; i += 10 {
-		var srcs []string
-		for k := range 10 {
-			srcs = append(srcs, fmt.Sprintf("b%03d", i+k))
-		}
-		h.replace(300, "j"+fmt.Sprint(i), 1, srcs, output("j"+fmt.Sprint(i), 1, 0, "acme", int64(i), int64(i+9)))
-		if i%50 == 0 {
-			h.x.View() // later views force more copy-on-write
-		}
-	}
-	h.x.DropBefore(h.entry(), 400, "", true, 100)
-	h.x.Release(400, "cleaner", 0)
-	h.x.Confirm(401, "cleaner")
+	h.churn(func() {
+		h.x.View() // later views force more copy-on-write
+	})
 	close(stop)
 	wg.Wait()
 	select {
@@ -562,13 +568,10 @@ func TestViewIsCopyOnWrite(t *testing.T) {
 	require.Len(t, h.x.View().QueryIDs("acme", 0, 1000, nil), 10)
 }
 
-func TestReplaceResultOrphanAndErrIs(t *testing.T) {
-	var r index.ReplaceResult
-	r.Reason = index.RefusedSourcesMissing
-	require.True(t, errors.Is(r.Err(), index.ErrRefused))
-	r = index.ReplaceResult{Applied: true}
-	require.NoError(t, r.Err())
-	require.Equal(t, "sources missing", index.RefusedSourcesMissing.String())
+func TestRefusalString(t *testing.T) {
+	for r, want := range []string{"applied", "sources missing", "invalid", "outputs not new"} {
+		require.Equal(t, want, index.Refusal(r).String())
+	}
 	require.Equal(t, "Refusal(9)", index.Refusal(9).String())
 }
 
@@ -603,21 +606,11 @@ func TestViewLazyAndClose(t *testing.T) {
 		closed.Close()
 		closed.Close() // idempotent
 	}()
-	for i := 0; i < 200; i += 10 {
-		var srcs []string
-		for k := range 10 {
-			srcs = append(srcs, fmt.Sprintf("b%03d", i+k))
-		}
-		h.replace(300, "j"+fmt.Sprint(i), 1, srcs, output("j"+fmt.Sprint(i), 1, 0, "acme", int64(i), int64(i+9)))
-		if i%50 == 0 {
-			v := h.x.View()
-			_, _ = v.OldestUnattachedReleasable(300) // reads the pool only
-			v.Close()
-		}
-	}
-	h.x.DropBefore(h.entry(), 400, "", true, 100)
-	h.x.Release(400, "cleaner", 0)
-	h.x.Confirm(401, "cleaner")
+	h.churn(func() {
+		v := h.x.View()
+		_, _ = v.OldestUnattachedReleasable(300) // reads the pool only
+		v.Close()
+	})
 	wg.Wait()
 	close(errs)
 	for err := range errs {

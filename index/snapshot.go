@@ -14,9 +14,9 @@ import (
 	"github.com/compactkit/compactkit/internal/codec"
 )
 
-// SnapshotVersion is the version of the snapshot stream this release
+// snapshotVersion is the version of the snapshot stream this release
 // writes. Restore reads every version up to it.
-const SnapshotVersion byte = 1
+const snapshotVersion byte = 1
 
 // componentName names the index in its snapshot header.
 const componentName = "index"
@@ -124,14 +124,11 @@ const (
 	flagOrphan
 )
 
-// Snapshot writes the index to w as one framed, checksummed, columnar
-// stream (see [Restore]). It is a function of the logical state only:
-// replicas holding the same state write identical bytes.
-func (x *Index) Snapshot(w io.Writer) error { return x.s.snapshot(w) }
-
-// Snapshot writes the state the view was opened on, like
-// [Index.Snapshot]; unlike it, it may run on another goroutine while the
-// index is mutated (for hosts that persist snapshots in the background).
+// Snapshot writes the index as it was when the view was opened to w, as
+// one framed, checksummed, columnar stream (see [Restore]). It is a
+// function of the logical state only: replicas holding the same state
+// write identical bytes. It may run on another goroutine while the index
+// is mutated (for hosts that persist snapshots in the background).
 func (v *View) Snapshot(w io.Writer) error { return v.state(needAll).snapshot(w) }
 
 func (s *state) snapshot(w io.Writer) error {
@@ -162,7 +159,7 @@ func (s *state) snapshot(w io.Writer) error {
 		ref[id] = uint32(i + 1)
 	}
 
-	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, SnapshotVersion)
+	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, snapshotVersion)
 	if err != nil {
 		return fmt.Errorf("index: snapshot: %w", err)
 	}
@@ -337,7 +334,7 @@ func (s *state) writeResults(enc func(any) error) error {
 	})
 }
 
-// Restore reads one snapshot stream written by [Index.Snapshot] from r and
+// Restore reads one snapshot stream written by [View.Snapshot] from r and
 // returns the index it describes. It reads exactly that stream, up to and
 // including its checksum, and nothing after it, so several sections can be
 // read one after the other from one reader (fastest from one that
@@ -363,7 +360,7 @@ func restore(r io.Reader) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v := sr.Version(); v < 1 || v > SnapshotVersion {
+	if v := sr.Version(); v < 1 || v > snapshotVersion {
 		return nil, fmt.Errorf("snapshot version %d: %w", v, ck.ErrUnknownVersion)
 	}
 	rs := &restorer{d: codec.NewDecoder(sr)}
@@ -454,20 +451,13 @@ func (rs *restorer) blocks() error {
 		var f blocksFrame
 		n := d.Frame(&f, &f.N)
 		ids := d.Strings("IDs", f.IDs, n)
-		c.tenants = codec.IntsInto(d, "tenants", f.Tenants, n, c.tenants)
-		tenants := c.tenants
-		c.shards = codec.IntsInto(d, "shards", f.Shards, n, c.shards)
-		shards := c.shards
-		c.levels = codec.IntsInto(d, "levels", f.Levels, n, c.levels)
-		levels := c.levels
-		c.mins = codec.IntsInto(d, "min times", f.MinTimes, n, c.mins)
-		mins := c.mins
-		c.spans = codec.IntsInto(d, "spans", f.Spans, n, c.spans)
-		spans := c.spans
-		c.sizes = codec.IntsInto(d, "sizes", f.Sizes, n, c.sizes)
-		sizes := c.sizes
-		c.counts = codec.IntsInto(d, "dataset counts", f.Counts, n, c.counts)
-		counts := c.counts
+		tenants := column(d, "tenants", f.Tenants, n, &c.tenants)
+		shards := column(d, "shards", f.Shards, n, &c.shards)
+		levels := column(d, "levels", f.Levels, n, &c.levels)
+		mins := column(d, "min times", f.MinTimes, n, &c.mins)
+		spans := column(d, "spans", f.Spans, n, &c.spans)
+		sizes := column(d, "sizes", f.Sizes, n, &c.sizes)
+		counts := column(d, "dataset counts", f.Counts, n, &c.counts)
 		if err := d.Err(); err != nil {
 			return err
 		}
@@ -478,18 +468,12 @@ func (rs *restorer) blocks() error {
 		if f.D < 0 || uint64(f.D) != sum {
 			return codec.Malformed("blocks frame: %d datasets, its blocks hold %d", f.D, sum)
 		}
-		c.dten = codec.IntsInto(d, "dataset tenants", f.DTenants, f.D, c.dten)
-		dten := c.dten
-		c.dname = codec.IntsInto(d, "dataset names", f.DNames, f.D, c.dname)
-		dname := c.dname
-		c.dsize = codec.IntsInto(d, "dataset sizes", f.DSizes, f.D, c.dsize)
-		dsize := c.dsize
-		c.drec = codec.IntsInto(d, "dataset records", f.DRecords, f.D, c.drec)
-		drec := c.drec
-		c.doff = codec.IntsInto(d, "dataset offsets", f.DOffsets, f.D, c.doff)
-		doff := c.doff
-		c.dspan = codec.IntsInto(d, "dataset spans", f.DSpans, f.D, c.dspan)
-		dspan := c.dspan
+		dten := column(d, "dataset tenants", f.DTenants, f.D, &c.dten)
+		dname := column(d, "dataset names", f.DNames, f.D, &c.dname)
+		dsize := column(d, "dataset sizes", f.DSizes, f.D, &c.dsize)
+		drec := column(d, "dataset records", f.DRecords, f.D, &c.drec)
+		doff := column(d, "dataset offsets", f.DOffsets, f.D, &c.doff)
+		dspan := column(d, "dataset spans", f.DSpans, f.D, &c.dspan)
 		if err := d.Err(); err != nil {
 			return err
 		}
@@ -619,11 +603,33 @@ func (x *Index) load(ld *loader) {
 	}
 }
 
+// column decodes a column of n integers into *buf, reusing its array, and
+// returns it.
+func column[T codec.Integer](d *codec.Decoder, what string, b []byte, n int, buf *[]T) []T {
+	*buf = codec.IntsInto(d, what, b, n, *buf)
+	return *buf
+}
+
 func cmpTItem(a, b titem) int {
 	if a.minTime != b.minTime {
 		return cmp.Compare(a.minTime, b.minTime)
 	}
 	return strings.Compare(a.b.id, b.b.id)
+}
+
+// keys are the decoded columns of tombstone kinds and targets of a frame.
+type keys struct {
+	kinds   []uint8
+	targets []string
+}
+
+func keyColumns(d *codec.Decoder, kinds []byte, targets codec.Strings, n int) keys {
+	return keys{codec.Ints[uint8](d, "kinds", kinds, n), d.Strings("targets", targets, n)}
+}
+
+// key returns the i-th key, its target copied out of the frame.
+func (k keys) key(i int) tkey {
+	return newKey(ck.TombstoneKind(k.kinds[i]), strings.Clone(k.targets[i]))
 }
 
 func (rs *restorer) tombs() error {
@@ -635,8 +641,7 @@ func (rs *restorer) tombs() error {
 	for d.Records("tombstones", rs.h.Tombstones); d.More(); {
 		var f tombsFrame
 		n := d.Frame(&f, &f.N)
-		kinds := codec.Ints[uint8](d, "kinds", f.Kinds, n)
-		targets := d.Strings("targets", f.Targets, n)
+		ks := keyColumns(d, f.Kinds, f.Targets, n)
 		created := codec.Ints[int64](d, "creation times", f.Created, n)
 		release := codec.Ints[int64](d, "release times", f.Release, n)
 		indexes := codec.Ints[uint64](d, "indexes", f.Indexes, n)
@@ -645,7 +650,7 @@ func (rs *restorer) tombs() error {
 			return err
 		}
 		for i := range n {
-			t := tomb{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])),
+			t := tomb{tkey: ks.key(i),
 				created: created[i], release: release[i], index: indexes[i], job: strings.Clone(jobs[i])}
 			if err := t.tombstone().Validate(); err != nil {
 				return codec.Malformed("%w", err)
@@ -663,7 +668,7 @@ func (rs *restorer) tombs() error {
 				return codec.Malformed("tombstone %s: created %d, release %d, clock %d, floor %d", t.tombstone(), t.created, t.release, x.s.clock, x.s.floor)
 			}
 			switch {
-			case t.kind == ck.TombstoneBlock && x.Live(t.target):
+			case t.kind == ck.TombstoneBlock && x.live(t.target):
 				return codec.Malformed("block %s is both live and tombstoned", t.target)
 			case t.kind == ck.TombstonePrefix && x.s.liveUnder(t.target):
 				return codec.Malformed("prefix tombstone %s covers a live block", t.target)
@@ -726,14 +731,13 @@ func (rs *restorer) gone() error {
 	for d.Records("deletion records", rs.h.Gone); d.More(); {
 		var f goneFrame
 		n := d.Frame(&f, &f.N)
-		kinds := codec.Ints[uint8](d, "kinds", f.Kinds, n)
-		targets := d.Strings("targets", f.Targets, n)
+		ks := keyColumns(d, f.Kinds, f.Targets, n)
 		at := codec.Ints[int64](d, "times", f.At, n)
 		if err := d.Err(); err != nil {
 			return err
 		}
 		for i := range n {
-			g := goneRec{tkey: newKey(ck.TombstoneKind(kinds[i]), strings.Clone(targets[i])), at: at[i]}
+			g := goneRec{tkey: ks.key(i), at: at[i]}
 			if err := g.tombstone().Validate(); err != nil {
 				return codec.Malformed("deletion record: %w", err)
 			}
@@ -743,7 +747,7 @@ func (rs *restorer) gone() error {
 			if g.at > x.s.clock {
 				return codec.Malformed("deletion record %s at %d after clock %d", g.tombstone(), g.at, x.s.clock)
 			}
-			if g.kind == ck.TombstoneBlock && x.Live(g.target) {
+			if g.kind == ck.TombstoneBlock && x.live(g.target) {
 				return codec.Malformed("block %s is both live and deleted", g.target)
 			}
 			all = append(all, g)
@@ -835,9 +839,9 @@ func validResult(r *result, clock int64) error {
 		return codec.Malformed("result %s: token 0", r.job)
 	case r.at > clock:
 		return codec.Malformed("result %s/%d at %d after clock %d", r.job, r.token, r.at, clock)
-	case r.reason > RefusedOutputsNotNew:
+	case r.reason > refusedOutputsNotNew:
 		return codec.Malformed("result %s/%d: reason %d", r.job, r.token, r.reason)
-	case r.applied != (r.reason == NotRefused):
+	case r.applied != (r.reason == notRefused):
 		return codec.Malformed("result %s/%d: applied %t with reason %s", r.job, r.token, r.applied, r.reason)
 	case r.applied && (r.orphan || len(r.missing) > 0 || len(r.surviving) > 0 || r.detail != ""):
 		return codec.Malformed("result %s/%d: applied with refusal details", r.job, r.token)

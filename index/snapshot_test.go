@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite the golden snapshot and the fuz
 func snap(tb testing.TB, x *Index) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
-	require.NoError(tb, x.Snapshot(&buf))
+	require.NoError(tb, x.View().Snapshot(&buf))
 	return buf.Bytes()
 }
 
@@ -78,14 +78,14 @@ func goldenIndex(tb testing.TB) *Index {
 	require.Len(tb, x.DropBefore(entry(), t0+11*min, "beta", false, t0+2*min), 1)
 	r = x.Replace(entry(), t0+12*min, "beta.s1.l0.2.fedcba9876543210", 12, []string{"01JGZ000000000000000000001", "01JGZ000000000000000000003"},
 		[]ck.BlockMeta{*gblock(ck.OutputID("beta.s1.l0.2.fedcba9876543210", 12, 0), "beta", 1, 1, t0, t0+4*min)})
-	require.Equal(tb, RefusedSourcesMissing, r.Reason)
+	require.Equal(tb, refusedSourcesMissing, r.Reason)
 	require.NoError(tb, x.AddOrphan(t0+13*min, ck.AttemptPrefix("acme.s1.l0.3.00000000000000aa", 9)))
 
 	// Tombstones: one job confirms, one holds.
-	got := x.Release(t0+25*min, "cleanup.1", 1)
+	got := ReleaseTo(x, t0+25*min, "cleanup.1", 1)
 	require.Len(tb, got, 1)
 	require.Equal(tb, 1, x.Confirm(t0+26*min, "cleanup.1"))
-	require.Len(tb, x.Release(t0+26*min, "cleanup.2", 1), 1)
+	require.Len(tb, ReleaseTo(x, t0+26*min, "cleanup.2", 1), 1)
 	x.SetWatermark(t0+27*min, t0+20*min)
 	add(t0+28*min, gblock("01JGZ000000000000000000010", "acme", 2, 0, t0+27*min, t0+28*min))
 	return x
@@ -93,7 +93,7 @@ func goldenIndex(tb testing.TB) *Index {
 
 // TestSnapshotGolden pins the version-1 snapshot format: the golden state
 // must snapshot to the committed bytes, and the committed bytes must
-// restore, forever (a later release bumps SnapshotVersion and adds a new
+// restore, forever (a later release bumps snapshotVersion and adds a new
 // golden file, keeping this one readable).
 func TestSnapshotGolden(t *testing.T) {
 	path := filepath.Join("testdata", "golden", "index_v1.bin")
@@ -149,9 +149,10 @@ func TestSnapshotHistoryIndependent(t *testing.T) {
 		if !zetaFirst {
 			zeta()
 		}
-		x.Release(int64(DefaultCleanupDelay), "cleaner", 0)
-		x.Confirm(int64(DefaultCleanupDelay), "cleaner")
-		x.Expire(int64(DefaultDedupHorizon + DefaultCleanupDelay))
+		cfg := DefaultConfig()
+		ReleaseTo(x, int64(cfg.CleanupDelay), "cleaner", 0)
+		x.Confirm(int64(cfg.CleanupDelay), "cleaner")
+		x.Expire(int64(cfg.DedupHorizon + cfg.CleanupDelay))
 		return snap(t, x)
 	}
 	a := build([]int{0, 1, 2, 3}, false, false)
@@ -250,7 +251,7 @@ func TestRestoreValidatesContents(t *testing.T) {
 	// The base stream is valid.
 	base := craft(t, 1, hdr(nil), names("acme", "svc"), blk(nil))
 	x := mustRestore(t, base)
-	require.True(t, x.Live("a"))
+	require.True(t, x.View().Live("a"))
 	require.Equal(t, base, snap(t, x))
 	withTomb := func(f *tombsFrame) []byte {
 		return craft(t, 1, hdr(func(h *snapHeader) { h.Tombstones = 1 }), names("acme", "svc"), blk(nil), f)
@@ -293,7 +294,7 @@ func TestRestoreValidatesContents(t *testing.T) {
 		{"refused without reason", craft(t, 1, hdr(func(h *snapHeader) { h.Results = 1 }), names("acme", "svc"), blk(nil), result(0, 0, nil)), ck.ErrMalformed},
 		{"unknown reason", craft(t, 1, hdr(func(h *snapHeader) { h.Results = 1 }), names("acme", "svc"), blk(nil), result(0, 9, nil)), ck.ErrMalformed},
 		{"missing list short", craft(t, 1, hdr(func(h *snapHeader) { h.Results = 1 }), names("acme", "svc"), blk(nil), func() *resultsFrame {
-			f := result(0, uint8(RefusedSourcesMissing), []string{"x"})
+			f := result(0, uint8(refusedSourcesMissing), []string{"x"})
 			f.MissingCount = codec.PackInts([]uint32{5})
 			return f
 		}()), ck.ErrMalformed},
@@ -360,25 +361,25 @@ func exercise(t *testing.T, x *Index) {
 	y := mustRestore(t, s1)
 	require.Equal(t, s1, snap(t, y))
 	st := x.Stats()
-	require.Equal(t, int64(x.Len()), st.Blocks)
+	require.Equal(t, int64(x.View().Len()), st.Blocks)
 	v := x.View()
 	for _, b := range v.Blocks("", 3) {
-		require.True(t, x.Live(b.ID))
+		require.True(t, x.View().Live(b.ID))
 		tenants := b.Tenants()
 		for _, tn := range tenants {
 			require.Contains(t, v.QueryIDs(tn, b.MinTime, b.MaxTime, nil), b.ID)
 		}
 	}
-	next := v.Releasable(x.Now() + int64(time.Hour))
+	next := v.Releasable(x.View().Now() + int64(time.Hour))
 	for range 3 {
 		if _, ok := next(); !ok {
 			break
 		}
 	}
-	x.Release(x.Now()+int64(time.Hour), "fuzz", 2)
-	x.Confirm(x.Now(), "fuzz")
-	x.DropBefore(ck.Entry{Index: 1}, x.Now(), "", true, x.Now())
-	x.Expire(x.Now() + int64(24*time.Hour))
+	ReleaseTo(x, x.View().Now()+int64(time.Hour), "fuzz", 2)
+	x.Confirm(x.View().Now(), "fuzz")
+	x.DropBefore(ck.Entry{Index: 1}, x.View().Now(), "", true, x.View().Now())
+	x.Expire(x.View().Now() + int64(24*time.Hour))
 	mustRestore(t, snap(t, x))
 }
 

@@ -140,10 +140,7 @@ type run struct {
 }
 
 func lessRun(a, b *run) bool {
-	if a.tenant != b.tenant {
-		return a.tenant < b.tenant
-	}
-	return a.class < b.class
+	return a.tenant < b.tenant || a.tenant == b.tenant && a.class < b.class
 }
 
 // nameEntry maps an interned name to its ID.
@@ -291,10 +288,7 @@ type result struct {
 }
 
 func lessResult(a, b *result) bool {
-	if a.job != b.job {
-		return a.job < b.job
-	}
-	return a.token < b.token
+	return a.job < b.job || a.job == b.job && a.token < b.token
 }
 
 // state is everything a View needs: copy-on-write trees and scalars. The
@@ -364,6 +358,12 @@ func (s *state) get(id string, pivot *block) (*block, bool) {
 	it, ok := idOps().get(s.byID.BTreeG, idItem{k: prefix8(id), b: pivot})
 	pivot.id = ""
 	return it.b, ok
+}
+
+// live reports whether a block with this ID is live.
+func (x *Index) live(id string) bool {
+	_, ok := x.s.get(id, x.pivot)
+	return ok
 }
 
 // meta rebuilds the BlockMeta of b.

@@ -112,42 +112,6 @@ func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone 
 	return out
 }
 
-// Release hands out, at log time now, up to limit tombstones that are
-// unattached and releasable at now, in the order of [View.Releasable], and
-// attaches them to job: it is [View.Releasable] and [Index.Attach] in one
-// call, for hosts that decide and apply in the same place. A limit <= 0
-// means no limit. An invalid job name hands out nothing. The returned
-// tombstones stay pending until [Index.Confirm] (job succeeded) or
-// [Index.Detach] (job evicted or cancelled: they return to the pool).
-func (x *Index) Release(now int64, job string, limit int) []ck.Tombstone {
-	now = x.advance(now)
-	if ck.ValidateJobName(job) != nil {
-		return nil
-	}
-	var picked []poolKey
-	ascend(x.s.pool.BTreeG, func(p poolKey) bool {
-		if limit > 0 && len(picked) == limit || !x.s.releasable(p.created, p.release, now) {
-			return false
-		}
-		picked = append(picked, p)
-		return true
-	})
-	out := make([]ck.Tombstone, len(picked))
-	held := make([]tomb, len(picked))
-	pool := x.wPool()
-	for i, p := range picked {
-		poolOps().delete(pool, x.poolGen, p)
-		cur, _ := x.s.getTomb(p.tkey, x.tprobe)
-		held[i] = *cur
-		held[i].job = job
-		tombOps().insert(x.wTombs(), x.tombGen, newTombItem(&held[i]))
-		x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: p.tkey})
-		out[i] = p.tombstone()
-	}
-	x.s.pooled -= len(picked)
-	return out
-}
-
 // heldBy returns the keys of the tombstones job holds, in key order.
 func (s *state) heldBy(job string) []tkey {
 	var ks []tkey
@@ -226,9 +190,6 @@ func (x *Index) SetWatermark(now int64, oldestReader int64) {
 	x.s.watermark = min(oldestReader, now)
 }
 
-// Watermark returns the recorded reader watermark, if any.
-func (x *Index) Watermark() (int64, bool) { return x.s.watermark, x.s.wmSet }
-
 // Expire forgets, at log time now, the deletion records older than
 // [Config.DedupHorizon] and the replacement results older than
 // [Config.CompletedRetention], and returns how many it forgot. It only frees
@@ -279,25 +240,12 @@ func (t *tomb) info() TombstoneInfo {
 	return TombstoneInfo{Tombstone: t.tombstone(), Created: t.created, Index: t.index, ReleaseAt: t.release, Job: t.job}
 }
 
-// Tombstone returns the state of the tombstone t, if it is pending.
-func (x *Index) Tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
-	return x.s.tombstone(t)
-}
-
 func (s *state) tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
 	cur, ok := s.getTomb(newKey(t.Kind, t.Target), nil)
 	if !ok {
 		return TombstoneInfo{}, false
 	}
 	return cur.info(), true
-}
-
-// Tombstones lists up to limit pending tombstones in (kind, target) order,
-// starting after the tombstone after (the zero Tombstone starts at the
-// beginning); a limit <= 0 means no limit. Pass the last one returned to
-// get the next page.
-func (x *Index) Tombstones(after ck.Tombstone, limit int) []TombstoneInfo {
-	return x.s.listTombstones(after, limit)
 }
 
 func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
@@ -311,17 +259,5 @@ func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 		out = append(out, t.info())
 		return limit <= 0 || len(out) < limit
 	})
-	return out
-}
-
-// Held returns the tombstones job holds, in (kind, target) order.
-func (x *Index) Held(job string) []ck.Tombstone { return x.s.heldList(job) }
-
-func (s *state) heldList(job string) []ck.Tombstone {
-	ks := s.heldBy(job)
-	out := make([]ck.Tombstone, len(ks))
-	for i, k := range ks {
-		out[i] = k.tombstone()
-	}
 	return out
 }

@@ -247,13 +247,13 @@ func (v *View) Tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
 	return v.state(needTombs).tombstone(t)
 }
 
-// Tombstones lists pending tombstones like [Index.Tombstones].
+// Tombstones lists up to limit pending tombstones in (kind, target) order,
+// starting after the tombstone after (the zero Tombstone starts at the
+// beginning); a limit <= 0 means no limit. Pass the last one returned to
+// get the next page.
 func (v *View) Tombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 	return v.state(needTombs).listTombstones(after, limit)
 }
-
-// Held returns the tombstones job holds, in (kind, target) order.
-func (v *View) Held(job string) []ck.Tombstone { return v.state(needHeld).heldList(job) }
 
 // Watermark returns the recorded reader watermark, if any.
 func (v *View) Watermark() (int64, bool) { return v.s.watermark, v.s.wmSet }

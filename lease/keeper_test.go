@@ -88,10 +88,7 @@ func requireLost(t *testing.T, k *lease.Keeper) {
 
 func TestKeeperRenewsEveryHalfLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		r := &recorder{respond: grantAlways(10 * time.Second)}
-		k := lease.NewKeeper(t.Context(), 10*time.Second, t0, r.renew)
-		defer k.Stop()
+		k, r, t0 := steadyKeeper(t, t.Context())
 
 		sleepUntil(t0.Add(61 * time.Second))
 		requireAlive(t, k)
@@ -324,6 +321,16 @@ func TestKeeperNonPositiveGrantIsAFailure(t *testing.T) {
 	})
 }
 
+// steadyKeeper starts, now, the keeper of a 10 s lease that every renewal
+// extends by 10 s; it is stopped when the test ends.
+func steadyKeeper(t *testing.T, parent context.Context) (*lease.Keeper, *recorder, time.Time) {
+	t0 := time.Now()
+	r := &recorder{respond: grantAlways(10 * time.Second)}
+	k := lease.NewKeeper(parent, 10*time.Second, t0, r.renew)
+	t.Cleanup(k.Stop)
+	return k, r, t0
+}
+
 func TestKeeperZeroGrantedIsLostAtOnce(t *testing.T) {
 	for _, granted := range []time.Duration{0, -time.Second} {
 		t.Run(granted.String(), func(t *testing.T) {
@@ -341,9 +348,7 @@ func TestKeeperZeroGrantedIsLostAtOnce(t *testing.T) {
 
 func TestKeeperStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		r := &recorder{respond: grantAlways(10 * time.Second)}
-		k := lease.NewKeeper(t.Context(), 10*time.Second, t0, r.renew)
+		k, r, t0 := steadyKeeper(t, t.Context())
 
 		sleepUntil(t0.Add(7 * time.Second))
 		k.Stop()
@@ -385,11 +390,8 @@ func TestKeeperStopDuringRenewal(t *testing.T) {
 
 func TestKeeperParentCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
 		parent, cancel := context.WithCancelCause(t.Context())
-		r := &recorder{respond: grantAlways(10 * time.Second)}
-		k := lease.NewKeeper(parent, 10*time.Second, t0, r.renew)
-		defer k.Stop()
+		k, r, t0 := steadyKeeper(t, parent)
 
 		sleepUntil(t0.Add(3 * time.Second))
 		shutdown := errors.New("worker shutting down")
@@ -407,10 +409,7 @@ func TestKeeperParentCancellation(t *testing.T) {
 
 func TestKeeperDeadlineConcurrentReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		r := &recorder{respond: grantAlways(10 * time.Second)}
-		k := lease.NewKeeper(t.Context(), 10*time.Second, t0, r.renew)
-		defer k.Stop()
+		k, _, t0 := steadyKeeper(t, t.Context())
 
 		var (
 			wg        sync.WaitGroup

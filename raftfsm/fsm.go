@@ -212,10 +212,9 @@ type ChangeResult struct {
 	Kind    ck.ChangeKind
 	Job     string
 	Applied bool
-	// Reason says why the change was skipped (scheduler.NotSkipped if it
-	// was applied), and Detail explains it naming the offending values (it
-	// may be empty); Reason.Explain(Detail) puts them together for people
-	// ("stale version: prepared against 1, job at 2 before entry 3").
+	// Reason says why the change was skipped (zero if it was applied),
+	// and Detail explains it naming the offending values (it
+	// may be empty). Why puts them together for people.
 	Reason scheduler.Skip
 	Detail string
 	// Token is the job's token after an applied add or assign.
@@ -230,6 +229,13 @@ type ChangeResult struct {
 	// Replace is the index's verdict on an applied completion of a
 	// compaction job (nil for cleanup-only jobs and other changes).
 	Replace *index.ReplaceResult
+}
+
+// Why says why the change was skipped, for people: the reason and its
+// detail ("stale version: prepared against 1, job at 2 before entry 3"), or
+// "" for an applied change.
+func (c *ChangeResult) Why() string {
+	return (&scheduler.Result{Reason: c.Reason, Detail: c.Detail}).Why()
 }
 
 // BlockResult is what became of one block of an add-blocks command.
@@ -556,11 +562,13 @@ func (st *state) orphan(now int64, job string, token fencing.Token) {
 func (st *state) release(now int64, job string, prevToken fencing.Token) {
 	if srcs, ok := st.planner.Claimed(job); ok {
 		keep := make([]string, 0, len(srcs))
+		iv := st.index.View()
 		for _, id := range srcs {
-			if st.index.Live(id) {
+			if iv.Live(id) {
 				keep = append(keep, id)
 			}
 		}
+		iv.Close()
 		st.invariant(st.planner.Return(job, keep), "return of "+job) // keep ⊆ the job's sources
 	}
 	st.index.Detach(job)
@@ -637,13 +645,16 @@ func (st *state) applyOperator(e ck.Entry, now int64, o *Operator, res *Result) 
 		// The planner finds a block under its key: the index's metadata
 		// says which. A block that is not live is refused.
 		metas := make([]ck.BlockMeta, len(o.Blocks))
+		iv := st.index.View()
 		for i, id := range o.Blocks {
-			m, ok := st.index.Lookup(id)
+			m, ok := iv.Lookup(id)
 			if !ok {
+				iv.Close()
 				return fmt.Errorf("%w: mark %s: not a live block", ErrOperator, id)
 			}
 			metas[i] = m
 		}
+		iv.Close()
 		reason := cmp.Or(o.Reason, "no reason given")
 		if o.By != "" {
 			reason = "marked by " + o.By + ": " + reason

@@ -273,11 +273,13 @@ func (st *state) regradeIDs(now int64, ids []string) {
 		return
 	}
 	metas := make([]ck.BlockMeta, 0, len(ids))
+	iv := st.index.View()
 	for _, id := range ids {
-		if m, ok := st.index.Lookup(id); ok {
+		if m, ok := iv.Lookup(id); ok {
 			metas = append(metas, m)
 		}
 	}
+	iv.Close()
 	st.regradeBlocks(now, metas)
 }
 

@@ -6,10 +6,11 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// schedPolicy is what the scheduler needs of a tenant's policy, with
-// whether its new jobs may start now and at which levels they may not.
-func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantPolicy {
-	return scheduler.TenantPolicy{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, MaxPerShard: p.MaxInProgressPerShard, Closed: !open, ClosedLevels: closedLv}
+// schedLimits is what the scheduler decides a tenant's jobs with, from its
+// policy, whether its new jobs may start now and at which levels they may
+// not.
+func schedLimits(p *policy.Tenant, open bool, closedLv uint64) *scheduler.Limits {
+	return &scheduler.Limits{Rank: uint8(p.Class.Rank()), MaxInProgress: p.MaxInProgress, MaxPerShard: p.MaxInProgressPerShard, Closed: !open, ClosedLevels: closedLv}
 }
 
 // follow brings the scheduler and the planner in line with the policies
@@ -28,17 +29,17 @@ func schedPolicy(p *policy.Tenant, open bool, closedLv uint64) scheduler.TenantP
 func (st *state) follow(now int64, tenants []string, all, regrade bool) {
 	ps := st.policies
 	if all {
-		st.sched.SetDefaultPolicy(schedPolicy(&ps.def, ps.defOpen, ps.defClosedLv))
+		st.sched.SetDefaultLimits(*schedLimits(&ps.def, ps.defOpen, ps.defClosedLv))
 		st.planner.SetDefaultRank(uint8(ps.def.Class.Rank()))
 		st.invariant(st.planner.SetDefaultLevels(ps.def.Levels), "default level overrides")
 	}
 	for _, t := range tenants {
 		if p, own := ps.tenants[t]; own {
-			st.sched.SetTenantPolicy(t, schedPolicy(&p, ps.mayStart(t), ps.closedLevels(t)))
+			st.sched.SetLimits(t, schedLimits(&p, ps.mayStart(t), ps.closedLevels(t)))
 			st.planner.SetRank(t, uint8(p.Class.Rank()))
 			st.invariant(st.planner.SetLevels(t, p.Levels), "level overrides of "+t)
 		} else {
-			st.sched.ClearTenantPolicy(t)
+			st.sched.SetLimits(t, nil)
 			st.planner.ClearRank(t)
 			st.planner.ClearLevels(t)
 		}

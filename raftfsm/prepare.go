@@ -88,9 +88,10 @@ func (f *FSM) Prepare(req *ck.PollRequest, now int64) (*Command, error) {
 	iv := st.index.View()
 	force := slices.Clone(st.policies.compact)
 	f.mu.Unlock()
-	// A closed view lets Apply change the index trees the view never read
-	// in place, without copying them.
+	// Closed views let Apply change the trees in place, without copying
+	// them: the index's trees the view never read, and the scheduler's.
 	defer iv.Close()
+	defer sv.Close()
 
 	for i := range req.Updates {
 		u := &req.Updates[i]

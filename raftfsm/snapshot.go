@@ -129,7 +129,9 @@ func (f *FSM) Snapshot(w io.Writer) error {
 	if err := f.st.sched.Snapshot(w); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
-	if err := f.st.index.Snapshot(w); err != nil {
+	iv := f.st.index.View()
+	defer iv.Close()
+	if err := iv.Snapshot(w); err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	return nil
@@ -330,8 +332,11 @@ func readState(r io.Reader) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: %w", err)
 	}
+	iv := x.View()
+	icfg := iv.Config()
+	iv.Close()
 	cfg := Config{
-		Planner: p.Config(), Scheduler: s.Config(), Index: x.Config(),
+		Planner: p.Config(), Scheduler: s.Config(), Index: icfg,
 		PollLogTTL: time.Duration(h.PollLogTTL), MaxClockStep: time.Duration(h.MaxClockStep),
 		Limits: Limits{MaxReports: h.Limits[0], MaxBlocks: h.Limits[1], MaxDatasets: h.Limits[2], MaxOutputs: h.Limits[3]},
 	}

@@ -159,7 +159,7 @@ func (e *fsmEnv) applyPoll(c *transcript.Command, b *strings.Builder, cmd *raftf
 	}
 	for _, ch := range res.Changes {
 		if !ch.Applied {
-			fmt.Fprintf(b, "skipped %s %s: %s\n", ch.Kind, e.alias(ch.Job), ch.Reason.Explain(ch.Detail))
+			fmt.Fprintf(b, "skipped %s %s: %s\n", ch.Kind, e.alias(ch.Job), ch.Why())
 		}
 		if ch.Excluded {
 			fmt.Fprintf(b, "excluded %s\n", e.alias(ch.Job))

@@ -228,7 +228,7 @@ func cappedTenants(b *testing.B, n *node, k int) {
 		set(name(i), 1)
 	}
 	st := n.f.Stats()
-	require.Equal(b, k, st.Scheduler.Policies.Capped, "every tenant at its cap")
+	require.Equal(b, k, st.Scheduler.CappedTenants, "every tenant at its cap")
 }
 
 // BenchmarkW4Cycle (W4): 2,000 polls of the benchmark worker in a steady

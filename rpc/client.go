@@ -21,14 +21,14 @@ import (
 
 // Defaults of the client.
 const (
-	// DefaultRetryFor is how long one call keeps looking for a leader
+	// defaultRetryFor is how long one call keeps looking for a leader
 	// that serves it, at most (its context may end it sooner).
-	DefaultRetryFor = 10 * time.Second
-	// DefaultAttemptTimeout bounds one exchange with one node.
-	DefaultAttemptTimeout = 15 * time.Second
-	// DefaultBackoff is the first wait before trying another node; it
+	defaultRetryFor = 10 * time.Second
+	// defaultAttemptTimeout bounds one exchange with one node.
+	defaultAttemptTimeout = 15 * time.Second
+	// defaultBackoff is the first wait before trying another node; it
 	// doubles up to a second.
-	DefaultBackoff = 25 * time.Millisecond
+	defaultBackoff = 25 * time.Millisecond
 )
 
 // ErrNoPeers reports a client created without a valid peer URL.
@@ -57,12 +57,12 @@ func WithClientOptions(opts ...connect.ClientOption) ClientOption {
 }
 
 // WithRetryFor sets how long one call keeps trying while no leader serves
-// it (default [DefaultRetryFor]); zero tries each peer once.
+// it (default 10 s); zero tries each peer once.
 func WithRetryFor(d time.Duration) ClientOption {
 	return func(c *Client) { c.retryFor = max(d, 0) }
 }
 
-// WithAttemptTimeout bounds one exchange (default [DefaultAttemptTimeout]).
+// WithAttemptTimeout bounds one exchange (default 15 s).
 func WithAttemptTimeout(d time.Duration) ClientOption {
 	return func(c *Client) {
 		if d > 0 {
@@ -71,8 +71,8 @@ func WithAttemptTimeout(d time.Duration) ClientOption {
 	}
 }
 
-// WithBackoff sets the first wait between attempts (default
-// [DefaultBackoff]).
+// WithBackoff sets the first wait between attempts (default 25 ms); it
+// doubles up to a second.
 func WithBackoff(d time.Duration) ClientOption {
 	return func(c *Client) {
 		if d > 0 {
@@ -110,9 +110,9 @@ var _ worker.Client = (*Client)(nil)
 // ("http://10.0.0.1:7070"); it starts with the first.
 func NewClient(peers []string, opts ...ClientOption) (*Client, error) {
 	c := &Client{
-		retryFor:       DefaultRetryFor,
-		attemptTimeout: DefaultAttemptTimeout,
-		backoff:        DefaultBackoff,
+		retryFor:       defaultRetryFor,
+		attemptTimeout: defaultAttemptTimeout,
+		backoff:        defaultBackoff,
 		stubs:          map[string]compactkitv1connect.LeaderServiceClient{},
 	}
 	for _, p := range peers {
@@ -149,13 +149,6 @@ func baseURL(p string) (string, error) {
 		return "", fmt.Errorf("rpc: peer %q is not an http(s) base URL: %w", p, ErrNoPeers)
 	}
 	return strings.TrimRight(p, "/"), nil
-}
-
-// Leader returns the base URL the client currently sends to.
-func (c *Client) Leader() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.current
 }
 
 // Redirects returns how many NotLeader answers the client followed.

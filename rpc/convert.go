@@ -26,12 +26,34 @@ func enumToGo[T ~uint8, E ~int32](v E) T {
 	return T(v)
 }
 
+// fromPB converts the messages ms, nil for none.
+func fromPB[M, T any](ms []M, f func(M) T) []T {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]T, len(ms))
+	for i, m := range ms {
+		out[i] = f(m)
+	}
+	return out
+}
+
+// toPB converts the Go values vs, nil for none.
+func toPB[V, M any](vs []V, f func(*V) M) []M {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]M, len(vs))
+	for i := range vs {
+		out[i] = f(&vs[i])
+	}
+	return out
+}
+
 func pollRequestToGo(m *pb.PollRequest) *ck.PollRequest {
-	r := &ck.PollRequest{WorkerID: m.GetWorkerId(), Seq: m.GetSeq(), FreeSlots: m.GetFreeSlots()}
-	if us := m.GetUpdates(); len(us) > 0 {
-		r.Updates = make([]ck.StatusUpdate, len(us))
-		for i, u := range us {
-			r.Updates[i] = ck.StatusUpdate{
+	return &ck.PollRequest{WorkerID: m.GetWorkerId(), Seq: m.GetSeq(), FreeSlots: m.GetFreeSlots(),
+		Updates: fromPB(m.GetUpdates(), func(u *pb.StatusUpdate) ck.StatusUpdate {
+			return ck.StatusUpdate{
 				Job:       u.GetJob(),
 				Token:     fencing.Token(u.GetToken()),
 				Status:    enumToGo[ck.ReportStatus](u.GetStatus()),
@@ -39,18 +61,13 @@ func pollRequestToGo(m *pb.PollRequest) *ck.PollRequest {
 				Reason:    u.GetReason(),
 				Signature: u.GetSignature(),
 			}
-		}
-	}
-	return r
+		})}
 }
 
 func pollRequestToPB(r *ck.PollRequest) *pb.PollRequest {
-	m := &pb.PollRequest{WorkerId: r.WorkerID, Seq: r.Seq, FreeSlots: r.FreeSlots}
-	if len(r.Updates) > 0 {
-		m.Updates = make([]*pb.StatusUpdate, len(r.Updates))
-		for i := range r.Updates {
-			u := &r.Updates[i]
-			m.Updates[i] = &pb.StatusUpdate{
+	return &pb.PollRequest{WorkerId: r.WorkerID, Seq: r.Seq, FreeSlots: r.FreeSlots,
+		Updates: toPB(r.Updates, func(u *ck.StatusUpdate) *pb.StatusUpdate {
+			return &pb.StatusUpdate{
 				Job:       u.Job,
 				Token:     uint64(u.Token),
 				Status:    pb.ReportStatus(u.Status),
@@ -58,123 +75,85 @@ func pollRequestToPB(r *ck.PollRequest) *pb.PollRequest {
 				Reason:    u.Reason,
 				Signature: u.Signature,
 			}
-		}
-	}
-	return m
+		})}
 }
 
 func pollResponseToGo(m *pb.PollResponse) *ck.PollResponse {
-	r := &ck.PollResponse{}
-	if js := m.GetJobs(); len(js) > 0 {
-		r.Jobs = make([]ck.JobReply, len(js))
-		for i, j := range js {
-			r.Jobs[i] = ck.JobReply{
-				Job:       j.GetJob(),
-				Outcome:   enumToGo[ck.Outcome](j.GetOutcome()),
-				Token:     fencing.Token(j.GetToken()),
-				Deadline:  j.GetDeadline(),
-				Lease:     time.Duration(j.GetLease()),
-				Plan:      planToGo(j.GetPlan()),
-				Signature: j.GetSignature(),
-			}
+	return &ck.PollResponse{Jobs: fromPB(m.GetJobs(), func(j *pb.JobReply) ck.JobReply {
+		return ck.JobReply{
+			Job:       j.GetJob(),
+			Outcome:   enumToGo[ck.Outcome](j.GetOutcome()),
+			Token:     fencing.Token(j.GetToken()),
+			Deadline:  j.GetDeadline(),
+			Lease:     time.Duration(j.GetLease()),
+			Plan:      planToGo(j.GetPlan()),
+			Signature: j.GetSignature(),
 		}
-	}
-	return r
+	})}
 }
 
 func pollResponseToPB(r *ck.PollResponse) *pb.PollResponse {
-	m := &pb.PollResponse{}
-	if len(r.Jobs) > 0 {
-		m.Jobs = make([]*pb.JobReply, len(r.Jobs))
-		for i := range r.Jobs {
-			j := &r.Jobs[i]
-			m.Jobs[i] = &pb.JobReply{
-				Job:       j.Job,
-				Outcome:   pb.Outcome(j.Outcome),
-				Token:     uint64(j.Token),
-				Deadline:  j.Deadline,
-				Lease:     int64(j.Lease),
-				Plan:      planToPB(j.Plan),
-				Signature: j.Signature,
-			}
+	return &pb.PollResponse{Jobs: toPB(r.Jobs, func(j *ck.JobReply) *pb.JobReply {
+		return &pb.JobReply{
+			Job:       j.Job,
+			Outcome:   pb.Outcome(j.Outcome),
+			Token:     uint64(j.Token),
+			Deadline:  j.Deadline,
+			Lease:     int64(j.Lease),
+			Plan:      planToPB(j.Plan),
+			Signature: j.Signature,
 		}
-	}
-	return m
+	})}
 }
 
 func planToGo(m *pb.JobPlan) *ck.JobPlan {
 	if m == nil {
 		return nil
 	}
-	p := &ck.JobPlan{Name: m.GetName(), Tenant: m.GetTenant(), Shard: m.GetShard(), Level: m.GetLevel(), Sources: m.GetSources()}
-	if ts := m.GetTombstones(); len(ts) > 0 {
-		p.Tombstones = make([]ck.Tombstone, len(ts))
-		for i, t := range ts {
-			p.Tombstones[i] = ck.Tombstone{Kind: enumToGo[ck.TombstoneKind](t.GetKind()), Target: t.GetTarget()}
-		}
-	}
-	return p
+	return &ck.JobPlan{Name: m.GetName(), Tenant: m.GetTenant(), Shard: m.GetShard(), Level: m.GetLevel(), Sources: m.GetSources(),
+		Tombstones: fromPB(m.GetTombstones(), func(t *pb.Tombstone) ck.Tombstone {
+			return ck.Tombstone{Kind: enumToGo[ck.TombstoneKind](t.GetKind()), Target: t.GetTarget()}
+		})}
 }
 
 func planToPB(p *ck.JobPlan) *pb.JobPlan {
 	if p == nil {
 		return nil
 	}
-	m := &pb.JobPlan{Name: p.Name, Tenant: p.Tenant, Shard: p.Shard, Level: p.Level, Sources: p.Sources}
-	if len(p.Tombstones) > 0 {
-		m.Tombstones = make([]*pb.Tombstone, len(p.Tombstones))
-		for i, t := range p.Tombstones {
-			m.Tombstones[i] = &pb.Tombstone{Kind: pb.TombstoneKind(t.Kind), Target: t.Target}
-		}
-	}
-	return m
+	return &pb.JobPlan{Name: p.Name, Tenant: p.Tenant, Shard: p.Shard, Level: p.Level, Sources: p.Sources,
+		Tombstones: toPB(p.Tombstones, func(t *ck.Tombstone) *pb.Tombstone {
+			return &pb.Tombstone{Kind: pb.TombstoneKind(t.Kind), Target: t.Target}
+		})}
 }
 
 func blocksToGo(ms []*pb.BlockMeta) []ck.BlockMeta {
-	if len(ms) == 0 {
-		return nil
-	}
-	bs := make([]ck.BlockMeta, len(ms))
-	for i, m := range ms {
-		bs[i] = ck.BlockMeta{
+	return fromPB(ms, func(m *pb.BlockMeta) ck.BlockMeta {
+		return ck.BlockMeta{
 			ID: m.GetId(), Tenant: m.GetTenant(), Shard: m.GetShard(), Level: m.GetLevel(),
 			MinTime: m.GetMinTime(), MaxTime: m.GetMaxTime(), Size: m.GetSize(),
-		}
-		if ds := m.GetDatasets(); len(ds) > 0 {
-			bs[i].Datasets = make([]ck.DatasetMeta, len(ds))
-			for k, d := range ds {
-				bs[i].Datasets[k] = ck.DatasetMeta{
+			Datasets: fromPB(m.GetDatasets(), func(d *pb.DatasetMeta) ck.DatasetMeta {
+				return ck.DatasetMeta{
 					Tenant: d.GetTenant(), Name: d.GetName(), Size: d.GetSize(), Records: d.GetRecords(),
 					MinTime: d.GetMinTime(), MaxTime: d.GetMaxTime(),
 				}
-			}
+			}),
 		}
-	}
-	return bs
+	})
 }
 
 func blocksToPB(bs []ck.BlockMeta) []*pb.BlockMeta {
-	if len(bs) == 0 {
-		return nil
-	}
-	ms := make([]*pb.BlockMeta, len(bs))
-	for i := range bs {
-		b := &bs[i]
-		ms[i] = &pb.BlockMeta{
+	return toPB(bs, func(b *ck.BlockMeta) *pb.BlockMeta {
+		return &pb.BlockMeta{
 			Id: b.ID, Tenant: b.Tenant, Shard: b.Shard, Level: b.Level,
 			MinTime: b.MinTime, MaxTime: b.MaxTime, Size: b.Size,
-		}
-		if len(b.Datasets) > 0 {
-			ms[i].Datasets = make([]*pb.DatasetMeta, len(b.Datasets))
-			for k, d := range b.Datasets {
-				ms[i].Datasets[k] = &pb.DatasetMeta{
+			Datasets: toPB(b.Datasets, func(d *ck.DatasetMeta) *pb.DatasetMeta {
+				return &pb.DatasetMeta{
 					Tenant: d.Tenant, Name: d.Name, Size: d.Size, Records: d.Records,
 					MinTime: d.MinTime, MaxTime: d.MaxTime,
 				}
-			}
+			}),
 		}
-	}
-	return ms
+	})
 }
 
 // blockResultsToPB converts the results of an AddBlocks call.

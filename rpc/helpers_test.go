@@ -52,3 +52,10 @@ func addTwo(t *testing.T, c *Client, a, b string) {
 		require.NoError(t, r.Err)
 	}
 }
+
+// sendsTo returns the base URL the client currently sends to.
+func sendsTo(c *Client) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current
+}

@@ -142,7 +142,7 @@ func TestNotLeaderRedirect(t *testing.T) {
 
 	c := client(t, []string{fsrv.URL})
 	addTwo(t, c, "seg-1", "seg-2")
-	require.Equal(t, lead.srv.URL, c.Leader())
+	require.Equal(t, lead.srv.URL, sendsTo(c))
 	require.EqualValues(t, 1, c.Redirects())
 	resp, err := c.Poll(context.Background(), &ck.PollRequest{WorkerID: "w-1", Seq: 1, FreeSlots: 1})
 	require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestNotLeaderWithoutURLTriesPeers(t *testing.T) {
 	fsrv := serve(t, NewHandler(follower))
 	c := client(t, []string{fsrv.URL, lead.srv.URL})
 	addTwo(t, c, "seg-1", "seg-2")
-	require.Equal(t, lead.srv.URL, c.Leader())
+	require.Equal(t, lead.srv.URL, sendsTo(c))
 	require.Zero(t, c.Redirects())
 
 	// With only the follower, the call gives up within its budget.

@@ -14,8 +14,8 @@ type Result struct {
 	// Applied is false when the change's precondition failed (stale
 	// version, token mismatch, wrong status, limit, ...): nothing changed.
 	Applied bool
-	// Reason says why the change was skipped (NotSkipped if it was
-	// applied), and Detail explains it naming the offending values (it may
+	// Reason says why the change was skipped (zero if it was applied),
+	// and Detail explains it naming the offending values (it may
 	// be empty). Why puts them together for people.
 	Reason Skip
 	Detail string
@@ -85,18 +85,18 @@ func (s *Scheduler) Begin(e ck.Entry, now int64, tokenIndex uint64) *Tx {
 
 // The failure records the scheduler writes itself.
 const (
-	// ReasonLeaseExpired records an attempt whose lease expired.
-	ReasonLeaseExpired = "lease expired"
-	// ReasonUnstated records a failure reported without a reason.
-	ReasonUnstated = "failure reported without a reason"
+	// reasonLeaseExpired records an attempt whose lease expired.
+	reasonLeaseExpired = "lease expired"
+	// reasonUnstated records a failure reported without a reason.
+	reasonUnstated = "failure reported without a reason"
 )
 
 // recordFailure sets nj's failure record: why its attempt ended and when
-// (compactkit.JobState.LastFailure and FailedAt), [ReasonUnstated] for a
+// (compactkit.JobState.LastFailure and FailedAt), [reasonUnstated] for a
 // failure reported without a reason.
 func (tx *Tx) recordFailure(nj *job, reason string) {
 	if reason == "" {
-		reason = ReasonUnstated
+		reason = reasonUnstated
 	}
 	nj.st.LastFailure, nj.st.FailedAt = ck.ClipReason(reason), tx.now
 }
@@ -147,7 +147,7 @@ func (tx *Tx) removing(j *job) {
 // detail ("stale version: prepared against 1, job at 2 before entry 3"), or
 // "" for an applied change.
 func (r *Result) Why() string {
-	return r.Reason.Explain(r.Detail)
+	return r.Reason.explain(r.Detail)
 }
 
 // skip counts a skipped change and returns r skipped for the reason, with
@@ -173,7 +173,7 @@ func (tx *Tx) skip(r *Result, reason Skip, format string, args ...any) Result {
 //
 //   - add: no such job, and none completed recently; the queue is below
 //     its limit; the plan's tenant and level are not paused, and the
-//     tenant is not closed ([TenantPolicy]; a capped tenant's job is
+//     tenant is not closed ([Limits]; a capped tenant's job is
 //     added, and waits). The job is unassigned, its token the entry's
 //     token index, added now.
 //   - assign: a job neither paused nor closed, unassigned, or in progress
@@ -198,11 +198,11 @@ func (tx *Tx) skip(r *Result, reason Skip, format string, args ...any) Result {
 // applied add is kept, not copied: it must not be modified afterwards.
 func (tx *Tx) Apply(c *ck.Change) Result {
 	if c == nil {
-		return Result{Reason: SkippedInvalid, Detail: "nil change"}
+		return Result{Reason: skippedInvalid, Detail: "nil change"}
 	}
 	r := Result{Kind: c.Kind}
 	if tx.stale != "" {
-		r.Reason, r.Detail = SkippedStaleEntry, tx.stale
+		r.Reason, r.Detail = skippedStaleEntry, tx.stale
 		return r
 	}
 	s := tx.s
@@ -211,16 +211,16 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		r.Before = j.st
 	}
 	if err := c.Kind.Validate(); err != nil {
-		return tx.skip(&r, SkippedInvalid, "%v", err)
+		return tx.skip(&r, skippedInvalid, "%v", err)
 	}
 	if pre := tx.preVersion(c.Job, j); c.Kind != ck.ChangeCancel && pre != c.Version {
-		return tx.skip(&r, SkippedStaleVersion, "prepared against %d, job at %d before entry %d", c.Version, pre, tx.e.Index)
+		return tx.skip(&r, skippedStaleVersion, "prepared against %d, job at %d before entry %d", c.Version, pre, tx.e.Index)
 	}
 	if c.Kind == ck.ChangeAdd {
 		return tx.add(c, &r)
 	}
 	if j == nil {
-		return tx.skip(&r, SkippedUnknownJob, "")
+		return tx.skip(&r, skippedUnknownJob, "")
 	}
 	cfg := &s.cfg
 	expired := j.st.Status == ck.StatusInProgress && tx.now > j.st.Deadline
@@ -231,25 +231,25 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	case ck.ChangeAssign:
 		switch {
 		case c.Worker == "":
-			return tx.skip(&r, SkippedInvalid, "assign without a worker")
+			return tx.skip(&r, skippedInvalid, "assign without a worker")
 		case j.hold&holdPaused != 0:
-			return tx.skip(&r, SkippedPaused, "")
+			return tx.skip(&r, skippedPaused, "")
 		case j.hold&holdClosed != 0:
-			return tx.skip(&r, SkippedClosed, "tenant %q", j.st.Tenant)
+			return tx.skip(&r, skippedClosed, "tenant %q", j.st.Tenant)
 		case j.st.Status == ck.StatusExcluded:
-			return tx.skip(&r, SkippedExcluded, "")
+			return tx.skip(&r, skippedExcluded, "")
 		case j.st.Status == ck.StatusInProgress && !expired:
-			return tx.skip(&r, SkippedLeaseNotExpired, "")
+			return tx.skip(&r, skippedLeaseNotExpired, "")
 		case expired && cfg.atLimit(j.st.Failures):
-			return tx.skip(&r, SkippedAtFailureLimit, "%d failures before, limit %d: exclude instead", j.st.Failures, cfg.MaxFailures)
+			return tx.skip(&r, skippedAtFailureLimit, "%d failures before, limit %d: exclude instead", j.st.Failures, cfg.MaxFailures)
 		case j.st.Status == ck.StatusUnassigned && j.hold&holdCapped != 0:
-			return tx.skip(&r, SkippedCapped, "%s", s.capText(j))
+			return tx.skip(&r, skippedCapped, "%s", s.capText(j))
 		case j.st.Worker == "" && tx.token < j.st.Token, j.st.Worker != "" && tx.token <= j.st.Token:
-			return tx.skip(&r, SkippedTokenNotNewer, "token %d, the job's %d", tx.token, j.st.Token)
+			return tx.skip(&r, skippedTokenNotNewer, "token %d, the job's %d", tx.token, j.st.Token)
 		}
 		if expired {
 			nj.st.Failures++
-			tx.recordFailure(nj, ReasonLeaseExpired)
+			tx.recordFailure(nj, reasonLeaseExpired)
 			tx.event(nj, ck.EventLeaseExpired, j.st.Token, j.st.Worker, "")
 			r.PrevToken = j.st.Token
 			s.counters.Reassigned++
@@ -264,23 +264,23 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	case ck.ChangeExclude:
 		switch {
 		case !expired:
-			return tx.skip(&r, SkippedNoExpiredLease, "%s", j.st.Status)
+			return tx.skip(&r, skippedNoExpiredLease, "%s", j.st.Status)
 		case !cfg.atLimit(j.st.Failures):
-			return tx.skip(&r, SkippedBelowFailureLimit, "%d failures before, limit %d", j.st.Failures, cfg.MaxFailures)
+			return tx.skip(&r, skippedBelowFailureLimit, "%d failures before, limit %d", j.st.Failures, cfg.MaxFailures)
 		}
 		nj.st.Status = ck.StatusExcluded
 		nj.st.Failures++
-		tx.recordFailure(nj, ReasonLeaseExpired)
+		tx.recordFailure(nj, reasonLeaseExpired)
 		tx.event(nj, ck.EventLeaseExpired, j.st.Token, j.st.Worker, "")
 		tx.event(nj, ck.EventExcluded, 0, "", "")
 		r.PrevToken = j.st.Token
 		s.counters.Excluded++
 	case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
 		if !owns {
-			return tx.skip(&r, SkippedNoLease, "%s with token %d", j.st.Status, c.Token)
+			return tx.skip(&r, skippedNoLease, "%s with token %d", j.st.Status, c.Token)
 		}
 		if c.Worker != j.st.Worker {
-			return tx.skip(&r, SkippedNoLease, "held by another worker")
+			return tx.skip(&r, skippedNoLease, "held by another worker")
 		}
 		switch c.Kind {
 		case ck.ChangeRenew:
@@ -315,9 +315,9 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	case ck.ChangeEvict:
 		switch {
 		case j.st.Status != ck.StatusExcluded:
-			return tx.skip(&r, SkippedNotExcluded, "%s", j.st.Status)
+			return tx.skip(&r, skippedNotExcluded, "%s", j.st.Status)
 		case cfg.MaxQueueSize <= 0 || s.byName.Len() < cfg.MaxQueueSize:
-			return tx.skip(&r, SkippedQueueBelowLimit, "")
+			return tx.skip(&r, skippedQueueBelowLimit, "")
 		}
 		tx.removing(j)
 		s.remove(j)
@@ -339,19 +339,19 @@ func (tx *Tx) add(c *ck.Change, r *Result) Result {
 	cfg := &s.cfg
 	switch {
 	case c.Plan == nil || c.Plan.Name != c.Job:
-		return tx.skip(r, SkippedInvalid, "add without a matching plan")
+		return tx.skip(r, skippedInvalid, "add without a matching plan")
 	case s.get(c.Job) != nil:
 		return tx.skip(r, SkippedJobExists, "")
 	case s.hasCompleted(c.Job):
-		return tx.skip(r, SkippedCompletedRecently, "")
+		return tx.skip(r, skippedCompletedRecently, "")
 	case cfg.MaxQueueSize > 0 && s.byName.Len() >= cfg.MaxQueueSize:
-		return tx.skip(r, SkippedQueueFull, "%d jobs", s.byName.Len())
+		return tx.skip(r, skippedQueueFull, "%d jobs", s.byName.Len())
 	case s.pauses.paused(c.Plan.Tenant, c.Plan.Level):
-		return tx.skip(r, SkippedPaused, "")
+		return tx.skip(r, skippedPaused, "")
 	}
 	pol := s.policy(c.Plan.Tenant)
 	if pol.closed(c.Plan.Level) {
-		return tx.skip(r, SkippedClosed, "tenant %q", c.Plan.Tenant)
+		return tx.skip(r, skippedClosed, "tenant %q", c.Plan.Tenant)
 	}
 	plan := c.Plan
 	j := &job{
@@ -387,7 +387,7 @@ func (s *Scheduler) cancel(j *job, r Result) Result {
 func (s *Scheduler) Cancel(e ck.Entry, now int64, name string) (Result, error) {
 	j := s.get(name)
 	if j == nil {
-		return Result{Kind: ck.ChangeCancel, Reason: SkippedUnknownJob}, fmt.Errorf("cancel %q at entry %d: %w", name, e.Index, ErrUnknownJob)
+		return Result{Kind: ck.ChangeCancel, Reason: skippedUnknownJob}, fmt.Errorf("cancel %q at entry %d: %w", name, e.Index, ErrUnknownJob)
 	}
 	return s.cancel(j, Result{}), nil
 }

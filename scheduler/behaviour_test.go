@@ -57,17 +57,7 @@ func TestConfig(t *testing.T) {
 func TestScheduleIsAStableView(t *testing.T) {
 	h := newHarness(t, testConfig())
 	h.add(plans("j", "t", 0, 50)...)
-	sc := h.s.Schedule(h.now)
-	done := make(chan []string)
-	go func() {
-		var got []string
-		for sc.AssignJob("w1") {
-		}
-		for _, c := range sc.Update().Changes {
-			got = append(got, c.Job)
-		}
-		done <- got
-	}()
+	done := assignAllAsync(h.s.Schedule(h.now), nil)
 	for range 10 {
 		h.assign("w2", 3)
 	}
@@ -80,10 +70,27 @@ func TestScheduleIsAStableView(t *testing.T) {
 // another goroutine.
 func TestScheduleKeepsItsPolicies(t *testing.T) {
 	h := newHarness(t, testConfig())
-	h.s.SetTenantPolicy("capped", scheduler.TenantPolicy{MaxInProgress: 3})
+	h.s.SetLimits("capped", &scheduler.Limits{MaxInProgress: 3})
 	h.add(plans("c", "capped", 0, 20)...)
 	h.add(plans("o", "open", 0, 20)...)
-	sc := h.s.Schedule(h.now)
+	done := assignAllAsync(h.s.Schedule(h.now), func(sc *scheduler.Schedule) string {
+		return fmt.Sprintf("held=%t", sc.Held("capped", 0))
+	})
+	for i := range 10 {
+		h.s.SetLimits("capped", &scheduler.Limits{MaxInProgress: uint32(i % 4), Rank: uint8(i % 3)})
+		h.s.SetDefaultLimits(scheduler.Limits{Closed: i%2 == 0, Rank: 1})
+		h.assign("w2", 2)
+	}
+	got := <-done
+	require.Len(t, got, 3+20+1, "the view's cap: 3 of capped, all 20 of open")
+	require.Equal(t, []string{"c-00", "c-01", "c-02"}, got[:3])
+	require.Equal(t, "held=true", got[len(got)-1])
+}
+
+// assignAllAsync assigns every job sc gives worker w1, on another
+// goroutine, and sends the names of the jobs assigned, then what after
+// says of the schedule if after is not nil.
+func assignAllAsync(sc *scheduler.Schedule, after func(*scheduler.Schedule) string) <-chan []string {
 	done := make(chan []string)
 	go func() {
 		var got []string
@@ -92,19 +99,12 @@ func TestScheduleKeepsItsPolicies(t *testing.T) {
 		for _, c := range sc.Update().Changes {
 			got = append(got, c.Job)
 		}
-		held := sc.Held("capped", 0)
-		got = append(got, fmt.Sprintf("held=%t", held))
+		if after != nil {
+			got = append(got, after(sc))
+		}
 		done <- got
 	}()
-	for i := range 10 {
-		h.s.SetTenantPolicy("capped", scheduler.TenantPolicy{MaxInProgress: uint32(i % 4), Rank: uint8(i % 3)})
-		h.s.SetDefaultPolicy(scheduler.TenantPolicy{Closed: i%2 == 0, Rank: 1})
-		h.assign("w2", 2)
-	}
-	got := <-done
-	require.Len(t, got, 3+20+1, "the view's cap: 3 of capped, all 20 of open")
-	require.Equal(t, []string{"c-00", "c-01", "c-02"}, got[:3])
-	require.Equal(t, "held=true", got[len(got)-1])
+	return done
 }
 
 func listAll(s *scheduler.Scheduler) []ck.JobState {
@@ -118,4 +118,43 @@ func listAll(s *scheduler.Scheduler) []ck.JobState {
 		}
 		cursor = next
 	}
+}
+
+// A schedule left open reads the trees as they were when it was opened,
+// through a clone made when the scheduler changed; a closed one costs the
+// change no clone, finds no job and changes nothing, and still returns
+// the changes it prepared.
+func TestScheduleViewCopyOnWrite(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.add(plan("a", "t", 0), plan("b", "t", 0))
+
+	open := h.s.Schedule(h.now)
+	closed := h.s.Schedule(h.now)
+	require.True(t, closed.AssignJob("w1"))
+	closed.Close()
+	closed.Close() // idempotent
+	u := closed.Update()
+	require.Len(t, u.Changes, 1)
+
+	h.applyAll(u)
+	require.True(t, scheduler.ViewFrozen(open), "an open schedule's view is frozen at the change")
+	st, _, ok := open.Job(u.Changes[0].Job)
+	require.True(t, ok)
+	require.Equal(t, ck.StatusUnassigned, st.Status, "the open schedule sees the job as it was")
+	require.Equal(t, ck.StatusInProgress, h.job(u.Changes[0].Job).Status)
+
+	_, _, ok = closed.Job("a")
+	require.False(t, ok, "a closed schedule finds no job")
+	require.False(t, closed.AssignJob("w2"))
+	require.False(t, closed.AddJob(plan("c", "t", 0)))
+	require.True(t, closed.Held("t", 0), "a closed schedule adds nothing")
+	require.Len(t, closed.Update().Changes, 1, "a closed schedule changes nothing")
+
+	// Every schedule of the next view closed: the change clones nothing.
+	next := h.s.Schedule(h.now)
+	require.True(t, next.AssignJob("w2"))
+	next.Close()
+	h.applyAll(next.Update())
+	require.False(t, scheduler.ViewFrozen(next), "a closed view is never frozen")
+	require.NoError(t, scheduler.CheckDerived(h.s))
 }

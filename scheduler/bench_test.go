@@ -13,16 +13,12 @@ import (
 const benchNow = int64(1_700_000_000) * int64(time.Second)
 
 // benchFixture builds a scheduler with inProgress jobs in progress (live
-// leases) and unassigned jobs waiting, over levels 0-2, 20 sources each,
-// with the queue limit off. It inserts records directly (as Restore does).
+// leases, held by worker "w", the benchmarks' polling worker) and
+// unassigned jobs waiting, over levels 0-2, 20 sources each, with the
+// queue limit off. It inserts records directly (as Restore does).
 func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 	tb.Helper()
-	cfg := DefaultConfig()
-	cfg.MaxQueueSize = 0
-	s, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := newUnlimited(tb)
 	idx := uint64(1)
 	mk := func(name string, level uint32) *job {
 		p := &ck.JobPlan{Name: name, Tenant: "tenant-" + fmt.Sprint(idx%7), Shard: uint32(idx % 64), Level: level}
@@ -37,7 +33,7 @@ func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 	}
 	for i := range inProgress {
 		j := mk(fmt.Sprintf("run-%08d", i), uint32(i%3))
-		j.st.Status, j.st.Worker = ck.StatusInProgress, fmt.Sprintf("w-%d", i%100)
+		j.st.Status, j.st.Worker = ck.StatusInProgress, "w"
 		j.st.Deadline = benchNow + int64(10*time.Second) + int64(i%1000)
 		s.insert(j)
 	}
@@ -45,6 +41,18 @@ func benchFixture(tb testing.TB, inProgress, unassigned int) *Scheduler {
 		s.insert(mk(fmt.Sprintf("new-%08d", i), uint32(i%3)))
 	}
 	s.lastEntry = idx
+	return s
+}
+
+// newUnlimited returns a scheduler of the default configuration without
+// the queue limit.
+func newUnlimited(tb testing.TB) *Scheduler {
+	cfg := DefaultConfig()
+	cfg.MaxQueueSize = 0
+	s, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return s
 }
 
@@ -204,6 +212,7 @@ func (st *steady) next(tb testing.TB) *steadyPoll {
 // current state, the reports, 16 assignments and 16 additions.
 func (st *steady) decide(in *steadyPoll) ck.PlanUpdate {
 	sc := st.s.Schedule(in.now)
+	defer sc.Close() // as the state machine does
 	for i := range in.reports {
 		sc.UpdateJob("w", &in.reports[i])
 	}
@@ -273,12 +282,7 @@ func BenchmarkSchedulerApply(b *testing.B) {
 // capped, so their unassigned jobs are held. "zz" has no cap.
 func heldFixture(tb testing.TB, caps bool) *Scheduler {
 	tb.Helper()
-	cfg := DefaultConfig()
-	cfg.MaxQueueSize = 0
-	s, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := newUnlimited(tb)
 	idx := uint64(1)
 	mk := func(name, tenant string, status ck.JobStatus) {
 		idx++
@@ -302,7 +306,7 @@ func heldFixture(tb testing.TB, caps bool) *Scheduler {
 	s.lastEntry = idx
 	if caps {
 		for i := range 9999 {
-			s.SetTenantPolicy(fmt.Sprintf("t-%05d", i), TenantPolicy{MaxInProgress: 1})
+			s.SetLimits(fmt.Sprintf("t-%05d", i), &Limits{MaxInProgress: 1})
 		}
 	}
 	return s

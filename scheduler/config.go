@@ -37,13 +37,13 @@ type Config struct {
 
 // Defaults of [DefaultConfig].
 const (
-	DefaultMaxFailures        = 3
-	DefaultLeaseDuration      = 15 * time.Second
-	DefaultMaxQueueSize       = 10000
-	DefaultMaxSlotsPerRequest = 64
-	// DefaultCompletedRetention is four lease durations: long enough for a
+	defaultMaxFailures        = 3
+	defaultLeaseDuration      = 15 * time.Second
+	defaultMaxQueueSize       = 10000
+	defaultMaxSlotsPerRequest = 64
+	// defaultCompletedRetention is four lease durations: long enough for a
 	// worker whose success reply was lost to retry its report.
-	DefaultCompletedRetention = 4 * DefaultLeaseDuration
+	defaultCompletedRetention = 4 * defaultLeaseDuration
 )
 
 // maxAgingLevels bounds the length of Config.AgingThreshold.
@@ -55,12 +55,12 @@ const maxAgingLevels = 256
 // one hour for level 3 and above.
 func DefaultConfig() Config {
 	return Config{
-		MaxFailures:        DefaultMaxFailures,
-		LeaseDuration:      DefaultLeaseDuration,
-		MaxQueueSize:       DefaultMaxQueueSize,
-		MaxSlotsPerRequest: DefaultMaxSlotsPerRequest,
+		MaxFailures:        defaultMaxFailures,
+		LeaseDuration:      defaultLeaseDuration,
+		MaxQueueSize:       defaultMaxQueueSize,
+		MaxSlotsPerRequest: defaultMaxSlotsPerRequest,
 		AgingThreshold:     []time.Duration{0, 15 * time.Minute, 30 * time.Minute, time.Hour},
-		CompletedRetention: DefaultCompletedRetention,
+		CompletedRetention: defaultCompletedRetention,
 	}
 }
 

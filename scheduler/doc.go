@@ -59,32 +59,31 @@
 // keep level 0. Paused tenants and levels ([Scheduler.SetPause]) are
 // skipped, and so are held tenants (below).
 //
-// # Tenant policies
+// # Tenant limits
 //
-// A [TenantPolicy] — a default ([Scheduler.SetDefaultPolicy]) and
-// per-tenant overrides ([Scheduler.SetTenantPolicy]) — gives a tenant a
-// rank, a cap of jobs in progress, a cap of jobs in progress per shard and
-// a closed state. The state machine
-// derives them from its replicated policies in log time (a priority class
-// is a rank; a run window or a not-before time that forbids starting work
-// now is Closed, and a level's run window closes that level, ClosedLevels)
-// and sets them while applying entries. They are derived
-// state: the snapshot does not hold them, and after [Restore] the state
-// machine sets them again; a restored scheduler with the same policies is
-// the original's equal. Without policies (the zero TenantPolicy) the
-// scheduler behaves exactly as before they existed.
+// [Limits] — a default ([Scheduler.SetDefaultLimits]) and per-tenant
+// overrides ([Scheduler.SetLimits]) — give a tenant a rank, a cap of jobs
+// in progress, a cap of jobs in progress per shard and a closed state. The
+// state machine derives them from its replicated tenant policies in log
+// time (a priority class is a rank; a run window or a not-before time that
+// forbids starting work now is Closed, and a level's run window closes
+// that level, ClosedLevels) and sets them while applying entries. They are
+// derived state: the snapshot does not hold them, and after [Restore] the
+// state machine sets them again; a restored scheduler with the same limits
+// is the original's equal. With the zero Limits the scheduler orders and
+// admits jobs by level, failures, deadline and name alone.
 //
 // What holds a job, in order of precedence (the first that applies is the
 // reason an assign is skipped):
 //
 //  1. A pause ([Scheduler.SetPause]) holds everything of its tenant or
 //     level: no add, no assign, no reassignment of an expired job.
-//  2. A closed tenant, or a closed level of it: no add ([SkippedClosed]), no assign, no
+//  2. A closed tenant, or a closed level of it: no add (skipped "window closed"), no assign, no
 //     reassignment of an expired job; jobs in progress run to their end
 //     (renewed, completed, failed, released as usual).
 //  3. A cap: while the tenant has MaxInProgress jobs in progress (or more,
 //     after the cap was lowered), its unassigned jobs are not assigned
-//     ([SkippedCapped]); they are still added (they wait), and its expired
+//     (skipped "at cap"); they are still added (they wait), and its expired
 //     jobs are still reassigned, which leaves the count as it is. A
 //     per-shard cap (MaxPerShard) does the same for the unassigned jobs
 //     of one shard of the tenant (the shard of a job's plan; the jobs of
@@ -117,9 +116,18 @@
 //
 // # Cost
 //
-// Opening a schedule is O(1): the indexes are github.com/google/btree trees
-// cloned copy-on-write. Unassigned jobs without a hold are indexed by
-// (level, rank, failures, deadline, name) and by (level, added, name) for
+// Opening a schedule is O(1), and so is closing it ([Schedule.Close]).
+// The indexes are github.com/google/btree trees, and the copy-on-write
+// rule is: the schedules opened between two changes of the scheduler share
+// one view, which reads the scheduler's own trees (under a mutex shared
+// with the scheduler) until the scheduler is about to change them. Then,
+// if a schedule of the view is still open, the view gets a copy-on-write
+// clone of the trees as they were, which the scheduler's next mutations
+// pay for with path copies; if every schedule of it was closed, nothing is
+// cloned and the scheduler changes its trees in place.
+//
+// Unassigned jobs without a hold are indexed by (level, rank, failures,
+// deadline, name) and by (level, added, name) for
 // aging; in-progress jobs neither paused nor closed by (level, rank,
 // failures, deadline, name), where the expired ones of a rank and failure
 // count are a prefix; excluded jobs by the entry that excluded them. Each

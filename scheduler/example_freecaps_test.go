@@ -13,7 +13,7 @@ import (
 func ExampleSchedule_FreeCaps() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
 	addJobs(s, 1, "acme-1", "acme-2")
-	s.SetTenantPolicy("acme", scheduler.TenantPolicy{MaxInProgress: 1})
+	s.SetLimits("acme", &scheduler.Limits{MaxInProgress: 1})
 	sc := s.Schedule(start)
 	sc.AssignJob("w1")
 	applyUpdate(s, ck.Entry{Index: 2, Time: start}, sc.Update())

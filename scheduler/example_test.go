@@ -90,7 +90,7 @@ func ExampleSchedule_UpdateJob() {
 	// The reply was lost; w2 reports again.
 	sc = s.Schedule(later)
 	fmt.Println("repeated report accepted:", sc.UpdateJob("w2", &done))
-	tok, ok := sc.CompletedToken("job-a")
+	tok, ok := s.CompletedToken("job-a")
 	fmt.Println("completed with its token:", ok && tok == done.Token)
 	// Output:
 	//   add job-a: unassigned token=1
@@ -173,7 +173,7 @@ func ExampleRestore() {
 	}
 	var again bytes.Buffer
 	_ = r.Snapshot(&again)
-	fmt.Println("jobs:", r.Len(), "identical:", bytes.Equal(snap.Bytes(), again.Bytes()))
+	fmt.Println("jobs:", r.Stats().Jobs, "identical:", bytes.Equal(snap.Bytes(), again.Bytes()))
 
 	_, err = scheduler.Restore(bytes.NewReader(snap.Bytes()[:snap.Len()-1]))
 	fmt.Println("truncated snapshot refused:", err != nil)
@@ -185,18 +185,13 @@ func ExampleRestore() {
 // Pausing a tenant keeps its jobs queued but assigns none and adds none.
 func ExampleScheduler_SetPause() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
-	sc := s.Schedule(start)
-	sc.AddJob(ck.JobPlan{Name: "job-a", Tenant: "acme", Sources: []string{"b1"}})
-	tx := s.Begin(ck.Entry{Index: 1, Time: start}, start, 0)
-	for _, c := range sc.Update().Changes {
-		tx.Apply(&c)
-	}
+	addJobs(s, 1, "acme-1")
 
 	acme := scheduler.PauseRule{Tenant: "acme", AllLevels: true}
 	s.SetPause(acme, true)
-	sc = s.Schedule(start)
+	sc := s.Schedule(start)
 	fmt.Println("assigned:", sc.AssignJob("w1"))
-	fmt.Println("added:", sc.AddJob(ck.JobPlan{Name: "job-b", Tenant: "acme", Sources: []string{"b2"}}))
+	fmt.Println("added:", sc.AddJob(ck.JobPlan{Name: "acme-2", Tenant: "acme", Sources: []string{"b2"}}))
 	fmt.Printf("stats: %+v\n", s.Stats().Levels)
 
 	s.SetPause(acme, false)
@@ -253,11 +248,11 @@ func addJobs(s *scheduler.Scheduler, index uint64, jobs ...string) {
 
 // A rank orders tenants at the same level: the state machine maps priority
 // classes High, Medium and Low to ranks 0, 1 and 2.
-func ExampleScheduler_SetTenantPolicy() {
+func ExampleScheduler_SetLimits() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
 	addJobs(s, 1, "bulk-1", "ingest-1", "web-1")
-	s.SetTenantPolicy("bulk", scheduler.TenantPolicy{Rank: 2})
-	s.SetTenantPolicy("ingest", scheduler.TenantPolicy{Rank: 1})
+	s.SetLimits("bulk", &scheduler.Limits{Rank: 2})
+	s.SetLimits("ingest", &scheduler.Limits{Rank: 1})
 
 	sc := s.Schedule(start)
 	for sc.AssignJob("w1") {
@@ -273,17 +268,19 @@ func ExampleScheduler_SetTenantPolicy() {
 
 // A cap bounds a tenant's jobs in progress: its other jobs wait, and other
 // tenants go first. Apply checks the cap again.
-func ExampleScheduler_SetTenantPolicy_cap() {
+func ExampleScheduler_SetLimits_cap() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
 	addJobs(s, 1, "acme-1", "acme-2", "acme-3", "beta-1")
-	s.SetTenantPolicy("acme", scheduler.TenantPolicy{MaxInProgress: 1})
+	s.SetLimits("acme", &scheduler.Limits{MaxInProgress: 1})
 
 	sc := s.Schedule(start)
 	for sc.AssignJob("w1") {
 	}
 	fmt.Println("acme held in this poll:", sc.Held("acme", 0))
 	applyUpdate(s, ck.Entry{Index: 2, Time: start}, sc.Update())
-	fmt.Println("acme in progress:", s.InProgress("acme"), "capped:", s.Capped("acme"))
+	acme := "acme"
+	running, _ := s.List(scheduler.Filter{Tenant: &acme, Status: ck.StatusInProgress}, "", 0)
+	fmt.Println("acme in progress:", len(running), "capped:", s.Capped("acme"))
 	fmt.Println("held jobs:", s.Stats().Levels[0].Held)
 	// Output:
 	// acme held in this poll: true
@@ -295,9 +292,9 @@ func ExampleScheduler_SetTenantPolicy_cap() {
 
 // A per-shard cap bounds a tenant's jobs in progress on each shard: a busy
 // shard's other jobs wait while the tenant's other shards go on.
-func ExampleScheduler_SetTenantPolicy_shardCap() {
+func ExampleScheduler_SetLimits_shardCap() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
-	s.SetTenantPolicy("acme", scheduler.TenantPolicy{MaxPerShard: 1})
+	s.SetLimits("acme", &scheduler.Limits{MaxPerShard: 1})
 	sc := s.Schedule(start)
 	for i, shard := range []uint32{7, 7, 7, 9} {
 		name := fmt.Sprintf("acme-%d", i+1)
@@ -309,7 +306,7 @@ func ExampleScheduler_SetTenantPolicy_shardCap() {
 	for sc.AssignJob("w1") {
 	}
 	applyUpdate(s, ck.Entry{Index: 2, Time: start}, sc.Update())
-	fmt.Println("shard 7 in progress:", s.ShardInProgress("acme", 7), "capped:", s.ShardCapped("acme", 7))
+	fmt.Println("shards at their cap:", s.Stats().CappedShards)
 	fmt.Println("held jobs:", s.Stats().Levels[0].Held)
 	// Output:
 	//   add acme-1: unassigned token=1
@@ -318,7 +315,7 @@ func ExampleScheduler_SetTenantPolicy_shardCap() {
 	//   add acme-4: unassigned token=1
 	//   assign acme-1: in_progress token=2
 	//   assign acme-4: in_progress token=2
-	// shard 7 in progress: 1 capped: true
+	// shards at their cap: 2
 	// held jobs: 2
 }
 
@@ -326,21 +323,21 @@ func ExampleScheduler_SetTenantPolicy_shardCap() {
 // not-before time) starts nothing new: no job is added or assigned, and
 // an assignment prepared before it closed is skipped. Its jobs in progress
 // run to their end.
-func ExampleScheduler_SetTenantPolicy_closed() {
+func ExampleScheduler_SetLimits_closed() {
 	s, _ := scheduler.New(scheduler.DefaultConfig())
 	addJobs(s, 1, "acme-1", "acme-2")
 	sc := s.Schedule(start)
 	sc.AssignJob("w1")
 	prepared := sc.Update() // assigns acme-1
 
-	s.SetTenantPolicy("acme", scheduler.TenantPolicy{Closed: true})
+	s.SetLimits("acme", &scheduler.Limits{Closed: true})
 	applyUpdate(s, ck.Entry{Index: 2, Time: start}, prepared)
 	sc = s.Schedule(start)
 	fmt.Println("held:", sc.Held("acme", 0))
 	fmt.Println("added:", sc.AddJob(ck.JobPlan{Name: "acme-3", Tenant: "acme", Sources: []string{"b9"}}))
 	fmt.Println("assigned:", sc.AssignJob("w1"))
 
-	s.ClearTenantPolicy("acme")
+	s.SetLimits("acme", nil)
 	fmt.Println("assigned once open:", s.Schedule(start).AssignJob("w1"))
 	// Output:
 	//   assign acme-1: skipped (window closed: tenant "acme")

@@ -87,19 +87,7 @@ func (s *Scheduler) checkDerived() error {
 				return false
 			}
 		}
-		l := levels[j.st.Level]
-		if l == nil {
-			l = &LevelStats{Level: j.st.Level}
-			levels[j.st.Level] = l
-		}
-		switch j.st.Status {
-		case ck.StatusUnassigned:
-			l.Unassigned++
-		case ck.StatusInProgress:
-			l.InProgress++
-		case ck.StatusExcluded:
-			l.Excluded++
-		}
+		l := TallyLevel(levels, j.st.Level, j.st.Status)
 		if j.hold&holdPaused != 0 {
 			l.Paused++
 		}
@@ -149,12 +137,66 @@ func (s *Scheduler) checkDerived() error {
 	if capped != s.nCapped {
 		return fmt.Errorf("%d capped tenants, want %d", s.nCapped, capped)
 	}
-	if s.tenantsView != nil {
-		var v []tenantRec
-		s.tenantsView.Ascend(func(r tenantRec) bool { v = append(v, r); return true })
-		if !slices.EqualFunc(v, want, equalRecs) {
-			return fmt.Errorf("tenant index clone %v, want %v", v, want)
-		}
+	if s.view != nil && s.view.t != &s.trees {
+		return fmt.Errorf("the pending view reads a copy of the trees before any change")
 	}
 	return nil
 }
+
+// TallyLevel counts a job of a level and status in levels, making the
+// level's entry if needed, and returns the entry.
+func TallyLevel(levels map[uint32]*LevelStats, level uint32, status ck.JobStatus) *LevelStats {
+	l := levels[level]
+	if l == nil {
+		l = &LevelStats{Level: level}
+		levels[level] = l
+	}
+	switch status {
+	case ck.StatusUnassigned:
+		l.Unassigned++
+	case ck.StatusInProgress:
+		l.InProgress++
+	case ck.StatusExcluded:
+		l.Excluded++
+	}
+	return l
+}
+
+// ViewFrozen reports whether the schedule's view holds its own clone of
+// the trees, made when the scheduler changed while it was open.
+func ViewFrozen(sc *Schedule) bool {
+	sc.v.mu.Lock()
+	defer sc.v.mu.Unlock()
+	return sc.v.t == &sc.v.frozen
+}
+
+// What the package's tests read of the scheduler beyond its API.
+
+// Len returns the number of jobs, whatever their status (Stats().Jobs).
+func (s *Scheduler) Len() int { return s.byName.Len() }
+
+// Paused reports whether jobs of tenant at level are paused.
+func (s *Scheduler) Paused(tenant string, level uint32) bool { return s.pauses.paused(tenant, level) }
+
+// Limits returns the effective limits of tenant: its own, or the default.
+func (s *Scheduler) Limits(tenant string) Limits { return s.policy(tenant) }
+
+// InProgress returns the number of jobs of tenant in progress.
+func (s *Scheduler) InProgress(tenant string) int { return s.counts[tenant] }
+
+// ShardInProgress returns the number of jobs of tenant in progress on shard.
+func (s *Scheduler) ShardInProgress(tenant string, shard uint32) int {
+	return s.shardInProgress(tenant, shard)
+}
+
+// ShardCapped reports whether tenant's shard is at its per-shard cap.
+func (s *Scheduler) ShardCapped(tenant string, shard uint32) bool { return s.shardAtCap(tenant, shard) }
+
+// Skip reasons the tests name.
+const (
+	ReasonLeaseExpired  = reasonLeaseExpired
+	ReasonUnstated      = reasonUnstated
+	SkippedPaused       = skippedPaused
+	SkippedNoLease      = skippedNoLease
+	SkippedStaleVersion = skippedStaleVersion
+)

@@ -8,7 +8,7 @@ import (
 
 // FreeCaps makes the jobs in progress that the schedule ends — completed,
 // failed or released by [Schedule.UpdateJob] — count off their tenant's
-// caps ([TenantPolicy].MaxInProgress, MaxPerShard) for the rest of the
+// caps ([Limits].MaxInProgress, MaxPerShard) for the rest of the
 // schedule: a poll that ends a capped tenant's job may start the tenant's
 // next one, as it would without a cap. The unassigned jobs the view holds
 // at the cap become assignable at their level (they do not age into level
@@ -46,7 +46,7 @@ func (sc *Schedule) free(j *job) {
 		return
 	}
 	sc.freed = append(sc.freed, tenant)
-	sc.v.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
+	sc.v.t.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
 		if h := sc.base(k.name); h != nil && h.st.Status == ck.StatusUnassigned && h.hold == holdCapped {
 			sc.limits(tenant, h.shard(), p)
 			sc.freedJobs = append(sc.freedJobs, h)

@@ -32,14 +32,14 @@ func TestFreeCaps(t *testing.T) {
 			}
 		}
 		tenants := []string{"a", "b"}
-		pols := map[string]scheduler.TenantPolicy{}
+		pols := map[string]scheduler.Limits{}
 		for _, tenant := range tenants {
-			p := scheduler.TenantPolicy{Rank: rapid.Uint8Range(0, 1).Draw(t, "rank"), MaxInProgress: rapid.Uint32Range(1, 3).Draw(t, "cap")}
+			p := scheduler.Limits{Rank: rapid.Uint8Range(0, 1).Draw(t, "rank"), MaxInProgress: rapid.Uint32Range(1, 3).Draw(t, "cap")}
 			if rapid.Bool().Draw(t, "shardCap") {
 				p.MaxPerShard = 1
 			}
 			pols[tenant] = p
-			s.SetTenantPolicy(tenant, p)
+			s.SetLimits(tenant, &p)
 		}
 		sc := s.Schedule(now)
 		for i := range rapid.IntRange(1, 12).Draw(t, "jobs") {

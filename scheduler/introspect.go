@@ -25,11 +25,11 @@ func (f *Filter) match(j *job) bool {
 		(f.Status == 0 || f.Status == j.st.Status)
 }
 
-// Page sizes of [Scheduler.List].
-const (
-	DefaultListLimit = 100
-	MaxListLimit     = 10000
-)
+// defaultListLimit is the page size of [Scheduler.List] without a limit.
+const defaultListLimit = 100
+
+// MaxListLimit is the largest page [Scheduler.List] returns.
+const MaxListLimit = 10000
 
 // List returns up to limit job states that match f, in (tenant, level, name)
 // order, from the position after cursor ("" for the first page), and the
@@ -38,14 +38,14 @@ const (
 // not a job, so pages stay stable while jobs come and go: a job present
 // throughout is listed exactly once. A cursor is only meaningful with the
 // filter it came from; one that cannot be parsed gives an empty page.
-// limit ≤ 0 means DefaultListLimit; it is capped at MaxListLimit.
+// limit ≤ 0 means 100; it is capped at [MaxListLimit].
 //
 // With a tenant the listing visits only that tenant's jobs; with a level
 // only that level's jobs (one lookup per tenant); the status filter is
 // applied to the jobs visited.
 func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, string) {
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = defaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
 	var from tenantKey
@@ -173,9 +173,16 @@ type Stats struct {
 	Completed int
 	// Paused are the pause rules in force, in order.
 	Paused []PauseRule
-	// Policies summarises the tenant policies in force (per tenant:
-	// [Scheduler.TenantPolicy], [Scheduler.InProgress], [Scheduler.Capped]).
-	Policies PolicyStats
+	// DefaultLimits are the limits of the tenants without their own, and
+	// OwnLimits counts the tenants with limits of their own.
+	DefaultLimits Limits
+	OwnLimits     int
+	// CappedTenants counts the tenants with as many jobs in progress as
+	// their cap: their unassigned jobs wait ([Scheduler.Capped]).
+	CappedTenants int
+	// CappedShards counts the (tenant, shard) pairs with as many jobs in
+	// progress as their tenant's per-shard cap ([Limits].MaxPerShard).
+	CappedShards int
 	// Counters count what the scheduler did.
 	Counters Counters
 }
@@ -188,8 +195,12 @@ func (s *Scheduler) Stats() Stats {
 		Levels:    cloneOrNil(s.levels),
 		Completed: s.completed.Len(),
 		Paused:    cloneOrNil(s.pauses.rules),
-		Policies:  s.policyStats(),
 		Counters:  s.counters,
+
+		DefaultLimits: s.def,
+		OwnLimits:     len(s.policies),
+		CappedTenants: s.nCapped,
+		CappedShards:  s.nShardCapped,
 	}
 }
 

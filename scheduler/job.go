@@ -177,11 +177,6 @@ type PauseRule struct {
 	AllLevels bool
 }
 
-// Matches reports whether the rule matches jobs of tenant at level.
-func (r PauseRule) Matches(tenant string, level uint32) bool {
-	return (r.AllTenants || r.Tenant == tenant) && (r.AllLevels || r.Level == level)
-}
-
 func comparePauseRules(a, b PauseRule) int {
 	if a.AllTenants != b.AllTenants {
 		if a.AllTenants {

@@ -24,8 +24,8 @@ type model struct {
 	c         scheduler.Counters
 	// def and pols are the tenant policies: the default and the tenants'
 	// own.
-	def  scheduler.TenantPolicy
-	pols map[string]scheduler.TenantPolicy
+	def  scheduler.Limits
+	pols map[string]scheduler.Limits
 }
 
 type mJob struct {
@@ -40,11 +40,11 @@ type mDone struct {
 
 func newModel(cfg scheduler.Config) *model {
 	return &model{cfg: cfg, jobs: map[string]*mJob{}, done: map[string]mDone{}, rules: map[scheduler.PauseRule]bool{},
-		pols: map[string]scheduler.TenantPolicy{}}
+		pols: map[string]scheduler.Limits{}}
 }
 
 // policy is the tenant's effective policy.
-func (m *model) policy(tenant string) scheduler.TenantPolicy {
+func (m *model) policy(tenant string) scheduler.Limits {
 	if p, ok := m.pols[tenant]; ok {
 		return p
 	}
@@ -94,7 +94,7 @@ func (m *model) shardCapped(tenant string, shard uint32, extra int) bool {
 
 func (m *model) paused(tenant string, level uint32) bool {
 	for r := range m.rules {
-		if r.Matches(tenant, level) {
+		if (r.AllTenants || r.Tenant == tenant) && (r.AllLevels || r.Level == level) {
 			return true
 		}
 	}

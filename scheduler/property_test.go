@@ -184,7 +184,7 @@ func (st *sm) apply(t *rapid.T, u ck.PlanUpdate) []scheduler.Result {
 		require.Equal(t, mr.applied, r.Applied, "change %d %s %s: %s", i, c.Kind, c.Job, r.Why())
 		require.Equal(t, c.Kind, r.Kind)
 		if !r.Applied {
-			require.NotEqual(t, scheduler.NotSkipped, r.Reason)
+			require.NotEqual(t, scheduler.Skip(0), r.Reason)
 			continue
 		}
 		require.Equal(t, mr.after, r.After, "change %d %s %s", i, c.Kind, c.Job)
@@ -244,19 +244,7 @@ func (st *sm) check(t *rapid.T) {
 	require.Equal(t, st.m.c, stats.Counters)
 	levels := map[uint32]*scheduler.LevelStats{}
 	for _, j := range st.m.jobs {
-		l := levels[j.st.Level]
-		if l == nil {
-			l = &scheduler.LevelStats{Level: j.st.Level}
-			levels[j.st.Level] = l
-		}
-		switch j.st.Status {
-		case ck.StatusUnassigned:
-			l.Unassigned++
-		case ck.StatusInProgress:
-			l.InProgress++
-		case ck.StatusExcluded:
-			l.Excluded++
-		}
+		l := scheduler.TallyLevel(levels, j.st.Level, j.st.Status)
 		if st.m.paused(j.st.Tenant, j.st.Level) {
 			l.Paused++
 		}
@@ -272,21 +260,23 @@ func (st *sm) check(t *rapid.T) {
 	require.Equal(t, len(st.m.done), stats.Completed)
 
 	// Tenant policies: effective policy, jobs in progress, capped.
-	wantPol := scheduler.PolicyStats{Default: st.m.def, Overrides: len(st.m.pols)}
+	require.Equal(t, st.m.def, stats.DefaultLimits)
+	require.Equal(t, len(st.m.pols), stats.OwnLimits)
+	var cappedTenants, cappedShards int
 	for _, tenant := range tenants {
-		require.Equal(t, st.m.policy(tenant), st.s.TenantPolicy(tenant), "tenant %q", tenant)
+		require.Equal(t, st.m.policy(tenant), st.s.Limits(tenant), "tenant %q", tenant)
 		require.Equal(t, st.m.inProgress(tenant), st.s.InProgress(tenant), "tenant %q", tenant)
 		capped := st.m.capped(tenant, 0)
 		require.Equal(t, capped, st.s.Capped(tenant), "tenant %q", tenant)
 		if capped {
-			wantPol.Capped++
+			cappedTenants++
 		}
 		// Per-shard caps: the shards the generator draws (0-2).
 		for shard := range uint32(3) {
 			capped := st.m.shardCapped(tenant, shard, 0)
 			require.Equal(t, capped, st.s.ShardCapped(tenant, shard), "tenant %q shard %d", tenant, shard)
 			if capped {
-				wantPol.CappedShards++
+				cappedShards++
 			}
 			if st.m.policy(tenant).MaxPerShard > 0 {
 				n := 0
@@ -299,7 +289,8 @@ func (st *sm) check(t *rapid.T) {
 			}
 		}
 	}
-	require.Equal(t, wantPol, stats.Policies)
+	require.Equal(t, cappedTenants, stats.CappedTenants)
+	require.Equal(t, cappedShards, stats.CappedShards)
 	require.NoError(t, scheduler.CheckDerived(st.s))
 
 	// Completions: remembered with their token, and never back in the queue.
@@ -335,9 +326,9 @@ func (st *sm) check(t *rapid.T) {
 
 // genPolicy draws a tenant policy: mostly open, ranks 0-2, caps 0-2,
 // per-shard caps 0-2.
-func genPolicy() *rapid.Generator[scheduler.TenantPolicy] {
-	return rapid.Custom(func(t *rapid.T) scheduler.TenantPolicy {
-		return scheduler.TenantPolicy{
+func genPolicy() *rapid.Generator[scheduler.Limits] {
+	return rapid.Custom(func(t *rapid.T) scheduler.Limits {
+		return scheduler.Limits{
 			Rank:          rapid.Uint8Range(0, 2).Draw(t, "rank"),
 			MaxInProgress: rapid.Uint32Range(0, 2).Draw(t, "cap"),
 			MaxPerShard:   rapid.Uint32Range(0, 2).Draw(t, "shardCap"),
@@ -351,9 +342,10 @@ func genPolicy() *rapid.Generator[scheduler.TenantPolicy] {
 // machine does after a restore: the default, then the tenants' own in
 // order.
 func (st *sm) installPolicies(r *scheduler.Scheduler) {
-	r.SetDefaultPolicy(st.m.def)
+	r.SetDefaultLimits(st.m.def)
 	for _, tenant := range slices.Sorted(maps.Keys(st.m.pols)) {
-		r.SetTenantPolicy(tenant, st.m.pols[tenant])
+		p := st.m.pols[tenant]
+		r.SetLimits(tenant, &p)
 	}
 }
 
@@ -566,17 +558,17 @@ func TestSchedulerModel(t *testing.T) {
 			"policy": func(t *rapid.T) {
 				tenant := rapid.SampledFrom(tenants).Draw(t, "tenant")
 				p := genPolicy().Draw(t, "policy")
-				st.s.SetTenantPolicy(tenant, p)
+				st.s.SetLimits(tenant, &p)
 				st.m.pols[tenant] = p
 			},
 			"default-policy": func(t *rapid.T) {
 				p := genPolicy().Draw(t, "policy")
-				st.s.SetDefaultPolicy(p)
+				st.s.SetDefaultLimits(p)
 				st.m.def = p
 			},
 			"clear-policy": func(t *rapid.T) {
 				tenant := rapid.SampledFrom(tenants).Draw(t, "tenant")
-				st.s.ClearTenantPolicy(tenant)
+				st.s.SetLimits(tenant, nil)
 				delete(st.m.pols, tenant)
 			},
 			"reapply": func(t *rapid.T) {

@@ -17,7 +17,8 @@ import (
 //
 // The jobs a schedule has touched (reported, assigned, excluded, evicted or
 // added) are kept in a small overlay; everything else is read from the
-// copy-on-write view, so each method costs O(log n) plus the size of the
+// scheduler's trees as they were when it was opened (copy-on-write, see the
+// package doc), so each method costs O(log n) plus the size of the
 // overlay, whatever the size of the queue.
 //
 // A Schedule is not safe for concurrent use, but it may be used while the
@@ -62,11 +63,12 @@ type Schedule struct {
 	hasLast    bool
 	probe      job
 	dprobe     done
+	closed     bool
 }
 
 // polEntry is a cached policyOf result.
 type polEntry struct {
-	p      TenantPolicy
+	p      Limits
 	n      int
 	shards []shardCount
 }
@@ -79,7 +81,7 @@ type tenantShard struct {
 
 // policyOf returns the effective policy of tenant in the view and its
 // count of jobs in progress there, cached for the schedule.
-func (sc *Schedule) policyOf(tenant string) (TenantPolicy, int) {
+func (sc *Schedule) policyOf(tenant string) (Limits, int) {
 	e := sc.polEntry(tenant)
 	return e.p, e.n
 }
@@ -87,7 +89,7 @@ func (sc *Schedule) policyOf(tenant string) (TenantPolicy, int) {
 // polEntry returns the view's policy entry of tenant, cached for the
 // schedule.
 func (sc *Schedule) polEntry(tenant string) polEntry {
-	if sc.v.tenants == nil || sc.v.tenants.Len() == 0 {
+	if sc.v.t.tenants == nil || sc.v.t.tenants.Len() == 0 {
 		return polEntry{p: sc.v.def}
 	}
 	if sc.hasLast && sc.lastTenant == tenant {
@@ -95,7 +97,7 @@ func (sc *Schedule) polEntry(tenant string) polEntry {
 	}
 	e, ok := sc.pol[tenant]
 	if !ok {
-		p, n, shards := policyOf(sc.v.tenants, sc.v.def, tenant)
+		p, n, shards := policyOf(sc.v.t.tenants, sc.v.def, tenant)
 		if sc.pol == nil {
 			sc.pol = make(map[string]polEntry)
 		}
@@ -140,20 +142,47 @@ type overlay struct {
 }
 
 // Schedule opens a read-only view for one poll at the leader's time now
-// (unix nanoseconds). It is O(1): the indexes are cloned copy-on-write, and
-// schedules opened between two changes share one clone.
+// (unix nanoseconds). It is O(1) (see the package doc, "Cost"); close it
+// with [Schedule.Close] once the poll is prepared.
 //
 // Opening a schedule must not run concurrently with the scheduler's other
 // methods (call it under the state machine's lock); using it may.
 func (s *Scheduler) Schedule(now int64) *Schedule {
-	v := s.frozen()
-	sc := &Schedule{v: v, now: now, size: v.byName.Len()}
+	sc := &Schedule{v: s.open(), now: now, size: s.byName.Len()}
 	sc.heads = sc.headBuf[:0]
 	return sc
 }
 
-// Now returns the schedule's time.
-func (sc *Schedule) Now() int64 { return sc.now }
+// Close tells the scheduler that the schedule will not be read again, so
+// that its next change need not preserve the trees for it: a change after
+// every schedule of a view is closed copies nothing (see the package doc,
+// "Cost"). Closing is optional (an open schedule costs the next change
+// copy-on-write copies) and idempotent. [Schedule.Update] still returns
+// the changes; the other methods of a closed schedule find no job and
+// change nothing.
+func (sc *Schedule) Close() {
+	sc.v.mu.Lock()
+	defer sc.v.mu.Unlock()
+	if !sc.closed {
+		sc.closed = true
+		sc.v.refs--
+	}
+}
+
+// lock locks the view for a method that reads its trees and reports
+// whether the schedule is open; the method then calls unlock. A change of
+// the scheduler waits for it, so the trees it reads stay as they were when
+// the schedule was opened.
+func (sc *Schedule) lock() bool {
+	sc.v.mu.Lock()
+	if sc.closed {
+		sc.v.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+func (sc *Schedule) unlock() { sc.v.mu.Unlock() }
 
 // grow returns the capacity of the next chunk of a schedule's storage: a
 // small first chunk for the common small poll, then bigger steps (16, 64,
@@ -210,7 +239,7 @@ func (sc *Schedule) addedNamed(name string) *overlay {
 // base returns the job named name in the view, or nil.
 func (sc *Schedule) base(name string) *job {
 	sc.probe.st.Name = name
-	j, _ := sc.v.byName.Get(&sc.probe)
+	j, _ := sc.v.t.byName.Get(&sc.probe)
 	return j
 }
 
@@ -228,6 +257,10 @@ func (sc *Schedule) emit(c ck.Change) {
 //
 // Versions show as 0 on the jobs the schedule changed: Apply decides them.
 func (sc *Schedule) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
+	if !sc.lock() {
+		return ck.JobState{}, nil, false
+	}
+	defer sc.unlock()
 	o := sc.addedNamed(name)
 	if j := sc.base(name); j != nil {
 		if o = sc.touched.get(j); o == nil {
@@ -240,25 +273,17 @@ func (sc *Schedule) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
 	return o.st, o.plan, true
 }
 
-// Size returns the queue size once the changes so far are applied.
-func (sc *Schedule) Size() int { return sc.size }
-
-// Paused reports whether jobs of tenant at level are paused. It knows
-// nothing of tenant policies: [Schedule.Held] is what the planner skips.
-func (sc *Schedule) Paused(tenant string, level uint32) bool {
-	return sc.v.pauses.paused(tenant, level)
-}
-
 // Held reports whether new jobs of tenant at level would wait: the tenant
 // or level is paused, the tenant's policy is closed at the level
-// ([TenantPolicy].Closed, ClosedLevels),
+// ([Limits].Closed, ClosedLevels),
 // or the tenant is at its cap of jobs in progress — in the view, or with
 // the jobs this schedule has assigned it. The planner skips held tenants.
 // It costs a lookup in the tenant policies.
 func (sc *Schedule) Held(tenant string, level uint32) bool {
-	if sc.v.pauses.paused(tenant, level) {
+	if sc.v.pauses.paused(tenant, level) || !sc.lock() {
 		return true
 	}
+	defer sc.unlock()
 	p, n := sc.policyOf(tenant)
 	switch {
 	case p.closed(level):
@@ -309,7 +334,7 @@ func limRecord[K comparable](sc *Schedule, m *map[K]*tenantLim, k K, newLim func
 
 // limits makes the schedule's records of the caps of a job of tenant on
 // shard, under the view's policy p.
-func (sc *Schedule) limits(tenant string, shard uint32, p TenantPolicy) {
+func (sc *Schedule) limits(tenant string, shard uint32, p Limits) {
 	if p.MaxInProgress > 0 {
 		sc.lim(tenant)
 	}
@@ -358,17 +383,6 @@ func (sc *Schedule) heldAdded(o *overlay) bool {
 	return o.capped && sc.nfull > 0 && sc.full(o.st.Tenant, o.plan.Shard)
 }
 
-// CompletedToken returns the token the named job was completed with, if the
-// completion is remembered.
-func (sc *Schedule) CompletedToken(name string) (fencing.Token, bool) {
-	sc.dprobe.name = name
-	d, ok := sc.v.completed.Get(&sc.dprobe)
-	if !ok {
-		return 0, false
-	}
-	return d.token, true
-}
-
 // Capacity returns how many jobs a poll with freeSlots free slots may be
 // given: freeSlots capped at Config.MaxSlotsPerRequest, and never negative.
 func (sc *Schedule) Capacity(freeSlots int32) int {
@@ -383,7 +397,7 @@ func (sc *Schedule) Capacity(freeSlots int32) int {
 // changed it. A failure's change carries the report's reason, clipped by
 // compactkit.ClipReason. Otherwise
 // it returns false and changes nothing: the answer is "no lease", or
-// "completed" if [Schedule.CompletedToken] equals the report's token.
+// "completed" if [Scheduler.CompletedToken] equals the report's token.
 //
 // A success without outputs for a job with sources returns false too (see
 // [ck.StatusUpdate.ValidateFor]; the state machine validates requests fully
@@ -392,9 +406,10 @@ func (sc *Schedule) Capacity(freeSlots int32) int {
 // counts one failure: the job becomes unassigned, or excluded at the failure
 // limit. A job reported in this schedule is not assigned again by it.
 func (sc *Schedule) UpdateJob(worker string, u *ck.StatusUpdate) bool {
-	if u == nil {
+	if u == nil || !sc.lock() {
 		return false
 	}
+	defer sc.unlock()
 	j := sc.base(u.Job)
 	if j == nil || sc.isTouched(j) || !fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, u.Token) ||
 		j.st.Worker != worker {
@@ -493,12 +508,13 @@ func (c *candidate) betterLifted(lifted bool, r uint8, x *ck.JobState) bool {
 // at most once per schedule, and a job this schedule reported on, excluded
 // or evicted is not handed out by it. Jobs of paused tenants or levels, and
 // of closed tenants, are not assigned; nor are the unassigned jobs of a
-// tenant at its cap ([TenantPolicy].MaxInProgress), counting the jobs this
+// tenant at its cap ([Limits].MaxInProgress), counting the jobs this
 // schedule assigned it (an expired job's reassignment does not count).
 func (sc *Schedule) AssignJob(worker string) bool {
-	if worker == "" {
+	if worker == "" || !sc.lock() {
 		return false
 	}
+	defer sc.unlock()
 	c := sc.pick()
 	if !c.ok() {
 		return false
@@ -649,9 +665,9 @@ func (sc *Schedule) cachedHead(aging bool, level uint32) *job {
 // the jobs of tenants this schedule filled to their cap (the set of those
 // only grows, like the touched set).
 func (sc *Schedule) firstUntouched(aging bool, level uint32, from *job) *job {
-	tree := sc.v.ready
+	tree := sc.v.t.ready
 	if aging {
-		tree = sc.v.aging
+		tree = sc.v.t.aging
 	}
 	var found *job
 	tree.AscendGreaterOrEqual(from, func(j *job) bool {
@@ -689,8 +705,8 @@ func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
 		}
 		return false
 	}
-	sc.v.ready.AscendGreaterOrEqual(&sc.probe, consider)
-	sc.v.expiry.AscendGreaterOrEqual(&sc.probe, consider)
+	sc.v.t.ready.AscendGreaterOrEqual(&sc.probe, consider)
+	sc.v.t.expiry.AscendGreaterOrEqual(&sc.probe, consider)
 	for _, o := range sc.added {
 		if !o.handed && o.st.Level >= level && !sc.heldAdded(o) && (!ok || o.st.Level < next) {
 			next, ok = o.st.Level, true
@@ -714,7 +730,7 @@ func (sc *Schedule) expiredHead(level uint32) candidate {
 		sc.probe.rank = r
 		sc.probe.st = ck.JobState{Level: level, Failures: f, Deadline: math.MinInt64}
 		rank, group, seen, end := r, f, false, false
-		sc.v.expiry.AscendGreaterOrEqual(&sc.probe, func(j *job) bool {
+		sc.v.t.expiry.AscendGreaterOrEqual(&sc.probe, func(j *job) bool {
 			if j.st.Level != level {
 				end = true
 				return false
@@ -778,11 +794,12 @@ func (sc *Schedule) exclude(j *job) {
 // is unlimited.
 func (sc *Schedule) EvictJob() bool {
 	limit := sc.v.cfg.MaxQueueSize
-	if limit <= 0 || sc.size < limit {
+	if limit <= 0 || sc.size < limit || !sc.lock() {
 		return false
 	}
+	defer sc.unlock()
 	var victim *job
-	sc.v.excluded.Ascend(func(j *job) bool {
+	sc.v.t.excluded.Ascend(func(j *job) bool {
 		if sc.isTouched(j) {
 			return true
 		}
@@ -812,13 +829,14 @@ func (sc *Schedule) EvictJob() bool {
 // AddJob appends an add change for plan and returns true, or returns false
 // when the queue is full (Config.MaxQueueSize, counting this schedule's
 // changes), the plan's tenant or level is paused, its tenant is closed at
-// its level ([TenantPolicy].Closed, ClosedLevels), or a job of that name exists, was added by this
+// its level ([Limits].Closed, ClosedLevels), or a job of that name exists, was added by this
 // schedule, or was completed recently. A job of a tenant at its cap is
 // added; it waits. The plan is copied shallowly: its slices are shared.
 func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
-	if limit := sc.v.cfg.MaxQueueSize; limit > 0 && sc.size >= limit {
+	if limit := sc.v.cfg.MaxQueueSize; limit > 0 && sc.size >= limit || !sc.lock() {
 		return false
 	}
+	defer sc.unlock()
 	if ck.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
 		return false
 	}
@@ -826,7 +844,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	if pol.closed(plan.Level) {
 		return false
 	}
-	if sc.dprobe.name = plan.Name; sc.v.completed.Has(&sc.dprobe) {
+	if sc.dprobe.name = plan.Name; sc.v.t.completed.Has(&sc.dprobe) {
 		return false
 	}
 	if len(sc.plans) == cap(sc.plans) {

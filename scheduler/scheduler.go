@@ -3,6 +3,7 @@ package scheduler
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/google/btree"
 
@@ -24,7 +25,46 @@ const degree = 32
 type Scheduler struct {
 	cfg Config
 
-	// byName holds every job; the other trees are indexes over it.
+	// trees holds the indexes a schedule reads: byName holds every job,
+	// the others are indexes over it.
+	trees
+	// idle holds the paused or closed in-progress jobs by (deadline, name).
+	idle *btree.BTreeG[*job]
+	// completedAt holds the remembered completions by time, for expiry.
+	completedAt *btree.BTreeG[*done]
+
+	pauses *pauses
+	// def is the default tenant policy and policies the tenants' own;
+	// counts holds every tenant's jobs in progress (no zero entry), and
+	// nCapped the number of tenants at their cap. tenants is the part of
+	// it schedules read (see tenantRec). The maps are for lookups only.
+	def      Limits
+	policies map[string]Limits
+	counts   map[string]int
+	nCapped  int
+	// shards holds the jobs in progress per shard of the tenants whose
+	// effective policy has a per-shard cap (sorted by shard, no zero entry;
+	// a list is replaced, never modified: tenant index entries share it),
+	// and nShardCapped the number of (tenant, shard) pairs at that cap.
+	shards       map[string][]shardCount
+	nShardCapped int
+
+	levels    []LevelStats // sorted by level; no empty entry
+	counters  Counters
+	lastEntry uint64 // index of the last entry given to Begin
+
+	// view is the view shared by the schedules opened since the last
+	// change; nil after a change (see dirty). vmu guards the views' trees
+	// and counts of open schedules.
+	view *view
+	vmu  sync.Mutex
+	// probe and dprobe are scratch records for tree lookups.
+	probe  job
+	dprobe done
+}
+
+// trees are the indexes a schedule reads.
+type trees struct {
 	byName *btree.BTreeG[*job]
 	// byTenant holds every job's (tenant, level, name): pauses and List.
 	byTenant *btree.BTreeG[*tenantKey]
@@ -36,58 +76,42 @@ type Scheduler struct {
 	// (level, rank, failures, deadline, name): the expired ones of a level
 	// are, per rank and failure count, a prefix.
 	expiry *btree.BTreeG[*job]
-	// idle holds the paused or closed in-progress jobs by (deadline, name).
-	idle *btree.BTreeG[*job]
 	// excluded holds the excluded jobs by (version, name).
 	excluded *btree.BTreeG[*job]
-	// completed remembers completed jobs by name, and by time for expiry.
-	completed, completedAt *btree.BTreeG[*done]
-
-	pauses *pauses
-	// def is the default tenant policy and policies the tenants' own;
-	// counts holds every tenant's jobs in progress (no zero entry), and
-	// nCapped the number of tenants at their cap. tenants is the part of
-	// it schedules read (see tenantRec). The maps are for lookups only.
-	def      TenantPolicy
-	policies map[string]TenantPolicy
-	counts   map[string]int
-	nCapped  int
-	// shards holds the jobs in progress per shard of the tenants whose
-	// effective policy has a per-shard cap (sorted by shard, no zero entry;
-	// a list is replaced, never modified: tenant index entries share it),
-	// and nShardCapped the number of (tenant, shard) pairs at that cap.
-	shards       map[string][]shardCount
-	nShardCapped int
-	tenants      *btree.BTreeG[tenantRec]
-	// tenantsView is a clone of tenants for views, nil after it changes
-	// (and while it is empty: views then read none).
-	tenantsView *btree.BTreeG[tenantRec]
-
-	levels    []LevelStats // sorted by level; no empty entry
-	counters  Counters
-	lastEntry uint64 // index of the last entry given to Begin
-
-	// view is the copy-on-write view shared by the schedules opened since
-	// the last change; nil after a change.
-	view *view
-	// probe and dprobe are scratch records for tree lookups.
-	probe  job
-	dprobe done
+	// completed remembers completed jobs by name.
+	completed *btree.BTreeG[*done]
+	// tenants holds the tenant policies and counts schedules read.
+	tenants *btree.BTreeG[tenantRec]
 }
 
-// view is a frozen copy-on-write clone of the indexes a poll reads.
+// clone returns a copy-on-write clone of every tree.
+func (t *trees) clone() trees {
+	return trees{
+		byName:    t.byName.Clone(),
+		byTenant:  t.byTenant.Clone(),
+		ready:     t.ready.Clone(),
+		aging:     t.aging.Clone(),
+		expiry:    t.expiry.Clone(),
+		excluded:  t.excluded.Clone(),
+		completed: t.completed.Clone(),
+		tenants:   t.tenants.Clone(),
+	}
+}
+
+// view is the state that the schedules opened between two changes of the
+// scheduler read (see doc.go, "Cost", for the copy-on-write rule). The
+// configuration, pauses and default policy are copied when it is opened;
+// the trees are read through t, under mu.
 type view struct {
-	cfg       Config // its AgingThreshold is never modified in place
-	pauses    *pauses
-	def       TenantPolicy
-	tenants   *btree.BTreeG[tenantRec]
-	byName    *btree.BTreeG[*job]
-	byTenant  *btree.BTreeG[*tenantKey]
-	ready     *btree.BTreeG[*job]
-	aging     *btree.BTreeG[*job]
-	expiry    *btree.BTreeG[*job]
-	excluded  *btree.BTreeG[*job]
-	completed *btree.BTreeG[*done]
+	cfg    Config // its AgingThreshold is never modified in place
+	pauses *pauses
+	def    Limits
+	mu     *sync.Mutex // the scheduler's vmu
+	// t is the scheduler's own trees until the scheduler changes, then
+	// frozen if a schedule of the view was still open, else nil.
+	t      *trees
+	frozen trees
+	refs   int // open schedules
 }
 
 // New returns an empty scheduler with the given configuration, or an error
@@ -101,18 +125,20 @@ func New(cfg Config) (*Scheduler, error) {
 
 func newScheduler(cfg Config) *Scheduler {
 	return &Scheduler{
-		cfg:         cfg,
-		byName:      btree.NewG(degree, byName),
-		byTenant:    btree.NewG(degree, byTenant),
-		ready:       btree.NewG(degree, byPriority),
-		aging:       btree.NewG(degree, byAge),
-		expiry:      btree.NewG(degree, byPriority),
+		cfg: cfg,
+		trees: trees{
+			byName:    btree.NewG(degree, byName),
+			byTenant:  btree.NewG(degree, byTenant),
+			ready:     btree.NewG(degree, byPriority),
+			aging:     btree.NewG(degree, byAge),
+			expiry:    btree.NewG(degree, byPriority),
+			excluded:  btree.NewG(degree, byExclusion),
+			completed: btree.NewG(degree, doneByName),
+			tenants:   btree.NewG(degree, recByName),
+		},
 		idle:        btree.NewG(degree, byDeadline),
-		excluded:    btree.NewG(degree, byExclusion),
-		completed:   btree.NewG(degree, doneByName),
 		completedAt: btree.NewG(degree, doneByTime),
 		pauses:      newPauses(nil),
-		tenants:     btree.NewG(degree, recByName),
 	}
 }
 
@@ -136,37 +162,36 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 	return nil
 }
 
-// dirty drops the shared view after a change.
-func (s *Scheduler) dirty() { s.view = nil }
-
-// frozen returns the shared view, cloning the indexes if the scheduler
-// changed since the last one. Cloning is O(1).
-func (s *Scheduler) frozen() *view {
-	if s.view == nil {
-		s.view = &view{
-			cfg:       s.cfg,
-			pauses:    s.pauses,
-			def:       s.def,
-			tenants:   s.cloneTenants(),
-			byName:    s.byName.Clone(),
-			byTenant:  s.byTenant.Clone(),
-			ready:     s.ready.Clone(),
-			aging:     s.aging.Clone(),
-			expiry:    s.expiry.Clone(),
-			excluded:  s.excluded.Clone(),
-			completed: s.completed.Clone(),
-		}
+// dirty hands the shared view, if any, its own frozen clone of the trees
+// if a schedule of it is still open, and drops it: the scheduler may then
+// change its trees (copy-on-write if they were cloned). Every change calls
+// it before it changes a tree, and after it changes what a view copies.
+func (s *Scheduler) dirty() {
+	v := s.view
+	if v == nil {
+		return
 	}
-	return s.view
+	s.vmu.Lock()
+	if v.refs > 0 {
+		v.frozen = s.trees.clone()
+		v.t = &v.frozen
+	} else {
+		v.t = nil
+	}
+	s.vmu.Unlock()
+	s.view = nil
 }
 
-// cloneTenants returns a frozen clone of the tenant index, nil if it is
-// empty. Schedules between two changes of the index share one.
-func (s *Scheduler) cloneTenants() *btree.BTreeG[tenantRec] {
-	if s.tenantsView == nil && s.tenants.Len() > 0 {
-		s.tenantsView = s.tenants.Clone()
+// open returns the shared view, opening it if the scheduler changed since
+// the last one, and counts one more schedule open on it.
+func (s *Scheduler) open() *view {
+	if s.view == nil {
+		s.view = &view{cfg: s.cfg, pauses: s.pauses, def: s.def, mu: &s.vmu, t: &s.trees}
 	}
-	return s.tenantsView
+	s.vmu.Lock()
+	s.view.refs++
+	s.vmu.Unlock()
+	return s.view
 }
 
 // get returns the job named name, or nil.
@@ -184,14 +209,6 @@ func (s *Scheduler) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
 		return ck.JobState{}, nil, false
 	}
 	return j.st, j.plan, true
-}
-
-// Len returns the number of jobs in the queue, whatever their status.
-func (s *Scheduler) Len() int { return s.byName.Len() }
-
-// Paused reports whether jobs of tenant at level are paused.
-func (s *Scheduler) Paused(tenant string, level uint32) bool {
-	return s.pauses.paused(tenant, level)
 }
 
 // CompletedToken returns the token with which the named job was completed,
@@ -232,13 +249,11 @@ func (s *Scheduler) Expire(now int64) int {
 	for _, d := range old {
 		s.forget(d)
 	}
-	if len(old) > 0 {
-		s.dirty()
-	}
 	return len(old)
 }
 
 func (s *Scheduler) remember(d *done) {
+	s.dirty()
 	if prev, ok := s.completed.ReplaceOrInsert(d); ok {
 		s.completedAt.Delete(prev)
 	}
@@ -246,12 +261,14 @@ func (s *Scheduler) remember(d *done) {
 }
 
 func (s *Scheduler) forget(d *done) {
+	s.dirty()
 	s.completed.Delete(d)
 	s.completedAt.Delete(d)
 }
 
 // insert adds a new job to every index.
 func (s *Scheduler) insert(j *job) {
+	s.dirty()
 	if j.key == nil {
 		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: j.st.Name}
 	}
@@ -259,7 +276,6 @@ func (s *Scheduler) insert(j *job) {
 	s.byTenant.ReplaceOrInsert(j.key)
 	s.index(j)
 	s.count(j, 1)
-	s.dirty()
 	if j.st.Status == ck.StatusInProgress {
 		s.adjust(j.st.Tenant, j.shard(), 1)
 	}
@@ -267,11 +283,11 @@ func (s *Scheduler) insert(j *job) {
 
 // remove drops a job from every index.
 func (s *Scheduler) remove(j *job) {
+	s.dirty()
 	s.byName.Delete(j)
 	s.byTenant.Delete(j.key)
 	s.unindex(j)
 	s.count(j, -1)
-	s.dirty()
 	if j.st.Status == ck.StatusInProgress {
 		s.adjust(j.st.Tenant, j.shard(), -1)
 	}
@@ -281,6 +297,7 @@ func (s *Scheduler) remove(j *job) {
 // that starts or stops being in progress changes its tenant's count, and
 // at the tenant's cap the holds of its other jobs.
 func (s *Scheduler) replace(old, nj *job) {
+	s.dirty()
 	s.byName.ReplaceOrInsert(nj)
 	s.unindex(old)
 	s.index(nj)
@@ -288,7 +305,6 @@ func (s *Scheduler) replace(old, nj *job) {
 		s.count(old, -1)
 		s.count(nj, 1)
 	}
-	s.dirty()
 	if was, is := old.st.Status == ck.StatusInProgress, nj.st.Status == ck.StatusInProgress; was != is {
 		if is {
 			s.adjust(nj.st.Tenant, nj.shard(), 1)
@@ -298,8 +314,8 @@ func (s *Scheduler) replace(old, nj *job) {
 	}
 }
 
-// trees returns the indexes j belongs to by its status and holds.
-func (s *Scheduler) trees(j *job) (ts [2]*btree.BTreeG[*job]) {
+// treesOf returns the indexes j belongs to by its status and holds.
+func (s *Scheduler) treesOf(j *job) (ts [2]*btree.BTreeG[*job]) {
 	switch j.st.Status {
 	case ck.StatusUnassigned:
 		if j.hold == 0 {
@@ -319,7 +335,7 @@ func (s *Scheduler) trees(j *job) (ts [2]*btree.BTreeG[*job]) {
 
 // index adds j to the indexes of its status.
 func (s *Scheduler) index(j *job) {
-	for _, t := range s.trees(j) {
+	for _, t := range s.treesOf(j) {
 		if t != nil {
 			t.ReplaceOrInsert(j)
 		}
@@ -328,7 +344,7 @@ func (s *Scheduler) index(j *job) {
 
 // unindex removes j from the indexes of its status.
 func (s *Scheduler) unindex(j *job) {
-	for _, t := range s.trees(j) {
+	for _, t := range s.treesOf(j) {
 		if t != nil {
 			t.Delete(j)
 		}

@@ -8,11 +8,11 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// TestSkipNames: every reason has its own name, and Explain joins it with
-// the detail.
+// TestSkipNames: every reason has its own name, and Result.Why joins it
+// with the detail.
 func TestSkipNames(t *testing.T) {
 	seen := map[string]scheduler.Skip{}
-	for s := scheduler.NotSkipped; s < scheduler.NumSkips; s++ {
+	for s := scheduler.Skip(0); s < scheduler.NumSkips; s++ {
 		name := s.String()
 		require.NotEmpty(t, name)
 		require.NotContains(t, name, "Skip(", "reason %d has no name", uint8(s))
@@ -20,12 +20,12 @@ func TestSkipNames(t *testing.T) {
 		require.False(t, dup, "reasons %d and %d are both %q", prev, s, name)
 		seen[name] = s
 	}
-	require.Equal(t, "applied", scheduler.NotSkipped.String())
+	require.Equal(t, "applied", scheduler.Skip(0).String())
 	require.Equal(t, "Skip(200)", scheduler.Skip(200).String())
 
-	require.Equal(t, "", scheduler.NotSkipped.Explain("ignored"))
-	require.Equal(t, "paused", scheduler.SkippedPaused.Explain(""))
-	require.Equal(t, "no lease: held by another worker", scheduler.SkippedNoLease.Explain("held by another worker"))
+	require.Equal(t, "", (&scheduler.Result{Applied: true, Detail: "ignored"}).Why())
+	require.Equal(t, "paused", (&scheduler.Result{Reason: scheduler.SkippedPaused}).Why())
+	require.Equal(t, "no lease: held by another worker", (&scheduler.Result{Reason: scheduler.SkippedNoLease, Detail: "held by another worker"}).Why())
 	r := scheduler.Result{Reason: scheduler.SkippedStaleVersion, Detail: "prepared against 1, job at 2 before entry 3"}
 	require.Equal(t, "stale version: prepared against 1, job at 2 before entry 3", r.Why())
 }

@@ -135,13 +135,7 @@ func TestRestoredBehavesAlike(t *testing.T) {
 	for round := range 4 {
 		var us [2]ck.PlanUpdate
 		for i, s := range []*scheduler.Scheduler{a, b} {
-			sc := s.Schedule(now)
-			for range sc.Capacity(5) {
-				sc.AssignJob("w")
-			}
-			sc.EvictJob()
-			sc.AddJob(plan(fmt.Sprintf("new-%d", round), "globex", 0))
-			sc.AddJob(plan(fmt.Sprintf("more-%d", round), "acme", 1))
+			sc := roundOf(s, now, round)
 			us[i] = sc.Update()
 		}
 		require.Equal(t, us[0], us[1], "round %d", round)
@@ -170,9 +164,9 @@ func TestRestoredBehavesAlike(t *testing.T) {
 func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
 	a := goldenScheduler(t)
 	install := func(s *scheduler.Scheduler) {
-		s.SetDefaultPolicy(scheduler.TenantPolicy{Rank: 1, MaxInProgress: 2})
-		s.SetTenantPolicy("acme", scheduler.TenantPolicy{Rank: 2, MaxInProgress: 1})
-		s.SetTenantPolicy("initech", scheduler.TenantPolicy{Closed: true})
+		s.SetDefaultLimits(scheduler.Limits{Rank: 1, MaxInProgress: 2})
+		s.SetLimits("acme", &scheduler.Limits{Rank: 2, MaxInProgress: 1})
+		s.SetLimits("initech", &scheduler.Limits{Closed: true})
 	}
 	install(a)
 	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
@@ -189,13 +183,7 @@ func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
 		var us [2]ck.PlanUpdate
 		var held [2][]bool
 		for i, s := range []*scheduler.Scheduler{a, b} {
-			sc := s.Schedule(now)
-			for range sc.Capacity(5) {
-				sc.AssignJob("w")
-			}
-			sc.EvictJob()
-			sc.AddJob(plan(fmt.Sprintf("new-%d", round), "globex", 0))
-			sc.AddJob(plan(fmt.Sprintf("more-%d", round), "acme", 1))
+			sc := roundOf(s, now, round)
 			sc.AddJob(plan(fmt.Sprintf("late-%d", round), "initech", 1))
 			for _, tenant := range []string{"acme", "globex", "initech", "other"} {
 				held[i] = append(held[i], sc.Held(tenant, 0), sc.Held(tenant, 1))
@@ -330,4 +318,17 @@ func FuzzRestore(f *testing.F) {
 			}
 		}
 	})
+}
+
+// roundOf opens a schedule for a round of the restore tests: up to five
+// assignments, an eviction and two additions.
+func roundOf(s *scheduler.Scheduler, now int64, round int) *scheduler.Schedule {
+	sc := s.Schedule(now)
+	for range sc.Capacity(5) {
+		sc.AssignJob("w")
+	}
+	sc.EvictJob()
+	sc.AddJob(plan(fmt.Sprintf("new-%d", round), "globex", 0))
+	sc.AddJob(plan(fmt.Sprintf("more-%d", round), "acme", 1))
+	return sc
 }

@@ -10,16 +10,17 @@ import (
 	"github.com/google/btree"
 )
 
-// TenantPolicy is what the scheduler needs of a tenant's scheduling policy.
-// The state machine derives it from its replicated policies (a priority
-// class, a concurrency cap, run windows judged at the entry's log time) and
-// installs it with [Scheduler.SetDefaultPolicy] and
-// [Scheduler.SetTenantPolicy]; it is not in the scheduler's snapshot, so
-// the state machine installs it again after [Restore].
+// Limits are what the scheduler decides a tenant's jobs with: a rank, caps
+// of jobs in progress, and whether new work may start. The state machine
+// derives them from its replicated tenant policies (a priority class, a
+// concurrency cap, run windows judged at the entry's log time) and
+// installs them with [Scheduler.SetDefaultLimits] and
+// [Scheduler.SetLimits]; they are not in the scheduler's snapshot, so the
+// state machine installs them again after [Restore].
 //
-// The zero TenantPolicy is the default: rank 0, no cap, open. With it the
-// scheduler behaves exactly as without policies.
-type TenantPolicy struct {
+// The zero Limits are the default: rank 0, no cap, open. With them the
+// scheduler behaves exactly as without limits.
+type Limits struct {
 	// Rank orders tenants at the same level: lower ranks first (the state
 	// machine maps High/Medium/Low to 0/1/2). Equal ranks: today's order.
 	Rank uint8
@@ -42,23 +43,23 @@ type TenantPolicy struct {
 }
 
 // closed reports whether the policy holds new work at a level.
-func (p TenantPolicy) closed(level uint32) bool {
+func (p Limits) closed(level uint32) bool {
 	return p.Closed || level < 64 && p.ClosedLevels&(1<<level) != 0
 }
 
 // capped reports whether a tenant with n jobs in progress is at the cap.
-func (p TenantPolicy) capped(n int) bool {
+func (p Limits) capped(n int) bool {
 	return p.MaxInProgress > 0 && uint64(n) >= uint64(p.MaxInProgress)
 }
 
 // shardCapped reports whether a shard with n of the tenant's jobs in
 // progress is at the per-shard cap.
-func (p TenantPolicy) shardCapped(n int) bool {
+func (p Limits) shardCapped(n int) bool {
 	return p.MaxPerShard > 0 && uint64(n) >= uint64(p.MaxPerShard)
 }
 
 // hasCap reports whether the policy caps jobs in progress at all.
-func (p TenantPolicy) hasCap() bool { return p.MaxInProgress > 0 || p.MaxPerShard > 0 }
+func (p Limits) hasCap() bool { return p.MaxInProgress > 0 || p.MaxPerShard > 0 }
 
 // shardCount is one shard's jobs in progress of a tenant.
 type shardCount struct {
@@ -107,20 +108,6 @@ func withShard(list []shardCount, shard uint32, delta int) []shardCount {
 	return out
 }
 
-// PolicyStats summarises the tenant policies in force.
-type PolicyStats struct {
-	// Default is the policy of the tenants without their own.
-	Default TenantPolicy
-	// Overrides counts the tenants with a policy of their own.
-	Overrides int
-	// Capped counts the tenants with as many jobs in progress as their
-	// cap: their unassigned jobs wait.
-	Capped int
-	// CappedShards counts the (tenant, shard) pairs with as many jobs in
-	// progress as their tenant's per-shard cap ([TenantPolicy].MaxPerShard).
-	CappedShards int
-}
-
 // tenantRec is a tenant's entry in the tenant index, the part of the
 // policy state a schedule reads: the tenant's own policy, if it has one,
 // and its jobs in progress. A tenant has an entry when it has a policy of
@@ -131,7 +118,7 @@ type PolicyStats struct {
 type tenantRec struct {
 	name   string
 	own    bool
-	pol    TenantPolicy // when own
+	pol    Limits       // when own
 	count  int          // jobs in progress
 	shards []shardCount // jobs in progress per shard, when the policy has MaxPerShard
 }
@@ -142,7 +129,7 @@ func recByName(a, b tenantRec) bool { return a.name < b.name }
 // default def, its jobs in progress as the index knows them (exact when
 // the policy has a cap) and its shard list (exact when the policy has a
 // per-shard cap).
-func policyOf(tenants *btree.BTreeG[tenantRec], def TenantPolicy, tenant string) (TenantPolicy, int, []shardCount) {
+func policyOf(tenants *btree.BTreeG[tenantRec], def Limits, tenant string) (Limits, int, []shardCount) {
 	if tenants == nil || tenants.Len() == 0 {
 		return def, 0, nil
 	}
@@ -158,7 +145,7 @@ func policyOf(tenants *btree.BTreeG[tenantRec], def TenantPolicy, tenant string)
 }
 
 // policy returns the effective policy of tenant.
-func (s *Scheduler) policy(tenant string) TenantPolicy {
+func (s *Scheduler) policy(tenant string) Limits {
 	if len(s.policies) > 0 {
 		if p, ok := s.policies[tenant]; ok {
 			return p
@@ -169,7 +156,7 @@ func (s *Scheduler) policy(tenant string) TenantPolicy {
 
 // holds returns the holds of a job of tenant at level, with the policy p
 // and n jobs of the tenant in progress.
-func (s *Scheduler) holds(tenant string, level uint32, p TenantPolicy, n int) uint8 {
+func (s *Scheduler) holds(tenant string, level uint32, p Limits, n int) uint8 {
 	var h uint8
 	if s.pauses.paused(tenant, level) {
 		h |= holdPaused
@@ -186,7 +173,7 @@ func (s *Scheduler) holds(tenant string, level uint32, p TenantPolicy, n int) ui
 // shape sets the policy-derived fields of j (its rank, hasCap and holds)
 // for its tenant's policy p and n jobs in progress (and, for a per-shard
 // cap, its shard's count in the scheduler's shard lists).
-func (s *Scheduler) shape(j *job, p TenantPolicy, n int) {
+func (s *Scheduler) shape(j *job, p Limits, n int) {
 	j.rank, j.hasCap = p.Rank, p.hasCap()
 	j.hold = s.holds(j.st.Tenant, j.st.Level, p, n)
 	if p.MaxPerShard > 0 && p.shardCapped(shardN(s.shards[j.st.Tenant], j.shard())) {
@@ -194,13 +181,13 @@ func (s *Scheduler) shape(j *job, p TenantPolicy, n int) {
 	}
 }
 
-// SetDefaultPolicy sets the policy of the tenants without their own. The
+// SetDefaultLimits sets the limits of the tenants without their own. The
 // state machine calls it while applying an entry (and after [Restore]).
 // It costs O(jobs of the tenants without their own policy) plus a lookup
 // per tenant, and replaces exactly the job records whose rank, holds or
 // cap presence change: re-keyed on a rank change, (de)activated on a hold
 // change. Versions are kept.
-func (s *Scheduler) SetDefaultPolicy(p TenantPolicy) {
+func (s *Scheduler) SetDefaultLimits(p Limits) {
 	if p == s.def {
 		return
 	}
@@ -237,12 +224,17 @@ func (s *Scheduler) firstKey(from tenantKey) (tenantKey, bool) {
 	return out, ok
 }
 
-// SetTenantPolicy gives tenant a policy of its own, in place of the
-// default. It costs O(the tenant's jobs), and replaces exactly the job
-// records whose rank, holds or cap presence change, as SetDefaultPolicy
-// does. Versions are kept. The tenant name is not validated: the state
-// machine validates its commands.
-func (s *Scheduler) SetTenantPolicy(tenant string, p TenantPolicy) {
+// SetLimits gives tenant limits of its own, in place of the default, or
+// with nil returns it to the default. It costs O(the tenant's jobs), and
+// replaces exactly the job records whose rank, holds or cap presence
+// change, as SetDefaultLimits does. Versions are kept. The tenant name is
+// not validated: the state machine validates its commands.
+func (s *Scheduler) SetLimits(tenant string, l *Limits) {
+	if l == nil {
+		s.clearLimits(tenant)
+		return
+	}
+	p := *l
 	old, own := s.policies[tenant]
 	if own && old == p {
 		return
@@ -251,7 +243,7 @@ func (s *Scheduler) SetTenantPolicy(tenant string, p TenantPolicy) {
 		old = s.def
 	}
 	if s.policies == nil {
-		s.policies = make(map[string]TenantPolicy)
+		s.policies = make(map[string]Limits)
 	}
 	s.policies[tenant] = p
 	s.repolicy(tenant, old, p)
@@ -259,10 +251,9 @@ func (s *Scheduler) SetTenantPolicy(tenant string, p TenantPolicy) {
 	s.dirty()
 }
 
-// ClearTenantPolicy returns tenant to the default policy. It costs
-// O(the tenant's jobs); a tenant without a policy of its own is left as it
-// is.
-func (s *Scheduler) ClearTenantPolicy(tenant string) {
+// clearLimits returns tenant to the default limits; a tenant without
+// limits of its own is left as it is.
+func (s *Scheduler) clearLimits(tenant string) {
 	old, own := s.policies[tenant]
 	if !own {
 		return
@@ -272,13 +263,6 @@ func (s *Scheduler) ClearTenantPolicy(tenant string) {
 	s.syncRec(tenant)
 	s.dirty()
 }
-
-// TenantPolicy returns the effective policy of tenant: its own, or the
-// default.
-func (s *Scheduler) TenantPolicy(tenant string) TenantPolicy { return s.policy(tenant) }
-
-// InProgress returns the number of jobs of tenant in progress.
-func (s *Scheduler) InProgress(tenant string) int { return s.counts[tenant] }
 
 // BusyTenants returns the tenants with jobs in progress, in order. Its
 // cost is linear in their number.
@@ -298,23 +282,23 @@ func (s *Scheduler) Capped(tenant string) bool {
 	return s.policy(tenant).capped(s.counts[tenant])
 }
 
-// ShardInProgress returns the number of jobs of tenant in progress on
+// shardInProgress returns the number of jobs of tenant in progress on
 // shard (ck.AnyShard for the jobs of levels compacted across shards). The
-// scheduler counts them only for the tenants whose effective policy has a
-// per-shard cap ([TenantPolicy].MaxPerShard); it returns 0 for the others.
-func (s *Scheduler) ShardInProgress(tenant string, shard uint32) int {
+// scheduler counts them only for the tenants whose effective limits have
+// a per-shard cap (Limits.MaxPerShard); it returns 0 for the others.
+func (s *Scheduler) shardInProgress(tenant string, shard uint32) int {
 	return shardN(s.shards[tenant], shard)
 }
 
-// ShardCapped reports whether tenant has a per-shard cap and as many jobs
+// shardAtCap reports whether tenant has a per-shard cap and as many jobs
 // in progress on shard as the cap, or more: the shard's unassigned jobs
 // wait until one ends.
-func (s *Scheduler) ShardCapped(tenant string, shard uint32) bool {
+func (s *Scheduler) shardAtCap(tenant string, shard uint32) bool {
 	return s.policy(tenant).shardCapped(shardN(s.shards[tenant], shard))
 }
 
 // shardsCapped counts the shards of a shard list at the per-shard cap of p.
-func shardsCapped(list []shardCount, p TenantPolicy) int {
+func shardsCapped(list []shardCount, p Limits) int {
 	k := 0
 	for _, c := range list {
 		if p.shardCapped(c.n) {
@@ -326,7 +310,7 @@ func shardsCapped(list []shardCount, p TenantPolicy) int {
 
 // repolicy changes the policy of tenant from old to p: the capped counts,
 // the shard list and the jobs whose rank, holds or hasCap change.
-func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
+func (s *Scheduler) repolicy(tenant string, old, p Limits) {
 	n := s.counts[tenant]
 	wasCapped, capped := old.capped(n), p.capped(n)
 	switch {
@@ -350,7 +334,7 @@ func (s *Scheduler) repolicy(tenant string, old, p TenantPolicy) {
 // setShards keeps the shard list of tenant for its new policy p (old
 // before): counted from its jobs in progress when p gains a per-shard cap,
 // dropped when p has none. It costs O(the tenant's jobs) when it counts.
-func (s *Scheduler) setShards(tenant string, old, p TenantPolicy) {
+func (s *Scheduler) setShards(tenant string, old, p Limits) {
 	switch {
 	case p.MaxPerShard == 0:
 		delete(s.shards, tenant)
@@ -378,7 +362,7 @@ func (s *Scheduler) setShards(tenant string, old, p TenantPolicy) {
 // p with n jobs in progress, replacing the records that change: re-keyed
 // on a rank change, moved in or out of the assignment indexes on a hold
 // change.
-func (s *Scheduler) reshape(tenant string, p TenantPolicy, n int) {
+func (s *Scheduler) reshape(tenant string, p Limits, n int) {
 	var names []string
 	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
 		names = append(names, k.name)
@@ -400,14 +384,13 @@ func (s *Scheduler) syncRec(tenant string) {
 	p, own := s.policies[tenant]
 	n := s.counts[tenant]
 	if own || (s.def.hasCap() && n > 0) {
+		s.dirty()
 		s.tenants.ReplaceOrInsert(tenantRec{name: tenant, own: own, pol: p, count: n, shards: s.shards[tenant]})
-		s.tenantsView = nil
 		return
 	}
-	if s.tenants.Len() > 0 {
-		if _, found := s.tenants.Delete(tenantRec{name: tenant}); found {
-			s.tenantsView = nil
-		}
+	if s.tenants.Has(tenantRec{name: tenant}) {
+		s.dirty()
+		s.tenants.Delete(tenantRec{name: tenant})
 	}
 }
 
@@ -484,9 +467,4 @@ func shardText(shard uint32) string {
 		return "any"
 	}
 	return strconv.FormatUint(uint64(shard), 10)
-}
-
-// policyStats returns the summary of the policies.
-func (s *Scheduler) policyStats() PolicyStats {
-	return PolicyStats{Default: s.def, Overrides: len(s.policies), Capped: s.nCapped, CappedShards: s.nShardCapped}
 }

@@ -48,7 +48,7 @@ func (e *env) runQuery(c *transcript.Command, b *strings.Builder) {
 		fmt.Fprintf(b, "%t", e.s.Paused(e.pos(c, 0), uint32(level)))
 	case "tenant":
 		for _, t := range c.Positional() {
-			p := e.s.TenantPolicy(t)
+			p := e.s.Limits(t)
 			fmt.Fprintf(b, "%s: rank=%d cap=%d", t, p.Rank, p.MaxInProgress)
 			if p.MaxPerShard > 0 {
 				fmt.Fprintf(b, " shardcap=%d", p.MaxPerShard)
@@ -137,11 +137,11 @@ func (e *env) stats(b *strings.Builder) {
 	for _, p := range st.Paused {
 		fmt.Fprintf(b, "paused: %+v\n", p)
 	}
-	if st.Policies != (scheduler.PolicyStats{}) {
-		d := st.Policies.Default
-		fmt.Fprintf(b, "policies: default=(rank=%d cap=%d closed=%t) overrides=%d capped=%d", d.Rank, d.MaxInProgress, d.Closed, st.Policies.Overrides, st.Policies.Capped)
-		if st.Policies.CappedShards > 0 {
-			fmt.Fprintf(b, " capped_shards=%d", st.Policies.CappedShards)
+	if st.DefaultLimits != (scheduler.Limits{}) || st.OwnLimits != 0 || st.CappedTenants != 0 || st.CappedShards != 0 {
+		d := st.DefaultLimits
+		fmt.Fprintf(b, "policies: default=(rank=%d cap=%d closed=%t) overrides=%d capped=%d", d.Rank, d.MaxInProgress, d.Closed, st.OwnLimits, st.CappedTenants)
+		if st.CappedShards > 0 {
+			fmt.Fprintf(b, " capped_shards=%d", st.CappedShards)
 		}
 		b.WriteString("\n")
 	}

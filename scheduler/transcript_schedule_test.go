@@ -64,15 +64,9 @@ func (e *env) on(c *transcript.Command, b *strings.Builder) {
 			}
 			b.WriteString(e.state(st) + "\n")
 		}
-	case "paused":
-		level, _ := strconv.ParseUint(args[1], 10, 32)
-		fmt.Fprintf(b, "%t", sc.Paused(args[0], uint32(level)))
 	case "held":
 		level, _ := strconv.ParseUint(args[1], 10, 32)
 		fmt.Fprintf(b, "%t", sc.Held(args[0], uint32(level)))
-	case "completed":
-		tok, ok := sc.CompletedToken(args[0])
-		fmt.Fprintf(b, "%t token=%d", ok, tok)
 	default:
 		c.Fatalf("unknown schedule method %s", m)
 	}

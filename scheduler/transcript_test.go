@@ -51,9 +51,9 @@ import (
 //	list [cursor=C|next] [limit=N]      one page; next is the cursor the last list returned
 //	stats | paused <tenant> <level> | owns <job> <token> [worker=W] | completed <job>
 //	policy [default|clear] [tenant=T] [rank=R] [cap=N] [shardcap=N] [closed=BOOL]
-//	                                     SetTenantPolicy (from the tenant's effective
-//	                                     policy so changed), SetDefaultPolicy (from the
-//	                                     default so changed) or ClearTenantPolicy
+//	                                     SetLimits (from the tenant's effective
+//	                                     limits so changed), SetDefaultLimits (from the
+//	                                     default so changed) or SetLimits(nil)
 //	tenant <tenant>...                   effective policy, jobs in progress, capped
 //	shard <tenant> <shard>               jobs in progress on the shard, shard capped
 //	on <schedule> held <tenant> <level>  Schedule.Held
@@ -286,7 +286,7 @@ func change(c *ck.Change) string {
 // policy sets a tenant's policy, the default, or clears a tenant's.
 func (e *env) policy(c *transcript.Command) {
 	c.Only("tenant", "rank", "cap", "shardcap", "closed")
-	mod := func(p scheduler.TenantPolicy) scheduler.TenantPolicy {
+	mod := func(p scheduler.Limits) scheduler.Limits {
 		p.Rank = uint8(c.Int("rank", int64(p.Rank)))
 		p.MaxInProgress = uint32(c.Int("cap", int64(p.MaxInProgress)))
 		p.MaxPerShard = uint32(c.Int("shardcap", int64(p.MaxPerShard)))
@@ -306,11 +306,12 @@ func (e *env) policy(c *transcript.Command) {
 	tenant := c.Str("tenant", "")
 	switch what {
 	case "":
-		e.s.SetTenantPolicy(tenant, mod(e.s.TenantPolicy(tenant)))
+		l := mod(e.s.Limits(tenant))
+		e.s.SetLimits(tenant, &l)
 	case "default":
-		e.s.SetDefaultPolicy(mod(e.s.Stats().Policies.Default))
+		e.s.SetDefaultLimits(mod(e.s.Stats().DefaultLimits))
 	case "clear":
-		e.s.ClearTenantPolicy(tenant)
+		e.s.SetLimits(tenant, nil)
 	default:
 		c.Fatalf("policy %s: want default or clear", what)
 	}

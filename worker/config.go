@@ -83,9 +83,8 @@ type Config struct {
 	// cancelled jobs to stop, then getting the final poll answered
 	// (default 10 s).
 	ShutdownTimeout time.Duration
-	// MergeOptions are passed to [blockmerge.Merge] (dataset merger, page
-	// size, temporary directory, ...) by the default runner. The worker
-	// adds its Logger first, so a blockmerge.WithLogger here wins.
+	// MergeOptions are passed to [blockmerge.Merge] (a dataset merger, the
+	// index's metadata of the sources) by the default runner.
 	MergeOptions []blockmerge.Option
 	// Runner merges a job's sources in the host's block format (default:
 	// blockmerge.Merge with MergeOptions). See [Runner] for what it must
@@ -108,13 +107,12 @@ var (
 	ErrInvalidConfig = errors.New("worker: invalid configuration")
 	// ErrAlreadyStarted reports a second call to [Worker.Run].
 	ErrAlreadyStarted = errors.New("worker: already started")
-	// ErrShutdown reports a shutdown that did not complete in time: jobs
-	// still running, or the final poll not answered. The leader then
-	// reassigns the jobs once their leases expire.
-	ErrShutdown = errors.New("worker: shutdown incomplete")
-	// ErrShuttingDown is the cause with which the contexts of the jobs in
-	// progress are cancelled when the worker shuts down.
-	ErrShuttingDown = errors.New("worker: shutting down")
+	// ErrShutdown is the cause with which the contexts of the jobs in
+	// progress are cancelled when the worker shuts down, and what the error
+	// of a shutdown that did not complete in time wraps: jobs still
+	// running, or the final poll not answered. The leader then reassigns
+	// the jobs once their leases expire.
+	ErrShutdown = errors.New("worker: shutting down")
 )
 
 // NewID returns a worker ID unique to this call: name (default "worker"),
@@ -175,7 +173,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.MergeOptions = append([]blockmerge.Option(nil), cfg.MergeOptions...)
 	if cfg.Layout > blockmerge.PrefixLayout {
-		return cfg, fmt.Errorf("%w: layout %s", ErrInvalidConfig, cfg.Layout)
+		return cfg, fmt.Errorf("%w: layout %d", ErrInvalidConfig, cfg.Layout)
 	}
 	return cfg, nil
 }

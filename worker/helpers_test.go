@@ -70,7 +70,7 @@ func writeBlock(t *testing.T, store blockmerge.Store, tenant, id string, keys ..
 }
 
 // sourceID is the ID of the i-th source of the job labelled job: the
-// merger below, and the leader's records, find the label from it.
+// leader's records find the label from it.
 func sourceID(job string, i int) string { return fmt.Sprintf("%s~src%d", job, i) }
 
 // jobOf returns the label of the job a block belongs to: what precedes
@@ -152,7 +152,7 @@ func (m *merges) cancelCause(job string) error {
 func (m *merges) option() blockmerge.Option {
 	return blockmerge.WithDatasetMerger(blockmerge.DatasetMerger(
 		func(ctx context.Context, out *blockmerge.DatasetWriter, inputs []*blockmerge.DatasetIterator) error {
-			job := jobOf(inputs[0].Block())
+			job := inputs[0].Meta().Tenant // mergeSources names the tenant after the job
 			m.mu.Lock()
 			m.started[job]++
 			gate := m.hold[job]

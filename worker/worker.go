@@ -66,7 +66,7 @@ func New(client Client, store blockmerge.Store, cfg Config) (*Worker, error) {
 	log := cfg.Logger.With("worker", cfg.ID)
 	runner := cfg.Runner
 	if runner == nil {
-		runner = mergeRunner(append([]blockmerge.Option{blockmerge.WithLogger(log)}, cfg.MergeOptions...))
+		runner = mergeRunner(cfg.MergeOptions)
 	}
 	return &Worker{
 		client:  client,
@@ -124,7 +124,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelJobs(ErrShuttingDown)
+	defer cancelJobs(ErrShutdown)
 	w.mu.Lock()
 	w.jobsCtx = jobsCtx
 	w.mu.Unlock()
@@ -178,7 +178,7 @@ func (w *Worker) shutdown(ctx context.Context, cancelJobs context.CancelCauseFun
 	w.mu.Lock()
 	w.stopping = true
 	w.mu.Unlock()
-	cancelJobs(ErrShuttingDown)
+	cancelJobs(ErrShutdown)
 
 	var errs []error
 	base := context.WithoutCancel(ctx)
@@ -228,7 +228,7 @@ func (w *Worker) shutdown(ctx context.Context, cancelJobs context.CancelCauseFun
 	var stops []*job
 	for _, name := range w.sortedHeldLocked() {
 		j := w.held[name]
-		w.forgetLocked(j, outcomeLost, fmt.Errorf("job %s: %w", name, ErrShuttingDown))
+		w.forgetLocked(j, outcomeLost, fmt.Errorf("job %s: %w", name, ErrShutdown))
 		stops = append(stops, j)
 	}
 	stats := w.stats

@@ -157,78 +157,68 @@ func TestMergeErrorReportedAsFailure(t *testing.T) {
 	})
 }
 
-func TestNoLeaseCancelsJob(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
-		m.holdJob("job-1")
-		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		r := start(t, l, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
+// A job whose lease is lost — revoked by the leader, or run out on the
+// worker's clock while the leader is unreachable — is cancelled with
+// lease.ErrLeaseLost, dropped, and never reported again; its slot is free.
+func TestLostLeaseCancelsJob(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		lose        func(t *testing.T, l *fsmLeader, m *merges)
+	}{
+		{"no lease", 2, func(t *testing.T, l *fsmLeader, m *merges) {
+			l.revoke(t, "job-1")
+			eventually(t, "cancelled", func() bool { return m.cancelCause("job-1") != nil })
+		}},
+		{"local expiry", 1, func(t *testing.T, l *fsmLeader, m *merges) {
+			assigned := time.Now()
+			l.setDown(true)
+			time.Sleep(testLease - time.Millisecond)
+			synctest.Wait()
+			require.Nil(t, m.cancelCause("job-1"), "the lease still holds")
+			time.Sleep(2 * time.Millisecond)
+			synctest.Wait()
+			require.NotNil(t, m.cancelCause("job-1"), "cancelled when the local lease ran out")
+			require.WithinDuration(t, assigned.Add(testLease), time.Now(), 2*time.Millisecond)
+			l.setDown(false)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := blockmerge.NewMemStore()
+				m := newMerges()
+				m.holdJob("job-1")
+				l := newLeader(t, testLease)
+				l.add(t, mergeSources(t, store, "job-1", 2)...)
+				r := start(t, l, store, worker.Config{Concurrency: tc.concurrency, MergeOptions: []blockmerge.Option{m.option()}})
 
-		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
-		first := l.job("job-1").tokens[0]
-		l.revoke(t, "job-1")
+				eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
+				first := l.job("job-1").tokens[0]
+				tc.lose(t, l, m)
+				require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost)
+				eventually(t, "dropped", func() bool { return r.w.Stats().JobsLost == 1 })
+				mark := len(l.requests())
+				time.Sleep(time.Minute) // more polls
+				synctest.Wait()
 
-		eventually(t, "cancelled", func() bool { return m.cancelCause("job-1") != nil })
-		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost)
-		eventually(t, "dropped", func() bool { return r.w.Stats().JobsLost == 1 })
-		mark := len(l.requests())
-		time.Sleep(time.Minute) // more polls
-		synctest.Wait()
+				for _, rq := range l.requests()[mark:] {
+					require.Empty(t, rq.req.Updates, "a dropped job is not reported again")
+					require.Equal(t, int32(tc.concurrency), rq.req.FreeSlots, "its slot is free again")
+				}
+				for _, rep := range l.reportsOf("job-1") {
+					require.Equal(t, first, rep.update.Token)
+					require.NotEqual(t, ck.ReportSuccess, rep.update.Status)
+				}
+				require.Empty(t, l.successesOf("job-1"))
 
-		reqs := l.requests()
-		for _, rq := range reqs[mark:] {
-			require.Empty(t, rq.req.Updates, "a dropped job is not reported again")
-			require.Equal(t, int32(2), rq.req.FreeSlots, "its slot is free again")
-		}
-		for _, rep := range l.reportsOf("job-1") {
-			require.Equal(t, first, rep.update.Token)
-			require.NotEqual(t, ck.ReportSuccess, rep.update.Status)
-		}
-		require.Empty(t, l.successesOf("job-1"))
-
-		require.NoError(t, r.stop())
-		l.check(t)
-		s := r.w.Stats()
-		require.Equal(t, uint64(1), s.JobsLost)
-		require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
-	})
-}
-
-func TestLocalLeaseExpiryCancelsJob(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
-		m.holdJob("job-1")
-		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		r := start(t, l, store, worker.Config{Concurrency: 1, MergeOptions: []blockmerge.Option{m.option()}})
-
-		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
-		assigned := time.Now()
-		l.setDown(true)
-		time.Sleep(testLease - time.Millisecond)
-		synctest.Wait()
-		require.Nil(t, m.cancelCause("job-1"), "the lease still holds")
-		time.Sleep(2 * time.Millisecond)
-		synctest.Wait()
-		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost, "cancelled when the local lease ran out")
-		require.WithinDuration(t, assigned.Add(testLease), time.Now(), 2*time.Millisecond)
-
-		l.setDown(false)
-		eventually(t, "dropped", func() bool { return r.w.Stats().JobsLost == 1 })
-		mark := len(l.requests())
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		for _, rq := range l.requests()[mark:] {
-			require.Empty(t, rq.req.Updates)
-			require.Equal(t, int32(1), rq.req.FreeSlots)
-		}
-		require.Empty(t, l.successesOf("job-1"))
-		require.NoError(t, r.stop())
-		l.check(t)
-	})
+				require.NoError(t, r.stop())
+				l.check(t)
+				s := r.w.Stats()
+				require.Equal(t, uint64(1), s.JobsLost)
+				require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
+			})
+		})
+	}
 }
 
 // A merge that completes at the moment its lease is lost is never reported
@@ -482,7 +472,7 @@ func TestShutdownReleasesJobs(t *testing.T) {
 
 		require.NoError(t, r.stop(), "a clean shutdown")
 		for _, job := range []string{"job-1", "job-2"} {
-			require.ErrorIs(t, m.cancelCause(job), worker.ErrShuttingDown)
+			require.ErrorIs(t, m.cancelCause(job), worker.ErrShutdown)
 			j := l.job(job)
 			require.False(t, j.inProgress, "%s was given back", job)
 			require.Equal(t, 1, j.releases)

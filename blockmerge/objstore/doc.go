@@ -13,7 +13,7 @@
 //     the object (the bucket's IsObjNotFoundErr decides); Delete of an
 //     absent object succeeds.
 //   - A range that starts at or past the end of the object wraps
-//     [blockmerge.ErrInvalidRange], whatever the provider answers.
+//     [blockmerge.ErrInvalidKey], whatever the provider answers.
 //   - List returns the keys in lexical order whatever order the provider
 //     lists them in: it collects the (recursive) listing of the prefix,
 //     sorts it and then calls back, so its memory grows with the number of
@@ -22,14 +22,14 @@
 //     stores' are (an object appears only when its upload completes). A
 //     cancelled put leaves nothing behind, unfinished multipart uploads
 //     included: the provider aborts them under a context that outlives the
-//     caller's by [DefaultAbortGrace] (see [WithAbortGrace]).
-//   - Readers of unknown size are staged in a temporary file before
-//     upload, and the readers the store returns tell their size, so
+//     caller's by 30 s (see [WithAbortGrace]).
+//   - Readers of unknown size are staged in a temporary file ($TMPDIR)
+//     before upload, and the readers the store returns tell their size, so
 //     copying between stores never uploads blind.
 //   - A range reaching past the largest offset is clamped to the end of
 //     the object, as the other stores do.
 //
-// The adapter does not implement [blockmerge.Creator]: blockmerge stages
+// The adapter does not stream writes itself: blockmerge stages
 // merge outputs in a temporary file and hands the file to Put, so the S3
 // provider knows the size and uploads in one request (or in parts of the
 // configured size) without holding the object in memory.

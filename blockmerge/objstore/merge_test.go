@@ -31,8 +31,8 @@ func TestMergeThroughBuckets(t *testing.T) {
 		{"inmem", func(*testing.T) *objstore.Store { return objstore.New(thanos.NewInMemBucket()) }},
 		{"s3", func(t *testing.T) *objstore.Store { return srv.bucket(t) }},
 		{"versitygw", func(t *testing.T) *objstore.Store { // a real S3 server
-			s, _ := versitytest.Start(t).Store(t, 5<<20)
-			return s
+			s, _ := versitytest.Start(t).ConditionalStore(t, 5<<20)
+			return s.Store
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,22 +48,21 @@ func TestMergeThroughBuckets(t *testing.T) {
 						recs = append(recs, blockmerge.Record{
 							Key:       fmt.Appendf(nil, "%s-key-%04d", tenant, (j*7+i*3)%700),
 							Timestamp: int64(j % 50),
-							Value:     bytes.Repeat([]byte{byte('a' + i)}, j%90),
+							Value:     bytes.Repeat([]byte{byte('a' + i)}, j%90*4), // several 64 KiB pages
 						})
 					}
 					ds = append(ds, blockmerge.Dataset{Tenant: tenant, Name: "profiles", Records: recs})
 					want[tenant] = append(want[tenant], recs...)
 				}
 				id := fmt.Sprintf("seg-%d", i)
-				if _, err := blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: id}, ds,
-					blockmerge.WithPageSize(4096), blockmerge.WithTempDir(t.TempDir())); err != nil {
+				if _, err := blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: id}, ds); err != nil {
 					t.Fatal(err)
 				}
 				sources = append(sources, id)
 			}
 
 			plan := &compactkit.JobPlan{Name: "job", Sources: sources}
-			outs, err := blockmerge.Merge(ctx, s, plan, 7, blockmerge.WithTempDir(t.TempDir()))
+			outs, err := blockmerge.Merge(ctx, s, plan, 7)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +136,7 @@ func TestMergeThroughBuckets(t *testing.T) {
 				t.Fatal(err)
 			}
 			plan2 := &compactkit.JobPlan{Name: "job2", Sources: []string{outs[0].ID, outs[1].ID}}
-			_, err = blockmerge.Merge(ctx, s, plan2, 8, blockmerge.WithTempDir(t.TempDir()))
+			_, err = blockmerge.Merge(ctx, s, plan2, 8)
 			if !errors.Is(err, compactkit.ErrChecksum) {
 				t.Fatalf("merge of a corrupt source: %v", err)
 			}

@@ -21,24 +21,19 @@ import (
 // safe for concurrent use when the bucket is, as the providers' buckets
 // are.
 type Store struct {
-	b       thanos.Bucket
-	tempDir string
-	grace   time.Duration
+	b     thanos.Bucket
+	grace time.Duration
 }
 
-// DefaultAbortGrace is how long an upload whose context was cancelled may
+// defaultAbortGrace is how long an upload whose context was cancelled may
 // take to clean up after itself (abort a multipart upload), by default.
-const DefaultAbortGrace = 30 * time.Second
+const defaultAbortGrace = 30 * time.Second
 
 // Option configures a [Store].
 type Option func(*Store)
 
-// WithTempDir sets the directory where Put stages readers of unknown size
-// (default: the system's temporary directory).
-func WithTempDir(dir string) Option { return func(s *Store) { s.tempDir = dir } }
-
 // WithAbortGrace sets how long an upload whose context was cancelled may
-// take to abort what it started (default [DefaultAbortGrace]).
+// take to abort what it started (default 30 s).
 func WithAbortGrace(d time.Duration) Option {
 	return func(s *Store) {
 		if d > 0 {
@@ -54,15 +49,12 @@ var (
 
 // New returns a store over the bucket b. The store does not close b.
 func New(b thanos.Bucket, opts ...Option) *Store {
-	s := &Store{b: b, grace: DefaultAbortGrace}
+	s := &Store{b: b, grace: defaultAbortGrace}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
 }
-
-// Bucket returns the underlying bucket.
-func (s *Store) Bucket() thanos.Bucket { return s.b }
 
 func (s *Store) prepare(ctx context.Context, op, key string) error {
 	if err := blockmerge.ValidateKey(key); err != nil {
@@ -105,7 +97,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		return nil, err
 	}
 	if off < 0 || length <= 0 {
-		return nil, fmt.Errorf("objstore: get range %q [%d, +%d): %w", key, off, length, blockmerge.ErrInvalidRange)
+		return nil, fmt.Errorf("objstore: get range %q [%d, +%d): %w", key, off, length, blockmerge.ErrInvalidKey)
 	}
 	// The contract clamps the range to the end of the object: a length
 	// reaching past the largest offset is that clamp, not an overflow.
@@ -118,7 +110,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		// Providers answer a range past the end differently (S3: 416):
 		// ask for the size to tell that case apart.
 		if attrs, aerr := s.b.Attributes(ctx, key); aerr == nil && off >= attrs.Size {
-			return nil, fmt.Errorf("objstore: get range %q [%d, +%d) of %d bytes: %w", key, off, length, attrs.Size, blockmerge.ErrInvalidRange)
+			return nil, fmt.Errorf("objstore: get range %q [%d, +%d) of %d bytes: %w", key, off, length, attrs.Size, blockmerge.ErrInvalidKey)
 		}
 		return nil, s.wrap("get range", key, err)
 	}
@@ -129,7 +121,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 	if n == 0 {
 		rc.Close()
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("objstore: get range %q [%d, +%d): %w", key, off, length, blockmerge.ErrInvalidRange)
+			return nil, fmt.Errorf("objstore: get range %q [%d, +%d): %w", key, off, length, blockmerge.ErrInvalidKey)
 		}
 		return nil, s.wrap("get range", key, err)
 	}
@@ -240,7 +232,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 
 // stage copies r into a temporary file, rewound.
 func (s *Store) stage(ctx context.Context, key string, r io.Reader) (*os.File, error) {
-	f, err := os.CreateTemp(s.tempDir, "objstore-put-*")
+	f, err := os.CreateTemp("", "objstore-put-*")
 	if err != nil {
 		return nil, fmt.Errorf("objstore: put %q: staging: %w", key, err)
 	}
@@ -291,8 +283,10 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // keys returns the sorted keys under prefix.
 func (s *Store) keys(ctx context.Context, prefix string) ([]string, error) {
-	if err := blockmerge.ValidatePrefix(prefix); err != nil {
-		return nil, err
+	if prefix != "" { // else a key, with at most one trailing '/'
+		if err := blockmerge.ValidateKey(strings.TrimSuffix(prefix, "/")); err != nil {
+			return nil, fmt.Errorf("objstore: prefix %q: %w", prefix, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("objstore: list %q: %w", prefix, err)

@@ -28,7 +28,8 @@ func TestVersityConformance(t *testing.T) {
 // server: not only nothing List shows, nothing at all.
 func TestVersityCancelledUploadLeavesNoParts(t *testing.T) {
 	v := versitytest.Start(t)
-	s, name := v.Store(t, 5<<20) // 5 MiB parts: a 24 MiB object is multipart
+	cs, name := v.ConditionalStore(t, 5<<20) // 5 MiB parts: a 24 MiB object is multipart
+	s := cs.Store
 	ctx, cancel := context.WithCancel(context.Background())
 	data := bytes.Repeat([]byte("compactkit"), 24<<20/10)
 	r := &cancelAfter{r: bytes.NewReader(data), after: 12 << 20, cancel: cancel}
@@ -70,6 +71,6 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 // (versitygw's POSIX gateway on loopback), through objstore's S3 provider
 // with 16 MiB parts.
 func BenchmarkMergeS3(b *testing.B) {
-	s, _ := versitytest.Start(b).Store(b, 16<<20)
-	storetest.MergeBenchmark(b, s)
+	s, _ := versitytest.Start(b).ConditionalStore(b, 16<<20)
+	storetest.MergeBenchmark(b, s.Store)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -32,23 +31,16 @@ func writeBenchSources(b *testing.B, s blockmerge.Store) (*compactkit.JobPlan, i
 	ctx := context.Background()
 	plan := &compactkit.JobPlan{Name: "bench", Tenant: benchTenant, Level: benchSourceLevel}
 	var total int64
-	recs := make([]blockmerge.Record, benchPerDataset)
-	buf := make([]byte, benchPerDataset*(benchKeySize+benchValueSize))
 	for src := range benchSources {
 		rng := rand.New(rand.NewPCG(uint64(src), 42))
 		id := fmt.Sprintf("src-%02d", src)
-		w, err := blockmerge.CreateObject(ctx, s, compactkit.ObjectKey(id), b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
-		bw, err := blockmerge.NewWriter(w, blockmerge.BlockInfo{ID: id, Tenant: benchTenant, Level: benchSourceLevel})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for d := range benchDatasets {
+		datasets := make([]blockmerge.Dataset, benchDatasets)
+		for d := range datasets {
+			buf := make([]byte, benchPerDataset*(benchKeySize+benchValueSize))
 			for i := range buf {
 				buf[i] = byte(rng.Uint32())
 			}
+			recs := make([]blockmerge.Record, benchPerDataset)
 			for i := range recs {
 				kv := buf[i*(benchKeySize+benchValueSize):]
 				recs[i] = blockmerge.Record{
@@ -57,22 +49,10 @@ func writeBenchSources(b *testing.B, s blockmerge.Store) (*compactkit.JobPlan, i
 					Value:     kv[benchKeySize : benchKeySize+benchValueSize],
 				}
 			}
-			slices.SortFunc(recs, blockmerge.Compare)
-			dw, err := bw.BeginDataset("", fmt.Sprintf("dataset-%d", d))
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, r := range recs {
-				if err := dw.Append(r); err != nil {
-					b.Fatal(err)
-				}
-			}
+			datasets[d] = blockmerge.Dataset{Name: fmt.Sprintf("dataset-%d", d), Records: recs}
 		}
-		meta, err := bw.Close()
+		meta, err := blockmerge.WriteBlock(ctx, s, blockmerge.BlockInfo{ID: id, Tenant: benchTenant, Level: benchSourceLevel}, datasets)
 		if err != nil {
-			b.Fatal(err)
-		}
-		if err := w.Commit(); err != nil {
 			b.Fatal(err)
 		}
 		plan.Sources = append(plan.Sources, id)

@@ -27,7 +27,7 @@ import (
 type live struct {
 	srv   *httptest.Server
 	svc   *leader.Service
-	store *blockmerge.MemStore
+	store blockmerge.Store
 	job   string // in progress
 
 	mu  sync.Mutex

@@ -18,8 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/compactkit/compactkit/bucketlog"
@@ -34,9 +32,6 @@ type config struct {
 	Coordinators int
 	// Serverless runs no coordinator: each worker its own node.
 	Serverless bool
-	// Dir is the parent of the temporary directory; Keep keeps it.
-	Dir  string
-	Keep bool
 }
 
 func main() {
@@ -45,16 +40,7 @@ func main() {
 	apply := demo.Flags(flag.CommandLine, &cfg.Run, &chart)
 	flag.IntVar(&cfg.Coordinators, "coordinators", 3, "coordinators appending to the bucket log")
 	flag.BoolVar(&cfg.Serverless, "serverless", false, "no coordinators: every worker schedules itself through its own replica of the log")
-	flag.BoolVar(&cfg.Keep, "keep", false, "keep the bucket directory and print its path")
-	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the bucket (default: the system's temporary directory)")
-	flag.Parse()
-	apply()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "bucket:", err)
-		os.Exit(1)
-	}
+	demo.Main("bucket", &cfg, apply, run)
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) (*demo.Report, error) {
@@ -64,7 +50,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*demo.Report, error) {
 	if cfg.Coordinators < 1 && !cfg.Serverless {
 		return nil, fmt.Errorf("-coordinators %d: want at least 1", cfg.Coordinators)
 	}
-	dir, store, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-bucket-", cfg.Keep)
+	dir, store, closeWorkspace, err := cfg.Run.Workspace("compactkit-bucket-")
 	if err != nil {
 		return nil, err
 	}

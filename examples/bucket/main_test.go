@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/compactkit/compactkit/examples/internal/demo"
 )
@@ -17,21 +16,14 @@ import (
 // verification passed.
 func runSmall(t *testing.T, cfg config) string {
 	t.Helper()
-	cfg.Run, cfg.Dir = demo.DefaultConfig(), t.TempDir()
-	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 60, 3, 2, 8
-	cfg.Run.Workers, cfg.Run.PartitionWorkers = 4, 0
-	cfg.Run.FlushInterval = 10 * time.Millisecond
-	cfg.Run.DrainTimeout = 45 * time.Second
-	cfg.Run.Progress = false
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	rep, err := run(ctx, cfg, &out)
-	require.NoError(t, err, out.String())
-	require.True(t, rep.Verification.OK(), rep.Verification.Failed())
+	cfg.Run = demo.SmallConfig(60, 3, 2, 8, 4)
+	cfg.Run.Dir = t.TempDir()
+	rep, out := demo.RunVerified(t, 90*time.Second, func(ctx context.Context, w io.Writer) (*demo.Report, error) {
+		return run(ctx, cfg, w)
+	})
 	assert.Positive(t, rep.Scheduler.Completed)
-	assert.Contains(t, out.String(), "verification passed")
-	return out.String()
+	assert.Contains(t, out, "verification passed")
+	return out
 }
 
 // TestBucket: three coordinators on a directory.

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -34,9 +33,6 @@ type config struct {
 	Down  time.Duration
 	// Sync makes BoltDB fsync (off by default: a demo on a laptop).
 	Sync bool
-	// Dir is the parent of the temporary directory; Keep keeps it.
-	Dir  string
-	Keep bool
 	// Chart is the chart's path (.png or .svg); "" writes none.
 	Chart string
 }
@@ -55,16 +51,7 @@ func main() {
 	flag.IntVar(&cfg.Kills, "kills", cfg.Kills, "times the leader is shut down and restarted during the ingest")
 	flag.DurationVar(&cfg.Down, "down", cfg.Down, "how long a shut-down leader stays down")
 	flag.BoolVar(&cfg.Sync, "sync", false, "fsync the raft logs")
-	flag.BoolVar(&cfg.Keep, "keep", false, "keep the raft directories and the object store and print their path")
-	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the temporary directory")
-	flag.Parse()
-	apply()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "cluster:", err)
-		os.Exit(1)
-	}
+	demo.Main("cluster", &cfg, apply, run)
 }
 
 // result is what the cluster example reports beyond the run's report.
@@ -87,7 +74,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	if cfg.Kills < 0 {
 		return nil, fmt.Errorf("kills %d: want 0 or more", cfg.Kills)
 	}
-	dir, store, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-cluster-", cfg.Keep)
+	dir, store, closeWorkspace, err := cfg.Run.Workspace("compactkit-cluster-")
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +132,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 		}
 	}
 	kept := ""
-	if cfg.Keep {
+	if cfg.Run.Keep {
 		kept = "raft directories and object store kept in " + dir
 	}
 	demo.Conclude(out, cfg.Chart, "compactkit cluster: blocks queued per level (dashed red: leader shut down)", rep.Samples, marks, kept,

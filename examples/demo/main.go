@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -39,10 +38,6 @@ import (
 // config is the demo's configuration: the run's and where things go.
 type config struct {
 	Run demo.Config
-	// Dir is the parent of the temporary directory ("" = the system's).
-	Dir string
-	// Keep keeps the object store and prints its path.
-	Keep bool
 	// Chart is the chart's path (.png or .svg); "" writes none.
 	Chart string
 	// Serve keeps the endpoints up after the run, until ctx is done.
@@ -55,18 +50,8 @@ type config struct {
 func main() {
 	cfg := config{Run: demo.DefaultConfig(), Chart: filepath.Join(os.TempDir(), "compactkit-demo.png")}
 	apply := demo.Flags(flag.CommandLine, &cfg.Run, &cfg.Chart)
-	flag.BoolVar(&cfg.Keep, "keep", false, "keep the object store and print its path")
 	flag.BoolVar(&cfg.Serve, "serve", false, "after the run, keep serving the status page, metrics and admin API until interrupted")
-	flag.StringVar(&cfg.Dir, "dir", "", "parent directory of the object store (default: the system's temporary directory)")
-	flag.Parse()
-	apply()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	demo.Main("demo", &cfg, apply, run)
 }
 
 // run runs the demo and prints its summary to out. An error wrapping
@@ -78,12 +63,12 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 	var store blockmerge.Store = cfg.Store
 	where := "the given store"
 	if store == nil {
-		_, fs, closeWorkspace, err := demo.Workspace(cfg.Dir, "compactkit-demo-", cfg.Keep)
+		dir, fs, closeWorkspace, err := cfg.Run.Workspace("compactkit-demo-")
 		if err != nil {
 			return nil, err
 		}
 		defer closeWorkspace()
-		store, where = fs, fs.Dir()
+		store, where = fs, filepath.Join(dir, "objects")
 	}
 
 	// One raft node, in-memory log, stable store, snapshots and transport.
@@ -125,7 +110,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *demo.Report, err 
 		demo.WriteSummary(out, rep, [2]string{"raft log", fmt.Sprintf("%d entries applied", idx)})
 	}
 	kept := ""
-	if cfg.Keep {
+	if cfg.Run.Keep {
 		kept = "object store kept at " + where
 	}
 	demo.Conclude(out, cfg.Chart, "compactkit demo: blocks queued per level, jobs, deletions pending", rep.Samples, nil, kept,

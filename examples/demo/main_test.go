@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -25,9 +24,9 @@ import (
 // TestDemo runs the demo small, with one worker cut off
 // halfway, and asserts the verification and the report.
 func TestDemo(t *testing.T) {
-	cfg := config{Run: demo.DefaultConfig(), Dir: t.TempDir(), Chart: filepath.Join(t.TempDir(), "chart.svg")}
-	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 120, 4, 2, 8
-	cfg.Run.Workers, cfg.Run.PartitionWorkers = 3, 1
+	cfg := config{Run: demo.SmallConfig(120, 4, 2, 8, 3), Chart: filepath.Join(t.TempDir(), "chart.svg")}
+	cfg.Run.Dir = t.TempDir()
+	cfg.Run.PartitionWorkers = 1
 	rep, out := runSmall(t, cfg)
 	for _, name := range []string{"records", "checksum", "exactly once", "no source left", "no orphan", "index = object store", "nothing pending"} {
 		found := false
@@ -51,14 +50,14 @@ func TestDemo(t *testing.T) {
 		assert.Equal(t, l.Blocks, l.Objects)
 	}
 	assert.Less(t, after, rep.Segments)
-	assert.Contains(t, out.String(), "verification passed")
-	assert.Contains(t, out.String(), "read amplification")
-	assert.Contains(t, out.String(), "status page: http://", "the demo prints the status page's address")
-	assert.Regexp(t, `go run \./cmd/compactctl -addr http://127\.0\.0\.1:\d+/admin/ status`, out.String(), "the compactctl command as the README writes it")
+	assert.Contains(t, out, "verification passed")
+	assert.Contains(t, out, "read amplification")
+	assert.Contains(t, out, "status page: http://", "the demo prints the status page's address")
+	assert.Regexp(t, `go run \./cmd/compactctl -addr http://127\.0\.0\.1:\d+/admin/ status`, out, "the compactctl command as the README writes it")
 	st, err := os.Stat(cfg.Chart)
 	require.NoError(t, err)
 	assert.Positive(t, st.Size())
-	entries, err := os.ReadDir(cfg.Dir)
+	entries, err := os.ReadDir(cfg.Run.Dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the temporary store is removed without -keep")
 }
@@ -66,38 +65,26 @@ func TestDemo(t *testing.T) {
 // TestDemoOnS3 runs the demo's whole worker path — ingest,
 // merges, cleanup, verification — on a real S3 server (versitygw).
 func TestDemoOnS3(t *testing.T) {
-	store, _ := versitytest.Start(t).Store(t, 5<<20)
-	cfg := config{Run: demo.DefaultConfig(), Store: store}
-	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 60, 2, 2, 8
-	cfg.Run.Workers, cfg.Run.PartitionWorkers = 2, 0
+	store, _ := versitytest.Start(t).ConditionalStore(t, 5<<20)
+	cfg := config{Run: demo.SmallConfig(60, 2, 2, 8, 2), Store: store.Store}
 	rep, out := runSmall(t, cfg)
 	assert.Positive(t, rep.Scheduler.Completed)
-	assert.Contains(t, out.String(), "verification passed")
+	assert.Contains(t, out, "verification passed")
 }
 
-// runSmall runs the demo with a short flush interval and drain timeout,
-// without progress bars, and requires its verification to pass.
-func runSmall(t *testing.T, cfg config) (*demo.Report, *bytes.Buffer) {
+// runSmall runs the demo and requires its verification to pass.
+func runSmall(t *testing.T, cfg config) (*demo.Report, string) {
 	t.Helper()
-	cfg.Run.FlushInterval = 10 * time.Millisecond
-	cfg.Run.DrainTimeout = 45 * time.Second
-	cfg.Run.Progress = false
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	rep, err := run(ctx, cfg, &out)
-	require.NoError(t, err, out.String())
-	require.True(t, rep.Verification.OK(), rep.Verification.Failed())
-	return rep, &out
+	return demo.RunVerified(t, 60*time.Second, func(ctx context.Context, w io.Writer) (*demo.Report, error) {
+		return run(ctx, cfg, w)
+	})
 }
 
 // TestDemoServe: with Serve the demo keeps its endpoints up after the run,
 // showing the final state, until its context ends.
 func TestDemoServe(t *testing.T) {
-	cfg := config{Run: demo.DefaultConfig(), Dir: t.TempDir(), Serve: true}
-	cfg.Run.Data.Segments, cfg.Run.Data.Tenants, cfg.Run.Data.Shards, cfg.Run.Data.Records = 60, 2, 2, 8
-	cfg.Run.Workers, cfg.Run.PartitionWorkers = 2, 0
-	cfg.Run.FlushInterval, cfg.Run.DrainTimeout, cfg.Run.Progress = 10*time.Millisecond, 45*time.Second, false
+	cfg := config{Run: demo.SmallConfig(60, 2, 2, 8, 2), Serve: true}
+	cfg.Run.Dir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a demo that hangs ends the scan below
 	defer cancel()
 	pr, pw := io.Pipe()

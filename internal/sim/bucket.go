@@ -17,7 +17,7 @@ import (
 )
 
 // bucketSim is the log in bucket mode (Options.Bucket): the replicas are
-// the coordinators of one bucket log (package bucketlog) on a MemStore
+// the coordinators of one bucket log (package bucketlog) on a memory store
 // whose clock is the simulation's, behind a store that injects faults —
 // races for an entry, creates that time out having succeeded or not,
 // creates that succeeded answered "exists", failed reads — while
@@ -27,7 +27,7 @@ import (
 // phase, each coordinator's in one batch.
 type bucketSim struct {
 	s       *Sim
-	mem     *blockmerge.MemStore
+	mem     memStore
 	store   *faultStore
 	every   uint64
 	jump    int // WithCatchUpLimit (0: none)
@@ -47,8 +47,8 @@ func newBucketSim(s *Sim) *bucketSim {
 	if s.rng.IntN(2) == 0 {
 		b.jump = 1 + s.rng.IntN(8) // replicas behind restore checkpoints
 	}
-	b.mem = blockmerge.NewMemStore(blockmerge.WithMemClock(func() time.Time { return time.Unix(0, s.now+b.skew) }))
-	b.store = &faultStore{MemStore: b.mem, b: b}
+	b.mem = blockmerge.NewMemStore(blockmerge.WithMemClock(func() time.Time { return time.Unix(0, s.now+b.skew) })).(memStore)
+	b.store = &faultStore{memStore: b.mem, b: b}
 	return b
 }
 
@@ -302,9 +302,17 @@ func (b *bucketSim) replicaFaults() {
 // errInjected marks the faults the store injects.
 var errInjected = errors.New("sim: injected store fault")
 
+// memStore is blockmerge's memory store with the optional interfaces it
+// implements.
+type memStore interface {
+	blockmerge.Store
+	blockmerge.ConditionalPutter
+	blockmerge.Timestamper
+}
+
 // faultStore is the bucket as the coordinators see it.
 type faultStore struct {
-	*blockmerge.MemStore
+	memStore
 	b *bucketSim
 }
 
@@ -316,7 +324,7 @@ func isEntry(key string) bool { return strings.HasPrefix(key, bucketPrefix+"/log
 func (f *faultStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
 	b, s := f.b, f.b.s
 	if !isEntry(key) || b.racing {
-		return f.MemStore.PutIfAbsent(ctx, key, r)
+		return f.memStore.PutIfAbsent(ctx, key, r)
 	}
 	if s.chance(FaultBucketRace) {
 		b.race()
@@ -324,7 +332,7 @@ func (f *faultStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) e
 	if s.chance(FaultBucketPutFail) {
 		return fmt.Errorf("create %s: %w (not created)", key, errInjected)
 	}
-	err := f.MemStore.PutIfAbsent(ctx, key, r)
+	err := f.memStore.PutIfAbsent(ctx, key, r)
 	if err == nil && s.chance(FaultBucketLostAck) {
 		return fmt.Errorf("create %s: %w (created)", key, errInjected)
 	}
@@ -339,7 +347,7 @@ func (f *faultStore) Get(ctx context.Context, key string) (io.ReadCloser, error)
 	if isEntry(key) && !f.b.racing && f.b.s.chance(FaultBucketReadFail) {
 		return nil, fmt.Errorf("get %s: %w", key, errInjected)
 	}
-	return f.MemStore.Get(ctx, key)
+	return f.memStore.Get(ctx, key)
 }
 
 // race has another coordinator than the appending one append first: a

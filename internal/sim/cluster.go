@@ -401,7 +401,7 @@ func digest(res *raftfsm.Result, err error) [32]byte {
 		}
 	}
 	for _, c := range res.Changes {
-		fmt.Fprintf(h, "c %d %s %t %s %d %t %d %d", c.Kind, c.Job, c.Applied, c.Reason.Explain(c.Detail), c.Token, c.Excluded, c.Quarantined, c.Level)
+		fmt.Fprintf(h, "c %d %s %t %s %d %t %d %d", c.Kind, c.Job, c.Applied, c.Why(), c.Token, c.Excluded, c.Quarantined, c.Level)
 		if c.Replace != nil {
 			fmt.Fprintf(h, " %+v", *c.Replace)
 		}

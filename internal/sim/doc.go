@@ -18,7 +18,7 @@
 // Workers poll through a network that loses, duplicates, delays and
 // reorders requests and responses; they retry a request (same sequence),
 // keep their leases on their local clock, merge (with blockmerge over a
-// MemStore when Options.Data is set, else by computing the outputs'
+// memory store when Options.Data is set, else by computing the outputs'
 // metadata), delete the tombstones their jobs carry, crash mid-job, stall
 // past their lease and report late with a stale token, fail and shut down.
 // The leader prepares polls in single-commit or two-commit mode (or

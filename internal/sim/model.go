@@ -809,7 +809,7 @@ func describeResult(res *raftfsm.Result, err error) string {
 	for _, c := range res.Changes {
 		fmt.Fprintf(&b, "%s %s applied=%t", c.Kind, c.Job, c.Applied)
 		if !c.Applied {
-			fmt.Fprintf(&b, " (%s)", c.Reason.Explain(c.Detail))
+			fmt.Fprintf(&b, " (%s)", c.Why())
 		}
 		if c.Replace != nil && !c.Replace.Applied {
 			fmt.Fprintf(&b, " refused %s", c.Replace.Detail)

@@ -42,7 +42,7 @@ type Options struct {
 	// unknown outcomes, checkpoints, restarts and truncation (see
 	// bucketSim).
 	Bucket bool
-	// Data runs the data check: real blocks in a blockmerge.MemStore,
+	// Data runs the data check: real blocks in a blockmerge.NewMemStore,
 	// merged by the workers, with every live block's records compared
 	// with the records ingested after every change of the live set.
 	Data bool
@@ -190,7 +190,7 @@ type Sim struct {
 	ing      ingester
 	pauses   []*raftfsm.Operator
 	model    *model
-	store    *blockmerge.MemStore
+	store    blockmerge.Store
 	metas    map[string]ck.BlockMeta
 	dataVer  uint64
 	records  map[string]blockRecords // live blocks' records at the last data check

@@ -194,7 +194,7 @@ func (c *fsmCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.workers, float64(st.Workers))
 	ch <- prometheus.MustNewConstMetric(c.broken, prometheus.CounterValue, float64(st.BrokenInvariants))
 	// Every reason has its series, zero until a change is skipped for it.
-	for r := scheduler.NotSkipped + 1; r < scheduler.NumSkips; r++ {
+	for r := scheduler.Skip(1); r < scheduler.NumSkips; r++ { // every reason but the zero one, applied
 		count(c.skipped, st.SkippedChanges[r], skipLabel(r))
 	}
 
@@ -390,5 +390,5 @@ func levelLabel(l uint32) string { return strconv.FormatUint(uint64(l), 10) }
 
 // skipLabel returns the value of the reason label of
 // compactkit_fsm_changes_skipped_total for a skip reason: its name with
-// underscores for spaces ("stale_version" for scheduler.SkippedStaleVersion).
+// underscores for spaces ("stale_version" for the reason "stale version").
 func skipLabel(r scheduler.Skip) string { return strings.ReplaceAll(r.String(), " ", "_") }

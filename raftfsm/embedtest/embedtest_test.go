@@ -9,14 +9,6 @@ import (
 	"github.com/compactkit/compactkit/raftfsm/embedtest"
 )
 
-// The flaws of the ledger, one per property the check claims.
-const (
-	countsIndex     flaw = iota + 1 // Section: gives compactkit an index of its own
-	readsPast                       // Own state: a buffered reader reads past compactkit's section
-	restoresOwnOnly                 // Restored section: restores its own section only
-	appliesTwice                    // Replay: applies its own entries delivered again
-)
-
 func TestSoundHost(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) { embedtest.Check(t, host(0)) })
 }

@@ -34,8 +34,17 @@ type ledgerState struct {
 	KV      map[string]string // the store
 }
 
-// flaw breaks one property (see embedtest_test.go); 0 is none.
+// flaw breaks one property (embedtest_test.go checks that the check
+// catches each); 0 is none.
 type flaw int
+
+// The flaws of the ledger, one per property the check claims.
+const (
+	countsIndex     flaw = iota + 1 // Section: gives compactkit an index of its own
+	readsPast                       // Own state: a buffered reader reads past compactkit's section
+	restoresOwnOnly                 // Restored section: restores its own section only
+	appliesTwice                    // Replay: applies its own entries delivered again
+)
 
 func newLedger(cfg raftfsm.Config) (*ledger, error) {
 	f, err := raftfsm.New(cfg)

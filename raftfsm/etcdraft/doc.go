@@ -42,6 +42,6 @@
 // leader (its raft ID and, with [WithPeerAddr], its address), for the
 // worker's transport to redirect. Proposals forwarded by etcd-io/raft from
 // a follower would carry no time of their own and bypass the service:
-// hosts set Config.DisableProposalForwarding, as the reference node in
-// this module's tests does.
+// hosts set Config.DisableProposalForwarding, as the reference node of
+// package etcdrafttest does.
 package etcdraft

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -33,7 +35,7 @@ func Example() {
 	node := raft.StartNode(&raft.Config{
 		ID: 1, ElectionTick: 10, HeartbeatTick: 1, Storage: storage,
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
-		CheckQuorum: true, PreVote: true, DisableProposalForwarding: true, Logger: quiet,
+		CheckQuorum: true, PreVote: true, DisableProposalForwarding: true, Logger: &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)},
 	}, []raft.Peer{{ID: 1}})
 	ad := etcdraft.New(fsm, node, 1, 0)
 

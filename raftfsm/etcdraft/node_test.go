@@ -1,56 +1,25 @@
 package etcdraft_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"go.etcd.io/raft/v3"
-	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/etcdraft"
+	"github.com/compactkit/compactkit/raftfsm/etcdraft/etcdrafttest"
 )
 
-// The reference node: etcd-io/raft driven by a Ready loop over a
-// MemoryStorage and a write-ahead file (a stopped node restarts from its
-// file: the storage is rebuilt by replaying it), an in-process network,
-// CheckQuorum, PreVote and no proposal forwarding. Test code, not
-// production storage.
-
-// network delivers messages between the running nodes; a message to a
-// stopped node is lost.
-type network struct {
-	mu    sync.Mutex
-	nodes map[uint64]*refNode
-}
-
-func (nw *network) send(from *refNode, msgs []*raftpb.Message) {
-	for _, m := range msgs {
-		nw.mu.Lock()
-		to := nw.nodes[m.GetTo()]
-		nw.mu.Unlock()
-		if to == nil {
-			from.node.ReportUnreachable(m.GetTo())
-			continue
-		}
-		select {
-		case to.inbox <- m:
-		default: // a full inbox drops, as a congested network would
-		}
-		if m.GetType() == raftpb.MessageType_MsgSnap {
-			from.node.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
-		}
-	}
-}
+// The reference node: etcdrafttest's node over a MemoryStorage and a
+// write-ahead file (a stopped node restarts from its file: the storage is
+// rebuilt by replaying it), on an in-process network, taking a snapshot
+// every 100 entries. Test code, not production storage.
 
 type refNode struct {
 	id      uint64
@@ -60,22 +29,15 @@ type refNode struct {
 	ad      *etcdraft.Adapter
 	fsm     *raftfsm.FSM
 	svc     *leader.Service
-	inbox   chan *raftpb.Message
-	stop    chan struct{}
-	done    chan struct{}
-	conf    *raftpb.ConfState
-	// snapEvery is how many applied entries between snapshots.
-	snapEvery uint64
+	n       *etcdrafttest.Node
 	// installed counts the snapshots installed from the leader.
 	mu        sync.Mutex
 	installed int
 }
 
-var quiet = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
-
 // startNode starts (or, with a write-ahead file that holds state,
 // restarts) node id of the given peers.
-func startNode(t testing.TB, nw *network, id uint64, peers []raft.Peer, walPath string, cfg raftfsm.Config, opts ...leader.Option) *refNode {
+func startNode(t testing.TB, nw *etcdrafttest.Network, id uint64, peers []raft.Peer, walPath string, cfg raftfsm.Config, opts ...leader.Option) *refNode {
 	t.Helper()
 	fsm, err := raftfsm.New(cfg)
 	if err != nil {
@@ -89,107 +51,22 @@ func startNode(t testing.TB, nw *network, id uint64, peers []raft.Peer, walPath 
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &refNode{id: id, storage: storage, wal: w, fsm: fsm, inbox: make(chan *raftpb.Message, 4096),
-		stop: make(chan struct{}), done: make(chan struct{}), snapEvery: 100}
-	var applied uint64
-	snap, err := storage.Snapshot()
+	rn := &refNode{id: id, storage: storage, wal: w, fsm: fsm}
+	rn.n, err = etcdrafttest.Start(fsm, etcdrafttest.Config{ID: id, Peers: peers, Storage: storage, Network: nw, SnapshotEvery: 100,
+		Persist: func(rd raft.Ready) error {
+			if !raft.IsEmptySnap(rd.Snapshot) {
+				rn.mu.Lock()
+				rn.installed++
+				rn.mu.Unlock()
+			}
+			return w.save(rd)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !raft.IsEmptySnap(snap) {
-		if err := fsm.Restore(bytes.NewReader(snap.GetData())); err != nil {
-			t.Fatal(err)
-		}
-		applied = snap.GetMetadata().GetIndex()
-		n.conf = snap.GetMetadata().GetConfState()
-	}
-	c := &raft.Config{
-		ID: id, ElectionTick: 10, HeartbeatTick: 1, Storage: storage, Applied: applied,
-		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true,
-		DisableProposalForwarding: true, Logger: quiet,
-	}
-	last, _ := storage.LastIndex()
-	if last > 0 {
-		n.node = raft.RestartNode(c)
-	} else {
-		n.node = raft.StartNode(c, peers)
-	}
-	n.ad = etcdraft.New(fsm, n.node, id, applied)
-	n.svc = leader.New(n.ad, fsm, append([]leader.Option{leader.WithProposeTimeout(2 * time.Second)}, opts...)...)
-	nw.mu.Lock()
-	nw.nodes[id] = n
-	nw.mu.Unlock()
-	go n.run(t, nw)
-	return n
-}
-
-func (n *refNode) run(t testing.TB, nw *network) {
-	defer close(n.done)
-	ticker := time.NewTicker(10 * time.Millisecond)
-	defer ticker.Stop()
-	ctx := context.Background()
-	lastSnap := n.ad.Applied()
-	for {
-		select {
-		case <-n.stop:
-			n.node.Stop()
-			return
-		case <-ticker.C:
-			n.node.Tick()
-		case m := <-n.inbox:
-			_ = n.node.Step(ctx, m) // a message of a stale term is refused: fine
-		case rd := <-n.node.Ready():
-			n.ad.Observe(rd)
-			if err := n.wal.save(rd); err != nil {
-				t.Error(err)
-			}
-			if !raft.IsEmptySnap(rd.Snapshot) {
-				if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
-					t.Error(err)
-				}
-				if err := n.ad.Restore(bytes.NewReader(rd.Snapshot.GetData()), rd.Snapshot.GetMetadata().GetIndex()); err != nil {
-					t.Error(err)
-				}
-				n.conf = rd.Snapshot.GetMetadata().GetConfState()
-				lastSnap = n.ad.Applied()
-				n.mu.Lock()
-				n.installed++
-				n.mu.Unlock()
-			}
-			if rd.HardState != nil {
-				_ = n.storage.SetHardState(rd.HardState)
-			}
-			if err := n.storage.Append(rd.Entries); err != nil {
-				t.Error(err)
-			}
-			nw.send(n, rd.Messages)
-			for _, e := range rd.CommittedEntries {
-				if e.GetType() == raftpb.EntryType_EntryConfChange {
-					var cc raftpb.ConfChange
-					if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-						t.Error(err)
-					}
-					n.conf = n.node.ApplyConfChange(&cc)
-				}
-				// A refusal is the state machine's answer to the proposer;
-				// a corrupt replica would fail the final comparison.
-				_, _ = n.ad.Apply(e)
-			}
-			if applied := n.ad.Applied(); applied-lastSnap >= n.snapEvery && n.conf != nil {
-				var b bytes.Buffer
-				i, err := n.ad.Snapshot(&b)
-				if err != nil {
-					t.Error(err)
-				} else if _, err := n.storage.CreateSnapshot(i, n.conf, b.Bytes()); err == nil {
-					if first, _ := n.storage.FirstIndex(); i > first+20 {
-						_ = n.storage.Compact(i - 20)
-					}
-				}
-				lastSnap = applied
-			}
-			n.node.Advance()
-		}
-	}
+	rn.node, rn.ad = rn.n.Raft, rn.n.Adapter
+	rn.svc = leader.New(rn.ad, fsm, append([]leader.Option{leader.WithProposeTimeout(2 * time.Second)}, opts...)...)
+	return rn
 }
 
 // installedCount returns how many snapshots the node installed, once its
@@ -201,12 +78,10 @@ func (n *refNode) installedCount() int {
 }
 
 // shutdown stops the node; its storage survives.
-func (n *refNode) shutdown(nw *network) {
-	nw.mu.Lock()
-	delete(nw.nodes, n.id)
-	nw.mu.Unlock()
-	close(n.stop)
-	<-n.done
+func (n *refNode) shutdown(t testing.TB) {
+	if err := n.n.Stop(); err != nil {
+		t.Error(err)
+	}
 	_ = n.svc.Close()
 	_ = n.wal.close()
 }
@@ -214,7 +89,7 @@ func (n *refNode) shutdown(nw *network) {
 // cluster is a reference cluster of n nodes.
 type cluster struct {
 	t     testing.TB
-	nw    *network
+	nw    *etcdrafttest.Network
 	cfg   raftfsm.Config
 	peers []raft.Peer
 	wals  map[uint64]string // each node's write-ahead file
@@ -232,7 +107,7 @@ func newCluster(t testing.TB, size int, opts ...leader.Option) *cluster {
 	for i := range cfg.Planner.Levels {
 		cfg.Planner.Levels[i].MaxBlocks = 4
 	}
-	c := &cluster{opts: opts, t: t, nw: &network{nodes: map[uint64]*refNode{}}, cfg: cfg,
+	c := &cluster{opts: opts, t: t, nw: etcdrafttest.NewNetwork(), cfg: cfg,
 		wals: map[uint64]string{}, nodes: map[uint64]*refNode{}}
 	for i := range size {
 		c.peers = append(c.peers, raft.Peer{ID: uint64(i + 1)})
@@ -246,7 +121,7 @@ func newCluster(t testing.TB, size int, opts ...leader.Option) *cluster {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, n := range c.nodes {
-			n.shutdown(c.nw)
+			n.shutdown(c.t)
 		}
 	})
 	c.waitLeader()
@@ -293,7 +168,7 @@ func (c *cluster) ChangeLeader(t testing.TB) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	lead.shutdown(c.nw)
+	lead.shutdown(t)
 	c.nodes[lead.id] = startNode(t, c.nw, lead.id, c.peers, c.wals[lead.id], c.cfg, c.opts...)
 	c.restarts++
 }

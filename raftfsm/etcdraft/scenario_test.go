@@ -58,7 +58,7 @@ func TestFollowerCaughtUpBySnapshot(t *testing.T) {
 		}
 	}
 	c.mu.Unlock()
-	follower.shutdown(c.nw)
+	follower.shutdown(t)
 
 	ctx := context.Background()
 	for i := range 300 {

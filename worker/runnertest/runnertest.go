@@ -154,7 +154,7 @@ func jobs() *rapid.Generator[spec] {
 // job is a job assigned by a state machine, its sources written in the
 // host's format.
 type job struct {
-	store   *blockmerge.MemStore
+	store   blockmerge.Store
 	svc     *leader.Service
 	sources []ck.BlockMeta
 	records []Record // every source's
@@ -283,7 +283,7 @@ func present(ctx context.Context, l blockmerge.Layout, s blockmerge.Store, id st
 			return fmt.Errorf("list output %s: %w", id, err)
 		}
 		if n == 0 {
-			return fmt.Errorf("output %s: no object under %s/ (%s)", id, key, l)
+			return fmt.Errorf("output %s: no object under %s/ (PrefixLayout)", id, key)
 		}
 		return nil
 	}
@@ -292,7 +292,7 @@ func present(ctx context.Context, l blockmerge.Layout, s blockmerge.Store, id st
 		return fmt.Errorf("output %s: %w", id, err)
 	}
 	if !ok {
-		return fmt.Errorf("output %s: no object %s (%s)", id, key, l)
+		return fmt.Errorf("output %s: no object %s (ObjectLayout)", id, key)
 	}
 	return nil
 }

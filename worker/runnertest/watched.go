@@ -107,28 +107,3 @@ func (w *watched) DeleteByPrefix(ctx context.Context, prefix string) error {
 	w.write("DeleteByPrefix " + prefix)
 	return w.Store.DeleteByPrefix(ctx, prefix)
 }
-
-func (w *watched) Create(ctx context.Context, key string) (blockmerge.ObjectWriter, error) {
-	w.write("Create " + key)
-	ow, err := blockmerge.CreateObject(ctx, w.Store, key, "")
-	if err != nil {
-		return nil, err
-	}
-	return &watchedWriter{ObjectWriter: ow, w: w, key: key}, nil
-}
-
-type watchedWriter struct {
-	blockmerge.ObjectWriter
-	w   *watched
-	key string
-}
-
-func (ww *watchedWriter) Write(p []byte) (int, error) {
-	ww.w.write("Write to " + ww.key)
-	return ww.ObjectWriter.Write(p)
-}
-
-func (ww *watchedWriter) Commit() error {
-	ww.w.write("Commit of " + ww.key)
-	return ww.ObjectWriter.Commit()
-}

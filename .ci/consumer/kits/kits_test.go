@@ -1,18 +1,27 @@
-// Package kits runs compactkit's test kits from outside the repository:
+// Package kits runs compactkit's test kits from outside the repository,
+// as a host's own tests run them (their Examples only show the calls):
 // leadertest's scenario over a one-node log, storetest's contract over a
-// FileStore, runnertest's suite on blockmerge's merge, embedtest's check
-// on a host state machine of its own, and a property drawn from
-// compactkittest's generators.
+// FileStore, runnertest's suite on blockmerge's merge, and a property
+// drawn from compactkittest's generators. (embedtest's check runs in
+// hraft's Examples, on the key/value host they build.)
 package kits
 
 import (
+	"context"
 	"testing"
 
+	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/blockmerge/storetest"
+	"github.com/compactkit/compactkit/compactkittest"
+	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/worker"
+	"github.com/compactkit/compactkit/worker/runnertest"
 )
 
 // oneNode is a leadertest.Cluster of one node whose leader never changes.
@@ -42,5 +51,24 @@ func TestStoreContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
+	})
+}
+
+// The runner conformance suite on blockmerge's merge.
+func TestRunner(t *testing.T) {
+	runnertest.Run(t, runnertest.BlockmergeFormat(worker.RunnerFunc(
+		func(ctx context.Context, store blockmerge.Store, plan *ck.JobPlan, token fencing.Token) ([]ck.BlockMeta, error) {
+			return blockmerge.Merge(ctx, store, plan, token)
+		})))
+}
+
+// The public generators in a property of the consumer's own.
+func TestGeneratedBlocksValidate(t *testing.T) {
+	space := compactkittest.Space{Tenants: []string{"a", "b"}, Shards: []uint32{0, 3}, Levels: []uint32{0, 1}}
+	rapid.Check(t, func(t *rapid.T) {
+		b := compactkittest.Block(space).Draw(t, "block")
+		if err := b.Validate(); err != nil {
+			t.Fatalf("a generated block does not validate: %v", err)
+		}
 	})
 }

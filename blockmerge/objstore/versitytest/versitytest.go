@@ -7,8 +7,8 @@
 //
 // The binary is looked up on PATH, then in $(go env GOPATH)/bin. When it
 // is absent, [Start] fails the test if the environment variable
-// [RequireEnv] is set (CI sets it, after building the server) and skips it
-// otherwise, saying so.
+// COMPACTKIT_REQUIRE_S3 is set (CI sets it, after building the server)
+// and skips it otherwise, saying so.
 package versitytest
 
 import (
@@ -31,12 +31,12 @@ import (
 	"github.com/compactkit/compactkit/blockmerge/objstore"
 )
 
-// RequireEnv names the environment variable that makes a missing server
+// requireEnv names the environment variable that makes a missing server
 // fail the tests instead of skipping them.
-const RequireEnv = "COMPACTKIT_REQUIRE_S3"
+const requireEnv = "COMPACTKIT_REQUIRE_S3"
 
-// Install is the command that builds the server.
-const Install = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+// install is the command that builds the server.
+const install = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
 
 // The server's single account.
 const (
@@ -52,25 +52,26 @@ type Server struct {
 	buckets        *atomic.Int64 // shared with the servers Through returns
 }
 
-// BucketEnv names the environment variable through which a process reaches
+// bucketEnv names the environment variable through which a process reaches
 // a bucket of a server another process started: see [Server.Env] and
 // [FromEnv].
-const BucketEnv = "COMPACTKIT_VERSITY_BUCKET"
+const bucketEnv = "COMPACTKIT_VERSITY_BUCKET"
 
-// Env returns the environment variable (BucketEnv=...) that gives a
-// process the bucket on this server: its address, account and name.
+// Env returns the environment variable (COMPACTKIT_VERSITY_BUCKET=...)
+// that gives a process the bucket on this server: its address, account
+// and name.
 func (v *Server) Env(bucket string) string {
-	return BucketEnv + "=" + strings.Join([]string{v.endpoint, v.access, v.secret, bucket}, ",")
+	return bucketEnv + "=" + strings.Join([]string{v.endpoint, v.access, v.secret, bucket}, ",")
 }
 
-// FromEnv returns a conditional store over the bucket named by BucketEnv (set
-// from [Server.Env] by the process that started the server), or fails the
-// test if BucketEnv is not set or malformed.
+// FromEnv returns a conditional store over the bucket named by
+// COMPACTKIT_VERSITY_BUCKET (set from [Server.Env] by the process that
+// started the server), or fails the test if it is not set or malformed.
 func FromEnv(t testing.TB, partSize uint64, opts ...objstore.Option) *objstore.ConditionalStore {
 	t.Helper()
-	f := strings.Split(os.Getenv(BucketEnv), ",")
+	f := strings.Split(os.Getenv(bucketEnv), ",")
 	if len(f) != 4 {
-		t.Fatalf("%s=%q: want endpoint,access,secret,bucket", BucketEnv, os.Getenv(BucketEnv))
+		t.Fatalf("%s=%q: want endpoint,access,secret,bucket", bucketEnv, os.Getenv(bucketEnv))
 	}
 	v := &Server{endpoint: f[0], access: f[1], secret: f[2]}
 	return v.conditionalStoreOf(t, f[3], partSize, opts...)
@@ -97,12 +98,12 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin, err := binary()
 	if err != nil {
-		msg := "versitygw not found (build it: " + Install + "): " + err.Error()
-		if os.Getenv(RequireEnv) != "" {
+		msg := "versitygw not found (build it: " + install + "): " + err.Error()
+		if os.Getenv(requireEnv) != "" {
 			t.Fatal(msg)
 		}
 		// Skipped, saying so, only outside CI: CI builds the server and
-		// sets RequireEnv, which makes a missing server a failure above.
+		// sets COMPACTKIT_REQUIRE_S3, which makes a missing server a failure above.
 		t.Skip("SKIPPED, no real S3 server: " + msg)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -147,23 +148,14 @@ func (v *Server) Through(endpoint string) *Server {
 	return &Server{dir: v.dir, endpoint: endpoint, access: v.access, secret: v.secret, buckets: v.buckets}
 }
 
-// NewBucket creates a new, empty bucket and returns its name.
-func (v *Server) NewBucket(t testing.TB) string {
+// newBucket creates a new, empty bucket and returns its name.
+func (v *Server) newBucket(t testing.TB) string {
 	t.Helper()
 	name := "bucket-" + strconv.FormatInt(v.buckets.Add(1), 10)
 	if err := os.Mkdir(filepath.Join(v.dir, name), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return name
-}
-
-// Store returns a store over a new bucket, through objstore's S3 provider
-// with the given part size (0: the provider's default), and the bucket's
-// name.
-func (v *Server) Store(t testing.TB, partSize uint64, opts ...objstore.Option) (*objstore.Store, string) {
-	t.Helper()
-	name := v.NewBucket(t)
-	return v.storeOf(t, name, partSize, opts...), name
 }
 
 // storeOf returns a store over the bucket name.
@@ -188,10 +180,13 @@ func (v *Server) storeOf(t testing.TB, name string, partSize uint64, opts ...obj
 	return objstore.New(b, opts...)
 }
 
-// ConditionalStore is Store with a create-if-absent (If-None-Match: *).
+// ConditionalStore returns a store over a new bucket, through objstore's
+// S3 provider with the given part size (0: the provider's default), with a
+// create-if-absent (If-None-Match: *), and the bucket's name. Its Store
+// field is the store without the create-if-absent.
 func (v *Server) ConditionalStore(t testing.TB, partSize uint64, opts ...objstore.Option) (*objstore.ConditionalStore, string) {
 	t.Helper()
-	name := v.NewBucket(t)
+	name := v.newBucket(t)
 	return v.conditionalStoreOf(t, name, partSize, opts...), name
 }
 

@@ -42,78 +42,65 @@ func WriteChart(path, title string, samples []Sample, marks []float64) error {
 		nlevels = max(nlevels, len(s.Queued))
 	}
 	var ymax float64
-	for l := range nlevels {
-		pts := make(plotter.XYs, len(samples))
-		for i, s := range samples {
-			pts[i].X = s.At.Seconds()
-			if l < len(s.Queued) {
-				pts[i].Y = float64(s.Queued[l])
-			}
-			ymax = max(ymax, pts[i].Y)
-		}
-		line, err := plotter.NewLine(pts)
+	add := func(p *plot.Plot, name string, value func(Sample) float64, style func(*plotter.Line)) error {
+		l, top, err := line(samples, value)
 		if err != nil {
 			return err
 		}
-		line.Color = levelColors[l%len(levelColors)]
-		line.Width = vg.Points(1.5)
-		queue.Add(line)
-		queue.Legend.Add(fmt.Sprintf("level %d", l), line)
+		style(l)
+		p.Add(l)
+		p.Legend.Add(name, l)
+		ymax = max(ymax, top)
+		return nil
 	}
-	jobs := make(plotter.XYs, len(samples))
-	for i, s := range samples {
-		jobs[i].X, jobs[i].Y = s.At.Seconds(), float64(s.Jobs)
-		ymax = max(ymax, jobs[i].Y)
+	for l := range nlevels {
+		err := add(queue, fmt.Sprintf("level %d", l), func(s Sample) float64 {
+			if l < len(s.Queued) {
+				return float64(s.Queued[l])
+			}
+			return 0
+		}, func(ln *plotter.Line) {
+			ln.Color = levelColors[l%len(levelColors)]
+			ln.Width = vg.Points(1.5)
+		})
+		if err != nil {
+			return err
+		}
 	}
-	jl, err := plotter.NewLine(jobs)
-	if err != nil {
+	if err := add(queue, "jobs", func(s Sample) float64 { return float64(s.Jobs) }, func(l *plotter.Line) {
+		l.Color = color.Gray{Y: 0x70}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	}); err != nil {
 		return err
 	}
-	jl.Color = color.Gray{Y: 0x70}
-	jl.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-	queue.Add(jl)
-	queue.Legend.Add("jobs", jl)
-	tombs := make(plotter.XYs, len(samples))
-	for i, s := range samples {
-		tombs[i].X, tombs[i].Y = s.At.Seconds(), float64(s.Tombstones)
-		ymax = max(ymax, tombs[i].Y)
-	}
-	tl, err := plotter.NewLine(tombs)
-	if err != nil {
+	if err := add(queue, "objects awaiting deletion", func(s Sample) float64 { return float64(s.Tombstones) }, func(l *plotter.Line) {
+		l.Color = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
+		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+	}); err != nil {
 		return err
 	}
-	tl.Color = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
-	tl.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-	queue.Add(tl)
-	queue.Legend.Add("objects awaiting deletion", tl)
+	queue.Y.Max = max(1, ymax*1.1)
 
 	amp := plot.New()
 	amp.X.Label.Text = "seconds since start"
 	amp.Y.Label.Text = "objects read by a 1-hour query"
-	pts := make(plotter.XYs, len(samples))
-	var amax float64
-	for i, s := range samples {
-		pts[i].X, pts[i].Y = s.At.Seconds(), s.ReadAmp
-		amax = max(amax, s.ReadAmp)
-	}
-	al, err := plotter.NewLine(pts)
-	if err != nil {
+	amp.Add(plotter.NewGrid())
+	amp.Legend.Top = true
+	ymax = 0
+	if err := add(amp, "read amplification (mean over tenants)", func(s Sample) float64 { return s.ReadAmp }, func(l *plotter.Line) {
+		l.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+		l.Width = vg.Points(1.5)
+		l.FillColor = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x30}
+	}); err != nil {
 		return err
 	}
-	al.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	al.Width = vg.Points(1.5)
-	al.FillColor = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0x30}
-	amp.Add(al, plotter.NewGrid())
-	amp.Legend.Top = true
-	amp.Legend.Add("read amplification (mean over tenants)", al)
+	amp.Y.Max = max(1, ymax*1.1)
 
 	xmax := samples[len(samples)-1].At.Seconds()
 	for _, p := range []*plot.Plot{queue, amp} {
 		p.X.Min, p.X.Max = 0, xmax
 		p.Y.Min = 0
 	}
-	queue.Y.Max = max(1, ymax*1.1)
-	amp.Y.Max = max(1, amax*1.1)
 	for _, m := range marks {
 		for _, p := range []*plot.Plot{queue, amp} {
 			top := p.Y.Max
@@ -151,4 +138,16 @@ func WriteChart(path, title string, samples []Sample, marks []float64) error {
 		return err
 	}
 	return f.Close()
+}
+
+// line draws one value of the samples over time; top is its largest
+// value.
+func line(samples []Sample, value func(Sample) float64) (l *plotter.Line, top float64, err error) {
+	pts := make(plotter.XYs, len(samples))
+	for i, s := range samples {
+		pts[i].X, pts[i].Y = s.At.Seconds(), value(s)
+		top = max(top, pts[i].Y)
+	}
+	l, err = plotter.NewLine(pts)
+	return l, top, err
 }

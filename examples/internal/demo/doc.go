@@ -1,7 +1,8 @@
 // Package demo is the code the runnable examples share: synthetic ingest of
 // level-0 segments, the run loop (workers over the worker protocol, a
 // sampler, progress bars), the verification of the final state, the
-// summary table and the chart.
+// summary table and the chart, and the examples' main (Main) and their
+// tests' small runs (SmallConfig, RunVerified).
 //
 // A run ingests segments written with blockmerge.WriteBlock into an object
 // store, adds them through the leader's endpoints (package rpc), lets workers

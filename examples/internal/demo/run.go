@@ -48,6 +48,10 @@ type Config struct {
 	Progress bool
 	// Logger receives the workers' logs (nil: discard).
 	Logger *slog.Logger
+	// Dir is the parent of the example's temporary directory ("" for the
+	// system's); Keep keeps that directory and prints its path.
+	Dir  string
+	Keep bool
 }
 
 // DefaultConfig returns the demo command's defaults.

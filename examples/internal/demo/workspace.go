@@ -7,11 +7,13 @@ import (
 	"github.com/compactkit/compactkit/blockmerge"
 )
 
-// Workspace creates the example's temporary directory under parent (""
-// for the system's) and a filesystem object store in it. close closes the
-// store and, unless keep is set, removes the directory.
-func Workspace(parent, pattern string, keep bool) (dir string, store *blockmerge.FileStore, close func(), err error) {
-	dir, err = os.MkdirTemp(parent, pattern)
+// Workspace creates the example's temporary directory under c.Dir (""
+// for the system's), named after pattern, and a filesystem object store
+// in it. close closes the store and, unless c.Keep is set, removes the
+// directory.
+func (c Config) Workspace(pattern string) (dir string, store *blockmerge.FileStore, close func(), err error) {
+	keep := c.Keep
+	dir, err = os.MkdirTemp(c.Dir, pattern)
 	if err != nil {
 		return "", nil, nil, err
 	}

@@ -4,22 +4,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3"
-	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/raftfsm/etcdraft"
+	"github.com/compactkit/compactkit/raftfsm/etcdraft/etcdrafttest"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 )
@@ -33,13 +30,11 @@ func testState() raftfsm.Config {
 	return cfg
 }
 
-// etcdNode is a single etcd-io/raft node in memory, its Ready loop driving
-// the adapter.
+// etcdNode is a single etcd-io/raft node in memory (etcdrafttest's
+// reference host) and the leader service over it.
 type etcdNode struct {
-	fsm  *raftfsm.FSM
-	svc  *leader.Service
-	stop chan struct{}
-	done chan struct{}
+	fsm *raftfsm.FSM
+	svc *leader.Service
 }
 
 // startEtcd starts a single-node etcd-io/raft cluster hosting cfg and
@@ -48,56 +43,17 @@ func startEtcd(t *testing.T, cfg raftfsm.Config, opts ...leader.Option) *etcdNod
 	t.Helper()
 	fsm, err := raftfsm.New(cfg)
 	require.NoError(t, err)
-	storage := raft.NewMemoryStorage()
-	node := raft.StartNode(&raft.Config{
-		ID: 1, ElectionTick: 10, HeartbeatTick: 1, Storage: storage,
-		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true,
-		DisableProposalForwarding: true, Logger: &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)},
-	}, []raft.Peer{{ID: 1}})
-	ad := etcdraft.New(fsm, node, 1, 0)
-	n := &etcdNode{fsm: fsm, svc: leader.New(ad, fsm, opts...), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(n.done)
-		ticker := time.NewTicker(10 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-n.stop:
-				node.Stop()
-				return
-			case <-ticker.C:
-				node.Tick()
-			case rd := <-node.Ready():
-				ad.Observe(rd)
-				if rd.HardState != nil {
-					_ = storage.SetHardState(rd.HardState)
-				}
-				if err := storage.Append(rd.Entries); err != nil {
-					t.Error(err)
-				}
-				for _, e := range rd.CommittedEntries {
-					if e.GetType() == raftpb.EntryType_EntryConfChange {
-						var cc raftpb.ConfChange
-						if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-							t.Error(err)
-						}
-						node.ApplyConfChange(&cc)
-					}
-					_, _ = ad.Apply(e) // a refusal is the state machine's answer
-				}
-				node.Advance()
-			}
-		}
-	}()
+	n, err := etcdrafttest.Start(fsm, etcdrafttest.Config{ID: 1, Peers: []raft.Peer{{ID: 1}}})
+	require.NoError(t, err)
+	svc := leader.New(n.Adapter, fsm, opts...)
 	t.Cleanup(func() {
-		close(n.stop)
-		<-n.done
-		_ = n.svc.Close()
+		assert.NoError(t, n.Stop())
+		_ = svc.Close()
 	})
-	for !ad.Leader().Leads {
+	for !n.Adapter.Leader().Leads {
 		time.Sleep(10 * time.Millisecond) // an election takes ~10 ticks
 	}
-	return n
+	return &etcdNode{fsm: fsm, svc: svc}
 }
 
 // fakeClock returns a clock that moves one second per reading.

@@ -8,7 +8,6 @@ require (
 	github.com/compactkit/compactkit/raftfsm/hraft v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/raft/v3 v3.7.0
-	google.golang.org/protobuf v1.36.11
 )
 
 require (
@@ -30,6 +29,7 @@ require (
 	go.etcd.io/bbolt v1.3.5 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.13.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 replace (
