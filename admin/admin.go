@@ -323,10 +323,11 @@ func logTime(ns int64) string {
 }
 
 func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
-	st, err := h.svc.Stats(ctx)
+	f, err := h.svc.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
+	st := f.Stats()
 	s := &Status{
 		LeaderID: h.svc.Leader().LeaderID, Term: st.Term, LastApplied: st.LastApplied, LogTime: logTime(st.Now),
 		ClusterVersion: int(st.ClusterVersion), Workers: st.Workers,
@@ -463,7 +464,7 @@ func queryInt(q url.Values, name string, max int) (int, error) {
 
 func (h *Handler) jobs(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	var flt raftfsm.JobFilter
+	var flt scheduler.Filter
 	if q.Has("tenant") {
 		t := q.Get("tenant")
 		flt.Tenant = &t
@@ -488,10 +489,11 @@ func (h *Handler) jobs(r *http.Request) (any, error) {
 		return nil, err
 	}
 	cursor := q.Get("cursor")
-	jobs, next, err := h.svc.Jobs(r.Context(), flt, cursor, limit)
+	f, err := h.svc.Read(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	jobs, next := f.Jobs(flt, cursor, limit)
 	if cursor != "" && !scheduler.ValidCursor(cursor) {
 		return nil, badf("cursor %q is not one this API returned", cursor)
 	}
@@ -507,10 +509,11 @@ func (h *Handler) job(r *http.Request) (any, error) {
 	if err := ident.ValidateJobName(name); err != nil {
 		return nil, badRequest{err}
 	}
-	js, plan, ok, err := h.svc.Job(r.Context(), name)
+	f, err := h.svc.Read(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	js, plan, ok := f.Job(name)
 	if !ok {
 		return nil, notFound{fmt.Errorf("no job %q", name)}
 	}
@@ -541,7 +544,7 @@ type Tenant struct {
 }
 
 func (h *Handler) tenants(r *http.Request) (any, error) {
-	if _, err := h.svc.Stats(r.Context()); err != nil { // on the leader, up to date
+	if _, err := h.svc.Read(r.Context()); err != nil { // on the leader, up to date
 		return nil, err
 	}
 	return h.tenantRows(-1), nil
@@ -585,10 +588,11 @@ func (h *Handler) quarantine(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	blocks, next, err := h.svc.Quarantined(r.Context(), r.URL.Query().Get("cursor"), limit)
+	f, err := h.svc.Read(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	blocks, next := f.Quarantined(r.URL.Query().Get("cursor"), limit)
 	page := QuarantinePage{Blocks: []Quarantined{}, Next: next}
 	for _, b := range blocks {
 		page.Blocks = append(page.Blocks, Quarantined{ID: b.ID, Tenant: b.Tenant, Shard: b.Shard, Level: b.Level, Job: b.Job,
@@ -619,7 +623,7 @@ func (h *Handler) dryRun(r *http.Request) (any, error) {
 	if slots == 0 {
 		slots = 1
 	}
-	if _, err := h.svc.Stats(r.Context()); err != nil { // on the leader, up to date
+	if _, err := h.svc.Read(r.Context()); err != nil { // on the leader, up to date
 		return nil, err
 	}
 	f := h.svc.FSM()
@@ -772,7 +776,7 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 	if h.identity != nil {
 		op.By = h.identity(r)
 	}
-	res, err := h.svc.Operator(r.Context(), op)
+	res, err := h.svc.Propose(r.Context(), &raftfsm.Command{Operator: &op})
 	if err != nil {
 		fail(w, err)
 		return

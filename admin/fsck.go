@@ -11,7 +11,6 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/blockmerge"
-	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -74,7 +73,7 @@ func (h *Handler) check(ctx context.Context) (*FsckReport, error) {
 	if h.store == nil {
 		return nil, notFound{fmt.Errorf("fsck: this handler has no object store (see admin.WithStore)")}
 	}
-	if _, err := h.svc.Stats(ctx); err != nil { // on the leader, up to date
+	if _, err := h.svc.Read(ctx); err != nil { // on the leader, up to date
 		return nil, err
 	}
 	f := h.svc.FSM()
@@ -94,7 +93,7 @@ func (h *Handler) check(ctx context.Context) (*FsckReport, error) {
 	view.Close()
 	// Attempts in progress write under their own prefix.
 	for cursor := ""; ; {
-		jobs, next := f.Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, cursor, scheduler.MaxListLimit)
+		jobs, next := f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, cursor, scheduler.MaxListLimit)
 		for _, js := range jobs {
 			acc.prefixes[ck.AttemptPrefix(js.Name, js.Token)] = true
 		}

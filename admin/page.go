@@ -12,6 +12,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/policytext"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // pageData is what the status page shows.
@@ -262,19 +263,16 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		d.CompactNow = append(d.CompactNow, compactNowText(c))
 	}
 	d.Tenants = h.tenantRows(pageRows)
-	jobs, _, err := h.svc.Jobs(ctx, raftfsm.JobFilter{Status: ck.StatusInProgress}, "", pageRows)
+	f, err := h.svc.Read(ctx)
 	if err != nil {
 		fail(w, err)
 		return
 	}
+	jobs, _ := f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", pageRows)
 	for _, js := range jobs {
 		d.InProgress = append(d.InProgress, jobOf(js))
 	}
-	q, _, err := h.svc.Quarantined(ctx, "", pageRows)
-	if err != nil {
-		fail(w, err)
-		return
-	}
+	q, _ := f.Quarantined("", pageRows)
 	for _, b := range q {
 		d.Quarantine = append(d.Quarantine, Quarantined{ID: b.ID, Tenant: b.Tenant, Level: b.Level, Job: b.Job, Reason: b.Reason, Since: logTime(b.Since)})
 	}

@@ -58,10 +58,11 @@ func (h *Handler) policiesOf(r *http.Request) (*Policies, error) {
 			return nil, badf("cursor %q is not one this API returned", q.Get("cursor"))
 		}
 	}
-	ps, err := h.svc.Policies(r.Context())
+	f, err := h.svc.Read(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	ps := f.Policies()
 	tenants := ps.Tenants // by tenant name
 	if paged {
 		i, found := slices.BinarySearchFunc(tenants, after, func(t raftfsm.TenantPolicy, name string) int { return strings.Compare(t.Tenant, name) })
@@ -160,7 +161,7 @@ func (h *Handler) policyCommand(w http.ResponseWriter, r *http.Request, name str
 	if h.identity != nil {
 		cmd.By = h.identity(r)
 	}
-	res, err := h.svc.Policy(r.Context(), cmd)
+	res, err := h.svc.Propose(r.Context(), &raftfsm.Command{Policy: &cmd})
 	if err != nil {
 		fail(w, err)
 		return

@@ -83,13 +83,17 @@ func replicaMemory(b *testing.B, blocks int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch := make([]ck.BlockMeta, 0, raftfsm.MaxBlocksPerCommand)
+		batch := make([]ck.BlockMeta, 0, raftfsm.DefaultLimits.MaxBlocks)
 		index := uint64(0)
 		for i := range blocks {
 			batch = append(batch, leadertest.Block(fmt.Sprintf("01JD%016d-%06d", i, i%1000), fmt.Sprintf("tenant-%03d", i%100), uint32(i%64), int64(i)*1e6))
 			if len(batch) == cap(batch) || i == blocks-1 {
 				index++
-				if _, err := fsm.ApplyCommand(ck.Entry{Index: index, Term: 1, Time: 1e18}, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: batch}, Time: 1e18}); err != nil {
+				data, err := (&raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: batch}, Time: 1e18}).MarshalVersion(raftfsm.CommandVersion)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := fsm.Apply(ck.Entry{Index: index, Term: 1, Time: 1e18}, data); err != nil {
 					b.Fatal(err)
 				}
 				batch = batch[:0]

@@ -83,7 +83,7 @@ func TestCreateAnsweredExistsIsOwnAppend(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, resp.Jobs, 1)
 	require.Equal(t, ck.OutcomeAssigned, resp.Jobs[0].Outcome)
-	_, err = svc.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: resp.Jobs[0].Job})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpCancel, Job: resp.Jobs[0].Job}})
 	require.NoError(t, err, "the cancel this very call applied")
 
 	require.Len(t, store.answersLost(), 10, "eight entries and two checkpoints answered exists")

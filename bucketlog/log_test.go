@@ -220,7 +220,7 @@ func TestRefusedEntryIsNoConflict(t *testing.T) {
 	ctx := context.Background()
 	_, err := c.svcs[0].AddBlocks(ctx, []ck.BlockMeta{leadertest.Block("seg-1", "acme", 0, 0)})
 	require.NoError(t, err)
-	_, err = c.svcs[0].Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: "no.such.job"})
+	_, err = c.svcs[0].Propose(ctx, &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpCancel, Job: "no.such.job"}})
 	require.ErrorIs(t, err, raftfsm.ErrOperator)
 	for seq := uint64(1); seq <= 3; seq++ {
 		_, err := c.svcs[0].Poll(ctx, &ck.PollRequest{WorkerID: "w1-AAAAAAAAAAAAAAAA", Seq: seq, FreeSlots: 1})

@@ -12,6 +12,7 @@ import (
 	"github.com/compactkit/compactkit/compactkittest"
 	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 func testConfig() raftfsm.Config {
@@ -138,7 +139,7 @@ func TestForgedPollHasNoLease(t *testing.T) {
 		n.add(compactkittest.Blocks(compactkittest.Space{Tenants: []string{"acme"}}, 3, 6).Draw(t, "blocks"))
 		n.apply(mustPrepare(t, n, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 2}))
 		req := compactkittest.ForgedPoll(n.f).Draw(t, "forged")
-		before, _ := n.f.Jobs(raftfsm.JobFilter{}, "", 0)
+		before, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
 		cmd, err := n.f.Prepare(req, n.now)
 		if err != nil {
 			return // refused outright: changed nothing
@@ -149,7 +150,7 @@ func TestForgedPollHasNoLease(t *testing.T) {
 				t.Fatalf("forged report on %s answered %v", j.Job, j.Outcome)
 			}
 		}
-		after, _ := n.f.Jobs(raftfsm.JobFilter{}, "", 0)
+		after, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
 		for i := range before {
 			if before[i].Token != after[i].Token || before[i].Status != after[i].Status || before[i].Worker != after[i].Worker {
 				t.Fatalf("job %s changed: %+v → %+v", before[i].Name, before[i], after[i])

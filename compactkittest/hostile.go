@@ -11,6 +11,7 @@ import (
 	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // MalformedID generates block IDs that compactkit.BlockMeta.Validate
@@ -56,7 +57,7 @@ func ForgedPoll(f *raftfsm.FSM) *rapid.Generator[*ck.PollRequest] {
 	return rapid.Custom(func(t *rapid.T) *ck.PollRequest {
 		req := &ck.PollRequest{WorkerID: "thief-" + Name().Draw(t, "thief"), Seq: 1}
 		job, token := "no-such-job", fencing.Token(rapid.Uint64Range(1, 1<<20).Draw(t, "token"))
-		jobs, _ := f.Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 0)
+		jobs, _ := f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 0)
 		var reply ck.JobReply
 		if len(jobs) > 0 {
 			js := rapid.SampledFrom(jobs).Draw(t, "job")

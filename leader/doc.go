@@ -22,8 +22,8 @@
 //     until everything committed before is applied locally (a barrier),
 //     proposes its configuration if the log is new, then proposes
 //     [raftfsm.TookOffice], which extends the leases in progress so that an
-//     election costs no healthy job its lease. [Service.TakeOffice] does it
-//     at once; every call does it first.
+//     election costs no healthy job its lease. [Service.Read] does it at
+//     once; every call does it first.
 //   - Polls are serialised — all of them, not per worker — so each is
 //     prepared on the state that includes the previous one. A retried poll
 //     (the worker's latest sequence number) is answered from the poll log.
@@ -31,7 +31,7 @@
 //     unknown ([ErrOutcomeUnknown]) is resolved here: after a barrier, the
 //     poll log answers if it was applied; otherwise it is prepared again
 //     under the same sequence number, which the state machine acts on at
-//     most once. Single- and two-commit modes ([Mode]).
+//     most once. Single- and two-commit polls ([WithTwoCommit]).
 //   - Errors a worker recognises: a *[NotLeaderError] naming the leader
 //     when this node does not lead (the worker retries elsewhere with the
 //     same request); an error wrapping [compactkit.ErrRejected] for a request
@@ -40,8 +40,8 @@
 //   - Every wait honours its context; a proposal is bounded by the
 //     propose timeout, so nothing waits forever.
 //
-// Operator commands ([Service.Operator], [Service.Policy], ...) are
-// proposed like any other write; reads ([Service.Stats],
-// [Service.Policies], [Service.Jobs], ...) are linearizable: the
-// node has taken office in its term and a barrier confirms it still leads.
+// Operator, policy and configuration commands are proposed like any other
+// write, with [Service.Propose]; reads are linearizable through
+// [Service.Read], which returns the state machine once the node has taken
+// office in its term and a barrier confirms it still leads.
 package leader

@@ -47,10 +47,10 @@ func Example() {
 	// entries: 4
 }
 
-// ExampleService_Policy sets a tenant's scheduling policy through the
+// ExampleService_Propose sets a tenant's scheduling policy through the
 // leader: low priority, at most two jobs at once, new jobs only off-peak.
 // At noon its window is closed.
-func ExampleService_Policy() {
+func ExampleService_Propose() {
 	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
 	if err != nil {
 		panic(err)
@@ -64,20 +64,20 @@ func ExampleService_Policy() {
 		MaxInProgress: 2,
 		Run:           policy.RunPolicy{Mode: policy.OnlyIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 22 * 60, End: 6 * 60}}},
 	}
-	if _, err := svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &p, By: "alice"}); err != nil {
+	if _, err := svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &p, By: "alice"}}); err != nil {
 		panic(err)
 	}
-	ps, err := svc.Policies(ctx)
+	fsm, err = svc.Read(ctx) // linearizable
 	if err != nil {
 		panic(err)
 	}
-	for _, t := range ps.Tenants {
+	for _, t := range fsm.Policies().Tenants {
 		fmt.Println(t.Tenant, t.Policy.Class, t.Policy.MaxInProgress, t.Policy.Run.Mode, t.Policy.Run.Windows, "open:", t.Open)
 	}
 
 	// A freeze that never lifts is refused.
 	always := policy.Tenant{Run: policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: 24 * 60}}}}
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &always})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &always}})
 	fmt.Println(errors.Is(err, policy.ErrNeverOpens))
 	// Output:
 	// acme low 2 only-in [Sun,Mon,Tue,Wed,Thu,Fri,Sat 22:00-06:00 UTC+00:00] open: false

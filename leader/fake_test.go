@@ -120,7 +120,7 @@ func (n *fakeNode) Propose(ctx context.Context, cmd []byte, preparedAt uint64) (
 	}
 	if preparedAt != 0 && c.chance(c.conflict) {
 		// Another writer's entry lands first.
-		foreign, _ := (&raftfsm.Command{Time: 1, Watermark: &raftfsm.Watermark{OldestReader: 0}}).MarshalBinary()
+		foreign, _ := (&raftfsm.Command{Time: 1, Watermark: &raftfsm.Watermark{OldestReader: 0}}).MarshalVersion(raftfsm.CommandVersion)
 		c.entries = append(c.entries, fakeEntry{term: c.term, proposer: -1, cmd: foreign})
 	}
 	if tip := uint64(len(c.entries)); c.conflict > 0 && preparedAt != 0 && preparedAt != tip {

@@ -41,7 +41,7 @@ func (h Histogram) clone() Histogram {
 // Metrics is what a service measured while it led, by its own clock:
 // leader-local, reset when the process restarts, and only on the node
 // that served the polls — what alerting needs beside the replicated
-// statistics ([Service.Stats]).
+// statistics ([raftfsm.FSM.Stats]).
 type Metrics struct {
 	// PollSeconds is the latency of the polls answered.
 	PollSeconds Histogram

@@ -33,16 +33,16 @@ func TestServicePolicy(t *testing.T) {
 	require.NoError(t, err)
 
 	acme := policy.Tenant{Class: policy.Low, MaxInProgress: 2, Run: offPeak, StaleAfter: time.Hour}
-	res, err := svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &acme, By: "alice"})
+	res, err := svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &acme, By: "alice"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Count)
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true, Policy: &policy.Tenant{Class: policy.High}})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, All: true, Policy: &policy.Tenant{Class: policy.High}}})
 	require.NoError(t, err)
 	level := uint32(0)
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicyCompactNow, Tenant: "globex", Level: &level})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyCompactNow, Tenant: "globex", Level: &level}})
 	require.NoError(t, err)
 
-	ps, err := svc.Policies(ctx)
+	ps, err := readPolicies(ctx, svc)
 	require.NoError(t, err)
 	require.Equal(t, policy.High, ps.Default.Class)
 	require.Len(t, ps.Tenants, 1)
@@ -57,35 +57,35 @@ func TestServicePolicy(t *testing.T) {
 	before := len(c.entries)
 	c.mu.Unlock()
 	always := policy.RunPolicy{Mode: policy.NeverIn, Windows: []policy.Window{{Days: policy.EveryDay, Start: 0, End: 24 * 60}}}
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &policy.Tenant{Run: always}})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &policy.Tenant{Run: always}}})
 	require.ErrorIs(t, err, raftfsm.ErrInvalidCommand)
 	require.ErrorIs(t, err, policy.ErrNeverOpens)
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme"})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme"}})
 	require.ErrorIs(t, err, raftfsm.ErrInvalidCommand)
-	_, err = svc.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Level: &level, Policy: &acme})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Level: &level, Policy: &acme}})
 	require.ErrorIs(t, err, raftfsm.ErrInvalidCommand)
 	c.mu.Lock()
 	require.Equal(t, before, len(c.entries), "refused commands propose nothing")
 	c.mu.Unlock()
 
 	// A follower names the leader.
-	_, err = c.svcs[1].Policies(ctx)
+	_, err = readPolicies(ctx, c.svcs[1])
 	var nl *leader.NotLeaderError
 	require.ErrorAs(t, err, &nl)
 	require.Equal(t, "0", nl.LeaderID)
-	_, err = c.svcs[1].Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: "acme"})
+	_, err = c.svcs[1].Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: "acme"}})
 	require.ErrorAs(t, err, &nl)
 
 	// The next leader reads the same policies; every replica holds them.
 	c.ChangeLeader(t)
 	var next *leader.Service
 	for _, s := range c.svcs {
-		if s.TakeOffice(ctx) == nil {
+		if _, err := s.Read(ctx); err == nil {
 			next = s
 		}
 	}
 	require.NotNil(t, next)
-	again, err := next.Policies(ctx)
+	again, err := readPolicies(ctx, next)
 	require.NoError(t, err)
 	require.Equal(t, ps, again)
 	c.Settle(t)
@@ -94,13 +94,23 @@ func TestServicePolicy(t *testing.T) {
 	}
 
 	// Clearing is idempotent: the second clear changes nothing.
-	res, err = next.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: "acme"})
+	res, err = next.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: "acme"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Count)
-	res, err = next.Policy(ctx, raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: "acme"})
+	res, err = next.Propose(ctx, &raftfsm.Command{Policy: &raftfsm.PolicyCommand{Action: raftfsm.PolicyClear, Tenant: "acme"}})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.Count)
-	ps, err = next.Policies(ctx)
+	ps, err = readPolicies(ctx, next)
 	require.NoError(t, err)
 	require.Empty(t, ps.Tenants)
+}
+
+// readPolicies reads the policies in force through the service's
+// linearizable read.
+func readPolicies(ctx context.Context, svc *leader.Service) (raftfsm.Policies, error) {
+	f, err := svc.Read(ctx)
+	if err != nil {
+		return raftfsm.Policies{}, err
+	}
+	return f.Policies(), nil
 }

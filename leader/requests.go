@@ -96,10 +96,3 @@ func (r *Requests) Forget(id uint64) {
 	delete(r.waiting, id)
 	r.mu.Unlock()
 }
-
-// Len returns the number of proposals waited for.
-func (r *Requests) Len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.waiting)
-}

@@ -13,54 +13,28 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// Mode selects how a worker's poll goes through the log.
-type Mode uint8
-
-const (
-	// SingleCommit (the default) proposes one entry per poll: the prepared
-	// plan update. Assignment tokens are that entry's index.
-	SingleCommit Mode = iota
-	// TwoCommit first commits a read-only prepare entry
-	// ([raftfsm.PreparePoll]), then prepares the plan on the state that
-	// includes it and commits the update: two entries per poll, tokens are
-	// the prepare entry's index (Pyroscope v2's protocol).
-	TwoCommit
-)
-
-// String returns the mode's name.
-func (m Mode) String() string {
-	switch m {
-	case SingleCommit:
-		return "single-commit"
-	case TwoCommit:
-		return "two-commit"
-	default:
-		return fmt.Sprintf("Mode(%d)", uint8(m))
-	}
-}
-
 // Defaults of the service's options.
 const (
-	// DefaultProposeTimeout bounds one proposal when the caller's context
+	// defaultProposeTimeout bounds one proposal when the caller's context
 	// has no earlier deadline, and how long an abandoned poll's proposal
 	// may hold the next poll back.
-	DefaultProposeTimeout = 10 * time.Second
-	// DefaultRetries bounds how often a poll is prepared again after a
+	defaultProposeTimeout = 10 * time.Second
+	// defaultRetries bounds how often a poll is prepared again after a
 	// conflict or an unknown outcome.
-	DefaultRetries = 8
+	defaultRetries = 8
 )
 
 // Option configures a [Service].
 type Option func(*options)
 
 type options struct {
-	mode    Mode
-	clock   func() time.Time
-	timeout time.Duration
-	retries int
-	backoff func(attempt int) time.Duration
-	log     *slog.Logger
-	keys    []TokenKey // nil: tokens are not signed
+	twoCommit bool
+	clock     func() time.Time
+	timeout   time.Duration
+	retries   int
+	backoff   func(attempt int) time.Duration
+	log       *slog.Logger
+	keys      []TokenKey // nil: tokens are not signed
 	// staleAfter: from this conflict on, a poll is appended on any state
 	// (0: never); skipIdle: idle polls are answered without an entry.
 	staleAfter int
@@ -87,8 +61,13 @@ func WithStaleAfter(k int) Option { return func(o *options) { o.staleAfter = max
 // the newest state.
 func WithSkipIdlePolls() Option { return func(o *options) { o.skipIdle = true } }
 
-// WithMode selects single-commit (default) or two-commit polls.
-func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
+// WithTwoCommit makes every poll go through the log as two entries
+// instead of one: a read-only prepare entry ([raftfsm.PreparePoll]) is
+// committed first, then the plan is prepared on the state that includes it
+// and the update committed, and assignment tokens are the prepare entry's
+// index (Pyroscope v2's protocol). By default a poll is one entry, the
+// prepared plan update, whose index is the assignments' token.
+func WithTwoCommit() Option { return func(o *options) { o.twoCommit = true } }
 
 // WithClock sets the leader's clock that stamps commands (default
 // time.Now). Tests inject a fake one.
@@ -101,7 +80,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithProposeTimeout sets how long one proposal may take when the caller's
-// context has no earlier deadline (default [DefaultProposeTimeout]).
+// context has no earlier deadline (default 10 seconds), and how long an
+// abandoned poll's proposal may hold the next poll back.
 func WithProposeTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
@@ -111,7 +91,7 @@ func WithProposeTimeout(d time.Duration) Option {
 }
 
 // WithRetries sets how many times a poll is prepared again after a
-// conflict or an unknown outcome (default [DefaultRetries]), and the wait
+// conflict or an unknown outcome (default 8), and the wait
 // before each retry (default none; the bucket log wants jittered backoff).
 func WithRetries(n int, backoff func(attempt int) time.Duration) Option {
 	return func(o *options) {
@@ -160,7 +140,7 @@ type office struct {
 // New returns a service proposing to log, whose applied compactkit
 // entries go to fsm.
 func New(log Log, fsm *raftfsm.FSM, opts ...Option) *Service {
-	o := options{clock: time.Now, timeout: DefaultProposeTimeout, retries: DefaultRetries, log: slog.New(slog.DiscardHandler)}
+	o := options{clock: time.Now, timeout: defaultProposeTimeout, retries: defaultRetries, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -177,9 +157,6 @@ func (s *Service) Close() error {
 // FSM returns the local state machine, for reads that may be stale (on
 // followers, say).
 func (s *Service) FSM() *raftfsm.FSM { return s.fsm }
-
-// Mode returns the poll mode.
-func (s *Service) Mode() Mode { return s.o.mode }
 
 // Leader reports what this node knows of who leads: whether it does, in
 // which term, and the leader's ID and address when known.
@@ -206,13 +183,12 @@ func (s *Service) IsLeader() bool {
 	}
 }
 
-// TakeOffice returns once this node, leading, has taken office in its
+// enterOffice returns once this node, leading, has taken office in its
 // current term: everything committed before is applied locally, the first
 // leader of a new log has proposed its configuration, and the term's
 // [raftfsm.TookOffice] command (extending every lease in progress) is
-// applied. Every call takes office first; a host calls TakeOffice as soon
-// as it learns that it leads, so that leases are extended at once.
-func (s *Service) TakeOffice(ctx context.Context) error {
+// applied. Every call takes office first.
+func (s *Service) enterOffice(ctx context.Context) error {
 	select {
 	case <-s.closed:
 		return s.closedErr()
@@ -308,7 +284,7 @@ func (s *Service) propose(ctx context.Context, cmd *raftfsm.Command, preparedAt 
 
 // write takes office, then proposes cmd.
 func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
-	if err := s.TakeOffice(ctx); err != nil {
+	if err := s.enterOffice(ctx); err != nil {
 		return nil, err
 	}
 	a, err := s.propose(ctx, cmd, 0)
@@ -318,7 +294,7 @@ func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Res
 // Poll serves a worker's poll. A retried request (the worker's latest
 // sequence number) is answered from the poll log; otherwise the poll is
 // prepared with the leader's clock, proposed (after a prepare entry in
-// [TwoCommit] mode) and the response the replicas' Apply produced is
+// [WithTwoCommit]) and the response the replicas' Apply produced is
 // returned. Polls are serialised — all of them, not per worker: two polls
 // prepared on the same state would contend for the same jobs, and the
 // second worker would get nothing.
@@ -362,7 +338,7 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 			return nil, ctx.Err()
 		}
 	}
-	if err := s.TakeOffice(ctx); err != nil {
+	if err := s.enterOffice(ctx); err != nil {
 		return nil, err
 	}
 	signed, forged := s.checkSignatures(req)
@@ -404,7 +380,7 @@ func (s *Service) pollOnce(ctx context.Context, req *ck.PollRequest, stale bool)
 		return resp, nil
 	}
 	var token uint64
-	if s.o.mode == TwoCommit {
+	if s.o.twoCommit {
 		prep := &raftfsm.Command{PreparePoll: &raftfsm.PreparePoll{WorkerID: req.WorkerID, Seq: req.Seq}}
 		a, err := s.proposePoll(ctx, prep, 0)
 		if err != nil {
@@ -522,14 +498,18 @@ func rejected(err error) error {
 	return err
 }
 
-// AddBlocks proposes newly written blocks, in commands of at most
-// [raftfsm.MaxBlocksPerCommand] blocks, and returns what became of each,
-// in order (a duplicate is refused individually). On error the results of
-// the commands already applied are returned with it.
+// AddBlocks proposes newly written blocks, in commands of at most the
+// replicated limit's blocks (raftfsm.Limits.MaxBlocks), and returns what
+// became of each, in order (a duplicate is refused individually). On error
+// the results of the commands already applied are returned with it.
 func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftfsm.BlockResult, error) {
 	out := make([]raftfsm.BlockResult, 0, len(blocks))
+	limit := s.fsm.Config().Limits.MaxBlocks
+	if limit <= 0 {
+		limit = raftfsm.DefaultLimits.MaxBlocks
+	}
 	for len(blocks) > 0 {
-		n := min(len(blocks), raftfsm.MaxBlocksPerCommand)
+		n := min(len(blocks), limit)
 		res, err := s.write(ctx, &raftfsm.Command{AddBlocks: &raftfsm.AddBlocks{Blocks: blocks[:n]}})
 		if err != nil {
 			return out, err
@@ -540,62 +520,17 @@ func (s *Service) AddBlocks(ctx context.Context, blocks []ck.BlockMeta) ([]raftf
 	return out, nil
 }
 
-// Operator proposes an operator command; an error wrapping
-// [raftfsm.ErrOperator] says it could not be carried out. The issuer's
-// name (op.By) is carried in the entry.
-func (s *Service) Operator(ctx context.Context, op raftfsm.Operator) (*raftfsm.Result, error) {
-	return s.write(ctx, &raftfsm.Command{Operator: &op})
-}
-
-// Policy proposes a scheduling-policy command (see package policy): set
-// or clear a tenant's policy or the default, or ask for a tenant's blocks
-// to be compacted now. A malformed command, or a policy under which work could never start, is
-// refused before it is proposed with an error wrapping
-// [raftfsm.ErrInvalidCommand] (and policy.ErrNeverOpens or
-// policy.ErrInvalid); one the state machine refuses when applying it (too
-// many tenant policies, say) wraps [raftfsm.ErrOperator].
-func (s *Service) Policy(ctx context.Context, p raftfsm.PolicyCommand) (*raftfsm.Result, error) {
-	return s.write(ctx, &raftfsm.Command{Policy: &p})
-}
-
-// Policies returns the scheduling policies in force — the default, the
-// tenants' own with whether each lets new jobs start at the log's time,
-// and the compact-now requests — read on the leader.
-func (s *Service) Policies(ctx context.Context) (raftfsm.Policies, error) {
-	if err := s.read(ctx); err != nil {
-		return raftfsm.Policies{}, err
-	}
-	return s.fsm.Policies(), nil
-}
-
-// SetConfig proposes a new replicated configuration.
-func (s *Service) SetConfig(ctx context.Context, cfg raftfsm.Config) error {
-	_, err := s.write(ctx, &raftfsm.Command{Config: &cfg})
-	return err
-}
-
-// Retention proposes a retention command; the result lists the blocks
-// dropped and the jobs cancelled.
-func (s *Service) Retention(ctx context.Context, r raftfsm.Retention) (*raftfsm.Result, error) {
-	return s.write(ctx, &raftfsm.Command{Retention: &r})
-}
-
-// Watermark proposes the start time of the oldest query still reading.
-func (s *Service) Watermark(ctx context.Context, oldestReader int64) error {
-	_, err := s.write(ctx, &raftfsm.Command{Watermark: &raftfsm.Watermark{OldestReader: oldestReader}})
-	return err
-}
-
-// SetClusterVersion proposes raising the cluster version (see the
-// upgrade procedure in the raftfsm package documentation).
-func (s *Service) SetClusterVersion(ctx context.Context, v byte) error {
-	_, err := s.write(ctx, &raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: v}})
-	return err
-}
-
-// Propose proposes any command other than a poll and returns its result;
-// the leader's clock stamps it. Polls go through [Service.Poll], which
-// serialises them.
+// Propose proposes a command other than a poll — an operator or policy
+// command, a retention, a reader watermark, a configuration, a cluster
+// version — and returns its result; the leader's clock stamps it, and the
+// service takes office first. A malformed command is refused before it is
+// proposed with an error wrapping [raftfsm.ErrInvalidCommand] (and, for a
+// policy under which work could never start, policy.ErrNeverOpens or
+// policy.ErrInvalid); one the state machine refuses when applying it (an
+// operator command on an unknown job, too many tenant policies) wraps
+// [raftfsm.ErrOperator]. An operator command carries its issuer's name
+// (Operator.By) in the entry. Polls go through [Service.Poll], which
+// serialises them, and new blocks through [Service.AddBlocks].
 func (s *Service) Propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
 	if cmd == nil {
 		return nil, fmt.Errorf("leader: nil command: %w", raftfsm.ErrInvalidCommand)
@@ -609,65 +544,25 @@ func (s *Service) Propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.R
 	return s.write(ctx, cmd)
 }
 
-// read makes the local state machine safe for a linearizable read: this
-// node leads, has taken office in its term (so everything committed
-// before, and every write it acknowledged since, is applied), and a
-// barrier confirms it still leads.
-func (s *Service) read(ctx context.Context) error {
-	if err := s.TakeOffice(ctx); err != nil {
-		return err
-	}
-	if err := s.log.Barrier(ctx); err != nil {
-		return err
-	}
-	if l := s.log.Leader(); !l.Leads {
-		return notLeader(l, nil)
-	}
-	return nil
-}
-
-// Stats returns the statistics of the state machine, read on the leader.
-func (s *Service) Stats(ctx context.Context) (raftfsm.Stats, error) {
-	if err := s.read(ctx); err != nil {
-		return raftfsm.Stats{}, err
-	}
-	return s.fsm.Stats(), nil
-}
-
-// Jobs lists jobs matching the filter, a page at a time (see
-// [raftfsm.FSM.Jobs]), read on the leader.
-func (s *Service) Jobs(ctx context.Context, flt raftfsm.JobFilter, cursor string, limit int) ([]ck.JobState, string, error) {
-	if err := s.read(ctx); err != nil {
-		return nil, "", err
-	}
-	jobs, next := s.fsm.Jobs(flt, cursor, limit)
-	return jobs, next, nil
-}
-
-// Job returns the state and plan of the named job, read on the leader.
-func (s *Service) Job(ctx context.Context, name string) (ck.JobState, ck.JobPlan, bool, error) {
-	if err := s.read(ctx); err != nil {
-		return ck.JobState{}, ck.JobPlan{}, false, err
-	}
-	js, plan, ok := s.fsm.Job(name)
-	return js, plan, ok, nil
-}
-
-// Quarantined lists quarantined blocks, a page at a time, read on the
-// leader.
-func (s *Service) Quarantined(ctx context.Context, cursor string, limit int) ([]raftfsm.QuarantinedBlock, string, error) {
-	if err := s.read(ctx); err != nil {
-		return nil, "", err
-	}
-	bs, next := s.fsm.Quarantined(cursor, limit)
-	return bs, next, nil
-}
-
-// Index returns a read-only view of the block index, opened on the leader.
-// Close it when done.
-func (s *Service) Index(ctx context.Context) (*raftfsm.IndexView, error) {
-	if err := s.read(ctx); err != nil {
+// Read returns the local state machine once it is safe for a
+// linearizable read: this node leads, has taken office in its term (so
+// everything committed before, and every write it acknowledged since, is
+// applied), and a barrier confirms it still leads. Taking office proposes
+// the term's [raftfsm.TookOffice] command, which extends every lease in
+// progress: a host calls Read as soon as it learns that it leads, so that
+// leases are extended at once. Read the state with the
+// state machine's queries ([raftfsm.FSM.Stats], [raftfsm.FSM.Jobs],
+// [raftfsm.FSM.Index], ...); [Service.FSM] gives the same state machine
+// without the check, for reads that may be stale (on followers, say).
+func (s *Service) Read(ctx context.Context) (*raftfsm.FSM, error) {
+	if err := s.enterOffice(ctx); err != nil {
 		return nil, err
 	}
-	return s.fsm.Index(), nil
+	if err := s.log.Barrier(ctx); err != nil {
+		return nil, err
+	}
+	if l := s.log.Leader(); !l.Leads {
+		return nil, notLeader(l, nil)
+	}
+	return s.fsm, nil
 }

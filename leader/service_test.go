@@ -16,9 +16,12 @@ import (
 // The scenario over a log that learns indexes only when it applies and
 // drops some proposals, or loses replies.
 func TestServiceDroppingLog(t *testing.T) {
-	for _, mode := range []leader.Mode{leader.SingleCommit, leader.TwoCommit} {
-		t.Run(mode.String(), func(t *testing.T) {
-			c := newFakeCluster(t, 3, 1, leader.WithMode(mode))
+	for _, mode := range []struct {
+		name string
+		opts []leader.Option
+	}{{"single-commit", nil}, {"two-commit", []leader.Option{leader.WithTwoCommit()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1, mode.opts...)
 			c.drop, c.lostReply = 0.05, 0.05
 			rep := leadertest.Run(t, c, leadertest.Options{})
 			require.Positive(t, rep.Retried, "the faults were exercised")
@@ -97,7 +100,7 @@ func TestServiceErrors(t *testing.T) {
 	require.ErrorIs(t, err, ck.ErrRejected, "an old request is rejected")
 	require.ErrorIs(t, err, raftfsm.ErrStaleRequest)
 
-	_, err = svc.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: "nope"})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpCancel, Job: "nope"}})
 	require.ErrorIs(t, err, raftfsm.ErrOperator)
 	_, err = svc.Propose(ctx, &raftfsm.Command{PreparePoll: &raftfsm.PreparePoll{WorkerID: "w", Seq: 9}})
 	require.ErrorIs(t, err, raftfsm.ErrInvalidCommand)
@@ -108,7 +111,7 @@ func TestServiceErrors(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 
 	require.NoError(t, svc.Close())
-	_, err = svc.Stats(ctx)
+	_, err = svc.Read(ctx)
 	require.ErrorIs(t, err, leader.ErrClosed)
 }
 
@@ -117,7 +120,8 @@ func TestServiceErrors(t *testing.T) {
 func TestServiceTakesOfficeEveryTerm(t *testing.T) {
 	c := newFakeCluster(t, 2, 6)
 	ctx := context.Background()
-	require.NoError(t, c.svcs[0].TakeOffice(ctx))
+	_, err := c.svcs[0].Read(ctx)
+	require.NoError(t, err)
 	require.True(t, c.svcs[0].IsLeader())
 	require.False(t, c.svcs[1].IsLeader())
 	took := func() (n int) {
@@ -135,7 +139,7 @@ func TestServiceTakesOfficeEveryTerm(t *testing.T) {
 	require.Equal(t, 1, took())
 	c.ChangeLeader(t)
 	require.False(t, c.svcs[0].IsLeader())
-	_, err := c.svcs[1].Stats(ctx)
+	_, err = c.svcs[1].Read(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, took())
 	require.True(t, c.svcs[1].IsLeader())

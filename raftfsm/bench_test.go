@@ -25,7 +25,9 @@ func benchBlocks(b *testing.B, n *node, count int, prefix string) {
 		for i := start; i < min(count, start+batch); i++ {
 			bs = append(bs, w2.Block(prefix, i, t0))
 		}
-		_, err := n.f.ApplyCommand(ck.Entry{Index: n.index + 1, Term: 1, Time: n.now}, &raftfsm.Command{Time: n.now, AddBlocks: &raftfsm.AddBlocks{Blocks: bs}})
+		data, err := (&raftfsm.Command{Time: n.now, AddBlocks: &raftfsm.AddBlocks{Blocks: bs}}).MarshalVersion(raftfsm.CommandVersion)
+		require.NoError(b, err)
+		_, err = n.f.Apply(ck.Entry{Index: n.index + 1, Term: 1, Time: n.now}, data)
 		require.NoError(b, err)
 		n.index++
 	}
@@ -211,9 +213,13 @@ func (pb *pollBench) step(b *testing.B, req *ck.PollRequest, want int) (*raftfsm
 	if err != nil {
 		b.Fatal(err)
 	}
+	data, err := cmd.MarshalVersion(raftfsm.CommandVersion)
+	if err != nil {
+		b.Fatal(err)
+	}
 	t1 := time.Now()
 	pb.n.index++
-	res, err := pb.n.f.ApplyCommand(ck.Entry{Index: pb.n.index, Term: 1, Time: pb.n.now}, cmd)
+	res, err := pb.n.f.Apply(ck.Entry{Index: pb.n.index, Term: 1, Time: pb.n.now}, data)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // TestCapFreedInSamePoll: ten one-slot polls, each completing the job the
@@ -51,7 +52,7 @@ func startsInTenPolls(t *testing.T, version byte, limit uint32) int {
 			}
 		}
 		if limit > 0 {
-			jobs, _ := n.f.Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 0)
+			jobs, _ := n.f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 0)
 			require.LessOrEqual(t, len(jobs), int(limit), "the cap holds")
 		}
 	}

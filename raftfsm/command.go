@@ -45,8 +45,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // it: the proposer's timestamp and exactly one operation.
 //
 // Build a command by filling the struct (one operation) and encode it with
-// [FSM.Encode] on the leader (or [Command.MarshalBinary]); the state machine
-// decodes and validates it in Apply.
+// [FSM.Encode] on the leader (or [Command.MarshalVersion]); the state
+// machine decodes and validates it in Apply.
 type Command struct {
 	_ struct{} `cbor:",toarray"`
 	// Time is the proposer's timestamp (unix nanoseconds). The leader
@@ -69,21 +69,29 @@ type Command struct {
 	Policy *PolicyCommand
 }
 
-// MarshalCBOR encodes the command as an array of ten items, or eleven with
-// a policy.
-func (c Command) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(10, c.items()...)
+// commandRec is a command's wire form: an array of ten items, or eleven
+// with a policy; the operator item is an [operatorRec].
+type commandRec Command
+
+// MarshalCBOR encodes the command.
+func (c *commandRec) MarshalCBOR() ([]byte, error) {
+	op := (*operatorRec)(c.Operator)
+	return codec.Default.MarshalItems(10, c.items(&op)...)
 }
 
-// UnmarshalCBOR decodes [Command.MarshalCBOR]'s encoding; eleven items
+// UnmarshalCBOR decodes [commandRec.MarshalCBOR]'s encoding; eleven items
 // with no policy are malformed.
-func (c *Command) UnmarshalCBOR(data []byte) error {
-	return codec.Default.UnmarshalItems(data, 10, c.items()...)
+func (c *commandRec) UnmarshalCBOR(data []byte) error {
+	var op *operatorRec
+	err := codec.Default.UnmarshalItems(data, 10, c.items(&op)...)
+	c.Operator = (*Operator)(op)
+	return err
 }
 
-// items lists the command's encoded fields, in order.
-func (c *Command) items() []any {
-	return []any{&c.Time, &c.AddBlocks, &c.Poll, &c.Config, &c.TookOffice, &c.Retention, &c.Watermark, &c.Operator,
+// items lists the command's encoded fields, in order, with op standing for
+// the operator.
+func (c *commandRec) items(op **operatorRec) []any {
+	return []any{&c.Time, &c.AddBlocks, &c.Poll, &c.Config, &c.TookOffice, &c.Retention, &c.Watermark, op,
 		&c.PreparePoll, &c.ClusterVersion, &c.Policy}
 }
 
@@ -208,8 +216,8 @@ type Operator struct {
 	Blocks []string
 	// By names who issued the command (an operator, a tool), as the
 	// host's authentication knows them: carried in the log, so every
-	// replica logs it with the command. At most MaxOperatorNameLen bytes
-	// of printable UTF-8 (an optional CBOR item after Blocks).
+	// replica logs it with the command. At most 128 bytes of printable
+	// UTF-8 (an optional CBOR item after Blocks).
 	By string
 	// Reason says why the blocks are marked (OpMark only): at most
 	// 1024 bytes of printable UTF-8 (an optional CBOR
@@ -222,20 +230,23 @@ type Operator struct {
 	All bool
 }
 
-// MaxOperatorNameLen bounds [Operator.By].
-const MaxOperatorNameLen = 128
+// maxOperatorNameLen bounds [Operator.By].
+const maxOperatorNameLen = 128
 
-// MarshalCBOR encodes the command as an array of six fields, seven with By,
-// eight with a Reason, or nine with All: the optional fields are written
-// up to the last that is set.
-func (o Operator) MarshalCBOR() ([]byte, error) {
+// operatorRec is an operator command's wire form: an array of six fields,
+// seven with By, eight with a Reason, or nine with All: the optional
+// fields are written up to the last that is set.
+type operatorRec Operator
+
+// MarshalCBOR encodes the operator command.
+func (o *operatorRec) MarshalCBOR() ([]byte, error) {
 	return codec.Default.MarshalItems(6, o.items()...)
 }
 
-// UnmarshalCBOR decodes [Operator.MarshalCBOR]'s encoding; seven fields
+// UnmarshalCBOR decodes [operatorRec.MarshalCBOR]'s encoding; seven fields
 // with an empty By, eight with an empty Reason, or nine without All, are
 // malformed.
-func (o *Operator) UnmarshalCBOR(data []byte) error {
+func (o *operatorRec) UnmarshalCBOR(data []byte) error {
 	if err := codec.Default.UnmarshalItems(data, 6, o.items()...); err != nil {
 		return fmt.Errorf("raftfsm: operator: %w", err)
 	}
@@ -243,7 +254,7 @@ func (o *Operator) UnmarshalCBOR(data []byte) error {
 }
 
 // items lists the command's encoded fields, in order.
-func (o *Operator) items() []any {
+func (o *operatorRec) items() []any {
 	return []any{&o.Action, &o.Tenant, &o.Level, &o.Job, &o.MaxFailures, &o.Blocks, &o.By, &o.Reason, &o.All}
 }
 
@@ -263,29 +274,24 @@ type SetClusterVersion struct {
 	Version byte
 }
 
-// MarshalBinary encodes the command in the newest version,
-// [CommandVersion]. During a rolling upgrade, when replicas of the
-// previous release may still read the log, encode with [FSM.Encode]
-// (which writes the version the cluster allows) or [Command.MarshalVersion].
-func (c *Command) MarshalBinary() ([]byte, error) {
-	return c.MarshalVersion(CommandVersion)
-}
-
 // MarshalVersion encodes the command in the given command version (5 to
-// [CommandVersion]).
+// [CommandVersion]), as it is: a leader encodes with [FSM.Encode], which
+// stamps the leader's time and writes the version the replicated cluster
+// version allows, so that replicas of the previous release can read it
+// during a rolling upgrade.
 func (c *Command) MarshalVersion(version byte) ([]byte, error) {
 	if version < oldestVersion || version > CommandVersion {
 		return nil, fmt.Errorf("raftfsm: command version %d, this release writes %d to %d: %w", version, oldestVersion, CommandVersion, ErrClusterVersion)
 	}
-	data, err := codec.Default.Encode(codec.KindCommand, version, c)
+	data, err := codec.Default.Encode(codec.KindCommand, version, (*commandRec)(c))
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: command: %w", err)
 	}
 	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli)), nil
 }
 
-// DecodeCommand decodes and validates a command encoded by
-// [Command.MarshalBinary] or [Command.MarshalVersion]. Malformed input
+// DecodeCommand decodes and validates a command encoded by [FSM.Encode] or
+// [Command.MarshalVersion]. Malformed input
 // returns an error wrapping one of compactkit's sentinel errors
 // (compactkit.ErrChecksum for a command whose checksum does not match,
 // compactkit.ErrUnknownVersion for a version this release does not read);
@@ -313,7 +319,7 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 		return nil, version, fmt.Errorf("raftfsm: command checksum %08x, computed %08x: %w", got, want, ck.ErrChecksum)
 	}
 	var c Command
-	if _, err := codec.Default.Decode(body, codec.KindCommand, func(byte) bool { return true }, &c); err != nil {
+	if _, err := codec.Default.Decode(body, codec.KindCommand, func(byte) bool { return true }, (*commandRec)(&c)); err != nil {
 		return nil, version, fmt.Errorf("raftfsm: command: %w", err)
 	}
 	if err := c.Validate(); err != nil {
@@ -322,8 +328,9 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	return &c, version, nil
 }
 
-// MaxBlocksPerCommand bounds the blocks of one AddBlocks command.
-const MaxBlocksPerCommand = 65536
+// maxBlocksPerCommand bounds the blocks of one AddBlocks command, whatever
+// the limits.
+const maxBlocksPerCommand = 65536
 
 // Validate reports whether c is well-formed: exactly one operation, with
 // valid fields. The state machine validates every command it decodes; the
@@ -386,8 +393,8 @@ func (c *Command) Validate() error {
 }
 
 func (a *AddBlocks) validate() error {
-	if len(a.Blocks) == 0 || len(a.Blocks) > MaxBlocksPerCommand {
-		return fmt.Errorf("raftfsm: add blocks: %d blocks, want 1 to %d: %w", len(a.Blocks), MaxBlocksPerCommand, ErrInvalidCommand)
+	if len(a.Blocks) == 0 || len(a.Blocks) > maxBlocksPerCommand {
+		return fmt.Errorf("raftfsm: add blocks: %d blocks, want 1 to %d: %w", len(a.Blocks), maxBlocksPerCommand, ErrInvalidCommand)
 	}
 	for i := range a.Blocks {
 		if err := a.Blocks[i].Validate(); err != nil {
@@ -430,8 +437,8 @@ func (o *Operator) validate() error {
 	if err := ident.ValidateTenant(o.Tenant); err != nil {
 		return fmt.Errorf("raftfsm: operator %s: %w", o.Action, err)
 	}
-	if len(o.By) > MaxOperatorNameLen || !utf8.ValidString(o.By) || strings.ContainsFunc(o.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return fmt.Errorf("raftfsm: operator %s: issuer %q: at most %d bytes of printable UTF-8: %w", o.Action, o.By, MaxOperatorNameLen, ErrInvalidCommand)
+	if len(o.By) > maxOperatorNameLen || !utf8.ValidString(o.By) || strings.ContainsFunc(o.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Errorf("raftfsm: operator %s: issuer %q: at most %d bytes of printable UTF-8: %w", o.Action, o.By, maxOperatorNameLen, ErrInvalidCommand)
 	}
 	if o.Reason != "" && o.Action != OpMark {
 		return fmt.Errorf("raftfsm: operator %s: a reason is for marks only: %w", o.Action, ErrInvalidCommand)
@@ -461,8 +468,8 @@ func (o *Operator) validate() error {
 		}
 		return nil
 	case OpRequeue, OpMark:
-		if len(o.Blocks) == 0 || len(o.Blocks) > MaxBlocksPerCommand {
-			return fmt.Errorf("raftfsm: operator %s: %d blocks, want 1 to %d: %w", o.Action, len(o.Blocks), MaxBlocksPerCommand, ErrInvalidCommand)
+		if len(o.Blocks) == 0 || len(o.Blocks) > maxBlocksPerCommand {
+			return fmt.Errorf("raftfsm: operator %s: %d blocks, want 1 to %d: %w", o.Action, len(o.Blocks), maxBlocksPerCommand, ErrInvalidCommand)
 		}
 		for _, id := range o.Blocks {
 			if err := ident.ValidateID(id); err != nil {

@@ -11,9 +11,9 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
-// DefaultPollLogLeases is how many lease durations a worker may stay silent
+// defaultPollLogLeases is how many lease durations a worker may stay silent
 // before its recorded poll response is forgotten.
-const DefaultPollLogLeases = 4
+const defaultPollLogLeases = 4
 
 // DefaultMaxClockStep is how far ahead of the log's time a command's time
 // may be, by default (see [Config.MaxClockStep]).
@@ -34,8 +34,8 @@ type Config struct {
 	// PollLogTTL is how long (log time) a worker may stay silent before the
 	// response to its latest poll is forgotten. A retry arriving later is
 	// acted on again, which is safe (every change is fenced by the job's
-	// version and token) but no longer free. Zero means
-	// DefaultPollLogLeases lease durations.
+	// version and token) but no longer free. Zero means four lease
+	// durations.
 	PollLogTTL time.Duration
 	// MaxClockStep bounds how far ahead of the log's time (the time of the
 	// last applied entry) a command's time may be: Apply refuses a command stamped further ahead ([ErrClock]), and the
@@ -71,7 +71,7 @@ type Limits struct {
 	// most its concurrency in jobs).
 	MaxReports int `cbor:",omitempty"`
 	// MaxBlocks bounds the blocks of one add-blocks command (at most
-	// [MaxBlocksPerCommand]).
+	// 65536, the default).
 	MaxBlocks int `cbor:",omitempty"`
 	// MaxDatasets bounds the datasets of one block.
 	MaxDatasets int `cbor:",omitempty"`
@@ -80,7 +80,7 @@ type Limits struct {
 }
 
 // DefaultLimits are the limits of a zero [Limits].
-var DefaultLimits = Limits{MaxReports: 1024, MaxBlocks: MaxBlocksPerCommand, MaxDatasets: 4096, MaxOutputs: 1024}
+var DefaultLimits = Limits{MaxReports: 1024, MaxBlocks: maxBlocksPerCommand, MaxDatasets: 4096, MaxOutputs: 1024}
 
 // withDefaults returns l with zero fields defaulted.
 func (l Limits) withDefaults() Limits {
@@ -175,7 +175,7 @@ func (c *Config) Validate() error {
 	if c.MaxClockStep < 0 {
 		return fmt.Errorf("raftfsm: config: max clock step %s: %w", c.MaxClockStep, ErrInvalidConfig)
 	}
-	if l := c.Limits; l.MaxReports < 0 || l.MaxBlocks < 0 || l.MaxBlocks > MaxBlocksPerCommand || l.MaxDatasets < 0 || l.MaxOutputs < 0 {
+	if l := c.Limits; l.MaxReports < 0 || l.MaxBlocks < 0 || l.MaxBlocks > maxBlocksPerCommand || l.MaxDatasets < 0 || l.MaxOutputs < 0 {
 		return fmt.Errorf("raftfsm: config: limits %+v: %w", l, ErrInvalidConfig)
 	}
 	if c.StartVersion != 0 && (c.StartVersion < oldestVersion || c.StartVersion > CommandVersion) {
@@ -197,5 +197,5 @@ func (c *Config) pollLogTTL() time.Duration {
 	if c.PollLogTTL > 0 {
 		return c.PollLogTTL
 	}
-	return DefaultPollLogLeases * c.Scheduler.LeaseDuration
+	return defaultPollLogLeases * c.Scheduler.LeaseDuration
 }

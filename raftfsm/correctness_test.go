@@ -18,7 +18,7 @@ import (
 func TestBitFlipsNeverApplySilently(t *testing.T) {
 	cmd := addBlocks(blocks("a", "t1", 1, 3, t0))
 	cmd.Time = t0
-	data, err := cmd.MarshalBinary()
+	data, err := cmd.MarshalVersion(raftfsm.CommandVersion)
 	require.NoError(t, err)
 	fresh := newNode(t, testConfig()).snapshot()
 	silent := 0

@@ -47,10 +47,10 @@ var (
 	ErrClock = errors.New("raftfsm: command time out of bounds")
 )
 
-// EntryError is the error Apply returns for an entry it refused or could
+// entryError is the error Apply returns for an entry it refused or could
 // not apply: the entry's index and the cause, which wraps the sentinels
-// above (test with errors.Is; get the index with errors.As).
-type EntryError struct {
+// above (test with errors.Is).
+type entryError struct {
 	Index uint64
 	Err   error
 }
@@ -59,10 +59,10 @@ type EntryError struct {
 // version 6 above the cluster version 5: raftfsm: unsupported cluster
 // version" reads "raftfsm: entry 14: command version 6 above the cluster
 // version 5: unsupported cluster version".
-func (e *EntryError) Error() string {
+func (e *entryError) Error() string {
 	msg := strings.TrimPrefix(e.Err.Error(), "raftfsm: ")
 	return fmt.Sprintf("raftfsm: entry %d: %s", e.Index, strings.ReplaceAll(msg, ": raftfsm: ", ": "))
 }
 
 // Unwrap returns the cause.
-func (e *EntryError) Unwrap() error { return e.Err }
+func (e *entryError) Unwrap() error { return e.Err }

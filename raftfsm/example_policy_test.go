@@ -289,7 +289,7 @@ func ExamplePolicyCommand_levelWindow() {
 // Backpressure per shard: each shard of the tenant is graded apart, so an
 // ingest path that writes one shard can slow down alone. The result of
 // adding a block says the higher of the tenant's and its shard's grade.
-func ExampleFSM_ShardPressure() {
+func ExampleFSM_Pressure() {
 	c := newCluster()
 	c.policy(raftfsm.PolicyCommand{Action: raftfsm.PolicySet, Tenant: "acme", Policy: &policy.Tenant{
 		ShardPressure: policy.Thresholds{SlowBlocks: policy.Limit{On: 10, Off: 5}}}})
@@ -308,7 +308,8 @@ func ExampleFSM_ShardPressure() {
 	}
 	fmt.Println("shard 1:", add(1, 12))
 	fmt.Println("shard 2:", add(2, 3))
-	fmt.Println("grades:", c.fsm.ShardPressure("acme", 1), c.fsm.ShardPressure("acme", 2), c.fsm.Pressure("acme"))
+	one, two := uint32(1), uint32(2)
+	fmt.Println("grades:", c.fsm.Pressure("acme", &one), c.fsm.Pressure("acme", &two), c.fsm.Pressure("acme", nil))
 	// Output:
 	// shard 1: slow
 	// shard 2: ok

@@ -307,10 +307,10 @@ func (f *FSM) applyData(e ck.Entry, data []byte, atEntryTime bool) (*Result, err
 		if f.damaged(version, err) {
 			return nil, f.stop(e, err)
 		}
-		return nil, &EntryError{Index: e.Index, Err: err}
+		return nil, &entryError{Index: e.Index, Err: err}
 	}
 	if version > f.st.clusterVersion {
-		return nil, &EntryError{Index: e.Index, Err: fmt.Errorf("command version %d above the cluster version %d: %w", version, f.st.clusterVersion, ErrClusterVersion)}
+		return nil, &entryError{Index: e.Index, Err: fmt.Errorf("command version %d above the cluster version %d: %w", version, f.st.clusterVersion, ErrClusterVersion)}
 	}
 	if atEntryTime {
 		cmd.Time = e.Time
@@ -338,30 +338,9 @@ func (f *FSM) damaged(version byte, err error) bool {
 // stop marks the replica failed on entry e and returns the error it
 // answers from now on.
 func (f *FSM) stop(e ck.Entry, cause error) error {
-	f.failed = &EntryError{Index: e.Index, Err: fmt.Errorf("%w: %w", ErrCorrupt, cause)}
+	f.failed = &entryError{Index: e.Index, Err: fmt.Errorf("%w: %w", ErrCorrupt, cause)}
 	f.opts.log.Error("raftfsm: replica stopped: restore a snapshot to recover", "entry", e.Index, "err", cause)
 	return f.failed
-}
-
-// ApplyCommand is Apply for a command already decoded (and validated by
-// DecodeCommand or [Command.Validate]); hosts that keep commands in memory,
-// and tests, use it.
-func (f *FSM) ApplyCommand(e ck.Entry, cmd *Command) (*Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failed != nil {
-		return nil, f.failed
-	}
-	if err := e.Validate(); err != nil {
-		return nil, fmt.Errorf("raftfsm: entry: %w", err)
-	}
-	if e.Index <= f.st.lastApplied {
-		return &Result{Index: e.Index, Skipped: true, Now: f.st.now}, nil
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, &EntryError{Index: e.Index, Err: err}
-	}
-	return f.apply(e, cmd)
 }
 
 // Encode stamps cmd with the leader's time and encodes it for proposal: the
@@ -412,7 +391,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		t = e.Time
 	}
 	if st.now > 0 && t-st.now > st.cfg.maxClockStep() {
-		return nil, &EntryError{Index: e.Index, Err: fmt.Errorf("command time %s is %s ahead of the log's time, limit %s: %w",
+		return nil, &entryError{Index: e.Index, Err: fmt.Errorf("command time %s is %s ahead of the log's time, limit %s: %w",
 			time.Unix(0, t).UTC().Format(time.RFC3339Nano), time.Duration(t-st.now), time.Duration(st.cfg.maxClockStep()), ErrClock)}
 	}
 	now := max(st.now, t)
@@ -420,7 +399,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 	// entry's own.
 	e.Time = now
 	if err := st.cfg.Limits.withDefaults().checkCommand(cmd); err != nil {
-		return nil, &EntryError{Index: e.Index, Err: err}
+		return nil, &entryError{Index: e.Index, Err: err}
 	}
 	res := &Result{Index: e.Index, Term: e.Term, Now: now}
 	broken := st.broken
@@ -474,7 +453,7 @@ func (f *FSM) apply(e ck.Entry, cmd *Command) (*Result, error) {
 		}
 	}
 	if err != nil {
-		return nil, &EntryError{Index: e.Index, Err: err}
+		return nil, &entryError{Index: e.Index, Err: err}
 	}
 	if st.broken != broken {
 		f.opts.log.Error("raftfsm: an invariant of Apply broke; the state may be inconsistent: report it", "entry", e.Index, "count", st.broken, "err", st.lastBroken)

@@ -10,6 +10,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 func goldenSeeds(f *testing.F, pattern string) {
@@ -30,11 +31,11 @@ func FuzzDecodeCommand(f *testing.F) {
 		if err != nil {
 			return
 		}
-		re, err := cmd.MarshalBinary()
+		re, err := cmd.MarshalVersion(raftfsm.CommandVersion)
 		require.NoError(t, err)
 		cmd2, err := raftfsm.DecodeCommand(re)
 		require.NoError(t, err)
-		re2, err := cmd2.MarshalBinary()
+		re2, err := cmd2.MarshalVersion(raftfsm.CommandVersion)
 		require.NoError(t, err)
 		require.Equal(t, re, re2)
 	})
@@ -80,7 +81,7 @@ func FuzzRestore(f *testing.F) {
 // speaks only of the jobs it reported and of new assignments.
 func FuzzPollPath(f *testing.F) {
 	n := pollPathState(f)
-	jobs, _ := n.f.Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 100)
+	jobs, _ := n.f.Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 100)
 	require.NotEmpty(f, jobs)
 	seed := func(req *ck.PollRequest) {
 		data, err := req.MarshalBinary()

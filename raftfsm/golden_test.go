@@ -14,6 +14,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -137,7 +138,7 @@ func testGolden(t *testing.T, version byte) {
 	require.NoError(t, f.Snapshot(&again))
 	require.Equal(t, golden, again.Bytes(), "golden snapshot re-snapshots to the same bytes")
 	require.Equal(t, snap, golden, "this release writes the golden snapshot for the golden scenario")
-	jobs, _ := f.Jobs(raftfsm.JobFilter{}, "", 0)
+	jobs, _ := f.Jobs(scheduler.Filter{}, "", 0)
 	var reasons []string
 	for _, js := range jobs {
 		if js.LastFailure != "" {

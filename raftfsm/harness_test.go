@@ -55,7 +55,7 @@ func (n *node) apply(cmd *raftfsm.Command) (*raftfsm.Result, error) {
 	if cmd.Time == 0 {
 		cmd.Time = n.now
 	}
-	data, err := cmd.MarshalBinary()
+	data, err := cmd.MarshalVersion(raftfsm.CommandVersion)
 	if n.version != 0 {
 		data, err = cmd.MarshalVersion(n.version)
 	}

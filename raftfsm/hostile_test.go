@@ -13,6 +13,7 @@ import (
 	"github.com/compactkit/compactkit/compactkittest"
 	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // Commands over the replicated limits are refused before any work, by
@@ -77,7 +78,7 @@ func TestHostileAfterHistories(t *testing.T) {
 			n.index, n.now = e.Index, e.Time
 		}
 		before := n.snapshot()
-		jobs, _ := n.f.Jobs(raftfsm.JobFilter{}, "", 0)
+		jobs, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
 
 		_, err := n.f.Prepare(compactkittest.OversizedPoll(cfg.Limits).Draw(t, "oversized"), n.now)
 		require.ErrorIs(t, err, raftfsm.ErrLimit)
@@ -92,7 +93,7 @@ func TestHostileAfterHistories(t *testing.T) {
 		for _, j := range n.mustApply(cmd).Poll.Jobs {
 			require.Equal(t, ck.OutcomeNoLease, j.Outcome, "forged report on %s", j.Job)
 		}
-		after, _ := n.f.Jobs(raftfsm.JobFilter{}, "", 0)
+		after, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
 		require.Equal(t, len(jobs), len(after))
 		for i := range jobs {
 			require.Equal(t, jobs[i].Token, after[i].Token, "job %s", jobs[i].Name)

@@ -151,7 +151,7 @@ func (m *fsmModel) check(t *rapid.T) {
 	require.Equal(t, below, st.Planner.Queued+st.Planner.Claimed+st.Planner.Quarantined)
 	// No block is claimed by two jobs; every claimed block is live.
 	claimed := map[string]string{}
-	jobs, _ := m.n.f.Jobs(raftfsm.JobFilter{}, "", scheduler.MaxListLimit)
+	jobs, _ := m.n.f.Jobs(scheduler.Filter{}, "", scheduler.MaxListLimit)
 	for _, js := range jobs {
 		_, plan, ok := m.n.f.Job(js.Name)
 		require.True(t, ok)
@@ -196,7 +196,7 @@ func TestFSMModel(t *testing.T) {
 				}
 			},
 			"cancel": func(t *rapid.T) {
-				jobs, _ := m.n.f.Jobs(raftfsm.JobFilter{}, "", 0)
+				jobs, _ := m.n.f.Jobs(scheduler.Filter{}, "", 0)
 				if len(jobs) == 0 {
 					// rapid: the action does not apply now; another is drawn.
 					t.Skip("no job")

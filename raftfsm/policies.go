@@ -91,8 +91,8 @@ func (p *PolicyCommand) validate() error {
 	if p.All && p.Tenant != "" {
 		return fmt.Errorf("raftfsm: policy %s: tenant %q with all: %w", p.Action, p.Tenant, ErrInvalidCommand)
 	}
-	if len(p.By) > MaxOperatorNameLen || !utf8.ValidString(p.By) || strings.ContainsFunc(p.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return fmt.Errorf("raftfsm: policy %s: issuer %q: at most %d bytes of printable UTF-8: %w", p.Action, p.By, MaxOperatorNameLen, ErrInvalidCommand)
+	if len(p.By) > maxOperatorNameLen || !utf8.ValidString(p.By) || strings.ContainsFunc(p.By, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Errorf("raftfsm: policy %s: issuer %q: at most %d bytes of printable UTF-8: %w", p.Action, p.By, maxOperatorNameLen, ErrInvalidCommand)
 	}
 	switch p.Action {
 	case PolicySet:

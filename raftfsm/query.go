@@ -154,20 +154,17 @@ func (st *state) alarms() []StaleAlarm {
 	return out
 }
 
-// Pressure returns the backpressure grade of a tenant: what its ingest
-// should do (see policy.Grade). It is OK for a tenant without thresholds.
-func (f *FSM) Pressure(tenant string) policy.Grade {
+// Pressure returns the backpressure grade of a tenant, or of one shard of
+// it if shard is not nil (see policy.Tenant.ShardPressure): what its
+// ingest should do (see policy.Grade). It is OK for a tenant or shard
+// without thresholds.
+func (f *FSM) Pressure(tenant string, shard *uint32) policy.Grade {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if shard != nil {
+		return f.st.policies.shardGrades[tenantShard{tenant: tenant, shard: *shard}]
+	}
 	return f.st.policies.grades[tenant]
-}
-
-// ShardPressure returns the backpressure grade of a shard of a tenant
-// (see policy.Tenant.ShardPressure): OK for a shard without thresholds.
-func (f *FSM) ShardPressure(tenant string, shard uint32) policy.Grade {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.st.policies.shardGrades[tenantShard{tenant: tenant, shard: shard}]
 }
 
 // Policies describes the scheduling policies in force.
@@ -228,25 +225,14 @@ func (f *FSM) ClusterVersion() byte {
 	return f.st.clusterVersion
 }
 
-// JobFilter selects the jobs [FSM.Jobs] lists: every field set must
-// match.
-type JobFilter struct {
-	// Tenant, if set, selects the jobs of that tenant.
-	Tenant *string
-	// Level, if set, selects the jobs of that level.
-	Level *uint32
-	// Status, if not zero, selects the jobs with that status.
-	Status ck.JobStatus
-}
-
 // Jobs lists jobs that match the filter, a page at a time (see
 // scheduler.Scheduler.List for the cursor and limit rules). A job's worker
 // is shown by its public name ([compactkit.PublicWorkerName]): a worker's
 // ID is its credential and never leaves the state machine.
-func (f *FSM) Jobs(flt JobFilter, cursor string, limit int) ([]ck.JobState, string) {
+func (f *FSM) Jobs(flt scheduler.Filter, cursor string, limit int) ([]ck.JobState, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	jobs, next := f.st.sched.List(scheduler.Filter(flt), cursor, limit)
+	jobs, next := f.st.sched.List(flt, cursor, limit)
 	for i := range jobs {
 		publicWorkers(&jobs[i])
 	}
@@ -280,33 +266,26 @@ func publicWorkers(js *ck.JobState) {
 	}
 }
 
-// QuarantinedBlock is a block taken out of compaction: by the eviction of
-// the job that held it (Job and Reason say which and why), or by an
-// operator's mark (Job empty, Reason the operator's). Since is the log
-// time it was quarantined, Arrived the log time it was first queued; the
-// other fields are the block's and its compaction key's.
-type QuarantinedBlock planner.QuarantinedBlock
-
-// Quarantined lists quarantined blocks, a page at a time (see
-// planner.Planner.Quarantined for the cursor and limit rules).
-func (f *FSM) Quarantined(cursor string, limit int) ([]QuarantinedBlock, string) {
+// Quarantined lists the blocks taken out of compaction — by the eviction
+// of the job that held them, or by an operator's mark — a page at a time
+// (see planner.Planner.Quarantined for the cursor and limit rules).
+func (f *FSM) Quarantined(cursor string, limit int) ([]planner.QuarantinedBlock, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	qs, next := f.st.planner.Quarantined(cursor, limit)
-	out := make([]QuarantinedBlock, len(qs))
-	for i := range qs {
-		out[i] = QuarantinedBlock(qs[i])
-	}
-	return out, next
+	return f.st.planner.Quarantined(cursor, limit)
 }
 
-// Index returns a read-only view of the block index for queries (blocks
-// of a tenant over a time range, read amplification, tombstones). Opening
-// it is O(1); it may be used on any goroutine. Close it when done.
-func (f *FSM) Index() *IndexView {
+// Index returns a read-only view of the block index as it is now, for
+// queries: the blocks of a tenant over a time range, read amplification,
+// tombstones (see index.View). Opening it is O(1); it never changes, and
+// it may be used on any goroutine, by several at once, while the state
+// machine applies entries. Close it when done: while a view is open, the
+// index copies the parts of its trees the view may read before changing
+// them.
+func (f *FSM) Index() *index.View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &IndexView{v: f.st.index.View()}
+	return f.st.index.View()
 }
 
 // Tenants returns the compaction lag and debt of every tenant and level

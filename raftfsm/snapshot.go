@@ -183,8 +183,10 @@ func (st *state) writeHeader(w io.Writer) error {
 // serialised), and written later, on any goroutine, while Apply goes on.
 // It is what a Raft adapter's snapshot persistence needs.
 type Capture struct {
-	index   uint64
-	term    uint64
+	// Index and Term are the last applied index and term of the captured
+	// state.
+	Index, Term uint64
+
 	header  []byte
 	planner *planner.View
 	sched   []byte
@@ -203,7 +205,7 @@ func (f *FSM) Capture() (*Capture, error) {
 		return nil, fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
 	return &Capture{
-		index: f.st.lastApplied, term: f.st.lastTerm,
+		Index: f.st.lastApplied, Term: f.st.lastTerm,
 		header: hb.Bytes(), planner: f.st.planner.View(), sched: sb.Bytes(), ix: f.st.index.View(),
 	}, nil
 }
@@ -216,9 +218,6 @@ func (c *Capture) Close() {
 	c.planner.Close()
 	c.ix.Close()
 }
-
-// Index returns the last applied index and term of the captured state.
-func (c *Capture) Index() (index, term uint64) { return c.index, c.term }
 
 // Snapshot writes the captured state to w, in the format of
 // [FSM.Snapshot], byte for byte.

@@ -9,7 +9,6 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/transcript"
 	"github.com/compactkit/compactkit/policy"
-	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/scheduler"
 )
 
@@ -53,7 +52,7 @@ func (e *fsmEnv) runQuery(c *transcript.Command, b *strings.Builder) {
 			}
 		}
 	case "jobs":
-		jobs, _ := n.f.Jobs(raftfsm.JobFilter{}, "", 0)
+		jobs, _ := n.f.Jobs(scheduler.Filter{}, "", 0)
 		for _, js := range jobs {
 			b.WriteString(e.state(js) + "\n")
 		}

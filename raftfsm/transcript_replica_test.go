@@ -166,7 +166,7 @@ var answerKeys = []string{"last applied", "cluster version", "config", "jobs", "
 
 // answers returns what f answers to each query.
 func answers(f *raftfsm.FSM) map[string]any {
-	jobs, _ := f.Jobs(raftfsm.JobFilter{}, "", 0)
+	jobs, _ := f.Jobs(scheduler.Filter{}, "", 0)
 	var plans []ck.JobPlan
 	for _, js := range jobs {
 		_, p, _ := f.Job(js.Name)
@@ -242,7 +242,7 @@ func (e *fsmEnv) raw(c *transcript.Command, b *strings.Builder) {
 		cmd := mk()
 		cmd.Time = n.now
 		if n.version == 0 {
-			data, err = cmd.MarshalBinary()
+			data, err = cmd.MarshalVersion(raftfsm.CommandVersion)
 		} else {
 			data, err = cmd.MarshalVersion(n.version)
 		}

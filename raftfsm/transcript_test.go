@@ -355,7 +355,7 @@ func (e *fsmEnv) encodeOn(c *transcript.Command, f *raftfsm.FSM, cmd *raftfsm.Co
 		if cmd.Time == 0 {
 			cmd.Time = n.now
 		}
-		return cmd.MarshalBinary()
+		return cmd.MarshalVersion(raftfsm.CommandVersion)
 	default:
 		if cmd.Time == 0 {
 			cmd.Time = n.now

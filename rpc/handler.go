@@ -13,6 +13,7 @@ import (
 
 	"github.com/compactkit/compactkit/internal/ident"
 	"github.com/compactkit/compactkit/leader"
+	"github.com/compactkit/compactkit/raftfsm"
 	pb "github.com/compactkit/compactkit/rpc/gen/compactkit/v1"
 	"github.com/compactkit/compactkit/rpc/gen/compactkit/v1/compactkitv1connect"
 )
@@ -236,7 +237,7 @@ func (h *handler) AddBlocks(ctx context.Context, req *connect.Request[pb.AddBloc
 
 // SetWatermark serves the oldest reader's start time.
 func (h *handler) SetWatermark(ctx context.Context, req *connect.Request[pb.SetWatermarkRequest]) (*connect.Response[pb.SetWatermarkResponse], error) {
-	if err := h.svc.Watermark(ctx, req.Msg.GetOldestReader()); err != nil {
+	if _, err := h.svc.Propose(ctx, &raftfsm.Command{Watermark: &raftfsm.Watermark{OldestReader: req.Msg.GetOldestReader()}}); err != nil {
 		return nil, h.toConnect(ctx, "set-watermark", err)
 	}
 	return connect.NewResponse(&pb.SetWatermarkResponse{}), nil
@@ -254,10 +255,11 @@ func (h *handler) ListBlocks(ctx context.Context, req *connect.Request[pb.ListBl
 			return nil, h.toConnect(ctx, "list-blocks", fmt.Errorf("rpc: list blocks: after: %w", err))
 		}
 	}
-	view, err := h.svc.Index(ctx)
+	fsm, err := h.svc.Read(ctx)
 	if err != nil {
 		return nil, h.toConnect(ctx, "list-blocks", err)
 	}
+	view := fsm.Index()
 	defer view.Close()
 	blocks := view.Blocks(after, limit+1)
 	out := &pb.ListBlocksResponse{}
@@ -271,9 +273,10 @@ func (h *handler) ListBlocks(ctx context.Context, req *connect.Request[pb.ListBl
 
 // GetStats serves the statistics.
 func (h *handler) GetStats(ctx context.Context, _ *connect.Request[pb.GetStatsRequest]) (*connect.Response[pb.GetStatsResponse], error) {
-	s, err := h.svc.Stats(ctx)
+	fsm, err := h.svc.Read(ctx)
 	if err != nil {
 		return nil, h.toConnect(ctx, "get-stats", err)
 	}
+	s := fsm.Stats()
 	return connect.NewResponse(statsToPB(&s)), nil
 }

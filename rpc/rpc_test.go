@@ -279,9 +279,9 @@ func TestBrowserHeadersRefused(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, status, body)
 		require.Contains(t, body, "permission_denied")
 	}
-	st, err := n.Svc.Stats(context.Background())
+	f, err := n.Svc.Read(context.Background())
 	require.NoError(t, err)
-	require.Zero(t, st.Index.Blocks, "nothing added")
+	require.Zero(t, f.Stats().Index.Blocks, "nothing added")
 
 	status, body := rawPost(t, n.srv.URL, "AddBlocks", "application/json", []byte(blocks), map[string]string{"Origin": "https://ops.example"})
 	require.Equal(t, http.StatusOK, status, body)

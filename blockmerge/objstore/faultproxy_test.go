@@ -166,7 +166,7 @@ func TestBucketLogLostCreateAnswersOnS3(t *testing.T) {
 	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 1})
 	require.NoError(t, err)
 	require.Len(t, resp.Jobs, 1)
-	_, err = svc.Operator(ctx, raftfsm.Operator{Action: raftfsm.OpCancel, Job: resp.Jobs[0].Job})
+	_, err = svc.Propose(ctx, &raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpCancel, Job: resp.Jobs[0].Job}})
 	require.NoError(t, err, "the cancel this very call applied")
 
 	lost, refused := proxy.counts()

@@ -222,7 +222,7 @@ func IngestBenchmark(b *testing.B, store blockmerge.Store, writers int) {
 		b.Fatal(err)
 	}
 	svc := leader.New(l, fsm)
-	if err := svc.TakeOffice(ctx); err != nil {
+	if _, err := svc.Read(ctx); err != nil {
 		b.Fatal(err)
 	}
 	cs.reset()

@@ -139,9 +139,11 @@ func run(ctx context.Context, out io.Writer) (res outcome, err error) {
 	// 6. Drain: wait until nothing is queued, no job runs and no replaced
 	// block awaits deletion.
 	for {
-		if res.Stats, err = leader.Stats(ctx); err != nil {
+		fsm, err := leader.Read(ctx)
+		if err != nil {
 			return res, err // ctx done, or no longer the leader
 		}
+		res.Stats = fsm.Stats()
 		if res.Stats.Drained() {
 			break
 		}
@@ -150,10 +152,11 @@ func run(ctx context.Context, out io.Writer) (res outcome, err error) {
 	fmt.Fprintf(out, "drained: %d jobs completed, log index %d\n", res.Stats.Scheduler.Counters.Completed, res.Stats.LastApplied)
 
 	// 7. Verify: read every live block back and count its records.
-	view, err := leader.Index(ctx)
+	fsm, err := leader.Read(ctx)
 	if err != nil {
 		return res, err
 	}
+	view := fsm.Index()
 	defer view.Close()
 	res.Levels = map[uint32]int{}
 	for _, m := range view.Blocks("", 0) {

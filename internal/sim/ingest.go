@@ -9,6 +9,7 @@ import (
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // minutesPerDay is the largest end of a policy window.
@@ -269,13 +270,13 @@ func (s *Sim) operatorStep() {
 	}
 	if s.chance(FaultRetry) {
 		op := &raftfsm.Operator{Action: raftfsm.OpRetry}
-		if jobs := allJobs(r.fsm, raftfsm.JobFilter{Status: ck.StatusExcluded}); len(jobs) > 0 && s.coin(0.7) {
+		if jobs := allJobs(r.fsm, scheduler.Filter{Status: ck.StatusExcluded}); len(jobs) > 0 && s.coin(0.7) {
 			op.Job = jobs[s.rng.IntN(len(jobs))].Name
 		}
 		s.propose(&raftfsm.Command{Operator: op}, nil)
 	}
 	if s.chance(FaultCancel) {
-		if jobs := allJobs(r.fsm, raftfsm.JobFilter{}); len(jobs) > 0 {
+		if jobs := allJobs(r.fsm, scheduler.Filter{}); len(jobs) > 0 {
 			op := &raftfsm.Operator{Action: raftfsm.OpCancel, Job: jobs[s.rng.IntN(len(jobs))].Name}
 			s.propose(&raftfsm.Command{Operator: op}, nil)
 		}

@@ -11,8 +11,10 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/index"
+	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/policy"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // model is the harness's own account of the committed state, built from
@@ -636,7 +638,7 @@ func (m *model) check() {
 		}
 	}
 	m.changed = m.changed[:0]
-	jobs := allJobs(f, raftfsm.JobFilter{})
+	jobs := allJobs(f, scheduler.Filter{})
 	if len(jobs) != len(m.jobs) {
 		m.fail("jobs", "%d jobs in the scheduler, %d in the model", len(jobs), len(m.jobs))
 	}
@@ -716,7 +718,7 @@ func (m *model) settled() string {
 	if st.Scheduler.Jobs > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d jobs left:", st.Scheduler.Jobs)
-		for i, js := range allJobs(f, raftfsm.JobFilter{}) {
+		for i, js := range allJobs(f, scheduler.Filter{}) {
 			if i == 3 {
 				break
 			}
@@ -827,7 +829,7 @@ func describeResult(res *raftfsm.Result, err error) string {
 }
 
 // allJobs lists every job of f matching flt, page by page.
-func allJobs(f *raftfsm.FSM, flt raftfsm.JobFilter) []ck.JobState {
+func allJobs(f *raftfsm.FSM, flt scheduler.Filter) []ck.JobState {
 	var out []ck.JobState
 	cursor := ""
 	for {
@@ -841,8 +843,8 @@ func allJobs(f *raftfsm.FSM, flt raftfsm.JobFilter) []ck.JobState {
 }
 
 // allQuarantined lists every quarantined block of f.
-func allQuarantined(f *raftfsm.FSM) []raftfsm.QuarantinedBlock {
-	var out []raftfsm.QuarantinedBlock
+func allQuarantined(f *raftfsm.FSM) []planner.QuarantinedBlock {
+	var out []planner.QuarantinedBlock
 	cursor := ""
 	for {
 		page, next := f.Quarantined(cursor, 1000)

@@ -36,7 +36,7 @@ func (m *model) checkPressure(f *raftfsm.FSM, st *raftfsm.Stats) {
 			continue
 		}
 		held := !p.MayStart(m.now) || policy.ClosedLevels(p.LevelRuns, m.now) != 0
-		g := f.Pressure(t)
+		g := f.Pressure(t, nil)
 		if want := p.Pressure.Next(g, policy.Load{Blocks: blocks[t]}, held); want != g {
 			m.fail("backpressure", "tenant %q graded %s with %d blocks queued (window holds %t), its thresholds %+v grade %s", t, g, blocks[t], held, p.Pressure, want)
 		}

@@ -474,7 +474,7 @@ func (s *Sim) stepOnce() {
 		s.lastWMAt = s.now
 		// The operator retries the jobs excluded since (abandoned
 		// attempts of the fault phase still count as failures).
-		if len(allJobs(s.leaderReplica().fsm, raftfsm.JobFilter{Status: ck.StatusExcluded})) > 0 {
+		if len(allJobs(s.leaderReplica().fsm, scheduler.Filter{Status: ck.StatusExcluded})) > 0 {
 			s.propose(&raftfsm.Command{Operator: &raftfsm.Operator{Action: raftfsm.OpRetry}}, nil)
 		}
 		s.resumeAll()
@@ -612,8 +612,8 @@ func (s *Sim) stateDigest(r *replica) [32]byte {
 	return hashOf(struct {
 		Stats       raftfsm.Stats
 		Jobs        []ck.JobState
-		Quarantined []raftfsm.QuarantinedBlock
-	}{st, allJobs(f, raftfsm.JobFilter{}), allQuarantined(f)})
+		Quarantined []planner.QuarantinedBlock
+	}{st, allJobs(f, scheduler.Filter{}), allQuarantined(f)})
 }
 
 // hashOf digests v's deterministic encoding.

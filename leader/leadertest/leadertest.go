@@ -30,6 +30,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/scheduler"
 )
 
 // Cluster is the host's cluster under test: one [leader.Service] per node,
@@ -404,7 +405,7 @@ func (r *run) check(ctx context.Context) {
 			r.t.Errorf("node %d's snapshot differs from node 0's", i)
 		}
 	}
-	jobs, _ := svcs[0].FSM().Jobs(raftfsm.JobFilter{Status: ck.StatusInProgress}, "", 0)
+	jobs, _ := svcs[0].FSM().Jobs(scheduler.Filter{Status: ck.StatusInProgress}, "", 0)
 	if n := svcs[0].FSM().Stats().Scheduler.Counters.Excluded; n != 0 {
 		r.t.Errorf("%d jobs excluded: no worker failed, so leader changes cost them their leases", n)
 	}

@@ -36,7 +36,7 @@ func Example() {
 		})
 	}
 	cmd := &raftfsm.Command{Time: start.UnixNano(), AddBlocks: &raftfsm.AddBlocks{Blocks: bs}}
-	data, err := cmd.MarshalBinary()
+	data, err := cmd.MarshalVersion(raftfsm.CommandVersion)
 	if err != nil {
 		panic(err)
 	}

@@ -45,7 +45,7 @@ func (n *node) apply(cmd *raftfsm.Command) *raftfsm.Result {
 	if cmd.Time == 0 {
 		cmd.Time = n.now
 	}
-	data, err := cmd.MarshalBinary()
+	data, err := cmd.MarshalVersion(raftfsm.CommandVersion)
 	require.NoError(n.t, err)
 	n.index++
 	res, err := n.f.Apply(ck.Entry{Index: n.index, Term: 1, Time: n.now}, data)

@@ -18,19 +18,20 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// Tag is the first byte of compactkit's entries in the default envelope.
-const Tag byte = 'c'
+// defaultTag is the first byte of compactkit's entries in the envelope,
+// by default.
+const defaultTag byte = 'c'
 
-// DefaultReadRetry is how long a barrier waits for the answer to its
+// defaultReadRetry is how long a barrier waits for the answer to its
 // read-index request before asking again (a request the leader dropped,
 // during an election say, is never answered).
-const DefaultReadRetry = 200 * time.Millisecond
+const defaultReadRetry = 200 * time.Millisecond
 
-// Envelope returns the entry data of a compactkit command proposed by the
+// envelope returns the entry data of a compactkit command proposed by the
 // node with raft ID node as its request id: the tag, node and id as
 // uvarints, then the command. [Adapter.Apply] reads it back and hands the
 // result to the proposer's waiting request, on the proposer only.
-func Envelope(tag byte, node, id uint64, cmd []byte) []byte {
+func envelope(tag byte, node, id uint64, cmd []byte) []byte {
 	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(cmd))
 	b = append(b, tag)
 	b = binary.AppendUvarint(b, node)
@@ -58,7 +59,7 @@ func openEnvelope(tag byte, data []byte) (node, id uint64, cmd []byte, ok bool) 
 // Option configures an [Adapter].
 type Option func(*Adapter)
 
-// WithTag sets the first byte of compactkit's entries (default [Tag]), for
+// WithTag sets the first byte of compactkit's entries (default 'c'), for
 // a host whose own entries start with a tag byte too.
 func WithTag(tag byte) Option { return func(a *Adapter) { a.tag = tag } }
 
@@ -73,7 +74,8 @@ func WithPeerAddr(addr func(id uint64) string) Option {
 }
 
 // WithReadRetry sets how long a barrier waits for a read-index answer
-// before asking again (default [DefaultReadRetry]).
+// before asking again (default 200 milliseconds): a request the leader
+// dropped, during an election say, is never answered.
 func WithReadRetry(d time.Duration) Option {
 	return func(a *Adapter) {
 		if d > 0 {
@@ -119,7 +121,7 @@ var _ leader.Log = (*Adapter)(nil)
 // from (the snapshot's, or 0), as given to raft.Config.Applied.
 func New(fsm *raftfsm.FSM, node raft.Node, id, applied uint64, opts ...Option) *Adapter {
 	a := &Adapter{
-		fsm: fsm, node: node, id: id, tag: Tag, readRetry: DefaultReadRetry,
+		fsm: fsm, node: node, id: id, tag: defaultTag, readRetry: defaultReadRetry,
 		addr:    func(uint64) string { return "" },
 		applied: applied, advance: make(chan struct{}), reads: map[string]chan uint64{},
 	}
@@ -212,7 +214,7 @@ func (a *Adapter) Snapshot(w io.Writer) (uint64, error) {
 	// Everything up to the adapter's index is applied: the state
 	// machine's own index may be lower (the last entries were the host's).
 	index := a.Applied()
-	if i, _ := c.Index(); i > index {
+	if i := c.Index; i > index {
 		index = i
 	}
 	if err := c.Snapshot(w); err != nil {
@@ -255,7 +257,7 @@ func (a *Adapter) Propose(ctx context.Context, cmd []byte, _ uint64) (leader.App
 		return leader.Applied{}, &leader.NotLeaderError{LeaderID: l.LeaderID, LeaderAddr: l.LeaderAddr}
 	}
 	id := a.reqs.Register()
-	if err := a.node.Propose(ctx, Envelope(a.tag, a.id, id, cmd)); err != nil {
+	if err := a.node.Propose(ctx, envelope(a.tag, a.id, id, cmd)); err != nil {
 		a.reqs.Forget(id)
 		if errors.Is(err, raft.ErrProposalDropped) {
 			l := a.Leader()

@@ -10,7 +10,9 @@
 //     term from SoftState and HardState and the answers to read-index
 //     requests from ReadStates;
 //   - [Adapter.Apply] with every committed entry, in order: compactkit's
-//     entries (normal entries in its envelope, see [Envelope]) go to
+//     entries (normal entries in its envelope: a tag byte, 'c' unless
+//     [WithTag] says otherwise, the proposer's raft ID and a request ID as
+//     uvarints, then the command) go to
 //     [raftfsm.FSM.Apply]; every other entry — the host's own, conf
 //     changes, the empty entry of a new term — only advances the applied
 //     index, after the host applied it;

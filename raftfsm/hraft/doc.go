@@ -21,20 +21,22 @@
 //
 // [Service] is what a host's RPC layer calls on the leader:
 // [Service.Poll] for workers (its signature is worker.Client's),
-// [Service.AddBlocks] for ingest, operator commands, configuration,
-// retention and watermarks, and consistent queries. It stamps commands with
+// [Service.AddBlocks] for ingest, [Service.Propose] for operator
+// commands, configuration, retention and watermarks, and [Service.Read]
+// for consistent queries. It stamps commands with
 // the leader's clock, proposes them with raft.Apply, waits for them to be
 // applied and returns what the state machine answered. A new leader first
 // commits a [raftfsm.TookOffice] command, which extends every lease in
 // progress so that an election costs no healthy job its lease, and serves
 // nothing before it is applied. On a follower every method returns a
-// *[NotLeaderError] that names the leader.
+// *[leader.NotLeaderError] that names the leader (it wraps
+// [leader.ErrNotLeader]).
 //
-// Polls go through the log as one entry each ([SingleCommit], the
-// default) or as a prepare entry followed by the plan update
-// ([TwoCommit]), chosen with [WithMode]. A retried poll whose entry was
-// applied is answered from the state machine's poll log without proposing
-// anything, also after a leader change.
+// Polls go through the log as one entry each (the default) or as a
+// prepare entry followed by the plan update (leader.WithTwoCommit, through
+// [WithLeader]). A retried poll whose entry was applied is answered from
+// the state machine's poll log without proposing anything, also after a
+// leader change.
 //
 // # Nodes
 //

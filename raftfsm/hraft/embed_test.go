@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 )
@@ -121,7 +122,7 @@ func (c *embedCluster) do(fn func(n *embedNode) error) {
 			if err == nil {
 				return
 			}
-			if !errors.Is(err, hraft.ErrNotLeader) && !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrLeadershipLost) {
+			if !errors.Is(err, leader.ErrNotLeader) && !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrLeadershipLost) {
 				require.NoError(c.t, err)
 			}
 			c.retries++

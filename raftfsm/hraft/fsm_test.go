@@ -25,7 +25,7 @@ func newTestFSM(t testing.TB) *hraft.FSM {
 
 func encode(t testing.TB, cmd *raftfsm.Command) []byte {
 	t.Helper()
-	data, err := cmd.MarshalBinary()
+	data, err := cmd.MarshalVersion(raftfsm.CommandVersion)
 	require.NoError(t, err)
 	return data
 }

@@ -14,19 +14,9 @@ import (
 	"github.com/compactkit/compactkit/raftfsm"
 )
 
-// Mode selects how a worker's poll goes through the log (see
-// [leader.Mode]).
-type Mode = leader.Mode
-
-// The poll modes.
-const (
-	SingleCommit = leader.SingleCommit
-	TwoCommit    = leader.TwoCommit
-)
-
-// DefaultApplyTimeout bounds one proposal when the caller's context has no
+// defaultApplyTimeout bounds one proposal when the caller's context has no
 // earlier deadline.
-const DefaultApplyTimeout = leader.DefaultProposeTimeout
+const defaultApplyTimeout = 10 * time.Second
 
 // Option configures a [Service].
 type Option func(*options)
@@ -38,19 +28,17 @@ type options struct {
 	log      *slog.Logger
 }
 
-// WithMode selects single-commit (default) or two-commit polls.
-func WithMode(m Mode) Option {
-	return func(o *options) { o.leader = append(o.leader, leader.WithMode(m)) }
-}
-
-// WithClock sets the leader's clock that stamps commands (default
-// time.Now). Tests inject a fake one.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) { o.leader = append(o.leader, leader.WithClock(now)) }
+// WithLeader passes options to the leader service: two-commit polls
+// (leader.WithTwoCommit), the clock that stamps commands
+// (leader.WithClock; tests inject a fake one), token keys, retries, ...
+// The service's propose timeout and logger are [WithApplyTimeout]'s and
+// [WithLogger]'s.
+func WithLeader(opts ...leader.Option) Option {
+	return func(o *options) { o.leader = append(o.leader, opts...) }
 }
 
 // WithApplyTimeout sets how long one proposal may take when the context
-// has no earlier deadline (default [DefaultApplyTimeout]).
+// has no earlier deadline (default 10 seconds).
 func WithApplyTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
@@ -100,7 +88,7 @@ type Service struct {
 // [WithEnvelope]). It watches leadership from a goroutine until
 // [Service.Close].
 func NewService(r *raft.Raft, f *raftfsm.FSM, opts ...Option) *Service {
-	o := options{timeout: DefaultApplyTimeout, log: slog.New(slog.DiscardHandler)}
+	o := options{timeout: defaultApplyTimeout, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -124,7 +112,8 @@ func NewService(r *raft.Raft, f *raftfsm.FSM, opts ...Option) *Service {
 }
 
 // Close stops watching leadership; afterwards calls fail with a
-// *[NotLeaderError] wrapping [ErrClosed]. It does not shut raft down.
+// *[leader.NotLeaderError] wrapping [leader.ErrClosed]. It does not shut
+// raft down.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.r.DeregisterObserver(s.obs)
@@ -149,7 +138,7 @@ func (s *Service) watch() {
 		if s.r.State() != raft.Leader {
 			return
 		}
-		if err := s.TakeOffice(ctx); err != nil && ctx.Err() == nil {
+		if _, err := s.Read(ctx); err != nil && ctx.Err() == nil {
 			s.log.Info("hraft: taking office failed", "err", err)
 		}
 	}

@@ -52,10 +52,11 @@ func main() {
 	}
 	nd = start(dir, false) // resumes from its BoltDB log
 	defer nd.Shutdown()
-	view, err := nd.Service.Index(ctx)
+	fsm, err := nd.Service.Read(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
+	view := fsm.Index()
 	if !view.Live("seg-1") {
 		log.Fatal("the restarted node lost seg-1")
 	}

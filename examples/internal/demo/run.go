@@ -237,19 +237,24 @@ func (r *runner) onLeader(ctx context.Context, read func(context.Context, *leade
 // stats returns the leader's statistics.
 func (r *runner) stats(ctx context.Context) (st raftfsm.Stats, err error) {
 	err = r.onLeader(ctx, func(ctx context.Context, svc *leader.Service) error {
-		st, err = svc.Stats(ctx)
-		return err
+		f, err := svc.Read(ctx)
+		if err != nil {
+			return err
+		}
+		st = f.Stats()
+		return nil
 	})
 	return st, err
 }
 
 // view runs f on the leader's index.
-func (r *runner) view(ctx context.Context, f func(*raftfsm.IndexView)) error {
+func (r *runner) view(ctx context.Context, f func(*index.View)) error {
 	return r.onLeader(ctx, func(ctx context.Context, svc *leader.Service) error {
-		v, err := svc.Index(ctx)
+		fsm, err := svc.Read(ctx)
 		if err != nil {
 			return err
 		}
+		v := fsm.Index()
 		defer v.Close()
 		f(v)
 		return nil
@@ -260,7 +265,7 @@ func (r *runner) view(ctx context.Context, f func(*raftfsm.IndexView)) error {
 // tenant over [from, to] reads, in the order of tenants.
 func (r *runner) readAmplification(ctx context.Context, tenants []string, from, to int64) ([]int, error) {
 	out := make([]int, len(tenants))
-	err := r.view(ctx, func(v *raftfsm.IndexView) {
+	err := r.view(ctx, func(v *index.View) {
 		for i, t := range tenants {
 			out[i] = v.ReadAmplification(t, from, to)
 		}
@@ -270,7 +275,7 @@ func (r *runner) readAmplification(ctx context.Context, tenants []string, from, 
 
 // allBlocks returns the leader's live blocks in ID order.
 func (r *runner) allBlocks(ctx context.Context) (blocks []ck.BlockMeta, err error) {
-	err = r.view(ctx, func(v *raftfsm.IndexView) { blocks = v.Blocks("", 0) })
+	err = r.view(ctx, func(v *index.View) { blocks = v.Blocks("", 0) })
 	return blocks, err
 }
 

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 )
 
@@ -14,7 +13,7 @@ import (
 // the raft log entries appended per poll (1 in single-commit mode, 2 in
 // two-commit mode).
 func BenchmarkClusterPoll(b *testing.B) {
-	for _, mode := range []hraft.Mode{hraft.SingleCommit, hraft.TwoCommit} {
+	for _, mode := range modes {
 		b.Run(mode.String(), func(b *testing.B) {
 			c := newCluster(b, 3, mode, 500*time.Millisecond)
 			w := hrafttest.NewWorkload(b, 8)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
@@ -18,12 +19,39 @@ import (
 	"github.com/compactkit/compactkit/scheduler"
 )
 
+// mode is how the cluster's polls go through the log: one entry each, or
+// a prepare entry and the plan update (leader.WithTwoCommit).
+type mode bool
+
+const (
+	singleCommit mode = false
+	twoCommit    mode = true
+)
+
+// modes are the poll modes every cluster test runs in.
+var modes = []mode{singleCommit, twoCommit}
+
+func (m mode) String() string {
+	if m == twoCommit {
+		return "two-commit"
+	}
+	return "single-commit"
+}
+
+// options returns the service options of the mode.
+func (m mode) options() []hraft.Option {
+	if m == twoCommit {
+		return []hraft.Option{hraft.WithLeader(leader.WithTwoCommit())}
+	}
+	return nil
+}
+
 // cluster is a 3-node raft cluster over loopback TCP with durable (BoltDB,
 // no fsync) stores, whose nodes can be shut down and restarted.
 type cluster struct {
 	t     testing.TB
 	cfg   raftfsm.Config
-	mode  hraft.Mode
+	mode  mode
 	nodes []*hraftnode.Node // nil while down
 	dirs  []string
 	addrs []raft.ServerAddress
@@ -35,7 +63,7 @@ type cluster struct {
 	timeout time.Duration
 }
 
-func newCluster(t testing.TB, n int, mode hraft.Mode, timeout time.Duration, opts ...hraft.Option) *cluster {
+func newCluster(t testing.TB, n int, mode mode, timeout time.Duration, opts ...hraft.Option) *cluster {
 	t.Helper()
 	c := &cluster{t: t, cfg: hrafttest.State(), mode: mode, nodes: make([]*hraftnode.Node, n), dirs: make([]string, n), addrs: make([]raft.ServerAddress, n), opts: opts, timeout: timeout}
 	for i := range n {
@@ -60,7 +88,7 @@ func (c *cluster) start(i int) {
 	nd, err := hraftnode.New(hraftnode.Config{
 		ID: fmt.Sprintf("n%d", i), Dir: c.dirs[i], NoSync: true, BindAddr: string(c.addrs[i]),
 		State: &c.cfg, Raft: hrafttest.RaftConfig(fmt.Sprintf("n%d", i), c.timeout),
-		Service: append([]hraft.Option{hraft.WithMode(c.mode)}, c.opts...),
+		Service: append(c.mode.options(), c.opts...),
 	})
 	require.NoError(c.t, err)
 	c.nodes[i] = nd
@@ -103,7 +131,7 @@ func (c *cluster) do(fn func(s *hraft.Service) error) error {
 				continue
 			}
 			err := fn(nd.Service)
-			if err == nil || !errors.Is(err, hraft.ErrNotLeader) {
+			if err == nil || !errors.Is(err, leader.ErrNotLeader) {
 				return err
 			}
 			c.retries++
@@ -199,14 +227,14 @@ func (c *cluster) add(bs []ck.BlockMeta) {
 // replicas agree byte for byte and that no block was lost or compacted
 // twice.
 func TestClusterLeaderChanges(t *testing.T) {
-	for _, mode := range []hraft.Mode{hraft.SingleCommit, hraft.TwoCommit} {
+	for _, mode := range modes {
 		t.Run(mode.String(), func(t *testing.T) {
 			testLeaderChanges(t, mode)
 		})
 	}
 }
 
-func testLeaderChanges(t *testing.T, mode hraft.Mode) {
+func testLeaderChanges(t *testing.T, mode mode) {
 	c := newCluster(t, 3, mode, 250*time.Millisecond)
 	w := hrafttest.NewWorkload(t, 3)
 	const rounds = 30
@@ -301,7 +329,7 @@ func testLeaderChanges(t *testing.T, mode hraft.Mode) {
 	}
 	// No block is in two jobs; every source of a job is live.
 	claimed := map[string]string{}
-	jobs, _ := c.nodes[l].State.Jobs(raftfsm.JobFilter{}, "", scheduler.MaxListLimit)
+	jobs, _ := c.nodes[l].State.Jobs(scheduler.Filter{}, "", scheduler.MaxListLimit)
 	for _, js := range jobs {
 		_, plan, ok := c.nodes[l].State.Job(js.Name)
 		require.True(t, ok)
@@ -338,7 +366,7 @@ func (c *cluster) pollOnce(req *ck.PollRequest) *ck.PollResponse {
 		if err == nil {
 			return resp
 		}
-		require.ErrorIs(c.t, err, hraft.ErrNotLeader)
+		require.ErrorIs(c.t, err, leader.ErrNotLeader)
 		c.retries++
 	}
 	time.Sleep(5 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
@@ -24,7 +25,7 @@ func Example() {
 	clock := func() time.Time { return time.Unix(1_700_000_000, 0) }
 	node, err := hraftnode.New(hraftnode.Config{
 		ID: "n1", Transport: trans, State: &state,
-		Service: []hraft.Option{hraft.WithClock(clock)},
+		Service: []hraft.Option{hraft.WithLeader(leader.WithClock(clock))},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -78,11 +79,12 @@ func Example() {
 	}
 	fmt.Println(resp.Jobs[0].Outcome)
 
-	view, err := svc.Index(ctx)
+	fsm, err := svc.Read(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	view := fsm.Index()
 	fmt.Println("live blocks:", view.Len(), "output live:", view.Live(out.ID))
 	// Output:
 	// assigned 4 sources, lease 15s

@@ -20,6 +20,10 @@ import (
 	"github.com/compactkit/compactkit/raftfsm/hraft"
 )
 
+// joinTimeout bounds adding a voter when the caller's context has no
+// earlier deadline.
+const joinTimeout = 10 * time.Second
+
 // Config describes a raft node built by [New]: a state machine, a raft
 // instance over it, its stores and transport, and a [hraft.Service].
 type Config struct {
@@ -202,7 +206,7 @@ func (g *stableGuard) Get(k []byte) ([]byte, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {
-		return nil, hraft.ErrClosed
+		return nil, leader.ErrClosed
 	}
 	return g.s.Get(k)
 }
@@ -220,7 +224,7 @@ func (g *stableGuard) GetUint64(k []byte) (uint64, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {
-		return 0, hraft.ErrClosed
+		return 0, leader.ErrClosed
 	}
 	return g.s.GetUint64(k)
 }
@@ -259,9 +263,9 @@ func (n *Node) Bootstrap(peers ...raft.Server) error {
 // Join adds a voter to the cluster (raft.AddVoter); call it on the
 // leader. The new node, started without Bootstrap, catches up from the
 // leader's log or snapshot. On a follower it fails with a
-// *[hraft.NotLeaderError] that names the leader.
+// *[leader.NotLeaderError] that names the leader.
 func (n *Node) Join(ctx context.Context, id raft.ServerID, addr raft.ServerAddress) error {
-	timeout := hraft.DefaultApplyTimeout
+	timeout := joinTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
@@ -276,7 +280,7 @@ func (n *Node) Join(ctx context.Context, id raft.ServerID, addr raft.ServerAddre
 	}
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 		laddr, lid := n.Raft.LeaderWithID()
-		err = &hraft.NotLeaderError{LeaderID: string(lid), LeaderAddr: string(laddr), Cause: err}
+		err = &leader.NotLeaderError{LeaderID: string(lid), LeaderAddr: string(laddr), Cause: err}
 	}
 	if err != nil {
 		return fmt.Errorf("hraftnode: node %s: join %s: %w", n.ID, id, err)

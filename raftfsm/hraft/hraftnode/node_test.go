@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/planner"
 	"github.com/compactkit/compactkit/raftfsm"
-	"github.com/compactkit/compactkit/raftfsm/hraft"
 	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 	"github.com/compactkit/compactkit/raftfsm/hraft/internal/hrafttest"
 )
@@ -71,7 +71,7 @@ func TestNodeJoin(t *testing.T) {
 
 	// A follower's Join is refused with the leader's address.
 	err = b.Join(ctx, "c", "127.0.0.1:1")
-	var nle *hraft.NotLeaderError
+	var nle *leader.NotLeaderError
 	require.ErrorAs(t, err, &nle)
 	require.Equal(t, string(a.Addr), nle.LeaderAddr)
 }

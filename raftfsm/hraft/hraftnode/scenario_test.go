@@ -39,7 +39,7 @@ func (c scenarioCluster) Settle(testing.TB) { c.settle() }
 // The leader service's scenario over hashicorp/raft: polls and blocks
 // through whichever node leads while leadership moves, in both modes.
 func TestLeaderServiceScenario(t *testing.T) {
-	for _, mode := range []leader.Mode{leader.SingleCommit, leader.TwoCommit} {
+	for _, mode := range modes {
 		t.Run(mode.String(), func(t *testing.T) {
 			c := newCluster(t, 3, mode, 200*time.Millisecond)
 			rep := leadertest.Run(t, scenarioCluster{c}, leadertest.Options{Polls: 30})

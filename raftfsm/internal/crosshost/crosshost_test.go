@@ -109,7 +109,7 @@ func TestSameStateOnBothHosts(t *testing.T) {
 
 	nd, err := hraftnode.New(hraftnode.Config{
 		ID: "n1", Dir: t.TempDir(), NoSync: true, BindAddr: "127.0.0.1:0", State: &cfg,
-		Service: []hraft.Option{hraft.WithClock(fakeClock())},
+		Service: []hraft.Option{hraft.WithLeader(leader.WithClock(fakeClock()))},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = nd.Shutdown() })
