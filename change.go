@@ -48,14 +48,6 @@ func (k ChangeKind) String() string {
 	return enum.Name("ChangeKind", k, ChangeAdd, "add", "assign", "exclude", "renew", "complete", "fail", "release", "evict", "cancel")
 }
 
-// Validate reports whether k is one of the defined kinds.
-func (k ChangeKind) Validate() error {
-	if k < ChangeAdd || k > ChangeCancel {
-		return fmt.Errorf("change kind %d: %w", uint8(k), ident.ErrUnknownChange)
-	}
-	return nil
-}
-
 // Change is one change to one job, prepared by the leader against a view
 // of the state and executed by every replica only if its precondition
 // still holds.
@@ -120,7 +112,7 @@ func validReason(s string) bool {
 
 // Validate reports whether c is well-formed for its kind.
 func (c *Change) Validate() error {
-	if err := c.Kind.Validate(); err != nil {
+	if err := ident.CheckChangeKind(uint8(c.Kind)); err != nil {
 		return err
 	}
 	if err := ident.ValidateJobName(c.Job); err != nil {

@@ -32,14 +32,6 @@ func (s JobStatus) String() string {
 	return enum.Name("JobStatus", s, StatusUnassigned, "unassigned", "in_progress", "excluded")
 }
 
-// Validate reports whether s is one of the defined statuses.
-func (s JobStatus) Validate() error {
-	if s < StatusUnassigned || s > StatusExcluded {
-		return fmt.Errorf("job status %d: %w", uint8(s), ident.ErrUnknownStatus)
-	}
-	return nil
-}
-
 // ReportStatus is what a worker reports about a job it holds.
 type ReportStatus uint8
 
@@ -60,14 +52,6 @@ const (
 // String returns the status name.
 func (s ReportStatus) String() string {
 	return enum.Name("ReportStatus", s, ReportInProgress, "in_progress", "success", "failure", "released")
-}
-
-// Validate reports whether s is one of the defined report statuses.
-func (s ReportStatus) Validate() error {
-	if s < ReportInProgress || s > ReportReleased {
-		return fmt.Errorf("report status %d: %w", uint8(s), ident.ErrUnknownStatus)
-	}
-	return nil
 }
 
 // TombstoneKind says what a tombstone deletes.
@@ -287,7 +271,7 @@ func (s *JobState) Validate() error {
 	if err := ident.ValidateJobName(s.Name); err != nil {
 		return err
 	}
-	if err := s.Status.Validate(); err != nil {
+	if err := ident.CheckJobStatus(uint8(s.Status)); err != nil {
 		return fmt.Errorf("job %s: %w", s.Name, err)
 	}
 	if !validReason(s.LastFailure) || s.FailedAt < 0 {

@@ -107,7 +107,7 @@ func (u *StatusUpdate) Validate() error {
 	if err := ident.ValidateJobName(u.Job); err != nil {
 		return fmt.Errorf("status update: %w", err)
 	}
-	if err := u.Status.Validate(); err != nil {
+	if err := ident.CheckReportStatus(uint8(u.Status)); err != nil {
 		return fmt.Errorf("status update for %s: %w", u.Job, err)
 	}
 	if u.Token == 0 {

@@ -168,14 +168,21 @@ func TestChangeValidate(t *testing.T) {
 func TestStringers(t *testing.T) {
 	for s := ck.StatusUnassigned; s <= ck.StatusExcluded; s++ {
 		require.NotContains(t, s.String(), "(")
-		require.NoError(t, s.Validate())
+		require.NoError(t, ident.CheckJobStatus(uint8(s)))
 	}
 	for s := ck.ReportInProgress; s <= ck.ReportReleased; s++ {
 		require.NotContains(t, s.String(), "(")
+		require.NoError(t, ident.CheckReportStatus(uint8(s)))
 	}
 	for k := ck.ChangeAdd; k <= ck.ChangeCancel; k++ {
 		require.NotContains(t, k.String(), "(")
+		require.NoError(t, ident.CheckChangeKind(uint8(k)))
 	}
+	// The checks' bounds are the enumerations' last values.
+	require.ErrorIs(t, ident.CheckJobStatus(uint8(ck.StatusExcluded)+1), ident.ErrUnknownStatus)
+	require.ErrorIs(t, ident.CheckReportStatus(uint8(ck.ReportReleased)+1), ident.ErrUnknownStatus)
+	require.ErrorIs(t, ident.CheckChangeKind(uint8(ck.ChangeCancel)+1), ident.ErrUnknownChange)
+	require.ErrorIs(t, ident.CheckJobStatus(0), ident.ErrUnknownStatus)
 	for o := ck.OutcomeAssigned; o <= ck.OutcomeNoLease; o++ {
 		require.NotContains(t, o.String(), "(")
 	}

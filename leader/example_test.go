@@ -41,7 +41,8 @@ func Example() {
 	fmt.Println(job.Outcome, job.Plan.Sources)
 	// The entries: the configuration and TookOffice of the first term,
 	// the blocks, the poll.
-	fmt.Println("entries:", log.Len())
+	last, _, _ := fsm.LastApplied()
+	fmt.Println("entries:", last)
 	// Output:
 	// assigned [seg-1 seg-2]
 	// entries: 4

@@ -417,7 +417,7 @@ func (p *Poll) validate() error {
 		if err := ident.ValidateJobName(r.Job); err != nil {
 			return fmt.Errorf("raftfsm: poll from %s: report %d: %w", p.WorkerID, i, err)
 		}
-		if err := r.Status.Validate(); err != nil {
+		if err := ident.CheckReportStatus(uint8(r.Status)); err != nil {
 			return fmt.Errorf("raftfsm: poll from %s: report on %s: %w", p.WorkerID, r.Job, err)
 		}
 		if seen.Seen(r.Job) {

@@ -67,7 +67,7 @@ func TestPollAddBlocksComplete(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, st.GetBlocks())
 	require.EqualValues(t, 1, st.GetWorkers())
-	require.Equal(t, uint64(n.Log.Len()), st.GetLastApplied())
+	require.Equal(t, uint64(n.Entries()), st.GetLastApplied())
 
 	require.NoError(t, c.SetWatermark(ctx, 5e9))
 	view := n.FSM.Index()
@@ -122,11 +122,11 @@ func TestPollRetrySameSeq(t *testing.T) {
 	req := &ck.PollRequest{WorkerID: "w-1", Seq: 1, FreeSlots: 1}
 	first, err := c.Poll(context.Background(), req)
 	require.NoError(t, err)
-	entries := n.Log.Len()
+	entries := n.Entries()
 	again, err := c.Poll(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, first, again)
-	require.Equal(t, entries, n.Log.Len())
+	require.Equal(t, entries, n.Entries())
 }
 
 // A follower names the leader's RPC URL; the client follows it.
@@ -183,7 +183,7 @@ func TestRefusals(t *testing.T) {
 	c := client(t, []string{n.srv.URL})
 	ctx := context.Background()
 	addTwo(t, c, "seg-1", "seg-2")
-	entries := n.Log.Len()
+	entries := n.Entries()
 
 	for name, req := range map[string]*ck.PollRequest{
 		"no worker ID":   {Seq: 1},
@@ -202,17 +202,17 @@ func TestRefusals(t *testing.T) {
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
 	_, err = c.AddBlocks(ctx, nil)
 	require.ErrorIs(t, err, ck.ErrRejected)
-	require.Equal(t, entries, n.Log.Len(), "nothing appended")
+	require.Equal(t, entries, n.Entries(), "nothing appended")
 
 	// A poll older than the worker's latest: the leader refuses it as
 	// the worker's fault (leader.Classify: ck.ErrRejected).
 	_, err = c.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 5})
 	require.NoError(t, err)
-	entries = n.Log.Len()
+	entries = n.Entries()
 	_, err = c.Poll(ctx, &ck.PollRequest{WorkerID: "w-1", Seq: 4})
 	require.ErrorIs(t, err, ck.ErrRejected)
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
-	require.Equal(t, entries, n.Log.Len())
+	require.Equal(t, entries, n.Entries())
 }
 
 // Signed tokens pass through both ways; a wrong signature or a token
@@ -295,7 +295,7 @@ func TestHostileInput(t *testing.T) {
 	n := newNode(t, nil)
 	c := client(t, []string{n.srv.URL})
 	addTwo(t, c, "seg-1", "seg-2")
-	entries := n.Log.Len()
+	entries := n.Entries()
 
 	status, body := rawPost(t, n.srv.URL, "Poll", "application/proto", []byte{0xff, 0xff, 0xff}, nil)
 	require.Equal(t, http.StatusBadRequest, status, body)
@@ -316,7 +316,7 @@ func TestHostileInput(t *testing.T) {
 	}
 	_, err := stub.AddBlocks(context.Background(), connect.NewRequest(&pb.AddBlocksRequest{Blocks: []*pb.BlockMeta{{Id: "x", Tenant: "t", MinTime: 2, MaxTime: 1}}}))
 	require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err))
-	require.Equal(t, entries, n.Log.Len(), "nothing appended")
+	require.Equal(t, entries, n.Entries(), "nothing appended")
 }
 
 // The same handler speaks gRPC (the client's default), gRPC-Web and
@@ -438,13 +438,13 @@ func TestClientRetriesLostAnswer(t *testing.T) {
 	n := newNode(t, nil, WithHandlerOptions(connect.WithInterceptors(loseFirst)))
 	c := client(t, []string{n.srv.URL})
 	addTwo(t, c, "seg-1", "seg-2")
-	entries := n.Log.Len()
+	entries := n.Entries()
 	resp, err := c.Poll(context.Background(), &ck.PollRequest{WorkerID: "w-1", Seq: 1, FreeSlots: 1})
 	require.NoError(t, err)
 	require.Equal(t, 1, lost)
 	require.Len(t, resp.Jobs, 1)
 	require.Equal(t, ck.OutcomeAssigned, resp.Jobs[0].Outcome)
-	require.Equal(t, entries+1, n.Log.Len(), "one entry for the poll")
+	require.Equal(t, entries+1, n.Entries(), "one entry for the poll")
 }
 
 // The client asks for uncompressed answers, so that the leader spends no

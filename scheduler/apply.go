@@ -211,7 +211,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	if j != nil {
 		r.Before = j.st
 	}
-	if err := c.Kind.Validate(); err != nil {
+	if err := ident.CheckChangeKind(uint8(c.Kind)); err != nil {
 		return tx.skip(&r, skippedInvalid, "%v", err)
 	}
 	if pre := tx.preVersion(c.Job, j); c.Kind != ck.ChangeCancel && pre != c.Version {

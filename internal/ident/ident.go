@@ -274,3 +274,36 @@ func ClipReason(s string) string {
 
 // MaxSignatureLen bounds a token signature, in bytes.
 const MaxSignatureLen = 128
+
+// The last value of the root package's enumerations that the state
+// machine checks before it acts on one (each starts at 1); the root
+// package's tests hold them equal to its constants.
+const (
+	LastChangeKind   = 9
+	LastJobStatus    = 3
+	LastReportStatus = 4
+)
+
+// CheckChangeKind reports whether k is a defined change kind.
+func CheckChangeKind(k uint8) error {
+	if k < 1 || k > LastChangeKind {
+		return fmt.Errorf("change kind %d: %w", k, ErrUnknownChange)
+	}
+	return nil
+}
+
+// CheckJobStatus reports whether s is a defined job status.
+func CheckJobStatus(s uint8) error {
+	if s < 1 || s > LastJobStatus {
+		return fmt.Errorf("job status %d: %w", s, ErrUnknownStatus)
+	}
+	return nil
+}
+
+// CheckReportStatus reports whether s is a defined report status.
+func CheckReportStatus(s uint8) error {
+	if s < 1 || s > LastReportStatus {
+		return fmt.Errorf("report status %d: %w", s, ErrUnknownStatus)
+	}
+	return nil
+}

@@ -63,10 +63,3 @@ func (l *MemLog) Barrier(ctx context.Context) error {
 	l.applyLocked()
 	return ctx.Err()
 }
-
-// Len returns the number of entries appended.
-func (l *MemLog) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.entries)
-}

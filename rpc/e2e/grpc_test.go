@@ -97,7 +97,7 @@ func TestGRPCWorker(t *testing.T) {
 func TestGRPCErrorDetails(t *testing.T) {
 	l := rpctest.NewLeader(t)
 	lead := rpctest.Serve(t, rpc.NewServer(rpc.NewHandler(l.Svc)))
-	entries := l.Log.Len()
+	entries := l.Entries()
 
 	conn := dial(t, lead.URL)
 	err := invoke(t, conn, "Poll", &pb.PollRequest{WorkerId: "grpc-w-1", Seq: 1, Updates: []*pb.StatusUpdate{{Job: "j", Token: 1, Status: 9}}}, &pb.PollResponse{})
@@ -108,7 +108,7 @@ func TestGRPCErrorDetails(t *testing.T) {
 	require.True(t, ok, "%T", st.Details()[0])
 	require.Equal(t, rpc.ErrorDomain, info.GetDomain())
 	require.Equal(t, rpc.ReasonInvalid, info.GetReason())
-	require.Equal(t, entries, l.Log.Len(), "nothing appended")
+	require.Equal(t, entries, l.Entries(), "nothing appended")
 
 	follower := rpctest.NewFollower(t, l.FSM, "n1", "10.0.0.1:7000")
 	fsrv := rpctest.Serve(t, rpc.NewServer(rpc.NewHandler(follower, rpc.WithLeaderURL(func(string, string) string { return lead.URL }))))
@@ -162,10 +162,10 @@ func TestGRPCOversized(t *testing.T) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(2*rpc.MaxMessageBytes)))
 	require.NoError(t, err)
 	defer conn.Close()
-	entries := l.Log.Len()
+	entries := l.Entries()
 	big := &pb.PollRequest{WorkerId: "grpc-w-1", Seq: 1, Updates: []*pb.StatusUpdate{{Job: "j", Token: 1,
 		Status: pb.ReportStatus_REPORT_STATUS_FAILURE, Reason: string(bytes.Repeat([]byte{'x'}, rpc.MaxMessageBytes))}}}
 	err = invoke(t, conn, "Poll", big, &pb.PollResponse{})
 	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
-	require.Equal(t, entries, l.Log.Len())
+	require.Equal(t, entries, l.Entries())
 }

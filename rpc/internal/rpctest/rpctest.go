@@ -71,3 +71,10 @@ func Serve(t testing.TB, srv *http.Server) *httptest.Server {
 	t.Cleanup(ts.Close)
 	return ts
 }
+
+// Entries returns how many entries the leader's log holds: its state
+// machine applies each as it is appended.
+func (l *Leader) Entries() int {
+	i, _, _ := l.FSM.LastApplied()
+	return int(i)
+}
