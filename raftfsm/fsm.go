@@ -255,7 +255,7 @@ type BlockResult struct {
 }
 
 // Apply applies one log entry: the only way the state changes. data is a
-// command encoded by [FSM.Encode] (or [Command.MarshalBinary]).
+// command encoded by [FSM.Encode] (or [Command.MarshalVersion]).
 //
 // An entry whose index is at or below the last applied index is skipped
 // (Result.Skipped). A command that cannot be carried out — one that fails
