@@ -332,7 +332,7 @@ func (h *Handler) statusOf(ctx context.Context) (*Status, error) {
 		LeaderID: h.svc.Leader().LeaderID, Term: st.Term, LastApplied: st.LastApplied, LogTime: logTime(st.Now),
 		ClusterVersion: int(st.ClusterVersion), Workers: st.Workers,
 		Queued: st.Planner.Queued, Claimed: st.Planner.Claimed, Quarantined: st.Planner.Quarantined,
-		Jobs: map[string]int{}, Tombstones: st.Tombstones(), Drained: st.Drained(), Paused: []string{},
+		Jobs: map[string]int{}, Tombstones: st.Tombstones, Drained: st.Drained(), Paused: []string{},
 		Completed: st.Scheduler.Counters.Completed, Failures: st.Scheduler.Counters.Failed, Excluded: st.Scheduler.Counters.Excluded,
 	}
 	if st.Failed != nil {

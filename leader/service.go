@@ -189,29 +189,45 @@ func (s *Service) IsLeader() bool {
 // [raftfsm.TookOffice] command (extending every lease in progress) is
 // applied. Every call takes office first.
 func (s *Service) enterOffice(ctx context.Context) error {
+	_, err := s.enter(ctx)
+	return err
+}
+
+// TakeOffice returns once this node, leading, has taken office in its
+// term: it proposes the term's [raftfsm.TookOffice] command (once per term,
+// whoever asks first), which extends every lease in progress. A host calls
+// it as soon as it learns that it leads; unlike [Service.Read] it adds no
+// barrier of its own, so a host whose barriers are log entries numbers its
+// entries the same whenever it calls it.
+func (s *Service) TakeOffice(ctx context.Context) error { return s.enterOffice(ctx) }
+
+// enter is enterOffice that also says whether this call started the
+// took-office step: its barrier then began after the call did.
+func (s *Service) enter(ctx context.Context) (started bool, err error) {
 	select {
 	case <-s.closed:
-		return s.closedErr()
+		return false, s.closedErr()
 	default:
 	}
 	l := s.log.Leader()
 	if !l.Leads {
-		return notLeader(l, nil)
+		return false, notLeader(l, nil)
 	}
 	s.mu.Lock()
 	o := s.office
 	if o == nil || o.term != l.Term {
 		o = &office{term: l.Term, ready: make(chan struct{})}
 		s.office = o
+		started = true
 		go s.takeOffice(o, l)
 	}
 	s.mu.Unlock()
 	select {
 	case <-o.ready:
 	case <-ctx.Done():
-		return ctx.Err()
+		return started, ctx.Err()
 	case <-s.closed:
-		return s.closedErr()
+		return started, s.closedErr()
 	}
 	if o.err != nil {
 		s.mu.Lock()
@@ -219,9 +235,9 @@ func (s *Service) enterOffice(ctx context.Context) error {
 			s.office = nil // the next call tries again
 		}
 		s.mu.Unlock()
-		return o.err
+		return started, o.err
 	}
-	return nil
+	return started, nil
 }
 
 // takeOffice runs the took-office step of o's term, whoever asked for it:
@@ -549,17 +565,21 @@ func (s *Service) Propose(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.R
 // everything committed before, and every write it acknowledged since, is
 // applied), and a barrier confirms it still leads. Taking office proposes
 // the term's [raftfsm.TookOffice] command, which extends every lease in
-// progress: a host calls Read as soon as it learns that it leads, so that
-// leases are extended at once. Read the state with the
+// progress. Read the state with the
 // state machine's queries ([raftfsm.FSM.Stats], [raftfsm.FSM.Jobs],
 // [raftfsm.FSM.Index], ...); [Service.FSM] gives the same state machine
 // without the check, for reads that may be stale (on followers, say).
 func (s *Service) Read(ctx context.Context) (*raftfsm.FSM, error) {
-	if err := s.enterOffice(ctx); err != nil {
+	started, err := s.enter(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.log.Barrier(ctx); err != nil {
-		return nil, err
+	// A took-office step this call started ran its own barrier after the
+	// call began: no second one is needed.
+	if !started {
+		if err := s.log.Barrier(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if l := s.log.Leader(); !l.Leads {
 		return nil, notLeader(l, nil)

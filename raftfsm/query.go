@@ -48,6 +48,9 @@ type Stats struct {
 	Planner   planner.Stats
 	Scheduler scheduler.Stats
 	Index     index.Stats
+	// Tombstones counts the tombstones whose objects are not yet deleted:
+	// pending their delay, releasable, or held by a job.
+	Tombstones int
 	// Pressure lists the tenants whose backpressure grade is not OK, by
 	// tenant: replicated state, graded when a tenant's queue changes (see
 	// [BlockResult.Pressure]).
@@ -87,18 +90,18 @@ type StaleAlarm struct {
 	Oldest, Since int64
 }
 
-// Tombstones counts the tombstones whose objects are not yet deleted:
-// pending their delay, releasable, or held by a job.
-func (s *Stats) Tombstones() int {
-	return s.Index.TombstonesPending + s.Index.TombstonesReleasable + s.Index.TombstonesAttached
-}
-
 // Drained says that compaction has nothing left to do: no block queued or
 // claimed, no job (planned, in progress or excluded) and no tombstone
 // awaiting deletion. Quarantined blocks have left compaction and do not
 // count; Planner.Quarantined says how many there are.
 func (s *Stats) Drained() bool {
-	return s.Planner.Queued == 0 && s.Planner.Claimed == 0 && s.Scheduler.Jobs == 0 && s.Tombstones() == 0
+	return s.Planner.Queued == 0 && s.Planner.Claimed == 0 && s.Scheduler.Jobs == 0 && tombstones(&s.Index) == 0
+}
+
+// tombstones counts the index's tombstones whose objects are not yet
+// deleted.
+func tombstones(ix *index.Stats) int {
+	return ix.TombstonesPending + ix.TombstonesReleasable + ix.TombstonesAttached
 }
 
 // Stats returns the statistics of the state machine and its components.
@@ -106,11 +109,13 @@ func (f *FSM) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
+	ix := st.index.Stats()
 	return Stats{
 		LastApplied: st.lastApplied, Term: st.lastTerm, Now: st.now,
 		ClusterVersion: st.clusterVersion, Failed: f.failed, Workers: st.polls.len(), BrokenInvariants: st.broken,
-		SkippedChanges: st.skipped, Planner: st.planner.Stats(st.now), Scheduler: st.sched.Stats(), Index: st.index.Stats(),
-		Pressure: st.pressure(), ShardPressure: st.shardPressure(), Alarms: st.alarms(),
+		SkippedChanges: st.skipped, Planner: st.planner.Stats(st.now), Scheduler: st.sched.Stats(), Index: ix,
+		Tombstones: tombstones(&ix),
+		Pressure:   st.pressure(), ShardPressure: st.shardPressure(), Alarms: st.alarms(),
 	}
 }
 

@@ -271,11 +271,11 @@ func TestPoliciesInBrowser(t *testing.T) {
 		{"acme", "low", "1", "only-in Mon,Tue 22:00-06:00 UTC+01:00", "—", "slow 2/1, stop 3/2", "1m0s", "—", "closed"},
 		{"initech", "medium", "none", "any time", "—", "stop 2/1", "—", "0:blocks=40,age=5m0s 1:cross=on", "open"},
 	}, policies)
-	require.Equal(t, "high", ps.Default.Policy.Class)
+	require.Equal(t, policy.High, ps.Default.Policy.Class)
 	require.True(t, ps.Default.Open)
 	require.Equal(t, "acme", ps.Tenants[0].Tenant)
 	require.False(t, ps.Tenants[0].Open, "Wednesday noon is outside Mon,Tue 22:00-06:00")
-	require.Equal(t, "1m0s", ps.Tenants[0].Policy.StaleAfter)
+	require.Equal(t, time.Minute, ps.Tenants[0].Policy.StaleAfter)
 	require.True(t, ps.Tenants[1].Open)
 	require.Contains(t, compactNow, `tenant "globex" at level 0`)
 
@@ -348,7 +348,7 @@ func TestPolicyFormInBrowser(t *testing.T) {
 	// The default, then clearing acme's own.
 	require.NoError(t, chromedp.Run(bctx, chromedp.Click("#policy-all", chromedp.ByID)))
 	submit("", `{"class": "high"}`, "#policy-set-button", "set the default")
-	require.Equal(t, "high", policies().Default.Policy.Class)
+	require.Equal(t, policy.High, policies().Default.Policy.Class)
 	// A command that succeeds resets its form (the page refreshes again).
 	var all bool
 	var tenant string

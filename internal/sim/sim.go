@@ -439,7 +439,7 @@ func (s *Sim) livenessBound() int {
 	}
 	st := s.replicas[0].fsm.Stats()
 	work := st.Planner.Queued + st.Planner.Claimed +
-		st.Tombstones()/8
+		st.Tombstones/8
 	slots := 0
 	for _, w := range s.workers {
 		slots += w.capacity

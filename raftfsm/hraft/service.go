@@ -138,7 +138,7 @@ func (s *Service) watch() {
 		if s.r.State() != raft.Leader {
 			return
 		}
-		if _, err := s.Read(ctx); err != nil && ctx.Err() == nil {
+		if err := s.TakeOffice(ctx); err != nil && ctx.Err() == nil {
 			s.log.Info("hraft: taking office failed", "err", err)
 		}
 	}

@@ -654,7 +654,7 @@ func queueLine(st raftfsm.Stats) string {
 	for _, l := range st.Planner.Levels {
 		s += fmt.Sprintf("L%d:%d ", l.Level, l.Queued+l.Claimed)
 	}
-	return s + fmt.Sprintf("jobs:%d tombstones:%d", st.Scheduler.Jobs, st.Tombstones())
+	return s + fmt.Sprintf("jobs:%d tombstones:%d", st.Scheduler.Jobs, st.Tombstones)
 }
 
 // sample records the queues and read amplification until ctx ends, and
@@ -684,7 +684,7 @@ func (r *runner) sampleOnce(ctx context.Context, from, to int64) {
 	if err != nil {
 		return
 	}
-	s := Sample{At: time.Since(r.start), Claimed: st.Planner.Claimed, Jobs: st.Scheduler.Jobs, Tombstones: st.Tombstones()}
+	s := Sample{At: time.Since(r.start), Claimed: st.Planner.Claimed, Jobs: st.Scheduler.Jobs, Tombstones: st.Tombstones}
 	for _, l := range st.Planner.Levels {
 		s.Queued = append(s.Queued, l.Queued)
 	}

@@ -168,7 +168,7 @@ func Verify(ctx context.Context, store blockmerge.Store, live []ck.BlockMeta, le
 	v.add("index = object store", mismatched == 0 && int64(len(live)) == st.Index.Blocks, "%s (%d mismatched)", firstMismatch, mismatched)
 	v.add("nothing pending", st.Drained() && st.Planner.Quarantined == 0 && st.Index.Orphans == 0,
 		"%d queued, %d claimed, %d quarantined, %d jobs, %d tombstones, %d orphan prefixes",
-		st.Planner.Queued, st.Planner.Claimed, st.Planner.Quarantined, st.Scheduler.Jobs, st.Tombstones(), st.Index.Orphans)
+		st.Planner.Queued, st.Planner.Claimed, st.Planner.Quarantined, st.Scheduler.Jobs, st.Tombstones, st.Index.Orphans)
 
 	out := make([]LevelCount, 0, len(levels))
 	for _, lc := range levels {
