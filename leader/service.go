@@ -183,25 +183,20 @@ func (s *Service) IsLeader() bool {
 	}
 }
 
-// enterOffice returns once this node, leading, has taken office in its
+// TakeOffice returns once this node, leading, has taken office in its
 // current term: everything committed before is applied locally, the first
 // leader of a new log has proposed its configuration, and the term's
-// [raftfsm.TookOffice] command (extending every lease in progress) is
-// applied. Every call takes office first.
-func (s *Service) enterOffice(ctx context.Context) error {
+// [raftfsm.TookOffice] command (extending every lease in progress; once
+// per term, whoever asks first) is applied. Every write and read takes
+// office first; a host calls it as soon as it learns that it leads. Unlike
+// [Service.Read] it adds no barrier of its own, so a host whose barriers
+// are log entries numbers its entries the same whenever it calls it.
+func (s *Service) TakeOffice(ctx context.Context) error {
 	_, err := s.enter(ctx)
 	return err
 }
 
-// TakeOffice returns once this node, leading, has taken office in its
-// term: it proposes the term's [raftfsm.TookOffice] command (once per term,
-// whoever asks first), which extends every lease in progress. A host calls
-// it as soon as it learns that it leads; unlike [Service.Read] it adds no
-// barrier of its own, so a host whose barriers are log entries numbers its
-// entries the same whenever it calls it.
-func (s *Service) TakeOffice(ctx context.Context) error { return s.enterOffice(ctx) }
-
-// enter is enterOffice that also says whether this call started the
+// enter is TakeOffice that also says whether this call started the
 // took-office step: its barrier then began after the call did.
 func (s *Service) enter(ctx context.Context) (started bool, err error) {
 	select {
@@ -300,7 +295,7 @@ func (s *Service) propose(ctx context.Context, cmd *raftfsm.Command, preparedAt 
 
 // write takes office, then proposes cmd.
 func (s *Service) write(ctx context.Context, cmd *raftfsm.Command) (*raftfsm.Result, error) {
-	if err := s.enterOffice(ctx); err != nil {
+	if err := s.TakeOffice(ctx); err != nil {
 		return nil, err
 	}
 	a, err := s.propose(ctx, cmd, 0)
@@ -354,7 +349,7 @@ func (s *Service) Poll(ctx context.Context, req *ck.PollRequest) (*ck.PollRespon
 			return nil, ctx.Err()
 		}
 	}
-	if err := s.enterOffice(ctx); err != nil {
+	if err := s.TakeOffice(ctx); err != nil {
 		return nil, err
 	}
 	signed, forged := s.checkSignatures(req)
