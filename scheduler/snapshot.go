@@ -341,21 +341,13 @@ func packDone(ds []*done) *doneFrame {
 // ErrTruncated, ErrUnknownVersion, ErrTooLarge or ErrChecksum, and builds
 // nothing.
 func Restore(r io.Reader) (*Scheduler, error) {
-	s, err := restore(r)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: %w", err)
-	}
-	return s, nil
+	return codec.RestoreSection(r, "scheduler restore", restore)
 }
 
 // restore reads the stream, one restorer method per section.
-func restore(r io.Reader) (*Scheduler, error) {
-	sr, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
-	if err != nil {
-		return nil, err
-	}
-	rs := &restorer{d: codec.NewDecoder(sr), version: sr.Version()}
-	if err := rs.d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
+func restore(d *codec.Decoder, version byte) (*Scheduler, error) {
+	rs := &restorer{d: d, version: version}
+	if err := d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
 		return nil, err
 	}
 	rs.s.dirty()
@@ -425,9 +417,8 @@ func (rs *restorer) header() error {
 func (rs *restorer) jobs() error {
 	d, s := rs.d, rs.s
 	prev := ""
-	for d.Records("jobs", rs.h.Jobs); d.More(); {
-		var f jobFrame
-		n := d.Frame(&f, &f.N)
+	var f jobFrame
+	return codec.Frames(d, "jobs", rs.h.Jobs, &f, &f.N, func(n int) error {
 		names := d.Strings("names", f.Names, n)
 		tenants := d.Strings("tenants", f.Tenants, n)
 		workers := d.Strings("workers", f.Workers, n)
@@ -483,8 +474,8 @@ func (rs *restorer) jobs() error {
 			s.shape(j, s.policy(j.st.Tenant), s.counts[j.st.Tenant]) // the default policy: the state machine sets the rest
 			s.insert(j)
 		}
-	}
-	return d.Err()
+		return nil
+	})
 }
 
 func validateJob(j *job) error {
@@ -507,9 +498,8 @@ func validateJob(j *job) error {
 func (rs *restorer) completions() error {
 	d, s := rs.d, rs.s
 	prev := ""
-	for d.Records("completions", rs.h.Completed); d.More(); {
-		var f doneFrame
-		n := d.Frame(&f, &f.N)
+	var f doneFrame
+	return codec.Frames(d, "completions", rs.h.Completed, &f, &f.N, func(n int) error {
 		names := d.Strings("names", f.Names, n)
 		tokens := codec.Ints[uint64](d, "tokens", f.Tokens, n)
 		at := codec.Ints[int64](d, "times", f.At, n)
@@ -537,8 +527,8 @@ func (rs *restorer) completions() error {
 			prev = r.name
 			s.remember(r)
 		}
-	}
-	return d.Err()
+		return nil
+	})
 }
 
 // failures reads the jobs' failure records and histories (version 2), in
@@ -546,9 +536,8 @@ func (rs *restorer) completions() error {
 func (rs *restorer) failures() error {
 	d, s := rs.d, rs.s
 	prev := ""
-	for d.Records("failure records", rs.failed); d.More(); {
-		var f failFrame
-		n := d.Frame(&f, &f.N)
+	var f failFrame
+	return codec.Frames(d, "failure records", rs.failed, &f, &f.N, func(n int) error {
 		names := d.Strings("names", f.Names, n)
 		reasons := d.Strings("reasons", f.Reasons, n)
 		at := codec.Ints[int64](d, "times", f.At, n)
@@ -594,6 +583,6 @@ func (rs *restorer) failures() error {
 				return codec.Malformed("failure record of job %q: %q at %d", name, reasons[i], at[i])
 			}
 		}
-	}
-	return d.Err()
+		return nil
+	})
 }
