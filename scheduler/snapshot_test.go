@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,21 +76,16 @@ func goldenScheduler(t testing.TB) *scheduler.Scheduler {
 // the snapshots of the previous one; if the format changes on purpose, the
 // version changes and the old golden file stays readable.
 func TestGoldenSnapshot(t *testing.T) {
-	path := filepath.Join("testdata", "golden", "scheduler_v2.bin")
 	s := goldenScheduler(t)
 	got := snapshot(t, s)
 	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
 		empty, err := scheduler.New(scheduler.DefaultConfig())
 		require.NoError(t, err)
 		writeSeed(t, "golden", got)
 		writeSeed(t, "empty", snapshot(t, empty))
 		writeSeed(t, "truncated", got[:len(got)/2])
 	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want, got, "the snapshot of the golden state changed (run with -update if intended)")
+	want := snaptest.Golden(t, "scheduler_v2.bin", got, *update)
 
 	r, err := scheduler.Restore(bytes.NewReader(want))
 	require.NoError(t, err)
@@ -222,31 +216,17 @@ func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
 // TestRestoreRejectsDamage: every truncation and every flipped bit of a
 // snapshot is an error, never a panic or a silently different scheduler.
 func TestRestoreRejectsDamage(t *testing.T) {
-	snaptest.RejectsDamage(t, snapshot(t, goldenScheduler(t)), 7, func(r io.Reader) error {
-		_, err := scheduler.Restore(r)
-		return err
-	})
+	snaptest.RejectsDamage(t, snapshot(t, goldenScheduler(t)), 7, snaptest.Err(scheduler.Restore))
 }
 
 // TestRestoreValidates: structurally valid streams with invalid contents
 // are refused with an error; what is accepted is a usable scheduler.
 func TestRestoreValidates(t *testing.T) {
-	snap := snapshot(t, goldenScheduler(t))
 	step := 5 // every byte takes long under -race: a sample
 	if testing.Short() {
 		step = 17
 	}
-	refused := snaptest.ResealedDamage(snap, step, func(data []byte) bool {
-		r, err := scheduler.Restore(bytes.NewReader(data))
-		if err != nil {
-			return true
-		}
-		exercise(t, r)
-		return false
-	})
-	require.Positive(t, refused)
-	_, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(snap[:len(snap)-4])))
-	require.NoError(t, err)
+	snaptest.RefusesOrWorks(t, snapshot(t, goldenScheduler(t)), step, scheduler.Restore, func(r *scheduler.Scheduler) { exercise(t, r) })
 }
 
 // TestRestoreRefusesInconsistentState: a snapshot of a state Apply cannot
@@ -309,14 +289,7 @@ func FuzzRestore(f *testing.F) {
 	require.NoError(f, err)
 	f.Add(snapshot(f, empty))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if r, err := scheduler.Restore(bytes.NewReader(data)); err == nil {
-			exercise(t, r)
-		}
-		if len(data) >= 4 {
-			if r, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(data[:len(data)-4]))); err == nil {
-				exercise(t, r)
-			}
-		}
+		snaptest.TryRestore(data, scheduler.Restore, func(r *scheduler.Scheduler) { exercise(t, r) })
 	})
 }
 
