@@ -385,11 +385,8 @@ type claimCount struct {
 
 func (rs *restorer) header() error {
 	h := &rs.h
-	if err := rs.d.Decode("header", h); err != nil {
+	if err := codec.Header(rs.d, h, &h.Component, componentName); err != nil {
 		return err
-	}
-	if h.Component != componentName {
-		return codec.Malformed("component %q, want %q", h.Component, componentName)
 	}
 	cfg, err := h.Config.config()
 	if err != nil {
@@ -421,16 +418,11 @@ func (rs *restorer) keys() error {
 	d := rs.d
 	var f keysFrame
 	err := codec.Frames(d, "keys", rs.h.Keys, &f, &f.N, func(n int) error {
-		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
-		counts := codec.Ints[int64](d, "counts", f.Counts, n)
-		if err := d.Err(); err != nil {
+		keys, counts, err := rs.keyCounts("keys", f.Tenants, f.Shards, f.Levels, f.Counts, n)
+		if err != nil {
 			return err
 		}
-		for i := range n {
-			k := keys[i]
-			if err := checkKey(k, &rs.cfg); err != nil {
-				return fmt.Errorf("keys: %w", err)
-			}
+		for i, k := range keys {
 			if len(rs.keyBlocks) > 0 && rs.keyBlocks[len(rs.keyBlocks)-1].k.compare(k) >= 0 {
 				return codec.Malformed("keys: %q/%d/%d out of order", k.tenant, k.shard, k.level)
 			}
@@ -445,6 +437,22 @@ func (rs *restorer) keys() error {
 		return err
 	}
 	return checkBlocks("keys", rs.keyBlocks, func(kc *keyCount) int64 { return kc.n }, rs.h.Blocks)
+}
+
+// keyCounts unpacks the keys and the numbers of blocks of a frame of n
+// records of the section what, and checks the keys.
+func (rs *restorer) keyCounts(what string, tenants codec.Strings, shards, levels, counts []byte, n int) ([]key, []int64, error) {
+	keys := readKeys(rs.d, tenants, shards, levels, n)
+	cs := codec.Ints[int64](rs.d, "counts", counts, n)
+	if err := rs.d.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range keys {
+		if err := checkKey(k, &rs.cfg); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return keys, cs, nil
 }
 
 // checkBlocks checks that the numbers of blocks of a section's records,
@@ -497,16 +505,11 @@ func (rs *restorer) claims() error {
 	var f claimsFrame
 	err := codec.Frames(d, "claims", h.Claims, &f, &f.N, func(n int) error {
 		names := d.Strings("names", f.Names, n)
-		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
-		counts := codec.Ints[int64](d, "counts", f.Counts, n)
-		if err := d.Err(); err != nil {
+		keys, counts, err := rs.keyCounts("claims", f.Tenants, f.Shards, f.Levels, f.Counts, n)
+		if err != nil {
 			return err
 		}
-		for i := range n {
-			k := keys[i]
-			if err := checkKey(k, &rs.cfg); err != nil {
-				return fmt.Errorf("claims: %w", err)
-			}
+		for i, k := range keys {
 			if err := ident.ValidateJobName(names[i]); err != nil {
 				return codec.Malformed("claims: %v", err)
 			}

@@ -367,12 +367,12 @@ func (rs *restorer) header() error {
 	h := &rs.h
 	switch v := rs.version; v {
 	case snapshotV1:
-		if err := rs.d.Decode("header", h); err != nil {
+		if err := codec.Header(rs.d, h, &h.Component, componentName); err != nil {
 			return err
 		}
 	case snapshotV2:
 		var h2 snapHeaderV2
-		if err := rs.d.Decode("header", &h2); err != nil {
+		if err := codec.Header(rs.d, &h2, &h2.Component, componentName); err != nil {
 			return err
 		}
 		if h2.Failed == 0 || h2.Failed > h2.Jobs {
@@ -383,9 +383,6 @@ func (rs *restorer) header() error {
 		rs.failed = h2.Failed
 	default:
 		return fmt.Errorf("section version %d, this release reads %d to %d: %w", v, snapshotV1, snapshotVersion, ck.ErrUnknownVersion)
-	}
-	if h.Component != componentName {
-		return codec.Malformed("section of %q", h.Component)
 	}
 	cfg, err := h.Config.config()
 	if err != nil {

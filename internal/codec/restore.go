@@ -27,6 +27,18 @@ func RestoreSection[T any](r io.Reader, what string, build func(d *Decoder, vers
 	return v, nil
 }
 
+// Header reads a section's header frame into h, whose field that names
+// the component component points at, and checks that it names want.
+func Header(d *Decoder, h any, component *string, want string) error {
+	if err := d.Decode("header", h); err != nil {
+		return err
+	}
+	if *component != want {
+		return Malformed("component %q, want %q", *component, want)
+	}
+	return nil
+}
+
 // Frames reads a run of n records named what (see [Decoder.Records]),
 // frame after frame: each frame into *f, cleared first, where count
 // points at f's field that holds the frame's record count; then it calls

@@ -117,3 +117,15 @@ func TestRestoreSection(t *testing.T) {
 		})
 	}
 }
+
+func TestHeaderNamesTheComponent(t *testing.T) {
+	var h rec
+	require.NoError(t, codec.Header(decoder(t, rec{Name: "planner", N: 3}), &h, &h.Name, "planner"))
+	require.Equal(t, int64(3), h.N)
+
+	h = rec{}
+	err := codec.Header(decoder(t, rec{Name: "index"}), &h, &h.Name, "planner")
+	require.ErrorIs(t, err, codec.ErrMalformed)
+	require.EqualError(t, err, `component "index", want "planner": malformed encoding`)
+	require.ErrorIs(t, codec.Header(decoder(t), &h, &h.Name, "planner"), codec.ErrTruncated)
+}
