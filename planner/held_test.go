@@ -273,8 +273,7 @@ func TestRestoreThenSetHold(t *testing.T) {
 	}
 	wantQueued := heldQueued(f.p)
 	require.Positive(t, wantQueued)
-	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
-	require.NoError(t, err)
+	r := restored(t, f.snapshot())
 	for _, tn := range []string{"", "A", "B", "C", "D"} {
 		require.False(t, allHeld(r, tn))
 	}

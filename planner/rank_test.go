@@ -1,7 +1,6 @@
 package planner_test
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -213,8 +212,7 @@ func TestRankNotInSnapshot(t *testing.T) {
 	require.NoError(t, f.p.SetTerms("A", nil))
 	require.Equal(t, before, f.snapshot(), "ranks are not replicated state of the snapshot")
 
-	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
-	require.NoError(t, err)
+	r := restored(t, f.snapshot())
 	require.NoError(t, r.SetTerms("D", &planner.Terms{Rank: high}))
 	require.NoError(t, r.SetTerms("", &planner.Terms{Rank: low}))
 	require.NoError(t, r.SetDefaultTerms(planner.Terms{Rank: medium}))
@@ -264,8 +262,7 @@ type rankTwins struct {
 
 func (w *rankTwins) check() {
 	w.t.Helper()
-	r, err := planner.Restore(bytes.NewReader(w.snapshot()))
-	require.NoError(w.t, err)
+	r := restored(w.t, w.snapshot())
 	for tn, rk := range w.ranks {
 		require.NoError(w.t, r.SetTerms(tn, &planner.Terms{Rank: rk}))
 	}
@@ -576,8 +573,7 @@ func TestRankAgingLevel0Views(t *testing.T) {
 
 	// Restored and ranked again: the same plans, poll after poll, from
 	// before the threshold to past it, with blocks arriving meanwhile.
-	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
-	require.NoError(t, err)
+	r := restored(t, f.snapshot())
 	require.Equal(t, inTurn, drain(t, r.View(), before, nil), "not ranked yet: m at rank 0")
 	for tn, rk := range map[string]uint8{"a": high, "z": high, "m": low} {
 		require.NoError(t, r.SetTerms(tn, &planner.Terms{Rank: rk}))

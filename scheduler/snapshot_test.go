@@ -87,9 +87,7 @@ func TestGoldenSnapshot(t *testing.T) {
 	}
 	want := snaptest.Golden(t, "scheduler_v2.bin", got, *update)
 
-	r, err := scheduler.Restore(bytes.NewReader(want))
-	require.NoError(t, err)
-	require.Equal(t, want, snapshot(t, r))
+	r := restored(t, want)
 	require.Equal(t, s.Stats(), r.Stats())
 	require.Equal(t, s.Config(), r.Config())
 	require.Equal(t, listAll(s), listAll(r))
@@ -106,9 +104,7 @@ func TestGoldenSnapshot(t *testing.T) {
 func TestGoldenSnapshotV1(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "golden", "scheduler_v1.bin"))
 	require.NoError(t, err)
-	r, err := scheduler.Restore(bytes.NewReader(want))
-	require.NoError(t, err)
-	require.Equal(t, want, snapshot(t, r))
+	r := restored(t, want)
 	require.Len(t, listAll(r), 9)
 }
 
@@ -122,8 +118,7 @@ func writeSeed(t testing.TB, name string, data []byte) {
 // exactly what the original does, paused jobs included.
 func TestRestoredBehavesAlike(t *testing.T) {
 	a := goldenScheduler(t)
-	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
-	require.NoError(t, err)
+	b := restored(t, snapshot(t, a))
 	now := t0 + int64(time.Hour)
 	idx := uint64(1000)
 	for round := range 4 {
@@ -163,8 +158,7 @@ func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
 		s.SetLimits("initech", &scheduler.Limits{Closed: true})
 	}
 	install(a)
-	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
-	require.NoError(t, err)
+	b := restored(t, snapshot(t, a))
 	require.NotEqual(t, a.Stats(), b.Stats(), "the policies are not in the snapshot")
 	install(b)
 	require.Equal(t, a.Stats(), b.Stats())
@@ -251,10 +245,7 @@ func TestRestoreRefusesInconsistentState(t *testing.T) {
 // exercise schedules, applies and snapshots a restored scheduler; it must
 // neither panic nor fail to round-trip.
 func exercise(t testing.TB, r *scheduler.Scheduler) {
-	b := snapshot(t, r)
-	r2, err := scheduler.Restore(bytes.NewReader(b))
-	require.NoError(t, err)
-	require.Equal(t, b, snapshot(t, r2))
+	restored(t, snapshot(t, r))
 	now := t0 + int64(24*time.Hour)
 	sc := r.Schedule(now)
 	for _, js := range listAll(r) {
@@ -274,10 +265,13 @@ func exercise(t testing.TB, r *scheduler.Scheduler) {
 	_, _ = r.Retry(ck.Entry{Index: 1<<40 + 2, Time: now}, now, "", "")
 	r.Expire(now)
 	_ = r.Stats()
-	b = snapshot(t, r)
-	r2, err = scheduler.Restore(bytes.NewReader(b))
-	require.NoError(t, err)
-	require.Equal(t, b, snapshot(t, r2))
+	restored(t, snapshot(t, r))
+}
+
+// restored restores snap, which must snapshot to the same bytes again.
+func restored(t snaptest.TB, snap []byte) *scheduler.Scheduler {
+	t.Helper()
+	return snaptest.RoundTrip(t, snap, scheduler.Restore, func(s *scheduler.Scheduler) []byte { return snapshot(t, s) })
 }
 
 // FuzzRestore: Restore never panics; what it accepts round-trips and can

@@ -41,6 +41,30 @@ func Err[T any](restore func(io.Reader) (T, error)) func(io.Reader) error {
 	}
 }
 
+// TB is what RoundTrip needs of a test: a *testing.T, a *testing.F or a
+// *rapid.T.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	FailNow()
+}
+
+// RoundTrip restores snap, checks that the restored value snapshots to
+// snap's bytes again, and returns it.
+func RoundTrip[T any](t TB, snap []byte, restore func(io.Reader) (T, error), snapshot func(T) []byte) T {
+	t.Helper()
+	v, err := restore(bytes.NewReader(snap))
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+		return v
+	}
+	if again := snapshot(v); !bytes.Equal(again, snap) {
+		t.Fatalf("Restore(Snapshot) re-snapshots to other bytes: %d bytes, then %d", len(snap), len(again))
+	}
+	return v
+}
+
 // RefusesOrWorks checks a decoder against damage that the checksum does
 // not catch: it restores each of snap's resealed damaged copies (see
 // [ResealedDamage], one byte in step). restore must refuse some of them,

@@ -95,6 +95,21 @@ func TestRefusesOrWorks(t *testing.T) {
 	require.Equal(t, "the snapshot resealed: refused", f.msg)
 }
 
+func TestRoundTrip(t *testing.T) {
+	snap := ints(t, 1, 2)
+	f := &fatal{TB: t}
+	v := snaptest.RoundTrip(f, snap, readInts, func(v []int) []byte { return ints(t, v...) })
+	require.Empty(t, f.msg)
+	require.Equal(t, []int{1, 2}, v)
+
+	f = &fatal{TB: t}
+	snaptest.RoundTrip(f, snap, readInts, func(v []int) []byte { return ints(t, append(v, 3)...) })
+	require.Contains(t, f.msg, "Restore(Snapshot) re-snapshots to other bytes")
+	f = &fatal{TB: t}
+	snaptest.RoundTrip(f, snap[:5], readInts, func(v []int) []byte { return ints(t, v...) })
+	require.Contains(t, f.msg, "restore: ")
+}
+
 func TestTryRestore(t *testing.T) {
 	snap := ints(t, 7)
 	count := func(data []byte) int {
