@@ -108,6 +108,25 @@ func TestGoldenSnapshotV1(t *testing.T) {
 	require.Len(t, listAll(r), 9)
 }
 
+// TestRestoreRefusesMislabelledVersion: a section's version says whether
+// its header counts failure records: a version-1 section with such a
+// header, or a version-2 one without, is refused.
+func TestRestoreRefusesMislabelledVersion(t *testing.T) {
+	v2 := snapshot(t, goldenScheduler(t))
+	require.Equal(t, byte(2), v2[3])
+	v2[3] = 1
+	_, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(v2[:len(v2)-4])))
+	require.ErrorIs(t, err, ck.ErrMalformed)
+	require.ErrorContains(t, err, "version 1 with 5 failure records")
+
+	v1, err := os.ReadFile(filepath.Join("testdata", "golden", "scheduler_v1.bin"))
+	require.NoError(t, err)
+	v1[3] = 2
+	_, err = scheduler.Restore(bytes.NewReader(snaptest.Reseal(v1[:len(v1)-4])))
+	require.ErrorIs(t, err, ck.ErrMalformed)
+	require.ErrorContains(t, err, "0 failure records")
+}
+
 func writeSeed(t testing.TB, name string, data []byte) {
 	dir := filepath.Join("testdata", "fuzz", "FuzzRestore")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
