@@ -216,42 +216,19 @@ func ExamplePlanner_Stats() {
 	// queued: 26 ready batches: 1 lag: 10s debt: 250 block-seconds
 }
 
-// A held tenant is left out of planning — at no cost per poll — until it
-// is released; its blocks stay queued.
-func ExamplePlanner_SetHold_tenant() {
+// A tenant's hold leaves its batches out of planning — at no cost per
+// poll — until it is released; its blocks stay queued. The state machine
+// sets both parts of a tenant's hold from its policy in one call: every
+// level (a run window closes them, say) and some levels only (a level's
+// window).
+func ExamplePlanner_SetHold() {
 	p, _ := planner.New(planner.DefaultConfig())
 	for i := range 60 {
-		tenant := []string{"capped", "other", "third"}[i%3]
-		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: tenant})
-	}
-	p.SetHold("capped", true, 0)
-	v := p.View()
-	for {
-		plan, ok := v.Next(0, nil)
-		if !ok {
-			break
+		tenant, level := "capped", uint32(i%2)
+		if i >= 40 {
+			tenant, level = "other", 0
 		}
-		fmt.Println(plan.Tenant, len(plan.Sources))
-	}
-	fmt.Println("queued:", p.Stats(0).Queued)
-
-	p.SetHold("capped", false, 0)
-	plan, _ := p.View().Next(0, nil)
-	fmt.Println(plan.Tenant, len(plan.Sources))
-	// Output:
-	// other 20
-	// third 20
-	// queued: 60
-	// capped 20
-}
-
-// A tenant held at some levels only: its level-1 batches are left out of
-// planning (a level's run window closes them, say), its level-0 batch is
-// not.
-func ExamplePlanner_SetHold_levels() {
-	p, _ := planner.New(planner.DefaultConfig())
-	for i := range 40 {
-		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "acme", Level: uint32(i % 2)})
+		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: tenant, Level: level})
 	}
 	plans := func() {
 		v := p.View()
@@ -260,50 +237,34 @@ func ExamplePlanner_SetHold_levels() {
 			if !ok {
 				break
 			}
-			fmt.Println("  level", plan.Level, len(plan.Sources))
+			fmt.Println("  ", plan.Tenant, "level", plan.Level, len(plan.Sources))
 		}
 	}
-	p.SetHold("acme", false, 1<<1)
-	fmt.Println("level 1 held:")
+	p.SetHold("capped", true, 1<<1)
+	all, levels := p.Hold("capped")
+	fmt.Println("capped held:", all, "levels:", levels)
 	plans()
-	p.SetHold("acme", false, 0)
+	fmt.Println("queued:", p.Stats(0).Queued)
+
+	p.SetHold("capped", false, 1<<1)
+	fmt.Println("capped's level 1 held:")
+	plans()
+
+	p.SetHold("capped", false, 0)
 	fmt.Println("released:")
 	plans()
 	// Output:
-	// level 1 held:
-	//   level 0 20
+	// capped held: true levels: 2
+	//    other level 0 20
+	// queued: 60
+	// capped's level 1 held:
+	//    capped level 0 20
+	//    other level 0 20
 	// released:
-	//   level 0 20
-	//   level 1 10
-	//   level 1 10
-}
-
-// Both holds of a tenant in one call, as a state machine sets them from a
-// tenant's policy: closed at every level (a run window), then open again
-// except at level 1 (a level's window).
-func ExamplePlanner_SetHold() {
-	p, _ := planner.New(planner.DefaultConfig())
-	for i := range 40 {
-		_, _ = p.Enqueue(ck.Entry{Index: 1}, &ck.BlockMeta{ID: fmt.Sprint("b", i), Tenant: "acme", Level: uint32(i % 2)})
-	}
-	count := func() int {
-		v := p.View()
-		n := 0
-		for {
-			if _, ok := v.Next(0, nil); !ok {
-				return n
-			}
-			n++
-		}
-	}
-	p.SetHold("acme", true, 1<<1)
-	all, levels := p.Hold("acme")
-	fmt.Println("closed:", count(), "plans;", "held:", all, "levels:", levels)
-	p.SetHold("acme", false, 1<<1)
-	fmt.Println("level 1 closed:", count(), "plan")
-	// Output:
-	// closed: 0 plans; held: true levels: 2
-	// level 1 closed: 1 plan
+	//    capped level 0 20
+	//    other level 0 20
+	//    capped level 1 10
+	//    capped level 1 10
 }
 
 // An operator's "compact now": the tenant's batches that arrived before

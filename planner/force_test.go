@@ -25,8 +25,7 @@ func TestForcePartialBatch(t *testing.T) {
 	_, ok = f.poll(forcing(planner.Force{Tenant: "A", Level: 0, Before: f.now - 1}))
 	require.False(t, ok, "a batch that arrived after Before forced")
 
-	pl, ok := f.poll(forcing(planner.Force{Tenant: "A", Level: 0, Before: f.now}))
-	require.True(t, ok)
+	pl := f.mustPoll(forcing(planner.Force{Tenant: "A", Level: 0, Before: f.now}))
 	require.Equal(t, ids, pl.Sources)
 	claimed, ok := f.p.Claimed(pl.Name)
 	require.True(t, ok, "a forced plan was not claimed")
@@ -126,8 +125,7 @@ func TestForceFairness(t *testing.T) {
 
 	var got []string
 	for _, opts := range []*planner.PlanOptions{nil, nil, force, force, force, force} {
-		pl, ok := f.poll(opts)
-		require.True(t, ok)
+		pl := f.mustPoll(opts)
 		got = append(got, pl.Tenant)
 	}
 	// Unforced, D follows A; forced, the rotation wraps around to A, then

@@ -89,10 +89,9 @@ func TestHeldTenants(t *testing.T) {
 	f.p.SetHold("B", false, levelsHeld(f.p, "B"))
 	f.p.SetHold("B", false, levelsHeld(f.p, "B"))
 	require.False(t, allHeld(f.p, "B"))
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	require.Equal(t, "B", pl.Tenant)
-	pl, ok = f.p.View().Next(later, nil)
+	pl, ok := f.p.View().Next(later, nil)
 	require.True(t, ok)
 	require.Equal(t, b, pl.Sources, "the released tenant's aged batch")
 
@@ -204,13 +203,7 @@ func TestHeldSurvivesChanges(t *testing.T) {
 	w.add("A", 1, 1, 3)
 	w.add("B", 0, 0, 4)
 	// Plans prepared before the hold.
-	v := w.held.View()
-	var plans []ck.JobPlan
-	for range 3 {
-		pl, ok := v.Next(w.now, nil)
-		require.True(t, ok)
-		plans = append(plans, pl)
-	}
+	plans := nextPlans(t, w.held.View(), w.now, 3)
 	require.Equal(t, []string{"A", "B", "A"}, []string{plans[0].Tenant, plans[1].Tenant, plans[2].Tenant})
 	w.held.SetHold("A", true, levelsHeld(w.held, "A"))
 	w.check("A")
@@ -265,8 +258,7 @@ func TestRestoreThenSetHold(t *testing.T) {
 		f.add(tn, 1, 2, 1)
 	}
 	for range 3 {
-		_, ok := f.poll(nil)
-		require.True(t, ok)
+		f.mustPoll(nil)
 	}
 	for _, tn := range []string{"B", "D", ""} {
 		f.p.SetHold(tn, true, levelsHeld(f.p, tn))
@@ -281,8 +273,7 @@ func TestRestoreThenSetHold(t *testing.T) {
 	}
 	wantQueued := heldQueued(f.p)
 	require.Positive(t, wantQueued)
-	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
-	require.NoError(t, err)
+	r := restored(t, f.snapshot())
 	for _, tn := range []string{"", "A", "B", "C", "D"} {
 		require.False(t, allHeld(r, tn))
 	}
@@ -359,8 +350,7 @@ func concurrentViews(t *testing.T, before, after func(f *fixture, tenants []stri
 		before(f, tenants, i)
 		f.add(tenants[(i+1)%4], 0, 0, 20)
 		after(f, tenants, i)
-		_, ok := f.poll(force)
-		require.True(t, ok)
+		f.mustPoll(force)
 	}
 	wg.Wait()
 	close(results)

@@ -20,8 +20,7 @@ func TestMark(t *testing.T) {
 	cfg.Levels[0].MaxBlocks = 4
 	f := newFixture(t, cfg)
 	claimedIDs := f.add("t", 1, 0, 4)
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	require.Equal(t, claimedIDs, pl.Sources)
 	ids := f.add("t", 2, 0, 6)
 	meta := func(id string, shard uint32) ck.BlockMeta { return ck.BlockMeta{ID: id, Tenant: "t", Shard: shard} }
@@ -56,8 +55,7 @@ func TestMark(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "marking again changes nothing")
 	require.Equal(t, again, f.snapshot())
-	pl2, ok := f.poll(nil)
-	require.True(t, ok)
+	pl2 := f.mustPoll(nil)
 	require.Equal(t, []string{ids[0], ids[2], ids[4], ids[5]}, pl2.Sources)
 
 	// A requeue clears the mark.

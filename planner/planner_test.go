@@ -26,6 +26,8 @@ type fixture struct {
 	index uint64
 	now   int64
 	ids   int
+	// mirror, when set, is a planner that add queues the same blocks to.
+	mirror *planner.Planner
 }
 
 func newFixture(t *testing.T, cfg planner.Config) *fixture {
@@ -42,7 +44,8 @@ func (f *fixture) entry() ck.Entry {
 
 func (f *fixture) advance(d time.Duration) { f.now += int64(d) }
 
-// add enqueues n blocks of a key in one entry and returns their IDs.
+// add enqueues n blocks of a key in one entry, to the mirror too, and
+// returns their IDs.
 func (f *fixture) add(tenant string, shard, level uint32, n int) []string {
 	f.t.Helper()
 	e := f.entry()
@@ -55,9 +58,13 @@ func (f *fixture) add(tenant string, shard, level uint32, n int) []string {
 			b.ID = fmt.Sprintf("multi-%d-%d-%06d", shard, level, f.ids)
 			b.Datasets = []ck.DatasetMeta{{Tenant: "x", Name: "svc"}}
 		}
-		ok, err := f.p.Enqueue(e, &b)
-		require.NoError(f.t, err)
-		require.True(f.t, ok)
+		for _, p := range []*planner.Planner{f.p, f.mirror} {
+			if p != nil {
+				ok, err := p.Enqueue(e, &b)
+				require.NoError(f.t, err)
+				require.True(f.t, ok)
+			}
+		}
 		ids = append(ids, b.ID)
 	}
 	return ids
@@ -73,11 +80,45 @@ func (f *fixture) poll(opts *planner.PlanOptions) (ck.JobPlan, bool) {
 	return pl, ok
 }
 
+// mustPoll is poll where a job must be ready.
+func (f *fixture) mustPoll(opts *planner.PlanOptions) ck.JobPlan {
+	f.t.Helper()
+	pl, ok := f.poll(opts)
+	require.True(f.t, ok)
+	return pl
+}
+
 func (f *fixture) snapshot() []byte {
 	f.t.Helper()
-	var b bytes.Buffer
-	require.NoError(f.t, f.p.View().Snapshot(&b))
-	return b.Bytes()
+	return snapshotBytes(f.t, f.p)
+}
+
+// nextBoth plans a job on fresh views of a and b at now, requires the same
+// plan of both, and claims it in both at entry() when there is one.
+func nextBoth(t *testing.T, a, b *planner.Planner, now int64, entry func() ck.Entry) (ck.JobPlan, bool) {
+	t.Helper()
+	pa, okA := a.View().Next(now, nil)
+	pb, okB := b.View().Next(now, nil)
+	require.Equal(t, okA, okB)
+	require.Equal(t, pa, pb)
+	if okA {
+		e := entry()
+		require.NoError(t, a.Claim(e, &pa))
+		require.NoError(t, b.Claim(e, &pb))
+	}
+	return pa, okA
+}
+
+// nextPlans plans n jobs on v at now, each of which must be ready.
+func nextPlans(t testing.TB, v *planner.View, now int64, n int) []ck.JobPlan {
+	t.Helper()
+	var plans []ck.JobPlan
+	for range n {
+		pl, ok := v.Next(now, nil)
+		require.True(t, ok)
+		plans = append(plans, pl)
+	}
+	return plans
 }
 
 // TestFairness: tenant A has 100,000 ready blocks and B, C, D and E 20
@@ -93,8 +134,7 @@ func TestFairness(t *testing.T) {
 	}
 	var tenants []string
 	for range 5 {
-		pl, ok := f.poll(nil)
-		require.True(t, ok)
+		pl := f.mustPoll(nil)
 		require.Len(t, pl.Sources, 20)
 		tenants = append(tenants, pl.Tenant)
 	}
@@ -102,8 +142,7 @@ func TestFairness(t *testing.T) {
 	require.Equal(t, "A", tenants[0])
 	// B..E are drained: A gets every job now.
 	for range 10 {
-		pl, ok := f.poll(nil)
-		require.True(t, ok)
+		pl := f.mustPoll(nil)
 		require.Equal(t, "A", pl.Tenant)
 	}
 
@@ -115,8 +154,7 @@ func TestFairness(t *testing.T) {
 	}
 	var order []string
 	for range 25 {
-		pl, ok := f.poll(nil)
-		require.True(t, ok)
+		pl := f.mustPoll(nil)
 		order = append(order, pl.Tenant)
 		if pl.Tenant != "A" {
 			f.add(pl.Tenant, 0, 0, 20)
@@ -279,14 +317,11 @@ func TestPausedTenants(t *testing.T) {
 	require.Equal(t, 2, st.Levels[0].ReadyBatches) // A's two full batches
 
 	delete(paused, "A")
-	pl, ok := f.poll(opts)
-	require.True(t, ok)
+	pl := f.mustPoll(opts)
 	require.Equal(t, a[:20], pl.Sources)
-	pl, ok = f.poll(nil)
-	require.True(t, ok)
+	pl = f.mustPoll(nil)
 	require.Equal(t, a[20:], pl.Sources) // level 0 first
-	pl, ok = f.poll(nil)
-	require.True(t, ok)
+	pl = f.mustPoll(nil)
 	require.Equal(t, "B", pl.Tenant)
 	require.Equal(t, uint32(1), pl.Level)
 }
@@ -346,8 +381,7 @@ func TestTombstonesOnce(t *testing.T) {
 func TestCancelReturnsSources(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
 	first := f.add("t", 0, 0, 20)
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	require.Equal(t, first, pl.Sources)
 	claimed, ok := f.p.Claimed(pl.Name)
 	require.True(t, ok)
@@ -358,12 +392,10 @@ func TestCancelReturnsSources(t *testing.T) {
 	require.False(t, ok)
 	require.ErrorContains(t, f.p.Return(pl.Name, nil), "planner: unknown job")
 
-	again, ok := f.poll(nil)
-	require.True(t, ok)
+	again := f.mustPoll(nil)
 	require.Equal(t, first, again.Sources, "returned blocks lost their position")
 	require.NotEqual(t, pl.Name, again.Name, "a job name was reused")
-	next, ok := f.poll(nil)
-	require.True(t, ok)
+	next := f.mustPoll(nil)
 	require.Equal(t, later, next.Sources)
 
 	// The old plan can never be claimed again, even with its sources back.
@@ -379,8 +411,7 @@ func TestCancelReturnsSources(t *testing.T) {
 func TestRefusedCompletionReturnsSurvivors(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
 	ids := f.add("t", 0, 1, 10)
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	survivors := []string{ids[2], ids[7]}
 	require.ErrorContains(t, f.p.Return(pl.Name, []string{ids[2], "other"}), "planner: not a source of the job")
 	require.NoError(t, f.p.Return(pl.Name, survivors))
@@ -395,8 +426,7 @@ func TestRefusedCompletionReturnsSurvivors(t *testing.T) {
 func TestEvictQuarantinesSources(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
 	ids := f.add("t", 5, 0, 20)
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	later := f.add("t", 5, 0, 20)
 	f.advance(time.Minute)
 	require.NoError(t, f.p.Quarantine(f.entry(), pl.Name, "failed 3 times: corrupt block"))
@@ -439,8 +469,7 @@ func TestEvictQuarantinesSources(t *testing.T) {
 func TestRetention(t *testing.T) {
 	f := newFixture(t, planner.DefaultConfig())
 	claimedIDs := f.add("t", 0, 0, 20)
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	queued := f.add("t", 0, 0, 10)
 	block := func(id string) ck.BlockMeta {
 		return ck.BlockMeta{ID: id, Tenant: "t", Shard: 0, Level: 0}
@@ -473,8 +502,7 @@ func TestCrossShard(t *testing.T) {
 	for shard := range uint32(5) {
 		all = append(all, f.add("t", shard, 1, 2)...)
 	}
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	require.Equal(t, ck.AnyShard, pl.Shard)
 	require.Equal(t, all, pl.Sources)
 
@@ -508,8 +536,7 @@ func TestCrossShardOutputs(t *testing.T) {
 	require.Equal(t, 2, f.p.Stats(0).Levels[1].Keys)
 	got := map[uint32][]string{}
 	for range 2 {
-		pl, ok := f.poll(nil)
-		require.True(t, ok)
+		pl := f.mustPoll(nil)
 		got[pl.Shard] = pl.Sources
 	}
 	require.Equal(t, map[uint32][]string{ck.AnyShard: outs, 2: perShard}, got)
@@ -528,8 +555,7 @@ func TestFinalLevel(t *testing.T) {
 	low.FinalLevel = 2
 	low.Levels = low.Levels[:2]
 	require.ErrorIs(t, f.p.SetConfig(low), planner.ErrInvalidConfig)
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	require.ErrorIs(t, f.p.SetConfig(low), planner.ErrInvalidConfig, "a claimed level-2 block would be stranded")
 	require.NoError(t, f.p.Complete(pl.Name))
 	require.NoError(t, f.p.SetConfig(low))
@@ -586,15 +612,13 @@ func TestJobNames(t *testing.T) {
 		f.add("", 2, 0, 20)
 		var names []string
 		for range 2 {
-			pl, ok := f.poll(nil)
-			require.True(t, ok)
+			pl := f.mustPoll(nil)
 			require.NoError(t, ident.ValidateJobName(pl.Name))
 			names = append(names, pl.Name)
 			require.NoError(t, f.p.Return(pl.Name, pl.Sources)) // cancel: the same sources are planned again
 		}
 		for range 2 {
-			pl, ok := f.poll(nil)
-			require.True(t, ok)
+			pl := f.mustPoll(nil)
 			names = append(names, pl.Name)
 		}
 		return names
@@ -695,8 +719,7 @@ func TestViewConcurrentWithApply(t *testing.T) {
 		})
 		// Meanwhile: enqueue, claim, return, drop.
 		f.add("t", 3, 0, 50)
-		pl, ok := f.poll(nil)
-		require.True(t, ok)
+		pl := f.mustPoll(nil)
 		require.NoError(t, f.p.Return(pl.Name, pl.Sources[5:]))
 		f.p.Drop([]ck.BlockMeta{{ID: pl.Sources[0], Tenant: "t", Shard: pl.Shard}})
 		cfg := f.p.Config()
@@ -835,17 +858,15 @@ func TestMultiTenantSegments(t *testing.T) {
 	own := f.add("acme", 3, 0, 5)
 	st := f.p.Stats(0)
 	require.Equal(t, 2, st.Levels[0].Keys)
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	require.Empty(t, pl.Tenant)
 	require.Equal(t, uint32(3), pl.Shard)
 	require.Equal(t, multi, pl.Sources)
 	require.Regexp(t, `^_\.s3\.l0\.`, pl.Name)
-	_, ok = f.poll(nil)
+	_, ok := f.poll(nil)
 	require.False(t, ok, "acme's 5 blocks are not a batch yet")
 	f.advance(time.Minute)
-	pl, ok = f.poll(nil)
-	require.True(t, ok)
+	pl = f.mustPoll(nil)
 	require.Equal(t, "acme", pl.Tenant)
 	require.Equal(t, own, pl.Sources)
 }

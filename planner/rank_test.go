@@ -1,7 +1,6 @@
 package planner_test
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -213,12 +212,12 @@ func TestRankNotInSnapshot(t *testing.T) {
 	require.NoError(t, f.p.SetTerms("A", nil))
 	require.Equal(t, before, f.snapshot(), "ranks are not replicated state of the snapshot")
 
-	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
-	require.NoError(t, err)
+	r := restored(t, f.snapshot())
 	require.NoError(t, r.SetTerms("D", &planner.Terms{Rank: high}))
 	require.NoError(t, r.SetTerms("", &planner.Terms{Rank: low}))
 	require.NoError(t, r.SetDefaultTerms(planner.Terms{Rank: medium}))
 
+	f.mirror = r
 	entry := f.index
 	var order []string
 	for step := range 40 {
@@ -232,47 +231,25 @@ func TestRankNotInSnapshot(t *testing.T) {
 		if step%5 == 0 {
 			f.now = now
 			for _, tn := range tenants {
-				ids := f.add(tn, uint32(step%3), 0, 4)
-				e := ck.Entry{Index: f.index, Term: 1, Time: now}
-				for _, id := range ids {
-					ok, err := r.Enqueue(e, &ck.BlockMeta{ID: id, Tenant: tn, Shard: uint32(step % 3), MinTime: now - int64(10*time.Second), MaxTime: now, Size: 100,
-						Datasets: datasetsOf(tn)})
-					require.NoError(t, err)
-					require.True(t, ok)
-				}
+				f.add(tn, uint32(step%3), 0, 4)
 			}
 			entry = f.index
 		}
 		for {
-			a, okA := f.p.View().Next(now, nil)
-			b, okB := r.View().Next(now, nil)
-			require.Equal(t, okA, okB)
-			require.Equal(t, a, b)
-			if !okA {
+			pl, ok := nextBoth(t, f.p, r, now, func() ck.Entry {
+				entry++
+				return ck.Entry{Index: entry, Term: 1, Time: now}
+			})
+			if !ok {
 				break
 			}
-			order = append(order, a.Tenant)
-			entry++
-			e := ck.Entry{Index: entry, Term: 1, Time: now}
-			require.NoError(t, f.p.Claim(e, &a))
-			require.NoError(t, r.Claim(e, &b))
+			order = append(order, pl.Tenant)
 		}
 		f.index = entry
-		var sa, sb bytes.Buffer
-		require.NoError(t, f.p.View().Snapshot(&sa))
-		require.NoError(t, r.View().Snapshot(&sb))
-		require.Equal(t, sa.Bytes(), sb.Bytes())
+		require.Equal(t, f.snapshot(), snapshotBytes(t, r))
 	}
 	require.Greater(t, len(order), 20)
 	require.Equal(t, "D", order[0], "the High tenant first")
-}
-
-// datasetsOf is the fixture's datasets for a block of tenant.
-func datasetsOf(tenant string) []ck.DatasetMeta {
-	if tenant == "" {
-		return []ck.DatasetMeta{{Tenant: "x", Name: "svc"}}
-	}
-	return nil
 }
 
 // rankTwins drives a ranked planner through changes and, at each check,
@@ -285,8 +262,7 @@ type rankTwins struct {
 
 func (w *rankTwins) check() {
 	w.t.Helper()
-	r, err := planner.Restore(bytes.NewReader(w.snapshot()))
-	require.NoError(w.t, err)
+	r := restored(w.t, w.snapshot())
 	for tn, rk := range w.ranks {
 		require.NoError(w.t, r.SetTerms(tn, &planner.Terms{Rank: rk}))
 	}
@@ -316,13 +292,7 @@ func TestRankSurvivesChanges(t *testing.T) {
 	w.add("H", 1, 1, 3)
 	w.check()
 
-	v := w.p.View()
-	var plans []ck.JobPlan
-	for range 3 {
-		pl, ok := v.Next(w.now, nil)
-		require.True(t, ok)
-		plans = append(plans, pl)
-	}
+	plans := nextPlans(t, w.p.View(), w.now, 3)
 	require.Equal(t, []string{"H", "H", "M"}, []string{plans[0].Tenant, plans[1].Tenant, plans[2].Tenant})
 	w.advance(time.Second)
 	dropped := w.add("H", 0, 0, 5)
@@ -565,8 +535,7 @@ func TestRankAgingLevel0ForceSkipHeld(t *testing.T) {
 	f.setCursor("api")
 	require.Equal(t, []string{"batch/0/0", "web/0/0", "api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forceAll))
 	// Claimed, the aged batch leaves the young one: forced, at rank 2.
-	pl, ok := f.poll(nil)
-	require.True(t, ok)
+	pl := f.mustPoll(nil)
 	require.Equal(t, "batch", pl.Tenant)
 	require.Equal(t, []string{"web/0/0", "api/0/0", "batch/0/0"}, drain(t, f.p.View(), f.now, forceAll))
 }
@@ -604,12 +573,12 @@ func TestRankAgingLevel0Views(t *testing.T) {
 
 	// Restored and ranked again: the same plans, poll after poll, from
 	// before the threshold to past it, with blocks arriving meanwhile.
-	r, err := planner.Restore(bytes.NewReader(f.snapshot()))
-	require.NoError(t, err)
+	r := restored(t, f.snapshot())
 	require.Equal(t, inTurn, drain(t, r.View(), before, nil), "not ranked yet: m at rank 0")
 	for tn, rk := range map[string]uint8{"a": high, "z": high, "m": low} {
 		require.NoError(t, r.SetTerms(tn, &planner.Terms{Rank: rk}))
 	}
+	f.mirror = r
 	var order []string
 	for step := range 12 {
 		now := before - int64(10*time.Second) + int64(step)*int64(5*time.Second)
@@ -619,37 +588,16 @@ func TestRankAgingLevel0Views(t *testing.T) {
 			if tn != "m" {
 				n = 20 // a full batch each step: a and z stay ready
 			}
-			ids := f.add(tn, 0, 0, n)
-			e := ck.Entry{Index: f.index, Term: 1, Time: now}
-			for _, id := range ids {
-				ok, err := r.Enqueue(e, &ck.BlockMeta{ID: id, Tenant: tn, Shard: 0, Level: 0,
-					MinTime: now - int64(10*time.Second), MaxTime: now, Size: 100})
-				require.NoError(t, err)
-				require.True(t, ok)
-			}
+			f.add(tn, 0, 0, n)
 		}
-		a, okA := f.p.View().Next(now, nil)
-		b, okB := r.View().Next(now, nil)
-		require.Equal(t, okA, okB)
-		require.Equal(t, a, b)
-		if !okA {
+		pl, ok := nextBoth(t, f.p, r, now, f.entry)
+		if !ok {
 			continue
 		}
-		order = append(order, fmt.Sprint(a.Tenant, "@", step))
-		e := f.entry()
-		require.NoError(t, f.p.Claim(e, &a))
-		require.NoError(t, r.Claim(e, &b))
-		require.Equal(t, f.snapshot(), snapshotOfPlanner(t, r))
+		order = append(order, fmt.Sprint(pl.Tenant, "@", step))
+		require.Equal(t, f.snapshot(), snapshotBytes(t, r))
 	}
 	// m's first batch waits while a and z are ready, until it ages (step 3
 	// is the first past the threshold); then it takes its turn after a.
 	require.Equal(t, []string{"z@0", "a@1", "z@2", "a@3", "m@4"}, order[:5], order)
-}
-
-// snapshotOfPlanner returns p's snapshot bytes.
-func snapshotOfPlanner(t *testing.T, p *planner.Planner) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	require.NoError(t, p.View().Snapshot(&b))
-	return b.Bytes()
 }

@@ -344,24 +344,16 @@ func (s *state) writeSnapshot(w io.Writer) error {
 // Held tenants are not part of a snapshot: the restored planner holds no
 // tenant until the state machine calls [Planner.SetHold] again.
 func Restore(r io.Reader) (*Planner, error) {
-	p, err := restore(r)
-	if err != nil {
-		return nil, fmt.Errorf("planner: restore: %w", err)
-	}
-	return p, nil
+	return codec.RestoreSection(r, "planner: restore", restore)
 }
 
 // restore reads the stream, one restorer method per section.
-func restore(r io.Reader) (*Planner, error) {
-	rd, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
-	if err != nil {
-		return nil, err
+func restore(d *codec.Decoder, version byte) (*Planner, error) {
+	if version != snapshotVersion && version != markedVersion {
+		return nil, fmt.Errorf("snapshot version %d: %w", version, ck.ErrUnknownVersion)
 	}
-	if v := rd.Version(); v != snapshotVersion && v != markedVersion {
-		return nil, fmt.Errorf("snapshot version %d: %w", rd.Version(), ck.ErrUnknownVersion)
-	}
-	rs := &restorer{d: codec.NewDecoder(rd), marks: rd.Version() == markedVersion}
-	if err := rs.d.Run(rs.header, rs.keys, rs.queued, rs.claims, rs.claimed, rs.quarantine); err != nil {
+	rs := &restorer{d: d, marks: version == markedVersion}
+	if err := d.Run(rs.header, rs.keys, rs.queued, rs.claims, rs.claimed, rs.quarantine); err != nil {
 		return nil, err
 	}
 	return rs.p, nil
@@ -393,11 +385,8 @@ type claimCount struct {
 
 func (rs *restorer) header() error {
 	h := &rs.h
-	if err := rs.d.Decode("header", h); err != nil {
+	if err := codec.Header(rs.d, h, &h.Component, componentName); err != nil {
 		return err
-	}
-	if h.Component != componentName {
-		return codec.Malformed("component %q, want %q", h.Component, componentName)
 	}
 	cfg, err := h.Config.config()
 	if err != nil {
@@ -427,19 +416,13 @@ func (rs *restorer) header() error {
 // keys reads the keys and the number of blocks queued under each.
 func (rs *restorer) keys() error {
 	d := rs.d
-	for d.Records("keys", rs.h.Keys); d.More(); {
-		var f keysFrame
-		n := d.Frame(&f, &f.N)
-		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
-		counts := codec.Ints[int64](d, "counts", f.Counts, n)
-		if err := d.Err(); err != nil {
+	var f keysFrame
+	err := codec.Frames(d, "keys", rs.h.Keys, &f, &f.N, func(n int) error {
+		keys, counts, err := rs.keyCounts("keys", f.Tenants, f.Shards, f.Levels, f.Counts, n)
+		if err != nil {
 			return err
 		}
-		for i := range n {
-			k := keys[i]
-			if err := checkKey(k, &rs.cfg); err != nil {
-				return fmt.Errorf("keys: %w", err)
-			}
+		for i, k := range keys {
 			if len(rs.keyBlocks) > 0 && rs.keyBlocks[len(rs.keyBlocks)-1].k.compare(k) >= 0 {
 				return codec.Malformed("keys: %q/%d/%d out of order", k.tenant, k.shard, k.level)
 			}
@@ -448,19 +431,42 @@ func (rs *restorer) keys() error {
 			}
 			rs.keyBlocks = append(rs.keyBlocks, keyCount{k: k, n: counts[i]})
 		}
-	}
-	if err := d.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	var total uint64
-	for _, kc := range rs.keyBlocks {
-		total += uint64(kc.n)
-		if total > rs.h.Blocks {
-			return codec.Malformed("keys: more blocks than the %d counted", rs.h.Blocks)
+	return checkBlocks("keys", rs.keyBlocks, func(kc *keyCount) int64 { return kc.n }, rs.h.Blocks)
+}
+
+// keyCounts unpacks the keys and the numbers of blocks of a frame of n
+// records of the section what, and checks the keys.
+func (rs *restorer) keyCounts(what string, tenants codec.Strings, shards, levels, counts []byte, n int) ([]key, []int64, error) {
+	keys := readKeys(rs.d, tenants, shards, levels, n)
+	cs := codec.Ints[int64](rs.d, "counts", counts, n)
+	if err := rs.d.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range keys {
+		if err := checkKey(k, &rs.cfg); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	if total != rs.h.Blocks {
-		return codec.Malformed("keys: %d blocks, %d counted", total, rs.h.Blocks)
+	return keys, cs, nil
+}
+
+// checkBlocks checks that the numbers of blocks of a section's records,
+// n of each, add up to want, the count of the header.
+func checkBlocks[R any](what string, recs []R, n func(*R) int64, want uint64) error {
+	var total uint64
+	for i := range recs {
+		total += uint64(n(&recs[i]))
+		if total > want {
+			return codec.Malformed("%s: more blocks than the %d counted", what, want)
+		}
+	}
+	if total != want {
+		return codec.Malformed("%s: %d blocks, %d counted", what, total, want)
 	}
 	return nil
 }
@@ -496,20 +502,14 @@ func (rs *restorer) queued() error {
 // claims reads the claims and the number of blocks each holds.
 func (rs *restorer) claims() error {
 	d, h := rs.d, &rs.h
-	for d.Records("claims", h.Claims); d.More(); {
-		var f claimsFrame
-		n := d.Frame(&f, &f.N)
+	var f claimsFrame
+	err := codec.Frames(d, "claims", h.Claims, &f, &f.N, func(n int) error {
 		names := d.Strings("names", f.Names, n)
-		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
-		counts := codec.Ints[int64](d, "counts", f.Counts, n)
-		if err := d.Err(); err != nil {
+		keys, counts, err := rs.keyCounts("claims", f.Tenants, f.Shards, f.Levels, f.Counts, n)
+		if err != nil {
 			return err
 		}
-		for i := range n {
-			k := keys[i]
-			if err := checkKey(k, &rs.cfg); err != nil {
-				return fmt.Errorf("claims: %w", err)
-			}
+		for i, k := range keys {
 			if err := ident.ValidateJobName(names[i]); err != nil {
 				return codec.Malformed("claims: %v", err)
 			}
@@ -524,21 +524,12 @@ func (rs *restorer) claims() error {
 			}
 			rs.claimBlocks = append(rs.claimBlocks, claimCount{c: &claim{name: names[i], k: k}, n: counts[i]})
 		}
-	}
-	if err := d.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	var total uint64
-	for _, cc := range rs.claimBlocks {
-		total += uint64(cc.n)
-		if total > h.ClaimedBlocks {
-			return codec.Malformed("claims: more blocks than the %d counted", h.ClaimedBlocks)
-		}
-	}
-	if total != h.ClaimedBlocks {
-		return codec.Malformed("claims: %d blocks, %d counted", total, h.ClaimedBlocks)
-	}
-	return nil
+	return checkBlocks("claims", rs.claimBlocks, func(cc *claimCount) int64 { return cc.n }, h.ClaimedBlocks)
 }
 
 // claimed reads the blocks of each claim.
@@ -572,9 +563,8 @@ func (rs *restorer) quarantine() error {
 	d, s, clock := rs.d, &rs.p.s, rs.h.Clock
 	var last string
 	marked := false
-	for d.Records("quarantine", rs.h.Quarantined); d.More(); {
-		var f quarFrame
-		n := d.Frame(&f, &f.Blocks.N)
+	var f quarFrame
+	err := codec.Frames(d, "quarantine", rs.h.Quarantined, &f, &f.Blocks.N, func(n int) error {
 		bl := blockReader{d: d, what: "quarantine", clock: clock, nextArr: rs.h.NextArrival}
 		bl.load(&f.Blocks, n)
 		keys := readKeys(d, f.Tenants, f.Shards, f.Levels, n)
@@ -610,13 +600,14 @@ func (rs *restorer) quarantine() error {
 			}
 			s.quar.w(s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
 		}
-	}
-	if d.Err() == nil && rs.marks && !marked {
+		return nil
+	})
+	if err == nil && rs.marks && !marked {
 		// Version 2 is written only with a marked block: one without is
 		// not the bytes this state snapshots to.
 		return codec.Malformed("version %d without a marked block", markedVersion)
 	}
-	return d.Err()
+	return err
 }
 
 // blockReader hands out the blocks of a section one at a time, reading

@@ -3,7 +3,6 @@ package planner_test
 import (
 	"bytes"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,14 +49,7 @@ func goldenPlanner(t testing.TB) *planner.Planner {
 	add(entry(2*time.Second), "globex", 1, 1, 4)
 	add(entry(3*time.Second), "globex", 2, 1, 8)
 	add(entry(4*time.Second), "initech", 9, 2, 3)
-	v := p.View()
-	now := base + int64(time.Hour)
-	var plans []ck.JobPlan
-	for range 4 {
-		pl, ok := v.Next(now, nil)
-		require.True(t, ok)
-		plans = append(plans, pl)
-	}
+	plans := nextPlans(t, p.View(), base+int64(time.Hour), 4)
 	for i, pl := range plans {
 		require.NoError(t, p.Claim(entry(time.Hour+time.Duration(i)), &pl))
 	}
@@ -65,6 +57,12 @@ func goldenPlanner(t testing.TB) *planner.Planner {
 	require.NoError(t, p.Return(plans[2].Name, plans[2].Sources[1:]))
 	add(entry(3*time.Hour), "acme", 1, 0, 3)
 	return p
+}
+
+// restored restores snap, which must snapshot to the same bytes again.
+func restored(t testing.TB, snap []byte) *planner.Planner {
+	t.Helper()
+	return snaptest.RoundTrip(t, snap, planner.Restore, func(p *planner.Planner) []byte { return snapshotBytes(t, p) })
 }
 
 func snapshotBytes(t testing.TB, p *planner.Planner) []byte {
@@ -85,17 +83,8 @@ func TestGoldenSnapshot(t *testing.T) {
 // returns the file's bytes.
 func checkGolden(t *testing.T, name string, got []byte) []byte {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want, got, "the snapshot of %s changed (run with -update if intended)", name)
-	r, err := planner.Restore(bytes.NewReader(want))
-	require.NoError(t, err)
-	require.Equal(t, want, snapshotBytes(t, r))
+	want := snaptest.Golden(t, name, got, *update)
+	restored(t, want)
 	return want
 }
 
@@ -118,10 +107,7 @@ func TestGoldenSnapshotMarked(t *testing.T) {
 	got := snapshotBytes(t, p)
 	require.Equal(t, byte(2), got[3], "the header's version byte")
 	want := checkGolden(t, "planner_v2.bin", got)
-	snaptest.RejectsDamage(t, want, 17, func(r io.Reader) error {
-		_, err := planner.Restore(r)
-		return err
-	})
+	snaptest.RejectsDamage(t, want, 17, snaptest.Err(planner.Restore))
 
 	// Version 2 without a marked block is not what any state writes.
 	v1 := snapshotBytes(t, goldenPlanner(t))
@@ -133,41 +119,24 @@ func TestGoldenSnapshotMarked(t *testing.T) {
 // TestRestoreRejectsDamage: every truncation and every flipped bit of a
 // snapshot is an error, never a panic or a silently different planner.
 func TestRestoreRejectsDamage(t *testing.T) {
-	snaptest.RejectsDamage(t, snapshotBytes(t, goldenPlanner(t)), 11, func(r io.Reader) error {
-		_, err := planner.Restore(r)
-		return err
-	})
+	snaptest.RejectsDamage(t, snapshotBytes(t, goldenPlanner(t)), 11, snaptest.Err(planner.Restore))
 }
 
 // TestRestoreValidates: structurally valid streams with invalid contents
 // are refused with ErrMalformed.
 func TestRestoreValidates(t *testing.T) {
-	snap := snapshotBytes(t, goldenPlanner(t))
 	step := 13 // every byte takes long under -race: a sample
 	if testing.Short() {
 		step = 31
 	}
-	refused := snaptest.ResealedDamage(snap, step, func(data []byte) bool {
-		r, err := planner.Restore(bytes.NewReader(data))
-		if err != nil {
-			return true
-		}
-		// Accepted: then it must be a consistent planner.
-		exercise(t, r)
-		return false
-	})
-	require.Positive(t, refused)
-	_, err := planner.Restore(bytes.NewReader(snaptest.Reseal(snap[:len(snap)-4])))
-	require.NoError(t, err)
+	// Accepted: then it must be a consistent planner.
+	snaptest.RefusesOrWorks(t, snapshotBytes(t, goldenPlanner(t)), step, planner.Restore, func(r *planner.Planner) { exercise(t, r) })
 }
 
 // exercise plans, claims and snapshots a restored planner; it must neither
 // panic nor fail to round-trip.
 func exercise(t testing.TB, r *planner.Planner) {
-	b := snapshotBytes(t, r)
-	r2, err := planner.Restore(bytes.NewReader(b))
-	require.NoError(t, err)
-	require.Equal(t, b, snapshotBytes(t, r2))
+	restored(t, snapshotBytes(t, r))
 	st := r.Stats(0)
 	v := r.View()
 	for range 5 {
@@ -194,13 +163,6 @@ func FuzzRestore(f *testing.F) {
 	empty, _ := planner.New(planner.DefaultConfig())
 	f.Add(snapshotBytes(f, empty))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if r, err := planner.Restore(bytes.NewReader(data)); err == nil {
-			exercise(t, r)
-		}
-		if len(data) >= 4 {
-			if r, err := planner.Restore(bytes.NewReader(snaptest.Reseal(data[:len(data)-4]))); err == nil {
-				exercise(t, r)
-			}
-		}
+		snaptest.TryRestore(data, planner.Restore, func(r *planner.Planner) { exercise(t, r) })
 	})
 }

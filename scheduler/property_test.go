@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -541,10 +540,7 @@ func TestSchedulerModel(t *testing.T) {
 				st.m.cfg = cfg
 			},
 			"restore": func(t *rapid.T) {
-				snap := snapshot(t, st.s)
-				r, err := scheduler.Restore(bytes.NewReader(snap))
-				require.NoError(t, err)
-				require.Equal(t, snap, snapshot(t, r), "Restore(Snapshot) re-snapshots to identical bytes")
+				r := restored(t, snapshot(t, st.s))
 				// The policies are not in the snapshot: the state machine
 				// installs them again.
 				st.installPolicies(r)

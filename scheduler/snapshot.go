@@ -30,9 +30,10 @@ const componentName = "scheduler"
 // codec's frame limit.
 const frameBytes = 32 << 20
 
-// snapHeader is the first frame of a snapshot.
+// snapHeader is the first frame of a snapshot: an array of seven items in
+// version 1, of eight in version 2, which adds the number of failure
+// records (and is written only with some).
 type snapHeader struct {
-	_         struct{} `cbor:",toarray"`
 	Component string
 	Config    snapConfig
 	LastEntry uint64
@@ -40,19 +41,24 @@ type snapHeader struct {
 	Paused    []snapPause
 	Jobs      uint64 // records in the job frames
 	Completed uint64 // records in the completion frames
+	Failed    uint64 // records in the failure frames (version 2)
 }
 
-// snapHeaderV2 is snapHeader with the number of failure records.
-type snapHeaderV2 struct {
-	_         struct{} `cbor:",toarray"`
-	Component string
-	Config    snapConfig
-	LastEntry uint64
-	Counters  []uint64
-	Paused    []snapPause
-	Jobs      uint64
-	Completed uint64
-	Failed    uint64 // records in the failure frames
+// MarshalCBOR encodes the header as seven items, or eight with failure
+// records.
+func (h snapHeader) MarshalCBOR() ([]byte, error) {
+	return codec.Snapshot.MarshalItems(7, h.items()...)
+}
+
+// UnmarshalCBOR decodes [snapHeader.MarshalCBOR]'s encoding; eight items
+// with no failure record are malformed.
+func (h *snapHeader) UnmarshalCBOR(data []byte) error {
+	return codec.Snapshot.UnmarshalItems(data, 7, h.items()...)
+}
+
+// items lists the header's encoded fields, in order.
+func (h *snapHeader) items() []any {
+	return []any{&h.Component, &h.Config, &h.LastEntry, &h.Counters, &h.Paused, &h.Jobs, &h.Completed, &h.Failed}
 }
 
 // failFrame holds up to codec.FrameRecords job records (version 2) in job
@@ -158,16 +164,12 @@ func (s *Scheduler) Snapshot(w io.Writer) error {
 		Counters:  s.counters.list(),
 		Jobs:      uint64(s.byName.Len()),
 		Completed: uint64(s.completed.Len()),
+		Failed:    uint64(len(failed)),
 	}
 	for _, r := range s.pauses.rules {
 		h.Paused = append(h.Paused, snapPause{Tenant: r.Tenant, AllTenants: r.AllTenants, Level: r.Level, AllLevels: r.AllLevels})
 	}
-	var hv any = &h
-	if version == snapshotV2 {
-		hv = &snapHeaderV2{Component: h.Component, Config: h.Config, LastEntry: h.LastEntry, Counters: h.Counters,
-			Paused: h.Paused, Jobs: h.Jobs, Completed: h.Completed, Failed: uint64(len(failed))}
-	}
-	if err := sw.Encode(hv); err != nil {
+	if err := sw.Encode(&h); err != nil {
 		return fmt.Errorf("scheduler snapshot: header: %w", err)
 	}
 	var (
@@ -341,21 +343,13 @@ func packDone(ds []*done) *doneFrame {
 // ErrTruncated, ErrUnknownVersion, ErrTooLarge or ErrChecksum, and builds
 // nothing.
 func Restore(r io.Reader) (*Scheduler, error) {
-	s, err := restore(r)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler restore: %w", err)
-	}
-	return s, nil
+	return codec.RestoreSection(r, "scheduler restore", restore)
 }
 
 // restore reads the stream, one restorer method per section.
-func restore(r io.Reader) (*Scheduler, error) {
-	sr, err := codec.NewReader(r, codec.Snapshot, codec.KindSection)
-	if err != nil {
-		return nil, err
-	}
-	rs := &restorer{d: codec.NewDecoder(sr), version: sr.Version()}
-	if err := rs.d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
+func restore(d *codec.Decoder, version byte) (*Scheduler, error) {
+	rs := &restorer{d: d, version: version}
+	if err := d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
 		return nil, err
 	}
 	rs.s.dirty()
@@ -367,33 +361,22 @@ type restorer struct {
 	d       *codec.Decoder
 	version byte
 	h       snapHeader
-	failed  uint64 // failure records (version 2)
 	s       *Scheduler
 }
 
 func (rs *restorer) header() error {
-	h := &rs.h
-	switch v := rs.version; v {
-	case snapshotV1:
-		if err := rs.d.Decode("header", h); err != nil {
-			return err
-		}
-	case snapshotV2:
-		var h2 snapHeaderV2
-		if err := rs.d.Decode("header", &h2); err != nil {
-			return err
-		}
-		if h2.Failed == 0 || h2.Failed > h2.Jobs {
-			return codec.Malformed("%d failure records for %d jobs", h2.Failed, h2.Jobs)
-		}
-		*h = snapHeader{Component: h2.Component, Config: h2.Config, LastEntry: h2.LastEntry, Counters: h2.Counters,
-			Paused: h2.Paused, Jobs: h2.Jobs, Completed: h2.Completed}
-		rs.failed = h2.Failed
-	default:
+	h, v := &rs.h, rs.version
+	if v != snapshotV1 && v != snapshotV2 {
 		return fmt.Errorf("section version %d, this release reads %d to %d: %w", v, snapshotV1, snapshotVersion, ck.ErrUnknownVersion)
 	}
-	if h.Component != componentName {
-		return codec.Malformed("section of %q", h.Component)
+	if err := codec.Header(rs.d, h, &h.Component, componentName); err != nil {
+		return err
+	}
+	switch {
+	case v == snapshotV1 && h.Failed != 0:
+		return codec.Malformed("version %d with %d failure records", v, h.Failed)
+	case v == snapshotV2 && (h.Failed == 0 || h.Failed > h.Jobs):
+		return codec.Malformed("%d failure records for %d jobs", h.Failed, h.Jobs)
 	}
 	cfg, err := h.Config.config()
 	if err != nil {
@@ -424,11 +407,8 @@ func (rs *restorer) header() error {
 // jobs reads the jobs, in name order, with their plans.
 func (rs *restorer) jobs() error {
 	d, s := rs.d, rs.s
-	prev := ""
-	for d.Records("jobs", rs.h.Jobs); d.More(); {
-		var f jobFrame
-		n := d.Frame(&f, &f.N)
-		names := d.Strings("names", f.Names, n)
+	var f jobFrame
+	return inNameOrder(d, "jobs", "job", rs.h.Jobs, &f, &f.N, &f.Names, func(names []string, n int) error {
 		tenants := d.Strings("tenants", f.Tenants, n)
 		workers := d.Strings("workers", f.Workers, n)
 		shards := codec.Ints[uint32](d, "shards", f.Shards, n)
@@ -476,15 +456,29 @@ func (rs *restorer) jobs() error {
 		}
 		for i := range recs {
 			j := &recs[i]
-			if prev != "" && j.st.Name <= prev {
-				return codec.Malformed("job %q after %q", j.st.Name, prev)
-			}
-			prev = j.st.Name
 			s.shape(j, s.policy(j.st.Tenant), s.counts[j.st.Tenant]) // the default policy: the state machine sets the rest
 			s.insert(j)
 		}
-	}
-	return d.Err()
+		return nil
+	})
+}
+
+// inNameOrder reads a run of n records in name order, frames of type F
+// (see codec.Frames): it unpacks each frame's names (the column names
+// points at), checks that they follow the run's previous ones, and hands
+// them to body. record names a record in errors.
+func inNameOrder[F any](d *codec.Decoder, what, record string, n uint64, f *F, count *int, names *codec.Strings, body func(names []string, n int) error) error {
+	prev := ""
+	return codec.Frames(d, what, n, f, count, func(n int) error {
+		ns := d.Strings("names", *names, n)
+		for _, name := range ns {
+			if prev != "" && name <= prev {
+				return codec.Malformed("%s %q after %q", record, name, prev)
+			}
+			prev = name
+		}
+		return body(ns, n)
+	})
 }
 
 func validateJob(j *job) error {
@@ -506,11 +500,8 @@ func validateJob(j *job) error {
 // completions reads the remembered completions, in name order.
 func (rs *restorer) completions() error {
 	d, s := rs.d, rs.s
-	prev := ""
-	for d.Records("completions", rs.h.Completed); d.More(); {
-		var f doneFrame
-		n := d.Frame(&f, &f.N)
-		names := d.Strings("names", f.Names, n)
+	var f doneFrame
+	return inNameOrder(d, "completions", "completion", rs.h.Completed, &f, &f.N, &f.Names, func(names []string, n int) error {
 		tokens := codec.Ints[uint64](d, "tokens", f.Tokens, n)
 		at := codec.Ints[int64](d, "times", f.At, n)
 		if err := d.Err(); err != nil {
@@ -528,28 +519,21 @@ func (rs *restorer) completions() error {
 		}
 		for i := range recs {
 			r := &recs[i]
-			if prev != "" && r.name <= prev {
-				return codec.Malformed("completion %q after %q", r.name, prev)
-			}
 			if s.get(r.name) != nil {
 				return codec.Malformed("completed job %q is also queued", r.name)
 			}
-			prev = r.name
 			s.remember(r)
 		}
-	}
-	return d.Err()
+		return nil
+	})
 }
 
 // failures reads the jobs' failure records and histories (version 2), in
 // name order.
 func (rs *restorer) failures() error {
 	d, s := rs.d, rs.s
-	prev := ""
-	for d.Records("failure records", rs.failed); d.More(); {
-		var f failFrame
-		n := d.Frame(&f, &f.N)
-		names := d.Strings("names", f.Names, n)
+	var f failFrame
+	return inNameOrder(d, "failure records", "failure record", rs.h.Failed, &f, &f.N, &f.Names, func(names []string, n int) error {
 		reasons := d.Strings("reasons", f.Reasons, n)
 		at := codec.Ints[int64](d, "times", f.At, n)
 		counts := codec.Ints[uint8](d, "history counts", f.HistCounts, n)
@@ -580,10 +564,6 @@ func (rs *restorer) failures() error {
 					k++
 				}
 			}
-			if prev != "" && name <= prev {
-				return codec.Malformed("failure record %q after %q", name, prev)
-			}
-			prev = name
 			j := s.get(name)
 			if j == nil {
 				return codec.Malformed("failure record of unknown job %q", name)
@@ -594,6 +574,6 @@ func (rs *restorer) failures() error {
 				return codec.Malformed("failure record of job %q: %q at %d", name, reasons[i], at[i])
 			}
 		}
-	}
-	return d.Err()
+		return nil
+	})
 }

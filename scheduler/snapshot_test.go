@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,25 +76,18 @@ func goldenScheduler(t testing.TB) *scheduler.Scheduler {
 // the snapshots of the previous one; if the format changes on purpose, the
 // version changes and the old golden file stays readable.
 func TestGoldenSnapshot(t *testing.T) {
-	path := filepath.Join("testdata", "golden", "scheduler_v2.bin")
 	s := goldenScheduler(t)
 	got := snapshot(t, s)
 	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
 		empty, err := scheduler.New(scheduler.DefaultConfig())
 		require.NoError(t, err)
 		writeSeed(t, "golden", got)
 		writeSeed(t, "empty", snapshot(t, empty))
 		writeSeed(t, "truncated", got[:len(got)/2])
 	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want, got, "the snapshot of the golden state changed (run with -update if intended)")
+	want := snaptest.Golden(t, "scheduler_v2.bin", got, *update)
 
-	r, err := scheduler.Restore(bytes.NewReader(want))
-	require.NoError(t, err)
-	require.Equal(t, want, snapshot(t, r))
+	r := restored(t, want)
 	require.Equal(t, s.Stats(), r.Stats())
 	require.Equal(t, s.Config(), r.Config())
 	require.Equal(t, listAll(s), listAll(r))
@@ -112,10 +104,27 @@ func TestGoldenSnapshot(t *testing.T) {
 func TestGoldenSnapshotV1(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "golden", "scheduler_v1.bin"))
 	require.NoError(t, err)
-	r, err := scheduler.Restore(bytes.NewReader(want))
-	require.NoError(t, err)
-	require.Equal(t, want, snapshot(t, r))
+	r := restored(t, want)
 	require.Len(t, listAll(r), 9)
+}
+
+// TestRestoreRefusesMislabelledVersion: a section's version says whether
+// its header counts failure records: a version-1 section with such a
+// header, or a version-2 one without, is refused.
+func TestRestoreRefusesMislabelledVersion(t *testing.T) {
+	v2 := snapshot(t, goldenScheduler(t))
+	require.Equal(t, byte(2), v2[3])
+	v2[3] = 1
+	_, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(v2[:len(v2)-4])))
+	require.ErrorIs(t, err, ck.ErrMalformed)
+	require.ErrorContains(t, err, "version 1 with 5 failure records")
+
+	v1, err := os.ReadFile(filepath.Join("testdata", "golden", "scheduler_v1.bin"))
+	require.NoError(t, err)
+	v1[3] = 2
+	_, err = scheduler.Restore(bytes.NewReader(snaptest.Reseal(v1[:len(v1)-4])))
+	require.ErrorIs(t, err, ck.ErrMalformed)
+	require.ErrorContains(t, err, "0 failure records")
 }
 
 func writeSeed(t testing.TB, name string, data []byte) {
@@ -128,8 +137,7 @@ func writeSeed(t testing.TB, name string, data []byte) {
 // exactly what the original does, paused jobs included.
 func TestRestoredBehavesAlike(t *testing.T) {
 	a := goldenScheduler(t)
-	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
-	require.NoError(t, err)
+	b := restored(t, snapshot(t, a))
 	now := t0 + int64(time.Hour)
 	idx := uint64(1000)
 	for round := range 4 {
@@ -169,8 +177,7 @@ func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
 		s.SetLimits("initech", &scheduler.Limits{Closed: true})
 	}
 	install(a)
-	b, err := scheduler.Restore(bytes.NewReader(snapshot(t, a)))
-	require.NoError(t, err)
+	b := restored(t, snapshot(t, a))
 	require.NotEqual(t, a.Stats(), b.Stats(), "the policies are not in the snapshot")
 	install(b)
 	require.Equal(t, a.Stats(), b.Stats())
@@ -222,31 +229,17 @@ func TestRestoredWithPoliciesBehavesAlike(t *testing.T) {
 // TestRestoreRejectsDamage: every truncation and every flipped bit of a
 // snapshot is an error, never a panic or a silently different scheduler.
 func TestRestoreRejectsDamage(t *testing.T) {
-	snaptest.RejectsDamage(t, snapshot(t, goldenScheduler(t)), 7, func(r io.Reader) error {
-		_, err := scheduler.Restore(r)
-		return err
-	})
+	snaptest.RejectsDamage(t, snapshot(t, goldenScheduler(t)), 7, snaptest.Err(scheduler.Restore))
 }
 
 // TestRestoreValidates: structurally valid streams with invalid contents
 // are refused with an error; what is accepted is a usable scheduler.
 func TestRestoreValidates(t *testing.T) {
-	snap := snapshot(t, goldenScheduler(t))
 	step := 5 // every byte takes long under -race: a sample
 	if testing.Short() {
 		step = 17
 	}
-	refused := snaptest.ResealedDamage(snap, step, func(data []byte) bool {
-		r, err := scheduler.Restore(bytes.NewReader(data))
-		if err != nil {
-			return true
-		}
-		exercise(t, r)
-		return false
-	})
-	require.Positive(t, refused)
-	_, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(snap[:len(snap)-4])))
-	require.NoError(t, err)
+	snaptest.RefusesOrWorks(t, snapshot(t, goldenScheduler(t)), step, scheduler.Restore, func(r *scheduler.Scheduler) { exercise(t, r) })
 }
 
 // TestRestoreRefusesInconsistentState: a snapshot of a state Apply cannot
@@ -271,10 +264,7 @@ func TestRestoreRefusesInconsistentState(t *testing.T) {
 // exercise schedules, applies and snapshots a restored scheduler; it must
 // neither panic nor fail to round-trip.
 func exercise(t testing.TB, r *scheduler.Scheduler) {
-	b := snapshot(t, r)
-	r2, err := scheduler.Restore(bytes.NewReader(b))
-	require.NoError(t, err)
-	require.Equal(t, b, snapshot(t, r2))
+	restored(t, snapshot(t, r))
 	now := t0 + int64(24*time.Hour)
 	sc := r.Schedule(now)
 	for _, js := range listAll(r) {
@@ -294,10 +284,13 @@ func exercise(t testing.TB, r *scheduler.Scheduler) {
 	_, _ = r.Retry(ck.Entry{Index: 1<<40 + 2, Time: now}, now, "", "")
 	r.Expire(now)
 	_ = r.Stats()
-	b = snapshot(t, r)
-	r2, err = scheduler.Restore(bytes.NewReader(b))
-	require.NoError(t, err)
-	require.Equal(t, b, snapshot(t, r2))
+	restored(t, snapshot(t, r))
+}
+
+// restored restores snap, which must snapshot to the same bytes again.
+func restored(t snaptest.TB, snap []byte) *scheduler.Scheduler {
+	t.Helper()
+	return snaptest.RoundTrip(t, snap, scheduler.Restore, func(s *scheduler.Scheduler) []byte { return snapshot(t, s) })
 }
 
 // FuzzRestore: Restore never panics; what it accepts round-trips and can
@@ -309,14 +302,7 @@ func FuzzRestore(f *testing.F) {
 	require.NoError(f, err)
 	f.Add(snapshot(f, empty))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if r, err := scheduler.Restore(bytes.NewReader(data)); err == nil {
-			exercise(t, r)
-		}
-		if len(data) >= 4 {
-			if r, err := scheduler.Restore(bytes.NewReader(snaptest.Reseal(data[:len(data)-4]))); err == nil {
-				exercise(t, r)
-			}
-		}
+		snaptest.TryRestore(data, scheduler.Restore, func(r *scheduler.Scheduler) { exercise(t, r) })
 	})
 }
 
