@@ -1,5 +1,7 @@
-// Package bucketlogtest measures a bucket log on a store: a benchmark a
-// store's own tests call, as blockmerge/storetest's conformance suite is.
+// Package bucketlogtest tests and measures a bucket log on a store, for a
+// store's own tests to call, as blockmerge/storetest's conformance suite
+// is: processes of the log killed with SIGKILL ([RunProcesses]; on unix),
+// benchmarks of polls and appends, and checks of a replica's state.
 package bucketlogtest
 
 import (
