@@ -14,53 +14,20 @@ import (
 
 // BenchmarkCoordinators: polls through 1, 4 and 16 coordinators of one
 // bucket log on a FileStore (fsync off), all at once.
-func BenchmarkCoordinators(b *testing.B) {
-	for _, n := range []int{1, 4, 16} {
-		b.Run(fmt.Sprintf("file/%d", n), func(b *testing.B) {
-			s, err := blockmerge.NewFileStore(b.TempDir(), blockmerge.WithoutSync())
-			if err != nil {
-				b.Fatal(err)
-			}
-			bucketlogtest.CoordinatorsBenchmark(b, s, n)
-		})
-	}
-}
+func BenchmarkCoordinators(b *testing.B) { bucketlogtest.CoordinatorsBenchmarks(b, benchFileStore) }
 
 // BenchmarkIngest: the maximum append rate of one coordinator on a
 // FileStore (fsync off), with 1 and 16 writers adding a block each per
 // command; with 16, commands are batched.
-func BenchmarkIngest(b *testing.B) {
-	for _, w := range []int{1, 16} {
-		b.Run(fmt.Sprintf("file/writers=%d", w), func(b *testing.B) {
-			s, err := blockmerge.NewFileStore(b.TempDir(), blockmerge.WithoutSync())
-			if err != nil {
-				b.Fatal(err)
-			}
-			bucketlogtest.IngestBenchmark(b, s, w)
-		})
-	}
-}
+func BenchmarkIngest(b *testing.B) { bucketlogtest.IngestBenchmarks(b, benchFileStore) }
 
 // BenchmarkFleet: 1, 4 and 16 workers polling at once on a FileStore
 // (fsync off), serverless (each worker its own node) and through one
 // coordinator.
-func BenchmarkFleet(b *testing.B) {
-	for _, w := range []int{1, 4, 16} {
-		for _, serverless := range []bool{true, false} {
-			mode := "coordinator"
-			if serverless {
-				mode = "serverless"
-			}
-			b.Run(fmt.Sprintf("file/%s/workers=%d", mode, w), func(b *testing.B) {
-				s, err := blockmerge.NewFileStore(b.TempDir(), blockmerge.WithoutSync())
-				if err != nil {
-					b.Fatal(err)
-				}
-				bucketlogtest.FleetBenchmark(b, s, bucketlogtest.Fleet{Nodes: 1, Workers: w, Serverless: serverless})
-			})
-		}
-	}
-}
+func BenchmarkFleet(b *testing.B) { bucketlogtest.FleetBenchmarks(b, benchFileStore) }
+
+// benchFileStore is a new FileStore for a benchmark, fsync off.
+func benchFileStore(b *testing.B) blockmerge.Store { return newFileStore(b, b.TempDir()) }
 
 // BenchmarkReplicaMemory: the memory of one replica (a serverless
 // worker's) with 1M blocks queued.

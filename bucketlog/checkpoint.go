@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/compactkit/compactkit/blockmerge"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -80,17 +78,12 @@ func (l *Log) checkpointIs(ctx context.Context, n uint64, header []byte) (bool, 
 
 // restore restores the newest readable checkpoint, if any.
 func (l *Log) restore(ctx context.Context) error {
-	var keys []string
-	if err := l.store.List(ctx, l.prefix+"/checkpoint/", func(k string) error { keys = append(keys, k); return nil }); err != nil {
-		return fmt.Errorf("bucketlog: list checkpoints: %w", err)
+	cps, err := l.indexes(ctx, "checkpoint")
+	if err != nil {
+		return err
 	}
-	slices.Reverse(keys) // newest first: the names sort by index
-	for _, k := range keys {
-		n, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/checkpoint/"), 10, 64)
-		if err != nil {
-			continue
-		}
-		data, err := l.read(ctx, k)
+	for _, n := range slices.Backward(cps) { // newest first
+		data, err := l.read(ctx, l.checkpointKey(n))
 		if err == nil && data != nil {
 			err = l.restoreFrom(n, data)
 			if err == nil {
@@ -150,7 +143,7 @@ func (l *Log) restoreFrom(n uint64, data []byte) error {
 // (WithCatchUpLimit); one that cannot be used is logged and skipped: the
 // entries are still there to read.
 func (l *Log) jump(ctx context.Context) error {
-	cps, err := l.newestCheckpoint(ctx)
+	cps, err := l.indexes(ctx, "checkpoint")
 	if err != nil || len(cps) == 0 || cps[len(cps)-1] <= l.applied {
 		return err
 	}

@@ -51,35 +51,23 @@ func (l *Log) checkedClear(n uint64) (time.Time, bool) {
 	return l.clearAt, true
 }
 
-// markers lists the low-water markers, lowest first.
-func (l *Log) markers(ctx context.Context) ([]uint64, error) {
-	var ms []uint64
-	err := l.store.List(ctx, l.prefix+"/lowwater/", func(k string) error {
-		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/lowwater/"), 10, 64); err == nil {
-			ms = append(ms, v)
+// indexes lists the indexes that name the objects under <prefix>/<dir>/
+// (entries, checkpoints, low-water markers), lowest first; a key that is
+// no index is skipped.
+func (l *Log) indexes(ctx context.Context, dir string) ([]uint64, error) {
+	var ns []uint64
+	p := l.prefix + "/" + dir + "/"
+	err := l.store.List(ctx, p, func(k string) error {
+		if n, err := strconv.ParseUint(strings.TrimPrefix(k, p), 10, 64); err == nil {
+			ns = append(ns, n)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bucketlog: low-water mark: %w", err)
+		return nil, fmt.Errorf("bucketlog: list %s: %w", p, err)
 	}
-	slices.Sort(ms)
-	return ms, nil
-}
-
-// newestCheckpoint lists the checkpoints' indexes, oldest first.
-func (l *Log) newestCheckpoint(ctx context.Context) ([]uint64, error) {
-	var cps []uint64
-	err := l.store.List(ctx, l.prefix+"/checkpoint/", func(k string) error {
-		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/checkpoint/"), 10, 64); err == nil {
-			cps = append(cps, v)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bucketlog: list checkpoints: %w", err)
-	}
-	return cps, nil // in key order: the newest last
+	slices.Sort(ns)
+	return ns, nil
 }
 
 // defaultTruncateGrace is the default time between raising the low-water
@@ -99,7 +87,7 @@ const defaultTruncateGrace = time.Minute
 // deletes it again and restores. It returns the new mark (0: no checkpoint
 // yet, nothing truncated).
 func (l *Log) Truncate(ctx context.Context) (uint64, error) {
-	cps, err := l.newestCheckpoint(ctx)
+	cps, err := l.indexes(ctx, "checkpoint")
 	if err != nil {
 		return 0, fmt.Errorf("bucketlog: truncate: %w", err)
 	}
@@ -110,9 +98,9 @@ func (l *Log) Truncate(ctx context.Context) (uint64, error) {
 	if c == 0 {
 		return 0, nil
 	}
-	marks, err := l.markers(ctx)
+	marks, err := l.indexes(ctx, "lowwater")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("bucketlog: low-water mark: %w", err)
 	}
 	var prev uint64
 	if len(marks) > 0 {
@@ -144,21 +132,21 @@ func (l *Log) Truncate(ctx context.Context) (uint64, error) {
 			d = marks[i]
 		}
 	}
-	var old []string
-	if err := l.store.List(ctx, l.prefix+"/log/", func(k string) error {
-		if v, err := strconv.ParseUint(strings.TrimPrefix(k, l.prefix+"/log/"), 10, 64); err == nil && v <= d {
-			old = append(old, k)
-		}
-		return nil
-	}); err != nil {
+	entries, err := l.indexes(ctx, "log")
+	if err != nil {
 		return c, fmt.Errorf("bucketlog: truncate: %w", err)
 	}
-	for _, k := range old {
-		if err := l.store.Delete(ctx, k); err != nil {
+	deleted := 0
+	for _, n := range entries {
+		if n > d {
+			break
+		}
+		if err := l.store.Delete(ctx, l.entryKey(n)); err != nil {
 			return c, fmt.Errorf("bucketlog: truncate: %w", err)
 		}
+		deleted++
 	}
-	l.log.Info("bucketlog: truncated", "mark", c, "deleted_through", d, "entries_deleted", len(old))
+	l.log.Info("bucketlog: truncated", "mark", c, "deleted_through", d, "entries_deleted", deleted)
 	return c, nil
 }
 
@@ -180,7 +168,7 @@ func (l *Log) behindMark(ctx context.Context, n uint64) (bool, error) {
 	if behind, err := l.truncated(ctx, n); err != nil || !behind {
 		return false, err
 	}
-	cps, err := l.newestCheckpoint(ctx)
+	cps, err := l.indexes(ctx, "checkpoint")
 	if err != nil {
 		return false, err
 	}

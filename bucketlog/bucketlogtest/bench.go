@@ -1,11 +1,14 @@
-// Package bucketlogtest measures a bucket log on a store: a benchmark a
-// store's own tests call, as blockmerge/storetest's conformance suite is.
+// Package bucketlogtest tests and measures a bucket log on a store, for a
+// store's own tests to call, as blockmerge/storetest's conformance suite
+// is: processes of the log killed with SIGKILL ([RunProcesses]; on unix),
+// benchmarks of polls and appends, and checks of a replica's state.
 package bucketlogtest
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,44 +89,64 @@ func (c *counting) PutIfAbsent(ctx context.Context, key string, r io.Reader) err
 	return c.cond.PutIfAbsent(ctx, key, r)
 }
 
-// Fleet is the shape of a [FleetBenchmark]: Workers workers polling at
-// once through Nodes writers of the log — coordinators serving the
-// workers round-robin, or, Serverless, one bucketlog.Node per worker
-// (Nodes is then Workers).
-type Fleet struct {
-	Nodes, Workers int
-	Serverless     bool
+// CoordinatorsBenchmarks runs the fleet benchmark (see
+// [FleetBenchmarks]) with 1, 4 and 16 coordinators, each serving one
+// worker, as sub-benchmarks, each on a store newStore returns (a new,
+// empty store with conditional puts).
+func CoordinatorsBenchmarks(b *testing.B, newStore func(b *testing.B) blockmerge.Store) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { fleetBenchmark(b, newStore(b), fleet{nodes: n, workers: n}) })
+	}
 }
 
-// CoordinatorsBenchmark is FleetBenchmark with n coordinators, each
-// serving one worker.
-func CoordinatorsBenchmark(b *testing.B, store blockmerge.Store, n int) {
-	FleetBenchmark(b, store, Fleet{Nodes: n, Workers: n})
+// FleetBenchmarks runs b.N polls of 1, 4 and 16 workers at once on one
+// bucket log, as sub-benchmarks, each on a store newStore returns (a new,
+// empty store with conditional puts): through one coordinator, and
+// serverless (one bucketlog.Node per worker). Each poll releases the job
+// the previous one took and takes one. It reports polls/s, the object
+// operations per poll across the fleet (creates, GETs, HEADs — existence
+// checks and modification times —, LISTs) and the races lost per poll.
+func FleetBenchmarks(b *testing.B, newStore func(b *testing.B) blockmerge.Store) {
+	for _, w := range []int{1, 4, 16} {
+		for _, serverless := range []bool{true, false} {
+			mode := "coordinator"
+			if serverless {
+				mode = "serverless"
+			}
+			b.Run(fmt.Sprintf("%s/workers=%d", mode, w), func(b *testing.B) {
+				fleetBenchmark(b, newStore(b), fleet{nodes: 1, workers: w, serverless: serverless})
+			})
+		}
+	}
 }
 
-// FleetBenchmark runs b.N polls of f.Workers workers at once on one
-// bucket log on store (a new, empty store with conditional puts); each
-// poll releases the job the previous one took and takes one. It reports
-// polls/s, the object operations per poll across the fleet (creates,
-// GETs, HEADs — existence checks and modification times —, LISTs) and the
-// races lost per poll.
-func FleetBenchmark(b *testing.B, store blockmerge.Store, f Fleet) {
+// fleet is the shape of a fleet benchmark: workers workers polling at
+// once through nodes writers of the log — coordinators serving the
+// workers round-robin, or, serverless, one bucketlog.Node per worker
+// (nodes is then workers).
+type fleet struct {
+	nodes, workers int
+	serverless     bool
+}
+
+// fleetBenchmark is one fleet benchmark on store.
+func fleetBenchmark(b *testing.B, store blockmerge.Store, f fleet) {
 	cs, counted := count(b, store)
 	ctx := context.Background()
 	cfg := raftfsm.DefaultConfig()
-	if f.Serverless {
-		f.Nodes = f.Workers
+	if f.serverless {
+		f.nodes = f.workers
 	}
 	var (
 		logs []*bucketlog.Log
 		svcs []*leader.Service
 	)
-	for i := range f.Nodes {
+	for i := range f.nodes {
 		var (
 			l   *bucketlog.Log
 			svc *leader.Service
 		)
-		if f.Serverless {
+		if f.serverless {
 			node, err := bucketlog.OpenNode(ctx, counted, "bench", fmt.Sprintf("w%d", i), bucketlog.NodeConfig{State: cfg})
 			if err != nil {
 				b.Fatal(err)
@@ -164,7 +187,7 @@ func FleetBenchmark(b *testing.B, store blockmerge.Store, f Fleet) {
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for i := range f.Workers {
+	for i := range f.workers {
 		svc := svcs[i%len(svcs)]
 		wg.Add(1)
 		go func() {
@@ -204,13 +227,20 @@ func FleetBenchmark(b *testing.B, store blockmerge.Store, f Fleet) {
 	b.ReportMetric(float64(conflicts-conflicts0)/polls, "conflicts/poll")
 }
 
-// IngestBenchmark measures the log's maximum append rate: writers
-// goroutines add b.N blocks, one per command, through one coordinator on
-// store (a new, empty store with conditional puts), all at once, so that
-// commands wait for each other's appends and go out in batches. It
-// reports appends/s, blocks/s, commands per entry and the object
-// operations per block.
-func IngestBenchmark(b *testing.B, store blockmerge.Store, writers int) {
+// IngestBenchmarks measures the log's maximum append rate, with 1 and 16
+// writers, as sub-benchmarks, each on a store newStore returns (a new,
+// empty store with conditional puts): the writers add b.N blocks, one per
+// command, through one coordinator, all at once, so that commands wait
+// for each other's appends and go out in batches. It reports appends/s,
+// blocks/s, commands per entry and the object operations per block.
+func IngestBenchmarks(b *testing.B, newStore func(b *testing.B) blockmerge.Store) {
+	for _, w := range []int{1, 16} {
+		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) { ingestBenchmark(b, newStore(b), w) })
+	}
+}
+
+// ingestBenchmark is one ingest benchmark on store.
+func ingestBenchmark(b *testing.B, store blockmerge.Store, writers int) {
 	cs, counted := count(b, store)
 	ctx := context.Background()
 	fsm, err := raftfsm.New(raftfsm.DefaultConfig())

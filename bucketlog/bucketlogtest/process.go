@@ -14,8 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,6 +30,7 @@ import (
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
+	"github.com/compactkit/compactkit/worker"
 )
 
 // The coordinator processes: the test binary, run with processEnv set to
@@ -54,17 +57,6 @@ const (
 	patience = 60 * time.Second
 )
 
-// Config is the replicated configuration of the package's runs: the
-// default, with batches of four blocks at every level, so that a few
-// hundred blocks make jobs at several levels.
-func Config() raftfsm.Config {
-	cfg := raftfsm.DefaultConfig()
-	for i := range cfg.Planner.Levels {
-		cfg.Planner.Levels[i].MaxBlocks = 4
-	}
-	return cfg
-}
-
 // check fails the test on an error; the package's tests do not use
 // testify, so that a store's module imports nothing more for them.
 func check(t testing.TB, err error) {
@@ -87,10 +79,9 @@ func writeFile(t testing.TB, path, content string) {
 	check(t, os.Rename(path+".tmp", path))
 }
 
-// CoordinatorProcess is the body of a coordinator process of
-// [RunCoordinators]: the test named by [Coordinators.Test] calls it, with
-// open opening the store from what [Coordinators.Env] put in the
-// environment. It returns at once outside a coordinator process.
+// CoordinatorProcess is the body of a process of [RunProcesses]: the test
+// RunProcesses names calls it, with open opening the store from what
+// [Bucket.Env] put in the environment. It returns at once outside a coordinator process.
 //
 // The process ingests blocks and runs a worker that completes the jobs it
 // is given, through its own coordinator of the log, until it is killed or
@@ -226,34 +217,118 @@ func CoordinatorProcess(t *testing.T, open func(t *testing.T) blockmerge.Store) 
 	}
 }
 
-// Coordinators is a run of coordinator processes over one store.
-type Coordinators struct {
-	// Test is the name of the test, in the calling package, that calls
-	// [CoordinatorProcess]: a coordinator process is the test binary
-	// running only it.
-	Test string
-	// Env is added to the processes' environment: what the open function
-	// given to CoordinatorProcess needs to reach the store.
-	Env []string
-	// Store is the test's own view of the same store, new and empty, with
-	// conditional puts and modification times.
-	Store blockmerge.Store
-	// Processes is the number of processes (default 4).
-	Processes int
-	// Serverless makes each process a serverless worker: a
-	// bucketlog.Node of its own (see bucketlog.OpenNode) rather than a
-	// coordinator built with the default options.
-	Serverless bool
-	// Data makes the processes ingest real blocks (records whose keys
-	// name their block) and merge them with a worker.Worker, and the test
-	// drain the log at the end and check every record; see
-	// [RunCoordinators].
-	Data bool
+// recordsPerBlock is how many records a data run's processes write into
+// each block they ingest.
+const recordsPerBlock = 8
+
+// dataConfig is the replicated configuration of data runs: Config with
+// the short ages, lease and cleanup delay of a run that lasts seconds, so
+// that partial batches are planned, the jobs of killed workers expire and
+// tombstones are released while the test drains.
+func dataConfig() raftfsm.Config {
+	cfg := Config()
+	for i := range cfg.Planner.Levels {
+		l := &cfg.Planner.Levels[i]
+		l.MaxAge = time.Duration(i+2) * 500 * time.Millisecond
+		l.AgingThreshold = 4 * l.MaxAge
+	}
+	cfg.Scheduler.LeaseDuration = 3 * time.Second
+	cfg.Index.CleanupDelay = 500 * time.Millisecond
+	return cfg
 }
 
-// RunCoordinators runs four coordinator processes (c.Processes; see
-// [CoordinatorProcess]) on one bucket log in c.Store, all ingesting and
-// compacting. Ten times one of them is killed with SIGKILL at whatever
+// dataOptions tune the Prepare of data runs: tombstones no compaction
+// job carries go to cleanup-only jobs soon, not after the default minute.
+func dataOptions() []raftfsm.Option {
+	return []raftfsm.Option{raftfsm.WithCleanupAfter(200 * time.Millisecond)}
+}
+
+// blockRecords are the records of the block with the given ID: their
+// keys name the block and the record, so that the test can tell where
+// every record in the final blocks came from.
+func blockRecords(id string, ts int64) []blockmerge.Record {
+	recs := make([]blockmerge.Record, recordsPerBlock)
+	for k := range recs {
+		recs[k] = blockmerge.Record{Key: fmt.Appendf(nil, "%s/%d", id, k), Timestamp: ts + int64(k), Value: []byte(id)}
+	}
+	return recs
+}
+
+// dataProcess is a data run's process: ingest of real blocks, and a
+// worker.Worker merging them, both through svc.
+type dataProcess struct {
+	store blockmerge.Store
+	svc   *leader.Service
+	// writing and ingested record the IDs of the blocks about to be
+	// written and of those added.
+	writing, ingested *os.File
+	// gate is held for reading by every call into the log (the worker's
+	// polls, ingest) and for writing by a pause or the stop, so that
+	// neither lands inside an append.
+	gate sync.RWMutex
+}
+
+// poll is the worker's client: svc.Poll inside the gate.
+func (d *dataProcess) poll(ctx context.Context, req *ck.PollRequest) (*ck.PollResponse, error) {
+	d.gate.RLock()
+	defer d.gate.RUnlock()
+	return d.svc.Poll(ctx, req)
+}
+
+// startWorker runs a worker.Worker with ID id until the process ends.
+func (d *dataProcess) startWorker(t *testing.T, id string) {
+	w, err := worker.New(worker.ClientFunc(d.poll), d.store, worker.Config{ID: id, Concurrency: 2, PollInterval: 20 * time.Millisecond})
+	check(t, err)
+	go func() { _ = w.Run(context.Background()) }()
+}
+
+// ingest writes block n of process id, adds it, and records it: in
+// d.writing before it writes it, in d.ingested once it is added. A kill
+// between the two leaves a block written and perhaps added, but not
+// recorded as added: the test finds it by its records.
+func (d *dataProcess) ingest(t *testing.T, id string, n int) {
+	ctx := context.Background()
+	bid := fmt.Sprintf("%s-%05d", id, n)
+	_, err := fmt.Fprintln(d.writing, bid)
+	check(t, err)
+	meta, err := blockmerge.WriteBlock(ctx, d.store, blockmerge.BlockInfo{ID: bid, Tenant: "acme", Shard: uint32(n % 3)},
+		[]blockmerge.Dataset{{Name: "events", Records: blockRecords(bid, int64(n)*1e9)}})
+	check(t, err)
+	d.gate.RLock()
+	_, err = d.svc.AddBlocks(ctx, []ck.BlockMeta{meta})
+	d.gate.RUnlock()
+	check(t, err)
+	_, err = fmt.Fprintln(d.ingested, bid)
+	check(t, err)
+	// Ingest paces itself: the workers, not the ingest, should fill the
+	// log.
+	time.Sleep(10 * time.Millisecond)
+}
+
+// Bucket is a new, empty bucket of the store under test, for one run of
+// [RunProcesses].
+type Bucket struct {
+	// Env is added to the processes' environment: what the open function
+	// given to [CoordinatorProcess] needs to reach the bucket.
+	Env []string
+	// Store is the test's own view of the bucket, with conditional puts
+	// and modification times.
+	Store blockmerge.Store
+}
+
+// RunProcesses runs processes of the test binary (see
+// [CoordinatorProcess]) on one bucket log, all ingesting and compacting,
+// twice, as subtests of t, each on a bucket newBucket returns; test names
+// the test, in the calling package, that calls CoordinatorProcess (a
+// process is the test binary running only it):
+//
+//   - "coordinators": four coordinator processes, each built with the
+//     default options;
+//   - "serverless-workers": eight serverless workers, each a
+//     bucketlog.Node of its own (see bucketlog.OpenNode), on real data
+//     (see below).
+//
+// Ten times one of them is killed with SIGKILL at whatever
 // point it reached and restarted. Once, half way, one is paused (the
 // first to finish a round, so never inside an append: SIGSTOP between a
 // proposer's check of the low-water mark and its create would outlast
@@ -277,7 +352,7 @@ type Coordinators struct {
 //   - every block a process recorded as added is live or was compacted,
 //     and no block was compacted twice.
 //
-// With [Coordinators.Data], the processes write real blocks whose records
+// On real data, the processes write real blocks whose records
 // name their block and merge them with a worker.Worker (whose polls, like
 // the ingest's appends, never straddle a pause or the stop); after the
 // checks above the test drains the log with a worker of its own — every
@@ -288,17 +363,39 @@ type Coordinators struct {
 // store holds the live blocks' objects and nothing else but the blocks a
 // killed process wrote and never added, which the log never knew (at most
 // one per kill).
-func RunCoordinators(t *testing.T, c Coordinators) {
+func RunProcesses(t *testing.T, test string, newBucket func(t *testing.T) Bucket) {
 	if testing.Short() {
 		// -short runs skip the process tests; CI and the README's test
 		// command run them.
 		t.Skip("SKIPPED in -short: starts processes")
 	}
-	ctx := context.Background()
-	if c.Processes == 0 {
-		c.Processes = processes
+	for _, c := range []runConfig{
+		{name: "coordinators", processes: processes},
+		{name: "serverless-workers", processes: 2 * processes, serverless: true, data: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.test, c.bucket = test, newBucket(t)
+			runProcesses(t, c)
+		})
 	}
-	r := &run{t: t, c: c, dir: t.TempDir(), procs: make([]*process, c.Processes)}
+}
+
+// runConfig is one run of [RunProcesses].
+type runConfig struct {
+	name, test string
+	bucket     Bucket
+	processes  int
+	// serverless makes each process a serverless worker rather than a
+	// coordinator; data makes the processes ingest real blocks and merge
+	// them with a worker.Worker, and the test drain the log at the end
+	// and check every record.
+	serverless, data bool
+}
+
+// runProcesses is one run of RunProcesses.
+func runProcesses(t *testing.T, c runConfig) {
+	ctx := context.Background()
+	r := &run{t: t, c: c, dir: t.TempDir(), procs: make([]*process, c.processes)}
 	t.Cleanup(r.killAll)
 	rng := rand.New(rand.NewPCG(7, 7))
 
@@ -306,7 +403,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	// grows, and audits each; it also truncates. Its store hides the
 	// checkpoints above what it read, so that its truncations never pass
 	// it.
-	r.store = &boundedCheckpoints{Store: c.Store}
+	r.store = &boundedCheckpoints{Store: c.bucket.Store}
 	r.audit = newAudit()
 	replay, err := raftfsm.New(r.config())
 	check(t, err)
@@ -323,7 +420,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 		if kill == kills/2 {
 			mark = r.pausePastTruncation()
 		}
-		i := rng.IntN(c.Processes)
+		i := rng.IntN(c.processes)
 		r.kill(i)
 		r.start(i, kill)
 	}
@@ -337,7 +434,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	wantSum := fmt.Sprintf("%x", sha256.Sum256(want.Bytes()))
 	fromCheckpoint, err := raftfsm.New(r.config())
 	check(t, err)
-	cp, err := bucketlog.Open(ctx, c.Store, logPrefix, fromCheckpoint, "audit-checkpoint")
+	cp, err := bucketlog.Open(ctx, c.bucket.Store, logPrefix, fromCheckpoint, "audit-checkpoint")
 	check(t, err)
 	require(t, cp.Applied() == tip, "the replica restored from a checkpoint reached entry %d, the log %d", cp.Applied(), tip)
 	var got bytes.Buffer
@@ -348,7 +445,7 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 			rep.id, rep.applied, rep.sum, tip, wantSum)
 	}
 	var present []uint64
-	check(t, c.Store.List(ctx, logPrefix+"/log/", func(k string) error {
+	check(t, c.bucket.Store.List(ctx, logPrefix+"/log/", func(k string) error {
 		n, err := strconv.ParseUint(strings.TrimPrefix(k, logPrefix+"/log/"), 10, 64)
 		present = append(present, n)
 		return err
@@ -384,9 +481,116 @@ func RunCoordinators(t *testing.T, c Coordinators) {
 	require(t, len(r.audit.compacted) > 0, "nothing was compacted")
 	t.Logf("%d entries (low-water mark %d), %d blocks recorded, %d compacted, %d worker reports checked against their jobs' holders, %d SIGKILLs, one pause past a truncation",
 		tip, mark, len(recorded), len(r.audit.compacted), r.audit.reports, kills)
-	if c.Data {
+	if c.data {
 		r.drainAndVerify()
 	}
+}
+
+// drainAndVerify runs a worker of the test's own on the log until nothing
+// is left to do, then checks the data: every record of every block a
+// process recorded as added is in exactly one live block, and so is every
+// record of the blocks added by a process killed before it recorded
+// them (at most one per kill); no record is anywhere twice; the store
+// holds the live blocks' objects and nothing else but the blocks a killed
+// process wrote and never added (at most one per kill: the ingest's own,
+// which the log never knew).
+func (r *run) drainAndVerify() {
+	t, ctx := r.t, context.Background()
+	node, err := bucketlog.OpenNode(ctx, r.c.bucket.Store, logPrefix, "drain", bucketlog.NodeConfig{State: dataConfig(), FSMOptions: dataOptions(),
+		LogOptions: []bucketlog.Option{bucketlog.WithCheckpointEvery(0)}})
+	check(t, err)
+	w, err := worker.New(node.Service, r.c.bucket.Store, worker.Config{ID: "w-drain", Concurrency: 4, PollInterval: 10 * time.Millisecond})
+	check(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	var st raftfsm.Stats
+	r.waitProgress("the log to drain", func() bool {
+		check(t, node.Log.Barrier(ctx))
+		st = node.FSM().Stats()
+		return st.Drained() && st.Index.Orphans == 0
+	}, node.Log.Applied)
+	stop()
+	check(t, <-done)
+	require(t, st.Planner.Quarantined == 0, "%d blocks quarantined", st.Planner.Quarantined)
+	// The audit reads the drain's entries too.
+	check(t, r.log.Barrier(ctx))
+	for _, v := range r.audit.violations {
+		t.Error(v)
+	}
+	for id, n := range r.audit.compacted {
+		require(t, n == 1, "block %s compacted %d times", id, n)
+	}
+
+	// What the processes recorded.
+	added, written := r.recorded("ingested"), r.recorded("writing")
+
+	// The live blocks' records.
+	view := node.FSM().Index()
+	defer view.Close()
+	seen := map[string][]int{} // block: how often each of its records was found
+	live := map[string]bool{}
+	records, liveBlocks := 0, 0
+	for after := ""; ; {
+		blocks := view.Blocks(after, 256)
+		if len(blocks) == 0 {
+			break
+		}
+		for _, m := range blocks {
+			live[ck.ObjectKey(m.ID)] = true
+			liveBlocks++
+			rd, err := blockmerge.Open(ctx, r.c.bucket.Store, m.ID)
+			check(t, err)
+			for _, d := range rd.Meta().Datasets {
+				it, err := rd.Dataset(ctx, d.Tenant, d.Name)
+				check(t, err)
+				for it.Next() {
+					rec := it.Record()
+					bid, k, ok := strings.Cut(string(rec.Key), "/")
+					n, err := strconv.Atoi(k)
+					require(t, ok && err == nil && n >= 0 && n < recordsPerBlock && string(rec.Value) == bid,
+						"block %s holds a record no process wrote: %q = %q", m.ID, rec.Key, rec.Value)
+					if seen[bid] == nil {
+						seen[bid] = make([]int, recordsPerBlock)
+					}
+					seen[bid][n]++
+					records++
+				}
+				check(t, it.Err())
+			}
+		}
+		after = blocks[len(blocks)-1].ID
+	}
+	unrecorded := 0
+	for bid, counts := range seen {
+		require(t, slices.Equal(counts, slices.Repeat([]int{1}, recordsPerBlock)), "block %s: its records were found %v times", bid, counts)
+		if !added[bid] {
+			require(t, written[bid], "records of block %s, which no process wrote, in the live blocks", bid)
+			unrecorded++
+		}
+	}
+	for bid := range added {
+		require(t, seen[bid] != nil, "block %s was added, and none of its records is in a live block", bid)
+	}
+	require(t, unrecorded <= kills, "%d blocks added by a process killed before it recorded them; %d kills", unrecorded, kills)
+
+	// The objects: the live blocks' and the blocks written but never
+	// added.
+	stray := 0
+	check(t, r.c.bucket.Store.List(ctx, ck.BlockPrefix, func(key string) error {
+		if live[key] {
+			delete(live, key)
+			return nil
+		}
+		bid, ok := strings.CutPrefix(key, ck.ObjectKey(""))
+		require(t, ok && written[bid] && !added[bid] && seen[bid] == nil, "object %s left behind: it is no live block's", key)
+		stray++
+		return nil
+	}))
+	require(t, len(live) == 0, "%d live blocks have no object", len(live))
+	require(t, stray <= kills, "%d blocks written by a process killed before it added them; %d kills", stray, kills)
+	t.Logf("drained: %d records of %d blocks (%d added but not recorded by a killed process) in %d live blocks; %d blocks written but never added (their process was killed), no other object left",
+		records, len(seen), unrecorded, liveBlocks, stray)
 }
 
 // recorded returns the lines of the processes' files named name: the IDs
@@ -407,7 +611,7 @@ func (r *run) recorded(name string) map[string]bool {
 
 // config is the run's replicated configuration.
 func (r *run) config() raftfsm.Config {
-	if r.c.Data {
+	if r.c.data {
 		return dataConfig()
 	}
 	return Config()
@@ -420,10 +624,10 @@ func require(t testing.TB, ok bool, format string, args ...any) {
 	}
 }
 
-// run is the test's side of RunCoordinators.
+// run is the test's side of RunProcesses.
 type run struct {
 	t     *testing.T
-	c     Coordinators
+	c     runConfig
 	dir   string
 	procs []*process
 	store *boundedCheckpoints
@@ -445,15 +649,15 @@ func (r *run) file(name, id string) string { return filepath.Join(r.dir, name+"-
 func (r *run) start(i, gen int) {
 	p := &process{id: fmt.Sprintf("c%d.%d", i, gen), done: make(chan error, 1)}
 	p.out = r.file("out", p.id)
-	p.cmd = exec.Command(os.Args[0], "-test.run=^"+r.c.Test+"$")
+	p.cmd = exec.Command(os.Args[0], "-test.run=^"+r.c.test+"$")
 	mode := "coordinator"
-	if r.c.Serverless {
+	if r.c.serverless {
 		mode = "serverless"
 	}
-	if r.c.Data {
+	if r.c.data {
 		mode += "+data"
 	}
-	p.cmd.Env = append(append(os.Environ(), r.c.Env...), fmt.Sprintf("%s=%s,%s,%s", processEnv, r.dir, p.id, mode))
+	p.cmd.Env = append(append(os.Environ(), r.c.bucket.Env...), fmt.Sprintf("%s=%s,%s,%s", processEnv, r.dir, p.id, mode))
 	out, err := os.Create(p.out)
 	check(r.t, err)
 	defer out.Close()
@@ -597,7 +801,7 @@ func (r *run) pausePastTruncation() uint64 {
 	r.waitFor(fmt.Sprintf("entry %d, below the low-water mark %d, to be deleted after the grace", paused+1, mark), func() bool {
 		_, err := r.log.Truncate(ctx)
 		check(t, err)
-		ok, err := r.c.Store.Exists(ctx, next)
+		ok, err := r.c.bucket.Store.Exists(ctx, next)
 		check(t, err)
 		return !ok
 	})
@@ -614,7 +818,7 @@ func (r *run) pausePastTruncation() uint64 {
 		return false
 	})
 	r.waitGrowth(15)
-	ok, err := r.c.Store.Exists(ctx, next)
+	ok, err := r.c.bucket.Store.Exists(ctx, next)
 	check(t, err)
 	require(t, !ok, "entry %d, below the low-water mark %d, reappeared", paused+1, mark)
 	t.Logf("coordinator %s paused after entry %d, resumed past the low-water mark %d and restored its checkpoint", p.id, paused, mark)

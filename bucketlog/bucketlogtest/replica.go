@@ -39,3 +39,14 @@ func SameOnOpen(t testing.TB, store blockmerge.Store, prefix string, cfg raftfsm
 		t.Fatalf("a coordinator opening the log holds another state than the log's (snapshots of %d and %d bytes differ)", b.Len(), a.Len())
 	}
 }
+
+// Config is the replicated configuration of the package's runs: the
+// default, with batches of four blocks at every level, so that a few
+// hundred blocks make jobs at several levels.
+func Config() raftfsm.Config {
+	cfg := raftfsm.DefaultConfig()
+	for i := range cfg.Planner.Levels {
+		cfg.Planner.Levels[i].MaxBlocks = 4
+	}
+	return cfg
+}

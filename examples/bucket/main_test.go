@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -18,9 +16,7 @@ func runSmall(t *testing.T, cfg config) string {
 	t.Helper()
 	cfg.Run = demo.SmallConfig(60, 3, 2, 8, 4)
 	cfg.Run.Dir = t.TempDir()
-	rep, out := demo.RunVerified(t, 90*time.Second, func(ctx context.Context, w io.Writer) (*demo.Report, error) {
-		return run(ctx, cfg, w)
-	})
+	rep, out := demo.RunVerified(t, 90*time.Second, run, cfg)
 	assert.Positive(t, rep.Scheduler.Completed)
 	assert.Contains(t, out, "verification passed")
 	return out

@@ -20,14 +20,14 @@ func TestCluster(t *testing.T) {
 	cfg.Run.FlushInterval = 40 * time.Millisecond
 	cfg.Kills, cfg.Down = 1, 300*time.Millisecond
 	var res *result
-	_, out := demo.RunVerified(t, 90*time.Second, func(ctx context.Context, w io.Writer) (*demo.Report, error) {
+	_, out := demo.RunVerified(t, 90*time.Second, func(ctx context.Context, cfg config, w io.Writer) (*demo.Report, error) {
 		r, err := run(ctx, cfg, w)
 		if r == nil {
 			return nil, err
 		}
 		res = r
 		return r.Report, err
-	})
+	}, cfg)
 	assert.True(t, res.SnapshotsEqual)
 	assert.GreaterOrEqual(t, len(res.Leaders), 2, "the leader changed: %v", res.Leaders)
 	assert.NotEqual(t, res.Leaders[0], res.Leaders[1])

@@ -75,9 +75,7 @@ func TestDemoOnS3(t *testing.T) {
 // runSmall runs the demo and requires its verification to pass.
 func runSmall(t *testing.T, cfg config) (*demo.Report, string) {
 	t.Helper()
-	return demo.RunVerified(t, 60*time.Second, func(ctx context.Context, w io.Writer) (*demo.Report, error) {
-		return run(ctx, cfg, w)
-	})
+	return demo.RunVerified(t, 60*time.Second, run, cfg)
 }
 
 // TestDemoServe: with Serve the demo keeps its endpoints up after the run,

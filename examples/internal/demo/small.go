@@ -22,15 +22,16 @@ func SmallConfig(segments, tenants, shards, records, workers int) Config {
 	return c
 }
 
-// RunVerified runs an example's run in a test, within timeout, and
-// requires it to return no error and a report whose verification passed;
-// it returns the report and what the run printed.
-func RunVerified(t testing.TB, timeout time.Duration, run func(ctx context.Context, out io.Writer) (*Report, error)) (*Report, string) {
+// RunVerified runs an example's run with its configuration cfg in a
+// test, within timeout, and requires it to return no error and a report
+// whose verification passed; it returns the report and what the run
+// printed.
+func RunVerified[C any](t testing.TB, timeout time.Duration, run func(ctx context.Context, cfg C, out io.Writer) (*Report, error), cfg C) (*Report, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out bytes.Buffer
-	rep, err := run(ctx, &out)
+	rep, err := run(ctx, cfg, &out)
 	require.NoError(t, err, out.String())
 	require.True(t, rep.Verification.OK(), rep.Verification.Failed())
 	return rep, out.String()
