@@ -31,31 +31,8 @@ func ExampleWithDatasetMerger() {
 			panic(err)
 		}
 	}
-	// "latest" keeps only the newest record of each key. Inputs are small
-	// here; a real merger streams.
-	latest := blockmerge.DatasetMerger(func(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
-		if in[0].Meta().Name != "latest" {
-			return blockmerge.MergeRecords(ctx, out, in)
-		}
-		var all []blockmerge.Record
-		for _, it := range in {
-			for it.Next() {
-				all = append(all, it.Record().Clone())
-			}
-		}
-		slices.SortFunc(all, blockmerge.Compare)
-		for i, rec := range all {
-			if i+1 < len(all) && bytes.Equal(all[i+1].Key, rec.Key) {
-				continue // a newer record of the key follows
-			}
-			if err := out.Append(rec); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 	plan := &compactkit.JobPlan{Name: "j", Tenant: "acme", Sources: []string{"s0", "s1"}}
-	outs, err := blockmerge.Merge(ctx, store, plan, 1, blockmerge.WithDatasetMerger(latest))
+	outs, err := blockmerge.Merge(ctx, store, plan, 1, blockmerge.WithDatasetMerger(lastValuePerKey))
 	if err != nil {
 		panic(err)
 	}
@@ -65,6 +42,35 @@ func ExampleWithDatasetMerger() {
 	// Output:
 	// latest: 2 records
 	// raw: 3 records
+}
+
+// lastValuePerKey is a [blockmerge.DatasetMerger] that keeps only the
+// newest record of each key of the datasets named "latest", and merges the
+// others with the built-in record merge. Inputs are small here; a real
+// merger streams.
+func lastValuePerKey(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
+	if in[0].Meta().Name != "latest" {
+		return blockmerge.MergeRecords(ctx, out, in)
+	}
+	var all []blockmerge.Record
+	for _, it := range in {
+		for it.Next() {
+			all = append(all, it.Record().Clone())
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(all, blockmerge.Compare)
+	for i, r := range all {
+		if i+1 < len(all) && bytes.Equal(all[i+1].Key, r.Key) {
+			continue // a newer record of the key follows
+		}
+		if err := out.Append(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // The index's metadata of the sources lets Merge check that every source
