@@ -160,13 +160,8 @@ func FuzzFileStoreKey(f *testing.F) {
 		ctx := context.Background()
 		base := t.TempDir()
 		root := filepath.Join(base, "root")
-		s, err := blockmerge.NewFileStore(root, blockmerge.WithoutSync())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		err = s.Put(ctx, key, strings.NewReader("data"))
-		if err != nil {
+		s := openFileStore(t, root, blockmerge.WithoutSync())
+		if err := s.Put(ctx, key, strings.NewReader("data")); err != nil {
 			if !errors.Is(err, blockmerge.ErrInvalidKey) {
 				t.Fatalf("Put(%q): %v, not ErrInvalidKey", key, err)
 			}
