@@ -28,36 +28,19 @@ var noon = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // clockNode is a leader service whose clock the test moves, with blocks
 // queued at noon: acme 3, globex 1, initech 2 (level 0).
 type clockNode struct {
+	testClock
 	svc *leader.Service
 	fsm *raftfsm.FSM
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (n *clockNode) clock() time.Time {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.now
-}
-
-func (n *clockNode) advance(d time.Duration) {
-	n.mu.Lock()
-	n.now = n.now.Add(d)
-	n.mu.Unlock()
 }
 
 func newClockNode(t *testing.T) *clockNode {
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 8
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	n := &clockNode{fsm: fsm, now: noon}
-	n.svc = leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(n.clock))
+	n := &clockNode{testClock: testClock{t: noon}}
+	n.svc, n.fsm = newService(t, 8, leader.WithClock(n.now))
 	var blocks []ck.BlockMeta
 	for i, tenant := range []string{"acme", "acme", "acme", "globex", "initech", "initech"} {
 		blocks = append(blocks, leadertest.Block(tenant+"-"+string(rune('a'+i)), tenant, 0, int64(i)*1e9))
 	}
-	_, err = n.svc.AddBlocks(context.Background(), blocks)
+	_, err := n.svc.AddBlocks(context.Background(), blocks)
 	require.NoError(t, err)
 	return n
 }
