@@ -52,17 +52,25 @@ func browser(t *testing.T) string {
 	return ""
 }
 
+// newService returns a leader service over an in-memory log, whose state
+// machine plans level-0 jobs of maxBlocks blocks (0: the default number).
+func newService(t *testing.T, maxBlocks int, opts ...leader.Option) *leader.Service {
+	cfg := raftfsm.DefaultConfig()
+	if maxBlocks > 0 {
+		cfg.Planner.Levels[0].MaxBlocks = maxBlocks
+	}
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	return leader.New(leadertest.NewMemLog(fsm), fsm, opts...)
+}
+
 // TestStatusPageInBrowser loads the status page of a live node in headless
 // Chromium under the page's Content-Security-Policy: no console error and
 // no CSP violation, the queued count the API reports, and a pause issued
 // from the page's form that the state machine then shows.
 func TestStatusPageInBrowser(t *testing.T) {
 	exe := browser(t)
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 2
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	svc := newService(t, 2)
 	ctx := context.Background()
 	var blocks []ck.BlockMeta
 	for i := range 9 {
@@ -76,7 +84,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 		blocks = append(blocks, b)
 	}
-	_, err = svc.AddBlocks(ctx, blocks)
+	_, err := svc.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
 	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 3})
 	require.NoError(t, err)
@@ -216,10 +224,6 @@ func rows(id string, out *[][]string) chromedp.Action {
 // grades and alarms of the API's status.
 func TestPoliciesInBrowser(t *testing.T) {
 	exe := browser(t)
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 8
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday, noon
 	clock := func() time.Time {
@@ -227,12 +231,12 @@ func TestPoliciesInBrowser(t *testing.T) {
 		defer mu.Unlock()
 		return now
 	}
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(clock))
+	svc := newService(t, 8, leader.WithClock(clock))
 	var blocks []ck.BlockMeta
 	for i, tenant := range []string{"acme", "acme", "acme", "globex", "initech", "initech"} {
 		blocks = append(blocks, leadertest.Block("seg-"+strconv.Itoa(i), tenant, 0, int64(i)*1e9))
 	}
-	_, err = svc.AddBlocks(context.Background(), blocks)
+	_, err := svc.AddBlocks(context.Background(), blocks)
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
@@ -297,10 +301,8 @@ func TestPoliciesInBrowser(t *testing.T) {
 // error and changes nothing, and the last result survives a reload.
 func TestPolicyFormInBrowser(t *testing.T) {
 	exe := browser(t)
-	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
-	require.NoError(t, err)
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
-	_, err = svc.AddBlocks(context.Background(), []ck.BlockMeta{leadertest.Block("seg-0", "acme", 0, 0)})
+	svc := newService(t, 0)
+	_, err := svc.AddBlocks(context.Background(), []ck.BlockMeta{leadertest.Block("seg-0", "acme", 0, 0)})
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
