@@ -256,6 +256,13 @@ func (r running) stopChecked(t *testing.T, l *fsmLeader) worker.Stats {
 	return r.w.Stats()
 }
 
+// ended counts the jobs a worker ended, by outcome.
+type ended struct{ completed, failed, released, lost uint64 }
+
+func endedOf(s worker.Stats) ended {
+	return ended{completed: s.JobsCompleted, failed: s.JobsFailed, released: s.JobsReleased, lost: s.JobsLost}
+}
+
 // eventually lets fake time pass, in steps, until cond holds (at most ten
 // minutes of fake time).
 func eventually(t *testing.T, what string, cond func() bool) {

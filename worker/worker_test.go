@@ -111,10 +111,10 @@ func TestSuccessCarriesOutputs(t *testing.T) {
 		s := r.stopChecked(t, l)
 		require.Equal(t, uint64(1), s.JobsAssigned)
 		require.Equal(t, uint64(1), s.JobsStarted)
-		require.Equal(t, uint64(1), s.JobsCompleted)
+		require.Equal(t, ended{completed: 1}, endedOf(s))
 		require.Equal(t, uint64(1), s.BlocksWritten)
 		require.Equal(t, uint64(out.Size), s.BytesWritten)
-		require.Zero(t, s.JobsFailed+s.JobsLost+s.JobsReleased+s.PollRetries+s.BadResponses)
+		require.Zero(t, s.PollRetries+s.BadResponses)
 		require.Zero(t, s.JobsHeld)
 		require.Zero(t, s.JobsRunning)
 		require.Positive(t, s.Polls)
@@ -148,9 +148,7 @@ func TestMergeErrorReportedAsFailure(t *testing.T) {
 		}))
 		require.Empty(t, left)
 
-		s := r.stopChecked(t, l)
-		require.Equal(t, uint64(1), s.JobsFailed)
-		require.Zero(t, s.JobsCompleted+s.JobsLost+s.JobsReleased)
+		require.Equal(t, ended{failed: 1}, endedOf(r.stopChecked(t, l)))
 	})
 }
 
@@ -204,9 +202,7 @@ func TestLostLeaseCancelsJob(t *testing.T) {
 				}
 				require.Empty(t, l.successesOf("job-1"))
 
-				s := r.stopChecked(t, l)
-				require.Equal(t, uint64(1), s.JobsLost)
-				require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
+				require.Equal(t, ended{lost: 1}, endedOf(r.stopChecked(t, l)))
 			})
 		})
 	}
@@ -251,7 +247,7 @@ func TestNoSuccessAfterLeaseLostAtCompletion(t *testing.T) {
 				require.False(t, done)
 				s := r.stopChecked(t, l)
 				require.Equal(t, uint64(1), s.BlocksWritten, "the merge did write its output")
-				require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
+				require.Equal(t, ended{lost: 1}, endedOf(s))
 			})
 		})
 	}
@@ -424,9 +420,7 @@ func TestLateAssignmentReleased(t *testing.T) {
 		st := r.stopChecked(t, l)
 		require.Equal(t, uint64(2), st.JobsAssigned)
 		require.Equal(t, uint64(1), st.JobsStarted, "the late assignment was not run")
-		require.Equal(t, uint64(1), st.JobsReleased)
-		require.Equal(t, uint64(1), st.JobsCompleted)
-		require.Zero(t, st.JobsFailed+st.JobsLost)
+		require.Equal(t, ended{completed: 1, released: 1}, endedOf(st))
 	})
 }
 
@@ -456,8 +450,7 @@ func TestShutdownReleasesJobs(t *testing.T) {
 		}
 		l.check(t)
 		s := r.w.Stats()
-		require.Equal(t, uint64(2), s.JobsReleased)
-		require.Zero(t, s.JobsFailed+s.JobsLost+s.JobsCompleted)
+		require.Equal(t, ended{released: 2}, endedOf(s))
 		require.Zero(t, s.JobsHeld)
 		require.Zero(t, s.JobsRunning)
 	})
@@ -837,9 +830,7 @@ func TestReassignedJobReplacesStaleAttempt(t *testing.T) {
 		require.Equal(t, second, c.token)
 		s := r.w.Stats()
 		require.Equal(t, uint64(3), s.JobsAssigned, "job-1 twice, job-2 once")
-		require.Equal(t, uint64(1), s.JobsLost)
-		require.Equal(t, uint64(1), s.JobsCompleted)
-		require.Equal(t, uint64(1), s.JobsReleased, "job-2, at shutdown")
+		require.Equal(t, ended{completed: 1, released: 1, lost: 1}, endedOf(s), "job-2 released at shutdown")
 	})
 }
 
@@ -901,9 +892,8 @@ func TestRejectedRequest(t *testing.T) {
 		}
 		s := r.w.Stats()
 		require.Equal(t, uint64(1), s.Rejections)
-		require.Equal(t, uint64(1), s.JobsFailed)
-		require.Equal(t, uint64(1), s.JobsCompleted)
-		require.Zero(t, s.PollRetries+s.JobsLost)
+		require.Equal(t, ended{completed: 1, failed: 1}, endedOf(s))
+		require.Zero(t, s.PollRetries)
 	})
 }
 
@@ -948,8 +938,7 @@ func TestRejectedFinalPoll(t *testing.T) {
 		require.Equal(t, ck.ReportReleased, last.Updates[1].Status)
 		s := r.w.Stats()
 		require.Equal(t, uint64(1), s.Rejections)
-		require.Equal(t, uint64(1), s.JobsFailed)
-		require.Equal(t, uint64(1), s.JobsReleased)
+		require.Equal(t, ended{failed: 1, released: 1}, endedOf(s))
 		require.Zero(t, s.JobsHeld)
 	})
 }
@@ -990,8 +979,7 @@ func TestReportsSplitOverMaxReports(t *testing.T) {
 			require.LessOrEqual(t, len(rq.req.Updates), 2, "request %d", rq.req.Seq)
 		}
 		s := r.w.Stats()
-		require.Equal(t, uint64(len(jobs)), s.JobsCompleted)
-		require.Zero(t, s.JobsLost+s.JobsFailed)
+		require.Equal(t, ended{completed: uint64(len(jobs))}, endedOf(s))
 	})
 }
 
