@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/internal/testclock"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -40,25 +40,6 @@ func newService(t testing.TB, maxBlocks int, opts ...leader.Option) (*leader.Ser
 	fsm, err := raftfsm.New(cfg)
 	require.NoError(t, err)
 	return leader.New(leadertest.NewMemLog(fsm), fsm, opts...), fsm
-}
-
-// testClock is a time that only the test moves, read by the service from
-// its goroutines.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func newNode(t testing.TB) *node {
@@ -360,8 +341,8 @@ func TestCommandIdentity(t *testing.T) {
 // "(multi-tenant)", not as an empty cell, and durations to the
 // millisecond.
 func TestMultiTenantJobsAndDurations(t *testing.T) {
-	clock := &testClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
-	svc, _ := newService(t, 2, leader.WithClock(clock.now))
+	clock := testclock.New(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	svc, _ := newService(t, 2, leader.WithClock(clock.Now))
 	ctx := context.Background()
 	var blocks []ck.BlockMeta
 	for i := range 3 {
@@ -375,7 +356,7 @@ func TestMultiTenantJobsAndDurations(t *testing.T) {
 	blocks = append(blocks, leadertest.Block("seg-1", "acme", 0, 0))
 	_, err := svc.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
-	clock.advance(1640434394 * time.Nanosecond)
+	clock.Advance(1640434394 * time.Nanosecond)
 	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 4})
 	require.NoError(t, err)
 	multi := ""

@@ -23,6 +23,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/internal/testclock"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/policy"
@@ -224,14 +225,8 @@ func rows(id string, out *[][]string) chromedp.Action {
 // grades and alarms of the API's status.
 func TestPoliciesInBrowser(t *testing.T) {
 	exe := browser(t)
-	var mu sync.Mutex
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday, noon
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	svc := newService(t, 8, leader.WithClock(clock))
+	clock := testclock.New(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)) // a Wednesday, noon
+	svc := newService(t, 8, leader.WithClock(clock.Now))
 	var blocks []ck.BlockMeta
 	for i, tenant := range []string{"acme", "acme", "acme", "globex", "initech", "initech"} {
 		blocks = append(blocks, leadertest.Block("seg-"+strconv.Itoa(i), tenant, 0, int64(i)*1e9))
@@ -248,9 +243,7 @@ func TestPoliciesInBrowser(t *testing.T) {
 	api(t, srv, "/api/commands/policy-set", `{"tenant":"initech","policy":{"pressure":{"stop_blocks":{"on":2,"off":1}},
 		"levels":[{"level":0,"max_blocks":40,"max_age":"5m"},{"level":1,"cross_shard":"on"}]}}`, &res)
 	api(t, srv, "/api/commands/policy-set", `{"all":true,"policy":{"class":"high","not_before":"2026-11-25T00:00:00Z"}}`, &res)
-	mu.Lock()
-	now = now.Add(2 * time.Minute) // acme's oldest block waits past its threshold
-	mu.Unlock()
+	clock.Advance(2 * time.Minute) // acme's oldest block waits past its threshold
 	api(t, srv, "/api/commands/compact-now", `{"tenant":"globex","level":0}`, &res)
 
 	bctx, problems := launch(t, exe)
