@@ -184,9 +184,8 @@ func (m *merges) option() blockmerge.Option {
 // --- running a worker in a bubble ---
 
 type running struct {
-	w     *worker.Worker
-	store blockmerge.Store
-	stop  func() error
+	w    *worker.Worker
+	stop func() error
 }
 
 // run starts a worker with cfg against l (see start), with a new memory
@@ -244,7 +243,7 @@ func start(t *testing.T, l worker.Client, store blockmerge.Store, cfg worker.Con
 		return runErr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return running{w: w, store: store, stop: stop}
+	return running{w: w, stop: stop}
 }
 
 // stopChecked stops the worker, requires a clean stop, checks what l
