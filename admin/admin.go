@@ -760,27 +760,45 @@ func (h *Handler) command(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("unknown action %q", name))
 		return
 	}
+	var c Command
+	h.propose(w, r, name, &c, func(by string) (*raftfsm.Command, []any, error) {
+		op, err := c.operator(name, action)
+		if err != nil {
+			return nil, nil, err
+		}
+		op.By = by
+		return &raftfsm.Command{Operator: &op}, []any{"tenant", op.Tenant, "all", op.All, "job", c.Job, "blocks", len(c.Blocks)}, nil
+	})
+}
+
+// propose answers the request for the command name once the caller may
+// run it: it decodes the body into body, builds the command with build
+// (given the caller's identity, "" without WithIdentity), proposes it,
+// logs it with the attributes build returns and writes its result. An
+// error of build is the caller's.
+func (h *Handler) propose(w http.ResponseWriter, r *http.Request, name string, body any, build func(by string) (*raftfsm.Command, []any, error)) {
 	if !h.commandAllowed(w, r, name) {
 		return
 	}
-	var c Command
-	if err := decodeBody(r, &c); err != nil {
+	if err := decodeBody(r, body); err != nil {
 		fail(w, err)
 		return
 	}
-	op, err := c.operator(name, action)
-	if err != nil {
-		fail(w, err)
-		return
-	}
+	var by string
 	if h.identity != nil {
-		op.By = h.identity(r)
+		by = h.identity(r)
 	}
-	res, err := h.svc.Propose(r.Context(), &raftfsm.Command{Operator: &op})
+	cmd, attrs, err := build(by)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	h.log.Info("admin: command", "action", name, "by", op.By, "tenant", op.Tenant, "all", op.All, "job", c.Job, "blocks", len(c.Blocks), "from", r.RemoteAddr, "entry", res.Index)
+	res, err := h.svc.Propose(r.Context(), cmd)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	args := append([]any{"action", name, "by", by}, attrs...)
+	h.log.Info("admin: command", append(args, "from", r.RemoteAddr, "entry", res.Index)...)
 	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count, Cancelled: res.Cancelled})
 }

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/internal/testclock"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -32,14 +32,20 @@ type node struct {
 	job ck.JobReply
 }
 
-func newNode(t testing.TB) *node {
+// newService returns a leader service over an in-memory log, whose state
+// machine plans level-0 jobs of maxBlocks blocks.
+func newService(t testing.TB, maxBlocks int, opts ...leader.Option) (*leader.Service, *raftfsm.FSM) {
 	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 2
+	cfg.Planner.Levels[0].MaxBlocks = maxBlocks
 	fsm, err := raftfsm.New(cfg)
 	require.NoError(t, err)
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	return leader.New(leadertest.NewMemLog(fsm), fsm, opts...), fsm
+}
+
+func newNode(t testing.TB) *node {
+	svc, fsm := newService(t, 2)
 	ctx := context.Background()
-	_, err = svc.AddBlocks(ctx, []ck.BlockMeta{
+	_, err := svc.AddBlocks(ctx, []ck.BlockMeta{
 		leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9),
 		leadertest.Block("seg-3", "globex", 0, 0), leadertest.Block("seg-4", "globex", 0, 1e9),
 		leadertest.Block("seg-5", "initech", 0, 0),
@@ -335,18 +341,8 @@ func TestCommandIdentity(t *testing.T) {
 // "(multi-tenant)", not as an empty cell, and durations to the
 // millisecond.
 func TestMultiTenantJobsAndDurations(t *testing.T) {
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 2
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(clock))
+	clock := testclock.New(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	svc, _ := newService(t, 2, leader.WithClock(clock.Now))
 	ctx := context.Background()
 	var blocks []ck.BlockMeta
 	for i := range 3 {
@@ -358,11 +354,9 @@ func TestMultiTenantJobsAndDurations(t *testing.T) {
 		blocks = append(blocks, b)
 	}
 	blocks = append(blocks, leadertest.Block("seg-1", "acme", 0, 0))
-	_, err = svc.AddBlocks(ctx, blocks)
+	_, err := svc.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
-	mu.Lock()
-	now = now.Add(1640434394 * time.Nanosecond)
-	mu.Unlock()
+	clock.Advance(1640434394 * time.Nanosecond)
 	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 4})
 	require.NoError(t, err)
 	multi := ""

@@ -145,27 +145,13 @@ func policyCommand(name string, action raftfsm.PolicyAction, c *policyBody) (raf
 }
 
 func (h *Handler) policyCommand(w http.ResponseWriter, r *http.Request, name string, action raftfsm.PolicyAction) {
-	if !h.commandAllowed(w, r, name) {
-		return
-	}
 	var c policyBody
-	if err := decodeBody(r, &c); err != nil {
-		fail(w, err)
-		return
-	}
-	cmd, err := policyCommand(name, action, &c)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if h.identity != nil {
-		cmd.By = h.identity(r)
-	}
-	res, err := h.svc.Propose(r.Context(), &raftfsm.Command{Policy: &cmd})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	h.log.Info("admin: command", "action", name, "by", cmd.By, "tenant", cmd.Tenant, "all", cmd.All, "from", r.RemoteAddr, "entry", res.Index)
-	writeJSON(w, CommandResult{Action: name, Index: res.Index, Count: res.Count})
+	h.propose(w, r, name, &c, func(by string) (*raftfsm.Command, []any, error) {
+		cmd, err := policyCommand(name, action, &c)
+		if err != nil {
+			return nil, nil, err
+		}
+		cmd.By = by
+		return &raftfsm.Command{Policy: &cmd}, []any{"tenant", cmd.Tenant, "all", cmd.All}, nil
+	})
 }

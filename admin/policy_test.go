@@ -16,6 +16,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/internal/testclock"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/policy"
@@ -28,36 +29,19 @@ var noon = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // clockNode is a leader service whose clock the test moves, with blocks
 // queued at noon: acme 3, globex 1, initech 2 (level 0).
 type clockNode struct {
+	*testclock.Clock
 	svc *leader.Service
 	fsm *raftfsm.FSM
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (n *clockNode) clock() time.Time {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.now
-}
-
-func (n *clockNode) advance(d time.Duration) {
-	n.mu.Lock()
-	n.now = n.now.Add(d)
-	n.mu.Unlock()
 }
 
 func newClockNode(t *testing.T) *clockNode {
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 8
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	n := &clockNode{fsm: fsm, now: noon}
-	n.svc = leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(n.clock))
+	n := &clockNode{Clock: testclock.New(noon)}
+	n.svc, n.fsm = newService(t, 8, leader.WithClock(n.Now))
 	var blocks []ck.BlockMeta
 	for i, tenant := range []string{"acme", "acme", "acme", "globex", "initech", "initech"} {
 		blocks = append(blocks, leadertest.Block(tenant+"-"+string(rune('a'+i)), tenant, 0, int64(i)*1e9))
 	}
-	_, err = n.svc.AddBlocks(context.Background(), blocks)
+	_, err := n.svc.AddBlocks(context.Background(), blocks)
 	require.NoError(t, err)
 	return n
 }
@@ -134,7 +118,7 @@ func TestPolicies(t *testing.T) {
 
 	// Two minutes on, acme's oldest block has waited past its one-minute
 	// threshold: an alarm since 12:01, for a minute at the log's time.
-	n.advance(2 * time.Minute)
+	n.Advance(2 * time.Minute)
 	require.Equal(t, 200, call(t, srv, "POST", "/api/commands/policy-clear", `{"tenant":"nobody"}`, nil, &res))
 	require.Equal(t, 0, res.Count, "clearing a policy that is not set changes nothing")
 	require.Equal(t, 200, call(t, srv, "GET", "/api/status", "", nil, &st))

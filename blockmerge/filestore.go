@@ -218,16 +218,7 @@ func (s *FileStore) ModTime(ctx context.Context, key string) (time.Time, error) 
 
 // Put implements [Store]: see [FileStore] for the protocol.
 func (s *FileStore) Put(ctx context.Context, key string, r io.Reader) error {
-	w, err := s.createFile(ctx, key)
-	if err != nil {
-		return err
-	}
-	// Copy into the file itself so that the kernel can copy file to file.
-	if _, err := io.Copy(w.f, r); err != nil {
-		w.Abort() //nolint:errcheck // the copy error is the one to report
-		return fmt.Errorf("blockmerge: put %q: %w", key, err)
-	}
-	return w.Commit()
+	return s.put(ctx, key, r, false)
 }
 
 // PutIfAbsent implements [ConditionalPutter]: the fsynced staging file is
@@ -235,29 +226,29 @@ func (s *FileStore) Put(ctx context.Context, key string, r io.Reader) error {
 // is no window between a check and the publication; then the directory is
 // synced. It needs a filesystem with hard links (every local POSIX one).
 func (s *FileStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
-	w, err := s.createFile(ctx, key)
+	return s.put(ctx, key, r, true)
+}
+
+func (s *FileStore) put(ctx context.Context, key string, r io.Reader, exclusive bool) error {
+	w, err := s.createFile(ctx, key, exclusive)
 	if err != nil {
 		return err
 	}
-	w.exclusive = true
-	if _, err := io.Copy(w.f, r); err != nil {
-		w.Abort() //nolint:errcheck // the copy error is the one to report
-		return fmt.Errorf("blockmerge: put %q: %w", key, err)
-	}
-	return w.Commit()
+	// Copy into the file itself so that the kernel can copy file to file.
+	return copyCommit(key, w.f, w, r)
 }
 
 // create implements [creator]: the object is written to a staging file
 // that Commit publishes as Put does.
 func (s *FileStore) create(ctx context.Context, key string) (ObjectWriter, error) {
-	w, err := s.createFile(ctx, key)
+	w, err := s.createFile(ctx, key, false)
 	if err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-func (s *FileStore) createFile(ctx context.Context, key string) (*fileWriter, error) {
+func (s *FileStore) createFile(ctx context.Context, key string, exclusive bool) (*fileWriter, error) {
 	name, err := s.name(key)
 	if err != nil {
 		return nil, err
@@ -279,7 +270,7 @@ func (s *FileStore) createFile(ctx context.Context, key string) (*fileWriter, er
 		tmp := filepath.Join(filepath.Dir(name), tempPrefix+s.pid+"-"+strconv.FormatUint(s.seq.Add(1), 10))
 		f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			return &fileWriter{ctx: ctx, s: s, key: key, name: name, tmp: tmp, dir: dir, f: f}, nil
+			return &fileWriter{writerBase: writerBase{ctx: ctx, key: key, dst: f}, s: s, name: name, tmp: tmp, dir: dir, f: f, exclusive: exclusive}, nil
 		}
 		if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)) && attempt < 100 {
 			continue
@@ -336,14 +327,12 @@ func (s *FileStore) syncDir(dir string) error {
 }
 
 type fileWriter struct {
-	ctx  context.Context
-	s    *FileStore
-	key  string
-	name string // path of the object relative to the root
-	tmp  string // path of the staging file relative to the root
-	dir  string // key's directory ("." at the root)
-	f    *os.File
-	done bool
+	writerBase // dst is f; Write adds the writeback
+	s          *FileStore
+	name       string // path of the object relative to the root
+	tmp        string // path of the staging file relative to the root
+	dir        string // key's directory ("." at the root)
+	f          *os.File
 	// exclusive makes Commit publish only if the key does not exist.
 	exclusive bool
 	// written is the number of bytes written; synced the offset up to
@@ -356,11 +345,8 @@ type fileWriter struct {
 const writeBehind = 4 << 20
 
 func (w *fileWriter) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, os.ErrClosed)
-	}
-	if err := w.ctx.Err(); err != nil {
-		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, err)
+	if err := w.err("write"); err != nil {
+		return 0, err
 	}
 	n, err := w.f.Write(p)
 	w.written += int64(n)
@@ -372,12 +358,9 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 }
 
 func (w *fileWriter) Commit() error {
-	if w.done {
-		return fmt.Errorf("blockmerge: commit %q: %w", w.key, os.ErrClosed)
-	}
-	if err := w.ctx.Err(); err != nil {
-		w.Abort() //nolint:errcheck // the context error is the one to report
-		return fmt.Errorf("blockmerge: commit %q: %w", w.key, err)
+	if err := w.err("commit"); err != nil {
+		w.Abort() //nolint:errcheck // the context error is the one to report; a no-op if done
+		return err
 	}
 	w.done = true
 	var err error

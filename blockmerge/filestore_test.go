@@ -42,9 +42,7 @@ func files(t *testing.T, dir string) []string {
 func TestFileStoreLayout(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := blockmerge.NewFileStore(dir)
-	require.NoError(t, err)
-	defer s.Close()
+	s := openFileStore(t, dir)
 	putBytes(t, s, "blocks/job/12/0", []byte("data"))
 	b, err := os.ReadFile(filepath.Join(dir, "blocks", "job", "12", "0"))
 	require.NoError(t, err)
@@ -70,12 +68,10 @@ func TestFileStoreLayout(t *testing.T) {
 func TestFileStoreInterruptedPut(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := blockmerge.NewFileStore(dir)
-	require.NoError(t, err)
-	defer s.Close()
+	s := openFileStore(t, dir)
 	boom := errors.New("connection reset")
 	r := io.MultiReader(bytes.NewReader(make([]byte, 1<<20)), &errReader{boom})
-	err = s.Put(ctx, "blocks/new/object", r)
+	err := s.Put(ctx, "blocks/new/object", r)
 	require.ErrorIs(t, err, boom)
 	require.ErrorContains(t, err, "blocks/new/object")
 	require.Empty(t, files(t, dir), "an interrupted put left files behind")
@@ -108,9 +104,7 @@ func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 func TestFileStoreCrashLeftovers(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := blockmerge.NewFileStore(dir)
-	require.NoError(t, err)
-	defer s.Close()
+	s := openFileStore(t, dir)
 	putBytes(t, s, "blocks/a", []byte("a"))
 	leftover := filepath.Join(dir, "blocks", ".ck-tmp-999-1")
 	require.NoError(t, os.WriteFile(leftover, []byte("half an object"), 0o644))
@@ -118,7 +112,7 @@ func TestFileStoreCrashLeftovers(t *testing.T) {
 	require.Equal(t, []string{"blocks/a"}, listKeys(t, s, ""))
 	require.Equal(t, []string{"blocks/a"}, listKeys(t, s, "blocks/"))
 	require.Empty(t, listKeys(t, s, "blocks/.ck"))
-	_, err = s.Get(ctx, "blocks/.ck-tmp-999-1")
+	_, err := s.Get(ctx, "blocks/.ck-tmp-999-1")
 	require.ErrorIs(t, err, blockmerge.ErrInvalidKey, "staging names are reserved")
 	require.ErrorIs(t, s.Put(ctx, "blocks/.ck-tmp-1-1", strings.NewReader("x")), blockmerge.ErrInvalidKey)
 
@@ -137,9 +131,7 @@ func TestFileStorePathEscape(t *testing.T) {
 	outside := filepath.Join(base, "outside")
 	require.NoError(t, os.MkdirAll(outside, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644))
-	s, err := blockmerge.NewFileStore(root)
-	require.NoError(t, err)
-	defer s.Close()
+	s := openFileStore(t, root)
 
 	for _, k := range append([]string{"../outside/secret", "blocks/../../outside/secret", root + "/x", filepath.Join(outside, "secret")}, storetest.InvalidKeys...) {
 		_, err := s.Get(ctx, k)
@@ -149,7 +141,7 @@ func TestFileStorePathEscape(t *testing.T) {
 	}
 
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "link")))
-	_, err = s.Get(ctx, "link/secret")
+	_, err := s.Get(ctx, "link/secret")
 	require.Error(t, err, "read through a symbolic link out of the root")
 	require.Error(t, s.Put(ctx, "link/planted", strings.NewReader("pwned")), "write through a symbolic link out of the root")
 	require.Error(t, s.Delete(ctx, "link/secret"), "delete through a symbolic link out of the root")
@@ -164,12 +156,8 @@ func TestFileStorePathEscape(t *testing.T) {
 func TestFileStoreSharedRoot(t *testing.T) {
 	// Two stores (two processes, say) on one root see each other's objects.
 	dir := t.TempDir()
-	a, err := blockmerge.NewFileStore(dir)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := blockmerge.NewFileStore(dir, blockmerge.WithoutSync())
-	require.NoError(t, err)
-	defer b.Close()
+	a := openFileStore(t, dir)
+	b := openFileStore(t, dir, blockmerge.WithoutSync())
 	putBytes(t, a, "k/1", []byte("from a"))
 	putBytes(t, b, "k/2", []byte("from b"))
 	require.Equal(t, []string{"k/1", "k/2"}, listKeys(t, a, "k/"))
@@ -191,9 +179,7 @@ func TestNewFileStoreErrors(t *testing.T) {
 func TestFileStoreConcurrentPutDelete(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := blockmerge.NewFileStore(dir, blockmerge.WithoutSync())
-	require.NoError(t, err)
-	defer s.Close()
+	s := openFileStore(t, dir, blockmerge.WithoutSync())
 	const writers, rounds = 3, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*rounds*2+rounds)
@@ -243,14 +229,12 @@ func TestFileStoreConcurrentPutDelete(t *testing.T) {
 func TestFileStoreRefusesLongSegment(t *testing.T) {
 	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "root")
-	s, err := blockmerge.NewFileStore(root)
-	require.NoError(t, err)
-	defer s.Close()
+	s := openFileStore(t, root)
 
 	long := "blocks/" + strings.Repeat("k", 256) + "/0"
 	require.NoError(t, blockmerge.ValidateKey(long), "a valid key for object stores")
 	require.ErrorIs(t, s.Put(ctx, long, strings.NewReader("data")), blockmerge.ErrInvalidKey)
-	_, err = blockmerge.CreateObject(ctx, s, long, "")
+	_, err := blockmerge.CreateObject(ctx, s, long, "")
 	require.ErrorIs(t, err, blockmerge.ErrInvalidKey)
 	_, err = s.Get(ctx, long)
 	require.ErrorIs(t, err, blockmerge.ErrInvalidKey)

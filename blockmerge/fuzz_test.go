@@ -32,10 +32,7 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx := context.Background()
-		s := blockmerge.NewMemStore()
-		if err := s.Put(ctx, "blocks/fuzz", bytes.NewReader(data)); err != nil {
-			t.Fatal(err)
-		}
+		s := fuzzStore(t, data)
 		meta, err := blockmerge.Verify(ctx, s, "fuzz")
 		if err != nil {
 			return
@@ -60,6 +57,15 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
+// fuzzStore returns a memory store holding obj as the block "fuzz".
+func fuzzStore(t *testing.T, obj []byte) blockmerge.Store {
+	s := blockmerge.NewMemStore()
+	if err := s.Put(context.Background(), "blocks/fuzz", bytes.NewReader(obj)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // FuzzFooter feeds the footer decoder and the index checks arbitrary
 // footers behind a valid trailer (length, CRC-32C, version, magic), with
 // arbitrary section bytes before them: mutations of whole blocks rarely
@@ -72,10 +78,7 @@ func FuzzFooter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, footer []byte) {
 		ctx := context.Background()
 		obj := assemble(body, footer)
-		s := blockmerge.NewMemStore()
-		if err := s.Put(ctx, "blocks/fuzz", bytes.NewReader(obj)); err != nil {
-			t.Fatal(err)
-		}
+		s := fuzzStore(t, obj)
 		r, err := blockmerge.Open(ctx, s, "fuzz")
 		if err != nil {
 			return
@@ -160,13 +163,8 @@ func FuzzFileStoreKey(f *testing.F) {
 		ctx := context.Background()
 		base := t.TempDir()
 		root := filepath.Join(base, "root")
-		s, err := blockmerge.NewFileStore(root, blockmerge.WithoutSync())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		err = s.Put(ctx, key, strings.NewReader("data"))
-		if err != nil {
+		s := openFileStore(t, root, blockmerge.WithoutSync())
+		if err := s.Put(ctx, key, strings.NewReader("data")); err != nil {
 			if !errors.Is(err, blockmerge.ErrInvalidKey) {
 				t.Fatalf("Put(%q): %v, not ErrInvalidKey", key, err)
 			}

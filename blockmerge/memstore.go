@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -108,71 +107,53 @@ func (m *memStore) Exists(ctx context.Context, key string) (bool, error) {
 // Put implements [Store]. The object is read whole into memory before it
 // replaces the previous one.
 func (m *memStore) Put(ctx context.Context, key string, r io.Reader) error {
-	w, err := m.create(ctx, key)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(w, r); err != nil {
-		w.Abort() //nolint:errcheck // nothing to release
-		return fmt.Errorf("blockmerge: put %q: %w", key, err)
-	}
-	return w.Commit()
+	return m.put(ctx, key, r, false)
 }
 
 // PutIfAbsent implements [ConditionalPutter]: the check and the insertion
 // happen under the store's lock.
 func (m *memStore) PutIfAbsent(ctx context.Context, key string, r io.Reader) error {
-	w, err := m.create(ctx, key)
+	return m.put(ctx, key, r, true)
+}
+
+func (m *memStore) put(ctx context.Context, key string, r io.Reader, exclusive bool) error {
+	w, err := m.newWriter(ctx, key, exclusive)
 	if err != nil {
 		return err
 	}
-	mw := w.(*memWriter)
-	mw.exclusive = true
-	if _, err := io.Copy(mw, r); err != nil {
-		mw.Abort() //nolint:errcheck // nothing to release
-		return fmt.Errorf("blockmerge: put %q: %w", key, err)
-	}
-	return mw.Commit()
+	return copyCommit(key, w, w, r)
 }
 
 // create implements [creator].
 func (m *memStore) create(ctx context.Context, key string) (ObjectWriter, error) {
+	return m.newWriter(ctx, key, false)
+}
+
+func (m *memStore) newWriter(ctx context.Context, key string, exclusive bool) (*memWriter, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("blockmerge: create %q: %w", key, err)
 	}
-	return &memWriter{ctx: ctx, m: m, key: key}, nil
+	w := &memWriter{writerBase: writerBase{ctx: ctx, key: key}, m: m, exclusive: exclusive}
+	w.dst = &w.buf
+	return w, nil
 }
 
 type memWriter struct {
-	ctx  context.Context
-	m    *memStore
-	key  string
-	buf  bytes.Buffer
-	done bool
+	writerBase // dst is buf
+	m          *memStore
+	buf        bytes.Buffer
 	// exclusive makes Commit fail with ErrExists if the key exists.
 	exclusive bool
 }
 
-func (w *memWriter) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, os.ErrClosed)
-	}
-	if err := w.ctx.Err(); err != nil {
-		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, err)
-	}
-	return w.buf.Write(p)
-}
-
 func (w *memWriter) Commit() error {
-	if w.done {
-		return fmt.Errorf("blockmerge: commit %q: %w", w.key, os.ErrClosed)
-	}
+	err := w.err("commit")
 	w.done = true
-	if err := w.ctx.Err(); err != nil {
-		return fmt.Errorf("blockmerge: commit %q: %w", w.key, err)
+	if err != nil {
+		return err
 	}
 	// The buffer is never written again, so the store may keep its bytes;
 	// clip them so that no spare capacity is shared.
@@ -198,17 +179,28 @@ func (w *memWriter) Abort() error {
 
 // Delete implements [Store].
 func (m *memStore) Delete(ctx context.Context, key string) error {
-	if err := ValidateKey(key); err != nil {
-		return err
+	return m.remove(ctx, "delete", key, ValidateKey(key), func() { m.drop(key) })
+}
+
+// remove runs del under the lock if arg, the key or prefix of op, is
+// valid (invalid is its validation's error) and ctx is not done.
+func (m *memStore) remove(ctx context.Context, op, arg string, invalid error, del func()) error {
+	if invalid != nil {
+		return invalid
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("blockmerge: delete %q: %w", key, err)
+		return fmt.Errorf("blockmerge: %s %q: %w", op, arg, err)
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	del()
+	return nil
+}
+
+// drop deletes the object of key. Call it with the lock held.
+func (m *memStore) drop(key string) {
 	delete(m.objects, key)
 	delete(m.mods, key)
-	m.mu.Unlock()
-	return nil
 }
 
 // keys returns the sorted keys starting with prefix.
@@ -244,21 +236,13 @@ func (m *memStore) List(ctx context.Context, prefix string, fn func(key string) 
 
 // DeleteByPrefix implements [Store].
 func (m *memStore) DeleteByPrefix(ctx context.Context, prefix string) error {
-	if err := validateDeletePrefix(prefix); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("blockmerge: delete prefix %q: %w", prefix, err)
-	}
-	m.mu.Lock()
-	for k := range m.objects {
-		if strings.HasPrefix(k, prefix) {
-			delete(m.objects, k)
-			delete(m.mods, k)
+	return m.remove(ctx, "delete prefix", prefix, validateDeletePrefix(prefix), func() {
+		for k := range m.objects {
+			if strings.HasPrefix(k, prefix) {
+				m.drop(k)
+			}
 		}
-	}
-	m.mu.Unlock()
-	return nil
+	})
 }
 
 // validateDeletePrefix checks the prefix of DeleteByPrefix: a valid,

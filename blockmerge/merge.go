@@ -42,15 +42,9 @@ func MergeRecords(ctx context.Context, out *DatasetWriter, inputs []*DatasetIter
 		return nil
 	}
 	t := newLoserTree(inputs)
-	for i, it := range inputs {
-		if it.Next() {
-			t.pfx[i] = it.prefix
-		} else {
-			if err := it.Err(); err != nil {
-				return err
-			}
-			t.done[i] = true
-			t.pfx[i] = math.MaxUint64
+	for i := range inputs {
+		if err := t.advance(i); err != nil {
+			return err
 		}
 	}
 	t.tree[0] = t.build(1)
@@ -88,14 +82,8 @@ func MergeRecords(ctx context.Context, out *DatasetWriter, inputs []*DatasetIter
 				out.name, top.block, top.cur.Key, top.cur.Timestamp, ErrOutOfOrder)
 		}
 		// c == 0: identical to the record just written; it collapses.
-		if top.Next() {
-			t.pfx[w] = top.prefix
-		} else {
-			if err := top.Err(); err != nil {
-				return err
-			}
-			t.done[w] = true
-			t.pfx[w] = math.MaxUint64
+		if err := t.advance(w); err != nil {
+			return err
 		}
 		t.replay(w)
 	}
@@ -116,6 +104,21 @@ type loserTree struct {
 func newLoserTree(its []*DatasetIterator) *loserTree {
 	k := len(its)
 	return &loserTree{its: its, pfx: make([]uint64, k), done: make([]bool, k), tree: make([]int, k)}
+}
+
+// advance moves input i to its next record, or marks it exhausted.
+func (t *loserTree) advance(i int) error {
+	it := t.its[i]
+	if it.Next() {
+		t.pfx[i] = it.prefix
+		return nil
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	t.done[i] = true
+	t.pfx[i] = math.MaxUint64
+	return nil
 }
 
 // less reports whether input a's current record is before input b's.

@@ -250,33 +250,6 @@ func TestMergeStaleMidwayLeavesNothing(t *testing.T) {
 	require.Equal(t, []string{"blocks/seg-1"}, listKeys(t, s, ""))
 }
 
-// lastValuePerKey keeps, for each key, only its record with the highest
-// timestamp: a host-specific merge.
-func lastValuePerKey(ctx context.Context, out *blockmerge.DatasetWriter, in []*blockmerge.DatasetIterator) error {
-	if in[0].Meta().Name != "latest" {
-		return blockmerge.MergeRecords(ctx, out, in)
-	}
-	var all []blockmerge.Record
-	for _, it := range in {
-		for it.Next() {
-			all = append(all, it.Record().Clone())
-		}
-		if err := it.Err(); err != nil {
-			return err
-		}
-	}
-	all = blockmerge.SortRecords(all)
-	for i, r := range all {
-		if i+1 < len(all) && bytes.Equal(all[i+1].Key, r.Key) {
-			continue
-		}
-		if err := out.Append(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func TestMergeCustomDatasetMerger(t *testing.T) {
 	ctx := context.Background()
 	s := blockmerge.NewMemStore()

@@ -136,26 +136,14 @@ func CreateObject(ctx context.Context, s Store, key, tempDir string) (ObjectWrit
 	if err != nil {
 		return nil, fmt.Errorf("blockmerge: create %q: staging file: %w", key, err)
 	}
-	return &stagedWriter{ctx: ctx, s: s, key: key, f: f}, nil
+	return &stagedWriter{writerBase: writerBase{ctx: ctx, key: key, dst: f}, s: s, f: f}, nil
 }
 
 // stagedWriter stages an object in a temporary file and puts it on Commit.
 type stagedWriter struct {
-	ctx  context.Context
-	s    Store
-	key  string
-	f    *os.File
-	done bool
-}
-
-func (w *stagedWriter) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, os.ErrClosed)
-	}
-	if err := w.ctx.Err(); err != nil {
-		return 0, fmt.Errorf("blockmerge: write %q: %w", w.key, err)
-	}
-	return w.f.Write(p)
+	writerBase
+	s Store
+	f *os.File
 }
 
 func (w *stagedWriter) Commit() error {
@@ -177,6 +165,47 @@ func (w *stagedWriter) Abort() error {
 	cerr := w.f.Close()
 	rerr := os.Remove(w.f.Name())
 	return errors.Join(cerr, rerr)
+}
+
+// copyCommit copies r to dst, the destination of w's bytes, and commits w;
+// it aborts w if the copy fails. It is the Put of a store that writes
+// through its own [ObjectWriter].
+func copyCommit(key string, dst io.Writer, w ObjectWriter, r io.Reader) error {
+	if _, err := io.Copy(dst, r); err != nil {
+		w.Abort() //nolint:errcheck // the copy error is the one to report
+		return fmt.Errorf("blockmerge: put %q: %w", key, err)
+	}
+	return w.Commit()
+}
+
+// writerBase is what the object writers of this package share: the
+// context and key of the object, whether the writer is done (committed or
+// aborted), and where Write puts the bytes.
+type writerBase struct {
+	ctx  context.Context
+	key  string
+	dst  io.Writer
+	done bool
+}
+
+// Write writes p to dst unless the writer or its context is done.
+func (w *writerBase) Write(p []byte) (int, error) {
+	if err := w.err("write"); err != nil {
+		return 0, err
+	}
+	return w.dst.Write(p)
+}
+
+// err returns the error of an operation (op) on the writer if it is done
+// or its context is; nil if neither is.
+func (w *writerBase) err(op string) error {
+	if w.done {
+		return fmt.Errorf("blockmerge: %s %q: %w", op, w.key, os.ErrClosed)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("blockmerge: %s %q: %w", op, w.key, err)
+	}
+	return nil
 }
 
 // ValidateKey reports whether key is a valid object key: 1 to 1024

@@ -26,9 +26,17 @@ func TestFencedStoreConformance(t *testing.T) {
 	})
 }
 
+// newFileStore opens a file store on a new temporary directory, closed
+// when the test ends.
 func newFileStore(t testing.TB, opts ...blockmerge.Option) *blockmerge.FileStore {
 	t.Helper()
-	s, err := blockmerge.NewFileStore(t.TempDir(), opts...)
+	return openFileStore(t, t.TempDir(), opts...)
+}
+
+// openFileStore opens a file store on dir, closed when the test ends.
+func openFileStore(t testing.TB, dir string, opts ...blockmerge.Option) *blockmerge.FileStore {
+	t.Helper()
+	s, err := blockmerge.NewFileStore(dir, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

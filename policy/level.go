@@ -86,18 +86,28 @@ func (l Level) validate() error {
 	return nil
 }
 
-// validateLevels checks a tenant's level overrides: each valid, in
-// ascending order of level, one per level; the error wraps [ErrInvalid].
-func validateLevels(levels []Level) error {
-	if len(levels) > maxLevelOverrides {
-		return fmt.Errorf("policy: %d level overrides, at most %d: %w", len(levels), maxLevelOverrides, ErrInvalid)
+func (l Level) level() uint32 { return l.Level }
+
+// perLevel is a setting of a tenant for one level: a [Level] or a
+// [LevelRun].
+type perLevel interface {
+	level() uint32
+	validate() error
+}
+
+// validatePerLevel checks a tenant's settings of one kind (what names
+// them, such as "level overrides"): each valid, in ascending order of
+// level, one per level; an error of the list wraps [ErrInvalid].
+func validatePerLevel[T perLevel](what string, items []T) error {
+	if len(items) > maxLevelOverrides {
+		return fmt.Errorf("policy: %d %s, at most %d: %w", len(items), what, maxLevelOverrides, ErrInvalid)
 	}
-	for i, l := range levels {
-		if err := l.validate(); err != nil {
+	for i, it := range items {
+		if err := it.validate(); err != nil {
 			return err
 		}
-		if i > 0 && l.Level <= levels[i-1].Level {
-			return fmt.Errorf("policy: level overrides not in ascending order of level (%d after %d): %w", l.Level, levels[i-1].Level, ErrInvalid)
+		if i > 0 && it.level() <= items[i-1].level() {
+			return fmt.Errorf("policy: %s not in ascending order of level (%d after %d): %w", what, it.level(), items[i-1].level(), ErrInvalid)
 		}
 	}
 	return nil
@@ -132,22 +142,7 @@ func (r LevelRun) validate() error {
 	return nil
 }
 
-// validateLevelRuns checks a tenant's level run policies: each valid, in
-// ascending order of level, one per level.
-func validateLevelRuns(runs []LevelRun) error {
-	if len(runs) > maxLevelOverrides {
-		return fmt.Errorf("policy: %d level run policies, at most %d: %w", len(runs), maxLevelOverrides, ErrInvalid)
-	}
-	for i, r := range runs {
-		if err := r.validate(); err != nil {
-			return err
-		}
-		if i > 0 && r.Level <= runs[i-1].Level {
-			return fmt.Errorf("policy: level run policies not in ascending order of level (%d after %d): %w", r.Level, runs[i-1].Level, ErrInvalid)
-		}
-	}
-	return nil
-}
+func (r LevelRun) level() uint32 { return r.Level }
 
 // ClosedLevels returns the levels (bit l for level l) whose run policy
 // lets no new job start at log time now.

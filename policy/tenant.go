@@ -83,10 +83,10 @@ func (t Tenant) Validate() error {
 	if t.StaleAfter < 0 {
 		return fmt.Errorf("policy: stale after %s: %w", t.StaleAfter, ErrInvalid)
 	}
-	if err := validateLevels(t.Levels); err != nil {
+	if err := validatePerLevel("level overrides", t.Levels); err != nil {
 		return err
 	}
-	if err := validateLevelRuns(t.LevelRuns); err != nil {
+	if err := validatePerLevel("level run policies", t.LevelRuns); err != nil {
 		return err
 	}
 	for _, r := range t.LevelRuns {

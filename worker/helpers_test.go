@@ -188,6 +188,36 @@ type running struct {
 	stop func() error
 }
 
+// run starts a worker with cfg against l (see start), with a new memory
+// store holding two sources of each job (see mergeSources), given to l
+// one job at a time.
+func run(t *testing.T, l *fsmLeader, cfg worker.Config, jobs ...string) running {
+	t.Helper()
+	store := blockmerge.NewMemStore()
+	for _, job := range jobs {
+		l.add(t, mergeSources(t, store, job, 2)...)
+	}
+	return start(t, l, store, cfg)
+}
+
+// runHeld is run with the merger of the merges it returns, which holds
+// each job's merge until released.
+func runHeld(t *testing.T, l *fsmLeader, cfg worker.Config, jobs ...string) (running, *merges) {
+	t.Helper()
+	m := newMerges()
+	for _, job := range jobs {
+		m.holdJob(job)
+	}
+	return runWith(t, l, m, cfg, jobs...), m
+}
+
+// runWith is run with m's merger.
+func runWith(t *testing.T, l *fsmLeader, m *merges, cfg worker.Config, jobs ...string) running {
+	t.Helper()
+	cfg.MergeOptions = append(cfg.MergeOptions, m.option())
+	return run(t, l, cfg, jobs...)
+}
+
 // start runs a worker against l until stop is called. Call it inside a
 // synctest bubble.
 func start(t *testing.T, l worker.Client, store blockmerge.Store, cfg worker.Config, before ...func(*worker.Worker)) running {
@@ -214,6 +244,22 @@ func start(t *testing.T, l worker.Client, store blockmerge.Store, cfg worker.Con
 	}
 	t.Cleanup(func() { _ = stop() })
 	return running{w: w, stop: stop}
+}
+
+// stopChecked stops the worker, requires a clean stop, checks what l
+// recorded (see fsmLeader.check) and returns the worker's final stats.
+func (r running) stopChecked(t *testing.T, l *fsmLeader) worker.Stats {
+	t.Helper()
+	require.NoError(t, r.stop())
+	l.check(t)
+	return r.w.Stats()
+}
+
+// ended counts the jobs a worker ended, by outcome.
+type ended struct{ completed, failed, released, lost uint64 }
+
+func endedOf(s worker.Stats) ended {
+	return ended{completed: s.JobsCompleted, failed: s.JobsFailed, released: s.JobsReleased, lost: s.JobsLost}
 }
 
 // eventually lets fake time pass, in steps, until cond holds (at most ten

@@ -108,15 +108,13 @@ func TestSuccessCarriesOutputs(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, stored, out, "the report carries the output's metadata")
 
-		require.NoError(t, r.stop())
-		l.check(t)
-		s := r.w.Stats()
+		s := r.stopChecked(t, l)
 		require.Equal(t, uint64(1), s.JobsAssigned)
 		require.Equal(t, uint64(1), s.JobsStarted)
-		require.Equal(t, uint64(1), s.JobsCompleted)
+		require.Equal(t, ended{completed: 1}, endedOf(s))
 		require.Equal(t, uint64(1), s.BlocksWritten)
 		require.Equal(t, uint64(out.Size), s.BytesWritten)
-		require.Zero(t, s.JobsFailed+s.JobsLost+s.JobsReleased+s.PollRetries+s.BadResponses)
+		require.Zero(t, s.PollRetries+s.BadResponses)
 		require.Zero(t, s.JobsHeld)
 		require.Zero(t, s.JobsRunning)
 		require.Positive(t, s.Polls)
@@ -150,11 +148,7 @@ func TestMergeErrorReportedAsFailure(t *testing.T) {
 		}))
 		require.Empty(t, left)
 
-		require.NoError(t, r.stop())
-		l.check(t)
-		s := r.w.Stats()
-		require.Equal(t, uint64(1), s.JobsFailed)
-		require.Zero(t, s.JobsCompleted+s.JobsLost+s.JobsReleased)
+		require.Equal(t, ended{failed: 1}, endedOf(r.stopChecked(t, l)))
 	})
 }
 
@@ -186,12 +180,8 @@ func TestLostLeaseCancelsJob(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := blockmerge.NewMemStore()
-				m := newMerges()
-				m.holdJob("job-1")
 				l := newLeader(t, testLease)
-				l.add(t, mergeSources(t, store, "job-1", 2)...)
-				r := start(t, l, store, worker.Config{Concurrency: tc.concurrency, MergeOptions: []blockmerge.Option{m.option()}})
+				r, m := runHeld(t, l, worker.Config{Concurrency: tc.concurrency}, "job-1")
 
 				eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
 				first := l.job("job-1").tokens[0]
@@ -212,11 +202,7 @@ func TestLostLeaseCancelsJob(t *testing.T) {
 				}
 				require.Empty(t, l.successesOf("job-1"))
 
-				require.NoError(t, r.stop())
-				l.check(t)
-				s := r.w.Stats()
-				require.Equal(t, uint64(1), s.JobsLost)
-				require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
+				require.Equal(t, ended{lost: 1}, endedOf(r.stopChecked(t, l)))
 			})
 		})
 	}
@@ -259,11 +245,9 @@ func TestNoSuccessAfterLeaseLostAtCompletion(t *testing.T) {
 				require.Empty(t, l.successesOf("job-1"), "a lost job is never reported successful")
 				_, done := l.completion("job-1")
 				require.False(t, done)
-				require.NoError(t, r.stop())
-				l.check(t)
-				s := r.w.Stats()
+				s := r.stopChecked(t, l)
 				require.Equal(t, uint64(1), s.BlocksWritten, "the merge did write its output")
-				require.Zero(t, s.JobsCompleted+s.JobsFailed+s.JobsReleased)
+				require.Equal(t, ended{lost: 1}, endedOf(s))
 			})
 		})
 	}
@@ -274,12 +258,10 @@ func TestNoSuccessAfterLeaseLostAtCompletion(t *testing.T) {
 // is made again, under the lock, when each request is built.
 func TestNoSuccessWhenLeaseLostBeforeReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.take["job-1"] = 3 * time.Second
 		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		r := start(t, l, store, worker.Config{Concurrency: 1, MergeOptions: []blockmerge.Option{m.option()}})
+		r := runWith(t, l, m, worker.Config{Concurrency: 1}, "job-1")
 		synctest.Wait()
 		l.setDown(true) // the next request (in progress) is retried until the leader is back
 
@@ -299,8 +281,7 @@ func TestNoSuccessWhenLeaseLostBeforeReport(t *testing.T) {
 				require.Equal(t, ck.ReportInProgress, u.Status)
 			}
 		}
-		require.NoError(t, r.stop())
-		l.check(t)
+		r.stopChecked(t, l)
 	})
 }
 
@@ -311,10 +292,7 @@ func TestLostReplyRetriedWithSameSeq(t *testing.T) {
 	for _, where := range []string{"reply lost", "request lost"} {
 		t.Run(where, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := blockmerge.NewMemStore()
 				l := newLeader(t, testLease)
-				l.add(t, mergeSources(t, store, "job-1", 2)...)
-				l.add(t, mergeSources(t, store, "job-2", 2)...)
 				lost := map[string]int{}
 				switch where {
 				case "reply lost":
@@ -340,10 +318,9 @@ func TestLostReplyRetriedWithSameSeq(t *testing.T) {
 						return false
 					}
 				}
-				r := start(t, l, store, worker.Config{Concurrency: 1})
+				r := run(t, l, worker.Config{Concurrency: 1}, "job-1", "job-2")
 				eventually(t, "completed", func() bool { return l.numCompleted() == 2 })
-				require.NoError(t, r.stop())
-				l.check(t) // includes: every retry had the first attempt's content
+				r.stopChecked(t, l) // includes: every retry had the first attempt's content
 
 				reqs := l.requests()
 				retries := 0
@@ -376,11 +353,7 @@ func TestLostReplyRetriedWithSameSeq(t *testing.T) {
 // that got it, even when a retry got the answer.
 func TestLeaseMeasuredFromFirstSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
-		m.holdJob("job-1")
 		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		// The reply carrying the assignment is lost; the leader is then
 		// unreachable, so the lease can only run out.
 		l.dropReply = func(req *ck.PollRequest, resp *ck.PollResponse) bool {
@@ -390,8 +363,7 @@ func TestLeaseMeasuredFromFirstSend(t *testing.T) {
 			}
 			return false
 		}
-		r := start(t, l, store, worker.Config{Concurrency: 1, RetryBackoff: 2 * time.Second, PollInterval: 2 * time.Second,
-			MergeOptions: []blockmerge.Option{m.option()}})
+		r, m := runHeld(t, l, worker.Config{Concurrency: 1, RetryBackoff: 2 * time.Second, PollInterval: 2 * time.Second}, "job-1")
 		synctest.Wait()
 		sent := time.Now()
 		time.Sleep(time.Second)
@@ -410,8 +382,7 @@ func TestLeaseMeasuredFromFirstSend(t *testing.T) {
 		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost,
 			"the lease ran out 10s after the first send, not 10s after the retry")
 		l.setDown(false)
-		require.NoError(t, r.stop())
-		l.check(t)
+		r.stopChecked(t, l)
 	})
 }
 
@@ -422,11 +393,9 @@ func TestLeaseMeasuredFromFirstSend(t *testing.T) {
 // would exclude it here), and assigns it again.
 func TestLateAssignmentReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
 		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		l.setDown(true)
-		r := start(t, l, store, worker.Config{Concurrency: 1, RetryBackoff: time.Second, PollInterval: time.Second})
+		r := run(t, l, worker.Config{Concurrency: 1, RetryBackoff: time.Second, PollInterval: time.Second}, "job-1")
 		synctest.Wait()
 		time.Sleep(testLease + time.Second) // the poll is retried through the outage
 		l.setDown(false)
@@ -448,27 +417,17 @@ func TestLateAssignmentReleased(t *testing.T) {
 		}
 		l.mu.Unlock()
 		require.Less(t, reps[0].at.Sub(firstGrant), time.Second, "released at once, not after a poll interval")
-		require.NoError(t, r.stop())
-		l.check(t)
-		st := r.w.Stats()
+		st := r.stopChecked(t, l)
 		require.Equal(t, uint64(2), st.JobsAssigned)
 		require.Equal(t, uint64(1), st.JobsStarted, "the late assignment was not run")
-		require.Equal(t, uint64(1), st.JobsReleased)
-		require.Equal(t, uint64(1), st.JobsCompleted)
-		require.Zero(t, st.JobsFailed+st.JobsLost)
+		require.Equal(t, ended{completed: 1, released: 1}, endedOf(st))
 	})
 }
 
 func TestShutdownReleasesJobs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
 		l := newLeader(t, testLease)
-		for _, job := range []string{"job-1", "job-2"} {
-			m.holdJob(job)
-			l.add(t, mergeSources(t, store, job, 2)...)
-		}
-		r := start(t, l, store, worker.Config{Concurrency: 3, MergeOptions: []blockmerge.Option{m.option()}})
+		r, m := runHeld(t, l, worker.Config{Concurrency: 3}, "job-1", "job-2")
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 && m.startedCount("job-2") == 1 })
 
 		require.NoError(t, r.stop(), "a clean shutdown")
@@ -491,8 +450,7 @@ func TestShutdownReleasesJobs(t *testing.T) {
 		}
 		l.check(t)
 		s := r.w.Stats()
-		require.Equal(t, uint64(2), s.JobsReleased)
-		require.Zero(t, s.JobsFailed+s.JobsLost+s.JobsCompleted)
+		require.Equal(t, ended{released: 2}, endedOf(s))
 		require.Zero(t, s.JobsHeld)
 		require.Zero(t, s.JobsRunning)
 	})
@@ -502,11 +460,9 @@ func TestShutdownReleasesJobs(t *testing.T) {
 // assigned are released rather than left to expire.
 func TestShutdownRetriesPendingRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
 		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
 		l.dropReply = func(req *ck.PollRequest, resp *ck.PollResponse) bool { return len(resp.Jobs) > 0 }
-		r := start(t, l, store, worker.Config{Concurrency: 1, RetryBackoff: time.Hour})
+		r := run(t, l, worker.Config{Concurrency: 1, RetryBackoff: time.Hour}, "job-1")
 		synctest.Wait() // the worker waits to retry
 		require.True(t, l.job("job-1").inProgress)
 		l.mu.Lock()
@@ -532,13 +488,8 @@ func TestShutdownRetriesPendingRequest(t *testing.T) {
 
 func TestShutdownBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
-		m.holdJob("job-1")
 		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		r := start(t, l, store, worker.Config{Concurrency: 1, ShutdownTimeout: 5 * time.Second,
-			MergeOptions: []blockmerge.Option{m.option()}})
+		r, m := runHeld(t, l, worker.Config{Concurrency: 1, ShutdownTimeout: 5 * time.Second}, "job-1")
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
 		l.setDown(true)
 		begin := time.Now()
@@ -555,14 +506,11 @@ func TestShutdownBounded(t *testing.T) {
 // shutdown stops waiting for it.
 func TestShutdownWithStuckJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
 		m := newMerges()
 		m.holdJob("job-1")
 		m.stubborn["job-1"] = true
 		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		r := start(t, l, store, worker.Config{Concurrency: 1, ShutdownTimeout: 2 * time.Second,
-			MergeOptions: []blockmerge.Option{m.option()}})
+		r := runWith(t, l, m, worker.Config{Concurrency: 1, ShutdownTimeout: 2 * time.Second}, "job-1")
 		eventually(t, "merging", func() bool { return m.startedCount("job-1") == 1 })
 
 		begin := time.Now()
@@ -589,15 +537,9 @@ func TestShutdownWithStuckJob(t *testing.T) {
 
 func TestFreeSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
 		l := newLeader(t, testLease)
 		jobs := []string{"job-1", "job-2", "job-3", "job-4", "job-5"}
-		for _, job := range jobs {
-			m.holdJob(job)
-			l.add(t, mergeSources(t, store, job, 2)...)
-		}
-		r := start(t, l, store, worker.Config{Concurrency: 3, MergeOptions: []blockmerge.Option{m.option()}})
+		r, m := runHeld(t, l, worker.Config{Concurrency: 3}, jobs...)
 
 		synctest.Wait()
 		reqs := l.requests()
@@ -620,8 +562,7 @@ func TestFreeSlots(t *testing.T) {
 		eventually(t, "all completed", func() bool { return l.numCompleted() == 5 })
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
-		require.NoError(t, r.stop())
-		l.check(t)
+		r.stopChecked(t, l)
 
 		// Every request offered the slots not taken by jobs in progress.
 		for _, rq := range l.requests() {
@@ -645,7 +586,6 @@ func TestFreeSlots(t *testing.T) {
 // poll interval, and a job that outlives many leases completes.
 func TestRenewalsEveryHalfLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
 		m := newMerges()
 		l := newLeader(t, testLease)
 		// A leader that gives job-2 shorter leases than the state
@@ -658,12 +598,9 @@ func TestRenewalsEveryHalfLease(t *testing.T) {
 				}
 			}
 		}
-		for _, job := range []string{"job-1", "job-2"} {
-			m.take[job] = time.Minute
-			l.add(t, mergeSources(t, store, job, 2)...)
-		}
-		r := start(t, l, store, worker.Config{Concurrency: 2, PollInterval: time.Hour,
-			MergeOptions: []blockmerge.Option{m.option()}})
+		m.take["job-1"] = time.Minute
+		m.take["job-2"] = time.Minute
+		r := runWith(t, l, m, worker.Config{Concurrency: 2, PollInterval: time.Hour}, "job-1", "job-2")
 
 		var renewals = map[string][]time.Time{}
 		eventually(t, "renewed for a minute", func() bool {
@@ -681,9 +618,7 @@ func TestRenewalsEveryHalfLease(t *testing.T) {
 				require.LessOrEqual(t, times[i].Sub(times[i-1]), half, "%s: renewal %d", job, i)
 			}
 		}
-		require.NoError(t, r.stop())
-		l.check(t)
-		s := r.w.Stats()
+		s := r.stopChecked(t, l)
 		require.Equal(t, uint64(2), s.JobsCompleted)
 		require.Zero(t, s.JobsLost)
 		require.Positive(t, s.Renewals)
@@ -730,9 +665,7 @@ func TestTombstonesDeletedAndConfirmed(t *testing.T) {
 			reps := l.reportsOf(job)
 			require.Equal(t, ck.ReportSuccess, reps[len(reps)-1].update.Status, "the success report confirms the tombstones")
 		}
-		require.NoError(t, r.stop())
-		l.check(t)
-		s := r.w.Stats()
+		s := r.stopChecked(t, l)
 		require.Equal(t, uint64(2), s.TombstonesDeleted)
 		require.Equal(t, uint64(2), s.JobsCompleted)
 		require.Equal(t, uint64(1), s.BlocksWritten)
@@ -793,9 +726,7 @@ func TestTombstoneDeletionFailureReportsFailure(t *testing.T) {
 			t.Errorf("the merge ran: %s", k)
 			return nil
 		}))
-		require.NoError(t, r.stop())
-		l.check(t)
-		s := r.w.Stats()
+		s := r.stopChecked(t, l)
 		require.Equal(t, uint64(1), s.TombstonesDeleted)
 		require.Equal(t, uint64(1), s.JobsFailed)
 		require.Zero(t, s.BlocksWritten)
@@ -821,8 +752,7 @@ func TestCleanupTimeout(t *testing.T) {
 		require.Equal(t, ck.ReportFailure, last.update.Status)
 		require.Contains(t, last.update.Reason, "timed out after 2s")
 		require.Equal(t, 2*time.Second, last.at.Sub(begin))
-		require.NoError(t, r.stop())
-		l.check(t)
+		r.stopChecked(t, l)
 	})
 }
 
@@ -863,13 +793,7 @@ func TestInvalidResponseIgnored(t *testing.T) {
 // past the lease just before a poll reporting only job-2.
 func TestReassignedJobReplacesStaleAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
-		m.holdJob("job-1")
-		m.holdJob("job-2")
 		l := newLeader(t, testLease, func(c *raftfsm.Config) { c.Scheduler.MaxFailures = 0 })
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		l.add(t, mergeSources(t, store, "job-2", 2)...)
 		skewed := false
 		l.before = func(req *ck.PollRequest) {
 			if !skewed && len(req.Updates) == 1 && labelOf(req.Updates[0].Job, l.plans[req.Updates[0].Job]) == "job-2" {
@@ -877,13 +801,12 @@ func TestReassignedJobReplacesStaleAttempt(t *testing.T) {
 				l.skew = testLease + time.Second
 			}
 		}
-		r := start(t, l, store, worker.Config{Concurrency: 3, MaxReports: 1, MergeOptions: []blockmerge.Option{m.option()}})
+		r, m := runHeld(t, l, worker.Config{Concurrency: 3, MaxReports: 1}, "job-1", "job-2")
 		eventually(t, "both attempts of job-1 started", func() bool { return m.startedCount("job-1") == 2 })
 		require.ErrorIs(t, m.cancelCause("job-1"), lease.ErrLeaseLost, "the stale attempt is cancelled")
 		m.release("job-1")
 		eventually(t, "completed", func() bool { return r.w.Stats().JobsCompleted == 1 })
-		require.NoError(t, r.stop())
-		l.check(t)
+		r.stopChecked(t, l)
 		j := l.job("job-1")
 		require.Len(t, j.tokens, 2)
 		second := j.tokens[1]
@@ -907,9 +830,7 @@ func TestReassignedJobReplacesStaleAttempt(t *testing.T) {
 		require.Equal(t, second, c.token)
 		s := r.w.Stats()
 		require.Equal(t, uint64(3), s.JobsAssigned, "job-1 twice, job-2 once")
-		require.Equal(t, uint64(1), s.JobsLost)
-		require.Equal(t, uint64(1), s.JobsCompleted)
-		require.Equal(t, uint64(1), s.JobsReleased, "job-2, at shutdown")
+		require.Equal(t, ended{completed: 1, released: 1, lost: 1}, endedOf(s), "job-2 released at shutdown")
 	})
 }
 
@@ -939,10 +860,7 @@ func TestLogging(t *testing.T) {
 // sequence number, and the worker carries on.
 func TestRejectedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
 		l := newLeader(t, testLease)
-		l.add(t, mergeSources(t, store, "job-1", 2)...)
-		l.add(t, mergeSources(t, store, "job-2", 2)...)
 		rejected := 0
 		l.reject = func(req *ck.PollRequest) error {
 			for _, u := range req.Updates {
@@ -953,13 +871,12 @@ func TestRejectedRequest(t *testing.T) {
 			}
 			return nil
 		}
-		r := start(t, l, store, worker.Config{Concurrency: 1})
+		r := run(t, l, worker.Config{Concurrency: 1}, "job-1", "job-2")
 		eventually(t, "job-1 failed, job-2 completed", func() bool {
 			_, ok := l.completion("job-2")
 			return ok && l.job("job-1").failures == 1
 		})
-		require.NoError(t, r.stop())
-		l.check(t) // includes: sequence numbers grow by one, retries repeat
+		r.stopChecked(t, l) // includes: sequence numbers grow by one, retries repeat
 		require.Equal(t, 1, rejected, "a rejected request is not retried")
 
 		reqs := l.requests()
@@ -975,9 +892,8 @@ func TestRejectedRequest(t *testing.T) {
 		}
 		s := r.w.Stats()
 		require.Equal(t, uint64(1), s.Rejections)
-		require.Equal(t, uint64(1), s.JobsFailed)
-		require.Equal(t, uint64(1), s.JobsCompleted)
-		require.Zero(t, s.PollRetries+s.JobsLost)
+		require.Equal(t, ended{completed: 1, failed: 1}, endedOf(s))
+		require.Zero(t, s.PollRetries)
 	})
 }
 
@@ -985,14 +901,8 @@ func TestRejectedRequest(t *testing.T) {
 // one more request, so nothing is left for the leases to expire.
 func TestRejectedFinalPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
 		l := newLeader(t, testLease)
-		for _, job := range []string{"job-1", "job-2"} {
-			m.holdJob(job)
-			l.add(t, mergeSources(t, store, job, 2)...)
-		}
-		r := start(t, l, store, worker.Config{Concurrency: 2, MergeOptions: []blockmerge.Option{m.option()}})
+		r, m := runHeld(t, l, worker.Config{Concurrency: 2}, "job-1", "job-2")
 		eventually(t, "both running", func() bool { return m.startedCount("job-1") == 1 && m.startedCount("job-2") == 1 })
 		// job-1 succeeds while the leader is unreachable; the leader is
 		// back during the shutdown, and rejects any success.
@@ -1028,8 +938,7 @@ func TestRejectedFinalPoll(t *testing.T) {
 		require.Equal(t, ck.ReportReleased, last.Updates[1].Status)
 		s := r.w.Stats()
 		require.Equal(t, uint64(1), s.Rejections)
-		require.Equal(t, uint64(1), s.JobsFailed)
-		require.Equal(t, uint64(1), s.JobsReleased)
+		require.Equal(t, ended{failed: 1, released: 1}, endedOf(s))
 		require.Zero(t, s.JobsHeld)
 	})
 }
@@ -1040,8 +949,6 @@ func TestRejectedFinalPoll(t *testing.T) {
 // enforcing the limit never has to refuse a request.
 func TestReportsSplitOverMaxReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
 		l := newLeader(t, testLease)
 		l.reject = func(req *ck.PollRequest) error {
 			if len(req.Updates) > 2 {
@@ -1049,14 +956,8 @@ func TestReportsSplitOverMaxReports(t *testing.T) {
 			}
 			return nil
 		}
-		var jobs []string
-		for i := range 7 {
-			job := fmt.Sprintf("job-%d", i)
-			jobs = append(jobs, job)
-			m.holdJob(job)
-			l.add(t, mergeSources(t, store, job, 2)...)
-		}
-		r := start(t, l, store, worker.Config{Concurrency: 5, MaxReports: 2, MergeOptions: []blockmerge.Option{m.option()}})
+		jobs := jobNames(7)
+		r, m := runHeld(t, l, worker.Config{Concurrency: 5, MaxReports: 2}, jobs...)
 		eventually(t, "five merging", func() bool { return r.w.Stats().JobsRunning == 5 })
 		// Several leases long: every job held is renewed all along.
 		time.Sleep(3 * testLease)
@@ -1073,14 +974,12 @@ func TestReportsSplitOverMaxReports(t *testing.T) {
 			}
 		}
 		eventually(t, "all completed", func() bool { return l.numCompleted() == len(jobs) })
-		require.NoError(t, r.stop())
-		l.check(t)
+		r.stopChecked(t, l)
 		for _, rq := range l.requests() {
 			require.LessOrEqual(t, len(rq.req.Updates), 2, "request %d", rq.req.Seq)
 		}
 		s := r.w.Stats()
-		require.Equal(t, uint64(len(jobs)), s.JobsCompleted)
-		require.Zero(t, s.JobsLost+s.JobsFailed)
+		require.Equal(t, ended{completed: uint64(len(jobs))}, endedOf(s))
 	})
 }
 
@@ -1088,20 +987,11 @@ func TestReportsSplitOverMaxReports(t *testing.T) {
 // final polls.
 func TestShutdownReleasesOverMaxReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := blockmerge.NewMemStore()
-		m := newMerges()
 		l := newLeader(t, testLease)
-		var jobs []string
-		for i := range 5 {
-			job := fmt.Sprintf("job-%d", i)
-			jobs = append(jobs, job)
-			m.holdJob(job)
-			l.add(t, mergeSources(t, store, job, 2)...)
-		}
-		r := start(t, l, store, worker.Config{Concurrency: 5, MaxReports: 2, MergeOptions: []blockmerge.Option{m.option()}})
+		jobs := jobNames(5)
+		r, _ := runHeld(t, l, worker.Config{Concurrency: 5, MaxReports: 2}, jobs...)
 		eventually(t, "five merging", func() bool { return r.w.Stats().JobsRunning == 5 })
-		require.NoError(t, r.stop())
-		l.check(t)
+		r.stopChecked(t, l)
 		for _, job := range jobs {
 			j := l.job(job)
 			require.False(t, j.inProgress, "%s was given back", job)
@@ -1112,4 +1002,13 @@ func TestShutdownReleasesOverMaxReports(t *testing.T) {
 		}
 		require.Equal(t, uint64(5), r.w.Stats().JobsReleased)
 	})
+}
+
+// jobNames returns the labels job-0 to job-<n-1>.
+func jobNames(n int) []string {
+	jobs := make([]string, n)
+	for i := range jobs {
+		jobs[i] = fmt.Sprintf("job-%d", i)
+	}
+	return jobs
 }

@@ -23,6 +23,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
+	"github.com/compactkit/compactkit/internal/testclock"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/policy"
@@ -52,17 +53,25 @@ func browser(t *testing.T) string {
 	return ""
 }
 
+// newService returns a leader service over an in-memory log, whose state
+// machine plans level-0 jobs of maxBlocks blocks (0: the default number).
+func newService(t *testing.T, maxBlocks int, opts ...leader.Option) *leader.Service {
+	cfg := raftfsm.DefaultConfig()
+	if maxBlocks > 0 {
+		cfg.Planner.Levels[0].MaxBlocks = maxBlocks
+	}
+	fsm, err := raftfsm.New(cfg)
+	require.NoError(t, err)
+	return leader.New(leadertest.NewMemLog(fsm), fsm, opts...)
+}
+
 // TestStatusPageInBrowser loads the status page of a live node in headless
 // Chromium under the page's Content-Security-Policy: no console error and
 // no CSP violation, the queued count the API reports, and a pause issued
 // from the page's form that the state machine then shows.
 func TestStatusPageInBrowser(t *testing.T) {
 	exe := browser(t)
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 2
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
+	svc := newService(t, 2)
 	ctx := context.Background()
 	var blocks []ck.BlockMeta
 	for i := range 9 {
@@ -76,7 +85,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 		blocks = append(blocks, b)
 	}
-	_, err = svc.AddBlocks(ctx, blocks)
+	_, err := svc.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
 	_, err = svc.Poll(ctx, &ck.PollRequest{WorkerID: "w1-SECRETSECRETSECRET", Seq: 1, FreeSlots: 3})
 	require.NoError(t, err)
@@ -216,23 +225,13 @@ func rows(id string, out *[][]string) chromedp.Action {
 // grades and alarms of the API's status.
 func TestPoliciesInBrowser(t *testing.T) {
 	exe := browser(t)
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 8
-	fsm, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	var mu sync.Mutex
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday, noon
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(clock))
+	clock := testclock.New(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)) // a Wednesday, noon
+	svc := newService(t, 8, leader.WithClock(clock.Now))
 	var blocks []ck.BlockMeta
 	for i, tenant := range []string{"acme", "acme", "acme", "globex", "initech", "initech"} {
 		blocks = append(blocks, leadertest.Block("seg-"+strconv.Itoa(i), tenant, 0, int64(i)*1e9))
 	}
-	_, err = svc.AddBlocks(context.Background(), blocks)
+	_, err := svc.AddBlocks(context.Background(), blocks)
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()
@@ -244,9 +243,7 @@ func TestPoliciesInBrowser(t *testing.T) {
 	api(t, srv, "/api/commands/policy-set", `{"tenant":"initech","policy":{"pressure":{"stop_blocks":{"on":2,"off":1}},
 		"levels":[{"level":0,"max_blocks":40,"max_age":"5m"},{"level":1,"cross_shard":"on"}]}}`, &res)
 	api(t, srv, "/api/commands/policy-set", `{"all":true,"policy":{"class":"high","not_before":"2026-11-25T00:00:00Z"}}`, &res)
-	mu.Lock()
-	now = now.Add(2 * time.Minute) // acme's oldest block waits past its threshold
-	mu.Unlock()
+	clock.Advance(2 * time.Minute) // acme's oldest block waits past its threshold
 	api(t, srv, "/api/commands/compact-now", `{"tenant":"globex","level":0}`, &res)
 
 	bctx, problems := launch(t, exe)
@@ -297,10 +294,8 @@ func TestPoliciesInBrowser(t *testing.T) {
 // error and changes nothing, and the last result survives a reload.
 func TestPolicyFormInBrowser(t *testing.T) {
 	exe := browser(t)
-	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
-	require.NoError(t, err)
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm)
-	_, err = svc.AddBlocks(context.Background(), []ck.BlockMeta{leadertest.Block("seg-0", "acme", 0, 0)})
+	svc := newService(t, 0)
+	_, err := svc.AddBlocks(context.Background(), []ck.BlockMeta{leadertest.Block("seg-0", "acme", 0, 0)})
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.New(svc, admin.WithAuthorizer(func(*http.Request, string) error { return nil })))
 	defer srv.Close()

@@ -143,7 +143,7 @@ func TestCLIStatusPressure(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ctl(t, l.srv, "policy", "set", "-tenant", "globex", "-stop", "2/1", "-stale", "1m", "-shard-slow", "1/0", "-shard-stop", "9/5")
 	require.NoError(t, err)
-	l.advance(90 * time.Second)
+	l.clock.Advance(90 * time.Second)
 	_, err = ctl(t, l.srv, "compact-now", "-tenant", "nobody") // an entry at the new time
 	require.NoError(t, err)
 	out, err := ctl(t, l.srv, "status")

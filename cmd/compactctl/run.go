@@ -127,11 +127,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	switch cmd {
 	case "status":
-		var st admin.Status
-		if err := c.get(ctx, "api/status", nil, &st); err != nil {
-			return err
-		}
-		return show(st, func(w *tabwriter.Writer) {
+		return getShown(ctx, c, show, "api/status", nil, func(w *tabwriter.Writer, st admin.Status) {
 			fmt.Fprintf(w, "leader\t%s\n", st.LeaderID)
 			fmt.Fprintf(w, "term\t%d\nentry\t%d\nlog time\t%s\ncluster version\t%d\nworkers\t%d\n", st.Term, st.LastApplied, st.LogTime, st.ClusterVersion, st.Workers)
 			fmt.Fprintf(w, "queued\t%d\nclaimed\t%d\nquarantined\t%d\ntombstones\t%d\ndrained\t%t\n", st.Queued, st.Claimed, st.Quarantined, st.Tombstones, st.Drained)
@@ -194,11 +190,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if *cursor != "" {
 			q.Set("cursor", *cursor)
 		}
-		var page admin.JobPage
-		if err := c.get(ctx, "api/jobs", q, &page); err != nil {
-			return err
-		}
-		return show(page, func(w *tabwriter.Writer) {
+		return getShown(ctx, c, show, "api/jobs", q, func(w *tabwriter.Writer, page admin.JobPage) {
 			fmt.Fprintln(w, "JOB\tTENANT\tLEVEL\tSTATUS\tWORKER\tTOKEN\tFAILURES\tLAST FAILURE")
 			for _, j := range page.Jobs {
 				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", j.Name, admin.TenantName(j.Tenant), j.Level, j.Status, j.Worker, j.Token, j.Failures, j.LastFailure)
@@ -211,11 +203,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if len(rest) != 1 {
 			return errors.New("job: want the job's name")
 		}
-		var j admin.Job
-		if err := c.get(ctx, "api/jobs/"+url.PathEscape(rest[0]), nil, &j); err != nil {
-			return err
-		}
-		return show(j, func(w *tabwriter.Writer) {
+		return getShown(ctx, c, show, "api/jobs/"+url.PathEscape(rest[0]), nil, func(w *tabwriter.Writer, j admin.Job) {
 			fmt.Fprintf(w, "job\t%s\ntenant\t%s\nlevel\t%d\nstatus\t%s\nworker\t%s\ntoken\t%d\ndeadline\t%s\nadded\t%s\nfailures\t%d\nlast failure\t%s\nfailed at\t%s\n",
 				j.Name, admin.TenantName(j.Tenant), j.Level, j.Status, j.Worker, j.Token, j.Deadline, j.AddedAt, j.Failures, j.LastFailure, j.FailedAt)
 			fmt.Fprintf(w, "sources\t%s\ntombstones\t%s\n", strings.Join(j.Sources, " "), strings.Join(j.Tombstones, " "))
@@ -227,22 +215,14 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			}
 		})
 	case "tenants":
-		var ts []admin.Tenant
-		if err := c.get(ctx, "api/tenants", nil, &ts); err != nil {
-			return err
-		}
-		return show(ts, func(w *tabwriter.Writer) {
+		return getShown(ctx, c, show, "api/tenants", nil, func(w *tabwriter.Writer, ts []admin.Tenant) {
 			fmt.Fprintln(w, "TENANT\tLEVEL\tQUEUED\tREADY\tLAG\tDEBT")
 			for _, t := range ts {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\n", admin.TenantName(t.Tenant), t.Level, t.Queued, t.ReadyBatches, t.Lag, t.DebtBlockSec)
 			}
 		})
 	case "quarantine":
-		var q admin.QuarantinePage
-		if err := c.get(ctx, "api/quarantine", nil, &q); err != nil {
-			return err
-		}
-		return show(q, func(w *tabwriter.Writer) {
+		return getShown(ctx, c, show, "api/quarantine", nil, func(w *tabwriter.Writer, q admin.QuarantinePage) {
 			fmt.Fprintln(w, "BLOCK\tTENANT\tLEVEL\tJOB\tSINCE\tREASON")
 			for _, b := range q.Blocks {
 				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", b.ID, admin.TenantName(b.Tenant), b.Level, b.Job, b.Since, b.Reason)
@@ -255,22 +235,14 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err := sub.Parse(rest); err != nil {
 			return err
 		}
-		var ps []admin.Planned
-		if err := c.get(ctx, "api/dry-run", url.Values{"slots": {strconv.Itoa(*slots)}}, &ps); err != nil {
-			return err
-		}
-		return show(ps, func(w *tabwriter.Writer) {
+		return getShown(ctx, c, show, "api/dry-run", url.Values{"slots": {strconv.Itoa(*slots)}}, func(w *tabwriter.Writer, ps []admin.Planned) {
 			fmt.Fprintln(w, "CHANGE\tJOB\tTENANT\tLEVEL\tSOURCES\tTOMBSTONES")
 			for _, p := range ps {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Change, p.Job, admin.TenantName(p.Tenant), p.Level, len(p.Sources), p.Cleanup)
 			}
 		})
 	case "fsck":
-		var rep admin.FsckReport
-		if err := c.get(ctx, "api/fsck", nil, &rep); err != nil {
-			return err
-		}
-		return show(rep, func(w *tabwriter.Writer) {
+		return getShown(ctx, c, show, "api/fsck", nil, func(w *tabwriter.Writer, rep admin.FsckReport) {
 			fmt.Fprintf(w, "objects\t%d\norphans\t%d\nmissing\t%d\n", rep.Objects, len(rep.Orphans), len(rep.Missing))
 			for _, o := range rep.Orphans {
 				fmt.Fprintf(w, "orphan\t%s\t%d bytes\n", o.Key, o.Size)
@@ -304,11 +276,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if len(rest) > 1 {
 				return fmt.Errorf("policy list: unexpected arguments %q", rest[1:])
 			}
-			var ps admin.Policies
-			if err := c.get(ctx, "api/policies", nil, &ps); err != nil {
-				return err
-			}
-			return show(ps, func(w *tabwriter.Writer) { policyTable(w, &ps) })
+			return getShown(ctx, c, show, "api/policies", nil, func(w *tabwriter.Writer, ps admin.Policies) { policyTable(w, &ps) })
 		case "set", "clear":
 			return c.command(ctx, "policy-"+rest[0], func() (any, error) { return policyBody(rest[0], rest[1:], errOut) }, show)
 		default:
@@ -325,6 +293,16 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 // showFunc prints a value: as JSON, or as the table the function writes.
 type showFunc func(v any, table func(w *tabwriter.Writer)) error
+
+// getShown gets path with the query q and shows the T the API returns;
+// table writes it as a table.
+func getShown[T any](ctx context.Context, c *client, show showFunc, path string, q url.Values, table func(w *tabwriter.Writer, v T)) error {
+	var v T
+	if err := c.get(ctx, path, q, &v); err != nil {
+		return err
+	}
+	return show(v, func(w *tabwriter.Writer) { table(w, v) })
+}
 
 // command posts the body that body builds to api/commands/action and shows
 // the result.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/admin"
 	"github.com/compactkit/compactkit/blockmerge"
+	"github.com/compactkit/compactkit/internal/testclock"
 	"github.com/compactkit/compactkit/leader"
 	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
@@ -29,21 +29,7 @@ type live struct {
 	svc   *leader.Service
 	store blockmerge.Store
 	job   string // in progress
-
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (l *live) clock() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.now
-}
-
-func (l *live) advance(d time.Duration) {
-	l.mu.Lock()
-	l.now = l.now.Add(d)
-	l.mu.Unlock()
+	clock *testclock.Clock
 }
 
 func liveNode(t *testing.T) (*httptest.Server, string) {
@@ -56,8 +42,8 @@ func newLive(t *testing.T) *live {
 	cfg.Planner.Levels[0].MaxBlocks = 2
 	fsm, err := raftfsm.New(cfg)
 	require.NoError(t, err)
-	l := &live{now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
-	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(l.clock))
+	l := &live{clock: testclock.New(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))}
+	svc := leader.New(leadertest.NewMemLog(fsm), fsm, leader.WithClock(l.clock.Now))
 	ctx := context.Background()
 	_, err = svc.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9)})
 	require.NoError(t, err)
@@ -164,7 +150,7 @@ func TestCLIMultiTenantAndDurations(t *testing.T) {
 	blocks = append(blocks, leadertest.Block("seg-9", "globex", 2, 0))
 	_, err := l.svc.AddBlocks(ctx, blocks)
 	require.NoError(t, err)
-	l.advance(1640434394 * time.Nanosecond)
+	l.clock.Advance(1640434394 * time.Nanosecond)
 	resp, err := l.svc.Poll(ctx, &ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1})
 	require.NoError(t, err)
 	require.Len(t, resp.Jobs, 1)

@@ -60,20 +60,8 @@ func seedCount(t *testing.T) int {
 
 func optionsFor(t *testing.T, seed uint64) Options {
 	opt := Options{Steps: *flagSteps, FullReplicaCheck: *flagFull}
-	switch *flagData {
-	case 1:
-		opt.Data = true
-	case 0:
-	default:
-		opt.Data = seed%8 == 0
-	}
-	switch *flagBucket {
-	case 1:
-		opt.Bucket = true
-	case 0:
-	default:
-		opt.Bucket = seed%4 == 3
-	}
+	opt.Data = switched(*flagData, seed%8 == 0)
+	opt.Bucket = switched(*flagBucket, seed%4 == 3)
 	if *flagDisable != "" {
 		fs, err := ParseFaults(*flagDisable)
 		if err != nil {
@@ -85,6 +73,18 @@ func optionsFor(t *testing.T, seed uint64) Options {
 		opt.KnownIssues = strings.Split(*flagKnown, ",")
 	}
 	return opt
+}
+
+// switched reads a flag that switches a check on every seed (1) or on
+// none (0); any other value leaves it to def.
+func switched(flag int, def bool) bool {
+	switch flag {
+	case 1:
+		return true
+	case 0:
+		return false
+	}
+	return def
 }
 
 // TestSimulation runs the deterministic simulation over many seeds: every

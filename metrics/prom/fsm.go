@@ -151,30 +151,22 @@ func NewFSMCollector(stats func() raftfsm.Stats, opts ...Option) prometheus.Coll
 
 // Describe sends the descriptors of every metric the collector exports.
 func (c *fsmCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{
-		c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers, c.broken, c.skipped,
+	describe(ch, c.lastApplied, c.term, c.logTime, c.clusterVersion, c.failed, c.workers, c.broken, c.skipped,
 		c.plKeys, c.plQueued, c.plReady, c.plClaimed, c.plQuarantined, c.plLag, c.plDebt, c.plJobs,
 		c.schJobs, c.schPaused, c.schCompletions, c.schPauseRules,
 		c.ixBlocks, c.ixBytes, c.ixTombstones, c.ixOrphans, c.ixReplacements, c.ixDuplicates, c.ixDeletions, c.ixResults,
-		c.pressure, c.shardPressure, c.staleAlarm,
-	} {
-		ch <- d
-	}
-	for _, x := range c.plCounters {
-		ch <- x.desc
-	}
-	for _, x := range c.schCounters {
-		ch <- x.desc
-	}
+		c.pressure, c.shardPressure, c.staleAlarm)
+	describe(ch, descs(c.plCounters)...)
+	describe(ch, descs(c.schCounters)...)
 }
 
 // Collect reads one stats snapshot and sends every metric.
 func (c *fsmCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.stats == nil {
-		ch <- prometheus.NewInvalidMetric(c.lastApplied, ErrNoStats)
-		return
-	}
-	st := c.stats()
+	collect(ch, c.stats, c.lastApplied, func(st raftfsm.Stats) { c.send(ch, st) })
+}
+
+// send sends every metric of the snapshot st.
+func (c *fsmCollector) send(ch chan<- prometheus.Metric, st raftfsm.Stats) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		emit(ch, d, prometheus.GaugeValue, v, labels...)
 	}
@@ -378,6 +370,33 @@ func (c *fsmCollector) collectIndexLevels(levels []index.LevelStats, gauge func(
 // emit sends a constant metric, or an invalid one carrying the error if the
 // metric cannot be built (a label value that is not valid UTF-8, say), so a
 // bad value fails the scrape instead of panicking.
+// describe sends the descriptors ds.
+func describe(ch chan<- *prometheus.Desc, ds ...*prometheus.Desc) {
+	for _, d := range ds {
+		ch <- d
+	}
+}
+
+// descs returns the descriptors of the counters cs.
+func descs[T any](cs []counter[T]) []*prometheus.Desc {
+	out := make([]*prometheus.Desc, len(cs))
+	for i, c := range cs {
+		out[i] = c.desc
+	}
+	return out
+}
+
+// collect sends the metrics that send makes of the one snapshot read
+// returns; without read, it fails the scrape with ErrNoStats, named by the
+// descriptor invalid.
+func collect[S any](ch chan<- prometheus.Metric, read func() S, invalid *prometheus.Desc, send func(S)) {
+	if read == nil {
+		ch <- prometheus.NewInvalidMetric(invalid, ErrNoStats)
+		return
+	}
+	send(read())
+}
+
 func emit(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
 	m, err := prometheus.NewConstMetric(d, t, v, labels...)
 	if err != nil {

@@ -37,18 +37,16 @@ func NewLeaderCollector(metrics func() leader.Metrics, opts ...Option) prometheu
 
 // Describe implements [prometheus.Collector].
 func (c *leaderCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.pollSeconds
-	ch <- c.jobSeconds
-	ch <- c.lastCompletion
+	describe(ch, c.pollSeconds, c.jobSeconds, c.lastCompletion)
 }
 
 // Collect implements prometheus.Collector.
 func (c *leaderCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.metrics == nil {
-		ch <- prometheus.NewInvalidMetric(c.pollSeconds, ErrNoStats)
-		return
-	}
-	m := c.metrics()
+	collect(ch, c.metrics, c.pollSeconds, func(m leader.Metrics) { c.send(ch, m) })
+}
+
+// send sends every metric of the snapshot m.
+func (c *leaderCollector) send(ch chan<- prometheus.Metric, m leader.Metrics) {
 	for _, h := range []struct {
 		d *prometheus.Desc
 		h leader.Histogram

@@ -51,21 +51,17 @@ func NewWorkerCollector(stats func() worker.Stats, opts ...Option) prometheus.Co
 
 // Describe sends the descriptors of every metric the collector exports.
 func (c *workerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, x := range c.counters {
-		ch <- x.desc
-	}
-	ch <- c.jobsEnded
-	ch <- c.jobsHeld
-	ch <- c.running
+	describe(ch, descs(c.counters)...)
+	describe(ch, c.jobsEnded, c.jobsHeld, c.running)
 }
 
 // Collect reads one stats snapshot and sends every metric.
 func (c *workerCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.stats == nil {
-		ch <- prometheus.NewInvalidMetric(c.jobsHeld, ErrNoStats)
-		return
-	}
-	s := c.stats()
+	collect(ch, c.stats, c.jobsHeld, func(s worker.Stats) { c.send(ch, s) })
+}
+
+// send sends every metric of the snapshot s.
+func (c *workerCollector) send(ch chan<- prometheus.Metric, s worker.Stats) {
 	for _, x := range c.counters {
 		emit(ch, x.desc, prometheus.CounterValue, float64(x.get(s)))
 	}

@@ -65,9 +65,9 @@ var (
 		fn   check
 	}{
 		{"Placement", checkPlacement},
-		{"Metadata", checkMetadata},
-		{"Records", checkRecords},
-		{"Accepted", checkAccepted},
+		{"Metadata", withOutputs(checkMetadata)},
+		{"Records", withOutputs(sameRecords)},
+		{"Accepted", withOutputs(checkAccepted)},
 		{"Failure", checkFailure},
 		{"Retry", checkRetry},
 	}
@@ -298,11 +298,19 @@ func present(ctx context.Context, l blockmerge.Layout, s blockmerge.Store, id st
 	return nil
 }
 
-func checkMetadata(ctx context.Context, f *Format, j *job) error {
-	outs, err := j.succeed(ctx, f)
-	if err != nil {
-		return err
+// withOutputs is the check that runs the job to its success and checks
+// its outputs with fn.
+func withOutputs(fn func(ctx context.Context, f *Format, j *job, outs []ck.BlockMeta) error) check {
+	return func(ctx context.Context, f *Format, j *job) error {
+		outs, err := j.succeed(ctx, f)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, f, j, outs)
 	}
+}
+
+func checkMetadata(ctx context.Context, f *Format, j *job, outs []ck.BlockMeta) error {
 	for _, o := range outs {
 		if err := o.Validate(); err != nil {
 			return fmt.Errorf("output metadata: %w", err)
@@ -321,14 +329,6 @@ func checkMetadata(ctx context.Context, f *Format, j *job) error {
 		}
 	}
 	return nil
-}
-
-func checkRecords(ctx context.Context, f *Format, j *job) error {
-	outs, err := j.succeed(ctx, f)
-	if err != nil {
-		return err
-	}
-	return sameRecords(ctx, f, j, outs)
 }
 
 // sameRecords reports an error unless the outputs hold exactly the
@@ -368,11 +368,7 @@ func sameRecords(ctx context.Context, f *Format, j *job, outs []ck.BlockMeta) er
 	return nil
 }
 
-func checkAccepted(ctx context.Context, f *Format, j *job) error {
-	outs, err := j.succeed(ctx, f)
-	if err != nil {
-		return err
-	}
+func checkAccepted(ctx context.Context, f *Format, j *job, outs []ck.BlockMeta) error {
 	resp, err := j.poll(ctx, []ck.StatusUpdate{{Job: j.plan.Name, Token: j.token, Status: ck.ReportSuccess, Outputs: outs}}, 0)
 	if err != nil {
 		return fmt.Errorf("the state machine refused the outputs: %w", err)
