@@ -74,8 +74,8 @@ func WithTwoCommit() Option { return func(o *options) { o.twoCommit = true } }
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
 
 // WithProposeTimeout sets how long one proposal may take when the caller's
-// context has no earlier deadline (default, or 0: 10 seconds), and how
-// long an abandoned poll's proposal may hold the next poll back.
+// context has no earlier deadline (default, or not positive: 10 seconds),
+// and how long an abandoned poll's proposal may hold the next poll back.
 func WithProposeTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // WithRetries sets how many times a poll is prepared again after a
