@@ -69,47 +69,24 @@ func WithSkipIdlePolls() Option { return func(o *options) { o.skipIdle = true } 
 // prepared plan update, whose index is the assignments' token.
 func WithTwoCommit() Option { return func(o *options) { o.twoCommit = true } }
 
-// WithClock sets the leader's clock that stamps commands (default
-// time.Now). Tests inject a fake one.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) {
-		if now != nil {
-			o.clock = now
-		}
-	}
-}
+// WithClock sets the leader's clock that stamps commands (default, or
+// nil: time.Now). Tests inject a fake one.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
 
 // WithProposeTimeout sets how long one proposal may take when the caller's
-// context has no earlier deadline (default 10 seconds), and how long an
-// abandoned poll's proposal may hold the next poll back.
-func WithProposeTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.timeout = d
-		}
-	}
-}
+// context has no earlier deadline (default, or not positive: 10 seconds),
+// and how long an abandoned poll's proposal may hold the next poll back.
+func WithProposeTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // WithRetries sets how many times a poll is prepared again after a
-// conflict or an unknown outcome (default 8), and the wait
+// conflict or an unknown outcome (default, or negative: 8), and the wait
 // before each retry (default none; the bucket log wants jittered backoff).
 func WithRetries(n int, backoff func(attempt int) time.Duration) Option {
-	return func(o *options) {
-		if n >= 0 {
-			o.retries = n
-		}
-		o.backoff = backoff
-	}
+	return func(o *options) { o.retries, o.backoff = n, backoff }
 }
 
-// WithLogger sets the service's logger (default: discard).
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.log = l
-		}
-	}
-}
+// WithLogger sets the service's logger (default, or nil: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // Service is the leader-side entry point a host's RPC layer calls — worker
 // polls, new blocks, operator commands, consistent queries — over any
@@ -140,9 +117,21 @@ type office struct {
 // New returns a service proposing to log, whose applied compactkit
 // entries go to fsm.
 func New(log Log, fsm *raftfsm.FSM, opts ...Option) *Service {
-	o := options{clock: time.Now, timeout: defaultProposeTimeout, retries: defaultRetries, log: slog.New(slog.DiscardHandler)}
+	o := options{retries: defaultRetries}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	if o.timeout <= 0 {
+		o.timeout = defaultProposeTimeout
+	}
+	if o.retries < 0 {
+		o.retries = defaultRetries
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{log: log, fsm: fsm, o: o, polls: make(chan struct{}, 1), closed: make(chan struct{}), metrics: newMetrics()}
 }

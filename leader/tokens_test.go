@@ -22,17 +22,10 @@ var (
 	key2 = leader.TokenKey{ID: "k2", Secret: bytes.Repeat([]byte{2}, 32)}
 )
 
+// signedCluster is a single-node log holding two batches, one per shard,
+// for services with token keys.
 func signedCluster(t *testing.T) (*raftfsm.FSM, *leadertest.MemLog) {
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 2
-	f, err := raftfsm.New(cfg)
-	require.NoError(t, err)
-	log := leadertest.NewMemLog(f)
-	_, err = leader.New(log, f).AddBlocks(t.Context(), []ck.BlockMeta{
-		leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9),
-		leadertest.Block("seg-3", "acme", 1, 0), leadertest.Block("seg-4", "acme", 1, 1e9),
-	})
-	require.NoError(t, err)
+	_, f, log := newMemService(t, nil, append(acmePair(), leadertest.Block("seg-3", "acme", 1, 0), leadertest.Block("seg-4", "acme", 1, 1e9)))
 	return f, log
 }
 

@@ -38,15 +38,9 @@ var ErrNoPeers = errors.New("rpc: no valid peer")
 // ClientOption configures a [Client].
 type ClientOption func(*Client)
 
-// WithHTTPClient sets the HTTP client. The default speaks HTTP/2 only,
-// plain-text (h2c) for http:// peers, as gRPC requires.
-func WithHTTPClient(hc *http.Client) ClientOption {
-	return func(c *Client) {
-		if hc != nil {
-			c.hc = hc
-		}
-	}
-}
+// WithHTTPClient sets the HTTP client. The default (or nil) speaks HTTP/2
+// only, plain-text (h2c) for http:// peers, as gRPC requires.
+func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.hc = hc } }
 
 // WithClientOptions passes options to the Connect clients, after the
 // client's own (gRPC, the message size limits, no compressed answers):

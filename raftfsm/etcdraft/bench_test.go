@@ -7,7 +7,6 @@ import (
 	"time"
 
 	ck "github.com/compactkit/compactkit"
-	"github.com/compactkit/compactkit/leader/leadertest"
 )
 
 // BenchmarkEtcdClusterPoll: polls through the leader service of a 3-node
@@ -19,13 +18,8 @@ func BenchmarkEtcdClusterPoll(b *testing.B) {
 	c := newCluster(b, 3)
 	ctx := context.Background()
 	lead := c.waitLeader()
-	for n, i := 4*b.N+64, 0; n > 0; n -= 1024 {
-		var blocks []ck.BlockMeta
-		for range min(n, 1024) {
-			blocks = append(blocks, leadertest.Block(fmt.Sprintf("seg-%07d", i), "acme", uint32(i%8), int64(i)*int64(time.Second)))
-			i++
-		}
-		if _, err := lead.svc.AddBlocks(ctx, blocks); err != nil {
+	for i, n := 0, 4*b.N+64; i < n; i += 1024 {
+		if _, err := lead.svc.AddBlocks(ctx, acmeBlocks(i, min(i+1024, n), 8)); err != nil {
 			b.Fatal(err)
 		}
 	}

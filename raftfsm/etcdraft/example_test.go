@@ -21,13 +21,14 @@ import (
 )
 
 // A single etcd-io/raft node hosting compactkit: the host's Ready loop
-// feeds the adapter, and a leader service serves polls over it. A real
-// host persists Entries and HardState before sending Messages, and takes
-// snapshots with Adapter.Snapshot.
+// feeds the adapter, a leader service proposes through it and reads
+// linearizably (the adapter's barrier is a read index that the loop's
+// Observe answers), and the adapter's snapshot restores a state machine.
+// A real host persists Entries and HardState before sending Messages, and
+// sends the snapshot as raftpb.Snapshot.Data to a follower that fell
+// behind, which installs it with Adapter.Restore.
 func Example() {
-	cfg := raftfsm.DefaultConfig()
-	cfg.Planner.Levels[0].MaxBlocks = 2
-	fsm, err := raftfsm.New(cfg)
+	fsm, err := raftfsm.New(raftfsm.DefaultConfig())
 	if err != nil {
 		panic(err)
 	}
@@ -76,9 +77,7 @@ func Example() {
 	svc := leader.New(ad, fsm)
 	ctx := context.Background()
 	for {
-		_, err = svc.AddBlocks(ctx, []ck.BlockMeta{
-			leadertest.Block("seg-1", "acme", 0, 0), leadertest.Block("seg-2", "acme", 0, 1e9),
-		})
+		_, err = svc.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block("seg-1", "acme", 0, 0)})
 		if err == nil {
 			break
 		}
@@ -87,18 +86,28 @@ func Example() {
 		}
 		time.Sleep(10 * time.Millisecond) // not leading yet
 	}
-	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "worker-1", Seq: 1, FreeSlots: 1})
+	state, err := svc.Read(ctx) // after a read index: every committed entry is applied
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(resp.Jobs[0].Outcome, resp.Jobs[0].Plan.Sources)
+	applied, _, _ := state.LastApplied()
+
 	var snap bytes.Buffer
 	index, err := ad.Snapshot(&snap) // raftpb.Snapshot.Data, up to index
-	fmt.Println(err == nil, index == ad.Applied())
+	if err != nil {
+		panic(err)
+	}
+	restored, err := raftfsm.Restore(&snap)
+	if err != nil {
+		panic(err)
+	}
+	last, _, _ := restored.LastApplied()
+	fmt.Println("the snapshot covers every entry applied:", index == ad.Applied())
+	fmt.Println("the restored state machine is at the entry read:", last == applied)
 
 	close(stop)
 	<-done
 	// Output:
-	// assigned [seg-1 seg-2]
-	// true true
+	// the snapshot covers every entry applied: true
+	// the restored state machine is at the entry read: true
 }

@@ -61,8 +61,8 @@ func TestFollowerCaughtUpBySnapshot(t *testing.T) {
 	follower.shutdown(t)
 
 	ctx := context.Background()
-	for i := range 300 {
-		_, err := lead.svc.AddBlocks(ctx, []ck.BlockMeta{leadertest.Block(fmt.Sprintf("seg-%05d", i), "acme", uint32(i%4), int64(i)*int64(time.Second))})
+	for i := range 300 { // an entry each
+		_, err := lead.svc.AddBlocks(ctx, acmeBlocks(i, i+1, 4))
 		require.NoError(t, err)
 	}
 	first, err := lead.storage.FirstIndex()
@@ -79,4 +79,14 @@ func TestFollowerCaughtUpBySnapshot(t *testing.T) {
 	require.NoError(t, lead.fsm.Snapshot(&want))
 	require.NoError(t, restarted.fsm.Snapshot(&got))
 	require.Equal(t, want.Bytes(), got.Bytes())
+}
+
+// acmeBlocks returns tenant acme's level-0 blocks from to to-1, a second
+// apart, spread over shards.
+func acmeBlocks(from, to, shards int) []ck.BlockMeta {
+	var blocks []ck.BlockMeta
+	for i := from; i < to; i++ {
+		blocks = append(blocks, leadertest.Block(fmt.Sprintf("seg-%07d", i), "acme", uint32(i%shards), int64(i)*int64(time.Second)))
+	}
+	return blocks
 }

@@ -44,17 +44,13 @@ func newEmbedCluster(t *testing.T) *embedCluster {
 	for i := range 3 {
 		c.nodes = append(c.nodes, &embedNode{id: raft.ServerID(fmt.Sprintf("n%d", i)), store: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()})
 		c.start(i)
+		t.Cleanup(func() { c.stop(i) }) // whatever fails next
 	}
 	var servers []raft.Server
 	for _, n := range c.nodes {
 		servers = append(servers, raft.Server{ID: n.id, Address: n.addr})
 	}
 	require.NoError(t, c.nodes[0].r.BootstrapCluster(raft.Configuration{Servers: servers}).Error())
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			c.stop(i)
-		}
-	})
 	return c
 }
 

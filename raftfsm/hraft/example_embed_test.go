@@ -18,6 +18,7 @@ import (
 	"pgregory.net/rapid"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/leader/leadertest"
 	"github.com/compactkit/compactkit/raftfsm"
 	"github.com/compactkit/compactkit/raftfsm/embedtest"
 	"github.com/compactkit/compactkit/raftfsm/hraft"
@@ -248,9 +249,7 @@ func TestKVHostEmbedding(t *testing.T) {
 // the combined snapshot, restores — with package embedtest, as the end of
 // the example does on three histories.
 func ExampleWithEnvelope() {
-	state := raftfsm.DefaultConfig()
-	state.Planner.Levels[0].MaxBlocks = 4
-	fsm, err := newKVFSM(state)
+	fsm, err := newKVFSM(raftfsm.DefaultConfig())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -283,24 +282,24 @@ func ExampleWithEnvelope() {
 		return
 	}
 	// compactkit's go through the service, which tags them.
-	blocks := make([]ck.BlockMeta, 4)
-	for i := range blocks {
-		t := int64(1_700_000_000+i) * int64(time.Second)
-		blocks[i] = ck.BlockMeta{
-			ID: fmt.Sprintf("block-%d", i), Tenant: "acme", MinTime: t, MaxTime: t + 1, Size: 100,
-			Datasets: []ck.DatasetMeta{{Name: "cpu", Size: 100, Records: 10, MinTime: t, MaxTime: t + 1}},
-		}
+	var blocks []ck.BlockMeta
+	for i := range 4 {
+		blocks = append(blocks, leadertest.Block(fmt.Sprintf("block-%d", i), "acme", 0, int64(i)*int64(time.Second)))
 	}
 	if _, err := svc.AddBlocks(ctx, blocks); err != nil {
 		fmt.Println(err)
 		return
 	}
-	resp, err := svc.Poll(ctx, &ck.PollRequest{WorkerID: "worker-1", Seq: 1, FreeSlots: 1})
+	// Both halves of the state answer: compactkit's through the service's
+	// linearizable read, the host's own from its store.
+	compaction, err := svc.Read(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("job:", resp.Jobs[0].Outcome, len(resp.Jobs[0].Plan.Sources), "sources")
+	view := compaction.Index()
+	fmt.Println("live blocks:", view.Len())
+	view.Close()
 	v, _ := fsm.get("user:42")
 	fmt.Println("user:42 =", v)
 
@@ -311,7 +310,7 @@ func ExampleWithEnvelope() {
 		fmt.Println("embedding:", embedtest.Replay(h, embedtest.Histories(h).Example(seed)))
 	}
 	// Output:
-	// job: assigned 4 sources
+	// live blocks: 4
 	// user:42 = ada
 	// embedding: <nil>
 	// embedding: <nil>

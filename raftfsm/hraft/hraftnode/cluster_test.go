@@ -69,17 +69,13 @@ func newCluster(t testing.TB, n int, mode mode, timeout time.Duration, opts ...h
 	for i := range n {
 		c.dirs[i] = t.TempDir()
 		c.start(i)
+		t.Cleanup(func() { c.stop(i) }) // whatever fails next
 	}
 	var peers []raft.Server
 	for _, nd := range c.nodes[1:] {
 		peers = append(peers, nd.Server())
 	}
 	require.NoError(t, c.nodes[0].Bootstrap(peers...))
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			c.stop(i)
-		}
-	})
 	return c
 }
 
@@ -153,20 +149,23 @@ func (c *cluster) settle() int {
 		if err := c.nodes[l].Raft.Barrier(5 * time.Second).Error(); err != nil {
 			continue
 		}
-		want, _, _ := c.nodes[l].State.LastApplied()
-		same := true
-		for _, nd := range c.nodes {
-			if got, _, _ := nd.State.LastApplied(); got != want {
-				same = false
-			}
-		}
-		if same {
+		if want, _, _ := c.nodes[l].State.LastApplied(); c.applied(want) {
 			return l
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	c.t.Fatal("the replicas did not converge")
 	return -1
+}
+
+// applied reports whether the last entry every node applied is want.
+func (c *cluster) applied(want uint64) bool {
+	for _, nd := range c.nodes {
+		if got, _, _ := nd.State.LastApplied(); got != want {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshots settles the cluster and returns every node's snapshot, taken
@@ -180,13 +179,7 @@ func (c *cluster) snapshots() [][]byte {
 		for _, nd := range c.nodes {
 			out = append(out, hrafttest.SnapshotBytes(c.t, nd.State))
 		}
-		same := true
-		for _, nd := range c.nodes {
-			if got, _, _ := nd.State.LastApplied(); got != want {
-				same = false
-			}
-		}
-		if same {
+		if c.applied(want) {
 			return out
 		}
 	}

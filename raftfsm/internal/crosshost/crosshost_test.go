@@ -21,15 +21,6 @@ import (
 	"github.com/compactkit/compactkit/raftfsm/hraft/hraftnode"
 )
 
-// testState is the state machine's configuration on both hosts.
-func testState() raftfsm.Config {
-	cfg := raftfsm.DefaultConfig()
-	for i := range cfg.Planner.Levels {
-		cfg.Planner.Levels[i].MaxBlocks = 4
-	}
-	return cfg
-}
-
 // etcdNode is a single etcd-io/raft node in memory (etcdrafttest's
 // reference host) and the leader service over it.
 type etcdNode struct {
@@ -104,7 +95,10 @@ func oneWorker(t *testing.T, svc *leader.Service) {
 // configuration, the new leader's entry, a barrier entry at took-office)
 // and compactkit's state depends only on the commands and their indexes.
 func TestSameStateOnBothHosts(t *testing.T) {
-	cfg := testState()
+	cfg := raftfsm.DefaultConfig()
+	for i := range cfg.Planner.Levels {
+		cfg.Planner.Levels[i].MaxBlocks = 4 // jobs at every level within the run
+	}
 	lead := startEtcd(t, cfg, leader.WithClock(fakeClock()))
 
 	nd, err := hraftnode.New(hraftnode.Config{
