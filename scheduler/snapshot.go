@@ -358,7 +358,6 @@ func restore(r io.Reader) (*Scheduler, error) {
 	if err := rs.d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
 		return nil, err
 	}
-	rs.s.dirty()
 	return rs.s, nil
 }
 
