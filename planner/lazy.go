@@ -8,9 +8,10 @@ import (
 
 // Views freeze the planner's trees lazily, by the copy-on-write rule of
 // internal/cow: each tree of the state is a lazy, frozen for the views
-// the first time one reads it, or when the planner is about to mutate it
-// while a view that may still read it is open. A view writes (only to
-// release a hold: PlanOptions.Release) to a clone of its own.
+// the first time one reads it (a snapshot), or when the planner is about
+// to mutate it while a view that may still read it is open; planning
+// reads the trees in place under the mutex (borrow). A view writes (only
+// to release a hold: PlanOptions.Release) to a clone of its own.
 type lazy[T any] = cow.Tree[T]
 
 // newLazy returns the lazy of an empty planner's tree ordered by less.
@@ -47,6 +48,27 @@ func (p *Planner) openView() state {
 	v := p.s
 	cow.Open(p.s.vmu, p.s.trees(), v.trees())
 	return v
+}
+
+// borrow makes the view's trees of the mask readable in place, without
+// freezing them, and holds the mutex until giveBack: the planner then
+// waits for the view before it mutates a tree, and freezes it only if the
+// view is still open. Planning borrows: a view closed before the next
+// change has cost the planner no copy. Between borrow and giveBack the
+// view must not call read or write its trees.
+func (v *View) borrow(need uint) {
+	v.s.vmu.Lock()
+	if v.closed {
+		v.s.vmu.Unlock()
+		panic("planner: view used after Close")
+	}
+	cow.Borrow(v.s.trees(), need)
+}
+
+// giveBack ends borrow.
+func (v *View) giveBack() {
+	cow.Return(v.s.trees())
+	v.s.vmu.Unlock()
 }
 
 // read makes the view's trees of the mask readable.

@@ -22,7 +22,8 @@
 //
 // While neither happens, nothing is cloned: the owner mutates its tree in
 // place, and a view may read the owner's tree itself under the lock
-// ([Tree.Peek]). A view that is closed ([Close]) before the owner's next
+// ([Tree.Peek], or [Borrow] for a state's methods that read the embedded
+// trees). A view that is closed ([Close]) before the owner's next
 // mutation of a tree it has not frozen costs that mutation nothing; a view
 // that is never closed costs it a clone, as if it had read the tree.
 //
@@ -88,8 +89,8 @@ type Tree[T any] struct {
 	// for the next views to open.
 	spare *slot[T]
 	// view is set in a view; mine once the view's tree is a clone of its
-	// own.
-	view, mine bool
+	// own; lent while Borrow made the embedded tree the one Peek returns.
+	view, mine, lent bool
 }
 
 // New returns the owner's Tree of t.
@@ -104,6 +105,8 @@ type Lazy interface {
 	Frozen() bool
 	open(owner Lazy)
 	read()
+	borrow()
+	giveBack()
 	close()
 	orEmpty(e Lazy)
 }
@@ -126,6 +129,27 @@ func Read(views []Lazy, need uint) {
 		if need&(1<<i) != 0 {
 			v.read()
 		}
+	}
+}
+
+// Borrow makes the trees of views whose bits are set in need readable in
+// place, without freezing them: each one the view has not read is, until
+// [Return], the tree [Tree.Peek] returns. The caller holds mu from Borrow
+// to Return, and neither reads nor writes (Read, Mut) the views' trees in
+// between otherwise.
+func Borrow(views []Lazy, need uint) {
+	for i, v := range views {
+		if need&(1<<i) != 0 {
+			v.borrow()
+		}
+	}
+}
+
+// Return makes the trees that [Borrow] lent unreadable again. The caller
+// still holds mu.
+func Return(views []Lazy) {
+	for _, v := range views {
+		v.giveBack()
 	}
 }
 
@@ -162,6 +186,18 @@ func (l *Tree[T]) open(owner Lazy) {
 func (l *Tree[T]) read() {
 	if l.BTreeG == nil {
 		l.BTreeG = l.p.freeze()
+	}
+}
+
+func (l *Tree[T]) borrow() {
+	if l.BTreeG == nil {
+		l.BTreeG, l.lent = l.Peek(), true
+	}
+}
+
+func (l *Tree[T]) giveBack() {
+	if l.lent {
+		l.BTreeG, l.lent = nil, false
 	}
 }
 

@@ -59,6 +59,19 @@ func (v *view) peek() ([]int, []string) {
 	return items(v.ints.Peek()), items(v.strs.Peek())
 }
 
+// borrow reads the view's trees in place through Borrow, as a state's
+// methods read them, and checks that Return leaves an unread tree
+// unreadable.
+func (v *view) borrow() ([]int, []string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	hadI, hadS := v.ints.BTreeG != nil, v.strs.BTreeG != nil
+	Borrow(v.list(), 3)
+	is, ss := items(v.ints.BTreeG), items(v.strs.BTreeG)
+	Return(v.list())
+	return is, ss, (v.ints.BTreeG != nil) == hadI && (v.strs.BTreeG != nil) == hadS
+}
+
 // read freezes the trees of need and returns their items, read without
 // the mutex.
 func (v *view) read(need uint) ([]int, []string) {
@@ -146,6 +159,13 @@ func TestModel(t *testing.T) {
 				is, ss := v.peek()
 				require.Equal(t, v.wantI, is)
 				require.Equal(t, v.wantS, ss)
+			},
+			"borrow": func(t *rapid.T) {
+				v := open(t)
+				is, ss, back := v.borrow()
+				require.Equal(t, v.wantI, is)
+				require.Equal(t, v.wantS, ss)
+				require.True(t, back, "Return gives back what Borrow lent")
 			},
 			"viewWrite": func(t *rapid.T) {
 				v := open(t)
@@ -248,19 +268,23 @@ func TestConcurrentViews(t *testing.T) {
 	for round := range 200 {
 		v := o.open()
 		wg.Add(1)
-		go func(v *view, peek bool) {
+		go func(v *view, mode int) {
 			defer wg.Done()
 			for range 5 {
-				if peek {
+				switch mode {
+				case 0:
 					is, ss := v.peek()
 					check(v, is, ss)
-				} else {
+				case 1:
+					is, ss, _ := v.borrow()
+					check(v, is, ss)
+				default:
 					is, ss := v.read(3)
 					check(v, is, ss)
 				}
 			}
 			v.close()
-		}(v, round%2 == 0)
+		}(v, round%3)
 		for i := range 8 {
 			x := (round*7 + i) % 50
 			if i%3 == 0 {
