@@ -13,14 +13,12 @@
 //
 // An [Index] is written to; every read goes through a copy-on-write
 // [View], opened in O(1) with [Index.View], on the Apply goroutine as on
-// any other (queries, the leader's Prepare, a background snapshot). The
-// ownership rule: each of the index's
-// trees belongs to the index, which mutates it in place, until it is frozen
-// for the views that may read it as it is, when a view first reads it or
-// the index is about to mutate it while such a view is open; from then on
-// the views share the frozen clone and the index copies on write. Closing
-// a view that is done ([View.Close]) spares the index copying the trees the
-// view never read.
+// any other (queries, the leader's Prepare, a background snapshot). Its
+// trees follow the copy-on-write rule of internal/cow, stated there once:
+// each belongs to the index, which mutates it in place, until it is frozen
+// for a view that reads it or that is still open when the index is about
+// to mutate it. Closing a view that is done ([View.Close]) spares the index
+// copying the trees the view never read.
 //
 // # Blocks
 //

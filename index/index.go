@@ -104,7 +104,7 @@ func (x *Index) intern(name string) uint32 {
 	id := uint32(len(x.s.names))
 	x.s.names = append(x.s.names, name)
 	x.nameMap[name] = id
-	x.s.nameID.mut(x.vmu).ReplaceOrInsert(nameEntry{name: name, id: id})
+	x.s.nameID.Mut(x.vmu).ReplaceOrInsert(nameEntry{name: name, id: id})
 	return id
 }
 
@@ -169,7 +169,7 @@ func (x *Index) insert(b *block) {
 	// A stale deletion record (past its horizon) is forgotten, so that no
 	// live block has one.
 	if g := (goneRec{tkey: newKey(ck.TombstoneBlock, b.id)}); x.s.gone.Has(g) {
-		x.s.gone.mut(x.vmu).Delete(g)
+		x.s.gone.Mut(x.vmu).Delete(g)
 	}
 	x.count(b, 1)
 }

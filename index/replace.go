@@ -182,7 +182,7 @@ func distinct(ss []string) []string {
 }
 
 func (x *Index) record(r *result) {
-	x.s.results.mut(x.vmu).ReplaceOrInsert(r)
+	x.s.results.Mut(x.vmu).ReplaceOrInsert(r)
 	x.resQ.push(r)
 }
 

@@ -704,7 +704,7 @@ func (rs *restorer) tombs() error {
 		if t.job == "" {
 			pool = append(pool, newPoolKey(t))
 		} else {
-			x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
+			x.s.held.Mut(x.vmu).ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
 		}
 		if t.kind == ck.TombstonePrefix {
 			x.orphans++
@@ -758,7 +758,7 @@ func (rs *restorer) gone() error {
 		return err
 	}
 	for _, g := range all {
-		x.s.gone.mut(x.vmu).ReplaceOrInsert(g)
+		x.s.gone.Mut(x.vmu).ReplaceOrInsert(g)
 	}
 	slices.SortFunc(all, func(a, b goneRec) int { return cmp.Compare(a.at, b.at) })
 	for _, g := range all {
@@ -814,7 +814,7 @@ func (rs *restorer) results() error {
 		return err
 	}
 	for _, r := range all {
-		x.s.results.mut(x.vmu).ReplaceOrInsert(r)
+		x.s.results.Mut(x.vmu).ReplaceOrInsert(r)
 	}
 	slices.SortStableFunc(all, func(a, b *result) int { return cmp.Compare(a.at, b.at) })
 	for _, r := range all {

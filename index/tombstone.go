@@ -108,7 +108,7 @@ func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone 
 		}
 		x.unpool(cur)
 		x.setHolder(cur, job)
-		x.s.held.mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: k})
+		x.s.held.Mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: k})
 		out = append(out, t)
 	}
 	return out
@@ -136,7 +136,7 @@ func (x *Index) Confirm(now int64, job string) int {
 	now = x.advance(now)
 	ks := x.s.heldBy(job)
 	for _, k := range ks {
-		x.s.held.mut(x.vmu).Delete(heldKey{job: job, tkey: k})
+		x.s.held.Mut(x.vmu).Delete(heldKey{job: job, tkey: k})
 		x.tprobe.tkey = k
 		tombOps().delete(x.wTombs(), x.tombGen, tombItem{f: k.fold(), t: x.tprobe})
 		x.s.ntombs--
@@ -145,7 +145,7 @@ func (x *Index) Confirm(now int64, job string) int {
 			x.orphans--
 		}
 		g := goneRec{tkey: k, at: now}
-		x.s.gone.mut(x.vmu).ReplaceOrInsert(g)
+		x.s.gone.Mut(x.vmu).ReplaceOrInsert(g)
 		x.goneQ.push(g)
 	}
 	return len(ks)
@@ -158,7 +158,7 @@ func (x *Index) Confirm(now int64, job string) int {
 func (x *Index) Detach(job string) int {
 	ks := x.s.heldBy(job)
 	for _, k := range ks {
-		x.s.held.mut(x.vmu).Delete(heldKey{job: job, tkey: k})
+		x.s.held.Mut(x.vmu).Delete(heldKey{job: job, tkey: k})
 		cur, _ := x.s.getTomb(k, x.tprobe)
 		c := x.setHolder(cur, "")
 		poolOps().insert(x.wPool(), x.poolGen, newPoolKey(c))
@@ -207,7 +207,7 @@ func (x *Index) Expire(now int64) int {
 		}
 		x.goneQ.pop()
 		if cur, ok := x.s.gone.Get(g); ok && cur.at == g.at {
-			x.s.gone.mut(x.vmu).Delete(g)
+			x.s.gone.Mut(x.vmu).Delete(g)
 			n++
 		}
 	}
@@ -218,7 +218,7 @@ func (x *Index) Expire(now int64) int {
 		}
 		x.resQ.pop()
 		if cur, ok := x.s.results.Get(r); ok && cur == r {
-			x.s.results.mut(x.vmu).Delete(r)
+			x.s.results.Mut(x.vmu).Delete(r)
 			n++
 		}
 	}

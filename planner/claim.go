@@ -90,8 +90,8 @@ func (p *Planner) Claim(e ck.Entry, plan *ck.JobPlan) error {
 	q = p.own(q)
 	old := q.head
 	c := &claim{name: plan.Name, k: q.k, items: q.take(len(plan.Sources))}
-	p.s.claims.w(p.s.vmu).ReplaceOrInsert(c)
-	p.s.claimKeys.w(p.s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
+	p.s.claims.Mut(p.s.vmu).ReplaceOrInsert(c)
+	p.s.claimKeys.Mut(p.s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	p.s.nextSeq = seq + 1
 	p.s.cursor, p.s.hasCursor = plan.Tenant, true
 	p.s.counters.Claims++
@@ -106,8 +106,8 @@ func (s *state) getClaim(job string) (*claim, bool) {
 
 // endClaim removes a claim.
 func (p *Planner) endClaim(c *claim) {
-	p.s.claims.w(p.s.vmu).Delete(c)
-	p.s.claimKeys.w(p.s.vmu).Delete(claimRef{k: c.k, name: c.name})
+	p.s.claims.Mut(p.s.vmu).Delete(c)
+	p.s.claimKeys.Mut(p.s.vmu).Delete(claimRef{k: c.k, name: c.name})
 }
 
 // Return ends the claim of job: the sources listed in keep go back into

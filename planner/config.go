@@ -166,9 +166,9 @@ func (p *Planner) SetConfig(cfg Config) error {
 		qs = append(qs, q)
 		return true
 	})
-	p.s.full.w(p.s.vmu).Clear(false)
-	p.s.timed.w(p.s.vmu).Clear(false)
-	p.s.aging.w(p.s.vmu).Clear(false)
+	p.s.full.Mut(p.s.vmu).Clear(false)
+	p.s.timed.Mut(p.s.vmu).Clear(false)
+	p.s.aging.Mut(p.s.vmu).Clear(false)
 	for _, q := range qs {
 		q = p.own(q)
 		q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))

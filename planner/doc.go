@@ -67,18 +67,16 @@
 // # Copy-on-write
 //
 // A view is opened on demand, once per Prepare ([Planner.View]), in O(1),
-// and closed when done ([View.Close]). The rule: a tree of the state, and
-// the queues its nodes point to, belong to the planner, which changes
-// them in place, until a view reads them; from then on the view shares
-// them as they were when it was opened, nobody changes what it shares,
-// and the planner copies a tree node or a queue header the first time it
-// changes one. A view reads only the trees its method needs (planning
-// reads the indexes of ready batches and the queues it plans from, not
-// the claims or the quarantine); a tree that no open view has read when
-// the planner first changes it is preserved for the open views once, and
-// not at all when they are closed. So a view costs Apply the copies of
-// what it read, and Apply, which opens no view, pays nothing for an
-// ingest burst.
+// and closed when done ([View.Close]). Its trees follow the copy-on-write
+// rule of internal/cow, stated there once: a tree of the state, and the
+// queues its nodes point to, belong to the planner, which changes them in
+// place, until they are frozen for a view that is still open when the
+// planner first changes them, or that writes a snapshot; then the view
+// keeps them as they were when it was opened, and the planner copies a
+// tree node or a queue header the first time it changes one. Planning
+// reads the trees in place, under a mutex the planner takes before it
+// changes a tree. So a view closed before the next Apply costs it no copy,
+// and Apply, which opens no view, pays nothing for an ingest burst.
 //
 // # Terms: ranks and batching
 //

@@ -46,7 +46,7 @@ func (p *Planner) Drop(blocks []ck.BlockMeta) (claimedBy []string) {
 		w := &want{id: b.ID}
 		wanted[b.ID] = w
 		if qe, ok := p.s.quar.Get(&quarEnt{it: item{id: b.ID}}); ok {
-			p.s.quar.w(p.s.vmu).Delete(qe)
+			p.s.quar.Mut(p.s.vmu).Delete(qe)
 			p.s.counters.Dropped++
 			w.found = true
 			continue

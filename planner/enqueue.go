@@ -61,7 +61,7 @@ func (p *Planner) Enqueue(e ck.Entry, b *ck.BlockMeta) (bool, error) {
 	q := p.lookup(k)
 	if q == nil {
 		q = p.newQueue(k)
-	} else if q.gen != p.gen || p.s.keys.f != nil {
+	} else if q.gen != p.gen || p.s.keys.Pending() {
 		q = p.own(q)
 	}
 	q.push(&it)

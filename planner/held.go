@@ -44,9 +44,9 @@ func (s *state) setHold(h hold) {
 		}
 	})
 	if h.all || h.levels != 0 {
-		s.held.w(s.vmu).ReplaceOrInsert(h)
+		s.held.Mut(s.vmu).ReplaceOrInsert(h)
 	} else if s.held.Has(h) {
-		s.held.w(s.vmu).Delete(h)
+		s.held.Mut(s.vmu).Delete(h)
 	}
 	s.eachKey(h.tenant, func(q *queue) {
 		if old.at(q.k.level) && !h.at(q.k.level) {

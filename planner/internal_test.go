@@ -358,28 +358,60 @@ func TestLazyViews(t *testing.T) {
 	gen := p.gen
 	v := p.View()
 	w := p.View()
-	require.Same(t, v.s.keys.f, w.s.keys.f, "views opened on an unchanged tree share its frozen")
+	require.True(t, v.s.keys.SameSlot(&w.s.keys), "views opened on an unchanged tree share its frozen")
 	require.Nil(t, v.s.keys.BTreeG, "not read yet")
 	v.Close()
 	v.Close() // idempotent
 	w.Close()
 	add("a", 1)
 	require.Equal(t, gen, p.gen, "no view read the queues: none is copied")
-	require.Nil(t, p.s.keys.f, "settled")
+	require.False(t, p.s.keys.Pending(), "settled")
 
-	// Planning reads the indexes and the queues, not the claims.
+	// Planning reads the indexes and the queues in place: it freezes
+	// nothing, and a view closed before the planner changes costs it no
+	// copy.
 	v = p.View()
-	before := snapshot(p.View())
 	pl, ok := v.Next(1, nil)
 	require.True(t, ok)
-	require.NotNil(t, v.s.keys.BTreeG)
-	require.NotNil(t, v.s.full.BTreeG)
-	require.Nil(t, v.s.claims.BTreeG, "planning does not read the claims")
+	require.Nil(t, v.s.keys.BTreeG, "planning freezes nothing")
+	require.Nil(t, v.s.full.BTreeG)
+	require.Nil(t, v.s.claims.BTreeG)
+	v.Close()
 	require.NoError(t, p.Claim(ck.Entry{Index: idx + 1, Time: 1}, &pl))
 	idx++
-	require.Equal(t, gen+1, p.gen, "the view read the queues: the planner copies them")
+	require.Equal(t, gen, p.gen, "the view planned from the queues in place and was closed: none is copied")
+
+	// A view open when the planner changes keeps the state it was opened
+	// on: the planner freezes what it changes for the view, and copies
+	// the queues.
+	add("c", 31)
+	add("d", 31)
+	v, w = p.View(), p.View()
+	var want []string
+	for pl, ok := w.Next(1, nil); ok; pl, ok = w.Next(1, nil) {
+		want = append(want, pl.Name)
+	}
+	require.Greater(t, len(want), 1)
+	pl, ok = v.Next(1, nil)
+	require.True(t, ok)
+	require.Equal(t, want[0], pl.Name)
+	require.NoError(t, p.Claim(ck.Entry{Index: idx + 1, Time: 1}, &pl))
+	idx++
+	require.Equal(t, gen+1, p.gen, "the view is open: the planner copies the queues")
+	p.s.vmu.Lock()
+	require.True(t, v.s.keys.Frozen())
+	require.True(t, v.s.claims.Frozen(), "frozen when the planner changed it, unread")
+	require.False(t, v.s.quar.Frozen(), "neither read nor changed")
+	p.s.vmu.Unlock()
 	add("b", 25)
+	before := snapshot(w)
+	w.Close()
 	require.Equal(t, before, snapshot(v), "the view keeps the state it was opened on")
+	for _, name := range want[1:] {
+		pl, ok := v.Next(1, nil)
+		require.True(t, ok)
+		require.Equal(t, name, pl.Name, "and plans as it would have")
+	}
 	v.Close()
 
 	// A view's Release writes to a clone of its own, not to the frozen

@@ -75,7 +75,7 @@ func (p *Planner) setOwnLevels(tenant string, over []policy.Level) {
 	p.rebatchTenant(tenant, func() {
 		over = slices.Clone(over)
 		tl := tenantLevels{tenant: tenant, over: over, levels: overridden(&p.s.cfg, over)}
-		if old, had := p.s.levels.w(p.s.vmu).ReplaceOrInsert(tl); had && old.levels != nil {
+		if old, had := p.s.levels.Mut(p.s.vmu).ReplaceOrInsert(tl); had && old.levels != nil {
 			p.s.ownLevels--
 		}
 		if tl.levels != nil {
@@ -92,7 +92,7 @@ func (p *Planner) clearLevels(tenant string) {
 		return
 	}
 	p.rebatchTenant(tenant, func() {
-		if old, _ := p.s.levels.w(p.s.vmu).Delete(tenantLevels{tenant: tenant}); old.levels != nil {
+		if old, _ := p.s.levels.Mut(p.s.vmu).Delete(tenantLevels{tenant: tenant}); old.levels != nil {
 			p.s.ownLevels--
 		}
 	})
@@ -169,7 +169,7 @@ func (s *state) reconfigureLevels() {
 	s.ownLevels = 0
 	for _, tl := range all {
 		tl.levels = overridden(&s.cfg, tl.over)
-		s.levels.w(s.vmu).ReplaceOrInsert(tl)
+		s.levels.Mut(s.vmu).ReplaceOrInsert(tl)
 		if tl.levels != nil {
 			s.ownLevels++
 		}

@@ -118,7 +118,7 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 		removed := q.remove(ids)
 		p.refresh(q, old)
 		for _, it := range removed {
-			p.s.quar.w(p.s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, reason: reason, since: p.s.clock})
+			p.s.quar.Mut(p.s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, reason: reason, since: p.s.clock})
 			wanted[it.id] = false // found under one key only
 		}
 		p.s.counters.QuarantinedBlocks += uint64(len(removed))

@@ -107,12 +107,7 @@ func (p *Planner) own(q *queue) *queue {
 // for a view (lazy.go), its queues are shared with that view: the
 // generation moves on, so that own copies each queue before changing it.
 // A tree no view froze shares no queue, and the generation stays.
-func (p *Planner) wKeys() *btree.BTreeG[*queue] {
-	if p.s.keys.settle(p.s.vmu) {
-		p.gen++
-	}
-	return p.s.keys.BTreeG
-}
+func (p *Planner) wKeys() *btree.BTreeG[*queue] { return p.s.keys.MutGen(p.s.vmu, &p.gen) }
 
 func (p *Planner) newQueue(k key) *queue {
 	q := &queue{k: k, gen: p.gen}

@@ -31,7 +31,7 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 			p.s.counters.Duplicates++
 			continue
 		}
-		p.s.quar.w(p.s.vmu).ReplaceOrInsert(qe)
+		p.s.quar.Mut(p.s.vmu).ReplaceOrInsert(qe)
 		p.s.counters.QuarantinedBlocks++
 	}
 	p.endClaim(c)
@@ -67,7 +67,7 @@ func (p *Planner) Requeue(ids []string) (int, error) {
 		var items []item
 		for ; j < len(found) && found[j].k == found[i].k; j++ {
 			items = append(items, found[j].it)
-			p.s.quar.w(p.s.vmu).Delete(found[j])
+			p.s.quar.Mut(p.s.vmu).Delete(found[j])
 		}
 		p.insert(found[i].k, items)
 		i = j

@@ -12,7 +12,7 @@ func (p *Planner) setRank(tenant string, rank uint8) {
 	if old != rank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, old, false) })
 	}
-	p.s.ranks.w(p.s.vmu).ReplaceOrInsert(tenantRank{tenant: tenant, rank: rank})
+	p.s.ranks.Mut(p.s.vmu).ReplaceOrInsert(tenantRank{tenant: tenant, rank: rank})
 	if old != rank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, rank, true) })
 	}
@@ -28,7 +28,7 @@ func (p *Planner) clearRank(tenant string) {
 	if tr.rank != p.s.defRank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, tr.rank, false) })
 	}
-	p.s.ranks.w(p.s.vmu).Delete(tr)
+	p.s.ranks.Mut(p.s.vmu).Delete(tr)
 	if tr.rank != p.s.defRank {
 		p.s.eachKey(tenant, func(q *queue) { p.s.indexHeadRank(q.k, &q.head, p.s.defRank, true) })
 	}

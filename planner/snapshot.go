@@ -493,7 +493,7 @@ func (rs *restorer) queued() error {
 		}
 		q.head = formBatch(q, 0, rs.cfg.level(q.k.level))
 		rs.p.setLookup(q)
-		s.keys.w(s.vmu).ReplaceOrInsert(q)
+		s.keys.Mut(s.vmu).ReplaceOrInsert(q)
 		s.indexHead(q.k, &q.head, true)
 	}
 	return nil
@@ -551,8 +551,8 @@ func (rs *restorer) claimed() error {
 			}
 			c.items = append(c.items, it)
 		}
-		s.claims.w(s.vmu).ReplaceOrInsert(c)
-		s.claimKeys.w(s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
+		s.claims.Mut(s.vmu).ReplaceOrInsert(c)
+		s.claimKeys.Mut(s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	}
 	return nil
 }
@@ -598,7 +598,7 @@ func (rs *restorer) quarantine() error {
 			if since[i] < 0 || since[i] > clock {
 				return codec.Malformed("quarantine: block %s: time %d outside [0, %d]", it.id, since[i], clock)
 			}
-			s.quar.w(s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
+			s.quar.Mut(s.vmu).ReplaceOrInsert(&quarEnt{it: it, k: k, job: jobs[i], reason: reasons[i], since: since[i]})
 		}
 		return nil
 	})

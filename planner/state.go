@@ -223,25 +223,25 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	case h.full:
 		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr, rank: rank}
 		if add {
-			s.full.w(s.vmu).ReplaceOrInsert(fe)
+			s.full.Mut(s.vmu).ReplaceOrInsert(fe)
 		} else {
-			s.full.w(s.vmu).Delete(fe)
+			s.full.Mut(s.vmu).Delete(fe)
 		}
 		if ages(k.level, rank, lc) {
 			rs, _ := h.readySince(lc)
 			te := timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}
 			if add {
-				s.aging.w(s.vmu).ReplaceOrInsert(te)
+				s.aging.Mut(s.vmu).ReplaceOrInsert(te)
 			} else {
-				s.aging.w(s.vmu).Delete(te)
+				s.aging.Mut(s.vmu).Delete(te)
 			}
 		}
 	case lc.MaxAge > 0:
 		te := timeEnt{level: k.level, shard: k.shard, t: satAdd(h.first, int64(lc.MaxAge)), arr: h.arr, tenant: k.tenant, rank: rank}
 		if add {
-			s.timed.w(s.vmu).ReplaceOrInsert(te)
+			s.timed.Mut(s.vmu).ReplaceOrInsert(te)
 		} else {
-			s.timed.w(s.vmu).Delete(te)
+			s.timed.Mut(s.vmu).Delete(te)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // [Planner.View] opens a view in O(1); the view reads the planner's trees
 // copy-on-write, as the package documentation's rule says. Open views on
 // demand — one per Prepare, not after every Apply — and close them when
-// done, so that Apply copies only what a view read.
+// done, so that Apply copies nothing for them.
 //
 // A view may be used on another goroutine while the planner keeps
 // changing. A view itself is not safe for concurrent use: Next advances its
@@ -114,6 +114,8 @@ func candLess(a, b cand) bool { return candCompare(a, b) < 0 }
 type PlanOptions struct {
 	// Skip reports whether a tenant's jobs of a level must not be planned
 	// now (a paused tenant or level: the scheduler owns the paused set).
+	// Skip and Tombstones run while the view reads the planner's trees:
+	// they must not call the planner or its views.
 	// The blocks of skipped keys stay queued. Nil skips nothing. Each call
 	// of Next costs a B-tree seek per skipped tenant with a ready batch:
 	// for many tenants left out for long, hold them ([Planner.SetHold]).
@@ -212,12 +214,15 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	if opts != nil {
 		skip, force = opts.Skip, opts.Force
 	}
-	v.read(needIndexes | needPolicy)
-	if opts != nil {
+	if opts != nil && len(opts.Release) > 0 {
+		v.read(needIndexes | needPolicy)
 		for _, t := range opts.Release {
 			v.release(t)
 		}
 	}
+	// Planning reads the trees in place until it returns (lazy.go).
+	v.borrow(needIndexes | needPolicy | needKeys)
+	defer v.giveBack()
 	v.materialize(now, force)
 	for r := range v.s.cfg.FinalLevel {
 		if c, ok := v.pick(r, now, skip); ok {
@@ -294,7 +299,6 @@ func (v *View) materialize(now int64, force []Force) {
 // whose head batch is not ready anyway and is forced. Held tenants have no
 // index entries and are not forced either.
 func (v *View) materializeForced(now int64) {
-	v.read(needKeys)
 	visit := func(q *queue) {
 		h := &q.head
 		if q.k.level >= v.s.cfg.FinalLevel || h.count == 0 || h.ready(now, v.s.levelOf(q.k.tenant, q.k.level)) {
@@ -472,7 +476,6 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 	if c.touch > 0 {
 		t = &v.touched[c.touch-1]
 	} else {
-		v.read(needKeys)
 		lc := v.s.levelOf(k.tenant, k.level)
 		q := v.s.getQueue(k, &v.pivot)
 		if q == nil {

@@ -552,7 +552,6 @@ func (s *Scheduler) SetPause(rule PauseRule, paused bool) {
 			s.replace(j, nj)
 		}
 	}
-	s.dirty()
 }
 
 // matching calls fn for the key of every job the rule matches, in

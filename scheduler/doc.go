@@ -117,14 +117,14 @@
 // # Cost
 //
 // Opening a schedule is O(1), and so is closing it ([Schedule.Close]).
-// The indexes are github.com/google/btree trees, and the copy-on-write
-// rule is: the schedules opened between two changes of the scheduler share
-// one view, which reads the scheduler's own trees (under a mutex shared
-// with the scheduler) until the scheduler is about to change them. Then,
-// if a schedule of the view is still open, the view gets a copy-on-write
-// clone of the trees as they were, which the scheduler's next mutations
-// pay for with path copies; if every schedule of it was closed, nothing is
-// cloned and the scheduler changes its trees in place.
+// The indexes are github.com/google/btree trees under the copy-on-write
+// rule of internal/cow, stated there once: a schedule reads the
+// scheduler's own trees (under a mutex shared with the scheduler) until
+// the scheduler is about to change one of them. Then, if the schedule is
+// still open, it gets a copy-on-write clone of that tree as it was, which
+// the scheduler's next mutations of it pay for with path copies; the trees
+// the scheduler does not change are not cloned, and if the schedule was
+// closed, nothing is cloned and the scheduler changes its trees in place.
 //
 // Unassigned jobs without a hold are indexed by (level, rank, failures,
 // deadline, name) and by (level, added, name) for

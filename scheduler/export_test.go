@@ -137,8 +137,12 @@ func (s *Scheduler) checkDerived() error {
 	if capped != s.nCapped {
 		return fmt.Errorf("%d capped tenants, want %d", s.nCapped, capped)
 	}
-	if s.view != nil && s.view.t != &s.trees {
-		return fmt.Errorf("the pending view reads a copy of the trees before any change")
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	for i, t := range s.trees.list() {
+		if t.Frozen() {
+			return fmt.Errorf("the schedules read a copy of the %s tree before any change", treeNames[i])
+		}
 	}
 	return nil
 }
@@ -162,12 +166,24 @@ func TallyLevel(levels map[uint32]*LevelStats, level uint32, status ck.JobStatus
 	return l
 }
 
-// ViewFrozen reports whether the schedule's view holds its own clone of
-// the trees, made when the scheduler changed while it was open.
-func ViewFrozen(sc *Schedule) bool {
+// ViewFrozen reports whether the schedule's view holds a frozen clone of
+// a tree, made when the scheduler changed it while the schedule was open.
+func ViewFrozen(sc *Schedule) bool { return len(FrozenTrees(sc)) > 0 }
+
+// treeNames names the trees of trees.list, in order.
+var treeNames = [...]string{"byName", "byTenant", "ready", "aging", "expiry", "excluded", "completed", "tenants"}
+
+// FrozenTrees names the trees the schedule's view holds a frozen clone of.
+func FrozenTrees(sc *Schedule) []string {
 	sc.v.mu.Lock()
 	defer sc.v.mu.Unlock()
-	return sc.v.t == &sc.v.frozen
+	var out []string
+	for i, t := range sc.v.list() {
+		if t.Frozen() {
+			out = append(out, treeNames[i])
+		}
+	}
+	return out
 }
 
 // What the package's tests read of the scheduler beyond its API.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/compactkit/compactkit/internal/cow"
 	"github.com/compactkit/compactkit/internal/ident"
 
 	ck "github.com/compactkit/compactkit"
@@ -26,7 +27,7 @@ import (
 // A Schedule is not safe for concurrent use, but it may be used while the
 // scheduler it came from applies entries on another goroutine.
 type Schedule struct {
-	v       *view
+	v       view
 	now     int64
 	size    int // queue size once the changes so far are applied
 	changes []ck.Change
@@ -91,7 +92,7 @@ func (sc *Schedule) policyOf(tenant string) (Limits, int) {
 // polEntry returns the view's policy entry of tenant, cached for the
 // schedule.
 func (sc *Schedule) polEntry(tenant string) polEntry {
-	if sc.v.t.tenants == nil || sc.v.t.tenants.Len() == 0 {
+	if sc.v.tenants.Peek().Len() == 0 {
 		return polEntry{p: sc.v.def}
 	}
 	if sc.hasLast && sc.lastTenant == tenant {
@@ -99,7 +100,7 @@ func (sc *Schedule) polEntry(tenant string) polEntry {
 	}
 	e, ok := sc.pol[tenant]
 	if !ok {
-		p, n, shards := policyOf(sc.v.t.tenants, sc.v.def, tenant)
+		p, n, shards := policyOf(sc.v.tenants.Peek(), sc.v.def, tenant)
 		if sc.pol == nil {
 			sc.pol = make(map[string]polEntry)
 		}
@@ -150,7 +151,8 @@ type overlay struct {
 // Opening a schedule must not run concurrently with the scheduler's other
 // methods (call it under the state machine's lock); using it may.
 func (s *Scheduler) Schedule(now int64) *Schedule {
-	sc := &Schedule{v: s.open(), now: now, size: s.byName.Len()}
+	sc := &Schedule{now: now, size: s.byName.Len()}
+	s.open(&sc.v)
 	sc.heads = sc.headBuf[:0]
 	return sc
 }
@@ -167,7 +169,7 @@ func (sc *Schedule) Close() {
 	defer sc.v.mu.Unlock()
 	if !sc.closed {
 		sc.closed = true
-		sc.v.refs--
+		cow.Close(sc.v.list())
 	}
 }
 
@@ -241,7 +243,7 @@ func (sc *Schedule) addedNamed(name string) *overlay {
 // base returns the job named name in the view, or nil.
 func (sc *Schedule) base(name string) *job {
 	sc.probe.st.Name = name
-	j, _ := sc.v.t.byName.Get(&sc.probe)
+	j, _ := sc.v.byName.Peek().Get(&sc.probe)
 	return j
 }
 
@@ -667,9 +669,9 @@ func (sc *Schedule) cachedHead(aging bool, level uint32) *job {
 // the jobs of tenants this schedule filled to their cap (the set of those
 // only grows, like the touched set).
 func (sc *Schedule) firstUntouched(aging bool, level uint32, from *job) *job {
-	tree := sc.v.t.ready
+	tree := sc.v.ready.Peek()
 	if aging {
-		tree = sc.v.t.aging
+		tree = sc.v.aging.Peek()
 	}
 	var found *job
 	tree.AscendGreaterOrEqual(from, func(j *job) bool {
@@ -707,8 +709,8 @@ func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
 		}
 		return false
 	}
-	sc.v.t.ready.AscendGreaterOrEqual(&sc.probe, consider)
-	sc.v.t.expiry.AscendGreaterOrEqual(&sc.probe, consider)
+	sc.v.ready.Peek().AscendGreaterOrEqual(&sc.probe, consider)
+	sc.v.expiry.Peek().AscendGreaterOrEqual(&sc.probe, consider)
 	for _, o := range sc.added {
 		if !o.handed && o.st.Level >= level && !sc.heldAdded(o) && (!ok || o.st.Level < next) {
 			next, ok = o.st.Level, true
@@ -732,7 +734,7 @@ func (sc *Schedule) expiredHead(level uint32) candidate {
 		sc.probe.rank = r
 		sc.probe.st = ck.JobState{Level: level, Failures: f, Deadline: math.MinInt64}
 		rank, group, seen, end := r, f, false, false
-		sc.v.t.expiry.AscendGreaterOrEqual(&sc.probe, func(j *job) bool {
+		sc.v.expiry.Peek().AscendGreaterOrEqual(&sc.probe, func(j *job) bool {
 			if j.st.Level != level {
 				end = true
 				return false
@@ -801,7 +803,7 @@ func (sc *Schedule) EvictJob() bool {
 	}
 	defer sc.unlock()
 	var victim *job
-	sc.v.t.excluded.Ascend(func(j *job) bool {
+	sc.v.excluded.Peek().Ascend(func(j *job) bool {
 		if sc.isTouched(j) {
 			return true
 		}
@@ -846,7 +848,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	if pol.closed(plan.Level) {
 		return false
 	}
-	if sc.dprobe.name = plan.Name; sc.v.t.completed.Has(&sc.dprobe) {
+	if sc.dprobe.name = plan.Name; sc.v.completed.Peek().Has(&sc.dprobe) {
 		return false
 	}
 	if len(sc.plans) == cap(sc.plans) {

@@ -9,6 +9,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/cow"
 )
 
 // degree is the B-tree degree of every index.
@@ -28,8 +29,9 @@ type Scheduler struct {
 	// trees holds the indexes a schedule reads: byName holds every job,
 	// the others are indexes over it.
 	trees
-	// idle holds the paused or closed in-progress jobs by (deadline, name).
-	idle *btree.BTreeG[*job]
+	// idle holds the paused or closed in-progress jobs by (deadline, name);
+	// no schedule reads it.
+	idle cow.Tree[*job]
 	// completedAt holds the remembered completions by time, for expiry.
 	completedAt *btree.BTreeG[*done]
 
@@ -53,65 +55,56 @@ type Scheduler struct {
 	counters  Counters
 	lastEntry uint64 // index of the last entry given to Begin
 
-	// view is the view shared by the schedules opened since the last
-	// change; nil after a change (see dirty). vmu guards the views' trees
-	// and counts of open schedules.
-	view *view
-	vmu  sync.Mutex
+	// vmu guards the slots of the trees shared with schedules (see
+	// view).
+	vmu sync.Mutex
 	// probe and dprobe are scratch records for tree lookups.
 	probe  job
 	dprobe done
 }
 
-// trees are the indexes a schedule reads.
+// trees are the indexes a schedule reads, each lazily frozen for the open
+// schedules (see view). The scheduler reads them directly and mutates them
+// through Mut.
 type trees struct {
-	byName *btree.BTreeG[*job]
+	byName cow.Tree[*job]
 	// byTenant holds every job's (tenant, level, name): pauses and List.
-	byTenant *btree.BTreeG[*tenantKey]
+	byTenant cow.Tree[*tenantKey]
 	// ready holds the unassigned jobs without a hold by (level, rank,
 	// failures, deadline, name); aging holds the same jobs by (level,
 	// added, name).
-	ready, aging *btree.BTreeG[*job]
+	ready, aging cow.Tree[*job]
 	// expiry holds the in-progress jobs neither paused nor closed by
 	// (level, rank, failures, deadline, name): the expired ones of a level
 	// are, per rank and failure count, a prefix.
-	expiry *btree.BTreeG[*job]
+	expiry cow.Tree[*job]
 	// excluded holds the excluded jobs by (version, name).
-	excluded *btree.BTreeG[*job]
+	excluded cow.Tree[*job]
 	// completed remembers completed jobs by name.
-	completed *btree.BTreeG[*done]
+	completed cow.Tree[*done]
 	// tenants holds the tenant policies and counts schedules read.
-	tenants *btree.BTreeG[tenantRec]
+	tenants cow.Tree[tenantRec]
 }
 
-// clone returns a copy-on-write clone of every tree.
-func (t *trees) clone() trees {
-	return trees{
-		byName:    t.byName.Clone(),
-		byTenant:  t.byTenant.Clone(),
-		ready:     t.ready.Clone(),
-		aging:     t.aging.Clone(),
-		expiry:    t.expiry.Clone(),
-		excluded:  t.excluded.Clone(),
-		completed: t.completed.Clone(),
-		tenants:   t.tenants.Clone(),
-	}
+// list returns the trees as the views that open, read and close them need
+// them.
+func (t *trees) list() []cow.Lazy {
+	return []cow.Lazy{&t.byName, &t.byTenant, &t.ready, &t.aging, &t.expiry, &t.excluded, &t.completed, &t.tenants}
 }
 
-// view is the state that the schedules opened between two changes of the
-// scheduler read (see doc.go, "Cost", for the copy-on-write rule). The
-// configuration, pauses and default policy are copied when it is opened;
-// the trees are read through t, under mu.
+// view is the state a schedule reads (see doc.go, "Cost", for the
+// copy-on-write rule, and internal/cow). The configuration, pauses and
+// default policy are copied when it is opened (none of them is modified
+// in place: its AgingThreshold, the pauses and the default are replaced);
+// the trees are the scheduler's, read under mu with Peek: the
+// scheduler's own until it is about to mutate one while the schedule is
+// open, then that tree's frozen clone.
 type view struct {
-	cfg    Config // its AgingThreshold is never modified in place
+	cfg    Config
 	pauses *pauses
 	def    Limits
 	mu     *sync.Mutex // the scheduler's vmu
-	// t is the scheduler's own trees until the scheduler changes, then
-	// frozen if a schedule of the view was still open, else nil.
-	t      *trees
-	frozen trees
-	refs   int // open schedules
+	trees
 }
 
 // New returns an empty scheduler with the given configuration, or an error
@@ -127,16 +120,16 @@ func newScheduler(cfg Config) *Scheduler {
 	return &Scheduler{
 		cfg: cfg,
 		trees: trees{
-			byName:    btree.NewG(degree, byName),
-			byTenant:  btree.NewG(degree, byTenant),
-			ready:     btree.NewG(degree, byPriority),
-			aging:     btree.NewG(degree, byAge),
-			expiry:    btree.NewG(degree, byPriority),
-			excluded:  btree.NewG(degree, byExclusion),
-			completed: btree.NewG(degree, doneByName),
-			tenants:   btree.NewG(degree, recByName),
+			byName:    cow.New(btree.NewG(degree, byName)),
+			byTenant:  cow.New(btree.NewG(degree, byTenant)),
+			ready:     cow.New(btree.NewG(degree, byPriority)),
+			aging:     cow.New(btree.NewG(degree, byAge)),
+			expiry:    cow.New(btree.NewG(degree, byPriority)),
+			excluded:  cow.New(btree.NewG(degree, byExclusion)),
+			completed: cow.New(btree.NewG(degree, doneByName)),
+			tenants:   cow.New(btree.NewG(degree, recByName)),
 		},
-		idle:        btree.NewG(degree, byDeadline),
+		idle:        cow.New(btree.NewG(degree, byDeadline)),
 		completedAt: btree.NewG(degree, doneByTime),
 		pauses:      newPauses(nil),
 	}
@@ -158,40 +151,13 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 		return err
 	}
 	s.cfg = cfg.clone()
-	s.dirty()
 	return nil
 }
 
-// dirty hands the shared view, if any, its own frozen clone of the trees
-// if a schedule of it is still open, and drops it: the scheduler may then
-// change its trees (copy-on-write if they were cloned). Every change calls
-// it before it changes a tree, and after it changes what a view copies.
-func (s *Scheduler) dirty() {
-	v := s.view
-	if v == nil {
-		return
-	}
-	s.vmu.Lock()
-	if v.refs > 0 {
-		v.frozen = s.trees.clone()
-		v.t = &v.frozen
-	} else {
-		v.t = nil
-	}
-	s.vmu.Unlock()
-	s.view = nil
-}
-
-// open returns the shared view, opening it if the scheduler changed since
-// the last one, and counts one more schedule open on it.
-func (s *Scheduler) open() *view {
-	if s.view == nil {
-		s.view = &view{cfg: s.cfg, pauses: s.pauses, def: s.def, mu: &s.vmu, t: &s.trees}
-	}
-	s.vmu.Lock()
-	s.view.refs++
-	s.vmu.Unlock()
-	return s.view
+// open opens v, a schedule's view, on the scheduler as it is.
+func (s *Scheduler) open(v *view) {
+	*v = view{cfg: s.cfg, pauses: s.pauses, def: s.def, mu: &s.vmu}
+	cow.Open(&s.vmu, s.trees.list(), v.trees.list())
 }
 
 // get returns the job named name, or nil.
@@ -253,27 +219,24 @@ func (s *Scheduler) Expire(now int64) int {
 }
 
 func (s *Scheduler) remember(d *done) {
-	s.dirty()
-	if prev, ok := s.completed.ReplaceOrInsert(d); ok {
+	if prev, ok := s.completed.Mut(&s.vmu).ReplaceOrInsert(d); ok {
 		s.completedAt.Delete(prev)
 	}
 	s.completedAt.ReplaceOrInsert(d)
 }
 
 func (s *Scheduler) forget(d *done) {
-	s.dirty()
-	s.completed.Delete(d)
+	s.completed.Mut(&s.vmu).Delete(d)
 	s.completedAt.Delete(d)
 }
 
 // insert adds a new job to every index.
 func (s *Scheduler) insert(j *job) {
-	s.dirty()
 	if j.key == nil {
 		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: j.st.Name}
 	}
-	s.byName.ReplaceOrInsert(j)
-	s.byTenant.ReplaceOrInsert(j.key)
+	s.byName.Mut(&s.vmu).ReplaceOrInsert(j)
+	s.byTenant.Mut(&s.vmu).ReplaceOrInsert(j.key)
 	s.index(j)
 	s.count(j, 1)
 	if j.st.Status == ck.StatusInProgress {
@@ -283,9 +246,8 @@ func (s *Scheduler) insert(j *job) {
 
 // remove drops a job from every index.
 func (s *Scheduler) remove(j *job) {
-	s.dirty()
-	s.byName.Delete(j)
-	s.byTenant.Delete(j.key)
+	s.byName.Mut(&s.vmu).Delete(j)
+	s.byTenant.Mut(&s.vmu).Delete(j.key)
 	s.unindex(j)
 	s.count(j, -1)
 	if j.st.Status == ck.StatusInProgress {
@@ -297,8 +259,7 @@ func (s *Scheduler) remove(j *job) {
 // that starts or stops being in progress changes its tenant's count, and
 // at the tenant's cap the holds of its other jobs.
 func (s *Scheduler) replace(old, nj *job) {
-	s.dirty()
-	s.byName.ReplaceOrInsert(nj)
+	s.byName.Mut(&s.vmu).ReplaceOrInsert(nj)
 	s.unindex(old)
 	s.index(nj)
 	if old.st.Status != nj.st.Status || old.hold != nj.hold {
@@ -315,20 +276,20 @@ func (s *Scheduler) replace(old, nj *job) {
 }
 
 // treesOf returns the indexes j belongs to by its status and holds.
-func (s *Scheduler) treesOf(j *job) (ts [2]*btree.BTreeG[*job]) {
+func (s *Scheduler) treesOf(j *job) (ts [2]*cow.Tree[*job]) {
 	switch j.st.Status {
 	case ck.StatusUnassigned:
 		if j.hold == 0 {
-			ts = [2]*btree.BTreeG[*job]{s.ready, s.aging}
+			ts = [2]*cow.Tree[*job]{&s.ready, &s.aging}
 		}
 	case ck.StatusInProgress:
 		if !idles(j.hold) {
-			ts[0] = s.expiry
+			ts[0] = &s.expiry
 		} else {
-			ts[0] = s.idle
+			ts[0] = &s.idle
 		}
 	case ck.StatusExcluded:
-		ts[0] = s.excluded
+		ts[0] = &s.excluded
 	}
 	return ts
 }
@@ -337,7 +298,7 @@ func (s *Scheduler) treesOf(j *job) (ts [2]*btree.BTreeG[*job]) {
 func (s *Scheduler) index(j *job) {
 	for _, t := range s.treesOf(j) {
 		if t != nil {
-			t.ReplaceOrInsert(j)
+			t.Mut(&s.vmu).ReplaceOrInsert(j)
 		}
 	}
 }
@@ -346,7 +307,7 @@ func (s *Scheduler) index(j *job) {
 func (s *Scheduler) unindex(j *job) {
 	for _, t := range s.treesOf(j) {
 		if t != nil {
-			t.Delete(j)
+			t.Mut(&s.vmu).Delete(j)
 		}
 	}
 }

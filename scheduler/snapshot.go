@@ -352,7 +352,6 @@ func restore(d *codec.Decoder, version byte) (*Scheduler, error) {
 	if err := d.Run(rs.header, rs.jobs, rs.completions, rs.failures); err != nil {
 		return nil, err
 	}
-	rs.s.dirty()
 	return rs.s, nil
 }
 

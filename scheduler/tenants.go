@@ -208,7 +208,6 @@ func (s *Scheduler) SetDefaultLimits(p Limits) {
 		}
 		from = tenantKey{tenant: successor(t)}
 	}
-	s.dirty()
 }
 
 // firstKey returns the first key of the tenant index at or after from.
@@ -248,7 +247,6 @@ func (s *Scheduler) SetLimits(tenant string, l *Limits) {
 	s.policies[tenant] = p
 	s.repolicy(tenant, old, p)
 	s.syncRec(tenant)
-	s.dirty()
 }
 
 // clearLimits returns tenant to the default limits; a tenant without
@@ -261,7 +259,6 @@ func (s *Scheduler) clearLimits(tenant string) {
 	delete(s.policies, tenant)
 	s.repolicy(tenant, old, s.def)
 	s.syncRec(tenant)
-	s.dirty()
 }
 
 // BusyTenants returns the tenants with jobs in progress, in order. Its
@@ -384,13 +381,11 @@ func (s *Scheduler) syncRec(tenant string) {
 	p, own := s.policies[tenant]
 	n := s.counts[tenant]
 	if own || (s.def.hasCap() && n > 0) {
-		s.dirty()
-		s.tenants.ReplaceOrInsert(tenantRec{name: tenant, own: own, pol: p, count: n, shards: s.shards[tenant]})
+		s.tenants.Mut(&s.vmu).ReplaceOrInsert(tenantRec{name: tenant, own: own, pol: p, count: n, shards: s.shards[tenant]})
 		return
 	}
 	if s.tenants.Has(tenantRec{name: tenant}) {
-		s.dirty()
-		s.tenants.Delete(tenantRec{name: tenant})
+		s.tenants.Mut(&s.vmu).Delete(tenantRec{name: tenant})
 	}
 }
 
