@@ -12,6 +12,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
+	"github.com/compactkit/compactkit/internal/enum"
 	"github.com/compactkit/compactkit/internal/ident"
 )
 
@@ -179,24 +180,7 @@ const (
 
 // String returns the action name.
 func (a OperatorAction) String() string {
-	switch a {
-	case OpPause:
-		return "pause"
-	case OpResume:
-		return "resume"
-	case OpRetry:
-		return "retry"
-	case OpSetMaxFailures:
-		return "set_max_failures"
-	case OpCancel:
-		return "cancel"
-	case OpRequeue:
-		return "requeue"
-	case OpMark:
-		return "mark"
-	default:
-		return fmt.Sprintf("OperatorAction(%d)", uint8(a))
-	}
+	return enum.Name("OperatorAction", a, OpPause, "pause", "resume", "retry", "set_max_failures", "cancel", "requeue", "mark")
 }
 
 // Operator is an operator command.

@@ -125,18 +125,12 @@ func checkPolicy(p *policy.Tenant) error {
 }
 
 // policyRec is the encoding of a policy.Tenant, in commands and
-// snapshots: an array of the seven policyFields, or of eight with the
-// parts added since (policyExtras: level overrides and run windows, shard
-// thresholds, the per-shard cap), written only when one is set, so that a policy without
-// them keeps the bytes of the first release with policies.
+// snapshots: an array of seven items, or of eight when one of the parts
+// added after the first release with policies (level overrides and run
+// windows, shard thresholds, the per-shard cap) is set. The eighth item
+// holds those four parts, so that a policy without them keeps the bytes of
+// the first release with policies.
 type policyRec struct {
-	policyFields
-	policyExtras
-}
-
-// policyFields are the fields of a policy without extras.
-type policyFields struct {
-	_             struct{} `cbor:",toarray"`
 	Class         uint8
 	MaxInProgress uint32
 	Mode          uint8
@@ -144,13 +138,6 @@ type policyFields struct {
 	NotBefore     int64
 	Pressure      [8]int64 // slow blocks, stop blocks, slow ready batches, stop ready batches: On, Off each
 	StaleAfter    int64
-}
-
-// policyExtras are the parts of a policy added after the first release
-// with policies: its level overrides, its level run windows, its shard
-// thresholds and its per-shard cap.
-type policyExtras struct {
-	_             struct{} `cbor:",toarray"`
 	Levels        []levelRec
 	Runs          []levelRunRec
 	ShardPressure [8]int64
@@ -188,11 +175,11 @@ func (r *policyRec) UnmarshalCBOR(data []byte) error {
 	return nil
 }
 
-// items lists the policy's encoded fields, in order: the extras are one
-// item.
+// items lists the policy's encoded fields, in order: the parts added
+// after the first release with policies are one item.
 func (r *policyRec) items() []any {
-	f := &r.policyFields
-	return []any{&f.Class, &f.MaxInProgress, &f.Mode, &f.Windows, &f.NotBefore, &f.Pressure, &f.StaleAfter, &r.policyExtras}
+	return []any{&r.Class, &r.MaxInProgress, &r.Mode, &r.Windows, &r.NotBefore, &r.Pressure, &r.StaleAfter,
+		&codec.Group{&r.Levels, &r.Runs, &r.ShardPressure, &r.MaxPerShard}}
 }
 
 type windowRec struct {
@@ -204,14 +191,11 @@ type windowRec struct {
 }
 
 func recordPolicy(p *policy.Tenant) policyRec {
-	r := policyRec{policyFields: policyFields{
+	r := policyRec{
 		Class: uint8(p.Class), MaxInProgress: p.MaxInProgress, Mode: uint8(p.Run.Mode), NotBefore: p.NotBefore,
-		Pressure:   thresholdsRec(p.Pressure),
-		StaleAfter: int64(p.StaleAfter),
-	}}
-	r.ShardPressure = thresholdsRec(p.ShardPressure)
-	r.MaxPerShard = p.MaxInProgressPerShard
-	r.Windows = recordWindows(p.Run.Windows)
+		Windows: recordWindows(p.Run.Windows), Pressure: thresholdsRec(p.Pressure), StaleAfter: int64(p.StaleAfter),
+		ShardPressure: thresholdsRec(p.ShardPressure), MaxPerShard: p.MaxInProgressPerShard,
+	}
 	for _, l := range p.Levels {
 		r.Levels = append(r.Levels, levelRec{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: int64(l.MaxAge), CrossShard: uint8(l.CrossShard)})
 	}

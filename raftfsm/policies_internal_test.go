@@ -36,9 +36,9 @@ func TestPolicyRecordLevels(t *testing.T) {
 		require.NoError(t, codec.Default.Unmarshal(data, &r))
 		require.True(t, p.Equal(r.policy()), "%+v", r.policy())
 	}
-	// The seven items are those of policyFields alone.
+	// The seven items are the first seven fields alone.
 	rec := recordPolicy(&plain)
-	short, err := codec.Default.Marshal(&rec.policyFields)
+	short, err := codec.Default.Marshal(rec.items()[:7])
 	require.NoError(t, err)
 	data, err := codec.Default.Marshal(recordPolicy(&plain))
 	require.NoError(t, err)
@@ -46,7 +46,7 @@ func TestPolicyRecordLevels(t *testing.T) {
 
 	// Eight items whose extras are empty are malformed.
 	for _, levels := range [][]levelRec{nil, {}} {
-		bad, err := codec.Default.Marshal(append(rec.items()[:7], &policyExtras{Levels: levels}))
+		bad, err := codec.Default.Marshal(append(rec.items()[:7], &codec.Group{&levels, new([]levelRunRec), new([8]int64), new(uint32)}))
 		require.NoError(t, err)
 		var r policyRec
 		require.ErrorIs(t, codec.Default.Unmarshal(bad, &r), ck.ErrMalformed)

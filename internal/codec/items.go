@@ -36,7 +36,7 @@ func (c *Codec) UnmarshalItems(data []byte, required int, fields ...any) error {
 	}
 	for i, f := range fields {
 		if i >= n {
-			reflect.ValueOf(f).Elem().SetZero()
+			setZero(f)
 			continue
 		}
 		if err := c.Unmarshal(items[i], f); err != nil {
@@ -49,9 +49,59 @@ func (c *Codec) UnmarshalItems(data []byte, required int, fields ...any) error {
 	return nil
 }
 
+// Group is a run of fields, given as pointers in order, that a message
+// writes as one item: an array of all of them, empty when all of them are.
+// Pass a *Group among [Codec.MarshalItems]'s and [Codec.UnmarshalItems]'
+// fields.
+type Group []any
+
+// MarshalCBOR encodes the group as an array of its fields.
+func (g *Group) MarshalCBOR() ([]byte, error) {
+	return Default.Marshal([]any(*g))
+}
+
+// UnmarshalCBOR decodes an array of exactly as many items as the group
+// has fields into them.
+func (g *Group) UnmarshalCBOR(data []byte) error {
+	var items []cbor.RawMessage
+	if err := Default.Unmarshal(data, &items); err != nil {
+		return err
+	}
+	if len(items) != len(*g) {
+		return fmt.Errorf("codec: a group of %d items, want %d: %w", len(items), len(*g), ErrMalformed)
+	}
+	for i, f := range *g {
+		if err := Default.Unmarshal(items[i], f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var groupType = reflect.TypeFor[Group]()
+
+// setZero sets the field f points to, or every field of a group, to zero.
+func setZero(f any) {
+	if g, ok := f.(*Group); ok {
+		for _, f := range *g {
+			setZero(f)
+		}
+		return
+	}
+	reflect.ValueOf(f).Elem().SetZero()
+}
+
 // empty reports whether v encodes as its type's zero value: nil and empty
 // collections encode alike (see [New]).
 func empty(v reflect.Value) bool {
+	if v.Type() == groupType {
+		for i := range v.Len() {
+			if !empty(v.Index(i).Elem().Elem()) {
+				return false
+			}
+		}
+		return true
+	}
 	switch v.Kind() {
 	case reflect.Slice, reflect.Map:
 		return v.Len() == 0

@@ -68,6 +68,44 @@ func TestItemsMalformed(t *testing.T) {
 	require.ErrorIs(t, codec.Default.UnmarshalItems([]byte{0x84, 0x01}, 2, m.items()...), codec.ErrTruncated)
 }
 
+// A group is one item, written when one of its fields is set, and then
+// with all of them.
+func TestItemsGroup(t *testing.T) {
+	type grouped struct {
+		A uint32
+		C []string
+		D uint32
+	}
+	items := func(g *grouped) []any { return []any{&g.A, &codec.Group{&g.C, &g.D}} }
+	for _, c := range []struct {
+		g    grouped
+		want []byte
+	}{
+		{grouped{A: 1}, []byte{0x81, 0x01}},
+		{grouped{A: 1, D: 2}, []byte{0x82, 0x01, 0x82, 0x80, 0x02}},
+		{grouped{C: []string{"c"}}, []byte{0x82, 0x00, 0x82, 0x81, 0x61, 'c', 0x00}},
+	} {
+		data, err := codec.Default.MarshalItems(1, items(&c.g)...)
+		require.NoError(t, err)
+		require.Equal(t, c.want, data)
+		back := grouped{C: []string{"stale"}, D: 9} // reset when absent
+		require.NoError(t, codec.Default.UnmarshalItems(data, 1, items(&back)...))
+		if len(back.C) == 0 {
+			back.C = nil // nil and empty are one value
+		}
+		require.Equal(t, c.g, back)
+	}
+	for name, data := range map[string][]byte{
+		"empty group":  {0x82, 0x01, 0x82, 0x80, 0x00},
+		"short group":  {0x82, 0x01, 0x81, 0x80},
+		"long group":   {0x82, 0x01, 0x83, 0x80, 0x02, 0x03},
+		"not an array": {0x82, 0x01, 0x02},
+	} {
+		var g grouped
+		require.ErrorIs(t, codec.Default.UnmarshalItems(data, 1, items(&g)...), codec.ErrMalformed, name)
+	}
+}
+
 // FuzzItems: arbitrary bytes never panic, and whatever decodes re-encodes
 // in as many items and decodes to the same value. (The bytes may differ:
 // the CBOR decoder takes some values in more than one form.)
