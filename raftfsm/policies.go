@@ -125,12 +125,13 @@ func checkPolicy(p *policy.Tenant) error {
 }
 
 // policyRec is the encoding of a policy.Tenant, in commands and
-// snapshots: an array of seven items, or of eight when one of the parts
-// added after the first release with policies (level overrides and run
-// windows, shard thresholds, the per-shard cap) is set. The eighth item
-// holds those four parts, so that a policy without them keeps the bytes of
-// the first release with policies.
+// snapshots: an array of its eleven fields. In version 5's compact form,
+// the parts added after the first release with policies (level overrides
+// and run windows, shard thresholds, the per-shard cap) are one eighth
+// item, written when one of them is set, so that a policy without them
+// keeps the bytes of the first release with policies.
 type policyRec struct {
+	_             struct{} `cbor:",toarray"`
 	Class         uint8
 	MaxInProgress uint32
 	Mode          uint8
@@ -138,7 +139,7 @@ type policyRec struct {
 	NotBefore     int64
 	Pressure      [8]int64 // slow blocks, stop blocks, slow ready batches, stop ready batches: On, Off each
 	StaleAfter    int64
-	Levels        []levelRec
+	Levels        []levelRec `codec:"optional,group"`
 	Runs          []levelRunRec
 	ShardPressure [8]int64
 	MaxPerShard   uint32
@@ -158,28 +159,6 @@ type levelRunRec struct {
 	Level   uint32
 	Mode    uint8
 	Windows []windowRec
-}
-
-// MarshalCBOR encodes the policy as an array of seven items, or eight
-// with extras.
-func (r policyRec) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(7, r.items()...)
-}
-
-// UnmarshalCBOR decodes [policyRec.MarshalCBOR]'s encoding; eight items
-// without extras are malformed.
-func (r *policyRec) UnmarshalCBOR(data []byte) error {
-	if err := codec.Default.UnmarshalItems(data, 7, r.items()...); err != nil {
-		return fmt.Errorf("raftfsm: policy: %w", err)
-	}
-	return nil
-}
-
-// items lists the policy's encoded fields, in order: the parts added
-// after the first release with policies are one item.
-func (r *policyRec) items() []any {
-	return []any{&r.Class, &r.MaxInProgress, &r.Mode, &r.Windows, &r.NotBefore, &r.Pressure, &r.StaleAfter,
-		&codec.Group{&r.Levels, &r.Runs, &r.ShardPressure, &r.MaxPerShard}}
 }
 
 type windowRec struct {
@@ -254,7 +233,8 @@ func (r *policyRec) policy() policy.Tenant {
 	return p
 }
 
-// policyCommandRec is the encoding of a PolicyCommand.
+// policyCommandRec is the encoding of a PolicyCommand: an array of six
+// items.
 type policyCommandRec struct {
 	_      struct{} `cbor:",toarray"`
 	Action PolicyAction
@@ -265,28 +245,30 @@ type policyCommandRec struct {
 	By     string
 }
 
-// MarshalCBOR encodes the command as an array of six items.
-func (p PolicyCommand) MarshalCBOR() ([]byte, error) {
-	r := policyCommandRec{Action: p.Action, Tenant: p.Tenant, All: p.All, Level: p.Level, By: p.By}
+// recordPolicyCommand returns the record of p, nil for nil.
+func recordPolicyCommand(p *PolicyCommand) *policyCommandRec {
+	if p == nil {
+		return nil
+	}
+	r := &policyCommandRec{Action: p.Action, Tenant: p.Tenant, All: p.All, Level: p.Level, By: p.By}
 	if p.Policy != nil {
 		rec := recordPolicy(p.Policy)
 		r.Policy = &rec
 	}
-	return codec.Default.Marshal(&r)
+	return r
 }
 
-// UnmarshalCBOR decodes [PolicyCommand.MarshalCBOR]'s encoding.
-func (p *PolicyCommand) UnmarshalCBOR(data []byte) error {
-	var r policyCommandRec
-	if err := codec.Default.Unmarshal(data, &r); err != nil {
-		return fmt.Errorf("raftfsm: policy: %w", err)
+// command returns the policy command r records, nil for nil.
+func (r *policyCommandRec) command() *PolicyCommand {
+	if r == nil {
+		return nil
 	}
-	*p = PolicyCommand{Action: r.Action, Tenant: r.Tenant, All: r.All, Level: r.Level, By: r.By}
+	p := &PolicyCommand{Action: r.Action, Tenant: r.Tenant, All: r.All, Level: r.Level, By: r.By}
 	if r.Policy != nil {
 		pol := r.Policy.policy()
 		p.Policy = &pol
 	}
-	return nil
+	return p
 }
 
 // compareForce orders compact-now requests by scope: every tenant first,
