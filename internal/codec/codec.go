@@ -88,6 +88,7 @@ type Codec struct {
 	// this one if isCompact.
 	compact   *Codec
 	isCompact bool
+	types     *types // of the compact codec
 }
 
 // New returns a codec with the given limits (zero fields take defaults).
@@ -120,7 +121,7 @@ func New(l Limits) (*Codec, error) {
 		return nil, fmt.Errorf("codec: decoder options: %w", err)
 	}
 	c := &Codec{enc: enc, dec: dec, limits: l}
-	c.compact = &Codec{enc: enc, dec: dec, limits: l, isCompact: true}
+	c.compact = &Codec{enc: enc, dec: dec, limits: l, isCompact: true, types: &types{}}
 	c.compact.compact = c.compact
 	return c, nil
 }

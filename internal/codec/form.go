@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -65,22 +66,25 @@ func (l *layout) empty(v reflect.Value, i int) bool {
 	return true
 }
 
-// walker writes and reads the compact form. It remembers what it learnt
-// of each type for the duration of one call.
-type walker struct {
-	c       *Codec
-	holds   map[reflect.Type]bool
-	layouts map[reflect.Type]*layout
+// types is what a compact codec learnt of the types it met: their
+// layouts and whether they hold optional fields. It only grows, with
+// values computed from the types alone.
+type types struct {
+	layouts sync.Map // reflect.Type → *layout
+	holds   sync.Map // reflect.Type → bool
 }
 
-func newWalker(c *Codec) *walker {
-	return &walker{c: c, holds: map[reflect.Type]bool{}, layouts: map[reflect.Type]*layout{}}
+// walker writes and reads the compact form.
+type walker struct {
+	c *Codec
 }
+
+func newWalker(c *Codec) walker { return walker{c: c} }
 
 // layout returns the layout of struct type t.
-func (w *walker) layout(t reflect.Type) *layout {
-	if l, ok := w.layouts[t]; ok {
-		return l
+func (w walker) layout(t reflect.Type) *layout {
+	if l, ok := w.c.types.layouts.Load(t); ok {
+		return l.(*layout)
 	}
 	l := &layout{}
 	l.required, l.group = -1, -1
@@ -106,39 +110,55 @@ func (w *walker) layout(t reflect.Type) *layout {
 	if l.group < 0 {
 		l.group = len(l.fields)
 	}
-	w.layouts[t] = l
+	w.c.types.layouts.Store(t, l)
 	return l
 }
 
 // optional reports whether values of type t can hold a struct in array
 // form with optional fields (always, for an interface).
-func (w *walker) optional(t reflect.Type) bool {
-	if h, ok := w.holds[t]; ok {
-		return h
+func (w walker) optional(t reflect.Type) bool {
+	if h, ok := w.c.types.holds.Load(t); ok {
+		return h.(bool)
 	}
-	w.holds[t] = false // a type that holds itself holds them through its other fields
-	h := false
-	switch t.Kind() {
-	case reflect.Interface:
-		h = true
-	case reflect.Pointer, reflect.Slice, reflect.Array:
-		h = w.optional(t.Elem())
-	case reflect.Struct:
-		if f, ok := t.FieldByName("_"); !ok || !strings.Contains(f.Tag.Get("cbor"), "toarray") {
-			break // a struct in map form is written plainly
-		}
-		l := w.layout(t)
-		h = l.required < len(l.fields)
-		for _, i := range l.fields {
-			h = w.optional(t.Field(i).Type) || h
-		}
-	}
-	w.holds[t] = h
+	h := w.holds(t, map[reflect.Type]bool{})
+	w.c.types.holds.Store(t, h)
 	return h
 }
 
+// holds computes optional(t), visiting being the types whose computation
+// is under way (it does not store its results: a type met again through
+// itself is taken not to hold optional fields there).
+func (w walker) holds(t reflect.Type, visiting map[reflect.Type]bool) bool {
+	if h, ok := w.c.types.holds.Load(t); ok {
+		return h.(bool)
+	}
+	if visiting[t] {
+		return false // a type that holds itself holds them through its other fields
+	}
+	visiting[t] = true
+	defer delete(visiting, t)
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return w.holds(t.Elem(), visiting)
+	case reflect.Struct:
+		if f, ok := t.FieldByName("_"); !ok || !strings.Contains(f.Tag.Get("cbor"), "toarray") {
+			return false // a struct in map form is written plainly
+		}
+		l := w.layout(t)
+		h := l.required < len(l.fields)
+		for _, i := range l.fields {
+			h = w.holds(t.Field(i).Type, visiting) || h
+		}
+		return h
+	default:
+		return false
+	}
+}
+
 // compact returns a value whose plain encoding is v's compact form.
-func (w *walker) compact(v reflect.Value) any {
+func (w walker) compact(v reflect.Value) any {
 	if !v.IsValid() {
 		return nil
 	}
@@ -179,7 +199,7 @@ func (w *walker) compact(v reflect.Value) any {
 }
 
 // decode decodes data, v's compact form, into v (settable).
-func (w *walker) decode(data []byte, v reflect.Value) error {
+func (w walker) decode(data []byte, v reflect.Value) error {
 	t := v.Type()
 	if !w.optional(t) || t.Kind() == reflect.Interface {
 		return w.c.unmarshal(data, v.Addr().Interface())
@@ -225,7 +245,7 @@ func (w *walker) decode(data []byte, v reflect.Value) error {
 	}
 }
 
-func (w *walker) decodeStruct(data []byte, v reflect.Value) error {
+func (w walker) decodeStruct(data []byte, v reflect.Value) error {
 	t := v.Type()
 	l := w.layout(t)
 	items, err := w.items(data)
@@ -259,7 +279,7 @@ func (w *walker) decodeStruct(data []byte, v reflect.Value) error {
 }
 
 // decodeGroup decodes the group of struct v from data.
-func (w *walker) decodeGroup(data []byte, v reflect.Value) error {
+func (w walker) decodeGroup(data []byte, v reflect.Value) error {
 	l := w.layout(v.Type())
 	items, err := w.items(data)
 	if err != nil {
@@ -277,7 +297,7 @@ func (w *walker) decodeGroup(data []byte, v reflect.Value) error {
 }
 
 // items splits data, an array, into its items.
-func (w *walker) items(data []byte) ([]cbor.RawMessage, error) {
+func (w walker) items(data []byte) ([]cbor.RawMessage, error) {
 	var items []cbor.RawMessage
 	if err := w.c.unmarshal(data, &items); err != nil {
 		return nil, err

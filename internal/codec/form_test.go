@@ -3,6 +3,7 @@ package codec_test
 import (
 	"encoding/hex"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,6 +84,30 @@ func TestFormsMalformed(t *testing.T) {
 	} {
 		var v outer
 		require.ErrorIs(t, codec.Default.Unmarshal(hexBytes(t, data), &v), codec.ErrMalformed, name)
+	}
+}
+
+// A compact codec met for the first time by several goroutines at once
+// writes the same bytes in each.
+func TestFormsConcurrent(t *testing.T) {
+	c, err := codec.New(codec.Limits{})
+	require.NoError(t, err)
+	v := outer{A: 1, In: &inner{Name: "a", Note: "n"}, Ins: []inner{{Name: "b"}}, D: 2}
+	want, err := codec.Default.Compact().Marshal(&v)
+	require.NoError(t, err)
+	got := make([][]byte, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			b, err := c.Compact().Marshal(&v)
+			if err == nil {
+				got[i] = b
+			}
+		})
+	}
+	wg.Wait()
+	for _, b := range got {
+		require.Equal(t, want, b)
 	}
 }
 
