@@ -7,7 +7,6 @@ import (
 	"github.com/compactkit/compactkit/internal/enum"
 
 	"github.com/compactkit/compactkit/fencing"
-	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
 	"github.com/compactkit/compactkit/internal/ident"
 )
@@ -78,31 +77,9 @@ type Change struct {
 	Outputs []BlockMeta
 	// Reason is why the attempt failed, as the worker reported it (fail
 	// only; at most 1024 bytes of valid UTF-8, longer reasons clipped at a
-	// character boundary).
-	// A change without a reason encodes exactly as before reasons existed;
-	// see [Change.MarshalCBOR].
-	Reason string
-}
-
-// MarshalCBOR encodes the change as a CBOR array of its seven fields, or of
-// eight when it carries a reason.
-func (c Change) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(7, c.items()...)
-}
-
-// UnmarshalCBOR decodes [Change.MarshalCBOR]'s encoding. An eight-field
-// change with an empty reason is malformed: every change has exactly one
-// encoding.
-func (c *Change) UnmarshalCBOR(data []byte) error {
-	if err := codec.Default.UnmarshalItems(data, 7, c.items()...); err != nil {
-		return fmt.Errorf("change: %w", err)
-	}
-	return nil
-}
-
-// items lists the change's encoded fields, in order.
-func (c *Change) items() []any {
-	return []any{&c.Kind, &c.Job, &c.Version, &c.Token, &c.Worker, &c.Plan, &c.Outputs, &c.Reason}
+	// character boundary). The compact encoding (encoding version 1,
+	// command version 5) writes it only when it is set.
+	Reason string `codec:"optional"`
 }
 
 // validReason reports whether s is a reason as ident.ClipReason makes them.

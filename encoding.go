@@ -6,8 +6,12 @@ import (
 
 // encodingVersion is the version of the binary encoding written by this
 // release for the types of this package. Decoders read every version up to
-// it.
+// it. Version 1 writes messages in their compact form (see the
+// internal/codec package): optional trailing fields only when set.
 const encodingVersion byte = 1
+
+// wire is the codec of encoding version 1.
+var wire = codec.Default.Compact()
 
 func readsVersion(v byte) bool { return v >= 1 && v <= encodingVersion }
 
@@ -21,7 +25,7 @@ func decodeValid[T any, P interface {
 	validator
 }](data []byte, k codec.Kind, dst P) error {
 	var v T
-	if _, err := codec.Default.Decode(data, k, readsVersion, &v); err != nil {
+	if _, err := wire.Decode(data, k, readsVersion, &v); err != nil {
 		return err
 	}
 	if err := P(&v).Validate(); err != nil {
@@ -34,7 +38,7 @@ func decodeValid[T any, P interface {
 // MarshalBinary encodes r with a versioned header. Equal requests encode
 // to identical bytes.
 func (r *PollRequest) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindPollRequest, encodingVersion, r)
+	return wire.Encode(codec.KindPollRequest, encodingVersion, r)
 }
 
 // UnmarshalBinary decodes and validates a request encoded by
@@ -47,7 +51,7 @@ func (r *PollRequest) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes r with a versioned header.
 func (r *PollResponse) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindPollResponse, encodingVersion, r)
+	return wire.Encode(codec.KindPollResponse, encodingVersion, r)
 }
 
 // UnmarshalBinary decodes and validates a response encoded by
@@ -58,7 +62,7 @@ func (r *PollResponse) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes b with a versioned header.
 func (b *BlockMeta) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindBlockMeta, encodingVersion, b)
+	return wire.Encode(codec.KindBlockMeta, encodingVersion, b)
 }
 
 // UnmarshalBinary decodes and validates block metadata encoded by
@@ -69,7 +73,7 @@ func (b *BlockMeta) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes p with a versioned header.
 func (p *JobPlan) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindJobPlan, encodingVersion, p)
+	return wire.Encode(codec.KindJobPlan, encodingVersion, p)
 }
 
 // UnmarshalBinary decodes and validates a plan encoded by
@@ -80,7 +84,7 @@ func (p *JobPlan) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes u with a versioned header.
 func (u *PlanUpdate) MarshalBinary() ([]byte, error) {
-	return codec.Default.Encode(codec.KindPlanUpdate, encodingVersion, u)
+	return wire.Encode(codec.KindPlanUpdate, encodingVersion, u)
 }
 
 // UnmarshalBinary decodes and validates an update encoded by

@@ -10,7 +10,6 @@ import (
 	"github.com/compactkit/compactkit/internal/enum"
 
 	"github.com/compactkit/compactkit/fencing"
-	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
 	"github.com/compactkit/compactkit/internal/ident"
 )
@@ -76,28 +75,9 @@ type StatusUpdate struct {
 	Reason string
 	// Signature is the signature the job was assigned with
 	// ([JobReply.Signature]), returned unchanged; empty when the leaders
-	// sign no tokens.
-	Signature []byte
-}
-
-// MarshalCBOR encodes the update as an array of five fields, or six with
-// a signature.
-func (u StatusUpdate) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(5, u.items()...)
-}
-
-// UnmarshalCBOR decodes [StatusUpdate.MarshalCBOR]'s encoding; six fields
-// with an empty signature are malformed.
-func (u *StatusUpdate) UnmarshalCBOR(data []byte) error {
-	if err := codec.Default.UnmarshalItems(data, 5, u.items()...); err != nil {
-		return fmt.Errorf("status update: %w", err)
-	}
-	return nil
-}
-
-// items lists the update's encoded fields, in order.
-func (u *StatusUpdate) items() []any {
-	return []any{&u.Job, &u.Token, &u.Status, &u.Outputs, &u.Reason, &u.Signature}
+	// sign no tokens. The compact encoding (encoding version 1) writes it
+	// only when it is set.
+	Signature []byte `codec:"optional"`
 }
 
 // Validate reports whether u is well-formed on its own. Whether a success
@@ -192,28 +172,10 @@ type JobReply struct {
 	// Signature signs (job, token, worker) when the leaders sign tokens
 	// (assigned only; see the leader package's WithTokenKeys): the worker
 	// returns it with every report on the job. It is added by the leader
-	// to the reply it sends, never kept in the replicated state.
-	Signature []byte
-}
-
-// MarshalCBOR encodes the reply as an array of six fields, or seven with a
-// signature (the poll log in snapshots holds only replies without one).
-func (r JobReply) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(6, r.items()...)
-}
-
-// UnmarshalCBOR decodes [JobReply.MarshalCBOR]'s encoding; seven fields
-// with an empty signature are malformed.
-func (r *JobReply) UnmarshalCBOR(data []byte) error {
-	if err := codec.Default.UnmarshalItems(data, 6, r.items()...); err != nil {
-		return fmt.Errorf("job reply: %w", err)
-	}
-	return nil
-}
-
-// items lists the reply's encoded fields, in order.
-func (r *JobReply) items() []any {
-	return []any{&r.Job, &r.Outcome, &r.Token, &r.Deadline, &r.Lease, &r.Plan, &r.Signature}
+	// to the reply it sends, never kept in the replicated state. The
+	// compact encoding (encoding version 1, snapshot version 4) writes it
+	// only when it is set.
+	Signature []byte `codec:"optional"`
 }
 
 // Validate reports whether r is well-formed.

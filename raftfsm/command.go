@@ -12,6 +12,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/dups"
+	"github.com/compactkit/compactkit/internal/enum"
 	"github.com/compactkit/compactkit/internal/ident"
 )
 
@@ -25,8 +26,10 @@ import (
 //
 // Version 5 is a header, the CBOR body, and the CRC-32C (Castagnoli) of
 // header and body, big-endian, so that a replica detects a damaged entry
-// instead of applying it. Version 6 is encoded as version 5; cluster
-// version 6 grades a tenant's backpressure again on every change of its
+// instead of applying it; the body writes its messages' optional trailing
+// fields only when they are set (the compact form of package
+// internal/codec). Version 6 writes every field of every message, so that
+// the number of fields depends only on the version; cluster version 6 grades a tenant's backpressure again on every change of its
 // queue and compares debt thresholds with ready batches (see
 // policyGradesVersion), and lets a poll that ends a capped tenant's job
 // start the tenant's next one (see capFreedVersion).
@@ -35,6 +38,18 @@ const CommandVersion byte = 6
 // oldestVersion is the oldest command and cluster version this release
 // reads and runs at: the first release's.
 const oldestVersion byte = 5
+
+// fullFormVersion is the first command and cluster version whose commands
+// and snapshots write every field of their messages.
+const fullFormVersion byte = 6
+
+// codecOf returns c in the form of the given command or cluster version.
+func codecOf(c *codec.Codec, version byte) *codec.Codec {
+	if version < fullFormVersion {
+		return c.Compact()
+	}
+	return c
+}
 
 // commandChecksumSize is the size of a command's checksum trailer.
 const commandChecksumSize = 4
@@ -69,30 +84,12 @@ type Command struct {
 	Policy *PolicyCommand
 }
 
-// commandRec is a command's wire form: an array of ten items, or eleven
-// with a policy; the operator item is an [operatorRec].
-type commandRec Command
-
-// MarshalCBOR encodes the command.
-func (c *commandRec) MarshalCBOR() ([]byte, error) {
-	op := (*operatorRec)(c.Operator)
-	return codec.Default.MarshalItems(10, c.items(&op)...)
-}
-
-// UnmarshalCBOR decodes [commandRec.MarshalCBOR]'s encoding; eleven items
-// with no policy are malformed.
-func (c *commandRec) UnmarshalCBOR(data []byte) error {
-	var op *operatorRec
-	err := codec.Default.UnmarshalItems(data, 10, c.items(&op)...)
-	c.Operator = (*Operator)(op)
-	return err
-}
-
-// items lists the command's encoded fields, in order, with op standing for
-// the operator.
-func (c *commandRec) items(op **operatorRec) []any {
-	return []any{&c.Time, &c.AddBlocks, &c.Poll, &c.Config, &c.TookOffice, &c.Retention, &c.Watermark, op,
-		&c.PreparePoll, &c.ClusterVersion, &c.Policy}
+// items lists the command's encoded fields, in order, with p standing for
+// the policy command's record: an array of eleven items (in the compact
+// form of version 5, ten without a policy).
+func (c *Command) items(p **policyCommandRec) []any {
+	return []any{&c.Time, &c.AddBlocks, &c.Poll, &c.Config, &c.TookOffice, &c.Retention, &c.Watermark, &c.Operator,
+		&c.PreparePoll, &c.ClusterVersion, p}
 }
 
 // AddBlocks adds a batch of newly written blocks: each enters the index
@@ -179,24 +176,7 @@ const (
 
 // String returns the action name.
 func (a OperatorAction) String() string {
-	switch a {
-	case OpPause:
-		return "pause"
-	case OpResume:
-		return "resume"
-	case OpRetry:
-		return "retry"
-	case OpSetMaxFailures:
-		return "set_max_failures"
-	case OpCancel:
-		return "cancel"
-	case OpRequeue:
-		return "requeue"
-	case OpMark:
-		return "mark"
-	default:
-		return fmt.Sprintf("OperatorAction(%d)", uint8(a))
-	}
+	return enum.Name("OperatorAction", a, OpPause, "pause", "resume", "retry", "set_max_failures", "cancel", "requeue", "mark")
 }
 
 // Operator is an operator command.
@@ -217,46 +197,19 @@ type Operator struct {
 	// By names who issued the command (an operator, a tool), as the
 	// host's authentication knows them: carried in the log, so every
 	// replica logs it with the command. At most 128 bytes of printable
-	// UTF-8 (an optional CBOR item after Blocks).
-	By string
+	// UTF-8. By, Reason and All are optional in version 5's compact form.
+	By string `codec:"optional"`
 	// Reason says why the blocks are marked (OpMark only): at most
-	// 1024 bytes of printable UTF-8 (an optional CBOR
-	// item after By).
+	// 1024 bytes of printable UTF-8.
 	Reason string
 	// All pauses or resumes every tenant (Tenant empty); an empty Tenant
 	// without All names the empty tenant (the multi-tenant segments' and
-	// cleanup-only jobs'), as in [Retention] and [PolicyCommand]. An
-	// optional CBOR item after Reason.
+	// cleanup-only jobs'), as in [Retention] and [PolicyCommand].
 	All bool
 }
 
 // maxOperatorNameLen bounds [Operator.By].
 const maxOperatorNameLen = 128
-
-// operatorRec is an operator command's wire form: an array of six fields,
-// seven with By, eight with a Reason, or nine with All: the optional
-// fields are written up to the last that is set.
-type operatorRec Operator
-
-// MarshalCBOR encodes the operator command.
-func (o *operatorRec) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(6, o.items()...)
-}
-
-// UnmarshalCBOR decodes [operatorRec.MarshalCBOR]'s encoding; seven fields
-// with an empty By, eight with an empty Reason, or nine without All, are
-// malformed.
-func (o *operatorRec) UnmarshalCBOR(data []byte) error {
-	if err := codec.Default.UnmarshalItems(data, 6, o.items()...); err != nil {
-		return fmt.Errorf("raftfsm: operator: %w", err)
-	}
-	return nil
-}
-
-// items lists the command's encoded fields, in order.
-func (o *operatorRec) items() []any {
-	return []any{&o.Action, &o.Tenant, &o.Level, &o.Job, &o.MaxFailures, &o.Blocks, &o.By, &o.Reason, &o.All}
-}
 
 // PreparePoll is the first entry of a two-commit poll: it changes nothing
 // but the clock; its index becomes the fencing token of the assignments of
@@ -283,10 +236,13 @@ func (c *Command) MarshalVersion(version byte) ([]byte, error) {
 	if version < oldestVersion || version > CommandVersion {
 		return nil, fmt.Errorf("raftfsm: command version %d, this release writes %d to %d: %w", version, oldestVersion, CommandVersion, ErrClusterVersion)
 	}
-	data, err := codec.Default.Encode(codec.KindCommand, version, (*commandRec)(c))
+	p := recordPolicyCommand(c.Policy)
+	body, err := codecOf(codec.Default, version).MarshalItems(10, c.items(&p)...)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: command: %w", err)
 	}
+	data := make([]byte, 0, codec.HeaderSize+len(body)+commandChecksumSize)
+	data = append(codec.AppendHeader(data, codec.KindCommand, version), body...)
 	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli)), nil
 }
 
@@ -318,10 +274,14 @@ func decodeCommand(data []byte) (*Command, byte, error) {
 	if got, want := binary.BigEndian.Uint32(sum), crc32.Checksum(body, castagnoli); got != want {
 		return nil, version, fmt.Errorf("raftfsm: command checksum %08x, computed %08x: %w", got, want, ck.ErrChecksum)
 	}
-	var c Command
-	if _, err := codec.Default.Decode(body, codec.KindCommand, func(byte) bool { return true }, (*commandRec)(&c)); err != nil {
+	var (
+		c Command
+		p *policyCommandRec
+	)
+	if err := codecOf(codec.Default, version).UnmarshalItems(body[codec.HeaderSize:], 10, c.items(&p)...); err != nil {
 		return nil, version, fmt.Errorf("raftfsm: command: %w", err)
 	}
+	c.Policy = p.command()
 	if err := c.Validate(); err != nil {
 		return nil, version, err
 	}

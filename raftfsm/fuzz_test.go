@@ -2,6 +2,9 @@ package raftfsm_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +26,8 @@ func goldenSeeds(f *testing.F, pattern string) {
 }
 
 // FuzzDecodeCommand: decoding never panics, and a command that decodes
-// re-encodes to a command that decodes to the same encoding.
+// re-encodes, in the version it was found in and in the newest, to a
+// command that decodes to the same encoding.
 func FuzzDecodeCommand(f *testing.F) {
 	goldenSeeds(f, "command-*.bin")
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -31,14 +35,34 @@ func FuzzDecodeCommand(f *testing.F) {
 		if err != nil {
 			return
 		}
-		re, err := cmd.MarshalVersion(raftfsm.CommandVersion)
-		require.NoError(t, err)
-		cmd2, err := raftfsm.DecodeCommand(re)
-		require.NoError(t, err)
-		re2, err := cmd2.MarshalVersion(raftfsm.CommandVersion)
-		require.NoError(t, err)
-		require.Equal(t, re, re2)
+		for _, version := range []byte{data[3], raftfsm.CommandVersion} { // the header's version byte
+			re, err := cmd.MarshalVersion(version)
+			require.NoError(t, err)
+			cmd2, err := raftfsm.DecodeCommand(re)
+			require.NoError(t, err)
+			re2, err := cmd2.MarshalVersion(version)
+			require.NoError(t, err)
+			require.Equal(t, re, re2)
+		}
 	})
+}
+
+// A command's body has the form of its version: version 6 every field,
+// version 5 the optional ones only when set. A body under the other
+// version's header is malformed.
+func TestDecodeCommandForms(t *testing.T) {
+	for _, name := range []string{"pause", "mark", "policy-set", "poll-failure"} {
+		for from, to := range map[byte]byte{5: 6, 6: 5} {
+			data, err := os.ReadFile(filepath.Join("testdata", "golden", fmt.Sprintf("v%d", from), "command-"+name+".bin"))
+			require.NoError(t, err)
+			_, err = raftfsm.DecodeCommand(data)
+			require.NoError(t, err)
+			body := append([]byte(nil), data[:len(data)-4]...)
+			body[3] = to
+			_, err = raftfsm.DecodeCommand(binary.BigEndian.AppendUint32(body, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))))
+			require.ErrorIs(t, err, ck.ErrMalformed, "%s: version %d's body under version %d", name, from, to)
+		}
+	}
 }
 
 // FuzzApply: applying arbitrary bytes to a state machine never panics, and

@@ -125,17 +125,12 @@ func checkPolicy(p *policy.Tenant) error {
 }
 
 // policyRec is the encoding of a policy.Tenant, in commands and
-// snapshots: an array of the seven policyFields, or of eight with the
-// parts added since (policyExtras: level overrides and run windows, shard
-// thresholds, the per-shard cap), written only when one is set, so that a policy without
-// them keeps the bytes of the first release with policies.
+// snapshots: an array of its eleven fields. In version 5's compact form,
+// the parts added after the first release with policies (level overrides
+// and run windows, shard thresholds, the per-shard cap) are one eighth
+// item, written when one of them is set, so that a policy without them
+// keeps the bytes of the first release with policies.
 type policyRec struct {
-	policyFields
-	policyExtras
-}
-
-// policyFields are the fields of a policy without extras.
-type policyFields struct {
 	_             struct{} `cbor:",toarray"`
 	Class         uint8
 	MaxInProgress uint32
@@ -144,14 +139,7 @@ type policyFields struct {
 	NotBefore     int64
 	Pressure      [8]int64 // slow blocks, stop blocks, slow ready batches, stop ready batches: On, Off each
 	StaleAfter    int64
-}
-
-// policyExtras are the parts of a policy added after the first release
-// with policies: its level overrides, its level run windows, its shard
-// thresholds and its per-shard cap.
-type policyExtras struct {
-	_             struct{} `cbor:",toarray"`
-	Levels        []levelRec
+	Levels        []levelRec `codec:"optional,group"`
 	Runs          []levelRunRec
 	ShardPressure [8]int64
 	MaxPerShard   uint32
@@ -173,28 +161,6 @@ type levelRunRec struct {
 	Windows []windowRec
 }
 
-// MarshalCBOR encodes the policy as an array of seven items, or eight
-// with extras.
-func (r policyRec) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(7, r.items()...)
-}
-
-// UnmarshalCBOR decodes [policyRec.MarshalCBOR]'s encoding; eight items
-// without extras are malformed.
-func (r *policyRec) UnmarshalCBOR(data []byte) error {
-	if err := codec.Default.UnmarshalItems(data, 7, r.items()...); err != nil {
-		return fmt.Errorf("raftfsm: policy: %w", err)
-	}
-	return nil
-}
-
-// items lists the policy's encoded fields, in order: the extras are one
-// item.
-func (r *policyRec) items() []any {
-	f := &r.policyFields
-	return []any{&f.Class, &f.MaxInProgress, &f.Mode, &f.Windows, &f.NotBefore, &f.Pressure, &f.StaleAfter, &r.policyExtras}
-}
-
 type windowRec struct {
 	_      struct{} `cbor:",toarray"`
 	Days   uint8
@@ -204,14 +170,11 @@ type windowRec struct {
 }
 
 func recordPolicy(p *policy.Tenant) policyRec {
-	r := policyRec{policyFields: policyFields{
+	r := policyRec{
 		Class: uint8(p.Class), MaxInProgress: p.MaxInProgress, Mode: uint8(p.Run.Mode), NotBefore: p.NotBefore,
-		Pressure:   thresholdsRec(p.Pressure),
-		StaleAfter: int64(p.StaleAfter),
-	}}
-	r.ShardPressure = thresholdsRec(p.ShardPressure)
-	r.MaxPerShard = p.MaxInProgressPerShard
-	r.Windows = recordWindows(p.Run.Windows)
+		Windows: recordWindows(p.Run.Windows), Pressure: thresholdsRec(p.Pressure), StaleAfter: int64(p.StaleAfter),
+		ShardPressure: thresholdsRec(p.ShardPressure), MaxPerShard: p.MaxInProgressPerShard,
+	}
 	for _, l := range p.Levels {
 		r.Levels = append(r.Levels, levelRec{Level: l.Level, MaxBlocks: l.MaxBlocks, MaxBytes: l.MaxBytes, MaxAge: int64(l.MaxAge), CrossShard: uint8(l.CrossShard)})
 	}
@@ -270,7 +233,8 @@ func (r *policyRec) policy() policy.Tenant {
 	return p
 }
 
-// policyCommandRec is the encoding of a PolicyCommand.
+// policyCommandRec is the encoding of a PolicyCommand: an array of six
+// items.
 type policyCommandRec struct {
 	_      struct{} `cbor:",toarray"`
 	Action PolicyAction
@@ -281,28 +245,30 @@ type policyCommandRec struct {
 	By     string
 }
 
-// MarshalCBOR encodes the command as an array of six items.
-func (p PolicyCommand) MarshalCBOR() ([]byte, error) {
-	r := policyCommandRec{Action: p.Action, Tenant: p.Tenant, All: p.All, Level: p.Level, By: p.By}
+// recordPolicyCommand returns the record of p, nil for nil.
+func recordPolicyCommand(p *PolicyCommand) *policyCommandRec {
+	if p == nil {
+		return nil
+	}
+	r := &policyCommandRec{Action: p.Action, Tenant: p.Tenant, All: p.All, Level: p.Level, By: p.By}
 	if p.Policy != nil {
 		rec := recordPolicy(p.Policy)
 		r.Policy = &rec
 	}
-	return codec.Default.Marshal(&r)
+	return r
 }
 
-// UnmarshalCBOR decodes [PolicyCommand.MarshalCBOR]'s encoding.
-func (p *PolicyCommand) UnmarshalCBOR(data []byte) error {
-	var r policyCommandRec
-	if err := codec.Default.Unmarshal(data, &r); err != nil {
-		return fmt.Errorf("raftfsm: policy: %w", err)
+// command returns the policy command r records, nil for nil.
+func (r *policyCommandRec) command() *PolicyCommand {
+	if r == nil {
+		return nil
 	}
-	*p = PolicyCommand{Action: r.Action, Tenant: r.Tenant, All: r.All, Level: r.Level, By: r.By}
+	p := &PolicyCommand{Action: r.Action, Tenant: r.Tenant, All: r.All, Level: r.Level, By: r.By}
 	if r.Policy != nil {
 		pol := r.Policy.policy()
 		p.Policy = &pol
 	}
-	return nil
+	return p
 }
 
 // compareForce orders compact-now requests by scope: every tenant first,

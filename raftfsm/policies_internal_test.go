@@ -12,10 +12,12 @@ import (
 	"github.com/compactkit/compactkit/policy"
 )
 
-// A policy is encoded as seven items without per-level parts (the bytes
-// of the first release with policies) and as eight with them; eight items
-// without any are malformed.
+// In version 5's compact form a policy is encoded as seven items without
+// per-level parts (the bytes of the first release with policies) and as
+// eight with them; eight items without any are malformed. The full form
+// is eleven items, whatever the policy.
 func TestPolicyRecordLevels(t *testing.T) {
+	compact := codec.Default.Compact()
 	plain := policy.Tenant{Class: policy.Low, MaxInProgress: 3, StaleAfter: time.Minute}
 	withLevels := plain
 	withLevels.Levels = []policy.Level{{Level: 0, MaxBlocks: 8, MaxAge: time.Minute}, {Level: 2, MaxBytes: 1 << 20, CrossShard: policy.On}}
@@ -28,28 +30,32 @@ func TestPolicyRecordLevels(t *testing.T) {
 	withShardCap := plain
 	withShardCap.MaxInProgressPerShard = 2
 	for _, p := range []policy.Tenant{plain, withLevels, withRuns, both, withShards, withShardCap} {
-		data, err := codec.Default.Marshal(recordPolicy(&p))
-		require.NoError(t, err)
 		extras := len(p.Levels) > 0 || len(p.LevelRuns) > 0 || p.ShardPressure != (policy.Thresholds{}) || p.MaxInProgressPerShard > 0
-		require.Equal(t, map[bool]byte{false: 0x87, true: 0x88}[extras], data[0], "array of seven or eight items")
-		var r policyRec
-		require.NoError(t, codec.Default.Unmarshal(data, &r))
-		require.True(t, p.Equal(r.policy()), "%+v", r.policy())
+		for c, items := range map[*codec.Codec]byte{compact: map[bool]byte{false: 0x87, true: 0x88}[extras], codec.Default: 0x8b} {
+			rec := recordPolicy(&p)
+			data, err := c.Marshal(&rec)
+			require.NoError(t, err)
+			require.Equal(t, items, data[0], "array of seven or eight items, or eleven")
+			var r policyRec
+			require.NoError(t, c.Unmarshal(data, &r))
+			require.True(t, p.Equal(r.policy()), "%+v", r.policy())
+		}
 	}
-	// The seven items are those of policyFields alone.
+	// The seven items are the first seven fields alone.
 	rec := recordPolicy(&plain)
-	short, err := codec.Default.Marshal(&rec.policyFields)
+	first := []any{rec.Class, rec.MaxInProgress, rec.Mode, rec.Windows, rec.NotBefore, rec.Pressure, rec.StaleAfter}
+	short, err := codec.Default.Marshal(first)
 	require.NoError(t, err)
-	data, err := codec.Default.Marshal(recordPolicy(&plain))
+	data, err := compact.Marshal(&rec)
 	require.NoError(t, err)
 	require.Equal(t, short, data)
 
 	// Eight items whose extras are empty are malformed.
 	for _, levels := range [][]levelRec{nil, {}} {
-		bad, err := codec.Default.Marshal(append(rec.items()[:7], &policyExtras{Levels: levels}))
+		bad, err := codec.Default.Marshal(append(first, []any{levels, []levelRunRec{}, [8]int64{}, uint32(0)}))
 		require.NoError(t, err)
 		var r policyRec
-		require.ErrorIs(t, codec.Default.Unmarshal(bad, &r), ck.ErrMalformed)
+		require.ErrorIs(t, compact.Unmarshal(bad, &r), ck.ErrMalformed)
 	}
 }
 

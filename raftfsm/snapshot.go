@@ -18,18 +18,27 @@ import (
 // SnapshotVersion is the newest version of the snapshot stream this
 // release writes. Restore reads every version from the first release's, 4
 // (written at cluster version 5), up to it. A state machine writes the
-// version of its cluster version (every cluster version so far writes
-// version 4), so that a replica of the previous release can install its
-// leader's snapshot during a rolling upgrade. Its
+// version of its cluster version (version 4 at cluster version 5, version
+// 5 at cluster version 6), so that a replica of the previous release can
+// install its leader's snapshot during a rolling upgrade. Version 4 writes
+// its messages' optional trailing fields only when they are set (the
+// compact form of package internal/codec); version 5 writes every field.
+// Its
 // sections may be in versions of their own (the scheduler's failure
 // records, the planner's marks). The header is followed by the counts of
 // the scheduling policies, the poll log, then the policies' frames: the
 // tenants' policies, the compact-now requests and the backpressure grades.
-const SnapshotVersion byte = 4
+const SnapshotVersion byte = 5
 
 // oldestSnapshotVersion is the oldest snapshot version this release
-// reads: the one the first release writes.
+// reads: the one the first release writes, at cluster version 5.
 const oldestSnapshotVersion byte = 4
+
+// snapshotVersionOf returns the snapshot version written at a cluster
+// version.
+func snapshotVersionOf(clusterVersion byte) byte {
+	return clusterVersion - oldestVersion + oldestSnapshotVersion
+}
 
 // pollsPerFrame bounds the poll-log records of one snapshot frame.
 const pollsPerFrame = 256
@@ -48,34 +57,17 @@ type snapshotHeader struct {
 }
 
 // snapshotPolicies is the second part of the header: the default
-// policy and the counts of the policy frames that follow the poll log. It
-// is an array of four items, or of five with shard grades (written only
-// when there are some: a state without keeps the bytes of the first
-// release with policies).
+// policy and the counts of the policy frames that follow the poll log. In
+// version 4's compact form, the count of shard grades is written only when
+// there are some: a state without keeps the bytes of the first release
+// with policies.
 type snapshotPolicies struct {
 	_           struct{} `cbor:",toarray"`
 	Default     policyRec
 	Tenants     int
 	Compact     int
 	Grades      int
-	ShardGrades int
-}
-
-// MarshalCBOR encodes the header as four items, or five with shard
-// grades.
-func (h snapshotPolicies) MarshalCBOR() ([]byte, error) {
-	return codec.Default.MarshalItems(4, h.items()...)
-}
-
-// UnmarshalCBOR decodes [snapshotPolicies.MarshalCBOR]'s encoding; five
-// items with no shard grade are malformed.
-func (h *snapshotPolicies) UnmarshalCBOR(data []byte) error {
-	return codec.Default.UnmarshalItems(data, 4, h.items()...)
-}
-
-// items lists the header's encoded fields, in order.
-func (h *snapshotPolicies) items() []any {
-	return []any{&h.Default, &h.Tenants, &h.Compact, &h.Grades, &h.ShardGrades}
+	ShardGrades int `codec:"optional"`
 }
 
 // tenantPolicyRec is a tenant's own policy in a snapshot.
@@ -141,7 +133,7 @@ func (f *FSM) Snapshot(w io.Writer) error {
 }
 
 func (st *state) writeHeader(w io.Writer) error {
-	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSnapshot, SnapshotVersion)
+	sw, err := codec.NewWriter(w, codecOf(codec.Snapshot, st.clusterVersion), codec.KindSnapshot, snapshotVersionOf(st.clusterVersion))
 	if err != nil {
 		return fmt.Errorf("raftfsm: snapshot: %w", err)
 	}
@@ -283,11 +275,14 @@ func readState(r io.Reader) (*state, error) {
 	if version < oldestSnapshotVersion || version > SnapshotVersion {
 		return nil, fmt.Errorf("raftfsm: restore: snapshot version %d, this release reads %d to %d: %w", version, oldestSnapshotVersion, SnapshotVersion, ck.ErrUnknownVersion)
 	}
+	if version < snapshotVersionOf(fullFormVersion) {
+		sr.Compact()
+	}
 	var h snapshotHeader
 	if err := sr.Decode(&h); err != nil {
 		return nil, fmt.Errorf("raftfsm: restore: header: %w", restoreErr(err))
 	}
-	if h.ClusterVersion < oldestVersion || h.ClusterVersion > CommandVersion ||
+	if h.ClusterVersion < oldestVersion || h.ClusterVersion > CommandVersion || snapshotVersionOf(h.ClusterVersion) != version ||
 		h.PollLogTTL < 0 || h.Workers < 0 || h.Now < 0 || h.MaxClockStep < 0 {
 		return nil, fmt.Errorf("raftfsm: restore: header %+v of a version %d snapshot: %w", h, version, ck.ErrMalformed)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -83,6 +84,11 @@ type Codec struct {
 	enc    cbor.EncMode
 	dec    cbor.DecMode
 	limits Limits
+	// compact is the codec of the compact form (see [Codec.Compact]):
+	// this one if isCompact.
+	compact   *Codec
+	isCompact bool
+	types     *types // of the compact codec
 }
 
 // New returns a codec with the given limits (zero fields take defaults).
@@ -114,7 +120,10 @@ func New(l Limits) (*Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codec: decoder options: %w", err)
 	}
-	return &Codec{enc: enc, dec: dec, limits: l}, nil
+	c := &Codec{enc: enc, dec: dec, limits: l}
+	c.compact = &Codec{enc: enc, dec: dec, limits: l, isCompact: true, types: &types{}}
+	c.compact.compact = c.compact
+	return c, nil
 }
 
 // Must is like [New] for limits known to be valid; it panics on error,
@@ -139,8 +148,12 @@ var Snapshot = Must(SnapshotLimits)
 // Limits returns the codec's limits.
 func (c *Codec) Limits() Limits { return c.limits }
 
-// Marshal encodes v deterministically, without a header.
+// Marshal encodes v deterministically, without a header, in the codec's
+// form (see [Codec.Compact]).
 func (c *Codec) Marshal(v any) ([]byte, error) {
+	if c.isCompact {
+		v = newWalker(c).compact(reflect.ValueOf(v))
+	}
 	b, err := c.enc.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("codec: encode %T: %w", v, err)
@@ -148,13 +161,22 @@ func (c *Codec) Marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
-// Unmarshal decodes exactly one value from data into v. Trailing bytes, a
-// value of the wrong shape and input beyond the limits are errors wrapping
-// [ErrMalformed], [ErrTruncated] or [ErrTooLarge].
+// Unmarshal decodes exactly one value, in the codec's form, from data into
+// v. Trailing bytes, a value of the wrong shape and input beyond the
+// limits are errors wrapping [ErrMalformed], [ErrTruncated] or
+// [ErrTooLarge].
 func (c *Codec) Unmarshal(data []byte, v any) error {
 	if len(data) > c.limits.MaxBytes {
 		return fmt.Errorf("codec: %d bytes, limit %d: %w", len(data), c.limits.MaxBytes, ErrTooLarge)
 	}
+	if rv := reflect.ValueOf(v); c.isCompact && rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		return newWalker(c).decode(data, rv.Elem())
+	}
+	return c.unmarshal(data, v)
+}
+
+// unmarshal decodes exactly one value from data into v, in plain CBOR.
+func (c *Codec) unmarshal(data []byte, v any) error {
 	rest, err := c.dec.UnmarshalFirst(data, v)
 	if err != nil {
 		return classify(err, v)

@@ -23,6 +23,12 @@
 //     first error in the manner of bufio.Scanner, so that a restorer checks
 //     one error per frame rather than one per column. See [Decoder].
 //
+// A message that gained fields after the first release is written in one
+// of two forms, chosen by the codec that encodes the enclosing value: the
+// full form (every field; the form of [Default] and [Snapshot]) and the
+// compact form of the first release's versions (optional trailing fields
+// only when set; [Codec.Compact]). Nested messages never choose.
+//
 // Decoding is hardened against hostile input: array, map and nesting limits
 // are explicit ([Limits]), frames have a maximum size, and every failure
 // returns an error wrapping one of the sentinel errors of this package rather

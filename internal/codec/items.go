@@ -8,26 +8,31 @@ import (
 )
 
 // MarshalItems encodes a value as a CBOR array of its fields, given as
-// pointers in order: the first required ones, then the optional ones up to
-// the last that is not empty (a nil or zero value, an empty collection, a
-// struct of empty fields). A value that leaves its optional fields empty
-// thus keeps the bytes of the release before them. It is how a message
-// type with optional trailing fields writes itself with one struct.
+// pointers in order, in the codec's form: all of them in the full form;
+// in the compact form (see [Codec.Compact]), the first required ones, then
+// the optional ones up to the last that is not empty. It is how a message
+// whose fields are not one struct (a record built around another type)
+// writes itself.
 func (c *Codec) MarshalItems(required int, fields ...any) ([]byte, error) {
 	n := len(fields)
-	for n > required && empty(reflect.ValueOf(fields[n-1]).Elem()) {
+	for c.isCompact && n > required && empty(reflect.ValueOf(fields[n-1]).Elem()) {
 		n--
 	}
 	return c.Marshal(fields[:n])
 }
 
-// UnmarshalItems decodes data, a CBOR array of required to len(fields)
-// items, into fields (pointers, in order), setting the optional fields it
-// does not hold to zero. An array whose last optional item is empty is
-// malformed: every value has exactly one encoding, [Codec.MarshalItems]'s.
+// UnmarshalItems decodes data, [Codec.MarshalItems]'s encoding, into
+// fields (pointers, in order): an array of all of them in the full form;
+// in the compact form, an array of required to len(fields) items, setting
+// the optional fields it does not hold to zero. A compact array whose last
+// optional item is empty is malformed: every value has exactly one
+// encoding.
 func (c *Codec) UnmarshalItems(data []byte, required int, fields ...any) error {
+	if !c.isCompact {
+		required = len(fields)
+	}
 	var items []cbor.RawMessage
-	if err := c.Unmarshal(data, &items); err != nil {
+	if err := c.unmarshal(data, &items); err != nil {
 		return err
 	}
 	n := len(items)

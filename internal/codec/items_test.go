@@ -8,6 +8,8 @@ import (
 	"github.com/compactkit/compactkit/internal/codec"
 )
 
+var compact = codec.Default.Compact()
+
 // msg has two required fields and two optional ones.
 type msg struct {
 	A uint32
@@ -31,13 +33,13 @@ func TestItems(t *testing.T) {
 		{msg{D: &one}, 4}, // an empty C before a set D is written
 		{msg{C: []string{"c"}, D: &one}, 4},
 	} {
-		data, err := codec.Default.MarshalItems(2, c.m.items()...)
+		data, err := compact.MarshalItems(2, c.m.items()...)
 		require.NoError(t, err)
 		require.Equal(t, 0x80+c.items, data[0], "%+v", c.m)
 		var back msg
 		back.B = "stale" // overwritten
 		back.D = &one    // reset when absent
-		require.NoError(t, codec.Default.UnmarshalItems(data, 2, back.items()...))
+		require.NoError(t, compact.UnmarshalItems(data, 2, back.items()...))
 		want := c.m
 		if len(want.C) == 0 {
 			want.C = nil
@@ -62,10 +64,30 @@ func TestItemsMalformed(t *testing.T) {
 		data, err := codec.Default.Marshal(v)
 		require.NoError(t, err)
 		var m msg
-		require.ErrorIs(t, codec.Default.UnmarshalItems(data, 2, m.items()...), codec.ErrMalformed, name)
+		require.ErrorIs(t, compact.UnmarshalItems(data, 2, m.items()...), codec.ErrMalformed, name)
 	}
 	var m msg
-	require.ErrorIs(t, codec.Default.UnmarshalItems([]byte{0x84, 0x01}, 2, m.items()...), codec.ErrTruncated)
+	require.ErrorIs(t, compact.UnmarshalItems([]byte{0x84, 0x01}, 2, m.items()...), codec.ErrTruncated)
+}
+
+// The full form writes and reads every field, whatever their values.
+func TestItemsFull(t *testing.T) {
+	one := uint32(1)
+	for _, m := range []msg{{}, {A: 7, B: "b"}, {D: &one}} {
+		data, err := codec.Default.MarshalItems(2, m.items()...)
+		require.NoError(t, err)
+		require.Equal(t, byte(0x84), data[0], "%+v", m)
+		var back msg
+		back.D = &one
+		require.NoError(t, codec.Default.UnmarshalItems(data, 2, back.items()...))
+		require.Equal(t, m.D, back.D)
+	}
+	for _, v := range [][]any{{uint32(1), "b"}, {uint32(1), "b", []string{"c"}}, {uint32(1), "b", nil, nil, nil}} {
+		data, err := codec.Default.Marshal(v)
+		require.NoError(t, err)
+		var m msg
+		require.ErrorIs(t, codec.Default.UnmarshalItems(data, 2, m.items()...), codec.ErrMalformed, "%v", v)
+	}
 }
 
 // FuzzItems: arbitrary bytes never panic, and whatever decodes re-encodes
@@ -74,20 +96,20 @@ func TestItemsMalformed(t *testing.T) {
 func FuzzItems(f *testing.F) {
 	one := uint32(1)
 	for _, m := range []msg{{}, {A: 7, B: "b", C: []string{"c"}}, {D: &one}} {
-		data, err := codec.Default.MarshalItems(2, m.items()...)
+		data, err := compact.MarshalItems(2, m.items()...)
 		require.NoError(f, err)
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m msg
-		if codec.Default.UnmarshalItems(data, 2, m.items()...) != nil {
+		if compact.UnmarshalItems(data, 2, m.items()...) != nil {
 			return
 		}
-		again, err := codec.Default.MarshalItems(2, m.items()...)
+		again, err := compact.MarshalItems(2, m.items()...)
 		require.NoError(t, err)
 		require.Equal(t, data[0], again[0], "the array's length")
 		var back msg
-		require.NoError(t, codec.Default.UnmarshalItems(again, 2, back.items()...))
+		require.NoError(t, compact.UnmarshalItems(again, 2, back.items()...))
 		require.Equal(t, m, back)
 	})
 }

@@ -162,6 +162,10 @@ func NewReader(r io.Reader, c *Codec, k Kind) (*Reader, error) {
 // Version returns the version in the stream's header.
 func (r *Reader) Version() byte { return r.version }
 
+// Compact makes the reader decode the frames that follow in the compact
+// form (see [Codec.Compact]), for a stream whose version writes it.
+func (r *Reader) Compact() { r.c = r.c.Compact() }
+
 func (r *Reader) readFull(p []byte) error {
 	if _, err := io.ReadFull(r.br, p); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
