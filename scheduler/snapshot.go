@@ -45,15 +45,16 @@ type snapHeader struct {
 }
 
 // MarshalCBOR encodes the header as seven items, or eight with failure
-// records.
+// records: in the compact form, so that the number of items follows the
+// section's version (version 2 is written only with failure records).
 func (h snapHeader) MarshalCBOR() ([]byte, error) {
-	return codec.Snapshot.MarshalItems(7, h.items()...)
+	return codec.Snapshot.Compact().MarshalItems(7, h.items()...)
 }
 
 // UnmarshalCBOR decodes [snapHeader.MarshalCBOR]'s encoding; eight items
 // with no failure record are malformed.
 func (h *snapHeader) UnmarshalCBOR(data []byte) error {
-	return codec.Snapshot.UnmarshalItems(data, 7, h.items()...)
+	return codec.Snapshot.Compact().UnmarshalItems(data, 7, h.items()...)
 }
 
 // items lists the header's encoded fields, in order.
