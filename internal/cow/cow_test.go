@@ -113,6 +113,8 @@ func TestModel(t *testing.T) {
 				}
 			}
 			if len(vs) == 0 {
+				// rapid: the action does not apply now; another is drawn.
+				// Not a skipped test: rapid draws another action.
 				t.Skip("no open view")
 			}
 			return rapid.SampledFrom(vs).Draw(t, "view")
