@@ -84,6 +84,39 @@
 // the output prefix of an attempt that ended without commit (reassigned,
 // evicted, cancelled).
 //
+// # Records
+//
+// Once the state machine turns records on ([Index.SetRecords], from
+// cluster version 6), an applied replacement writes one tombstone record
+// listing its sources, instead of one tombstone per source. A record is
+// released, attached, detached and confirmed as a unit; its sources share
+// its creation time, release time and entry. Orphan prefixes and
+// retention's tombstones stand alone, as do the tombstones made before
+// records were turned on: both kinds are pending side by side until they
+// are confirmed, and a tombstone that stands alone behaves as a record of
+// one object.
+//
+//   - Order. The pool orders records and tombstones that stand alone by
+//     release time, creation time, then the key of a record's first source
+//     (its sources sorted by kind and target). [View.Releasable] expands a
+//     record at its place into its sources, one after the other in that
+//     order: a worker sees objects to delete, in the form it always has.
+//   - Batch limits count objects. A job takes the objects the state
+//     machine pulls (up to the planner's TombstonesPerJob, or a cleanup-only
+//     job's batch), and [Index.Attach] attaches a record whole when any of
+//     its sources is listed: the job's plan gets every source of the
+//     record, in order, at the place of the first one listed, so a job may
+//     carry up to one record's sources minus one beyond its limit. A record
+//     is never split between jobs; sources listed again for another job
+//     while the record is held are not accepted.
+//   - Attach, Confirm and Detach act on whole records: the holder is
+//     recorded once per record, Confirm removes the record and writes a
+//     deletion record for each source, Detach returns the record to the
+//     pool. Their counts are of objects.
+//   - Operators ask about objects: [View.Tombstone] and [View.Tombstones]
+//     answer for each source of a record, with the record's times, entry and
+//     holder in its [TombstoneInfo], and [Stats] counts objects.
+//
 // # Retention
 //
 // [Index.DropBefore] turns the live blocks of a tenant (or of every tenant)
@@ -101,8 +134,11 @@
 // wrapping one of the root package's decoding errors
 // ([compactkit.ErrMalformed], [compactkit.ErrTruncated], ...). The bytes are
 // a function of the logical state only: Restore(Snapshot(x)) behaves
-// exactly like x and re-snapshots to identical bytes. Version 1 is
-// recorded in testdata/golden, and every later release must restore it.
+// exactly like x and re-snapshots to identical bytes. A snapshot is written
+// at version 1 while no record is pending, and at version 2, which adds a
+// records section, otherwise. Both are recorded in testdata/golden, and
+// every later release must restore them. Whether records are on is not in
+// the snapshot: the state machine sets it before every replacement.
 //
 // # Configuration
 //

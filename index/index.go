@@ -31,6 +31,10 @@ type Index struct {
 	pivot  *block // scratch search keys for the Apply goroutine
 	tprobe *tomb
 
+	// records makes Replace tombstone a replacement's sources as one
+	// record (see SetRecords).
+	records bool
+
 	// gen moves on when the tree of runs is frozen for a view (see wRuns):
 	// a run or a leaf of its blocks whose gen is older may be shared with
 	// a view and is cloned before it is mutated. idGen does the same for
@@ -86,6 +90,14 @@ func (x *Index) SetConfig(cfg Config) error {
 	x.s.cfg = cfg
 	return nil
 }
+
+// SetRecords chooses how [Index.Replace] tombstones the sources of the
+// replacements it applies from now on: as one record listing them (on), or
+// as one tombstone each (off). Tombstones and records already pending stay
+// what they are. The state machine sets it from its cluster version before
+// every replacement it applies (records from version 6), so it is not part
+// of the snapshot.
+func (x *Index) SetRecords(on bool) { x.records = on }
 
 // advance moves the index clock to now if now is later, and returns the
 // effective time.
@@ -266,7 +278,8 @@ type Stats struct {
 	// TombstonesReleasable counts unattached tombstones releasable at the
 	// index's log time.
 	TombstonesReleasable int
-	// TombstonesAttached counts tombstones held by a job.
+	// TombstonesAttached counts tombstones held by a job. The three
+	// counts are of objects: a record counts its sources.
 	TombstonesAttached int
 	// Orphans counts prefix tombstones (outputs of attempts that ended
 	// without commit), in any of the three states above.
@@ -289,7 +302,7 @@ type Stats struct {
 // of releasable tombstones.
 func (x *Index) Stats() Stats {
 	st := Stats{
-		TombstonesAttached:  x.s.held.Len(),
+		TombstonesAttached:  x.s.ntombs - x.s.pooled,
 		Orphans:             x.orphans,
 		ReplacementsApplied: x.s.applied,
 		ReplacementsRefused: x.s.refused,
@@ -311,7 +324,7 @@ func (x *Index) Stats() Stats {
 		if !x.s.releasable(p.created, p.release, now) {
 			return false
 		}
-		st.TombstonesReleasable++
+		st.TombstonesReleasable += p.size()
 		return true
 	})
 	st.TombstonesPending = x.s.pooled - st.TombstonesReleasable

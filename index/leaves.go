@@ -292,37 +292,34 @@ func (o leafOps[T]) delete(t *btree.BTreeG[leafRef[T]], gen uint64, x T) bool {
 // merge merges the leaf of r (l, mutable) with its next or previous leaf if
 // both fit in three quarters of a leaf.
 func (o leafOps[T]) merge(t *btree.BTreeG[leafRef[T]], r leafRef[T], l *leaf[T], gen uint64) {
-	var prev, next leafRef[T]
-	seen := 0
-	t.AscendGreaterOrEqual(r, func(n leafRef[T]) bool {
-		seen++
-		if seen == 2 {
-			next = n
-			return false
-		}
-		return true
-	})
-	if next.l != nil && len(l.items)+len(next.l.items) <= o.max*3/4 {
+	if next := neighbour(t.AscendGreaterOrEqual, r); next.l != nil && len(l.items)+len(next.l.items) <= o.max*3/4 {
 		l.items = append(o.grow(l.items, len(next.l.items)), next.l.items...)
 		o.bounds(l)
 		t.Delete(next)
 		return
 	}
-	seen = 0
-	t.DescendLessOrEqual(r, func(n leafRef[T]) bool {
-		seen++
-		if seen == 2 {
-			prev = n
-			return false
-		}
-		return true
-	})
-	if prev.l != nil && len(l.items)+len(prev.l.items) <= o.max*3/4 {
+	if prev := neighbour(t.DescendLessOrEqual, r); prev.l != nil && len(l.items)+len(prev.l.items) <= o.max*3/4 {
 		p := o.mutable(t, prev, gen)
 		p.items = append(o.grow(p.items, len(l.items)), l.items...)
 		o.bounds(p)
 		t.Delete(r)
 	}
+}
+
+// neighbour returns the leaf next to r in the direction walk visits the
+// tree from r (AscendGreaterOrEqual or DescendLessOrEqual), or a zero
+// leafRef if there is none.
+func neighbour[T any](walk func(leafRef[T], btree.ItemIteratorG[leafRef[T]]), r leafRef[T]) leafRef[T] {
+	var out leafRef[T]
+	seen := 0
+	walk(r, func(n leafRef[T]) bool {
+		if seen++; seen == 2 {
+			out = n
+			return false
+		}
+		return true
+	})
+	return out
 }
 
 // appendSorted adds to t (the owner's, at generation gen) sorted, distinct

@@ -33,12 +33,29 @@ type model struct {
 	applied    uint64
 	refused    uint64
 	duplicates uint64
+	records    bool // replacements make records (SetRecords)
 }
 
+// mtomb is a pending tombstone. The sources of a record share one srcs
+// (sorted) and always have the same holder.
 type mtomb struct {
 	created, release int64
 	index            uint64
 	job              string
+	srcs             []ck.Tombstone // the record's sources; nil if it stands alone
+}
+
+// lead returns the tombstone k (pending, with state t) stands with: its
+// record's first source, or itself.
+func (t *mtomb) lead(k ck.Tombstone) ck.Tombstone {
+	if t.srcs != nil {
+		return t.srcs[0]
+	}
+	return k
+}
+
+func cmpTombstone(a, b ck.Tombstone) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target))
 }
 
 type mresKey struct {
@@ -160,9 +177,24 @@ func (m *model) replace(e ck.Entry, now int64, job string, token fencing.Token, 
 		m.results[key], m.resultAt[key] = r, now
 		return r
 	}
+	var srcs []ck.Tombstone
 	for _, id := range sources {
 		delete(m.live, id)
-		m.newTomb(ck.Tombstone{Kind: ck.TombstoneBlock, Target: id}, e.Index)
+		srcs = append(srcs, ck.Tombstone{Kind: ck.TombstoneBlock, Target: id})
+	}
+	if m.records {
+		slices.SortFunc(srcs, cmpTombstone)
+		m.newTomb(srcs[0], e.Index)
+		rec := m.tombs[srcs[0]]
+		rec.srcs = srcs
+		for _, k := range srcs[1:] {
+			c := *rec
+			m.tombs[k] = &c
+		}
+	} else {
+		for _, k := range srcs {
+			m.newTomb(k, e.Index)
+		}
 	}
 	for _, o := range outputs {
 		m.live[o.ID] = o.Clone()
@@ -235,23 +267,28 @@ func (m *model) releasableList(now int64) []ck.Tombstone {
 	slices.SortFunc(out, func(a, b ck.Tombstone) int {
 		ta, tb := m.tombs[a], m.tombs[b]
 		return cmp.Or(cmp.Compare(ta.release, tb.release), cmp.Compare(ta.created, tb.created),
-			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target))
+			cmpTombstone(ta.lead(a), tb.lead(b)), cmpTombstone(a, b))
 	})
 	return out
 }
 
-func (m *model) attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone {
+func (m *model) attach(now int64, job string, ts []ck.Tombstone) (out []ck.Tombstone) {
 	now = m.advance(now)
-	if ident.ValidateJobName(job) != nil {
-		return nil
-	}
-	var out []ck.Tombstone
 	for _, k := range ts {
 		t, ok := m.tombs[k]
-		if ok && m.releasable(t, now) {
-			t.job = job
-			out = append(out, k)
+		if ident.ValidateJobName(job) != nil || !ok || !m.releasable(t, now) {
+			continue
 		}
+		// A record's sources all at once, or the tombstone that stands
+		// alone.
+		members := t.srcs
+		if members == nil {
+			members = []ck.Tombstone{k}
+		}
+		for _, src := range members {
+			m.tombs[src].job = job
+		}
+		out = append(out, members...)
 	}
 	return out
 }
@@ -363,9 +400,7 @@ func (m *model) tombstoneInfos() []TombstoneInfo {
 	for k, t := range m.tombs {
 		out = append(out, TombstoneInfo{Tombstone: k, Created: t.created, Index: t.index, ReleaseAt: t.release, Job: t.job})
 	}
-	slices.SortFunc(out, func(a, b TombstoneInfo) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target))
-	})
+	slices.SortFunc(out, func(a, b TombstoneInfo) int { return cmpTombstone(a.Tombstone, b.Tombstone) })
 	return out
 }
 
@@ -461,9 +496,7 @@ func (mm *modelMachine) tombKeys() []ck.Tombstone {
 	for k := range mm.m.tombs {
 		ks = append(ks, k)
 	}
-	slices.SortFunc(ks, func(a, b ck.Tombstone) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Target, b.Target))
-	})
+	slices.SortFunc(ks, cmpTombstone)
 	return ks
 }
 
@@ -637,8 +670,23 @@ func (mm *modelMachine) AttachReleasable(t *rapid.T) {
 	}
 	want := mm.m.attach(now, job, ts)
 	got := mm.x.Attach(now, job, ts)
-	require.Equal(t, ts, got, "tombstones handed out as releasable must attach")
+	requireHandedOut(t, mm.m, ts, got)
 	require.Equal(t, want, got)
+}
+
+// requireHandedOut checks that the tombstones ts, pulled in release order,
+// attach as they are, and a record whole: got is ts followed by the rest
+// of the last one's record, if it is a source of a record.
+func requireHandedOut(t *rapid.T, m *model, ts, got []ck.Tombstone) {
+	require.Equal(t, nonNilT(ts), nonNilT(got[:min(len(ts), len(got))]), "tombstones handed out as releasable must attach")
+	var rest []ck.Tombstone
+	if len(ts) > 0 {
+		last := ts[len(ts)-1]
+		if srcs := m.tombs[last].srcs; srcs != nil {
+			rest = srcs[slices.Index(srcs, last)+1:]
+		}
+	}
+	require.Equal(t, nonNilT(rest), nonNilT(got[min(len(ts), len(got)):]), "a record attaches whole")
 }
 
 func (mm *modelMachine) Release(t *rapid.T) {
@@ -648,11 +696,12 @@ func (mm *modelMachine) Release(t *rapid.T) {
 	mm.m.advance(now)
 	var want []ck.Tombstone
 	if ident.ValidateJobName(job) == nil {
-		want = mm.m.releasableList(now)
-		if limit > 0 && len(want) > limit {
-			want = want[:limit]
+		pulled := mm.m.releasableList(now)
+		if limit > 0 && len(pulled) > limit {
+			pulled = pulled[:limit]
 		}
-		require.Equal(t, want, mm.m.attach(now, job, want))
+		want = mm.m.attach(now, job, pulled)
+		requireHandedOut(t, mm.m, pulled, want)
 	}
 	got := ReleaseTo(mm.x, now, job, limit)
 	require.Equal(t, nonNilT(want), nonNilT(got))
@@ -667,6 +716,12 @@ func (mm *modelMachine) Confirm(t *rapid.T) {
 func (mm *modelMachine) Detach(t *rapid.T) {
 	job := rapid.SampledFrom(modelJobs).Draw(t, "job")
 	require.Equal(t, mm.m.detach(job), mm.x.Detach(job))
+}
+
+func (mm *modelMachine) SetRecords(t *rapid.T) {
+	on := rapid.IntRange(0, 3).Draw(t, "records") > 0
+	mm.m.records = on
+	mm.x.SetRecords(on)
 }
 
 func (mm *modelMachine) Watermark(t *rapid.T) {
@@ -719,6 +774,8 @@ func (mm *modelMachine) SnapshotRestore(t *rapid.T) {
 	require.NoError(t, y.View().Snapshot(&b))
 	require.Equal(t, a.Bytes(), b.Bytes(), "re-snapshot differs")
 	require.Equal(t, mm.x.Stats(), y.Stats())
+	// The record flag is not in the snapshot: the state machine sets it.
+	y.SetRecords(mm.m.records)
 	mm.x = y
 }
 
@@ -767,7 +824,12 @@ func (mm *modelMachine) Check(t *rapid.T) {
 	infos := x.View().Tombstones(ck.Tombstone{}, 0)
 	require.Equal(t, m.tombstoneInfos(), infos)
 	held := map[string][]ck.Tombstone{}
-	for _, ti := range infos {
+	for i, ti := range infos {
+		// A record is held by at most one job: its sources have one holder.
+		if srcs := m.tombs[ti.Tombstone].srcs; srcs != nil {
+			lead, _ := x.View().Tombstone(srcs[0])
+			require.Equal(t, lead.Job, infos[i].Job, "sources of one record held apart")
+		}
 		if ti.Kind == ck.TombstoneBlock {
 			require.False(t, x.View().Live(ti.Target), "%s live and tombstoned", ti.Target)
 		}
@@ -890,4 +952,143 @@ func TestIndexModel(t *testing.T) {
 		mm := &modelMachine{x: x, m: newModel(cfg)}
 		t.Repeat(rapid.StateMachineActions(mm))
 	})
+}
+
+// TestRecordsDeleteEachSourceOnce: with records, jobs that attach,
+// detach and confirm in any order delete every source of every applied
+// replacement exactly once, a record is held whole by one job at a time
+// (Detach returns it whole to the pool), Confirm writes a deletion record
+// for each of its sources, and a replica restored mid-history behaves like
+// the one that applied the whole history.
+func TestRecordsDeleteEachSourceOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := Config{DedupHorizon: 1000, CleanupDelay: 10, CompletedRetention: 1000}
+		x, err := New(cfg)
+		require.NoError(t, err)
+		x.SetRecords(true)
+		var y *Index // the replica restored mid-history, once there is one
+		now, e := int64(0), uint64(0)
+		apply := func(fn func(*Index)) {
+			fn(x)
+			if y != nil {
+				fn(y)
+			}
+		}
+		var live, sources []string // live blocks; sources of applied replacements
+		for i := range rapid.IntRange(4, 16).Draw(t, "blocks") {
+			id := fmt.Sprintf("b%02d", i)
+			e++
+			apply(func(x *Index) { require.NoError(t, x.Add(ck.Entry{Index: e}, now, gblock(id, "acme", 0, 0, 0, 10))) })
+			live = append(live, id)
+		}
+		deleted := map[string]int{}
+		confirm := func(job string) {
+			held := HeldBy(x, job)
+			n := x.Confirm(now, job)
+			require.Equal(t, len(held), n)
+			for _, tb := range held {
+				deleted[tb.Target]++
+				_, ok := x.View().Tombstone(tb)
+				require.False(t, ok, "%s confirmed but pending", tb)
+			}
+			if y != nil {
+				require.Equal(t, n, y.Confirm(now, job))
+			}
+			for _, tb := range held {
+				apply(func(x *Index) {
+					err := x.Add(ck.Entry{Index: e}, now, gblock(tb.Target, "acme", 0, 0, 0, 10))
+					require.ErrorIs(t, err, ErrDuplicate, "no deletion record for %s", tb)
+				})
+			}
+		}
+		jobs := []string{"j0", "j1", "j2"}
+		for step := range rapid.IntRange(1, 40).Draw(t, "steps") {
+			now += rapid.SampledFrom([]int64{0, 1, 5, 20}).Draw(t, "dt")
+			job := rapid.SampledFrom(jobs).Draw(t, "job")
+			switch rapid.IntRange(0, 4).Draw(t, "op") {
+			case 0:
+				if len(live) == 0 {
+					continue
+				}
+				n := rapid.IntRange(1, len(live)).Draw(t, "sources")
+				src := slices.Clone(live[:n])
+				out := fmt.Sprintf("%s/%d/0", job, step+1)
+				e++
+				apply(func(x *Index) {
+					r := x.Replace(ck.Entry{Index: e}, now, job, fencing.Token(step+1), src, []ck.BlockMeta{*gblock(out, "acme", 0, 1, 0, 10)})
+					require.True(t, r.Applied, r.Detail)
+				})
+				live = append(live[n:], out)
+				sources = append(sources, src...)
+			case 1:
+				limit := rapid.IntRange(0, 3).Draw(t, "limit")
+				got := ReleaseTo(x, now, job, limit)
+				if y != nil {
+					require.Equal(t, got, ReleaseTo(y, now, job, limit))
+				}
+			case 2:
+				before := HeldBy(x, job)
+				n := x.Detach(job)
+				require.Equal(t, len(before), n)
+				for _, tb := range before {
+					ti, ok := x.View().Tombstone(tb)
+					require.True(t, ok)
+					require.Empty(t, ti.Job)
+				}
+				if y != nil {
+					require.Equal(t, n, y.Detach(job))
+				}
+			case 3:
+				confirm(job)
+			case 4:
+				if y == nil {
+					var err error
+					y, err = Restore(bytes.NewReader(snapshotBytes(t, x)))
+					require.NoError(t, err)
+					y.SetRecords(true)
+				}
+			}
+			// A record is held by one job at most: the holders of its
+			// sources agree (the record of a source is the objects that
+			// share its creation entry and time).
+			type recKey struct {
+				index   uint64
+				created int64
+			}
+			holders := map[recKey]map[string]bool{}
+			for _, ti := range x.View().Tombstones(ck.Tombstone{}, 0) {
+				k := recKey{ti.Index, ti.Created}
+				if holders[k] == nil {
+					holders[k] = map[string]bool{}
+				}
+				holders[k][ti.Job] = true
+			}
+			for k, hs := range holders {
+				require.Len(t, hs, 1, "record %v held by %v", k, hs)
+			}
+			if y != nil {
+				require.Equal(t, snapshotBytes(t, x), snapshotBytes(t, y), "the restored replica differs")
+			}
+		}
+		// Every job done; everything left goes to one last job.
+		now += 1000
+		apply(func(x *Index) {
+			for _, j := range jobs {
+				x.Detach(j)
+			}
+			ReleaseTo(x, now, "last", 0)
+		})
+		confirm("last")
+		require.Zero(t, x.Stats().TombstonesAttached+x.Stats().TombstonesPending+x.Stats().TombstonesReleasable)
+		for _, id := range sources {
+			require.Equal(t, 1, deleted[id], "source %s deleted %d times", id, deleted[id])
+		}
+		require.Len(t, deleted, len(sources))
+	})
+}
+
+func snapshotBytes(t *rapid.T, x *Index) []byte {
+	var b bytes.Buffer
+	require.NoError(t, x.View().Snapshot(&b))
+	return b.Bytes()
 }

@@ -88,7 +88,8 @@ func (r *result) toResult(replayed bool) ReplaceResult {
 //
 //   - All sources live and the outputs valid and new → applied: the sources
 //     leave the index and become block tombstones releasable at now plus the
-//     cleanup delay; the outputs become live.
+//     cleanup delay — one record listing them after [Index.SetRecords], one
+//     tombstone each before; the outputs become live.
 //   - Otherwise → refused: no block enters or leaves the index. The result
 //     lists the missing and surviving sources, and the attempt's output
 //     prefix [compactkit.AttemptPrefix](job, token) becomes one orphan
@@ -154,7 +155,11 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 		x.remove(b)
 		ks = append(ks, newKey(ck.TombstoneBlock, b.id))
 	}
-	x.newTombs(ks, e.Index)
+	if x.records {
+		x.newRecord(ks, e.Index)
+	} else {
+		x.newTombs(ks, e.Index)
+	}
 	for i := range outputs {
 		x.insert(x.build(&outputs[i]))
 	}

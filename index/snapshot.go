@@ -15,9 +15,11 @@ import (
 	"github.com/compactkit/compactkit/internal/ident"
 )
 
-// snapshotVersion is the version of the snapshot stream this release
-// writes. Restore reads every version up to it.
-const snapshotVersion byte = 1
+// snapshotVersion is the latest version of the snapshot stream. Restore
+// reads every version up to it. A snapshot is written at version 1 while no
+// record is pending (version 1 has no records section), at version 2
+// otherwise.
+const snapshotVersion byte = 2
 
 // componentName names the index in its snapshot header.
 const componentName = "index"
@@ -29,9 +31,12 @@ const componentName = "index"
 //  1. names: the tenant and dataset names the live blocks use, sorted; the
 //     other sections refer to them as 1 + their position (0 is "");
 //  2. blocks, sorted by ID, each frame with the datasets of its blocks;
-//  3. tombstones, sorted by (kind, target);
-//  4. deletion records, sorted by (kind, target);
-//  5. replacement results, sorted by (job, token).
+//  3. the tombstones that stand alone, sorted by (kind, target);
+//  4. from version 2, the records: a frame with their count and the count
+//     of their sources (two integers), then the records sorted by their first source, each with its
+//     sources sorted by (kind, target);
+//  5. deletion records, sorted by (kind, target);
+//  6. replacement results, sorted by (job, token).
 //
 // Everything written is a function of the logical state (no interning
 // order, no tree layout), so equal states write identical bytes.
@@ -94,6 +99,21 @@ type tombsFrame struct {
 	Release []byte
 	Indexes []byte
 	Jobs    codec.Strings
+}
+
+// recordsFrame holds up to codec.FrameRecords records and their sources
+// (a frame ends early once it holds codec.FrameRecords sources).
+type recordsFrame struct {
+	_       struct{} `cbor:",toarray"`
+	N       int
+	Created []byte
+	Release []byte
+	Indexes []byte
+	Jobs    codec.Strings
+	Counts  []byte // sources per record
+	S       int    // sources in the frame
+	Kinds   []byte
+	Targets codec.Strings
 }
 
 type goneFrame struct {
@@ -160,7 +180,11 @@ func (s *state) snapshot(w io.Writer) error {
 		ref[id] = uint32(i + 1)
 	}
 
-	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, snapshotVersion)
+	version := byte(1)
+	if s.nrecs > 0 {
+		version = 2
+	}
+	sw, err := codec.NewWriter(w, codec.Snapshot, codec.KindSection, version)
 	if err != nil {
 		return fmt.Errorf("index: snapshot: %w", err)
 	}
@@ -180,7 +204,7 @@ func (s *state) snapshot(w io.Writer) error {
 		Names:              uint64(len(dict)),
 		Blocks:             uint64(s.blocks),
 		Datasets:           uint64(nds),
-		Tombstones:         uint64(s.ntombs),
+		Tombstones:         uint64(s.ntombs - s.nrecSrcs),
 		Gone:               uint64(s.gone.Len()),
 		Results:            uint64(s.results.Len()),
 	}
@@ -205,6 +229,11 @@ func (s *state) snapshot(w io.Writer) error {
 	if err := s.writeTombs(enc); err != nil {
 		return err
 	}
+	if version >= 2 {
+		if err := s.writeRecords(enc); err != nil {
+			return err
+		}
+	}
 	if err := s.writeGone(enc); err != nil {
 		return err
 	}
@@ -226,7 +255,6 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 		dten, dname                 []uint32
 		dsize, drec                 []int64
 		doff, dspan                 []uint64
-		err                         error
 	)
 	flush := func() error {
 		if len(ids) == 0 {
@@ -246,7 +274,7 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 		dten, dname, dsize, drec, doff, dspan = dten[:0], dname[:0], dsize[:0], drec[:0], doff[:0], dspan[:0]
 		return err
 	}
-	ascend(s.byID.BTreeG, func(it idItem) bool {
+	return writeFramed(s.byID.BTreeG, func(it idItem) bool {
 		b := it.b
 		e := b.unpack()
 		ids = append(ids, b.id)
@@ -259,19 +287,14 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 			dsize, drec = append(dsize, d.size), append(drec, d.records)
 			doff, dspan = append(doff, uint64(d.minTime)-uint64(b.minTime)), append(dspan, uint64(d.maxTime)-uint64(d.minTime))
 		}
-		if len(ids) == codec.FrameRecords || len(dten) >= codec.FrameRecords {
-			err = flush()
-		}
-		return err == nil
-	})
-	if err != nil {
-		return err
-	}
-	return flush()
+		return len(ids) == codec.FrameRecords || len(dten) >= codec.FrameRecords
+	}, flush)
 }
 
 func (s *state) writeTombs(enc func(any) error) error {
-	each := func(fn btree.ItemIteratorG[tombItem]) { ascend(s.tombs.BTreeG, fn) }
+	each := func(fn btree.ItemIteratorG[tombItem]) {
+		ascend(s.tombs.BTreeG, func(it tombItem) bool { return it.t.rec != nil || fn(it) })
+	}
 	return codec.InFrames(each, func(ts []tombItem) error {
 		n := len(ts)
 		kinds := make([]uint8, n)
@@ -289,6 +312,65 @@ func (s *state) writeTombs(enc func(any) error) error {
 			Indexes: codec.PackInts(indexes), Jobs: codec.PackStrings(jobs),
 		})
 	})
+}
+
+// writeRecords writes the records section: its counts, then the records
+// in the order of their leads' keys, each lead carrying its record's
+// holder.
+func (s *state) writeRecords(enc func(any) error) error {
+	if err := enc(&[2]uint64{uint64(s.nrecs), uint64(s.nrecSrcs)}); err != nil {
+		return err
+	}
+	var (
+		created, release []int64
+		indexes          []uint64
+		jobs, targets    []string
+		counts           []uint32
+		kinds            []uint8
+	)
+	flush := func() error {
+		if len(counts) == 0 {
+			return nil
+		}
+		err := enc(&recordsFrame{
+			N: len(counts), Created: codec.PackInts(created), Release: codec.PackInts(release),
+			Indexes: codec.PackInts(indexes), Jobs: codec.PackStrings(jobs), Counts: codec.PackInts(counts),
+			S: len(targets), Kinds: codec.PackInts(kinds), Targets: codec.PackStrings(targets),
+		})
+		created, release, indexes, jobs, counts = created[:0], release[:0], indexes[:0], jobs[:0], counts[:0]
+		kinds, targets = kinds[:0], targets[:0]
+		return err
+	}
+	return writeFramed(s.tombs.BTreeG, func(it tombItem) bool {
+		t := it.t
+		if t.rec == nil || t.tkey != t.rec.srcs[0].tkey {
+			return false
+		}
+		created, release, indexes = append(created, t.created), append(release, t.release), append(indexes, t.index)
+		jobs, counts = append(jobs, t.job), append(counts, uint32(len(t.rec.srcs)))
+		for i := range t.rec.srcs {
+			k := &t.rec.srcs[i].tkey
+			kinds, targets = append(kinds, uint8(k.kind)), append(targets, k.target)
+		}
+		return len(counts) == codec.FrameRecords || len(targets) >= codec.FrameRecords
+	}, flush)
+}
+
+// writeFramed adds the items of t to a frame in order with add, which
+// reports when the frame is full, and writes the frame with flush then and
+// at the end.
+func writeFramed[T any](t *btree.BTreeG[leafRef[T]], add func(T) (full bool), flush func() error) error {
+	var err error
+	ascend(t, func(it T) bool {
+		if add(it) {
+			err = flush()
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 func (s *state) writeGone(enc func(any) error) error {
@@ -364,8 +446,8 @@ func restore(r io.Reader) (*Index, error) {
 	if v := sr.Version(); v < 1 || v > snapshotVersion {
 		return nil, fmt.Errorf("snapshot version %d: %w", v, ck.ErrUnknownVersion)
 	}
-	rs := &restorer{d: codec.NewDecoder(sr)}
-	if err := rs.d.Run(rs.header, rs.names, rs.blocks, rs.tombs, rs.gone, rs.results); err != nil {
+	rs := &restorer{d: codec.NewDecoder(sr), version: sr.Version()}
+	if err := rs.d.Run(rs.header, rs.names, rs.blocks, rs.tombs, rs.records, rs.gone, rs.results); err != nil {
 		return nil, err
 	}
 	return rs.x, nil
@@ -373,9 +455,11 @@ func restore(r io.Reader) (*Index, error) {
 
 // restorer rebuilds an index from a snapshot, one method per section.
 type restorer struct {
-	d *codec.Decoder
-	h snapHeader
-	x *Index
+	d       *codec.Decoder
+	version byte
+	h       snapHeader
+	x       *Index
+	alone   []tomb // the tombstones that stand alone, sorted by key (tombs)
 }
 
 func (rs *restorer) header() error {
@@ -634,11 +718,8 @@ func (k keys) key(i int) tkey {
 }
 
 func (rs *restorer) tombs() error {
-	d, x := rs.d, rs.x
-	var (
-		prev tkey
-		all  []tomb
-	)
+	d := rs.d
+	var prev tkey
 	for d.Records("tombstones", rs.h.Tombstones); d.More(); {
 		var f tombsFrame
 		n := d.Frame(&f, &f.N)
@@ -656,33 +737,157 @@ func (rs *restorer) tombs() error {
 			if err := t.tombstone().Validate(); err != nil {
 				return codec.Malformed("%w", err)
 			}
-			if len(all) > 0 && !prev.less(t.tkey) {
+			if len(rs.alone) > 0 && !prev.less(t.tkey) {
 				return codec.Malformed("tombstone %s after %s: must be sorted and distinct", t.tombstone(), prev.tombstone())
 			}
 			prev = t.tkey
-			if t.job != "" {
-				if err := ident.ValidateJobName(t.job); err != nil {
-					return codec.Malformed("tombstone %s: holder: %w", t.tombstone(), err)
-				}
+			if err := rs.checkTomb(&t); err != nil {
+				return err
 			}
-			if t.created > t.release || t.created > x.s.clock || t.release > x.s.floor {
-				return codec.Malformed("tombstone %s: created %d, release %d, clock %d, floor %d", t.tombstone(), t.created, t.release, x.s.clock, x.s.floor)
-			}
-			switch {
-			case t.kind == ck.TombstoneBlock && x.live(t.target):
-				return codec.Malformed("block %s is both live and tombstoned", t.target)
-			case t.kind == ck.TombstonePrefix && x.s.liveUnder(t.target):
-				return codec.Malformed("prefix tombstone %s covers a live block", t.target)
-			}
-			all = append(all, t)
+			rs.alone = append(rs.alone, t)
 		}
 	}
-	if err := d.Err(); err != nil {
-		return err
+	return d.Err()
+}
+
+// checkTomb checks a decoded tombstone (a valid key) against the state
+// restored before it: its holder, its times, and no live block under it.
+func (rs *restorer) checkTomb(t *tomb) error {
+	x := rs.x
+	if t.job != "" {
+		if err := ident.ValidateJobName(t.job); err != nil {
+			return codec.Malformed("tombstone %s: holder: %w", t.tombstone(), err)
+		}
 	}
-	// Release order must agree with creation order (see Index.newTombs).
-	order := slices.Clone(all)
-	slices.SortFunc(order, func(a, b tomb) int {
+	if t.created > t.release || t.created > x.s.clock || t.release > x.s.floor {
+		return codec.Malformed("tombstone %s: created %d, release %d, clock %d, floor %d", t.tombstone(), t.created, t.release, x.s.clock, x.s.floor)
+	}
+	switch {
+	case t.kind == ck.TombstoneBlock && x.live(t.target):
+		return codec.Malformed("block %s is both live and tombstoned", t.target)
+	case t.kind == ck.TombstonePrefix && x.s.liveUnder(t.target):
+		return codec.Malformed("prefix tombstone %s covers a live block", t.target)
+	}
+	return nil
+}
+
+// records reads the records section (version 2), then loads the pending
+// tombstones: those that stand alone and the records' sources.
+func (rs *restorer) records() error {
+	var recs []*record
+	if rs.version >= 2 {
+		var err error
+		if recs, err = rs.readRecords(); err != nil {
+			return err
+		}
+	}
+	return rs.loadTombs(recs)
+}
+
+func (rs *restorer) readRecords() ([]*record, error) {
+	d := rs.d
+	var head [2]uint64 // the records, and their sources
+	if err := d.Decode("records head", &head); err != nil {
+		return nil, err
+	}
+	var (
+		recs    []*record
+		sources uint64
+	)
+	for d.Records("records", head[0]); d.More(); {
+		var f recordsFrame
+		n := d.Frame(&f, &f.N)
+		created := codec.Ints[int64](d, "creation times", f.Created, n)
+		release := codec.Ints[int64](d, "release times", f.Release, n)
+		indexes := codec.Ints[uint64](d, "indexes", f.Indexes, n)
+		jobs := d.Strings("jobs", f.Jobs, n)
+		counts := codec.Ints[uint32](d, "source counts", f.Counts, n)
+		if total := codec.Total(d, "source counts", counts); d.Err() == nil && total != f.S {
+			return nil, codec.Malformed("records frame: %d sources, its records hold %d", f.S, total)
+		}
+		ks := keyColumns(d, f.Kinds, f.Targets, f.S)
+		if err := d.Err(); err != nil {
+			return nil, err
+		}
+		j := 0 // the next source
+		for i := range n {
+			if counts[i] == 0 {
+				return nil, codec.Malformed("record %d of a frame without sources", i)
+			}
+			rec := &record{srcs: make([]tomb, counts[i])}
+			for k := range rec.srcs {
+				t := &rec.srcs[k]
+				*t = tomb{tkey: ks.key(j), created: created[i], release: release[i], index: indexes[i], rec: rec}
+				j++
+				if err := t.tombstone().Validate(); err != nil {
+					return nil, codec.Malformed("record: %w", err)
+				}
+				if k > 0 && !rec.srcs[k-1].tkey.less(t.tkey) {
+					return nil, codec.Malformed("record source %s after %s: must be sorted and distinct", t.tombstone(), rec.srcs[k-1].tombstone())
+				}
+			}
+			lead := &rec.srcs[0]
+			lead.job = strings.Clone(jobs[i])
+			for k := range rec.srcs {
+				if err := rs.checkTomb(&rec.srcs[k]); err != nil {
+					return nil, err
+				}
+			}
+			if len(recs) > 0 && !recs[len(recs)-1].srcs[0].tkey.less(lead.tkey) {
+				return nil, codec.Malformed("record of %s: records must be sorted by their first sources", lead.tombstone())
+			}
+			recs = append(recs, rec)
+		}
+		sources += uint64(f.S)
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	if sources != head[1] || len(recs) == 0 {
+		return nil, codec.Malformed("%d records of %d sources, the head says %d of %d", len(recs), sources, head[0], head[1])
+	}
+	return recs, nil
+}
+
+// loadTombs loads the tombstones that stand alone (rs.alone) and the
+// records' sources into the empty index, after checking that no object is
+// pending twice and that release order agrees with creation order (see
+// Index.nextRelease).
+func (rs *restorer) loadTombs(recs []*record) error {
+	x, all := rs.x, rs.alone
+	// The leads: each tombstone that stands alone, and each record's first
+	// source.
+	leads := make([]*tomb, 0, len(all)+len(recs))
+	items := make([]tombItem, 0, len(all))
+	var chunk []tomb
+	for i := range all {
+		// The tombs in allocations of a frame's size, so that one
+		// tombstone left pending does not keep every restored one.
+		if i%codec.FrameRecords == 0 {
+			chunk = slices.Clone(all[i:min(i+codec.FrameRecords, len(all))])
+		}
+		t := &chunk[i%codec.FrameRecords]
+		items = append(items, newTombItem(t))
+		leads = append(leads, t)
+	}
+	for _, rec := range recs {
+		for k := range rec.srcs {
+			items = append(items, newTombItem(&rec.srcs[k]))
+		}
+		leads = append(leads, &rec.srcs[0])
+		x.s.nrecs++
+		x.s.nrecSrcs += len(rec.srcs)
+	}
+	if len(recs) > 0 {
+		slices.SortFunc(items, func(a, b tombItem) int { return cmpKey(a.t.tkey, b.t.tkey) })
+		for i := 1; i < len(items); i++ {
+			if items[i].t.tkey == items[i-1].t.tkey {
+				return codec.Malformed("tombstone %s is pending twice", items[i].t.tombstone())
+			}
+		}
+	}
+	order := slices.Clone(leads)
+	slices.SortFunc(order, func(a, b *tomb) int {
 		return cmp.Or(cmp.Compare(a.release, b.release), cmp.Compare(a.created, b.created))
 	})
 	for i := 1; i < len(order); i++ {
@@ -691,38 +896,23 @@ func (rs *restorer) tombs() error {
 		}
 	}
 	var pool []poolKey
-	var chunk []tomb
-	items := make([]tombItem, len(all))
-	for i := range all {
-		// The tombs in allocations of a frame's size, so that one
-		// tombstone left pending does not keep every restored one.
-		if i%codec.FrameRecords == 0 {
-			chunk = slices.Clone(all[i:min(i+codec.FrameRecords, len(all))])
-		}
-		t := &chunk[i%codec.FrameRecords]
-		items[i] = newTombItem(t)
+	for _, t := range leads {
 		if t.job == "" {
 			pool = append(pool, newPoolKey(t))
+			x.s.pooled += t.size()
 		} else {
 			x.s.held.Mut(x.vmu).ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
 		}
-		if t.kind == ck.TombstonePrefix {
+	}
+	for _, it := range items {
+		if it.t.kind == ck.TombstonePrefix {
 			x.orphans++
 		}
 	}
-	slices.SortFunc(pool, func(a, b poolKey) int {
-		switch {
-		case a.before(b):
-			return -1
-		case b.before(a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(pool, cmpPool)
 	tombOps().load(x.wTombs(), x.tombGen, items) // sorted by key, checked above
 	x.s.ntombs = len(items)
 	poolOps().load(x.wPool(), x.poolGen, pool)
-	x.s.pooled = len(pool)
 	return nil
 }
 

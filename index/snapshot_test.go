@@ -92,32 +92,72 @@ func goldenIndex(tb testing.TB) *Index {
 	return x
 }
 
-// TestSnapshotGolden pins the version-1 snapshot format: the golden state
-// must snapshot to the committed bytes, and the committed bytes must
-// restore, forever (a later release bumps snapshotVersion and adds a new
-// golden file, keeping this one readable).
-func TestSnapshotGolden(t *testing.T) {
-	path := filepath.Join("testdata", "golden", "index_v1.bin")
-	got := snap(t, goldenIndex(t))
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
+// goldenRecordsIndex is goldenIndex after the index starts making records
+// (cluster version 6) mid-cleanup: two replacements make records, and a
+// job holds tombstones made before records and a record side by side,
+// while the other record waits unattached.
+func goldenRecordsIndex(tb testing.TB) *Index {
+	tb.Helper()
+	x := goldenIndex(tb)
+	x.SetRecords(true)
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	min := int64(time.Minute)
+	for i, c := range []struct {
+		job, tenant string
+		sources     []string
+	}{
+		{"acme.s0.l0.4.0123456789abcdee", "acme", []string{"01JGZ000000000000000000006", "01JGZ000000000000000000004"}},
+		{"beta.s1.l0.5.0123456789abcded", "beta", []string{"01JGZ000000000000000000005", "01JGZ000000000000000000007"}},
+	} {
+		out := *gblock(ck.OutputID(c.job, 21, 0), c.tenant, 0, 1, t0+4*min, t0+8*min-1)
+		r := x.Replace(ck.Entry{Index: uint64(20 + i), Term: 2, Time: t0}, t0+int64(30+i)*min, c.job, 21, c.sources, []ck.BlockMeta{out})
+		require.True(tb, r.Applied, r.Detail)
 	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want, got, "the snapshot of the golden state changed (run with -update if intended)")
+	// Three tombstones made before records, then the first record whole.
+	require.Len(tb, ReleaseTo(x, t0+61*min, "cleanup.3", 4), 5)
+	return x
+}
 
-	x := mustRestore(t, want)
-	require.Equal(t, want, snap(t, x))
-	require.Equal(t, goldenIndex(t).Stats(), x.Stats())
-	st := x.Stats()
-	require.Equal(t, int64(9), st.Blocks)
-	require.Equal(t, 2, st.Orphans)
-	require.Equal(t, 1, st.TombstonesAttached)
-	require.Equal(t, 1, st.DeletionRecords)
-	require.Equal(t, 2, st.Results)
-	require.Equal(t, uint64(1), st.ReplacementsApplied)
-	require.Equal(t, uint64(1), st.ReplacementsRefused)
+// TestSnapshotGolden pins the snapshot formats: each golden state must
+// snapshot to the committed bytes, and the committed bytes must restore,
+// forever (a later release bumps snapshotVersion and adds a new golden
+// file, keeping these readable). Version 1 is written while no record is
+// pending, version 2 with records.
+func TestSnapshotGolden(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		build func(testing.TB) *Index
+		want  Stats // the counts checked
+	}{
+		{"index_v1.bin", goldenIndex, Stats{Blocks: 9, Orphans: 2, TombstonesAttached: 1, TombstonesReleasable: 3, DeletionRecords: 1, Results: 2, ReplacementsApplied: 1, ReplacementsRefused: 1}},
+		{"index_v2.bin", goldenRecordsIndex, Stats{Blocks: 7, Orphans: 2, TombstonesAttached: 6, TombstonesReleasable: 2, DeletionRecords: 1, Results: 4, ReplacementsApplied: 3, ReplacementsRefused: 1}},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "golden", c.file)
+			got := snap(t, c.build(t))
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, got, 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "the snapshot of the golden state changed (run with -update if intended)")
+
+			x := mustRestore(t, want)
+			require.Equal(t, want, snap(t, x))
+			require.Equal(t, c.build(t).Stats(), x.Stats())
+			st := x.Stats()
+			require.Equal(t, c.want.Blocks, st.Blocks)
+			require.Equal(t, c.want.Orphans, st.Orphans)
+			require.Equal(t, c.want.TombstonesAttached, st.TombstonesAttached)
+			require.Equal(t, c.want.TombstonesPending, st.TombstonesPending)
+			require.Equal(t, c.want.TombstonesReleasable, st.TombstonesReleasable)
+			require.Equal(t, c.want.DeletionRecords, st.DeletionRecords)
+			require.Equal(t, c.want.Results, st.Results)
+			require.Equal(t, c.want.ReplacementsApplied, st.ReplacementsApplied)
+			require.Equal(t, c.want.ReplacementsRefused, st.ReplacementsRefused)
+		})
+	}
 }
 
 // TestSnapshotHistoryIndependent: the same logical state reached by
@@ -258,13 +298,55 @@ func TestRestoreValidatesContents(t *testing.T) {
 		return craft(t, 1, hdr(func(h *snapHeader) { h.Tombstones = 1 }), names("acme", "svc"), blk(nil), f)
 	}
 	require.NotNil(t, mustRestore(t, withTomb(tombs(ck.TombstoneBlock, "b", 90, 100, "job"))))
+	// recs is a frame of one record of the given sources.
+	recs := func(mut func(*recordsFrame), targets ...string) *recordsFrame {
+		kinds := make([]uint8, len(targets))
+		for i := range kinds {
+			kinds[i] = uint8(ck.TombstoneBlock)
+		}
+		f := &recordsFrame{N: 1, Created: codec.PackInts([]int64{90}), Release: codec.PackInts([]int64{100}), Indexes: codec.PackInts([]uint64{1}),
+			Jobs: codec.PackStrings([]string{""}), Counts: codec.PackInts([]uint32{uint32(len(targets))}),
+			S: len(targets), Kinds: codec.PackInts(kinds), Targets: codec.PackStrings(targets)}
+		if mut != nil {
+			mut(f)
+		}
+		return f
+	}
+	withRecs := func(sources uint64, f *recordsFrame) []byte {
+		return craft(t, 2, hdr(nil), names("acme", "svc"), blk(nil), &[2]uint64{1, sources}, f)
+	}
+	withRec := withRecs(2, recs(func(f *recordsFrame) { f.Jobs = codec.PackStrings([]string{"job"}) }, "b", "c"))
+	y := mustRestore(t, withRec)
+	require.Equal(t, withRec, snap(t, y))
+	ti, ok := y.View().Tombstone(ck.Tombstone{Kind: ck.TombstoneBlock, Target: "c"})
+	require.True(t, ok)
+	require.Equal(t, TombstoneInfo{Tombstone: ck.Tombstone{Kind: ck.TombstoneBlock, Target: "c"}, Created: 90, Index: 1, ReleaseAt: 100, Job: "job"}, ti)
 
 	cases := []struct {
 		name string
 		data []byte
 		want error
 	}{
-		{"version 2", craft(t, 2, hdr(nil), names("acme", "svc"), blk(nil)), ck.ErrUnknownVersion},
+		{"version 3", craft(t, 3, hdr(nil), names("acme", "svc"), blk(nil)), ck.ErrUnknownVersion},
+		{"version 2 without records", craft(t, 2, hdr(nil), names("acme", "svc"), blk(nil), &[2]uint64{}), ck.ErrMalformed},
+		{"records head", withRecs(2, recs(nil, "b")), ck.ErrMalformed},
+		{"record without sources", withRecs(0, recs(nil)), ck.ErrMalformed},
+		{"record sources unsorted", withRecs(2, recs(nil, "c", "b")), ck.ErrMalformed},
+		{"record source repeated", withRecs(2, recs(nil, "b", "b")), ck.ErrMalformed},
+		{"record source live", withRecs(2, recs(nil, "a", "b")), ck.ErrMalformed},
+		{"record source count", withRecs(2, recs(func(f *recordsFrame) { f.S = 3 }, "b", "c")), ck.ErrMalformed},
+		{"record bad holder", withRecs(2, recs(func(f *recordsFrame) { f.Jobs = codec.PackStrings([]string{"a job"}) }, "b", "c")), ck.ErrMalformed},
+		{"record after floor", withRecs(2, recs(func(f *recordsFrame) { f.Release = codec.PackInts([]int64{101}) }, "b", "c")), ck.ErrMalformed},
+		{"records unsorted", craft(t, 2, hdr(nil), names("acme", "svc"), blk(nil), &[2]uint64{2, 4}, func() *recordsFrame {
+			f := recs(nil, "d", "e")
+			f.N, f.Created, f.Release, f.Indexes = 2, codec.PackInts([]int64{90, 90}), codec.PackInts([]int64{100, 100}), codec.PackInts([]uint64{1, 1})
+			f.Jobs, f.Counts = codec.PackStrings([]string{"", ""}), codec.PackInts([]uint32{2, 2})
+			f.S, f.Kinds = 4, codec.PackInts([]uint8{uint8(ck.TombstoneBlock), uint8(ck.TombstoneBlock), uint8(ck.TombstoneBlock), uint8(ck.TombstoneBlock)})
+			f.Targets = codec.PackStrings([]string{"d", "e", "b", "c"})
+			return f
+		}()), ck.ErrMalformed},
+		{"pending twice", craft(t, 2, hdr(func(h *snapHeader) { h.Tombstones = 1 }), names("acme", "svc"), blk(nil),
+			tombs(ck.TombstoneBlock, "c", 90, 100, ""), &[2]uint64{1, 2}, recs(nil, "b", "c")), ck.ErrMalformed},
 		{"component", craft(t, 1, hdr(func(h *snapHeader) { h.Component = "planner" }), names("acme", "svc"), blk(nil)), ck.ErrMalformed},
 		{"negative delay", craft(t, 1, hdr(func(h *snapHeader) { h.CleanupDelay = -1 }), names("acme", "svc"), blk(nil)), ck.ErrMalformed},
 		{"watermark after clock", craft(t, 1, hdr(func(h *snapHeader) { h.WatermarkSet, h.Watermark = true, 101 }), names("acme", "svc"), blk(nil)), ck.ErrMalformed},
@@ -389,8 +471,9 @@ func exercise(t *testing.T, x *Index) {
 // recomputed, so that the fuzzer reaches past the checksum.
 func FuzzRestore(f *testing.F) {
 	seeds := map[string][]byte{
-		"golden": snap(f, goldenIndex(f)),
-		"empty":  snap(f, newIndex(DefaultConfig())),
+		"golden":         snap(f, goldenIndex(f)),
+		"golden-records": snap(f, goldenRecordsIndex(f)),
+		"empty":          snap(f, newIndex(DefaultConfig())),
 	}
 	small := newIndex(DefaultConfig())
 	_ = small.Add(ck.Entry{Index: 1}, 1, gblock("a", "acme", 0, 0, 0, 10))

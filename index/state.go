@@ -180,14 +180,48 @@ func (k tkey) tombstone() ck.Tombstone { return ck.Tombstone{Kind: k.kind, Targe
 // integer, in the order of tkey.less.
 func (k tkey) fold() uint64 { return uint64(k.kind)<<56 | k.k>>8 }
 
-// tomb is a pending tombstone. A tomb in the trees is never modified
-// (views share it): a change of holder replaces it with a copy.
+// tomb is a pending tombstone: one object to delete, standing alone or
+// as a source of a record. A tomb in the trees is never modified (views
+// share it): a change of holder replaces it with a copy.
+//
+// The sources of a record share its times and index, and point at it
+// (rec). The record's holder is the job of its lead tomb (the tomb of its
+// first source); the other sources' job stays empty, and a change of
+// holder replaces the lead tomb only.
 type tomb struct {
 	tkey
-	created int64  // log time of creation
-	release int64  // log time from which the cleanup delay has passed
-	index   uint64 // index of the entry that created it
-	job     string // holder; empty while unattached
+	created int64   // log time of creation
+	release int64   // log time from which the cleanup delay has passed
+	index   uint64  // index of the entry that created it
+	job     string  // holder; empty while unattached (and in a record's other sources)
+	rec     *record // the record the tomb is a source of; nil if it stands alone
+}
+
+// record is a replacement's tombstone record: its sources, released,
+// attached, detached and confirmed together. It is never modified.
+type record struct {
+	srcs []tomb // the sources, sorted by key; srcs[0] is the lead
+}
+
+// size returns the number of objects t stands for when it is a lead: its
+// record's sources, or 1.
+func (t *tomb) size() int {
+	if t.rec != nil {
+		return len(t.rec.srcs)
+	}
+	return 1
+}
+
+// appendObjects appends the objects the lead tomb t stands for (its
+// record's sources in key order, or t itself) to out.
+func (t *tomb) appendObjects(out []ck.Tombstone) []ck.Tombstone {
+	if t.rec == nil {
+		return append(out, t.tombstone())
+	}
+	for i := range t.rec.srcs {
+		out = append(out, t.rec.srcs[i].tombstone())
+	}
+	return out
 }
 
 // tombItem is a pending tombstone's entry in the tree by key, with its
@@ -213,18 +247,49 @@ func tombOps() leafOps[tombItem] {
 	return leafOps[tombItem]{less: lessTomb, key: func(it tombItem) uint64 { return it.f }, max: leafMax}
 }
 
-// poolKey orders unattached tombstones for release: by (release, created,
-// kind, target). Release times never decrease with creation time (see
-// Index.newTombs), so this order is also sorted by creation time, the
-// releasable tombstones form a prefix of it, and new tombstones come last.
+// poolKey orders unattached tombstones and records for release: by
+// (release, created, kind, target), a record by its lead's key. Release
+// times never decrease with creation time (see Index.nextRelease), so this
+// order is also sorted by creation time, the releasable ones form a prefix
+// of it, and new ones come last.
 type poolKey struct {
 	release int64
 	created int64
 	tkey
+	rec *record // the record whose lead this is; nil for a tombstone that stands alone
 }
 
+// newPoolKey returns the pool entry of the lead tomb t.
 func newPoolKey(t *tomb) poolKey {
-	return poolKey{release: t.release, created: t.created, tkey: t.tkey}
+	return poolKey{release: t.release, created: t.created, tkey: t.tkey, rec: t.rec}
+}
+
+// size returns the number of objects the entry stands for.
+func (p poolKey) size() int {
+	if p.rec != nil {
+		return len(p.rec.srcs)
+	}
+	return 1
+}
+
+// cmpKey and cmpPool are the orders of tombstone keys and of the pool as
+// comparisons.
+var (
+	cmpKey  = cmpOf(tkey.less)
+	cmpPool = cmpOf(poolKey.before)
+)
+
+// cmpOf turns a strict order into a comparison (for slices.SortFunc).
+func cmpOf[T any](less func(a, b T) bool) func(a, b T) int {
+	return func(a, b T) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	}
 }
 
 // before reports whether p comes before o in release order.
@@ -246,7 +311,8 @@ func poolOps() leafOps[poolKey] {
 
 func keyPool(p poolKey) uint64 { return uint64(p.release) ^ 1<<63 }
 
-// heldKey records that job holds a tombstone.
+// heldKey records that job holds a tombstone or a record (by its lead's
+// key).
 type heldKey struct {
 	job string
 	tkey
@@ -306,13 +372,15 @@ type state struct {
 	nameID lazy[nameEntry]       // interned tenant and dataset names by name
 	names  []string              // the interned names by ID; append-only, names[0] == ""
 
-	tombs   lazy[leafRef[tombItem]] // every pending tombstone by key, a leaf set
-	ntombs  int                     // the number of pending tombstones
-	pool    lazy[leafRef[poolKey]]  // unattached tombstones in release order, a leaf set
-	pooled  int                     // the number of unattached tombstones
-	held    lazy[heldKey]           // attached tombstones by job
-	gone    lazy[goneRec]           // confirmed deletions by key
-	results lazy[*result]           // replacement results by (job, token)
+	tombs    lazy[leafRef[tombItem]] // every pending tombstone by key (records' sources included), a leaf set
+	ntombs   int                     // the number of pending tombstones (objects)
+	pool     lazy[leafRef[poolKey]]  // unattached tombstones and records in release order, a leaf set
+	pooled   int                     // the number of unattached tombstones (objects)
+	held     lazy[heldKey]           // attached tombstones and records by job
+	nrecs    int                     // the number of pending records
+	nrecSrcs int                     // the number of their sources
+	gone     lazy[goneRec]           // confirmed deletions by key
+	results  lazy[*result]           // replacement results by (job, token)
 
 	clock     int64 // latest log time seen by a mutation
 	floor     int64 // latest release time given to a tombstone
@@ -460,6 +528,16 @@ func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
 	it, ok := tombOps().get(s.tombs.BTreeG, tombItem{f: k.fold(), t: probe})
 	probe.tkey = tkey{}
 	return it.t, ok
+}
+
+// holder returns the tomb that carries t's holder: the lead of t's record
+// (t itself if it is the lead or stands alone). probe is as for getTomb.
+func (s *state) holder(t *tomb, probe *tomb) *tomb {
+	if t.rec == nil || t.tkey == t.rec.srcs[0].tkey {
+		return t
+	}
+	lead, _ := s.getTomb(t.rec.srcs[0].tkey, probe)
+	return lead
 }
 
 // refusedID explains why a block with this ID may not (re-)enter the index

@@ -4,60 +4,101 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/btree"
+
 	"github.com/compactkit/compactkit/internal/ident"
 
 	ck "github.com/compactkit/compactkit"
 )
 
-// newTombs creates unattached tombstones with the keys ks (none pending)
-// at the index clock, for the entry at index. Their release time is
-// the clock plus the cleanup delay, but never earlier than the release
-// time of any tombstone created before them: with a constant delay this
-// changes nothing, and after the delay is shortened it keeps release order
-// consistent with creation order (it only ever delays). They share one
-// allocation, and enter the pool, where they come last in release order,
-// in one append.
+// newTombs creates unattached tombstones that stand alone, with the keys
+// ks (none pending) at the index clock, for the entry at index. They share
+// one allocation, and enter the pool, where they come last in release
+// order, in one append.
 func (x *Index) newTombs(ks []tkey, index uint64) {
 	if len(ks) == 0 {
 		return
 	}
-	rel := max(addSat(x.s.clock, x.s.cfg.CleanupDelay), x.s.floor)
-	x.s.floor = rel
+	rel := x.nextRelease()
 	ts := make([]tomb, len(ks))
 	var buf [32]poolKey
 	pks := append(buf[:0], make([]poolKey, len(ks))...)
 	tree := x.wTombs()
 	for i, k := range ks {
 		ts[i] = tomb{tkey: k, created: x.s.clock, release: rel, index: index}
-		tombOps().insert(tree, x.tombGen, newTombItem(&ts[i]))
+		x.insertTomb(tree, &ts[i])
 		pks[i] = newPoolKey(&ts[i])
-		if k.kind == ck.TombstonePrefix {
-			x.orphans++
-		}
 	}
-	slices.SortFunc(pks, func(a, b poolKey) int { return cmpKey(a.tkey, b.tkey) })
+	slices.SortFunc(pks, cmpPool)
 	poolOps().appendSorted(x.wPool(), x.poolGen, pks)
 	x.s.pooled += len(pks)
-	x.s.ntombs += len(ks)
 }
 
-func cmpKey(a, b tkey) int {
-	switch {
-	case a.less(b):
-		return -1
-	case b.less(a):
-		return 1
+// newRecord creates one unattached record of the sources with the keys ks
+// (none pending) at the index clock, for the entry at index: one tomb per
+// source, in one allocation, and one entry in the pool, where it comes
+// last in release order. It sorts ks.
+func (x *Index) newRecord(ks []tkey, index uint64) {
+	if len(ks) == 0 {
+		return
 	}
-	return 0
+	rel := x.nextRelease()
+	slices.SortFunc(ks, cmpKey)
+	rec := &record{srcs: make([]tomb, len(ks))}
+	tree := x.wTombs()
+	for i, k := range ks {
+		rec.srcs[i] = tomb{tkey: k, created: x.s.clock, release: rel, index: index, rec: rec}
+		x.insertTomb(tree, &rec.srcs[i])
+	}
+	poolOps().appendSorted(x.wPool(), x.poolGen, []poolKey{newPoolKey(&rec.srcs[0])})
+	x.s.pooled += len(ks)
+	x.s.nrecs++
+	x.s.nrecSrcs += len(ks)
 }
 
-// unpool removes the unattached tombstone t from the pool.
+// nextRelease returns the release time of tombstones created now: the
+// clock plus the cleanup delay, but never earlier than the release time of
+// any tombstone created before them. With a constant delay this changes
+// nothing, and after the delay is shortened it keeps release order
+// consistent with creation order (it only ever delays).
+func (x *Index) nextRelease() int64 {
+	x.s.floor = max(addSat(x.s.clock, x.s.cfg.CleanupDelay), x.s.floor)
+	return x.s.floor
+}
+
+// insertTomb adds the new pending tomb t to tree (the index's, for
+// mutation).
+func (x *Index) insertTomb(tree *btree.BTreeG[leafRef[tombItem]], t *tomb) {
+	tombOps().insert(tree, x.tombGen, newTombItem(t))
+	x.s.ntombs++
+	if t.kind == ck.TombstonePrefix {
+		x.orphans++
+	}
+}
+
+// dropTomb removes the pending tombstone with key k for good, at log time
+// now: its object is deleted, and a deletion record keeps it from
+// re-entering the index for the deduplication horizon.
+func (x *Index) dropTomb(k tkey, now int64) {
+	x.tprobe.tkey = k
+	tombOps().delete(x.wTombs(), x.tombGen, tombItem{f: k.fold(), t: x.tprobe})
+	x.tprobe.tkey = tkey{}
+	x.s.ntombs--
+	if k.kind == ck.TombstonePrefix {
+		x.orphans--
+	}
+	g := goneRec{tkey: k, at: now}
+	x.s.gone.Mut(x.vmu).ReplaceOrInsert(g)
+	x.goneQ.push(g)
+}
+
+// unpool removes the unattached lead tomb t from the pool.
 func (x *Index) unpool(t *tomb) {
 	poolOps().delete(x.wPool(), x.poolGen, newPoolKey(t))
-	x.s.pooled--
+	x.s.pooled -= t.size()
 }
 
-// setHolder replaces the pending tombstone t by a copy held by job (empty:
+// setHolder replaces the pending lead tomb t by a copy held by job (empty:
 // unattached), and returns the copy.
 func (x *Index) setHolder(t *tomb, job string) *tomb {
 	c := *t
@@ -91,9 +132,12 @@ func (x *Index) AddOrphan(now int64, prefix string) error {
 
 // Attach records, at log time now (the Apply of a job's creation), that job
 // carries the given tombstones. A tombstone is accepted only if it exists,
-// is unattached and is releasable at now; the accepted ones are returned in
-// the given order (each at most once). A tombstone is attached to at most
-// one job at a time. An invalid job name accepts nothing.
+// is unattached and is releasable at now. A record is attached whole: a
+// source of it, given, stands for the record, whose sources are accepted
+// together, in key order, at the position of the first one given. The
+// accepted objects are returned in the given order (each at most once). A
+// tombstone is attached to at most one job at a time. An invalid job name
+// accepts nothing.
 func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone {
 	now = x.advance(now)
 	if ident.ValidateJobName(job) != nil {
@@ -101,20 +145,24 @@ func (x *Index) Attach(now int64, job string, ts []ck.Tombstone) []ck.Tombstone 
 	}
 	var out []ck.Tombstone
 	for _, t := range ts {
-		k := newKey(t.Kind, t.Target)
-		cur, ok := x.s.getTomb(k, x.tprobe)
-		if !ok || cur.job != "" || !x.s.releasable(cur.created, cur.release, now) {
+		cur, ok := x.s.getTomb(newKey(t.Kind, t.Target), x.tprobe)
+		if !ok {
+			continue
+		}
+		cur = x.s.holder(cur, x.tprobe)
+		if cur.job != "" || !x.s.releasable(cur.created, cur.release, now) {
 			continue
 		}
 		x.unpool(cur)
 		x.setHolder(cur, job)
-		x.s.held.Mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: k})
-		out = append(out, t)
+		x.s.held.Mut(x.vmu).ReplaceOrInsert(heldKey{job: job, tkey: cur.tkey})
+		out = cur.appendObjects(out)
 	}
 	return out
 }
 
-// heldBy returns the keys of the tombstones job holds, in key order.
+// heldBy returns the lead keys of the tombstones and records job holds,
+// in key order.
 func (s *state) heldBy(job string) []tkey {
 	var ks []tkey
 	s.held.AscendGreaterOrEqual(heldKey{job: job}, func(h heldKey) bool {
@@ -128,43 +176,47 @@ func (s *state) heldBy(job string) []tkey {
 }
 
 // Confirm records, at log time now, the success of job: the objects its
-// tombstones name are deleted, so the tombstones are removed for good and
-// a deletion record keeps their IDs (or prefixes) from re-entering the
-// index for [Config.DedupHorizon]. It returns how many tombstones were
-// confirmed; confirming twice is harmless (the second call returns 0).
+// tombstones and records name are deleted, so the tombstones are removed
+// for good and a deletion record keeps their IDs (or prefixes) from
+// re-entering the index for [Config.DedupHorizon]. It returns how many
+// objects were confirmed; confirming twice is harmless (the second call
+// returns 0).
 func (x *Index) Confirm(now int64, job string) int {
 	now = x.advance(now)
-	ks := x.s.heldBy(job)
-	for _, k := range ks {
+	n := 0
+	for _, k := range x.s.heldBy(job) {
 		x.s.held.Mut(x.vmu).Delete(heldKey{job: job, tkey: k})
-		x.tprobe.tkey = k
-		tombOps().delete(x.wTombs(), x.tombGen, tombItem{f: k.fold(), t: x.tprobe})
-		x.s.ntombs--
-		x.tprobe.tkey = tkey{}
-		if k.kind == ck.TombstonePrefix {
-			x.orphans--
+		cur, _ := x.s.getTomb(k, x.tprobe)
+		if rec := cur.rec; rec != nil {
+			for i := range rec.srcs {
+				x.dropTomb(rec.srcs[i].tkey, now)
+			}
+			x.s.nrecs--
+			x.s.nrecSrcs -= len(rec.srcs)
+			n += len(rec.srcs)
+			continue
 		}
-		g := goneRec{tkey: k, at: now}
-		x.s.gone.Mut(x.vmu).ReplaceOrInsert(g)
-		x.goneQ.push(g)
+		x.dropTomb(k, now)
+		n++
 	}
-	return len(ks)
+	return n
 }
 
-// Detach returns the tombstones held by job to the pool, unattached, for
-// another job to carry: the job was evicted or cancelled, or its attempt
-// will not report. It returns how many were detached. Tombstones keep their
-// creation and release times.
+// Detach returns the tombstones and records held by job to the pool,
+// unattached, for another job to carry: the job was evicted or cancelled,
+// or its attempt will not report. It returns how many objects were
+// detached. Tombstones keep their creation and release times.
 func (x *Index) Detach(job string) int {
-	ks := x.s.heldBy(job)
-	for _, k := range ks {
+	n := 0
+	for _, k := range x.s.heldBy(job) {
 		x.s.held.Mut(x.vmu).Delete(heldKey{job: job, tkey: k})
 		cur, _ := x.s.getTomb(k, x.tprobe)
 		c := x.setHolder(cur, "")
 		poolOps().insert(x.wPool(), x.poolGen, newPoolKey(c))
-		x.s.pooled++
+		x.s.pooled += c.size()
+		n += c.size()
 	}
-	return len(ks)
+	return n
 }
 
 // SetWatermark records, at log time now, the reader watermark: the start
@@ -226,6 +278,7 @@ func (x *Index) Expire(now int64) int {
 }
 
 // TombstoneInfo is a tombstone with its state, for operators and tests.
+// A source of a record shows the record's times, index and holder.
 type TombstoneInfo struct {
 	ck.Tombstone
 	// Created is the log time the tombstone was created, and Index the
@@ -238,8 +291,9 @@ type TombstoneInfo struct {
 	Job string
 }
 
-func (t *tomb) info() TombstoneInfo {
-	return TombstoneInfo{Tombstone: t.tombstone(), Created: t.created, Index: t.index, ReleaseAt: t.release, Job: t.job}
+// info returns the state of t, whose holder is the job of h.
+func (t *tomb) info(h *tomb) TombstoneInfo {
+	return TombstoneInfo{Tombstone: t.tombstone(), Created: t.created, Index: t.index, ReleaseAt: t.release, Job: h.job}
 }
 
 func (s *state) tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
@@ -247,18 +301,19 @@ func (s *state) tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
 	if !ok {
 		return TombstoneInfo{}, false
 	}
-	return cur.info(), true
+	return cur.info(s.holder(cur, nil)), true
 }
 
 func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 	var out []TombstoneInfo
 	start := newKey(after.Kind, after.Target)
+	probe := &tomb{}
 	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: start.fold(), t: &tomb{tkey: start}}, func(it tombItem) bool {
 		t := it.t
 		if t.tkey == start && (after != ck.Tombstone{}) {
 			return true
 		}
-		out = append(out, t.info())
+		out = append(out, t.info(s.holder(t, probe)))
 		return limit <= 0 || len(out) < limit
 	})
 	return out

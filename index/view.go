@@ -174,15 +174,18 @@ func (s *state) scanRun(r *run, lo, hi int64, fn func(titem) bool) {
 
 // Releasable returns a pull iterator over the tombstones that are
 // unattached and releasable at now (see [Index.SetWatermark] for the rule),
-// in a stable order: by release time, creation time, kind and target. Each
-// call returns the next one, or false at the end. The whole iteration
-// costs O(log n + k) for k tombstones pulled.
+// in a stable order: by release time, creation time, kind and target, a
+// record at the place of its first source with its sources one after the
+// other in (kind, target) order. Each call returns the next one, or false
+// at the end. The whole iteration costs O(log n + k) for k tombstones
+// pulled.
 func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 	const batch = 64
 	s := v.state(needPool)
 	var (
 		buf  []poolKey
 		pos  int
+		sub  int // the next source of buf[pos]'s record
 		last poolKey
 		done bool
 	)
@@ -220,8 +223,15 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 			last = buf[len(buf)-1]
 		}
 		p := buf[pos]
-		pos++
-		return p.tkey.tombstone(), true
+		if p.rec == nil {
+			pos++
+			return p.tkey.tombstone(), true
+		}
+		t := p.rec.srcs[sub].tombstone()
+		if sub++; sub == len(p.rec.srcs) {
+			pos, sub = pos+1, 0
+		}
+		return t, true
 	}
 }
 

@@ -160,3 +160,82 @@ func testGolden(t *testing.T, version byte) {
 		require.Equal(t, data, re, file)
 	}
 }
+
+// goldenUpgradeScenario upgrades a cluster from version 5 to 6 in the
+// middle of cleanup: a replacement applied at 5 leaves one tombstone per
+// source, two applied at 6 leave one record each, and a cleanup-only job
+// then holds the old tombstones and the first record side by side while
+// the second record waits.
+func goldenUpgradeScenario(t tb) *node {
+	cfg := testConfig()
+	cfg.StartVersion = 5
+	n := newNode(t, cfg, raftfsm.WithCleanupBatch(6))
+	n.version = 5
+	n.mustApply(addBlocks(blocks("a", "t1", 1, 12, t0)))
+	n.mustApply(&raftfsm.Command{TookOffice: &raftfsm.TookOffice{Leader: "n1"}})
+	jobs := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: 1, FreeSlots: 3}).Jobs
+	require.Len(t, jobs, 3)
+	complete := func(seq uint64, j ck.JobReply) {
+		n.advance(time.Second)
+		res := n.poll(&ck.PollRequest{WorkerID: "w1", Seq: seq, Updates: []ck.StatusUpdate{
+			{Job: j.Job, Token: j.Token, Status: ck.ReportSuccess, Outputs: n.outputs(j.Plan, uint64(j.Token))},
+		}})
+		require.Equal(t, ck.OutcomeCompleted, res.Jobs[0].Outcome)
+	}
+	complete(2, jobs[0])
+	n.mustApply(&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: 6}})
+	n.version = 6
+	complete(3, jobs[1])
+	complete(4, jobs[2])
+	n.advance(time.Hour)
+	res := n.poll(&ck.PollRequest{WorkerID: "w2", Seq: 1, FreeSlots: 1})
+	require.Len(t, res.Jobs, 1)
+	require.True(t, res.Jobs[0].Plan.CleanupOnly())
+	// A batch of 6 objects: the 4 tombstones of version 5, then the first
+	// record, attached whole.
+	require.Len(t, res.Jobs[0].Plan.Tombstones, 8)
+	return n
+}
+
+// TestGoldenUpgrade pins a state of cluster version 6 that holds
+// tombstones made at version 5 and records side by side: it restores and
+// re-snapshots to the same bytes, and this release writes it for the
+// scenario.
+func TestGoldenUpgrade(t *testing.T) {
+	n := goldenUpgradeScenario(t)
+	path := filepath.Join("testdata", "golden", "v6", "upgrade.bin")
+	snap := n.snapshot()
+	if *update {
+		require.NoError(t, os.WriteFile(path, snap, 0o644))
+	}
+	golden, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, snap, golden, "this release writes the golden snapshot for the upgrade scenario")
+	f, err := raftfsm.Restore(bytes.NewReader(golden))
+	require.NoError(t, err)
+	var again bytes.Buffer
+	require.NoError(t, f.Snapshot(&again))
+	require.Equal(t, golden, again.Bytes(), "golden snapshot re-snapshots to the same bytes")
+
+	// One job holds the four tombstones of version 5 and the four sources
+	// of the first record; the second record's four wait.
+	byEntry := map[uint64][]string{}
+	for _, ti := range f.Index().Tombstones(ck.Tombstone{}, 0) {
+		byEntry[ti.Index] = append(byEntry[ti.Index], ti.Job)
+	}
+	require.Len(t, byEntry, 3)
+	var held, waiting int
+	for _, jobs := range byEntry {
+		require.Len(t, jobs, 4)
+		for _, j := range jobs[1:] {
+			require.Equal(t, jobs[0], j, "the sources of one replacement have one holder")
+		}
+		if jobs[0] == "" {
+			waiting++
+		} else {
+			held++
+		}
+	}
+	require.Equal(t, 2, held)
+	require.Equal(t, 1, waiting)
+}

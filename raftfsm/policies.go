@@ -31,6 +31,11 @@ const policyGradesVersion byte = 6
 // tenant's next jobs in the same poll, as if it had no cap.
 const capFreedVersion byte = 6
 
+// recordsVersion is the first cluster version in which the index
+// tombstones the sources of an applied replacement as one record, which a
+// job attaches, detaches and confirms whole (see package index).
+const recordsVersion byte = 6
+
 // PolicyAction is what a [PolicyCommand] does.
 type PolicyAction uint8
 

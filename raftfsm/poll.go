@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
@@ -109,7 +110,9 @@ func (st *state) applyAdd(e ck.Entry, now int64, tx *scheduler.Tx, c *ck.Change)
 	}
 	if len(plan.Tombstones) > 0 {
 		accepted := st.index.Attach(now, plan.Name, plan.Tombstones)
-		if len(accepted) != len(plan.Tombstones) {
+		// Records attach whole: what the index accepted may hold objects
+		// the plan did not list.
+		if !slices.Equal(accepted, plan.Tombstones) {
 			if plan.CleanupOnly() && len(accepted) == 0 {
 				return scheduler.Result{Kind: ck.ChangeAdd, Reason: scheduler.SkippedNoTombstoneLeft, Detail: fmt.Sprintf("none of its %d tombstones is unattached and releasable", len(plan.Tombstones))}
 			}
@@ -146,6 +149,7 @@ func (st *state) applyAdd(e ck.Entry, now int64, tx *scheduler.Tx, c *ck.Change)
 func (st *state) commit(e ck.Entry, now int64, c *ck.Change, plan *ck.JobPlan) *index.ReplaceResult {
 	var out *index.ReplaceResult
 	if !plan.CleanupOnly() {
+		st.index.SetRecords(st.clusterVersion >= recordsVersion)
 		rr := st.index.Replace(e, now, c.Job, c.Token, plan.Sources, c.Outputs)
 		out = &rr
 		if rr.Applied {

@@ -46,6 +46,12 @@ type model struct {
 	wm        int64
 	hasWM     bool
 	now       int64
+	// records maps the sources of a replacement applied from cluster
+	// version 6 on to the sources of its tombstone record, sorted: they
+	// are attached together, to one job.
+	records map[string][]ck.Tombstone
+	// version is the cluster version as of the entries fed so far.
+	version byte
 	// policies are the scheduling policies in force (cluster version 5):
 	// the default and the tenants' own.
 	defPolicy policy.Tenant
@@ -117,12 +123,17 @@ type mjob struct {
 }
 
 func newModel(s *Sim) *model {
-	return &model{
+	m := &model{
 		s: s, ingested: map[string]blockKeys{}, blocks: map[string]*mblock{}, live: map[string]bool{},
 		jobs: map[string]*mjob{}, claimed: map[string]string{}, quar: map[string]bool{},
 		completed: map[string]fencing.Token{}, ended: map[string]int64{}, committed: map[string]bool{},
 		attached: map[string]string{}, confirmed: map[string]bool{}, policies: map[string]policy.Tenant{},
+		records: map[string][]ck.Tombstone{}, version: s.cfg.StartVersion,
 	}
+	if m.version == 0 {
+		m.version = raftfsm.CommandVersion
+	}
+	return m
 }
 
 func (m *model) fail(invariant, format string, args ...any) { m.s.fail(invariant, format, args...) }
@@ -160,7 +171,8 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 		}
 		m.cancelled(res.Cancelled)
 	case cmd.ClusterVersion != nil:
-		// Raising the version changes nothing the model follows.
+		// From version 6 replaced sources become tombstone records.
+		m.version = max(m.version, cmd.ClusterVersion.Version)
 	case cmd.Operator != nil:
 		switch cmd.Operator.Action {
 		case raftfsm.OpCancel:
@@ -352,7 +364,7 @@ func (m *model) feedPoll(r *replica, e *entry, p *raftfsm.Poll, res *raftfsm.Res
 				m.fail("at most one token", "renewal of %s with token %d applied, attempt in progress %d", c.Job, c.Token, j.attempt)
 			}
 		case ck.ChangeComplete:
-			m.complete(c, cr, j)
+			m.complete(c, cr, j, m.version >= recordsVersion)
 		case ck.ChangeFail, ck.ChangeRelease:
 			if c.Token != j.attempt {
 				m.fail("at most one token", "%s of %s with token %d applied, attempt in progress %d", c.Kind, c.Job, c.Token, j.attempt)
@@ -440,8 +452,16 @@ func (m *model) addJob(r *replica, e *entry, tokenIdx uint64, c *ck.Change, cr *
 		m.claimed[id] = c.Job
 	}
 	for _, t := range plan.Tombstones {
-		if !slices.Contains(c.Plan.Tombstones, t) {
+		// A record is attached whole: a source prepared for the job brings
+		// the record's other sources.
+		rec := m.recordOf(t)
+		if !slices.Contains(c.Plan.Tombstones, t) && !slices.ContainsFunc(rec, func(s ck.Tombstone) bool { return slices.Contains(c.Plan.Tombstones, s) }) {
 			m.fail("tombstones", "job %s carries tombstone %s it was not prepared with", c.Job, t)
+		}
+		for _, s := range rec {
+			if !slices.Contains(plan.Tombstones, s) {
+				m.fail("tombstones", "job %s carries %s but not %s of the same record %v", c.Job, t, s, rec)
+			}
 		}
 		m.checkRelease(c.Job, t)
 		if other, ok := m.attached[t.String()]; ok {
@@ -455,6 +475,15 @@ func (m *model) addJob(r *replica, e *entry, tokenIdx uint64, c *ck.Change, cr *
 		m.s.rep.CleanupJobs++
 	}
 	m.jobs[c.Job] = &mjob{plan: plan, token: cr.Token}
+}
+
+// recordOf returns the sources of the record t is a source of, or nil if
+// t stands alone.
+func (m *model) recordOf(t ck.Tombstone) []ck.Tombstone {
+	if t.Kind != ck.TombstoneBlock {
+		return nil
+	}
+	return m.records[t.Target]
 }
 
 func (m *model) why(id string) string {
@@ -520,7 +549,13 @@ func (m *model) checkDeletion(worker, job string, ts []ck.Tombstone) {
 	}
 }
 
-func (m *model) complete(c *ck.Change, cr *raftfsm.ChangeResult, j *mjob) {
+// recordsVersion is the first cluster version at which a replacement's
+// sources become one tombstone record.
+const recordsVersion = 6
+
+// complete follows an applied completion; records tells that the cluster
+// version makes tombstone records of replaced sources.
+func (m *model) complete(c *ck.Change, cr *raftfsm.ChangeResult, j *mjob, records bool) {
 	if c.Token != j.attempt || c.Token != j.token {
 		m.fail("at most one token", "completion of %s with token %d applied; attempt %d, token %d", c.Job, c.Token, j.attempt, j.token)
 	}
@@ -530,6 +565,7 @@ func (m *model) complete(c *ck.Change, cr *raftfsm.ChangeResult, j *mjob) {
 	for _, t := range j.plan.Tombstones {
 		if m.attached[t.String()] == c.Job {
 			m.confirmed[t.String()] = true
+			delete(m.records, t.Target)
 		}
 	}
 	if j.plan.CleanupOnly() {
@@ -583,6 +619,16 @@ func (m *model) complete(c *ck.Change, cr *raftfsm.ChangeResult, j *mjob) {
 			o.keys[t] = append(o.keys[t], ks...)
 		}
 		m.remove(id, "replaced by "+c.Job)
+	}
+	if records {
+		rec := make([]ck.Tombstone, len(j.plan.Sources))
+		for i, id := range j.plan.Sources {
+			rec[i] = ck.Tombstone{Kind: ck.TombstoneBlock, Target: id}
+		}
+		slices.SortFunc(rec, func(a, b ck.Tombstone) int { return strings.Compare(a.Target, b.Target) })
+		for _, id := range j.plan.Sources {
+			m.records[id] = rec
+		}
 	}
 	m.dropJob(c.Job)
 }

@@ -484,10 +484,17 @@ func (s *Sim) stepOnce() {
 
 // upgradeStep raises the cluster version once the run reaches upgradeAt,
 // proposing again every 20 steps until the reference replica applied it
-// (a dropped log tail may lose the proposal).
+// (a dropped log tail may lose the proposal). The upgrade waits, up to 200
+// steps, for cleanup in flight (tombstones not yet deleted), so that
+// tombstones of the old version and records of the new one are pending
+// side by side.
 func (s *Sim) upgradeStep() {
+	ref := s.replicas[0].fsm
 	if s.upgradeAt == 0 || s.step < s.upgradeAt || (s.step-s.upgradeAt)%20 != 0 ||
-		s.replicas[0].fsm.ClusterVersion() >= raftfsm.CommandVersion {
+		ref.ClusterVersion() >= raftfsm.CommandVersion {
+		return
+	}
+	if ref.Stats().Tombstones == 0 && s.step-s.upgradeAt < 200 {
 		return
 	}
 	s.propose(&raftfsm.Command{ClusterVersion: &raftfsm.SetClusterVersion{Version: raftfsm.CommandVersion}}, nil)
