@@ -5,13 +5,25 @@ import (
 )
 
 // encodingVersion is the version of the binary encoding written by this
-// release for the types of this package. Decoders read every version up to
-// it. Version 1 writes messages in their compact form (see the
-// internal/codec package): optional trailing fields only when set.
-const encodingVersion byte = 1
+// release for the types of this package. Decoders read every version from
+// 1 up to it. Version 2 writes every field of every message, whatever its
+// value, so that the number of fields depends only on the version; version
+// 1, the compact form (see the internal/codec package), writes optional
+// trailing fields only when set.
+const encodingVersion byte = 2
 
-// wire is the codec of encoding version 1.
-var wire = codec.Default.Compact()
+// formOf returns the codec of encoding version v.
+func formOf(v byte) *codec.Codec {
+	if v == 1 {
+		return codec.Default.Compact()
+	}
+	return codec.Default
+}
+
+// encode writes v (header kind k) in encoding version version.
+func encode(k codec.Kind, version byte, v any) ([]byte, error) {
+	return formOf(version).Encode(k, version, v)
+}
 
 func readsVersion(v byte) bool { return v >= 1 && v <= encodingVersion }
 
@@ -24,8 +36,12 @@ func decodeValid[T any, P interface {
 	*T
 	validator
 }](data []byte, k codec.Kind, dst P) error {
+	version, _, err := codec.ParseHeader(data, k)
+	if err != nil {
+		return err
+	}
 	var v T
-	if _, err := wire.Decode(data, k, readsVersion, &v); err != nil {
+	if _, err := formOf(version).Decode(data, k, readsVersion, &v); err != nil {
 		return err
 	}
 	if err := P(&v).Validate(); err != nil {
@@ -38,7 +54,7 @@ func decodeValid[T any, P interface {
 // MarshalBinary encodes r with a versioned header. Equal requests encode
 // to identical bytes.
 func (r *PollRequest) MarshalBinary() ([]byte, error) {
-	return wire.Encode(codec.KindPollRequest, encodingVersion, r)
+	return encode(codec.KindPollRequest, encodingVersion, r)
 }
 
 // UnmarshalBinary decodes and validates a request encoded by
@@ -51,7 +67,7 @@ func (r *PollRequest) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes r with a versioned header.
 func (r *PollResponse) MarshalBinary() ([]byte, error) {
-	return wire.Encode(codec.KindPollResponse, encodingVersion, r)
+	return encode(codec.KindPollResponse, encodingVersion, r)
 }
 
 // UnmarshalBinary decodes and validates a response encoded by
@@ -62,7 +78,7 @@ func (r *PollResponse) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes b with a versioned header.
 func (b *BlockMeta) MarshalBinary() ([]byte, error) {
-	return wire.Encode(codec.KindBlockMeta, encodingVersion, b)
+	return encode(codec.KindBlockMeta, encodingVersion, b)
 }
 
 // UnmarshalBinary decodes and validates block metadata encoded by
@@ -73,7 +89,7 @@ func (b *BlockMeta) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes p with a versioned header.
 func (p *JobPlan) MarshalBinary() ([]byte, error) {
-	return wire.Encode(codec.KindJobPlan, encodingVersion, p)
+	return encode(codec.KindJobPlan, encodingVersion, p)
 }
 
 // UnmarshalBinary decodes and validates a plan encoded by
@@ -84,7 +100,7 @@ func (p *JobPlan) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary encodes u with a versioned header.
 func (u *PlanUpdate) MarshalBinary() ([]byte, error) {
-	return wire.Encode(codec.KindPlanUpdate, encodingVersion, u)
+	return encode(codec.KindPlanUpdate, encodingVersion, u)
 }
 
 // UnmarshalBinary decodes and validates an update encoded by

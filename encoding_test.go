@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -112,13 +113,16 @@ func goldenValues() map[string]codecValue {
 	}
 }
 
+// TestGolden checks the encoding this release writes (version 2, under
+// testdata/golden/v2) and that version 1's files (testdata/golden) still
+// decode to the same values and re-encode, in version 1, to the same bytes.
 func TestGolden(t *testing.T) {
 	for name, v := range goldenValues() {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, v.Validate())
 			got, err := v.MarshalBinary()
 			require.NoError(t, err)
-			path := filepath.Join("testdata", "golden", name+".bin")
+			path := filepath.Join("testdata", "golden", "v2", name+".bin")
 			if *update {
 				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 				require.NoError(t, os.WriteFile(path, got, 0o644))
@@ -127,6 +131,18 @@ func TestGolden(t *testing.T) {
 			want, err := os.ReadFile(path)
 			require.NoError(t, err, "golden file missing: run go test -run TestGolden -update")
 			require.Equal(t, want, got, "the encoding of %s changed; if deliberate, bump encodingVersion and run with -update", name)
+
+			v1, err := os.ReadFile(filepath.Join("testdata", "golden", name+".bin"))
+			require.NoError(t, err)
+			dec := reflect.New(reflect.TypeOf(v).Elem()).Interface().(codecValue)
+			require.NoError(t, dec.UnmarshalBinary(v1))
+			same, err := dec.MarshalBinary()
+			require.NoError(t, err)
+			require.Equal(t, got, same, "version 1 decodes to the golden value")
+			again, err := ck.EncodeVersion1(dec)
+			require.NoError(t, err)
+			require.Equal(t, v1, again, "version 1 re-encodes byte-identically")
+			require.GreaterOrEqual(t, len(got), len(v1), "version 2 writes every field version 1 writes, and those it leaves out")
 		})
 	}
 }

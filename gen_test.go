@@ -78,10 +78,11 @@ func genPlan() *rapid.Generator[ck.JobPlan] {
 func genUpdate() *rapid.Generator[ck.StatusUpdate] {
 	return rapid.Custom(func(t *rapid.T) ck.StatusUpdate {
 		u := ck.StatusUpdate{
-			Job:     compactkittest.Name().Draw(t, "job"),
-			Token:   fencing.Token(rapid.Uint64Min(1).Draw(t, "token")),
-			Status:  ck.ReportStatus(rapid.IntRange(1, 4).Draw(t, "status")),
-			Outputs: []ck.BlockMeta{},
+			Job:       compactkittest.Name().Draw(t, "job"),
+			Token:     fencing.Token(rapid.Uint64Min(1).Draw(t, "token")),
+			Status:    ck.ReportStatus(rapid.IntRange(1, 4).Draw(t, "status")),
+			Outputs:   []ck.BlockMeta{},
+			Signature: []byte{},
 		}
 		if u.Status == ck.ReportSuccess {
 			u.Outputs = rapid.SliceOfNDistinct(genBlock(), 1, 3, func(b ck.BlockMeta) string { return b.ID }).Draw(t, "outputs")
@@ -113,11 +114,12 @@ func genResponse() *rapid.Generator[ck.PollResponse] {
 		r := ck.PollResponse{Jobs: make([]ck.JobReply, 0, n)}
 		for range n {
 			j := ck.JobReply{
-				Job:      compactkittest.Name().Draw(t, "job"),
-				Outcome:  ck.Outcome(rapid.IntRange(1, 5).Draw(t, "outcome")),
-				Token:    fencing.Token(rapid.Uint64().Draw(t, "token")),
-				Deadline: rapid.Int64().Draw(t, "deadline"),
-				Lease:    time.Duration(rapid.Int64Range(0, 1<<40).Draw(t, "lease")),
+				Job:       compactkittest.Name().Draw(t, "job"),
+				Outcome:   ck.Outcome(rapid.IntRange(1, 5).Draw(t, "outcome")),
+				Token:     fencing.Token(rapid.Uint64().Draw(t, "token")),
+				Deadline:  rapid.Int64().Draw(t, "deadline"),
+				Lease:     time.Duration(rapid.Int64Range(0, 1<<40).Draw(t, "lease")),
+				Signature: []byte{},
 			}
 			if j.Outcome == ck.OutcomeAssigned {
 				p := genPlan().Draw(t, "plan")

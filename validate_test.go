@@ -212,26 +212,37 @@ func TestSanitizeName(t *testing.T) {
 	require.NoError(t, ident.ValidateJobName("L0-"+ident.SanitizeName("ünïcode tenant", 32)+"-1"))
 }
 
-// TestChangeReasonEncoding checks that a change without a reason encodes
-// as before reasons existed (seven fields) and that reasons are accepted
-// only where they belong.
+// TestChangeReasonEncoding checks that encoding version 2 writes a
+// change's reason whether or not it is set, that version 1 (the compact
+// form) writes a change without a reason as seven fields and refuses eight
+// with an empty reason, and that reasons are accepted only where they
+// belong.
 func TestChangeReasonEncoding(t *testing.T) {
 	c := ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w"}
 	u := ck.PlanUpdate{Changes: []ck.Change{c}}
 	plain, err := u.MarshalBinary()
 	require.NoError(t, err)
+	plain1, err := ck.EncodeVersion1(&u)
+	require.NoError(t, err)
 	u.Changes[0].Reason = "disk full"
 	withReason, err := u.MarshalBinary()
 	require.NoError(t, err)
-	require.Greater(t, len(withReason), len(plain))
-	var back ck.PlanUpdate
-	require.NoError(t, back.UnmarshalBinary(withReason))
-	require.Equal(t, "disk full", back.Changes[0].Reason)
+	withReason1, err := ck.EncodeVersion1(&u)
+	require.NoError(t, err)
+	require.Len(t, withReason, len(plain)+len("disk full"), "version 2: the reason's field is written either way")
+	require.Len(t, withReason1, len(plain1)+1+len("disk full"), "version 1: an unset reason is left out")
+	for _, data := range [][]byte{withReason, withReason1} {
+		var back ck.PlanUpdate
+		require.NoError(t, back.UnmarshalBinary(data))
+		require.Equal(t, "disk full", back.Changes[0].Reason)
+	}
 
-	// Eight fields with an empty reason is not a canonical encoding.
-	i := bytes.Index(withReason, []byte("\x69disk full"))
+	// Version 1: eight fields with an empty reason is not a canonical
+	// encoding.
+	i := bytes.Index(withReason1, []byte("\x69disk full"))
 	require.Positive(t, i)
-	bad := append(append(append([]byte{}, withReason[:i]...), 0x60), withReason[i+10:]...)
+	bad := append(append(append([]byte{}, withReason1[:i]...), 0x60), withReason1[i+10:]...)
+	var back ck.PlanUpdate
 	require.ErrorIs(t, back.UnmarshalBinary(bad), ck.ErrMalformed)
 
 	for _, k := range []ck.ChangeKind{ck.ChangeRenew, ck.ChangeRelease, ck.ChangeComplete} {
