@@ -29,10 +29,12 @@ import (
 // instead of applying it; the body writes its messages' optional trailing
 // fields only when they are set (the compact form of package
 // internal/codec). Version 6 writes every field of every message, so that
-// the number of fields depends only on the version; cluster version 6 grades a tenant's backpressure again on every change of its
-// queue and compares debt thresholds with ready batches (see
-// policyGradesVersion), and lets a poll that ends a capped tenant's job
-// start the tenant's next one (see capFreedVersion).
+// the number of fields depends only on the version. Cluster version 6
+// grades a tenant's backpressure again on every change of its queue and
+// compares debt thresholds with ready batches (see policyGradesVersion),
+// lets a poll that ends a capped tenant's job start the tenant's next one
+// (see capFreedVersion), and tombstones a replacement's sources as one
+// record (see recordsVersion).
 const CommandVersion byte = 6
 
 // oldestVersion is the oldest command and cluster version this release
