@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"testing"
 
@@ -111,10 +112,16 @@ func TestFlawsCaught(t *testing.T) {
 		leadertest.Run(t, newPair(t, fl), leadertest.Options{Polls: 30})
 		return
 	}
-	for flaw, says := range map[string]string{
-		"Replicas":     "snapshot differs",     // every replica byte-identical
-		"MixedUp":      "assignment lost",      // no assignment lost
-		"WaitsForever": "test timed out after", // nothing waits forever
+	// A worker handed another poll's result works on jobs leased to
+	// another worker and never hears of its own: the scenario meets either
+	// a job in progress for a worker that was never told ("assignment
+	// lost") or, when two workers completed the same jobs first, their
+	// sources compacted twice. Which comes first depends on how the
+	// workers' goroutines interleave.
+	for flaw, says := range map[string][]string{
+		"Replicas":     {"snapshot differs"},                   // every replica byte-identical
+		"MixedUp":      {"assignment lost", "compacted twice"}, // no assignment lost
+		"WaitsForever": {"test timed out after"},               // nothing waits forever
 	} {
 		t.Run(flaw, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestFlawsCaught$", "-test.timeout=5s")
@@ -124,8 +131,8 @@ func TestFlawsCaught(t *testing.T) {
 			if !errors.As(err, &exit) {
 				t.Fatalf("the scenario passed the log with the flaw %s (%v):\n%s", flaw, err, out)
 			}
-			if !bytes.Contains(out, []byte(says)) {
-				t.Fatalf("the scenario failed, but not with %q:\n%s", says, out)
+			if !slices.ContainsFunc(says, func(s string) bool { return bytes.Contains(out, []byte(s)) }) {
+				t.Fatalf("the scenario failed, but not with any of %q:\n%s", says, out)
 			}
 		})
 	}
