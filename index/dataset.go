@@ -124,6 +124,18 @@ func (b *block) unpack() extras {
 	return e
 }
 
+// levelSize returns the block's level and size: the first two fields of
+// what unpack returns, without walking the datasets.
+func (b *block) levelSize() (uint32, int64) {
+	if b.ext == nil {
+		return 0, 0
+	}
+	p := unsafe.Pointer(b.ext)
+	level, i := ptrUvarint(p, 0)
+	size, _ := ptrUvarint(p, i)
+	return uint32(level), int64(size)
+}
+
 // ptrUvarint decodes the uvarint at p+i, which pack wrote, and returns it
 // with the offset after it.
 func ptrUvarint(p unsafe.Pointer, i uintptr) (uint64, uintptr) {

@@ -230,15 +230,15 @@ type runKey struct {
 }
 
 func (x *Index) count(b *block, sign int64) {
-	e := b.unpack()
-	k := levelKey{b.tenant, e.level}
+	level, size := b.levelSize()
+	k := levelKey{b.tenant, level}
 	l := x.levels[k]
 	if l == nil {
-		l = &LevelStats{Tenant: x.s.names[b.tenant], Level: e.level}
+		l = &LevelStats{Tenant: x.s.names[b.tenant], Level: level}
 		x.levels[k] = l
 	}
 	l.Blocks += sign
-	l.Bytes += sign * e.size
+	l.Bytes += sign * size
 	if l.Blocks == 0 {
 		delete(x.levels, k)
 	}

@@ -627,3 +627,22 @@ func TestViewLazyAndClose(t *testing.T) {
 	require.Empty(t, closed.QueryIDs("acme", 0, 1000, nil))
 	require.NotEqual(t, want, h.snapshot())
 }
+
+// TestPrefixDeletionRecordRefuses checks that an output under a prefix whose
+// orphan tombstone was deleted is refused for the deduplication horizon,
+// when no prefix tombstone is pending any more, and accepted after it.
+func TestPrefixDeletionRecordRefuses(t *testing.T) {
+	h := newHarness(t, func(c *index.Config) { c.CleanupDelay = 100; c.DedupHorizon = 1000 })
+	require.NoError(t, h.x.AddOrphan(1, ck.AttemptPrefix("job1", 3)))
+	require.Len(t, index.ReleaseTo(h.x, 200, "cleaner", 0), 1)
+	require.Equal(t, 1, h.x.Confirm(201, "cleaner"))
+	require.Equal(t, 0, h.x.Stats().Orphans, "no prefix tombstone pending")
+	late := output("job1", 3, 0, "acme", 0, 9)
+	err := h.x.Add(h.entry(), 300, &late)
+	require.ErrorIs(t, err, index.ErrDuplicate)
+	require.ErrorContains(t, err, "deleted less than the deduplication horizon ago")
+	// A block tombstone pending changes nothing for other IDs.
+	other := output("job2", 4, 0, "acme", 0, 9)
+	h.add(300, &other)
+	require.NoError(t, h.x.Add(h.entry(), 1300, &late), "past the horizon")
+}

@@ -554,6 +554,9 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 	if until, ok := s.goneUntil(bk); ok && now < until {
 		return "deleted less than the deduplication horizon ago"
 	}
+	if !s.anyPrefix() {
+		return ""
+	}
 	// Every ancestor prefix of the object key, from "blocks/" down.
 	key := ck.ObjectKey(id)
 	for i := len(ck.BlockPrefix) - 1; i < len(key); i++ {
@@ -569,6 +572,26 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 		}
 	}
 	return ""
+}
+
+// anyPrefix reports whether a prefix tombstone is pending or a prefix's
+// deletion record is kept. Prefix keys sort after every block's (the kind
+// comes first), so one search from the least prefix key finds one if there
+// is one; without any, refusedID need not look up an ID's ancestors.
+func (s *state) anyPrefix() bool {
+	found := false
+	least := tkey{kind: ck.TombstonePrefix}
+	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: least.fold(), t: &tomb{tkey: least}}, func(tombItem) bool {
+		found = true
+		return false
+	})
+	if !found {
+		s.gone.AscendGreaterOrEqual(goneRec{tkey: least}, func(goneRec) bool {
+			found = true
+			return false
+		})
+	}
+	return found
 }
 
 // durationOf is a helper for snapshot headers.
