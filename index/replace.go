@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/compactkit/compactkit/internal/ident"
+	"github.com/compactkit/compactkit/internal/namekey"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
@@ -106,11 +107,11 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	now = x.advance(now)
 	valid := ident.ValidateJobName(job) == nil && token != 0
 	if valid {
-		if r, ok := x.s.results.Get(&result{job: job, token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
+		if r, ok := x.s.results.Get(&result{nk: namekey.Of(job), job: job, token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
 			return r.toResult(true)
 		}
 	}
-	r := &result{job: job, token: token, index: e.Index, at: now}
+	r := &result{nk: namekey.Of(job), job: job, token: token, index: e.Index, at: now}
 	srcs := make([]*block, len(sources))
 	for i, id := range sources {
 		if b, ok := x.s.get(id, x.pivot); ok {

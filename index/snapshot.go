@@ -13,6 +13,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/ident"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // snapshotVersion is the latest version of the snapshot stream. Restore
@@ -978,8 +979,9 @@ func (rs *restorer) results() error {
 			return err
 		}
 		for i := range n {
+			job := strings.Clone(jobs[i])
 			r := &result{
-				job: strings.Clone(jobs[i]), token: fencing.Token(tokens[i]), index: indexes[i], at: at[i],
+				nk: namekey.Of(job), job: job, token: fencing.Token(tokens[i]), index: indexes[i], at: at[i],
 				applied: flags[i]&flagApplied != 0, orphan: flags[i]&flagOrphan != 0,
 				reason: Refusal(reasons[i]), detail: strings.Clone(details[i]),
 			}

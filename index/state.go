@@ -12,6 +12,7 @@ import (
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/dups"
 	"github.com/compactkit/compactkit/internal/ident"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // smallDegree is the degree of the google/btree trees: the run list, the
@@ -337,6 +338,7 @@ func lessGone(a, b goneRec) bool { return a.tkey.less(b.tkey) }
 // result is the recorded outcome of a replacement, kept until
 // CompletedRetention after at so that a replayed completion gets it again.
 type result struct {
+	nk    namekey.Key   // the key of job (see internal/namekey)
 	job   string        // the attempt: job name
 	token fencing.Token // and fencing token
 	index uint64        // index of the entry that applied or refused it
@@ -355,7 +357,8 @@ type result struct {
 }
 
 func lessResult(a, b *result) bool {
-	return a.job < b.job || a.job == b.job && a.token < b.token
+	c := namekey.Compare(a.nk, a.job, b.nk, b.job)
+	return c < 0 || c == 0 && a.token < b.token
 }
 
 // state is everything a View needs: copy-on-write trees and scalars. The

@@ -10,6 +10,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/codec"
 	"github.com/compactkit/compactkit/internal/ident"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // Snapshot format (version 1): one codec stream of kind KindSection.
@@ -522,7 +523,7 @@ func (rs *restorer) claims() error {
 			if counts[i] < 1 || counts[i] > math.MaxInt32 {
 				return codec.Malformed("claims: job %s: %d sources", names[i], counts[i])
 			}
-			rs.claimBlocks = append(rs.claimBlocks, claimCount{c: &claim{name: names[i], k: k}, n: counts[i]})
+			rs.claimBlocks = append(rs.claimBlocks, claimCount{c: &claim{nk: namekey.Of(names[i]), name: names[i], k: k}, n: counts[i]})
 		}
 		return nil
 	})
@@ -552,7 +553,7 @@ func (rs *restorer) claimed() error {
 			c.items = append(c.items, it)
 		}
 		s.claims.Mut(s.vmu).ReplaceOrInsert(c)
-		s.claimKeys.Mut(s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
+		s.claimKeys.Mut(s.vmu).ReplaceOrInsert(claimRef{k: c.k, nk: c.nk, name: c.name})
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/compactkit/compactkit/internal/namekey"
 	"github.com/compactkit/compactkit/policy"
 )
 
@@ -67,8 +68,10 @@ func timeLess(a, b timeEnt) bool {
 	return a.shard < b.shard
 }
 
-// claim records the sources a job claims.
+// claim records the sources a job claims. nk is the key of its name (see
+// internal/namekey), which orders the claims by name.
 type claim struct {
+	nk    namekey.Key
 	name  string
 	k     key
 	items []item
@@ -77,6 +80,7 @@ type claim struct {
 // claimRef indexes claims by key, for retention.
 type claimRef struct {
 	k    key
+	nk   namekey.Key
 	name string
 }
 
@@ -84,7 +88,7 @@ func claimRefLess(a, b claimRef) bool {
 	if c := a.k.compare(b.k); c != 0 {
 		return c < 0
 	}
-	return a.name < b.name
+	return namekey.Less(a.nk, a.name, b.nk, b.name)
 }
 
 // quarEnt is a quarantined block.
@@ -152,7 +156,7 @@ func newState(cfg Config) state {
 		full:        newLazy(fullLess),
 		timed:       newLazy(timeLess),
 		aging:       newLazy(timeLess),
-		claims:      newLazy(func(a, b *claim) bool { return a.name < b.name }),
+		claims:      newLazy(func(a, b *claim) bool { return namekey.Less(a.nk, a.name, b.nk, b.name) }),
 		claimKeys:   newLazy(claimRefLess),
 		quar:        newLazy(func(a, b *quarEnt) bool { return a.it.id < b.it.id }),
 		held:        newLazy(holdByTenant),

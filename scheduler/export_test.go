@@ -21,7 +21,8 @@ func equalRecs(a, b tenantRec) bool {
 
 func (s *Scheduler) checkDerived() error {
 	counts := map[string]int{}
-	s.byName.Ascend(func(j *job) bool {
+	s.byName.Ascend(func(r named) bool {
+		j := r.j
 		if j.st.Status == ck.StatusInProgress {
 			counts[j.st.Tenant]++
 		}
@@ -35,7 +36,8 @@ func (s *Scheduler) checkDerived() error {
 	}
 	// The shard lists of the tenants with a per-shard cap.
 	shards := map[string]map[uint32]int{}
-	s.byName.Ascend(func(j *job) bool {
+	s.byName.Ascend(func(r named) bool {
+		j := r.j
 		if j.st.Status == ck.StatusInProgress && s.policy(j.st.Tenant).MaxPerShard > 0 {
 			if shards[j.st.Tenant] == nil {
 				shards[j.st.Tenant] = map[uint32]int{}
@@ -62,7 +64,8 @@ func (s *Scheduler) checkDerived() error {
 	}
 	var err error
 	levels := map[uint32]*LevelStats{}
-	s.byName.Ascend(func(j *job) bool {
+	s.byName.Ascend(func(r named) bool {
+		j := r.j
 		p := s.policy(j.st.Tenant)
 		want := *j
 		s.shape(&want, p, counts[j.st.Tenant])

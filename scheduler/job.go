@@ -7,6 +7,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // job is the scheduler's record of one job. Records are immutable once they
@@ -51,8 +52,23 @@ func (j *job) shard() uint32 {
 // The orders of the indexes. Every order ends with the name, so that no two
 // jobs compare equal.
 
+// named is a job's entry in the tree of jobs by name, with the name's key
+// inline (see internal/namekey): a search compares integers in the nodes
+// it reads, not the names of the job records they point to.
+type named struct {
+	k    namekey.Key
+	name string
+	j    *job
+}
+
 // byName orders all jobs by name.
-func byName(a, b *job) bool { return a.st.Name < b.st.Name }
+func byName(a, b named) bool { return namekey.Less(a.k, a.name, b.k, b.name) }
+
+// nameOf returns j's entry in the tree of jobs by name.
+func nameOf(j *job) named { return named{k: namekey.Of(j.st.Name), name: j.st.Name, j: j} }
+
+// nameProbe returns the entry that finds the job named name.
+func nameProbe(name string) named { return named{k: namekey.Of(name), name: name} }
 
 // The holds of a job (job.hold).
 const (
@@ -155,7 +171,22 @@ type done struct {
 	at    int64 // log time of the completion
 }
 
-func doneByName(a, b *done) bool { return a.name < b.name }
+// doneRef is a completion's entry in the tree of completions by name,
+// with the name's key inline, as named.
+type doneRef struct {
+	k    namekey.Key
+	name string
+	d    *done
+}
+
+func doneByName(a, b doneRef) bool { return namekey.Less(a.k, a.name, b.k, b.name) }
+
+// doneOf returns d's entry in the tree of completions by name.
+func doneOf(d *done) doneRef { return doneRef{k: namekey.Of(d.name), name: d.name, d: d} }
+
+// doneProbe returns the entry that finds the completion of the job named
+// name.
+func doneProbe(name string) doneRef { return doneRef{k: namekey.Of(name), name: name} }
 
 func doneByTime(a, b *done) bool {
 	if a.at != b.at {

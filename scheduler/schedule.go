@@ -65,7 +65,6 @@ type Schedule struct {
 	lastTenant string
 	hasLast    bool
 	probe      job
-	dprobe     done
 	closed     bool
 }
 
@@ -242,8 +241,8 @@ func (sc *Schedule) addedNamed(name string) *overlay {
 
 // base returns the job named name in the view, or nil.
 func (sc *Schedule) base(name string) *job {
-	sc.probe.st.Name = name
-	j, _ := sc.v.byName.Peek().Get(&sc.probe)
+	r, _ := sc.v.byName.Peek().Get(nameProbe(name))
+	j := r.j
 	return j
 }
 
@@ -848,7 +847,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	if pol.closed(plan.Level) {
 		return false
 	}
-	if sc.dprobe.name = plan.Name; sc.v.completed.Peek().Has(&sc.dprobe) {
+	if sc.v.completed.Peek().Has(doneProbe(plan.Name)) {
 		return false
 	}
 	if len(sc.plans) == cap(sc.plans) {

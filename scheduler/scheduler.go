@@ -58,16 +58,13 @@ type Scheduler struct {
 	// vmu guards the slots of the trees shared with schedules (see
 	// view).
 	vmu sync.Mutex
-	// probe and dprobe are scratch records for tree lookups.
-	probe  job
-	dprobe done
 }
 
 // trees are the indexes a schedule reads, each lazily frozen for the open
 // schedules (see view). The scheduler reads them directly and mutates them
 // through Mut.
 type trees struct {
-	byName cow.Tree[*job]
+	byName cow.Tree[named]
 	// byTenant holds every job's (tenant, level, name): pauses and List.
 	byTenant cow.Tree[*tenantKey]
 	// ready holds the unassigned jobs without a hold by (level, rank,
@@ -81,7 +78,7 @@ type trees struct {
 	// excluded holds the excluded jobs by (version, name).
 	excluded cow.Tree[*job]
 	// completed remembers completed jobs by name.
-	completed cow.Tree[*done]
+	completed cow.Tree[doneRef]
 	// tenants holds the tenant policies and counts schedules read.
 	tenants cow.Tree[tenantRec]
 }
@@ -162,9 +159,8 @@ func (s *Scheduler) open(v *view) {
 
 // get returns the job named name, or nil.
 func (s *Scheduler) get(name string) *job {
-	s.probe.st.Name = name
-	j, _ := s.byName.Get(&s.probe)
-	return j
+	r, _ := s.byName.Get(nameProbe(name))
+	return r.j
 }
 
 // Job returns the state and plan of the named job. The plan is shared and
@@ -181,18 +177,16 @@ func (s *Scheduler) Job(name string) (ck.JobState, *ck.JobPlan, bool) {
 // if the completion is still remembered (see Config.CompletedRetention). The
 // state machine answers "completed" to a success report carrying that token.
 func (s *Scheduler) CompletedToken(name string) (fencing.Token, bool) {
-	s.dprobe.name = name
-	d, ok := s.completed.Get(&s.dprobe)
+	r, ok := s.completed.Get(doneProbe(name))
 	if !ok {
 		return 0, false
 	}
-	return d.token, true
+	return r.d.token, true
 }
 
 // hasCompleted reports whether the named job's completion is remembered.
 func (s *Scheduler) hasCompleted(name string) bool {
-	s.dprobe.name = name
-	return s.completed.Has(&s.dprobe)
+	return s.completed.Has(doneProbe(name))
 }
 
 // Expire forgets the completions older than Config.CompletedRetention at log
@@ -219,14 +213,14 @@ func (s *Scheduler) Expire(now int64) int {
 }
 
 func (s *Scheduler) remember(d *done) {
-	if prev, ok := s.completed.Mut(&s.vmu).ReplaceOrInsert(d); ok {
-		s.completedAt.Delete(prev)
+	if prev, ok := s.completed.Mut(&s.vmu).ReplaceOrInsert(doneOf(d)); ok {
+		s.completedAt.Delete(prev.d)
 	}
 	s.completedAt.ReplaceOrInsert(d)
 }
 
 func (s *Scheduler) forget(d *done) {
-	s.completed.Mut(&s.vmu).Delete(d)
+	s.completed.Mut(&s.vmu).Delete(doneProbe(d.name))
 	s.completedAt.Delete(d)
 }
 
@@ -235,7 +229,7 @@ func (s *Scheduler) insert(j *job) {
 	if j.key == nil {
 		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: j.st.Name}
 	}
-	s.byName.Mut(&s.vmu).ReplaceOrInsert(j)
+	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(j))
 	s.byTenant.Mut(&s.vmu).ReplaceOrInsert(j.key)
 	s.index(j)
 	s.count(j, 1)
@@ -246,7 +240,7 @@ func (s *Scheduler) insert(j *job) {
 
 // remove drops a job from every index.
 func (s *Scheduler) remove(j *job) {
-	s.byName.Mut(&s.vmu).Delete(j)
+	s.byName.Mut(&s.vmu).Delete(nameProbe(j.st.Name))
 	s.byTenant.Mut(&s.vmu).Delete(j.key)
 	s.unindex(j)
 	s.count(j, -1)
@@ -259,7 +253,7 @@ func (s *Scheduler) remove(j *job) {
 // that starts or stops being in progress changes its tenant's count, and
 // at the tenant's cap the holds of its other jobs.
 func (s *Scheduler) replace(old, nj *job) {
-	s.byName.Mut(&s.vmu).ReplaceOrInsert(nj)
+	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(nj))
 	s.unindex(old)
 	s.index(nj)
 	if old.st.Status != nj.st.Status || old.hold != nj.hold {

@@ -144,7 +144,8 @@ type doneFrame struct {
 // state only.
 func (s *Scheduler) Snapshot(w io.Writer) error {
 	var failed []*job
-	s.byName.Ascend(func(j *job) bool {
+	s.byName.Ascend(func(r named) bool {
+		j := r.j
 		if hasFailure(j) {
 			failed = append(failed, j)
 		}
@@ -184,7 +185,8 @@ func (s *Scheduler) Snapshot(w io.Writer) error {
 		}
 		batch, bytes = batch[:0], 0
 	}
-	s.byName.Ascend(func(j *job) bool {
+	s.byName.Ascend(func(r named) bool {
+		j := r.j
 		batch = append(batch, j)
 		bytes += jobBytes(j)
 		if len(batch) == codec.FrameRecords || bytes >= frameBytes {
@@ -194,7 +196,8 @@ func (s *Scheduler) Snapshot(w io.Writer) error {
 	})
 	flush()
 	var dones []*done
-	s.completed.Ascend(func(d *done) bool {
+	s.completed.Ascend(func(r doneRef) bool {
+		d := r.d
 		dones = append(dones, d)
 		if len(dones) == codec.FrameRecords {
 			werr = errors.Join(werr, sw.Encode(packDone(dones)))
