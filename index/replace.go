@@ -78,7 +78,7 @@ func (r *result) toResult(replayed bool) ReplaceResult {
 		Detail:    r.detail,
 	}
 	if r.orphan {
-		out.Orphan = ck.AttemptPrefix(r.job, r.token)
+		out.Orphan = ck.AttemptPrefix(r.job.String(), r.token)
 	}
 	return out
 }
@@ -107,11 +107,11 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	now = x.advance(now)
 	valid := ident.ValidateJobName(job) == nil && token != 0
 	if valid {
-		if r, ok := x.s.results.Get(&result{nk: namekey.Of(job), job: job, token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
+		if r, ok := x.s.results.Get(&result{job: namekey.Of(job), token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
 			return r.toResult(true)
 		}
 	}
-	r := &result{nk: namekey.Of(job), job: job, token: token, index: e.Index, at: now}
+	r := &result{job: namekey.Of(job), token: token, index: e.Index, at: now}
 	srcs := make([]*block, len(sources))
 	for i, id := range sources {
 		if b, ok := x.s.get(id, x.pivot); ok {

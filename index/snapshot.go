@@ -397,7 +397,7 @@ func (s *state) writeResults(enc func(any) error) error {
 		nm, ns := make([]uint32, n), make([]uint32, n)
 		var missing, surviving []string
 		for i, r := range rs {
-			jobs[i], details[i], tokens[i], indexes[i], at[i] = r.job, r.detail, uint64(r.token), r.index, r.at
+			jobs[i], details[i], tokens[i], indexes[i], at[i] = r.job.String(), r.detail, uint64(r.token), r.index, r.at
 			reasons[i] = uint8(r.reason)
 			if r.applied {
 				flags[i] |= flagApplied
@@ -979,9 +979,8 @@ func (rs *restorer) results() error {
 			return err
 		}
 		for i := range n {
-			job := strings.Clone(jobs[i])
 			r := &result{
-				nk: namekey.Of(job), job: job, token: fencing.Token(tokens[i]), index: indexes[i], at: at[i],
+				job: namekey.Of(strings.Clone(jobs[i])), token: fencing.Token(tokens[i]), index: indexes[i], at: at[i],
 				applied: flags[i]&flagApplied != 0, orphan: flags[i]&flagOrphan != 0,
 				reason: Refusal(reasons[i]), detail: strings.Clone(details[i]),
 			}
@@ -1024,7 +1023,7 @@ func cloneAll(ss []string) []string {
 }
 
 func validResult(r *result, clock int64) error {
-	if err := ident.ValidateJobName(r.job); err != nil {
+	if err := ident.ValidateJobName(r.job.String()); err != nil {
 		return codec.Malformed("result: %w", err)
 	}
 	switch {

@@ -338,8 +338,7 @@ func lessGone(a, b goneRec) bool { return a.tkey.less(b.tkey) }
 // result is the recorded outcome of a replacement, kept until
 // CompletedRetention after at so that a replayed completion gets it again.
 type result struct {
-	nk    namekey.Key   // the key of job (see internal/namekey)
-	job   string        // the attempt: job name
+	job   namekey.Name  // the attempt: job name (see internal/namekey)
 	token fencing.Token // and fencing token
 	index uint64        // index of the entry that applied or refused it
 	at    int64         // log time it was recorded
@@ -357,7 +356,7 @@ type result struct {
 }
 
 func lessResult(a, b *result) bool {
-	c := namekey.Compare(a.nk, a.job, b.nk, b.job)
+	c := a.job.Compare(b.job)
 	return c < 0 || c == 0 && a.token < b.token
 }
 
@@ -557,7 +556,7 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 	if until, ok := s.goneUntil(bk); ok && now < until {
 		return "deleted less than the deduplication horizon ago"
 	}
-	if !s.anyPrefix() {
+	if !s.anyPrefix(tprobe) {
 		return ""
 	}
 	// Every ancestor prefix of the object key, from "blocks/" down.
@@ -581,13 +580,19 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 // deletion record is kept. Prefix keys sort after every block's (the kind
 // comes first), so one search from the least prefix key finds one if there
 // is one; without any, refusedID need not look up an ID's ancestors.
-func (s *state) anyPrefix() bool {
+// probe is as for getTomb.
+func (s *state) anyPrefix(probe *tomb) bool {
+	if probe == nil {
+		probe = &tomb{}
+	}
 	found := false
 	least := tkey{kind: ck.TombstonePrefix}
-	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: least.fold(), t: &tomb{tkey: least}}, func(tombItem) bool {
+	probe.tkey = least
+	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: least.fold(), t: probe}, func(tombItem) bool {
 		found = true
 		return false
 	})
+	probe.tkey = tkey{}
 	if !found {
 		s.gone.AscendGreaterOrEqual(goneRec{tkey: least}, func(goneRec) bool {
 			found = true

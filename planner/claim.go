@@ -90,9 +90,9 @@ func (p *Planner) Claim(e ck.Entry, plan *ck.JobPlan) error {
 	p.tick(e.Time)
 	q = p.own(q)
 	old := q.head
-	c := &claim{nk: namekey.Of(plan.Name), name: plan.Name, k: q.k, items: q.take(len(plan.Sources))}
+	c := &claim{name: namekey.Of(plan.Name), k: q.k, items: q.take(len(plan.Sources))}
 	p.s.claims.Mut(p.s.vmu).ReplaceOrInsert(c)
-	p.s.claimKeys.Mut(p.s.vmu).ReplaceOrInsert(claimRef{k: c.k, nk: c.nk, name: c.name})
+	p.s.claimKeys.Mut(p.s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	p.s.nextSeq = seq + 1
 	p.s.cursor, p.s.hasCursor = plan.Tenant, true
 	p.s.counters.Claims++
@@ -102,13 +102,13 @@ func (p *Planner) Claim(e ck.Entry, plan *ck.JobPlan) error {
 
 // getClaim returns the claim of a job.
 func (s *state) getClaim(job string) (*claim, bool) {
-	return s.claims.Get(&claim{nk: namekey.Of(job), name: job})
+	return s.claims.Get(&claim{name: namekey.Of(job)})
 }
 
 // endClaim removes a claim.
 func (p *Planner) endClaim(c *claim) {
 	p.s.claims.Mut(p.s.vmu).Delete(c)
-	p.s.claimKeys.Mut(p.s.vmu).Delete(claimRef{k: c.k, nk: c.nk, name: c.name})
+	p.s.claimKeys.Mut(p.s.vmu).Delete(claimRef{k: c.k, name: c.name})
 }
 
 // Return ends the claim of job: the sources listed in keep go back into

@@ -86,7 +86,7 @@ func (p *Planner) Drop(blocks []ck.BlockMeta) (claimedBy []string) {
 			if r.k != k {
 				return false
 			}
-			c, _ := p.s.getClaim(r.name)
+			c, _ := p.s.getClaim(r.name.String())
 			hit := false
 			for _, it := range c.items {
 				if _, ok := ids[it.id]; ok {
@@ -95,7 +95,7 @@ func (p *Planner) Drop(blocks []ck.BlockMeta) (claimedBy []string) {
 				}
 			}
 			if hit {
-				jobs = append(jobs, r.name)
+				jobs = append(jobs, r.name.String())
 			}
 			return true
 		})

@@ -78,7 +78,7 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 			if r.k != k {
 				return false
 			}
-			c, _ := p.s.getClaim(r.name)
+			c, _ := p.s.getClaim(r.name.String())
 			for _, it := range c.items {
 				if _, ok := ids[it.id]; ok {
 					err = fmt.Errorf("planner: mark %s: %w by job %s", it.id, errClaimed, r.name)

@@ -26,7 +26,7 @@ func (p *Planner) Quarantine(e ck.Entry, job string, reason string) error {
 	p.tick(e.Time)
 	reason = ident.ClipReason(reason)
 	for _, it := range c.items {
-		qe := &quarEnt{it: it, k: c.k, job: c.name, reason: reason, since: p.s.clock}
+		qe := &quarEnt{it: it, k: c.k, job: c.name.String(), reason: reason, since: p.s.clock}
 		if p.s.quar.Has(qe) {
 			p.s.counters.Duplicates++
 			continue

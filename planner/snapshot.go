@@ -285,7 +285,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 		names, tenants := make([]string, len(cs)), make([]string, len(cs))
 		shards, levels, counts := make([]uint32, len(cs)), make([]uint32, len(cs)), make([]int64, len(cs))
 		for i, c := range cs {
-			names[i], tenants[i], shards[i], levels[i], counts[i] = c.name, c.k.tenant, c.k.shard, c.k.level, int64(len(c.items))
+			names[i], tenants[i], shards[i], levels[i], counts[i] = c.name.String(), c.k.tenant, c.k.shard, c.k.level, int64(len(c.items))
 		}
 		return sw.Encode(&claimsFrame{N: len(cs), Names: codec.PackStrings(names), Tenants: codec.PackStrings(tenants),
 			Shards: codec.PackInts(shards), Levels: codec.PackInts(levels), Counts: codec.PackInts(counts)})
@@ -517,13 +517,13 @@ func (rs *restorer) claims() error {
 			if seq, ok := nameSeq(names[i]); !ok || seq >= h.NextSeq {
 				return codec.Malformed("claims: job %s: sequence number not below %d", names[i], h.NextSeq)
 			}
-			if len(rs.claimBlocks) > 0 && rs.claimBlocks[len(rs.claimBlocks)-1].c.name >= names[i] {
+			if len(rs.claimBlocks) > 0 && rs.claimBlocks[len(rs.claimBlocks)-1].c.name.String() >= names[i] {
 				return codec.Malformed("claims: job %s out of order", names[i])
 			}
 			if counts[i] < 1 || counts[i] > math.MaxInt32 {
 				return codec.Malformed("claims: job %s: %d sources", names[i], counts[i])
 			}
-			rs.claimBlocks = append(rs.claimBlocks, claimCount{c: &claim{nk: namekey.Of(names[i]), name: names[i], k: k}, n: counts[i]})
+			rs.claimBlocks = append(rs.claimBlocks, claimCount{c: &claim{name: namekey.Of(names[i]), k: k}, n: counts[i]})
 		}
 		return nil
 	})
@@ -553,7 +553,7 @@ func (rs *restorer) claimed() error {
 			c.items = append(c.items, it)
 		}
 		s.claims.Mut(s.vmu).ReplaceOrInsert(c)
-		s.claimKeys.Mut(s.vmu).ReplaceOrInsert(claimRef{k: c.k, nk: c.nk, name: c.name})
+		s.claimKeys.Mut(s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	}
 	return nil
 }

@@ -68,11 +68,10 @@ func timeLess(a, b timeEnt) bool {
 	return a.shard < b.shard
 }
 
-// claim records the sources a job claims. nk is the key of its name (see
-// internal/namekey), which orders the claims by name.
+// claim records the sources a job claims. Its name carries its inline
+// prefix (see internal/namekey), which orders the claims by name.
 type claim struct {
-	nk    namekey.Key
-	name  string
+	name  namekey.Name
 	k     key
 	items []item
 }
@@ -80,15 +79,14 @@ type claim struct {
 // claimRef indexes claims by key, for retention.
 type claimRef struct {
 	k    key
-	nk   namekey.Key
-	name string
+	name namekey.Name
 }
 
 func claimRefLess(a, b claimRef) bool {
 	if c := a.k.compare(b.k); c != 0 {
 		return c < 0
 	}
-	return namekey.Less(a.nk, a.name, b.nk, b.name)
+	return a.name.Less(b.name)
 }
 
 // quarEnt is a quarantined block.
@@ -156,7 +154,7 @@ func newState(cfg Config) state {
 		full:        newLazy(fullLess),
 		timed:       newLazy(timeLess),
 		aging:       newLazy(timeLess),
-		claims:      newLazy(func(a, b *claim) bool { return namekey.Less(a.nk, a.name, b.nk, b.name) }),
+		claims:      newLazy(func(a, b *claim) bool { return a.name.Less(b.name) }),
 		claimKeys:   newLazy(claimRefLess),
 		quar:        newLazy(func(a, b *quarEnt) bool { return a.it.id < b.it.id }),
 		held:        newLazy(holdByTenant),

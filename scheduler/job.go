@@ -52,23 +52,22 @@ func (j *job) shard() uint32 {
 // The orders of the indexes. Every order ends with the name, so that no two
 // jobs compare equal.
 
-// named is a job's entry in the tree of jobs by name, with the name's key
+// named is a job's entry in the tree of jobs by name, with the name
 // inline (see internal/namekey): a search compares integers in the nodes
 // it reads, not the names of the job records they point to.
 type named struct {
-	k    namekey.Key
-	name string
-	j    *job
+	n namekey.Name
+	j *job
 }
 
 // byName orders all jobs by name.
-func byName(a, b named) bool { return namekey.Less(a.k, a.name, b.k, b.name) }
+func byName(a, b named) bool { return a.n.Less(b.n) }
 
 // nameOf returns j's entry in the tree of jobs by name.
-func nameOf(j *job) named { return named{k: namekey.Of(j.st.Name), name: j.st.Name, j: j} }
+func nameOf(j *job) named { return named{n: namekey.Of(j.st.Name), j: j} }
 
 // nameProbe returns the entry that finds the job named name.
-func nameProbe(name string) named { return named{k: namekey.Of(name), name: name} }
+func nameProbe(name string) named { return named{n: namekey.Of(name)} }
 
 // The holds of a job (job.hold).
 const (
@@ -172,21 +171,20 @@ type done struct {
 }
 
 // doneRef is a completion's entry in the tree of completions by name,
-// with the name's key inline, as named.
+// with the name inline, as named.
 type doneRef struct {
-	k    namekey.Key
-	name string
-	d    *done
+	n namekey.Name
+	d *done
 }
 
-func doneByName(a, b doneRef) bool { return namekey.Less(a.k, a.name, b.k, b.name) }
+func doneByName(a, b doneRef) bool { return a.n.Less(b.n) }
 
 // doneOf returns d's entry in the tree of completions by name.
-func doneOf(d *done) doneRef { return doneRef{k: namekey.Of(d.name), name: d.name, d: d} }
+func doneOf(d *done) doneRef { return doneRef{n: namekey.Of(d.name), d: d} }
 
 // doneProbe returns the entry that finds the completion of the job named
 // name.
-func doneProbe(name string) doneRef { return doneRef{k: namekey.Of(name), name: name} }
+func doneProbe(name string) doneRef { return doneRef{n: namekey.Of(name)} }
 
 func doneByTime(a, b *done) bool {
 	if a.at != b.at {

@@ -1,26 +1,31 @@
-// Package namekey orders strings by a prefix kept inline in a tree's
-// items: the first 24 bytes of a string, as three big-endian integers,
-// zero-padded. Comparing keys orders two strings as comparing the strings
-// does wherever the keys differ, and the strings themselves decide only
-// where the keys tie. A search in a tree of names then compares integers
-// in the node it reads, and loads the bytes of one or two names instead
-// of one per comparison: job names, which share their tenant's prefix, are
+// Package namekey orders names by a prefix kept inline: a [Name] holds a
+// string and its first 24 bytes as three big-endian integers, zero-padded.
+// Comparing two Names compares the integers first and the strings only
+// where the integers tie, so a search in a tree of Names compares integers
+// in the node it reads and loads the bytes of one or two names instead of
+// one per comparison: job names, which share their tenant's prefix, are
 // told apart within their first 24 bytes when the tenant's name is short.
 //
-// The order holds for any strings, NUL bytes included: a key that is
-// strictly less belongs to a string that is strictly less (at the first
-// differing byte the lesser string has the lesser byte, or has ended and
-// is a prefix of the other), and equal keys defer to the strings.
+// The order is the strings' order, for any strings, NUL bytes included: a
+// prefix that is strictly less belongs to a string that is strictly less
+// (at the first differing byte the lesser string has the lesser byte, or
+// has ended and is a prefix of the other), and equal prefixes defer to the
+// strings. A Name is built only by [Of], so its prefix always matches its
+// string.
 package namekey
 
 import "strings"
 
-// Key is the inline prefix of a string.
-type Key struct{ a, b, c uint64 }
+// Name is a string and its inline prefix. The zero Name is the empty
+// string's.
+type Name struct {
+	a, b, c uint64
+	s       string
+}
 
-// Of returns the key of s.
-func Of(s string) Key {
-	return Key{word(s, 0), word(s, 8), word(s, 16)}
+// Of returns the Name of s.
+func Of(s string) Name {
+	return Name{word(s, 0), word(s, 8), word(s, 16), s}
 }
 
 // word returns the 8 bytes of s from offset i, big-endian, zero-padded.
@@ -35,24 +40,24 @@ func word(s string, i int) uint64 {
 	return w
 }
 
-// Compare orders the strings a and b, whose keys are ka and kb, as
-// strings.Compare(a, b) does.
-func Compare(ka Key, a string, kb Key, b string) int {
+// String returns the name.
+func (n Name) String() string { return n.s }
+
+// Compare orders n and o as strings.Compare orders their strings.
+func (n Name) Compare(o Name) int {
 	switch {
-	case ka.a != kb.a:
-		return cmp3(ka.a < kb.a)
-	case ka.b != kb.b:
-		return cmp3(ka.b < kb.b)
-	case ka.c != kb.c:
-		return cmp3(ka.c < kb.c)
+	case n.a != o.a:
+		return cmp3(n.a < o.a)
+	case n.b != o.b:
+		return cmp3(n.b < o.b)
+	case n.c != o.c:
+		return cmp3(n.c < o.c)
 	}
-	return strings.Compare(a, b)
+	return strings.Compare(n.s, o.s)
 }
 
-// Less reports whether a orders before b, given their keys.
-func Less(ka Key, a string, kb Key, b string) bool {
-	return Compare(ka, a, kb, b) < 0
-}
+// Less reports whether n orders before o.
+func (n Name) Less(o Name) bool { return n.Compare(o) < 0 }
 
 func cmp3(less bool) int {
 	if less {
