@@ -7,6 +7,8 @@ import (
 	"github.com/google/btree"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
 )
 
 // leafItems lists t's items in order.
@@ -143,6 +145,34 @@ func TestLeafSearch(t *testing.T) {
 			wi, wfound := slices.BinarySearch(items, x)
 			require.Equal(t, wi, i)
 			require.Equal(t, wfound, found)
+		}
+	})
+}
+
+// TestInlineKeyOrder: the items of the ID set and of the tombstone set,
+// which compare up to 16 bytes of their strings inline, order as the IDs
+// and the (kind, target) keys do, ties and NUL bytes included.
+func TestInlineKeyOrder(t *testing.T) {
+	gen := rapid.StringOfN(rapid.SampledFrom([]rune{0, 'a', 'b', 0x7f}), 0, 24, -1)
+	kinds := rapid.SampledFrom([]ck.TombstoneKind{ck.TombstoneBlock, ck.TombstonePrefix})
+	rapid.Check(t, func(t *rapid.T) {
+		prefix := rapid.SampledFrom([]string{"", "01J0", "01J0ABCDEFGH"}).Draw(t, "prefix")
+		// Several pairs a check, b sharing a prefix of a of any length, so
+		// that every word ties and every byte position decides.
+		for range 16 {
+			a := prefix + gen.Draw(t, "a")
+			b := a[:rapid.IntRange(0, len(a)).Draw(t, "shared")] + gen.Draw(t, "b")
+			if got := lessID(newIDItem(&block{id: a}), newIDItem(&block{id: b})); got != (a < b) {
+				t.Fatalf("lessID(%q, %q) = %v", a, b, got)
+			}
+			ka, kb := newKey(kinds.Draw(t, "kind a"), a), newKey(kinds.Draw(t, "kind b"), b)
+			want := ka.kind < kb.kind || ka.kind == kb.kind && a < b
+			if got := ka.less(kb); got != want {
+				t.Fatalf("tkey less(%v %q, %v %q) = %v", ka.kind, a, kb.kind, b, got)
+			}
+			if got := lessTomb(newTombItem(&tomb{tkey: ka}), newTombItem(&tomb{tkey: kb})); got != want {
+				t.Fatalf("lessTomb(%v %q, %v %q) = %v", ka.kind, a, kb.kind, b, got)
+			}
 		}
 	})
 }

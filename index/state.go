@@ -67,32 +67,36 @@ func classLower(c uint8, from int64) int64 {
 // middle split leaves behind freshly allocated, nearly full nodes instead of
 // half-empty ones, which halves the memory per item.
 
-// prefix8 returns the first 8 bytes of s, big-endian, zero-padded. For the
-// strings compared here (IDs and prefixes, which contain no NUL bytes) it
-// orders like s: search trees compare it inline and dereference the string
-// only on ties.
-func prefix8(s string) uint64 {
-	var k uint64
-	n := min(len(s), 8)
-	for i := range n {
-		k |= uint64(s[i]) << (56 - 8*i)
-	}
-	return k
-}
+// prefix8 returns the first 8 bytes of s, big-endian, zero-padded, and
+// next8 the 8 bytes after them. For the strings compared here (IDs and
+// prefixes, which contain no NUL bytes) the pair orders like s: search
+// trees compare it inline and dereference the string only on ties, which
+// for IDs of up to 16 bytes (and ULIDs, whose first 16 characters hold the
+// time and 30 random bits) do not occur between distinct blocks.
+func prefix8(s string) uint64 { return namekey.Word(s, 0) }
+
+func next8(s string) uint64 { return namekey.Word(s, 8) }
 
 // idItem is a block's entry in the set of live blocks by ID, with its
-// ID's first bytes inline.
+// ID's first 16 bytes inline.
 type idItem struct {
-	k uint64 // prefix8(b.id)
-	b *block
+	k, k2 uint64 // prefix8(b.id), next8(b.id)
+	b     *block
 }
 
-func newIDItem(b *block) idItem { return idItem{k: prefix8(b.id), b: b} }
+func newIDItem(b *block) idItem { return idProbe(b.id, b) }
+
+// idProbe returns the item of ID id for block b (a scratch block to search
+// with, whose id the caller sets to id).
+func idProbe(id string, b *block) idItem { return idItem{k: prefix8(id), k2: next8(id), b: b} }
 
 // lessID orders blocks by ID.
 func lessID(a, b idItem) bool {
-	if a.k != b.k {
+	switch {
+	case a.k != b.k:
 		return a.k < b.k
+	case a.k2 != b.k2:
+		return a.k2 < b.k2
 	}
 	return a.b.id < b.b.id
 }
@@ -157,20 +161,22 @@ func lessName(a, b nameEntry) bool { return a.name < b.name }
 // newKey.
 type tkey struct {
 	kind   ck.TombstoneKind
-	k      uint64 // prefix8(target)
+	k, k2  uint64 // prefix8(target), next8(target)
 	target string
 }
 
 func newKey(kind ck.TombstoneKind, target string) tkey {
-	return tkey{kind: kind, k: prefix8(target), target: target}
+	return tkey{kind: kind, k: prefix8(target), k2: next8(target), target: target}
 }
 
 func (k tkey) less(o tkey) bool {
-	if k.kind != o.kind {
+	switch {
+	case k.kind != o.kind:
 		return k.kind < o.kind
-	}
-	if k.k != o.k {
+	case k.k != o.k:
 		return k.k < o.k
+	case k.k2 != o.k2:
+		return k.k2 < o.k2
 	}
 	return k.target < o.target
 }
@@ -178,8 +184,11 @@ func (k tkey) less(o tkey) bool {
 func (k tkey) tombstone() ck.Tombstone { return ck.Tombstone{Kind: k.kind, Target: k.target} }
 
 // fold returns the kind and the first 7 bytes of the target in one
-// integer, in the order of tkey.less.
+// integer, and fold2 the next 8 bytes: together, in the order of
+// tkey.less.
 func (k tkey) fold() uint64 { return uint64(k.kind)<<56 | k.k>>8 }
+
+func (k tkey) fold2() uint64 { return k.k<<56 | k.k2>>8 }
 
 // tomb is a pending tombstone: one object to delete, standing alone or
 // as a source of a record. A tomb in the trees is never modified (views
@@ -226,19 +235,26 @@ func (t *tomb) appendObjects(out []ck.Tombstone) []ck.Tombstone {
 }
 
 // tombItem is a pending tombstone's entry in the tree by key, with its
-// key's first bytes inline (fold), so that a search dereferences a tomb
-// only on ties.
+// key's first bytes inline (fold, fold2), so that a search dereferences a
+// tomb only on ties.
 type tombItem struct {
-	f uint64 // t.fold()
-	t *tomb
+	f, g uint64 // t.fold(), t.fold2()
+	t    *tomb
 }
 
-func newTombItem(t *tomb) tombItem { return tombItem{f: t.fold(), t: t} }
+func newTombItem(t *tomb) tombItem { return tombProbe(t.tkey, t) }
+
+// tombProbe returns the item of key k for tomb t (a scratch tomb to search
+// with, whose key the caller sets to k).
+func tombProbe(k tkey, t *tomb) tombItem { return tombItem{f: k.fold(), g: k.fold2(), t: t} }
 
 // lessTomb orders tombstones by (kind, target).
 func lessTomb(a, b tombItem) bool {
-	if a.f != b.f {
+	switch {
+	case a.f != b.f:
 		return a.f < b.f
+	case a.g != b.g:
+		return a.g < b.g
 	}
 	return a.t.tkey.less(b.t.tkey)
 }
@@ -426,7 +442,7 @@ func (s *state) get(id string, pivot *block) (*block, bool) {
 		pivot = &block{}
 	}
 	pivot.id = id
-	it, ok := idOps().get(s.byID.BTreeG, idItem{k: prefix8(id), b: pivot})
+	it, ok := idOps().get(s.byID.BTreeG, idProbe(id, pivot))
 	pivot.id = ""
 	return it.b, ok
 }
@@ -503,7 +519,7 @@ func (s *state) readersDone(created, now int64) bool {
 func (s *state) liveUnder(prefix string) bool {
 	p := strings.TrimPrefix(prefix, ck.BlockPrefix)
 	found := false
-	idOps().ascendFrom(s.byID.BTreeG, idItem{k: prefix8(p), b: &block{id: p}}, func(it idItem) bool {
+	idOps().ascendFrom(s.byID.BTreeG, idProbe(p, &block{id: p}), func(it idItem) bool {
 		found = strings.HasPrefix(it.b.id, p)
 		return false
 	})
@@ -527,7 +543,7 @@ func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
 		probe = &tomb{}
 	}
 	probe.tkey = k
-	it, ok := tombOps().get(s.tombs.BTreeG, tombItem{f: k.fold(), t: probe})
+	it, ok := tombOps().get(s.tombs.BTreeG, tombProbe(k, probe))
 	probe.tkey = tkey{}
 	return it.t, ok
 }
@@ -588,7 +604,7 @@ func (s *state) anyPrefix(probe *tomb) bool {
 	found := false
 	least := tkey{kind: ck.TombstonePrefix}
 	probe.tkey = least
-	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: least.fold(), t: probe}, func(tombItem) bool {
+	tombOps().ascendFrom(s.tombs.BTreeG, tombProbe(least, probe), func(tombItem) bool {
 		found = true
 		return false
 	})

@@ -81,7 +81,7 @@ func (x *Index) insertTomb(tree *btree.BTreeG[leafRef[tombItem]], t *tomb) {
 // re-entering the index for the deduplication horizon.
 func (x *Index) dropTomb(k tkey, now int64) {
 	x.tprobe.tkey = k
-	tombOps().delete(x.wTombs(), x.tombGen, tombItem{f: k.fold(), t: x.tprobe})
+	tombOps().delete(x.wTombs(), x.tombGen, tombProbe(k, x.tprobe))
 	x.tprobe.tkey = tkey{}
 	x.s.ntombs--
 	if k.kind == ck.TombstonePrefix {
@@ -308,7 +308,7 @@ func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 	var out []TombstoneInfo
 	start := newKey(after.Kind, after.Target)
 	probe := &tomb{}
-	tombOps().ascendFrom(s.tombs.BTreeG, tombItem{f: start.fold(), t: &tomb{tkey: start}}, func(it tombItem) bool {
+	tombOps().ascendFrom(s.tombs.BTreeG, tombProbe(start, &tomb{tkey: start}), func(it tombItem) bool {
 		t := it.t
 		if t.tkey == start && (after != ck.Tombstone{}) {
 			return true

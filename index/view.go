@@ -51,7 +51,7 @@ func (v *View) Lookup(id string) (ck.BlockMeta, bool) {
 func (v *View) Blocks(after string, limit int) []ck.BlockMeta {
 	var out []ck.BlockMeta
 	s := v.state(needByID)
-	idOps().ascendFrom(s.byID.BTreeG, idItem{k: prefix8(after), b: &block{id: after}}, func(it idItem) bool {
+	idOps().ascendFrom(s.byID.BTreeG, idProbe(after, &block{id: after}), func(it idItem) bool {
 		if it.b.id == after {
 			return true
 		}

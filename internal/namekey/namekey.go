@@ -25,11 +25,14 @@ type Name struct {
 
 // Of returns the Name of s.
 func Of(s string) Name {
-	return Name{word(s, 0), word(s, 8), word(s, 16), s}
+	return Name{Word(s, 0), Word(s, 8), Word(s, 16), s}
 }
 
-// word returns the 8 bytes of s from offset i, big-endian, zero-padded.
-func word(s string, i int) uint64 {
+// Word returns the 8 bytes of s from offset i, big-endian, zero-padded.
+// Comparing strings' words from offset 0 on, in turn, orders them as the
+// strings are ordered wherever the words differ (the argument of the
+// package documentation); where they tie, the strings decide.
+func Word(s string, i int) uint64 {
 	var w uint64
 	for j := range 8 {
 		w <<= 8
