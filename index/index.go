@@ -189,6 +189,20 @@ func (x *Index) insert(b *block) {
 // remove makes the live block b leave the index.
 func (x *Index) remove(b *block) {
 	idOps().delete(x.wByID(), x.idGen, newIDItem(b))
+	x.unlive(b)
+}
+
+// retire makes the live block b leave the index as t, the pending
+// tombstone of a record's source other than its lead: b's entry in the ID
+// set becomes t's mark.
+func (x *Index) retire(b *block, t *tomb) {
+	idOps().insert(x.wByID(), x.idGen, markOf(t))
+	x.unlive(b)
+	x.s.ntombs++
+}
+
+// unlive makes b leave the time index and the counts of live blocks.
+func (x *Index) unlive(b *block) {
 	x.s.blocks--
 	c := spanClass(b.minTime, b.maxTime)
 	var tb [4]uint32

@@ -4,8 +4,9 @@ import (
 	"github.com/google/btree"
 )
 
-// The index's two big trees — live blocks by ID, and each run of the time
-// index — are leaf sets: ordered sets of distinct items kept in leaves,
+// The index's big trees — live blocks by ID (with the marks of pending
+// record sources, see idItem), each run of the time index, the pending
+// tombstones and the pool — are leaf sets: ordered sets of distinct items kept in leaves,
 // sorted slices of at most leafMax items, under a google/btree of the
 // leaves' lower bounds (leafRef). Compared with a google/btree of the items
 // themselves:

@@ -1068,6 +1068,10 @@ func TestRecordsDeleteEachSourceOnce(t *testing.T) {
 			}
 			if y != nil {
 				require.Equal(t, snapshotBytes(t, x), snapshotBytes(t, y), "the restored replica differs")
+				vx, vy := x.View(), y.View()
+				require.Equal(t, vx.Tombstones(ck.Tombstone{}, 0), vy.Tombstones(ck.Tombstone{}, 0), "the restored replica's tombstones differ")
+				require.Equal(t, vx.Blocks("", 0), vy.Blocks("", 0), "the restored replica's blocks differ")
+				require.Equal(t, x.Stats(), y.Stats(), "the restored replica's counts differ")
 			}
 		}
 		// Every job done; everything left goes to one last job.

@@ -150,15 +150,15 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 		x.record(r)
 		return r.toResult(false)
 	}
-	var buf [32]tkey
-	ks := buf[:0]
-	for _, b := range srcs {
-		x.remove(b)
-		ks = append(ks, newKey(ck.TombstoneBlock, b.id))
-	}
 	if x.records {
-		x.newRecord(ks, e.Index)
+		x.newRecord(srcs, e.Index)
 	} else {
+		var buf [32]tkey
+		ks := buf[:0]
+		for _, b := range srcs {
+			x.remove(b)
+			ks = append(ks, newKey(ck.TombstoneBlock, b.id))
+		}
 		x.newTombs(ks, e.Index)
 	}
 	for i := range outputs {

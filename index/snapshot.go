@@ -158,6 +158,9 @@ func (s *state) snapshot(w io.Writer) error {
 	used := make([]bool, len(s.names))
 	nds := 0
 	ascend(s.byID.BTreeG, func(it idItem) bool {
+		if it.b == nil {
+			return true
+		}
 		used[it.b.tenant] = true
 		r := it.b.datasets()
 		for d := (dataset{}); r.next(&d); {
@@ -277,6 +280,9 @@ func (s *state) writeBlocks(enc func(any) error, ref []uint32) error {
 	}
 	return writeFramed(s.byID.BTreeG, func(it idItem) bool {
 		b := it.b
+		if b == nil {
+			return false
+		}
 		e := b.unpack()
 		ids = append(ids, b.id)
 		tenants, shards, levels = append(tenants, ref[b.tenant]), append(shards, b.shard), append(levels, e.level)
@@ -871,6 +877,8 @@ func (rs *restorer) loadTombs(recs []*record) error {
 		items = append(items, newTombItem(t))
 		leads = append(leads, t)
 	}
+	// Every record's sources, to check that no object is pending twice;
+	// all but the leads become marks in the ID set below.
 	for _, rec := range recs {
 		for k := range rec.srcs {
 			items = append(items, newTombItem(&rec.srcs[k]))
@@ -905,6 +913,20 @@ func (rs *restorer) loadTombs(recs []*record) error {
 			x.s.held.Mut(x.vmu).ReplaceOrInsert(heldKey{job: t.job, tkey: t.tkey})
 		}
 	}
+	x.s.ntombs = len(items)
+	if len(recs) > 0 {
+		// The tombstone set holds the leads; the other sources are marks,
+		// which restored blocks were checked not to be.
+		kept := items[:0]
+		for _, it := range items {
+			if t := it.t; t.rec == nil || t.tkey == t.rec.srcs[0].tkey {
+				kept = append(kept, it)
+			} else if !idOps().insert(x.wByID(), x.idGen, markOf(t)) {
+				return codec.Malformed("block %s is both live and tombstoned", t.target)
+			}
+		}
+		items = kept
+	}
 	for _, it := range items {
 		if it.t.kind == ck.TombstonePrefix {
 			x.orphans++
@@ -912,7 +934,6 @@ func (rs *restorer) loadTombs(recs []*record) error {
 	}
 	slices.SortFunc(pool, cmpPool)
 	tombOps().load(x.wTombs(), x.tombGen, items) // sorted by key, checked above
-	x.s.ntombs = len(items)
 	poolOps().load(x.wPool(), x.poolGen, pool)
 	return nil
 }

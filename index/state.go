@@ -77,11 +77,16 @@ func prefix8(s string) uint64 { return namekey.Word(s, 0) }
 
 func next8(s string) uint64 { return namekey.Word(s, 8) }
 
-// idItem is a block's entry in the set of live blocks by ID, with its
-// ID's first 16 bytes inline.
+// idItem is an entry of the ID set: a live block (b), with its ID's first
+// 16 bytes inline, or a mark (t): the pending tombstone of a record's
+// source other than its lead. A replaced block's entry stays where it was,
+// marked, instead of leaving the ID set for the tombstone set (see
+// Index.newRecord), and leaves when the tombstone is confirmed. Exactly one
+// of b and t is set; only entries with b are live.
 type idItem struct {
-	k, k2 uint64 // prefix8(b.id), next8(b.id)
+	k, k2 uint64 // prefix8(id), next8(id)
 	b     *block
+	t     *tomb
 }
 
 func newIDItem(b *block) idItem { return idProbe(b.id, b) }
@@ -90,7 +95,18 @@ func newIDItem(b *block) idItem { return idProbe(b.id, b) }
 // with, whose id the caller sets to id).
 func idProbe(id string, b *block) idItem { return idItem{k: prefix8(id), k2: next8(id), b: b} }
 
-// lessID orders blocks by ID.
+// markOf returns the ID set's mark for t, a record's source.
+func markOf(t *tomb) idItem { return idItem{k: t.k, k2: t.k2, t: t} }
+
+// id returns the ID of the entry: its block's, or its mark's target.
+func (it idItem) id() string {
+	if it.b != nil {
+		return it.b.id
+	}
+	return it.t.target
+}
+
+// lessID orders the ID set by ID.
 func lessID(a, b idItem) bool {
 	switch {
 	case a.k != b.k:
@@ -98,7 +114,7 @@ func lessID(a, b idItem) bool {
 	case a.k2 != b.k2:
 		return a.k2 < b.k2
 	}
-	return a.b.id < b.b.id
+	return a.id() < b.id()
 }
 
 // idOps is the leaf-set order of the live blocks by ID.
@@ -383,7 +399,7 @@ type state struct {
 
 	// The trees, cloned lazily for views (lazy.go): the index mutates
 	// them through mut (wRuns for runs).
-	byID   lazy[leafRef[idItem]] // live blocks by ID, a leaf set (leaves.go)
+	byID   lazy[leafRef[idItem]] // live blocks and marks by ID, a leaf set (leaves.go)
 	blocks int                   // the number of live blocks
 	runs   lazy[*run]            // the time index: runs by (tenant, class)
 	pivot  *block                // an empty block, never mutated, for search keys
@@ -444,7 +460,7 @@ func (s *state) get(id string, pivot *block) (*block, bool) {
 	pivot.id = id
 	it, ok := idOps().get(s.byID.BTreeG, idProbe(id, pivot))
 	pivot.id = ""
-	return it.b, ok
+	return it.b, ok && it.b != nil
 }
 
 // live reports whether a block with this ID is live.
@@ -520,8 +536,8 @@ func (s *state) liveUnder(prefix string) bool {
 	p := strings.TrimPrefix(prefix, ck.BlockPrefix)
 	found := false
 	idOps().ascendFrom(s.byID.BTreeG, idProbe(p, &block{id: p}), func(it idItem) bool {
-		found = strings.HasPrefix(it.b.id, p)
-		return false
+		found = it.b != nil && strings.HasPrefix(it.b.id, p)
+		return !found && strings.HasPrefix(it.id(), p) // past marks under p
 	})
 	return found
 }
@@ -544,6 +560,13 @@ func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
 	}
 	probe.tkey = k
 	it, ok := tombOps().get(s.tombs.BTreeG, tombProbe(k, probe))
+	if !ok && k.kind == ck.TombstoneBlock {
+		// A record's source other than its lead: a mark in the ID set.
+		var m idItem
+		m, ok = idOps().get(s.byID.BTreeG, markOf(probe))
+		ok = ok && m.t != nil
+		it.t = m.t
+	}
 	probe.tkey = tkey{}
 	return it.t, ok
 }

@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/btree"
 
@@ -34,26 +35,31 @@ func (x *Index) newTombs(ks []tkey, index uint64) {
 	x.s.pooled += len(pks)
 }
 
-// newRecord creates one unattached record of the sources with the keys ks
-// (none pending) at the index clock, for the entry at index: one tomb per
-// source, in one allocation, and one entry in the pool, where it comes
-// last in release order. It sorts ks.
-func (x *Index) newRecord(ks []tkey, index uint64) {
-	if len(ks) == 0 {
+// newRecord makes the live blocks srcs (distinct) leave the index as one
+// unattached record of their tombstones, at the index clock, for the entry
+// at index: one tomb per source, in one allocation, sorted by key; the
+// lead enters the tombstone set and the pool, where it comes last in
+// release order, and the other sources' entries in the ID set become their
+// marks. It sorts srcs by ID.
+func (x *Index) newRecord(srcs []*block, index uint64) {
+	if len(srcs) == 0 {
 		return
 	}
 	rel := x.nextRelease()
-	slices.SortFunc(ks, cmpKey)
-	rec := &record{srcs: make([]tomb, len(ks))}
-	tree := x.wTombs()
-	for i, k := range ks {
-		rec.srcs[i] = tomb{tkey: k, created: x.s.clock, release: rel, index: index, rec: rec}
-		x.insertTomb(tree, &rec.srcs[i])
+	slices.SortFunc(srcs, func(a, b *block) int { return strings.Compare(a.id, b.id) })
+	rec := &record{srcs: make([]tomb, len(srcs))}
+	for i, b := range srcs {
+		rec.srcs[i] = tomb{tkey: newKey(ck.TombstoneBlock, b.id), created: x.s.clock, release: rel, index: index, rec: rec}
+	}
+	x.remove(srcs[0])
+	x.insertTomb(x.wTombs(), &rec.srcs[0])
+	for i := 1; i < len(srcs); i++ {
+		x.retire(srcs[i], &rec.srcs[i])
 	}
 	poolOps().appendSorted(x.wPool(), x.poolGen, []poolKey{newPoolKey(&rec.srcs[0])})
-	x.s.pooled += len(ks)
+	x.s.pooled += len(srcs)
 	x.s.nrecs++
-	x.s.nrecSrcs += len(ks)
+	x.s.nrecSrcs += len(srcs)
 }
 
 // nextRelease returns the release time of tombstones created now: the
@@ -78,10 +84,16 @@ func (x *Index) insertTomb(tree *btree.BTreeG[leafRef[tombItem]], t *tomb) {
 
 // dropTomb removes the pending tombstone with key k for good, at log time
 // now: its object is deleted, and a deletion record keeps it from
-// re-entering the index for the deduplication horizon.
-func (x *Index) dropTomb(k tkey, now int64) {
+// re-entering the index for the deduplication horizon. marked says that it
+// is a record's source other than its lead, whose entry is a mark in the
+// ID set.
+func (x *Index) dropTomb(k tkey, marked bool, now int64) {
 	x.tprobe.tkey = k
-	tombOps().delete(x.wTombs(), x.tombGen, tombProbe(k, x.tprobe))
+	if marked {
+		idOps().delete(x.wByID(), x.idGen, markOf(x.tprobe))
+	} else {
+		tombOps().delete(x.wTombs(), x.tombGen, tombProbe(k, x.tprobe))
+	}
 	x.tprobe.tkey = tkey{}
 	x.s.ntombs--
 	if k.kind == ck.TombstonePrefix {
@@ -189,14 +201,14 @@ func (x *Index) Confirm(now int64, job string) int {
 		cur, _ := x.s.getTomb(k, x.tprobe)
 		if rec := cur.rec; rec != nil {
 			for i := range rec.srcs {
-				x.dropTomb(rec.srcs[i].tkey, now)
+				x.dropTomb(rec.srcs[i].tkey, i > 0, now)
 			}
 			x.s.nrecs--
 			x.s.nrecSrcs -= len(rec.srcs)
 			n += len(rec.srcs)
 			continue
 		}
-		x.dropTomb(k, now)
+		x.dropTomb(k, false, now)
 		n++
 	}
 	return n
@@ -305,16 +317,41 @@ func (s *state) tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
 }
 
 func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
-	var out []TombstoneInfo
 	start := newKey(after.Kind, after.Target)
+	var tombs, marks []*tomb
+	collect := func(out *[]*tomb) func(*tomb) bool {
+		return func(t *tomb) bool {
+			if t.tkey == start && (after != ck.Tombstone{}) {
+				return true
+			}
+			*out = append(*out, t)
+			return limit <= 0 || len(*out) < limit
+		}
+	}
+	// The tombstone set, and the marks of the ID set (block tombstones
+	// only), each in key order, up to limit each; then merged.
+	addTomb := collect(&tombs)
+	tombOps().ascendFrom(s.tombs.BTreeG, tombProbe(start, &tomb{tkey: start}), func(it tombItem) bool { return addTomb(it.t) })
+	if start.kind <= ck.TombstoneBlock {
+		from := ""
+		if start.kind == ck.TombstoneBlock {
+			from = start.target
+		}
+		addMark := collect(&marks)
+		idOps().ascendFrom(s.byID.BTreeG, idProbe(from, &block{id: from}), func(it idItem) bool {
+			return it.t == nil || addMark(it.t)
+		})
+	}
+	var out []TombstoneInfo
 	probe := &tomb{}
-	tombOps().ascendFrom(s.tombs.BTreeG, tombProbe(start, &tomb{tkey: start}), func(it tombItem) bool {
-		t := it.t
-		if t.tkey == start && (after != ck.Tombstone{}) {
-			return true
+	for (len(tombs) > 0 || len(marks) > 0) && (limit <= 0 || len(out) < limit) {
+		var t *tomb
+		if len(marks) == 0 || len(tombs) > 0 && tombs[0].tkey.less(marks[0].tkey) {
+			t, tombs = tombs[0], tombs[1:]
+		} else {
+			t, marks = marks[0], marks[1:]
 		}
 		out = append(out, t.info(s.holder(t, probe)))
-		return limit <= 0 || len(out) < limit
-	})
+	}
 	return out
 }

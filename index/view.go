@@ -52,7 +52,7 @@ func (v *View) Blocks(after string, limit int) []ck.BlockMeta {
 	var out []ck.BlockMeta
 	s := v.state(needByID)
 	idOps().ascendFrom(s.byID.BTreeG, idProbe(after, &block{id: after}), func(it idItem) bool {
-		if it.b.id == after {
+		if it.b == nil || it.b.id == after {
 			return true
 		}
 		out = append(out, s.meta(it.b))
@@ -254,15 +254,17 @@ func (v *View) OldestUnattachedReleasable(now int64) (releaseAt int64, ok bool) 
 
 // Tombstone returns the state of the tombstone t, if it is pending.
 func (v *View) Tombstone(t ck.Tombstone) (TombstoneInfo, bool) {
-	return v.state(needTombs).tombstone(t)
+	return v.state(needTombs | needByID).tombstone(t)
 }
 
 // Tombstones lists up to limit pending tombstones in (kind, target) order,
 // starting after the tombstone after (the zero Tombstone starts at the
 // beginning); a limit <= 0 means no limit. Pass the last one returned to
-// get the next page.
+// get the next page. A page of block tombstones walks the live blocks
+// among them too (the sources of a replacement stay in the index's ID
+// order, marked, until their deletion is confirmed).
 func (v *View) Tombstones(after ck.Tombstone, limit int) []TombstoneInfo {
-	return v.state(needTombs).listTombstones(after, limit)
+	return v.state(needTombs|needByID).listTombstones(after, limit)
 }
 
 // Watermark returns the recorded reader watermark, if any.
