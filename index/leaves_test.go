@@ -150,7 +150,7 @@ func TestLeafSearch(t *testing.T) {
 }
 
 // TestInlineKeyOrder: the items of the ID set and of the tombstone set,
-// which compare up to 16 bytes of their strings inline, order as the IDs
+// which compare the first bytes of their strings inline, order as the IDs
 // and the (kind, target) keys do, ties and NUL bytes included.
 func TestInlineKeyOrder(t *testing.T) {
 	gen := rapid.StringOfN(rapid.SampledFrom([]rune{0, 'a', 'b', 0x7f}), 0, 24, -1)

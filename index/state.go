@@ -67,36 +67,31 @@ func classLower(c uint8, from int64) int64 {
 // middle split leaves behind freshly allocated, nearly full nodes instead of
 // half-empty ones, which halves the memory per item.
 
-// prefix8 returns the first 8 bytes of s, big-endian, zero-padded, and
-// next8 the 8 bytes after them. For the strings compared here (IDs and
-// prefixes, which contain no NUL bytes) the pair orders like s: search
-// trees compare it inline and dereference the string only on ties, which
-// for IDs of up to 16 bytes (and ULIDs, whose first 16 characters hold the
-// time and 30 random bits) do not occur between distinct blocks.
+// prefix8 returns the first 8 bytes of s, big-endian, zero-padded: it
+// orders like s wherever it differs, so search trees compare it inline and
+// dereference the string only on ties.
 func prefix8(s string) uint64 { return namekey.Word(s, 0) }
 
-func next8(s string) uint64 { return namekey.Word(s, 8) }
-
-// idItem is an entry of the ID set: a live block (b), with its ID's first
-// 16 bytes inline, or a mark (t): the pending tombstone of a record's
+// idItem is an entry of the ID set, with its ID's first 8 bytes inline: a
+// live block (b), or a mark (t): the pending tombstone of a record's
 // source other than its lead. A replaced block's entry stays where it was,
 // marked, instead of leaving the ID set for the tombstone set (see
 // Index.newRecord), and leaves when the tombstone is confirmed. Exactly one
 // of b and t is set; only entries with b are live.
 type idItem struct {
-	k, k2 uint64 // prefix8(id), next8(id)
-	b     *block
-	t     *tomb
+	k uint64 // prefix8(id)
+	b *block
+	t *tomb
 }
 
 func newIDItem(b *block) idItem { return idProbe(b.id, b) }
 
 // idProbe returns the item of ID id for block b (a scratch block to search
 // with, whose id the caller sets to id).
-func idProbe(id string, b *block) idItem { return idItem{k: prefix8(id), k2: next8(id), b: b} }
+func idProbe(id string, b *block) idItem { return idItem{k: prefix8(id), b: b} }
 
 // markOf returns the ID set's mark for t, a record's source.
-func markOf(t *tomb) idItem { return idItem{k: t.k, k2: t.k2, t: t} }
+func markOf(t *tomb) idItem { return idItem{k: t.k, t: t} }
 
 // id returns the ID of the entry: its block's, or its mark's target.
 func (it idItem) id() string {
@@ -108,11 +103,8 @@ func (it idItem) id() string {
 
 // lessID orders the ID set by ID.
 func lessID(a, b idItem) bool {
-	switch {
-	case a.k != b.k:
+	if a.k != b.k {
 		return a.k < b.k
-	case a.k2 != b.k2:
-		return a.k2 < b.k2
 	}
 	return a.id() < b.id()
 }
@@ -177,12 +169,12 @@ func lessName(a, b nameEntry) bool { return a.name < b.name }
 // newKey.
 type tkey struct {
 	kind   ck.TombstoneKind
-	k, k2  uint64 // prefix8(target), next8(target)
+	k      uint64 // prefix8(target)
 	target string
 }
 
 func newKey(kind ck.TombstoneKind, target string) tkey {
-	return tkey{kind: kind, k: prefix8(target), k2: next8(target), target: target}
+	return tkey{kind: kind, k: prefix8(target), target: target}
 }
 
 func (k tkey) less(o tkey) bool {
@@ -191,8 +183,6 @@ func (k tkey) less(o tkey) bool {
 		return k.kind < o.kind
 	case k.k != o.k:
 		return k.k < o.k
-	case k.k2 != o.k2:
-		return k.k2 < o.k2
 	}
 	return k.target < o.target
 }
@@ -200,11 +190,8 @@ func (k tkey) less(o tkey) bool {
 func (k tkey) tombstone() ck.Tombstone { return ck.Tombstone{Kind: k.kind, Target: k.target} }
 
 // fold returns the kind and the first 7 bytes of the target in one
-// integer, and fold2 the next 8 bytes: together, in the order of
-// tkey.less.
+// integer, in the order of tkey.less.
 func (k tkey) fold() uint64 { return uint64(k.kind)<<56 | k.k>>8 }
-
-func (k tkey) fold2() uint64 { return k.k<<56 | k.k2>>8 }
 
 // tomb is a pending tombstone: one object to delete, standing alone or
 // as a source of a record. A tomb in the trees is never modified (views
@@ -251,26 +238,23 @@ func (t *tomb) appendObjects(out []ck.Tombstone) []ck.Tombstone {
 }
 
 // tombItem is a pending tombstone's entry in the tree by key, with its
-// key's first bytes inline (fold, fold2), so that a search dereferences a
-// tomb only on ties.
+// key's first bytes inline (fold), so that a search dereferences a tomb
+// only on ties.
 type tombItem struct {
-	f, g uint64 // t.fold(), t.fold2()
-	t    *tomb
+	f uint64 // t.fold()
+	t *tomb
 }
 
 func newTombItem(t *tomb) tombItem { return tombProbe(t.tkey, t) }
 
 // tombProbe returns the item of key k for tomb t (a scratch tomb to search
 // with, whose key the caller sets to k).
-func tombProbe(k tkey, t *tomb) tombItem { return tombItem{f: k.fold(), g: k.fold2(), t: t} }
+func tombProbe(k tkey, t *tomb) tombItem { return tombItem{f: k.fold(), t: t} }
 
 // lessTomb orders tombstones by (kind, target).
 func lessTomb(a, b tombItem) bool {
-	switch {
-	case a.f != b.f:
+	if a.f != b.f {
 		return a.f < b.f
-	case a.g != b.g:
-		return a.g < b.g
 	}
 	return a.t.tkey.less(b.t.tkey)
 }
@@ -454,13 +438,20 @@ func (s *state) lookupName(name string) (uint32, bool) {
 // get finds the live block with this ID. pivot is a scratch block the
 // caller owns (nil allocates one).
 func (s *state) get(id string, pivot *block) (*block, bool) {
+	it, _ := s.entry(id, pivot)
+	return it.b, it.b != nil
+}
+
+// entry finds the ID set's entry for this ID: a live block or a mark.
+// pivot is as for get.
+func (s *state) entry(id string, pivot *block) (idItem, bool) {
 	if pivot == nil {
 		pivot = &block{}
 	}
 	pivot.id = id
 	it, ok := idOps().get(s.byID.BTreeG, idProbe(id, pivot))
 	pivot.id = ""
-	return it.b, ok && it.b != nil
+	return it, ok
 }
 
 // live reports whether a block with this ID is live.
@@ -571,6 +562,15 @@ func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
 	return it.t, ok
 }
 
+// inTombSet reports whether the tombstone set holds the key k: getTomb
+// without the marks. probe is as for getTomb.
+func (s *state) inTombSet(k tkey, probe *tomb) bool {
+	probe.tkey = k
+	_, ok := tombOps().get(s.tombs.BTreeG, tombProbe(k, probe))
+	probe.tkey = tkey{}
+	return ok
+}
+
 // holder returns the tomb that carries t's holder: the lead of t's record
 // (t itself if it is the lead or stands alone). probe is as for getTomb.
 func (s *state) holder(t *tomb, probe *tomb) *tomb {
@@ -585,11 +585,14 @@ func (s *state) holder(t *tomb, probe *tomb) *tomb {
 // at now, or returns "" if it may. pivot and tprobe are scratch search keys
 // (see get and getTomb).
 func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) string {
-	if _, ok := s.get(id, pivot); ok {
+	// One search of the ID set for both a live block and a mark.
+	if it, ok := s.entry(id, pivot); ok && it.b != nil {
 		return "live"
+	} else if ok {
+		return "tombstoned"
 	}
 	bk := newKey(ck.TombstoneBlock, id)
-	if _, ok := s.getTomb(bk, tprobe); ok {
+	if s.inTombSet(bk, tprobe) {
 		return "tombstoned"
 	}
 	if until, ok := s.goneUntil(bk); ok && now < until {
