@@ -178,10 +178,10 @@ func newKey(kind ck.TombstoneKind, target string) tkey {
 }
 
 func (k tkey) less(o tkey) bool {
-	switch {
-	case k.kind != o.kind:
+	if k.kind != o.kind {
 		return k.kind < o.kind
-	case k.k != o.k:
+	}
+	if k.k != o.k {
 		return k.k < o.k
 	}
 	return k.target < o.target
