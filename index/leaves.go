@@ -6,10 +6,10 @@ import (
 
 // The index's big trees — live blocks by ID (with the marks of pending
 // record sources, see idItem), each run of the time index, the pending
-// tombstones and the pool — are leaf sets: ordered sets of distinct items kept in leaves,
-// sorted slices of at most leafMax items, under a google/btree of the
-// leaves' lower bounds (leafRef). Compared with a google/btree of the items
-// themselves:
+// tombstones and the pool — are leaf sets: ordered sets of distinct items
+// kept in leaves, sorted slices of at most leafMax items, under a
+// google/btree of the leaves' lower bounds (leafRef). Compared with a
+// google/btree of the items themselves:
 //
 //   - a lookup searches a small tree of bounds, which stays in the CPU
 //     caches, then one leaf; a google/btree of a million items has two
