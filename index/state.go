@@ -390,7 +390,7 @@ type state struct {
 	nameID lazy[nameEntry]       // interned tenant and dataset names by name
 	names  []string              // the interned names by ID; append-only, names[0] == ""
 
-	tombs    lazy[leafRef[tombItem]] // every pending tombstone by key (records' sources included), a leaf set
+	tombs    lazy[leafRef[tombItem]] // the pending tombstones by key but the marks (records' sources after the lead), a leaf set
 	ntombs   int                     // the number of pending tombstones (objects)
 	pool     lazy[leafRef[poolKey]]  // unattached tombstones and records in release order, a leaf set
 	pooled   int                     // the number of unattached tombstones (objects)
