@@ -549,26 +549,24 @@ func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
 	if probe == nil {
 		probe = &tomb{}
 	}
-	probe.tkey = k
-	it, ok := tombOps().get(s.tombs.BTreeG, tombProbe(k, probe))
+	t, ok := s.inTombSet(k, probe)
 	if !ok && k.kind == ck.TombstoneBlock {
 		// A record's source other than its lead: a mark in the ID set.
-		var m idItem
-		m, ok = idOps().get(s.byID.BTreeG, markOf(probe))
-		ok = ok && m.t != nil
-		it.t = m.t
+		probe.tkey = k
+		m, _ := idOps().get(s.byID.BTreeG, markOf(probe))
+		probe.tkey = tkey{}
+		t, ok = m.t, m.t != nil
 	}
-	probe.tkey = tkey{}
-	return it.t, ok
+	return t, ok
 }
 
-// inTombSet reports whether the tombstone set holds the key k: getTomb
-// without the marks. probe is as for getTomb.
-func (s *state) inTombSet(k tkey, probe *tomb) bool {
+// inTombSet returns the tombstone with key k if the tombstone set holds
+// it: getTomb without the marks. probe is as for getTomb, but not nil.
+func (s *state) inTombSet(k tkey, probe *tomb) (*tomb, bool) {
 	probe.tkey = k
-	_, ok := tombOps().get(s.tombs.BTreeG, tombProbe(k, probe))
+	it, ok := tombOps().get(s.tombs.BTreeG, tombProbe(k, probe))
 	probe.tkey = tkey{}
-	return ok
+	return it.t, ok
 }
 
 // holder returns the tomb that carries t's holder: the lead of t's record
@@ -592,7 +590,7 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 		return "tombstoned"
 	}
 	bk := newKey(ck.TombstoneBlock, id)
-	if s.inTombSet(bk, tprobe) {
+	if _, ok := s.inTombSet(bk, tprobe); ok {
 		return "tombstoned"
 	}
 	if until, ok := s.goneUntil(bk); ok && now < until {
