@@ -108,8 +108,8 @@ func (b *BlockMeta) Validate() error {
 	if err := ident.ValidateID(b.ID); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
-	if err := ident.ValidateName("block "+b.ID+": tenant", b.Tenant, true); err != nil {
-		return err
+	if err := ident.ValidateName("tenant", b.Tenant, true); err != nil {
+		return fmt.Errorf("block %s: %w", b.ID, err)
 	}
 	if b.MinTime > b.MaxTime {
 		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.ID, b.MinTime, b.MaxTime, ident.ErrTimeRange)

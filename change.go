@@ -95,8 +95,8 @@ func (c *Change) Validate() error {
 	if err := ident.ValidateJobName(c.Job); err != nil {
 		return fmt.Errorf("%s change: %w", c.Kind, err)
 	}
-	if err := ident.ValidateName(c.Kind.String()+" "+c.Job+": worker", c.Worker, true); err != nil {
-		return err
+	if err := ident.ValidateName("worker", c.Worker, true); err != nil {
+		return fmt.Errorf("%s %s: %w", c.Kind, c.Job, err)
 	}
 	switch c.Kind {
 	case ChangeAdd:

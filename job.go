@@ -150,8 +150,8 @@ func (p *JobPlan) Validate() error {
 	if err := ident.ValidateJobName(p.Name); err != nil {
 		return err
 	}
-	if err := ident.ValidateName("job "+p.Name+": tenant", p.Tenant, true); err != nil {
-		return err
+	if err := ident.ValidateName("tenant", p.Tenant, true); err != nil {
+		return fmt.Errorf("job %s: %w", p.Name, err)
 	}
 	if len(p.Sources) == 0 && len(p.Tombstones) == 0 {
 		return fmt.Errorf("job %s: no sources and no tombstones: %w", p.Name, ident.ErrInconsistent)
@@ -285,5 +285,8 @@ func (s *JobState) Validate() error {
 			return fmt.Errorf("job %s: %w", s.Name, err)
 		}
 	}
-	return ident.ValidateName("job "+s.Name+": worker", s.Worker, true)
+	if err := ident.ValidateName("worker", s.Worker, true); err != nil {
+		return fmt.Errorf("job %s: %w", s.Name, err)
+	}
+	return nil
 }

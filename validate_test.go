@@ -253,3 +253,25 @@ func TestChangeReasonEncoding(t *testing.T) {
 	require.ErrorIs(t, long.Validate(), ck.ErrTooLarge)
 	require.NoError(t, (&ck.Change{Kind: ck.ChangeFail, Job: "j", Version: 1, Token: 2, Worker: "w", Reason: ident.ClipReason(long.Reason + "\xff")}).Validate())
 }
+
+// TestValidateNoAllocation checks that validating well-formed values
+// allocates nothing (the state machine validates every block, plan and
+// change it decodes; an error's context is built only on error), and that
+// a bad name's error still names what it belongs to.
+func TestValidateNoAllocation(t *testing.T) {
+	b := validBlock()
+	plan := ck.JobPlan{Name: "j", Tenant: "acme", Sources: []string{"a", "b"}}
+	renew := ck.Change{Kind: ck.ChangeRenew, Job: "j", Version: 3, Token: 7, Worker: "worker-1"}
+	assign := ck.Change{Kind: ck.ChangeAssign, Job: "j", Version: 3, Worker: "worker-1"}
+	for name, v := range map[string]interface{ Validate() error }{"block": &b, "plan": &plan, "renew": &renew, "assign": &assign} {
+		require.NoError(t, v.Validate(), name)
+		require.Zero(t, testing.AllocsPerRun(100, func() { _ = v.Validate() }), name)
+	}
+	bad := ck.Change{Kind: ck.ChangeAssign, Job: "j", Worker: "w\x01"}
+	require.ErrorIs(t, bad.Validate(), ident.ErrInvalidID)
+	require.ErrorContains(t, bad.Validate(), `assign j: worker "w\x01": invalid characters`)
+	b.Tenant = "a\x00"
+	require.ErrorContains(t, b.Validate(), `block 01JD8ZQ8Y0S1G6N9V3C2X7K4PB: tenant "a\x00": invalid characters`)
+	plan.Tenant = "a\x00"
+	require.ErrorContains(t, plan.Validate(), `job j: tenant "a\x00": invalid characters`)
+}

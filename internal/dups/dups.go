@@ -10,29 +10,32 @@ const small = 16
 // Tracker remembers the keys seen so far, so that a loop validating
 // elements one by one can ask, at each, whether its key appeared before —
 // keeping the order in which a validation reports its first error. The
-// zero value is ready; it allocates a set only beyond a few keys.
+// zero value is ready; it keeps its first keys inline and allocates a set
+// only beyond them.
 type Tracker[K comparable] struct {
-	keys []K
+	n    int
+	keys [small]K // the first n keys, while set is nil
 	set  map[K]struct{}
 }
 
 // Seen reports whether k was seen before, and remembers it.
 func (t *Tracker[K]) Seen(k K) bool {
 	if t.set == nil {
-		for _, x := range t.keys {
+		for _, x := range t.keys[:t.n] {
 			if x == k {
 				return true
 			}
 		}
-		if len(t.keys) < small {
-			t.keys = append(t.keys, k)
+		if t.n < small {
+			t.keys[t.n] = k
+			t.n++
 			return false
 		}
 		t.set = make(map[K]struct{}, 2*small)
-		for _, x := range t.keys {
+		for _, x := range t.keys[:] {
 			t.set[x] = struct{}{}
 		}
-		t.keys = nil
+		t.keys, t.n = [small]K{}, 0
 	}
 	if _, dup := t.set[k]; dup {
 		return true
