@@ -7,6 +7,7 @@ import (
 	"github.com/compactkit/compactkit/internal/enum"
 
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/dups"
 	"github.com/compactkit/compactkit/internal/ident"
 )
 
@@ -156,25 +157,23 @@ func (p *JobPlan) Validate() error {
 	if len(p.Sources) == 0 && len(p.Tombstones) == 0 {
 		return fmt.Errorf("job %s: no sources and no tombstones: %w", p.Name, ident.ErrInconsistent)
 	}
-	seen := make(map[string]struct{}, len(p.Sources))
+	var seen dups.Tracker[string]
 	for _, id := range p.Sources {
 		if err := ident.ValidateID(id); err != nil {
 			return fmt.Errorf("job %s: source: %w", p.Name, err)
 		}
-		if _, dup := seen[id]; dup {
+		if seen.Seen(id) {
 			return fmt.Errorf("job %s: source %s appears twice: %w", p.Name, id, ident.ErrInconsistent)
 		}
-		seen[id] = struct{}{}
 	}
-	clear(seen)
+	var seenTomb dups.Tracker[Tombstone]
 	for _, t := range p.Tombstones {
 		if err := t.Validate(); err != nil {
 			return fmt.Errorf("job %s: %w", p.Name, err)
 		}
-		if _, dup := seen[t.String()]; dup {
+		if seenTomb.Seen(t) {
 			return fmt.Errorf("job %s: tombstone %s appears twice: %w", p.Name, t, ident.ErrInconsistent)
 		}
-		seen[t.String()] = struct{}{}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package compactkit_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -260,7 +261,10 @@ func TestChangeReasonEncoding(t *testing.T) {
 // a bad name's error still names what it belongs to.
 func TestValidateNoAllocation(t *testing.T) {
 	b := validBlock()
-	plan := ck.JobPlan{Name: "j", Tenant: "acme", Sources: []string{"a", "b"}}
+	plan := ck.JobPlan{Name: "j", Tenant: "acme", Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "old"}}}
+	for i := range 20 { // a level-0 job's sources
+		plan.Sources = append(plan.Sources, fmt.Sprintf("01JD8ZQ8Y0S1G6N9V3C2X7K%03d", i))
+	}
 	renew := ck.Change{Kind: ck.ChangeRenew, Job: "j", Version: 3, Token: 7, Worker: "worker-1"}
 	assign := ck.Change{Kind: ck.ChangeAssign, Job: "j", Version: 3, Worker: "worker-1"}
 	for name, v := range map[string]interface{ Validate() error }{"block": &b, "plan": &plan, "renew": &renew, "assign": &assign} {

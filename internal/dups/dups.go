@@ -5,7 +5,7 @@ package dups
 
 // small is the number of keys up to which comparing every pair is cheaper
 // than building a set.
-const small = 16
+const small = 32
 
 // Tracker remembers the keys seen so far, so that a loop validating
 // elements one by one can ask, at each, whether its key appeared before —
