@@ -364,7 +364,7 @@ func (tx *Tx) add(c *ck.Change, r *Result) Result {
 	}
 	s.shape(j, pol, s.counts[plan.Tenant])
 	tx.stamp(j, nil)
-	s.insert(j)
+	s.insertPending(j)
 	s.counters.Added++
 	r.Applied, r.After, r.Plan = true, j.st, j.plan
 	return *r

@@ -130,8 +130,12 @@
 // deadline, name) and by (level, added, name) for
 // aging; in-progress jobs neither paused nor closed by (level, rank,
 // failures, deadline, name), where the expired ones of a rank and failure
-// count are a prefix; excluded jobs by the entry that excluded them. Each
-// schedule operation costs O(log n) per level visited plus the jobs the
+// count are a prefix; excluded jobs by the entry that excluded them. The
+// job an entry added last enters the two indexes of unassigned jobs only
+// when the next job is added or a schedule opens, which are the only
+// readers of those indexes: a poll that creates a job and assigns it in
+// its next change does not index it as unassigned at all. Each schedule
+// operation costs O(log n) per level visited plus the jobs the
 // schedule itself touched (and, with caps, the jobs of the tenants it
 // filled to their cap), never O(n).
 //

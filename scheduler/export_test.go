@@ -74,13 +74,21 @@ func (s *Scheduler) checkDerived() error {
 			return false
 		}
 		in := func(t interface{ Has(*job) bool }) bool { return t.Has(j) }
+		inReady, inAging := in(s.ready), in(s.aging)
+		if j == s.pending { // in neither ready nor aging yet
+			if j.st.Status != ck.StatusUnassigned || j.hold != 0 || inReady || inAging {
+				err = fmt.Errorf("job %s (%s, hold %b) pending, in ready %t, in aging %t", j.st.Name, j.st.Status, j.hold, inReady, inAging)
+				return false
+			}
+			inReady, inAging = true, true
+		}
 		unassigned, running := j.st.Status == ck.StatusUnassigned, j.st.Status == ck.StatusInProgress
 		for _, c := range []struct {
 			name     string
 			in, want bool
 		}{
-			{"ready", in(s.ready), unassigned && j.hold == 0},
-			{"aging", in(s.aging), unassigned && j.hold == 0},
+			{"ready", inReady, unassigned && j.hold == 0},
+			{"aging", inAging, unassigned && j.hold == 0},
 			{"expiry", in(s.expiry), running && !idles(j.hold)},
 			{"idle", in(s.idle), running && idles(j.hold)},
 			{"excluded", in(s.excluded), j.st.Status == ck.StatusExcluded},
@@ -101,6 +109,11 @@ func (s *Scheduler) checkDerived() error {
 	})
 	if err != nil {
 		return err
+	}
+	if s.pending != nil {
+		if r, ok := s.byName.Get(nameProbe(s.pending.st.Name)); !ok || r.j != s.pending {
+			return fmt.Errorf("pending job %s is not the job of that name", s.pending.st.Name)
+		}
 	}
 	if n := s.ready.Len() + s.expiry.Len() + s.idle.Len() + s.excluded.Len(); n > s.byName.Len() {
 		return fmt.Errorf("%d indexed jobs, %d jobs", n, s.byName.Len())

@@ -32,6 +32,12 @@ type Scheduler struct {
 	// idle holds the paused or closed in-progress jobs by (deadline, name);
 	// no schedule reads it.
 	idle cow.Tree[*job]
+	// pending is the last job added, unassigned and without a hold, while
+	// it is in neither ready nor aging: a poll that creates a job usually
+	// assigns it in its next change, and the job then never enters them.
+	// It enters them (flush) before the next job is added and before a
+	// schedule opens: nothing else reads the two trees.
+	pending *job
 	// completedAt holds the remembered completions by time, for expiry.
 	completedAt *btree.BTreeG[*done]
 
@@ -153,6 +159,7 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 
 // open opens v, a schedule's view, on the scheduler as it is.
 func (s *Scheduler) open(v *view) {
+	s.flush()
 	*v = view{cfg: s.cfg, pauses: s.pauses, def: s.def, mu: &s.vmu}
 	cow.Open(&s.vmu, s.trees.list(), v.trees.list())
 }
@@ -238,6 +245,24 @@ func (s *Scheduler) insert(j *job) {
 	}
 }
 
+// insertPending is insert for a job an entry adds: if it belongs in ready
+// and aging, it becomes pending instead (see Scheduler.pending).
+func (s *Scheduler) insertPending(j *job) {
+	s.flush()
+	if s.treesOf(j)[0] == &s.ready {
+		s.pending = j
+	}
+	s.insert(j)
+}
+
+// flush puts the pending job, if any, into ready and aging.
+func (s *Scheduler) flush() {
+	if j := s.pending; j != nil {
+		s.pending = nil
+		s.index(j)
+	}
+}
+
 // remove drops a job from every index.
 func (s *Scheduler) remove(j *job) {
 	s.byName.Mut(&s.vmu).Delete(nameProbe(j.st.Name))
@@ -288,8 +313,11 @@ func (s *Scheduler) treesOf(j *job) (ts [2]*cow.Tree[*job]) {
 	return ts
 }
 
-// index adds j to the indexes of its status.
+// index adds j to the indexes of its status (the pending job waits).
 func (s *Scheduler) index(j *job) {
+	if j == s.pending {
+		return
+	}
 	for _, t := range s.treesOf(j) {
 		if t != nil {
 			t.Mut(&s.vmu).ReplaceOrInsert(j)
@@ -297,8 +325,13 @@ func (s *Scheduler) index(j *job) {
 	}
 }
 
-// unindex removes j from the indexes of its status.
+// unindex removes j from the indexes of its status (the pending job is in
+// none yet).
 func (s *Scheduler) unindex(j *job) {
+	if j == s.pending {
+		s.pending = nil
+		return
+	}
 	for _, t := range s.treesOf(j) {
 		if t != nil {
 			t.Mut(&s.vmu).Delete(j)
