@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/namekey"
@@ -92,7 +93,6 @@ func (p *Planner) Claim(e ck.Entry, plan *ck.JobPlan) error {
 	old := q.head
 	c := &claim{name: namekey.Of(plan.Name), k: q.k, items: q.take(len(plan.Sources))}
 	p.s.claims.Mut(p.s.vmu).ReplaceOrInsert(c)
-	p.s.claimKeys.Mut(p.s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	p.s.nextSeq = seq + 1
 	p.s.cursor, p.s.hasCursor = plan.Tenant, true
 	p.s.counters.Claims++
@@ -108,7 +108,21 @@ func (s *state) getClaim(job string) (*claim, bool) {
 // endClaim removes a claim.
 func (p *Planner) endClaim(c *claim) {
 	p.s.claims.Mut(p.s.vmu).Delete(c)
-	p.s.claimKeys.Mut(p.s.vmu).Delete(claimRef{k: c.k, name: c.name})
+}
+
+// eachClaimOf calls fn for the claims of key k, in name order, until fn
+// returns false. A job's name starts with its key's prefix (see jobName;
+// restore checks it), so the claims of k are among those whose names
+// start with it, which the claims by name hold together.
+func (s *state) eachClaimOf(k key, fn func(*claim) bool) {
+	var b [maxTenantInName + 40]byte
+	prefix := string(appendKeyPrefix(b[:0], k))
+	s.claims.AscendGreaterOrEqual(&claim{name: namekey.Of(prefix)}, func(c *claim) bool {
+		if !strings.HasPrefix(c.name.String(), prefix) {
+			return false
+		}
+		return c.k != k || fn(c)
+	})
 }
 
 // Return ends the claim of job: the sources listed in keep go back into

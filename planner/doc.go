@@ -132,7 +132,11 @@
 // so claimed numbers only grow and no name is ever claimed twice — not even
 // when the same sources are planned again after a cancel, so a name is
 // never reused while the scheduler may remember it. The hash binds the name
-// to its key and sources: Admissible recomputes it.
+// to its key and sources: Admissible recomputes it. The claims are kept by
+// name, which also keeps a key's claims among those whose names start with
+// the key's prefix (<tenant>.s<shard>.l<level>.): retention and marks find
+// a key's claims there, and restore refuses a claim whose name does not
+// start with its key's prefix.
 //
 // A cleanup-only job ([CleanupPlan]) is named cleanup.<time>.<hash>: the
 // planning time in base 36 and, in hex, a 64-bit FNV-1a hash of its

@@ -82,11 +82,7 @@ func (p *Planner) Drop(blocks []ck.BlockMeta) (claimedBy []string) {
 		if len(ids) == 0 {
 			continue
 		}
-		p.s.claimKeys.AscendGreaterOrEqual(claimRef{k: k}, func(r claimRef) bool {
-			if r.k != k {
-				return false
-			}
-			c, _ := p.s.getClaim(r.name.String())
+		p.s.eachClaimOf(k, func(c *claim) bool {
 			hit := false
 			for _, it := range c.items {
 				if _, ok := ids[it.id]; ok {
@@ -95,7 +91,7 @@ func (p *Planner) Drop(blocks []ck.BlockMeta) (claimedBy []string) {
 				}
 			}
 			if hit {
-				jobs = append(jobs, r.name.String())
+				jobs = append(jobs, c.name.String())
 			}
 			return true
 		})

@@ -445,3 +445,33 @@ func TestForceValidate(t *testing.T) {
 	require.NoError(t, (&Force{AllTenants: true}).Validate())
 	require.NoError(t, (&Force{Tenant: "A", Level: 3}).Validate())
 }
+
+// TestRestoreRefusesClaimOfAnotherKey: a claim's name starts with its
+// key's prefix (eachClaimOf finds the claims of a key by it), and restore
+// refuses a snapshot whose claim says otherwise.
+func TestRestoreRefusesClaimOfAnotherKey(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 2
+	p, err := New(cfg)
+	require.NoError(t, err)
+	for i := range 2 {
+		_, err := p.Enqueue(ck.Entry{Index: uint64(i + 1), Time: 1}, &ck.BlockMeta{ID: fmt.Sprintf("b%d", i), Tenant: "t", Shard: 1, MinTime: 0, MaxTime: 1})
+		require.NoError(t, err)
+	}
+	plan, ok := p.View().Next(2, nil)
+	require.True(t, ok)
+	require.NoError(t, p.Claim(ck.Entry{Index: 3, Time: 2}, &plan))
+	var buf strings.Builder
+	require.NoError(t, p.View().Snapshot(&buf))
+	_, err = Restore(strings.NewReader(buf.String()))
+	require.NoError(t, err)
+
+	c, ok := p.s.getClaim(plan.Name)
+	require.True(t, ok)
+	c.k.shard = 2 // the name says shard 1
+	buf.Reset()
+	require.NoError(t, p.View().Snapshot(&buf))
+	_, err = Restore(strings.NewReader(buf.String()))
+	require.ErrorIs(t, err, ck.ErrMalformed)
+	require.ErrorContains(t, err, "not a name of tenant \"t\", shard 2, level 0")
+}

@@ -21,7 +21,7 @@ func newLazy[T any](less btree.LessFunc[T]) lazy[T] {
 
 // trees lists the trees of s in the order of the need bits below.
 func (s *state) trees() []cow.Lazy {
-	return []cow.Lazy{&s.keys, &s.full, &s.timed, &s.aging, &s.claims, &s.claimKeys, &s.quar, &s.held, &s.ranks, &s.levels}
+	return []cow.Lazy{&s.keys, &s.full, &s.timed, &s.aging, &s.claims, &s.quar, &s.held, &s.ranks, &s.levels}
 }
 
 // The trees a view method reads, as a mask: bit i is trees()[i].
@@ -31,7 +31,6 @@ const (
 	needTimed
 	needAging
 	needClaims
-	needClaimKeys
 	needQuar
 	needHeld
 	needRanks

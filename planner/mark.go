@@ -74,14 +74,10 @@ func (p *Planner) Mark(e ck.Entry, blocks []ck.BlockMeta, reason string) (int, e
 			})
 		}
 		var err error
-		p.s.claimKeys.AscendGreaterOrEqual(claimRef{k: k}, func(r claimRef) bool {
-			if r.k != k {
-				return false
-			}
-			c, _ := p.s.getClaim(r.name.String())
+		p.s.eachClaimOf(k, func(c *claim) bool {
 			for _, it := range c.items {
 				if _, ok := ids[it.id]; ok {
-					err = fmt.Errorf("planner: mark %s: %w by job %s", it.id, errClaimed, r.name)
+					err = fmt.Errorf("planner: mark %s: %w by job %s", it.id, errClaimed, c.name)
 					return false
 				}
 			}

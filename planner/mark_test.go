@@ -1,6 +1,7 @@
 package planner_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +66,35 @@ func TestMark(t *testing.T) {
 	items, _ = f.p.Quarantined("", 0)
 	require.Empty(t, items)
 	require.Equal(t, 2, f.p.Stats(0).Levels[0].Queued)
+}
+
+// TestClaimsOfLookalikeKeys: the claims of a key are found by the prefix
+// its jobs' names start with, which other keys' names may share — a
+// tenant that sanitizes like another ("a+b" and "a_b"), one whose name
+// continues another's prefix ("a.s1.l0.x" after "a") — and a drop or a
+// mark finds the claims of its own key only.
+func TestClaimsOfLookalikeKeys(t *testing.T) {
+	cfg := planner.DefaultConfig()
+	cfg.Levels[0].MaxBlocks = 2
+	f := newFixture(t, cfg)
+	tenants := []string{"a", "a.s1.l0.x", "a+b", "a_b"}
+	ids := map[string][]string{}
+	for _, tenant := range tenants {
+		ids[tenant] = f.add(tenant, 1, 0, 2)
+	}
+	jobs := map[string]string{}
+	for range tenants {
+		pl := f.mustPoll(nil)
+		jobs[pl.Tenant] = pl.Name
+		require.Equal(t, ids[pl.Tenant], pl.Sources)
+	}
+	require.Len(t, jobs, len(tenants))
+	require.True(t, strings.HasPrefix(jobs["a.s1.l0.x"], "a.s1.l0."), "the names share a prefix: %s", jobs["a.s1.l0.x"])
+	require.Equal(t, strings.SplitN(jobs["a+b"], ".", 2)[0], strings.SplitN(jobs["a_b"], ".", 2)[0], "the tenants sanitize alike")
+	for _, tenant := range tenants {
+		meta := ck.BlockMeta{ID: ids[tenant][1], Tenant: tenant, Shard: 1}
+		_, err := f.p.Mark(f.entry(), []ck.BlockMeta{meta}, "x")
+		require.ErrorContains(t, err, "by job "+jobs[tenant], "a mark names the job of %s", tenant)
+		require.Equal(t, []string{jobs[tenant]}, f.p.Drop([]ck.BlockMeta{meta}), "a drop of a block of %s", tenant)
+	}
 }

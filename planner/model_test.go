@@ -1096,7 +1096,16 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	require.Equal(t, want, got)
 	// Claims.
 	require.Equal(t, len(m.claims), s.claims.Len())
-	require.Equal(t, len(m.claims), s.claimKeys.Len())
+	byKey := map[key][]string{}
+	for name, c := range m.claims {
+		byKey[c.k] = append(byKey[c.k], name)
+	}
+	for k, names := range byKey { // each key's walk finds its claims, in name order
+		var found []string
+		s.eachClaimOf(k, func(c *claim) bool { found = append(found, c.name.String()); return true })
+		slices.Sort(names)
+		require.Equal(t, names, found, "claims of %+v", k)
+	}
 	for name, c := range m.claims {
 		gc, ok := s.getClaim(name)
 		require.True(t, ok, "claim %s", name)

@@ -34,7 +34,21 @@ func jobName(h *xxWords, k key, seq uint64, sources []string) string {
 	sum := h.sum()
 
 	var b [maxTenantInName + 80]byte
-	out := b[:0]
+	out := appendKeyPrefix(b[:0], k)
+	out = appendDec(out, seq)
+	out = append(out, '.')
+	const digits = "0123456789abcdef"
+	for i := hashDigits - 1; i >= 0; i-- {
+		out = append(out, digits[sum>>(4*i)&0xf])
+	}
+	return string(out)
+}
+
+// appendKeyPrefix appends what the names of key k's jobs start with: the
+// tenant (sanitized), ".s", the shard, ".l", the level and ".". Another
+// key's names may start with it too (tenants that sanitize alike, a
+// tenant that ends in a shard's digits).
+func appendKeyPrefix(out []byte, k key) []byte {
 	switch t := k.tenant; {
 	case t == "":
 		out = append(out, '_')
@@ -51,14 +65,7 @@ func jobName(h *xxWords, k key, seq uint64, sources []string) string {
 	}
 	out = append(out, ".l"...)
 	out = appendDec(out, uint64(k.level))
-	out = append(out, '.')
-	out = appendDec(out, seq)
-	out = append(out, '.')
-	const digits = "0123456789abcdef"
-	for i := hashDigits - 1; i >= 0; i-- {
-		out = append(out, digits[sum>>(4*i)&0xf])
-	}
-	return string(out)
+	return append(out, '.')
 }
 
 // appendDec appends the decimal form of x.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -517,6 +518,9 @@ func (rs *restorer) claims() error {
 			if seq, ok := nameSeq(names[i]); !ok || seq >= h.NextSeq {
 				return codec.Malformed("claims: job %s: sequence number not below %d", names[i], h.NextSeq)
 			}
+			if prefix := appendKeyPrefix(nil, k); !strings.HasPrefix(names[i], string(prefix)) {
+				return codec.Malformed("claims: job %s: not a name of tenant %q, shard %d, level %d", names[i], k.tenant, k.shard, k.level)
+			}
 			if len(rs.claimBlocks) > 0 && rs.claimBlocks[len(rs.claimBlocks)-1].c.name.String() >= names[i] {
 				return codec.Malformed("claims: job %s out of order", names[i])
 			}
@@ -553,7 +557,6 @@ func (rs *restorer) claimed() error {
 			c.items = append(c.items, it)
 		}
 		s.claims.Mut(s.vmu).ReplaceOrInsert(c)
-		s.claimKeys.Mut(s.vmu).ReplaceOrInsert(claimRef{k: c.k, name: c.name})
 	}
 	return nil
 }

@@ -76,19 +76,6 @@ type claim struct {
 	items []item
 }
 
-// claimRef indexes claims by key, for retention.
-type claimRef struct {
-	k    key
-	name namekey.Name
-}
-
-func claimRefLess(a, b claimRef) bool {
-	if c := a.k.compare(b.k); c != 0 {
-		return c < 0
-	}
-	return a.name.Less(b.name)
-}
-
 // quarEnt is a quarantined block.
 type quarEnt struct {
 	it     item
@@ -110,9 +97,9 @@ type state struct {
 	full  lazy[fullEnt]
 	timed lazy[timeEnt]
 	aging lazy[timeEnt]
-	// claims by job name, and by key.
-	claims    lazy[*claim]
-	claimKeys lazy[claimRef]
+	// claims by job name (which also groups them by key: see
+	// eachClaimOf).
+	claims lazy[*claim]
 	// quar holds the quarantined blocks by ID.
 	quar lazy[*quarEnt]
 	// held holds the tenants whose keys, all or those of some levels, are
@@ -155,7 +142,6 @@ func newState(cfg Config) state {
 		timed:       newLazy(timeLess),
 		aging:       newLazy(timeLess),
 		claims:      newLazy(func(a, b *claim) bool { return a.name.Less(b.name) }),
-		claimKeys:   newLazy(claimRefLess),
 		quar:        newLazy(func(a, b *quarEnt) bool { return a.it.id < b.it.id }),
 		held:        newLazy(holdByTenant),
 		ranks:       newLazy(func(a, b tenantRank) bool { return a.tenant < b.tenant }),
