@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"unsafe"
 
 	ck "github.com/compactkit/compactkit"
 )
@@ -21,13 +22,32 @@ func equalRecs(a, b tenantRec) bool {
 
 func (s *Scheduler) checkDerived() error {
 	counts := map[string]int{}
+	jobs := map[string]int{}
+	var err error
 	s.byName.Ascend(func(r named) bool {
 		j := r.j
 		if j.st.Status == ck.StatusInProgress {
 			counts[j.st.Tenant]++
 		}
+		jobs[j.st.Tenant]++
+		if n := s.tenantNames[j.st.Tenant]; n == nil || unsafe.StringData(n.s) != unsafe.StringData(j.st.Tenant) ||
+			j.key.tenant != j.st.Tenant || unsafe.StringData(j.key.tenant) != unsafe.StringData(j.st.Tenant) {
+			err = fmt.Errorf("job %s: tenant %q is not the tenant's shared name", j.st.Name, j.st.Tenant)
+			return false
+		}
 		return true
 	})
+	if err != nil {
+		return err
+	}
+	if len(jobs) != len(s.tenantNames) {
+		return fmt.Errorf("%d tenants with jobs, %d shared names", len(jobs), len(s.tenantNames))
+	}
+	for t, n := range jobs {
+		if s.tenantNames[t].jobs != n {
+			return fmt.Errorf("tenant %q: %d jobs, its shared name counts %d", t, n, s.tenantNames[t].jobs)
+		}
+	}
 	if len(counts) == 0 {
 		counts = nil
 	}
@@ -62,7 +82,7 @@ func (s *Scheduler) checkDerived() error {
 	if shardsCappedWant != s.nShardCapped {
 		return fmt.Errorf("%d capped shards, want %d", s.nShardCapped, shardsCappedWant)
 	}
-	var err error
+
 	levels := map[uint32]*LevelStats{}
 	s.byName.Ascend(func(r named) bool {
 		j := r.j

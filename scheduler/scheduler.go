@@ -56,6 +56,10 @@ type Scheduler struct {
 	// and nShardCapped the number of (tenant, shard) pairs at that cap.
 	shards       map[string][]shardCount
 	nShardCapped int
+	// tenantNames holds one copy of the name of each tenant with jobs,
+	// and its number of jobs: every job of a tenant shares it, so that
+	// byTenant's searches compare equal tenants without reading them.
+	tenantNames map[string]*tenantName
 
 	levels    []LevelStats // sorted by level; no empty entry
 	counters  Counters
@@ -233,6 +237,7 @@ func (s *Scheduler) forget(d *done) {
 
 // insert adds a new job to every index.
 func (s *Scheduler) insert(j *job) {
+	j.st.Tenant = s.internTenant(j.st.Tenant)
 	if j.key == nil {
 		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: j.st.Name}
 	}
@@ -265,12 +270,43 @@ func (s *Scheduler) flush() {
 
 // remove drops a job from every index.
 func (s *Scheduler) remove(j *job) {
+	s.releaseTenant(j.st.Tenant)
 	s.byName.Mut(&s.vmu).Delete(nameProbe(j.st.Name))
 	s.byTenant.Mut(&s.vmu).Delete(j.key)
 	s.unindex(j)
 	s.count(j, -1)
 	if j.st.Status == ck.StatusInProgress {
 		s.adjust(j.st.Tenant, j.shard(), -1)
+	}
+}
+
+// tenantName is a tenant's name as its jobs share it, and their number.
+type tenantName struct {
+	s    string
+	jobs int
+}
+
+// internTenant returns the copy of tenant's name the jobs of the tenant
+// share, counting one more job.
+func (s *Scheduler) internTenant(tenant string) string {
+	n := s.tenantNames[tenant]
+	if n == nil {
+		if s.tenantNames == nil {
+			s.tenantNames = make(map[string]*tenantName)
+		}
+		n = &tenantName{s: tenant}
+		s.tenantNames[tenant] = n
+	}
+	n.jobs++
+	return n.s
+}
+
+// releaseTenant counts one job less of tenant.
+func (s *Scheduler) releaseTenant(tenant string) {
+	if n := s.tenantNames[tenant]; n != nil {
+		if n.jobs--; n.jobs == 0 {
+			delete(s.tenantNames, tenant)
+		}
 	}
 }
 
