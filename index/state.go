@@ -70,13 +70,13 @@ func classLower(c uint8, from int64) int64 {
 // idKeyBytes is the number of bytes of an ID its key holds.
 const idKeyBytes = 9
 
-// idKey returns the first 9 bytes of s, 7 bits each, zero-padded: IDs are
-// printable ASCII but for UTF-8 (ValidateID), so 7 bits hold a byte, and a
-// byte of 0x7f or more ends the key (it counts as 0x7f, the bytes after it
-// as 0). Comparing keys orders like comparing the strings wherever the keys
-// differ, so search trees compare keys inline and dereference the string
-// only on ties; 9 bytes cover a ULID's time to 8 ms, and the "b%08d" IDs
-// of the benchmarks whole.
+// idKey returns the first 9 bytes of s, 7 bits each, zero-padded. An ID's
+// bytes are printable ASCII, which 7 bits hold, unless it has UTF-8 (see
+// ident.ValidateID): a byte of 0x7f or more ends the key (it counts as
+// 0x7f, the bytes after it as 0). Comparing keys orders like comparing the
+// strings wherever the keys differ, so search trees compare keys inline and
+// dereference the string only on ties; 9 bytes cover a ULID's time to
+// 8 ms, and the "b%08d" IDs of the benchmarks whole.
 func idKey(s string) uint64 {
 	var k uint64
 	end := false
