@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	ck "github.com/compactkit/compactkit"
@@ -192,12 +193,31 @@ func (x *Index) remove(b *block) {
 	x.unlive(b)
 }
 
-// retire makes the live block b leave the index as t, the pending
+// source is a live block a replacement found, with where the lookup
+// found its entry in the ID set: leaf l, position at.
+type source struct {
+	b  *block
+	l  *leaf[idItem]
+	at int
+}
+
+// cmpSource orders sources by ID.
+func cmpSource(a, b source) int { return strings.Compare(a.b.id, b.b.id) }
+
+// retire makes the live block s.b leave the index as t, the pending
 // tombstone of a record's source other than its lead: b's entry in the ID
-// set becomes t's mark.
-func (x *Index) retire(b *block, t *tomb) {
-	idOps().insert(x.wByID(), x.idGen, markOf(t))
-	x.unlive(b)
+// set becomes t's mark. The entry is replaced where the lookup found it
+// when that leaf is the index's own (not shared with a view, see
+// leaves.go) and still holds it there — no deletion from the ID set ran
+// since the lookup — and found by a search otherwise.
+func (x *Index) retire(s source, t *tomb) {
+	tree := x.wByID() // first: it may move the generation on
+	if l := s.l; l != nil && l.gen == x.idGen && s.at < len(l.items) && l.items[s.at].b == s.b {
+		l.items[s.at] = markOf(t)
+	} else {
+		idOps().insert(tree, x.idGen, markOf(t))
+	}
+	x.unlive(s.b)
 	x.s.ntombs++
 }
 

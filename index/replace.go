@@ -112,10 +112,10 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 		}
 	}
 	r := &result{job: namekey.Of(job), token: token, index: e.Index, at: now}
-	srcs := make([]*block, len(sources))
+	srcs := make([]source, len(sources))
 	for i, id := range sources {
-		if b, ok := x.s.get(id, x.pivot); ok {
-			srcs[i] = b
+		if it, l, at, ok := x.s.entryAt(id, x.pivot); ok && it.b != nil {
+			srcs[i] = source{b: it.b, l: l, at: at}
 		} else {
 			r.missing = append(r.missing, id)
 		}
@@ -127,11 +127,11 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	case len(r.missing) > 0:
 		r.reason, r.detail = refusedSourcesMissing, fmt.Sprintf("%d of %d sources not live, first %s", len(r.missing), len(sources), r.missing[0])
 	default:
-		r.reason, r.detail = x.checkReplacement(now, job, token, sources, outputs)
+		r.reason, r.detail = x.checkReplacement(now, job, token, srcs, outputs)
 	}
 	if r.reason != notRefused {
 		for i, id := range sources {
-			if srcs[i] != nil {
+			if srcs[i].b != nil {
 				r.surviving = append(r.surviving, id)
 			}
 		}
@@ -155,9 +155,9 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	} else {
 		var buf [32]tkey
 		ks := buf[:0]
-		for _, b := range srcs {
-			x.remove(b)
-			ks = append(ks, newKey(ck.TombstoneBlock, b.id))
+		for _, src := range srcs {
+			x.remove(src.b)
+			ks = append(ks, newKey(ck.TombstoneBlock, src.b.id))
 		}
 		x.newTombs(ks, e.Index)
 	}
@@ -192,22 +192,21 @@ func (x *Index) record(r *result) {
 	x.resQ.push(r)
 }
 
-// checkReplacement validates sources (all live) and outputs.
-func (x *Index) checkReplacement(now int64, job string, token fencing.Token, sources []string, outputs []ck.BlockMeta) (Refusal, string) {
-	if len(sources) == 0 {
+// checkReplacement validates the sources (all found live) and the
+// outputs. It sorts srcs by ID, as newRecord needs them.
+func (x *Index) checkReplacement(now int64, job string, token fencing.Token, srcs []source, outputs []ck.BlockMeta) (Refusal, string) {
+	if len(srcs) == 0 {
 		return refusedInvalid, "no sources"
 	}
 	if len(outputs) == 0 {
-		return refusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(sources), ident.ErrMissingOutputs)
+		return refusedInvalid, fmt.Sprintf("no outputs for %d sources: %v", len(srcs), ident.ErrMissingOutputs)
 	}
-	// Sources are live, hence valid IDs; a repeated one is found by
-	// sorting a copy.
-	var buf [32]string
-	sorted := append(buf[:0], sources...)
-	slices.Sort(sorted)
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			return refusedInvalid, "source " + sorted[i] + " repeated"
+	// A repeated source is the same block found twice: next to itself
+	// once sorted.
+	slices.SortFunc(srcs, cmpSource)
+	for i := 1; i < len(srcs); i++ {
+		if srcs[i].b == srcs[i-1].b {
+			return refusedInvalid, "source " + srcs[i].b.id + " repeated"
 		}
 	}
 	idPrefix := strings.TrimPrefix(ck.AttemptPrefix(job, token), ck.BlockPrefix)

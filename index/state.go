@@ -475,6 +475,24 @@ func (s *state) entry(id string, pivot *block) (idItem, bool) {
 	return it, ok
 }
 
+// entryAt is entry that also returns where the entry is: its leaf and
+// position in it.
+func (s *state) entryAt(id string, pivot *block) (idItem, *leaf[idItem], int, bool) {
+	pivot.id = id
+	o := idOps()
+	x := idProbe(id, pivot)
+	r, ok := o.floor(s.byID.BTreeG, x)
+	i, found := 0, false
+	if ok {
+		i, found = o.search(r.l, x)
+	}
+	pivot.id = ""
+	if !found {
+		return idItem{}, nil, 0, false
+	}
+	return r.l.items[i], r.l, i, true
+}
+
 // live reports whether a block with this ID is live.
 func (x *Index) live(id string) bool {
 	_, ok := x.s.get(id, x.pivot)

@@ -3,7 +3,6 @@ package index
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/google/btree"
 
@@ -40,22 +39,24 @@ func (x *Index) newTombs(ks []tkey, index uint64) {
 // at index: one tomb per source, in one allocation, sorted by key; the
 // lead enters the tombstone set and the pool, where it comes last in
 // release order, and the other sources' entries in the ID set become their
-// marks. It sorts srcs by ID.
-func (x *Index) newRecord(srcs []*block, index uint64) {
+// marks. srcs are sorted by ID (see cmpSource).
+func (x *Index) newRecord(srcs []source, index uint64) {
 	if len(srcs) == 0 {
 		return
 	}
 	rel := x.nextRelease()
-	slices.SortFunc(srcs, func(a, b *block) int { return strings.Compare(a.id, b.id) })
 	rec := &record{srcs: make([]tomb, len(srcs))}
-	for i, b := range srcs {
-		rec.srcs[i] = tomb{tkey: newKey(ck.TombstoneBlock, b.id), created: x.s.clock, release: rel, index: index, rec: rec}
+	for i, s := range srcs {
+		rec.srcs[i] = tomb{tkey: newKey(ck.TombstoneBlock, s.b.id), created: x.s.clock, release: rel, index: index, rec: rec}
 	}
-	x.remove(srcs[0])
-	x.insertTomb(x.wTombs(), &rec.srcs[0])
+	// The marks first: they replace entries where the lookups found
+	// them, which the lead's removal (a deletion, which may merge
+	// leaves) would move.
 	for i := 1; i < len(srcs); i++ {
 		x.retire(srcs[i], &rec.srcs[i])
 	}
+	x.remove(srcs[0].b)
+	x.insertTomb(x.wTombs(), &rec.srcs[0])
 	poolOps().appendSorted(x.wPool(), x.poolGen, []poolKey{newPoolKey(&rec.srcs[0])})
 	x.s.pooled += len(srcs)
 	x.s.nrecs++
