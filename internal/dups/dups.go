@@ -14,20 +14,22 @@ const small = 32
 // only beyond them.
 type Tracker[K comparable] struct {
 	n    int
-	keys [small]K // the first n keys, while set is nil
+	fps  [small]uint64 // the first n keys' fingerprints (see fingerprint)
+	keys [small]K      // the first n keys, while set is nil
 	set  map[K]struct{}
 }
 
 // Seen reports whether k was seen before, and remembers it.
 func (t *Tracker[K]) Seen(k K) bool {
 	if t.set == nil {
-		for _, x := range t.keys[:t.n] {
-			if x == k {
+		f := fingerprint(k)
+		for i, x := range t.fps[:t.n] {
+			if x == f && t.keys[i] == k {
 				return true
 			}
 		}
 		if t.n < small {
-			t.keys[t.n] = k
+			t.fps[t.n], t.keys[t.n] = f, k
 			t.n++
 			return false
 		}
@@ -42,4 +44,20 @@ func (t *Tracker[K]) Seen(k K) bool {
 	}
 	t.set[k] = struct{}{}
 	return false
+}
+
+// fingerprint returns a word that equal keys share: for a string, its last
+// 8 bytes (where IDs and names that share a prefix differ; a shorter
+// string's bytes after its length), so that comparing fingerprints settles
+// most pairs without reading two strings; 0 for other keys.
+func fingerprint[K comparable](k K) uint64 {
+	s, ok := any(k).(string)
+	if !ok {
+		return 0
+	}
+	f := uint64(len(s))
+	for i := max(0, len(s)-8); i < len(s); i++ {
+		f = f<<8 | uint64(s[i])
+	}
+	return f
 }
