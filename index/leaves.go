@@ -42,8 +42,12 @@ import (
 // item shifts a quarter of a leaf on average).
 const leafMax = 256
 
-// topDegree is the degree of the trees of bounds.
-const topDegree = 16
+// topDegree is the degree of the trees of bounds: wide, so that the
+// bounds of a million items' leaves take two levels of nodes, and a
+// lookup's walk down them (a search per node, of bounds held inline) is
+// short. The price: a node a view shares is copied whole before the index
+// changes it (once per node and view).
+const topDegree = 64
 
 // leaf is a sorted slice of distinct items, with the keys of its first and
 // last items (see search).
