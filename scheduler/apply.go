@@ -538,7 +538,7 @@ func (s *Scheduler) SetPause(rule PauseRule, paused bool) {
 	}
 	next := s.pauses.toggled(rule, paused)
 	var names []string
-	s.matching(rule, func(k *tenantKey) { names = append(names, k.name) })
+	s.matching(rule, func(k *tenantKey) { names = append(names, k.name.String()) })
 	s.pauses = next
 	for _, name := range names {
 		j := s.get(name)

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // CheckDerived checks the state the scheduler derives from its jobs,
@@ -33,6 +34,10 @@ func (s *Scheduler) checkDerived() error {
 		if n := s.tenantNames[j.st.Tenant]; n == nil || unsafe.StringData(n.s) != unsafe.StringData(j.st.Tenant) ||
 			j.key.tenant != j.st.Tenant || unsafe.StringData(j.key.tenant) != unsafe.StringData(j.st.Tenant) {
 			err = fmt.Errorf("job %s: tenant %q is not the tenant's shared name", j.st.Name, j.st.Tenant)
+			return false
+		}
+		if n := namekey.Of(j.st.Name); j.key.name != n || r.n != n {
+			err = fmt.Errorf("job %s: name keys %q (tenant index), %q (by name)", j.st.Name, j.key.name, r.n)
 			return false
 		}
 		return true

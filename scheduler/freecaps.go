@@ -47,7 +47,7 @@ func (sc *Schedule) free(j *job) {
 	}
 	sc.freed = append(sc.freed, tenant)
 	sc.v.byTenant.Peek().AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
-		if h := sc.base(k.name); h != nil && h.st.Status == ck.StatusUnassigned && h.hold == holdCapped {
+		if h := sc.base(k.name.String()); h != nil && h.st.Status == ck.StatusUnassigned && h.hold == holdCapped {
 			sc.limits(tenant, h.shard(), p)
 			sc.freedJobs = append(sc.freedJobs, h)
 		}

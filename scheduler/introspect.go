@@ -7,6 +7,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/ident"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // Filter selects jobs for [Scheduler.List]. Nil and zero fields select
@@ -55,7 +56,7 @@ func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, str
 		if !ok {
 			return nil, ""
 		}
-		from = tenantKey{tenant: k.tenant, level: k.level, name: successor(k.name)}
+		from = tenantKey{tenant: k.tenant, level: k.level, name: namekey.Of(successor(k.name.String()))}
 	} else if f.Tenant != nil {
 		from.tenant = *f.Tenant
 		if f.Level != nil {
@@ -73,7 +74,7 @@ func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, str
 		if f.Level != nil && k.level != *f.Level {
 			return k.level < *f.Level // a tenant's levels are contiguous
 		}
-		if j := s.get(k.name); f.match(j) {
+		if j := s.get(k.name.String()); f.match(j) {
 			out = append(out, j.st)
 			last = *k
 		}
@@ -104,7 +105,7 @@ func (s *Scheduler) eachAtLevel(level uint32, from tenantKey, fn func(*tenantKey
 		if pivot.level > level {
 			pivot = tenantKey{tenant: successor(pivot.tenant)}
 		}
-		pivot.level, pivot.name = level, ""
+		pivot.level, pivot.name = level, namekey.Name{}
 	}
 	for {
 		var (
@@ -136,7 +137,7 @@ func (s *Scheduler) eachAtLevel(level uint32, from tenantKey, fn func(*tenantKey
 // A cursor is tenant "/" level "/" name: job names and levels hold no '/',
 // so it parses from the right whatever the tenant holds.
 func formatCursor(k tenantKey) string {
-	return k.tenant + "/" + strconv.FormatUint(uint64(k.level), 10) + "/" + k.name
+	return k.tenant + "/" + strconv.FormatUint(uint64(k.level), 10) + "/" + k.name.String()
 }
 
 // ValidCursor reports whether c has the shape of the cursors [Scheduler.List]
@@ -161,7 +162,7 @@ func parseCursor(c string) (tenantKey, bool) {
 	if err != nil {
 		return tenantKey{}, false
 	}
-	return tenantKey{tenant: rest[:i], level: uint32(level), name: name}, true
+	return tenantKey{tenant: rest[:i], level: uint32(level), name: namekey.Of(name)}, true
 }
 
 // Stats is a summary of the scheduler's state.

@@ -146,11 +146,14 @@ func byExclusion(a, b *job) bool {
 }
 
 // tenantKey is the key of the tenant index: every job by tenant, level and
-// name. It is also the order of [Scheduler.List].
+// name. It is also the order of [Scheduler.List]. The tenant is the
+// tenant's shared name (see Scheduler.internTenant), so equal tenants
+// compare without reading their bytes, and the name carries its inline
+// prefix (namekey), so names mostly compare without reading theirs.
 type tenantKey struct {
 	tenant string
 	level  uint32
-	name   string
+	name   namekey.Name
 }
 
 func byTenant(a, b *tenantKey) bool {
@@ -160,7 +163,7 @@ func byTenant(a, b *tenantKey) bool {
 	if a.level != b.level {
 		return a.level < b.level
 	}
-	return a.name < b.name
+	return a.name.Less(b.name)
 }
 
 // done remembers a completed job.

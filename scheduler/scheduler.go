@@ -10,6 +10,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/cow"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // degree is the B-tree degree of every index.
@@ -239,7 +240,7 @@ func (s *Scheduler) forget(d *done) {
 func (s *Scheduler) insert(j *job) {
 	j.st.Tenant = s.internTenant(j.st.Tenant)
 	if j.key == nil {
-		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: j.st.Name}
+		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: namekey.Of(j.st.Name)}
 	}
 	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(j))
 	s.byTenant.Mut(&s.vmu).ReplaceOrInsert(j.key)

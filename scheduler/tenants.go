@@ -341,7 +341,7 @@ func (s *Scheduler) setShards(tenant string, old, p Limits) {
 	}
 	var list []shardCount
 	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
-		if j := s.get(k.name); j.st.Status == ck.StatusInProgress {
+		if j := s.get(k.name.String()); j.st.Status == ck.StatusInProgress {
 			list = withShard(list, j.shard(), 1)
 		}
 		return true
@@ -362,7 +362,7 @@ func (s *Scheduler) setShards(tenant string, old, p Limits) {
 func (s *Scheduler) reshape(tenant string, p Limits, n int) {
 	var names []string
 	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
-		names = append(names, k.name)
+		names = append(names, k.name.String())
 		return true
 	})
 	for _, name := range names {
