@@ -218,7 +218,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 		return tx.skip(&r, skippedStaleVersion, "prepared against %d, job at %d before entry %d", c.Version, pre, tx.e.Index)
 	}
 	if c.Kind == ck.ChangeAdd {
-		return tx.add(c, &r)
+		return tx.add(c, j, &r)
 	}
 	if j == nil {
 		return tx.skip(&r, skippedUnknownJob, "")
@@ -335,13 +335,14 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	return r
 }
 
-func (tx *Tx) add(c *ck.Change, r *Result) Result {
+// add applies an add change; old is the job of that name, if any.
+func (tx *Tx) add(c *ck.Change, old *job, r *Result) Result {
 	s := tx.s
 	cfg := &s.cfg
 	switch {
 	case c.Plan == nil || c.Plan.Name != c.Job:
 		return tx.skip(r, skippedInvalid, "add without a matching plan")
-	case s.get(c.Job) != nil:
+	case old != nil:
 		return tx.skip(r, SkippedJobExists, "")
 	case s.hasCompleted(c.Job):
 		return tx.skip(r, skippedCompletedRecently, "")

@@ -66,6 +66,9 @@ type Schedule struct {
 	hasLast    bool
 	probe      job
 	closed     bool
+	// lastBase memoes base's latest lookup: a request's report is looked
+	// up to validate it, then to update it.
+	lastBase named
 }
 
 // polEntry is a cached policyOf result.
@@ -241,9 +244,14 @@ func (sc *Schedule) addedNamed(name string) *overlay {
 
 // base returns the job named name in the view, or nil.
 func (sc *Schedule) base(name string) *job {
+	if l := sc.lastBase; l.j != nil && l.n.String() == name {
+		return l.j
+	}
 	r, _ := sc.v.byName.Peek().Get(nameProbe(name))
-	j := r.j
-	return j
+	if r.j != nil {
+		sc.lastBase = r
+	}
+	return r.j
 }
 
 func (sc *Schedule) emit(c ck.Change) {

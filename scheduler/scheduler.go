@@ -171,6 +171,11 @@ func (s *Scheduler) open(v *view) {
 
 // get returns the job named name, or nil.
 func (s *Scheduler) get(name string) *job {
+	// The job an entry added last is usually the next change's (a poll
+	// adds a job, then assigns it).
+	if p := s.pending; p != nil && p.st.Name == name {
+		return p
+	}
 	r, _ := s.byName.Get(nameProbe(name))
 	return r.j
 }
