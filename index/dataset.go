@@ -25,24 +25,85 @@ const (
 	dsFlags  = 3         // flag bits below the name
 )
 
-// pack packs b's level, size and datasets ds into b.ext; b's time range
-// must be set. The level, the size (its bits) and the number of datasets
-// come first, as uvarints, then the datasets. A dataset takes a few bytes
-// instead of the 40 of a dataset: the head, a uvarint of name<<3 | flags;
-// the tenant, if any; size and records as uvarints of their bits; and the
-// distances of its range from its block's, if not zero. The packing is
-// exact for any values (the distances wrap), so that what restore checks
-// after packing is what it decoded; valid values are small. The number of
-// datasets and their heads bound the bytes, so that the block needs a
-// pointer and no length (see unpack). A block of level 0, size 0 and no
-// datasets packs nothing.
-func (b *block) pack(level uint32, size int64, ds []dataset) {
-	b.ext = nil
-	if level == 0 && size == 0 && len(ds) == 0 {
-		return
-	}
+// newBlock returns a new block with f's ID, time range, shard and tenant,
+// and level, size and datasets ds packed (see appendPacked): the ID's
+// bytes and the packed bytes follow the block in its allocation, so that
+// reading a block's ID or its level and size (a search that compares IDs,
+// a replacement that counts the bytes it removes) reads memory next to
+// the block instead of two other allocations.
+func newBlock(f block, level uint32, size int64, ds []dataset) *block {
 	var buf [256]byte
-	body := binary.AppendUvarint(buf[:0], uint64(level))
+	ext := appendPacked(buf[:0], f.minTime, f.maxTime, level, size, ds)
+	b, tail := allocBlock(len(f.id) + len(ext))
+	*b = f
+	b.id, b.ext = "", nil
+	if len(f.id) > 0 {
+		copy(tail, f.id)
+		b.id = unsafe.String(&tail[0], len(f.id))
+	}
+	if len(ext) > 0 {
+		copy(tail[len(f.id):], ext)
+		b.ext = &tail[len(f.id)]
+	}
+	return b
+}
+
+// allocBlock allocates a block followed by at least n bytes: the block
+// and the bytes in one allocation of a size class of the Go allocator up
+// to 512 bytes, in two beyond.
+func allocBlock(n int) (*block, []byte) {
+	switch {
+	case n <= 16:
+		return blockWith[[16]byte]()
+	case n <= 32:
+		return blockWith[[32]byte]()
+	case n <= 48:
+		return blockWith[[48]byte]()
+	case n <= 64:
+		return blockWith[[64]byte]()
+	case n <= 80:
+		return blockWith[[80]byte]()
+	case n <= 96:
+		return blockWith[[96]byte]()
+	case n <= 112:
+		return blockWith[[112]byte]()
+	case n <= 144:
+		return blockWith[[144]byte]()
+	case n <= 208:
+		return blockWith[[208]byte]()
+	case n <= 336:
+		return blockWith[[336]byte]()
+	case n <= 464:
+		return blockWith[[464]byte]()
+	}
+	return new(block), make([]byte, n)
+}
+
+// blockWith allocates a block followed by the bytes of A, a byte array.
+func blockWith[A any]() (*block, []byte) {
+	t := new(struct {
+		b    block
+		tail A
+	})
+	return &t.b, unsafe.Slice((*byte)(unsafe.Pointer(&t.tail)), unsafe.Sizeof(t.tail))
+}
+
+// appendPacked appends to buf the packing of a block's level, size and
+// datasets ds, for a block of range [minTime, maxTime]: nothing for a
+// block of level 0, size 0 and no datasets. The level, the size (its bits)
+// and the number of datasets come first, as uvarints, then the datasets. A
+// dataset takes a few bytes instead of the 40 of a dataset: the head, a
+// uvarint of name<<3 | flags; the tenant, if any; size and records as
+// uvarints of their bits; and the distances of its range from its block's,
+// if not zero. The packing is exact for any values (the distances wrap),
+// so that what restore checks after packing is what it decoded; valid
+// values are small. The number of datasets and their heads bound the
+// bytes, so that the block needs a pointer and no length (see unpack).
+func appendPacked(buf []byte, minTime, maxTime int64, level uint32, size int64, ds []dataset) []byte {
+	if level == 0 && size == 0 && len(ds) == 0 {
+		return buf
+	}
+	body := binary.AppendUvarint(buf, uint64(level))
 	body = binary.AppendUvarint(body, uint64(size))
 	body = binary.AppendUvarint(body, uint64(len(ds)))
 	for i := range ds {
@@ -51,10 +112,10 @@ func (b *block) pack(level uint32, size int64, ds []dataset) {
 		if d.tenant != 0 {
 			head |= dsTenant
 		}
-		if d.minTime != b.minTime {
+		if d.minTime != minTime {
 			head |= dsMin
 		}
-		if d.maxTime != b.maxTime {
+		if d.maxTime != maxTime {
 			head |= dsMax
 		}
 		body = binary.AppendUvarint(body, head)
@@ -63,16 +124,14 @@ func (b *block) pack(level uint32, size int64, ds []dataset) {
 		}
 		body = binary.AppendUvarint(body, uint64(d.size))
 		body = binary.AppendUvarint(body, uint64(d.records))
-		if d.minTime != b.minTime {
-			body = binary.AppendUvarint(body, uint64(d.minTime)-uint64(b.minTime))
+		if d.minTime != minTime {
+			body = binary.AppendUvarint(body, uint64(d.minTime)-uint64(minTime))
 		}
-		if d.maxTime != b.maxTime {
-			body = binary.AppendUvarint(body, uint64(b.maxTime)-uint64(d.maxTime))
+		if d.maxTime != maxTime {
+			body = binary.AppendUvarint(body, uint64(maxTime)-uint64(d.maxTime))
 		}
 	}
-	p := make([]byte, len(body))
-	copy(p, body)
-	b.ext = &p[0]
+	return body
 }
 
 // extras is what a block packs besides its datasets.
@@ -84,8 +143,8 @@ type extras struct {
 }
 
 // unpack returns b's level, size and number of datasets, and its packed
-// datasets. It reads the bytes pack wrote through b.ext, each in the
-// allocation pack made: the header's uvarints, then each dataset's head
+// datasets. It reads the bytes appendPacked wrote through b.ext, each in
+// the block's allocation (see newBlock): the header's uvarints, then each dataset's head
 // and the uvarints its flags say follow it.
 func (b *block) unpack() extras {
 	if b.ext == nil {

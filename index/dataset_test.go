@@ -32,7 +32,7 @@ func TestPackedDatasetsRoundTrip(t *testing.T) {
 		}
 		level := uint32(rapid.SampledFrom([]uint64{0, 1, 1<<32 - 1}).Draw(t, "level"))
 		size := rapid.SampledFrom([]int64{0, 1, -1, rapid.Int64().Draw(t, "size")}).Draw(t, "size kind")
-		b.pack(level, size, ds)
+		b = newBlock(*b, level, size, ds)
 		e := b.unpack()
 		require.Equal(t, uint32(len(ds)), e.nds)
 		require.Equal(t, level, e.level)
@@ -57,11 +57,50 @@ func TestPackedDatasetsSize(t *testing.T) {
 	for i := range ds {
 		ds[i] = dataset{name: uint32(i + 1), size: 200 << 10, records: 1000, minTime: b.minTime, maxTime: b.maxTime}
 	}
-	b.pack(1, 5<<20, ds)
+	b = newBlock(*b, 1, 5<<20, ds)
 	e := b.unpack()
 	require.Len(t, e.ds, 5*6)
 	// Before the datasets: the level, the size and the count.
 	require.Equal(t, uintptr(1+4+1), uintptr(unsafe.Pointer(&e.ds[0]))-uintptr(unsafe.Pointer(b.ext)))
+}
+
+// TestBlockAllocation: a block's ID and packed bytes follow it in its
+// allocation, one allocation in all up to 464 bytes of them; the block
+// holds what it was given.
+func TestBlockAllocation(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.StringN(0, 600, -1).Draw(t, "id")
+		var ds []dataset
+		for range rapid.IntRange(0, 30).Draw(t, "n") {
+			ds = append(ds, dataset{name: rapid.Uint32().Draw(t, "name"), size: rapid.Int64().Draw(t, "size")})
+		}
+		f := block{id: id, minTime: 5, maxTime: 9, shard: 3, tenant: 2}
+		var b *block
+		allocs := testing.AllocsPerRun(1, func() { b = newBlock(f, 1, 7, ds) })
+		ext := appendPacked(nil, 5, 9, 1, 7, ds)
+		n := len(id) + len(ext)
+		// Packing beyond 256 bytes grows its buffer.
+		if n <= 464 && len(ext) <= 256 && allocs != 1 {
+			t.Fatalf("%d bytes after the block (%d packed): %v allocations, want 1", n, len(ext), allocs)
+		}
+		if b.id != id || b.minTime != 5 || b.maxTime != 9 || b.shard != 3 || b.tenant != 2 || b.size() != 7 {
+			t.Fatalf("block %+v", *b)
+		}
+		require.Equal(t, ds, b.appendDatasets(nil))
+		if n <= 464 {
+			base, end := uintptr(unsafe.Pointer(b)), uintptr(unsafe.Pointer(b))+unsafe.Sizeof(block{})+uintptr(n)
+			if len(id) > 0 {
+				if p := uintptr(unsafe.Pointer(unsafe.StringData(b.id))); p < base || p+uintptr(len(id)) > end {
+					t.Fatalf("ID bytes at %#x, block at %#x", p, base)
+				}
+			}
+			if b.ext != nil {
+				if p := uintptr(unsafe.Pointer(b.ext)); p < base || p+uintptr(len(ext)) > end {
+					t.Fatalf("packed bytes at %#x, block at %#x", p, base)
+				}
+			}
+		}
+	})
 }
 
 // TestBlockSize: a block holds what searches, scans and filters read in
@@ -73,7 +112,6 @@ func TestBlockSize(t *testing.T) {
 func TestBlockTenants(t *testing.T) {
 	b := &block{tenant: 7}
 	require.Equal(t, []uint32{7}, b.tenants(nil))
-	m := &block{}
-	m.pack(0, 0, []dataset{{tenant: 3, name: 1}, {tenant: 2, name: 1}, {tenant: 3, name: 2}})
+	m := newBlock(block{}, 0, 0, []dataset{{tenant: 3, name: 1}, {tenant: 2, name: 1}, {tenant: 3, name: 2}})
 	require.Equal(t, []uint32{9, 3, 2}, m.tenants([]uint32{9}))
 }

@@ -144,7 +144,7 @@ func (x *Index) Add(e ck.Entry, now int64, b *ck.BlockMeta) error {
 
 // build converts validated metadata into a stored block.
 func (x *Index) build(m *ck.BlockMeta) *block {
-	b := &block{
+	f := block{
 		id:      m.ID,
 		minTime: m.MinTime,
 		maxTime: m.MaxTime,
@@ -164,8 +164,7 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 			maxTime: d.MaxTime,
 		})
 	}
-	b.pack(m.Level, m.Size, ds)
-	return b
+	return newBlock(f, m.Level, m.Size, ds)
 }
 
 // insert makes b live: it must not be live already.

@@ -580,7 +580,7 @@ func (rs *restorer) blocks() error {
 			if maxT < mins[i] || tenants[i] >= nn {
 				return codec.Malformed("block %s: span %d or tenant reference %d out of range", id, spans[i], tenants[i])
 			}
-			b := &block{id: strings.Clone(id), tenant: tenants[i], shard: shards[i], minTime: mins[i], maxTime: maxT}
+			f := block{id: id, tenant: tenants[i], shard: shards[i], minTime: mins[i], maxTime: maxT}
 			ds = ds[:0]
 			if c := int(counts[i]); c > 0 {
 				ds = slices.Grow(ds, c)[:c]
@@ -588,9 +588,9 @@ func (rs *restorer) blocks() error {
 					if dten[j] >= nn || dname[j] >= nn {
 						return codec.Malformed("block %s: dataset name reference out of range", id)
 					}
-					dmin := int64(uint64(b.minTime) + doff[j])
+					dmin := int64(uint64(f.minTime) + doff[j])
 					dmax := int64(uint64(dmin) + dspan[j])
-					if dmin < b.minTime || dmax < dmin {
+					if dmin < f.minTime || dmax < dmin {
 						return codec.Malformed("block %s: dataset range overflows", id)
 					}
 					ds[k] = dataset{tenant: dten[j], name: dname[j], size: dsize[j], records: drec[j], minTime: dmin, maxTime: dmax}
@@ -599,8 +599,9 @@ func (rs *restorer) blocks() error {
 				}
 			}
 			// Packing is exact for any values: what checkBlock reads
-			// of b is what was decoded.
-			b.pack(levels[i], sizes[i], ds)
+			// of b is what was decoded. The block copies the ID, which
+			// shares its bytes with the decoded column.
+			b := newBlock(f, levels[i], sizes[i], ds)
 			if err := x.checkBlock(b, ds); err != nil {
 				return codec.Malformed("%w", err)
 			}
