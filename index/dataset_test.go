@@ -1,11 +1,14 @@
 package index
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	ck "github.com/compactkit/compactkit"
 )
 
 // TestPackedDatasetsRoundTrip: packing is exact for any values, valid or
@@ -114,4 +117,36 @@ func TestBlockTenants(t *testing.T) {
 	require.Equal(t, []uint32{7}, b.tenants(nil))
 	m := newBlock(block{}, 0, 0, []dataset{{tenant: 3, name: 1}, {tenant: 2, name: 1}, {tenant: 3, name: 2}})
 	require.Equal(t, []uint32{9, 3, 2}, m.tenants([]uint32{9}))
+}
+
+// TestTombstonesOwnTheirIDs: the tombstones of a replacement's sources,
+// with records and without, and of retention, keep their targets in bytes
+// of their own, not in the removed blocks' allocations (which they would
+// keep alive until their deletion records expire).
+func TestTombstonesOwnTheirIDs(t *testing.T) {
+	for _, records := range []bool{false, true} {
+		x := newIndex(Config{DedupHorizon: 1000, CleanupDelay: 10, CompletedRetention: 1000})
+		x.SetRecords(records)
+		var blocks []*block
+		for i := range 6 {
+			id := fmt.Sprintf("b%02d", i)
+			require.NoError(t, x.Add(ck.Entry{Index: uint64(i + 1)}, 0, gblock(id, "acme", 0, 0, int64(i), 10+int64(i))))
+			b, ok := x.s.get(id, nil)
+			require.True(t, ok)
+			blocks = append(blocks, b)
+		}
+		job := "acme.s0.l0.1.0123456789abcdef"
+		out := gblock(ck.OutputID(job, 9, 0), "acme", 0, 1, 0, 20)
+		r := x.Replace(ck.Entry{Index: 9}, 1, job, 9, []string{"b00", "b01", "b02"}, []ck.BlockMeta{*out})
+		require.True(t, r.Applied, "%+v", r)
+		require.Len(t, x.DropBefore(ck.Entry{Index: 10}, 2, "acme", false, 15), 2)
+		for i, b := range blocks[:5] {
+			tb, ok := x.s.getTomb(newKey(ck.TombstoneBlock, b.id), nil)
+			require.True(t, ok, "block %d: no tombstone", i)
+			p := uintptr(unsafe.Pointer(unsafe.StringData(tb.target)))
+			base := uintptr(unsafe.Pointer(b))
+			require.False(t, p >= base && p < base+unsafe.Sizeof(block{})+uintptr(len(b.id))+64,
+				"records %t: tombstone of %s points into its block", records, b.id)
+		}
+	}
 }

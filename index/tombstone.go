@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/google/btree"
 
@@ -20,6 +21,7 @@ func (x *Index) newTombs(ks []tkey, index uint64) {
 		return
 	}
 	rel := x.nextRelease()
+	detach(len(ks), func(i int) *string { return &ks[i].target })
 	ts := make([]tomb, len(ks))
 	var buf [32]poolKey
 	pks := append(buf[:0], make([]poolKey, len(ks))...)
@@ -49,6 +51,7 @@ func (x *Index) newRecord(srcs []source, index uint64) {
 	for i, s := range srcs {
 		rec.srcs[i] = tomb{tkey: newKey(ck.TombstoneBlock, s.b.id), created: x.s.clock, release: rel, index: index, rec: rec}
 	}
+	detach(len(rec.srcs), func(i int) *string { return &rec.srcs[i].target })
 	// The marks first: they replace entries where the lookups found
 	// them, which the lead's removal (a deletion, which may merge
 	// leaves) would move.
@@ -61,6 +64,25 @@ func (x *Index) newRecord(srcs []source, index uint64) {
 	x.s.pooled += len(srcs)
 	x.s.nrecs++
 	x.s.nrecSrcs += len(srcs)
+}
+
+// detach gives n strings, *target(0) to *target(n-1), bytes of their own,
+// one allocation for all: tombstones and deletion records outlive the
+// blocks they name, whose IDs live in the blocks' allocations (see
+// newBlock).
+func detach(n int, target func(i int) *string) {
+	size := 0
+	for i := range n {
+		size += len(*target(i))
+	}
+	buf := make([]byte, 0, size) // room for all: the bytes never move
+	for i := range n {
+		if t := target(i); *t != "" {
+			start := len(buf)
+			buf = append(buf, *t...)
+			*t = unsafe.String(&buf[start], len(*t))
+		}
+	}
 }
 
 // nextRelease returns the release time of tombstones created now: the
