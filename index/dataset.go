@@ -7,7 +7,7 @@ import (
 )
 
 // dataset is a block's dataset with interned names, as packed in and
-// unpacked from its block (see pack).
+// unpacked from its block (see appendPacked).
 type dataset struct {
 	tenant  uint32 // name ID; 0 when the dataset leaves its tenant empty
 	name    uint32 // name ID
@@ -195,7 +195,7 @@ func (b *block) levelSize() (uint32, int64) {
 	return uint32(level), int64(size)
 }
 
-// ptrUvarint decodes the uvarint at p+i, which pack wrote, and returns it
+// ptrUvarint decodes the uvarint at p+i, which appendPacked wrote, and returns it
 // with the offset after it.
 func ptrUvarint(p unsafe.Pointer, i uintptr) (uint64, uintptr) {
 	var v uint64
@@ -258,7 +258,7 @@ func (r *dsReader) next(d *dataset) bool {
 	return true
 }
 
-// uvarint decodes the uvarint at p[i:], which pack wrote, and
+// uvarint decodes the uvarint at p[i:], which appendPacked wrote, and
 // returns it with the index after it.
 func uvarint(p []byte, i int) (uint64, int) {
 	var v uint64

@@ -23,8 +23,11 @@ const smallDegree = 16
 
 // block is the stored form of a live block: 48 bytes with what searches,
 // scans and filters read (ID, time range, shard, tenant), and its level,
-// size and datasets packed in a few bytes (see pack). It is immutable once
-// built: views share block pointers with the index.
+// size and datasets packed in a few bytes (see appendPacked); the ID's
+// bytes and the packed bytes follow the block in its allocation (see
+// newBlock). It is immutable once built: views share block pointers with
+// the index. What outlives the block (a tombstone, a deletion record)
+// copies its ID.
 type block struct {
 	id      string
 	minTime int64
@@ -33,7 +36,7 @@ type block struct {
 	tenant  uint32 // name ID; 0 for a multi-tenant segment
 	// ext points to the packed level, size and datasets (nil if all are
 	// zero or none): a pointer instead of a slice header saves 16 bytes
-	// per block; see packed.
+	// per block.
 	ext *byte
 }
 
