@@ -144,8 +144,8 @@ type extras struct {
 
 // unpack returns b's level, size and number of datasets, and its packed
 // datasets. It reads the bytes appendPacked wrote through b.ext, each in
-// the block's allocation (see newBlock): the header's uvarints, then each dataset's head
-// and the uvarints its flags say follow it.
+// the block's allocation (see newBlock): the header's uvarints, then each
+// dataset's head and the uvarints its flags say follow it.
 func (b *block) unpack() extras {
 	if b.ext == nil {
 		return extras{}
@@ -195,8 +195,8 @@ func (b *block) levelSize() (uint32, int64) {
 	return uint32(level), int64(size)
 }
 
-// ptrUvarint decodes the uvarint at p+i, which appendPacked wrote, and returns it
-// with the offset after it.
+// ptrUvarint decodes the uvarint at p+i, which appendPacked wrote, and
+// returns it with the offset after it.
 func ptrUvarint(p unsafe.Pointer, i uintptr) (uint64, uintptr) {
 	var v uint64
 	for s := uint(0); ; s += 7 {
