@@ -162,14 +162,25 @@ func (o leafOps[T]) floor(t *btree.BTreeG[leafRef[T]], x T) (r leafRef[T], ok bo
 
 // get returns the item of t equal to x.
 func (o leafOps[T]) get(t *btree.BTreeG[leafRef[T]], x T) (T, bool) {
-	r, ok := o.floor(t, x)
-	if ok {
-		if i, found := o.search(r.l, x); found {
-			return r.l.items[i], true
-		}
+	if l, i, ok := o.find(t, x); ok {
+		return l.items[i], true
 	}
 	var zero T
 	return zero, false
+}
+
+// find returns the leaf of t holding the item equal to x, and its
+// position there.
+func (o leafOps[T]) find(t *btree.BTreeG[leafRef[T]], x T) (*leaf[T], int, bool) {
+	r, ok := o.floor(t, x)
+	if !ok {
+		return nil, 0, false
+	}
+	i, found := o.search(r.l, x)
+	if !found {
+		return nil, 0, false
+	}
+	return r.l, i, true
 }
 
 // mutable returns r's leaf in a form the owner at generation gen may

@@ -469,31 +469,23 @@ func (s *state) get(id string, pivot *block) (*block, bool) {
 // entry finds the ID set's entry for this ID: a live block or a mark.
 // pivot is as for get.
 func (s *state) entry(id string, pivot *block) (idItem, bool) {
-	if pivot == nil {
-		pivot = &block{}
-	}
-	pivot.id = id
-	it, ok := idOps().get(s.byID.BTreeG, idProbe(id, pivot))
-	pivot.id = ""
+	it, _, _, ok := s.entryAt(id, pivot)
 	return it, ok
 }
 
 // entryAt is entry that also returns where the entry is: its leaf and
 // position in it.
 func (s *state) entryAt(id string, pivot *block) (idItem, *leaf[idItem], int, bool) {
-	pivot.id = id
-	o := idOps()
-	x := idProbe(id, pivot)
-	r, ok := o.floor(s.byID.BTreeG, x)
-	i, found := 0, false
-	if ok {
-		i, found = o.search(r.l, x)
+	if pivot == nil {
+		pivot = &block{}
 	}
+	pivot.id = id
+	l, i, ok := idOps().find(s.byID.BTreeG, idProbe(id, pivot))
 	pivot.id = ""
-	if !found {
+	if !ok {
 		return idItem{}, nil, 0, false
 	}
-	return r.l.items[i], r.l, i, true
+	return l.items[i], l, i, true
 }
 
 // live reports whether a block with this ID is live.
