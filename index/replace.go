@@ -107,8 +107,8 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	now = x.advance(now)
 	valid := ident.ValidateJobName(job) == nil && token != 0
 	if valid {
-		if r, ok := x.s.results.Get(resultRef{job: namekey.Of(job), token: token}); ok && now < addSat(r.r.at, x.s.cfg.CompletedRetention) {
-			return r.r.toResult(true)
+		if r, ok := x.s.results.Get(&result{job: namekey.Of(job), token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
+			return r.toResult(true)
 		}
 	}
 	r := &result{job: namekey.Of(job), token: token, index: e.Index, at: now}
@@ -188,7 +188,7 @@ func distinct(ss []string) []string {
 }
 
 func (x *Index) record(r *result) {
-	x.s.results.Mut(x.vmu).ReplaceOrInsert(r.ref())
+	x.s.results.Mut(x.vmu).ReplaceOrInsert(r)
 	x.resQ.push(r)
 }
 

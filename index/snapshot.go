@@ -394,7 +394,7 @@ func (s *state) writeGone(enc func(any) error) error {
 }
 
 func (s *state) writeResults(enc func(any) error) error {
-	return codec.InFrames(s.results.Ascend, func(rs []resultRef) error {
+	return codec.InFrames(s.results.Ascend, func(rs []*result) error {
 		n := len(rs)
 		jobs, details := make([]string, n), make([]string, n)
 		tokens, indexes := make([]uint64, n), make([]uint64, n)
@@ -402,8 +402,7 @@ func (s *state) writeResults(enc func(any) error) error {
 		flags, reasons := make([]uint8, n), make([]uint8, n)
 		nm, ns := make([]uint32, n), make([]uint32, n)
 		var missing, surviving []string
-		for i, ref := range rs {
-			r := ref.r
+		for i, r := range rs {
 			jobs[i], details[i], tokens[i], indexes[i], at[i] = r.job.String(), r.detail, uint64(r.token), r.index, r.at
 			reasons[i] = uint8(r.reason)
 			if r.applied {
@@ -1018,7 +1017,7 @@ func (rs *restorer) results() error {
 			if err := validResult(r, x.s.clock); err != nil {
 				return err
 			}
-			if len(all) > 0 && !lessResult(all[len(all)-1].ref(), r.ref()) {
+			if len(all) > 0 && !lessResult(all[len(all)-1], r) {
 				return codec.Malformed("result %s/%d: must be sorted and distinct", r.job, r.token)
 			}
 			all = append(all, r)
@@ -1028,7 +1027,7 @@ func (rs *restorer) results() error {
 		return err
 	}
 	for _, r := range all {
-		x.s.results.Mut(x.vmu).ReplaceOrInsert(r.ref())
+		x.s.results.Mut(x.vmu).ReplaceOrInsert(r)
 	}
 	slices.SortStableFunc(all, func(a, b *result) int { return cmp.Compare(a.at, b.at) })
 	for _, r := range all {

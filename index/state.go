@@ -395,17 +395,7 @@ type result struct {
 	surviving []string
 }
 
-// resultRef is a result's item in the results tree: its key inline, so
-// that a search compares items without loading the results.
-type resultRef struct {
-	job   namekey.Name
-	token fencing.Token
-	r     *result
-}
-
-func (r *result) ref() resultRef { return resultRef{job: r.job, token: r.token, r: r} }
-
-func lessResult(a, b resultRef) bool {
+func lessResult(a, b *result) bool {
 	c := a.job.Compare(b.job)
 	return c < 0 || c == 0 && a.token < b.token
 }
@@ -432,7 +422,7 @@ type state struct {
 	nrecs    int                     // the number of pending records
 	nrecSrcs int                     // the number of their sources
 	gone     lazy[goneRec]           // confirmed deletions by key
-	results  lazy[resultRef]         // replacement results by (job, token)
+	results  lazy[*result]           // replacement results by (job, token)
 
 	clock     int64 // latest log time seen by a mutation
 	floor     int64 // latest release time given to a tombstone
@@ -457,7 +447,7 @@ func newState(cfg Config) state {
 		pool:    lazy[leafRef[poolKey]]{BTreeG: poolOps().newTree()},
 		held:    lazy[heldKey]{BTreeG: btree.NewG(smallDegree, lessHeld)},
 		gone:    lazy[goneRec]{BTreeG: btree.NewG(smallDegree, lessGone)},
-		results: lazy[resultRef]{BTreeG: btree.NewG(smallDegree, lessResult)},
+		results: lazy[*result]{BTreeG: btree.NewG(smallDegree, lessResult)},
 	}
 }
 

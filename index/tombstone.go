@@ -304,8 +304,8 @@ func (x *Index) Expire(now int64) int {
 			break
 		}
 		x.resQ.pop()
-		if cur, ok := x.s.results.Get(r.ref()); ok && cur.r == r {
-			x.s.results.Mut(x.vmu).Delete(cur)
+		if cur, ok := x.s.results.Get(r); ok && cur == r {
+			x.s.results.Mut(x.vmu).Delete(r)
 			n++
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/google/btree"
-
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/namekey"
 )
@@ -94,7 +92,7 @@ func (p *Planner) Claim(e ck.Entry, plan *ck.JobPlan) error {
 	q = p.own(q)
 	old := q.head
 	c := &claim{name: namekey.Of(plan.Name), k: q.k, items: q.take(len(plan.Sources))}
-	p.s.putClaim(c)
+	p.s.claims.Mut(p.s.vmu).ReplaceOrInsert(c)
 	p.s.nextSeq = seq + 1
 	p.s.cursor, p.s.hasCursor = plan.Tenant, true
 	p.s.counters.Claims++
@@ -102,26 +100,14 @@ func (p *Planner) Claim(e ck.Entry, plan *ck.JobPlan) error {
 	return nil
 }
 
-// putClaim adds a claim.
-func (s *state) putClaim(c *claim) {
-	s.claims.Mut(s.vmu).ReplaceOrInsert(claimRef{name: c.name, c: c})
-}
-
 // getClaim returns the claim of a job.
 func (s *state) getClaim(job string) (*claim, bool) {
-	r, ok := s.claims.Get(claimRef{name: namekey.Of(job)})
-	return r.c, ok
-}
-
-// ascendClaims calls fn for each claim in name order until fn returns
-// false.
-func (s *state) ascendClaims(fn btree.ItemIteratorG[*claim]) {
-	s.claims.Ascend(func(r claimRef) bool { return fn(r.c) })
+	return s.claims.Get(&claim{name: namekey.Of(job)})
 }
 
 // endClaim removes a claim.
 func (p *Planner) endClaim(c *claim) {
-	p.s.claims.Mut(p.s.vmu).Delete(claimRef{name: c.name})
+	p.s.claims.Mut(p.s.vmu).Delete(c)
 }
 
 // eachClaimOf calls fn for the claims of key k, in name order, until fn
@@ -131,11 +117,11 @@ func (p *Planner) endClaim(c *claim) {
 func (s *state) eachClaimOf(k key, fn func(*claim) bool) {
 	var b [maxTenantInName + 40]byte
 	prefix := string(appendKeyPrefix(b[:0], k))
-	s.claims.AscendGreaterOrEqual(claimRef{name: namekey.Of(prefix)}, func(r claimRef) bool {
-		if !strings.HasPrefix(r.name.String(), prefix) {
+	s.claims.AscendGreaterOrEqual(&claim{name: namekey.Of(prefix)}, func(c *claim) bool {
+		if !strings.HasPrefix(c.name.String(), prefix) {
 			return false
 		}
-		return r.c.k != k || fn(r.c)
+		return c.k != k || fn(c)
 	})
 }
 

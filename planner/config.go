@@ -188,7 +188,7 @@ func (s *state) highestLevel() (uint32, bool) {
 		}
 	}
 	s.keys.Ascend(func(q *queue) bool { see(q.k); return true })
-	s.ascendClaims(func(c *claim) bool { see(c.k); return true })
+	s.claims.Ascend(func(c *claim) bool { see(c.k); return true })
 	s.quar.Ascend(func(qe *quarEnt) bool { see(qe.k); return true })
 	return l, found
 }

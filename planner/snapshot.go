@@ -237,7 +237,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 		Quarantined: uint64(s.quar.Len()),
 	}
 	s.keys.Ascend(func(q *queue) bool { h.Blocks += uint64(q.n); return true })
-	s.ascendClaims(func(c *claim) bool { h.ClaimedBlocks += uint64(len(c.items)); return true })
+	s.claims.Ascend(func(c *claim) bool { h.ClaimedBlocks += uint64(len(c.items)); return true })
 	version := snapshotVersion
 	s.quar.Ascend(func(qe *quarEnt) bool {
 		if qe.job == "" {
@@ -282,7 +282,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 	}
 
 	// Claims, then their blocks.
-	err = codec.InFrames(s.ascendClaims, func(cs []*claim) error {
+	err = codec.InFrames(s.claims.Ascend, func(cs []*claim) error {
 		names, tenants := make([]string, len(cs)), make([]string, len(cs))
 		shards, levels, counts := make([]uint32, len(cs)), make([]uint32, len(cs)), make([]int64, len(cs))
 		for i, c := range cs {
@@ -295,7 +295,7 @@ func (s *state) writeSnapshot(w io.Writer) error {
 		return err
 	}
 	bw = blockWriter{w: sw}
-	s.ascendClaims(func(c *claim) bool {
+	s.claims.Ascend(func(c *claim) bool {
 		for i := range c.items {
 			bw.add(&c.items[i])
 		}
@@ -556,7 +556,7 @@ func (rs *restorer) claimed() error {
 			}
 			c.items = append(c.items, it)
 		}
-		s.putClaim(c)
+		s.claims.Mut(s.vmu).ReplaceOrInsert(c)
 	}
 	return nil
 }

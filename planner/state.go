@@ -76,13 +76,6 @@ type claim struct {
 	items []item
 }
 
-// claimRef is a claim's item in the claims tree: its name inline, so that
-// a search compares items without loading the claims.
-type claimRef struct {
-	name namekey.Name
-	c    *claim
-}
-
 // quarEnt is a quarantined block.
 type quarEnt struct {
 	it     item
@@ -106,7 +99,7 @@ type state struct {
 	aging lazy[timeEnt]
 	// claims by job name (which also groups them by key: see
 	// eachClaimOf).
-	claims lazy[claimRef]
+	claims lazy[*claim]
 	// quar holds the quarantined blocks by ID.
 	quar lazy[*quarEnt]
 	// held holds the tenants whose keys, all or those of some levels, are
@@ -148,7 +141,7 @@ func newState(cfg Config) state {
 		full:        newLazy(fullLess),
 		timed:       newLazy(timeLess),
 		aging:       newLazy(timeLess),
-		claims:      newLazy(func(a, b claimRef) bool { return a.name.Less(b.name) }),
+		claims:      newLazy(func(a, b *claim) bool { return a.name.Less(b.name) }),
 		quar:        newLazy(func(a, b *quarEnt) bool { return a.it.id < b.it.id }),
 		held:        newLazy(holdByTenant),
 		ranks:       newLazy(func(a, b tenantRank) bool { return a.tenant < b.tenant }),

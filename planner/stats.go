@@ -82,7 +82,7 @@ func (s *state) stats(clock int64) Stats {
 		ls.Debt += int64(q.n)*nowSec - q.sumSec
 		return true
 	})
-	s.ascendClaims(func(c *claim) bool {
+	s.claims.Ascend(func(c *claim) bool {
 		level(c.k.level).Claimed += len(c.items)
 		st.Jobs++
 		return true

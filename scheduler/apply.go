@@ -539,7 +539,7 @@ func (s *Scheduler) SetPause(rule PauseRule, paused bool) {
 	}
 	next := s.pauses.toggled(rule, paused)
 	var names []string
-	s.matching(rule, func(k tenantKey) { names = append(names, k.name.String()) })
+	s.matching(rule, func(k *tenantKey) { names = append(names, k.name.String()) })
 	s.pauses = next
 	for _, name := range names {
 		j := s.get(name)
@@ -557,21 +557,21 @@ func (s *Scheduler) SetPause(rule PauseRule, paused bool) {
 
 // matching calls fn for the key of every job the rule matches, in
 // (tenant, level, name) order.
-func (s *Scheduler) matching(r PauseRule, fn func(tenantKey)) {
-	each := func(k tenantKey) bool { fn(k); return true }
+func (s *Scheduler) matching(r PauseRule, fn func(*tenantKey)) {
+	each := func(k *tenantKey) bool { fn(k); return true }
 	switch {
 	case r.AllTenants && r.AllLevels:
 		s.byTenant.Ascend(each)
 	case r.AllLevels:
-		s.byTenant.AscendRange(tenantKey{tenant: r.Tenant}, tenantKey{tenant: successor(r.Tenant)}, each)
+		s.byTenant.AscendRange(&tenantKey{tenant: r.Tenant}, &tenantKey{tenant: successor(r.Tenant)}, each)
 	case !r.AllTenants:
-		from := tenantKey{tenant: r.Tenant, level: r.Level}
+		from := &tenantKey{tenant: r.Tenant, level: r.Level}
 		if r.Level == maxLevel {
-			s.byTenant.AscendRange(from, tenantKey{tenant: successor(r.Tenant)}, each)
+			s.byTenant.AscendRange(from, &tenantKey{tenant: successor(r.Tenant)}, each)
 		} else {
-			s.byTenant.AscendRange(from, tenantKey{tenant: r.Tenant, level: r.Level + 1}, each)
+			s.byTenant.AscendRange(from, &tenantKey{tenant: r.Tenant, level: r.Level + 1}, each)
 		}
 	default: // one level across tenants: seek each tenant's level
-		s.eachAtLevel(r.Level, tenantKey{level: r.Level}, func(k tenantKey) bool { fn(k); return true })
+		s.eachAtLevel(r.Level, tenantKey{level: r.Level}, func(k *tenantKey) bool { fn(k); return true })
 	}
 }

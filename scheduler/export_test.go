@@ -31,14 +31,13 @@ func (s *Scheduler) checkDerived() error {
 			counts[j.st.Tenant]++
 		}
 		jobs[j.st.Tenant]++
-		k, ok := s.byTenant.Get(j.tenantKey())
-		if n := s.tenantNames[j.st.Tenant]; !ok || n == nil || unsafe.StringData(n.s) != unsafe.StringData(j.st.Tenant) ||
-			unsafe.StringData(k.tenant) != unsafe.StringData(j.st.Tenant) {
+		if n := s.tenantNames[j.st.Tenant]; n == nil || unsafe.StringData(n.s) != unsafe.StringData(j.st.Tenant) ||
+			j.key.tenant != j.st.Tenant || unsafe.StringData(j.key.tenant) != unsafe.StringData(j.st.Tenant) {
 			err = fmt.Errorf("job %s: tenant %q is not the tenant's shared name", j.st.Name, j.st.Tenant)
 			return false
 		}
-		if n := namekey.Of(j.st.Name); k.name != n || r.n != n {
-			err = fmt.Errorf("job %s: name keys %q (tenant index), %q (by name)", j.st.Name, k.name, r.n)
+		if n := namekey.Of(j.st.Name); j.key.name != n || r.n != n {
+			err = fmt.Errorf("job %s: name keys %q (tenant index), %q (by name)", j.st.Name, j.key.name, r.n)
 			return false
 		}
 		return true

@@ -46,7 +46,7 @@ func (sc *Schedule) free(j *job) {
 		return
 	}
 	sc.freed = append(sc.freed, tenant)
-	sc.v.byTenant.Peek().AscendRange(tenantKey{tenant: tenant}, tenantKey{tenant: successor(tenant)}, func(k tenantKey) bool {
+	sc.v.byTenant.Peek().AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
 		if h := sc.base(k.name.String()); h != nil && h.st.Status == ck.StatusUnassigned && h.hold == holdCapped {
 			sc.limits(tenant, h.shard(), p)
 			sc.freedJobs = append(sc.freedJobs, h)

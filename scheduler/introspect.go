@@ -67,7 +67,7 @@ func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, str
 		out  []ck.JobState
 		last tenantKey
 	)
-	visit := func(k tenantKey) bool {
+	visit := func(k *tenantKey) bool {
 		if f.Tenant != nil && k.tenant != *f.Tenant {
 			return false
 		}
@@ -76,19 +76,19 @@ func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, str
 		}
 		if j := s.get(k.name.String()); f.match(j) {
 			out = append(out, j.st)
-			last = k
+			last = *k
 		}
 		return len(out) < limit
 	}
 	switch {
 	case f.Level != nil && f.Tenant == nil:
 		stop := false
-		s.eachAtLevel(*f.Level, from, func(k tenantKey) bool {
+		s.eachAtLevel(*f.Level, from, func(k *tenantKey) bool {
 			stop = !visit(k)
 			return !stop
 		})
 	default:
-		s.byTenant.AscendGreaterOrEqual(from, visit)
+		s.byTenant.AscendGreaterOrEqual(&from, visit)
 	}
 	if len(out) < limit {
 		return out, ""
@@ -99,7 +99,7 @@ func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, str
 // eachAtLevel calls fn for the key of every job at level, in (tenant, name)
 // order, from the position from, until fn returns false. It costs O(log n)
 // per tenant plus the jobs visited.
-func (s *Scheduler) eachAtLevel(level uint32, from tenantKey, fn func(tenantKey) bool) {
+func (s *Scheduler) eachAtLevel(level uint32, from tenantKey, fn func(*tenantKey) bool) {
 	pivot := from
 	if pivot.level != level {
 		if pivot.level > level {
@@ -112,7 +112,7 @@ func (s *Scheduler) eachAtLevel(level uint32, from tenantKey, fn func(tenantKey)
 			next       tenantKey
 			more, stop bool
 		)
-		s.byTenant.AscendGreaterOrEqual(pivot, func(k tenantKey) bool {
+		s.byTenant.AscendGreaterOrEqual(&pivot, func(k *tenantKey) bool {
 			switch {
 			case k.level == level:
 				if !fn(k) {

@@ -16,6 +16,9 @@ import (
 type job struct {
 	st   ck.JobState
 	plan *ck.JobPlan
+	// key is the job's entry in the tenant index, shared by all records of
+	// the job (it never changes).
+	key *tenantKey
 	// hold says what keeps the job from being assigned (holdPaused,
 	// holdClosed, holdCapped): a function of its tenant's and level's
 	// state, whatever the job's status. A held unassigned job is left out
@@ -153,12 +156,7 @@ type tenantKey struct {
 	name   namekey.Name
 }
 
-// tenantKey returns j's entry in the tenant index.
-func (j *job) tenantKey() tenantKey {
-	return tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: namekey.Of(j.st.Name)}
-}
-
-func byTenant(a, b tenantKey) bool {
+func byTenant(a, b *tenantKey) bool {
 	if a.tenant != b.tenant {
 		return a.tenant < b.tenant
 	}

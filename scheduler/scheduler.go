@@ -10,6 +10,7 @@ import (
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
 	"github.com/compactkit/compactkit/internal/cow"
+	"github.com/compactkit/compactkit/internal/namekey"
 )
 
 // degree is the B-tree degree of every index.
@@ -76,7 +77,7 @@ type Scheduler struct {
 type trees struct {
 	byName cow.Tree[named]
 	// byTenant holds every job's (tenant, level, name): pauses and List.
-	byTenant cow.Tree[tenantKey]
+	byTenant cow.Tree[*tenantKey]
 	// ready holds the unassigned jobs without a hold by (level, rank,
 	// failures, deadline, name); aging holds the same jobs by (level,
 	// added, name).
@@ -243,8 +244,11 @@ func (s *Scheduler) forget(d *done) {
 // insert adds a new job to every index.
 func (s *Scheduler) insert(j *job) {
 	j.st.Tenant = s.internTenant(j.st.Tenant)
+	if j.key == nil {
+		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: namekey.Of(j.st.Name)}
+	}
 	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(j))
-	s.byTenant.Mut(&s.vmu).ReplaceOrInsert(j.tenantKey())
+	s.byTenant.Mut(&s.vmu).ReplaceOrInsert(j.key)
 	s.index(j)
 	s.count(j, 1)
 	if j.st.Status == ck.StatusInProgress {
@@ -274,7 +278,7 @@ func (s *Scheduler) flush() {
 func (s *Scheduler) remove(j *job) {
 	s.releaseTenant(j.st.Tenant)
 	s.byName.Mut(&s.vmu).Delete(nameProbe(j.st.Name))
-	s.byTenant.Mut(&s.vmu).Delete(j.tenantKey())
+	s.byTenant.Mut(&s.vmu).Delete(j.key)
 	s.unindex(j)
 	s.count(j, -1)
 	if j.st.Status == ck.StatusInProgress {
