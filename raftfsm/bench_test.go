@@ -281,7 +281,7 @@ func (pb *pollBench) step(b *testing.B, req *ck.PollRequest, want int) (*raftfsm
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := cmd.MarshalVersion(raftfsm.CommandVersion)
+	data, err := pb.n.f.Encode(cmd, pb.n.now)
 	if err != nil {
 		b.Fatal(err)
 	}
