@@ -91,6 +91,14 @@ func (s *Sim) proposePrepared(cmd *raftfsm.Command, req *ck.PollRequest, at uint
 	if err != nil {
 		s.fail("encode", "command %+v: %v", cmd, err)
 	}
+	if cmd.Poll != nil {
+		// The leader's replica encodes the poll too, as a host does, so
+		// that it applies the entry from the poll it kept (FSM.Encode)
+		// where the bytes are the same, and decodes it where they are not
+		// (Encode stamps a later time). Nothing else changes.
+		c := *cmd
+		_, _ = s.leaderReplica().fsm.Encode(&c, cmd.Time)
+	}
 	e := &entry{
 		Entry: ck.Entry{Index: uint64(len(s.log)) + 1, Term: s.term, Time: clock},
 		data:  data, cmd: cmd, leader: s.leader, req: req, preparedAt: at,
