@@ -2,8 +2,9 @@ package raftfsm
 
 import (
 	"bytes"
+	"unicode/utf8"
 
-	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/codec"
 )
 
 // maxProposed bounds the polls a replica keeps between encoding them and
@@ -15,8 +16,8 @@ const maxProposed = 4
 // an entry whose bytes are exactly a poll's encoding decodes to a copy of
 // that poll, so Apply takes the copy instead of decoding the bytes.
 // Decoding a poll is about a tenth of applying it. Only polls in the full
-// form are kept, whose decoding gives back every field (see
-// clonePoll); a replica that applies an entry it did not encode decodes
+// form that decode are kept (see decodedPoll), whose decoding gives back
+// every field; a replica that applies an entry it did not encode decodes
 // it, so replicas reach the same state either way.
 type proposed struct {
 	data    []byte // the entry's bytes, the replica's own copy
@@ -27,14 +28,20 @@ type proposed struct {
 // remember keeps the poll of cmd, which data encodes at version, for
 // take. The caller holds f.mu.
 func (f *FSM) remember(cmd *Command, data []byte, version byte) {
-	if cmd.Poll == nil || version < fullFormVersion {
+	// Encode validated cmd before stamping it: a negative stamp is the one
+	// way the entry can fail the validation decoding runs.
+	if cmd.Poll == nil || version < fullFormVersion || cmd.Time < 0 || len(data) > codec.Default.Limits().MaxBytes {
+		return
+	}
+	poll, ok := decodedPoll(cmd.Poll)
+	if !ok {
 		return
 	}
 	if len(f.proposed) == maxProposed {
 		copy(f.proposed, f.proposed[1:])
 		f.proposed = f.proposed[:maxProposed-1]
 	}
-	f.proposed = append(f.proposed, proposed{data: bytes.Clone(data), version: version, cmd: &Command{Time: cmd.Time, Poll: clonePoll(cmd.Poll)}})
+	f.proposed = append(f.proposed, proposed{data: bytes.Clone(data), version: version, cmd: &Command{Time: cmd.Time, Poll: poll}})
 }
 
 // take returns the command that data decodes to if data is a poll this
@@ -49,35 +56,71 @@ func (f *FSM) take(data []byte) (*Command, byte, bool) {
 	return nil, 0, false
 }
 
-// clonePoll returns a copy of p that shares no slice or pointer with it,
-// as decoding p's encoding gives it: an empty list is an empty slice, not
-// nil (TestClonePollDecodes holds it to that).
-func clonePoll(p *Poll) *Poll {
+// decodedPoll returns what decoding p's full-form encoding gives: a copy
+// that shares no slice or plan with p, its empty lists empty slices, not
+// nil; and whether decoding succeeds at all: every string valid UTF-8 and
+// every list within the decoder's array limit (the nesting is fixed by the
+// types). TestDecodedPoll holds it to the decoder.
+func decodedPoll(p *Poll) (*Poll, bool) {
 	c := *p
-	c.Reports = cloneSlice(p.Reports)
-	c.Update.Changes = cloneSlice(p.Update.Changes)
+	d := decodeCheck{max: codec.Default.Limits().MaxArrayElements}
+	d.str(c.WorkerID)
+	c.Reports = cloneList(&d, p.Reports)
+	for i := range c.Reports {
+		d.str(c.Reports[i].Job)
+	}
+	c.Update.Changes = cloneList(&d, p.Update.Changes)
 	for i := range c.Update.Changes {
 		ch := &c.Update.Changes[i]
+		d.str(ch.Job)
+		d.str(ch.Worker)
+		d.str(ch.Reason)
 		if ch.Plan != nil {
 			plan := *ch.Plan
-			plan.Sources = cloneSlice(plan.Sources)
-			plan.Tombstones = cloneSlice(plan.Tombstones)
+			d.str(plan.Name)
+			d.str(plan.Tenant)
+			plan.Sources = cloneList(&d, plan.Sources)
+			for _, s := range plan.Sources {
+				d.str(s)
+			}
+			plan.Tombstones = cloneList(&d, plan.Tombstones)
+			for _, t := range plan.Tombstones {
+				d.str(t.Target)
+			}
 			ch.Plan = &plan
 		}
-		ch.Outputs = cloneBlocks(ch.Outputs)
+		ch.Outputs = cloneList(&d, ch.Outputs)
+		for j := range ch.Outputs {
+			b := &ch.Outputs[j]
+			d.str(b.ID)
+			d.str(b.Tenant)
+			b.Datasets = cloneList(&d, b.Datasets)
+			for k := range b.Datasets {
+				d.str(b.Datasets[k].Tenant)
+				d.str(b.Datasets[k].Name)
+			}
+		}
 	}
-	return &c
+	return &c, !d.bad
 }
 
-func cloneBlocks(bs []ck.BlockMeta) []ck.BlockMeta {
-	c := cloneSlice(bs)
-	for i := range c {
-		c[i].Datasets = cloneSlice(c[i].Datasets)
-	}
-	return c
+// decodeCheck collects whether a value's encoding decodes.
+type decodeCheck struct {
+	max int  // the decoder's array limit
+	bad bool // a string or a list does not decode
 }
 
-// cloneSlice copies s into a new slice, empty rather than nil.
-func cloneSlice[T any](s []T) []T {
+func (d *decodeCheck) str(s string) {
+	if !utf8.ValidString(s) {
+		d.bad = true
+	}
+}
+
+// cloneList copies s into a new slice, empty rather than nil, as decoding
+// gives it, and notes a list longer than the decoder takes.
+func cloneList[T any](d *decodeCheck, s []T) []T {
+	if len(s) > d.max {
+		d.bad = true
+	}
 	return append(make([]T, 0, len(s)), s...)
 }

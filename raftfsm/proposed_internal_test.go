@@ -23,7 +23,8 @@ func sliceOf[T any](t *rapid.T, label string, elem *rapid.Generator[T]) []T {
 	return rapid.SliceOfN(elem, 1, 3).Draw(t, label)
 }
 
-var str = rapid.StringN(0, 6, -1)
+// str draws short strings, some of them not valid UTF-8.
+var str = rapid.OneOf(rapid.StringN(0, 6, -1), rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 4), func(b []byte) string { return string(b) }))
 
 func genBlock(t *rapid.T) ck.BlockMeta {
 	return ck.BlockMeta{
@@ -59,11 +60,12 @@ func genPoll(t *rapid.T) *Poll {
 	return p
 }
 
-// TestClonePollDecodes checks that clonePoll gives exactly what decoding
-// the poll's full-form encoding gives (empty lists and all), and shares no
-// slice or plan with the poll: Apply may then take the copy of a poll this
-// replica encoded instead of decoding its entry.
-func TestClonePollDecodes(t *testing.T) {
+// TestDecodedPoll checks that decodedPoll tells whether the poll's
+// full-form encoding decodes, gives exactly what decoding gives (empty
+// lists and all), and shares no slice or plan with the poll: Apply may then
+// take the copy of a poll this replica encoded instead of decoding its
+// entry.
+func TestDecodedPoll(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := genPoll(t)
 		cmd := &Command{Time: rapid.Int64().Draw(t, "time"), Poll: p}
@@ -71,9 +73,12 @@ func TestClonePollDecodes(t *testing.T) {
 		require.NoError(t, err)
 		var d Command
 		var pol *policyCommandRec
-		require.NoError(t, codecOf(codec.Default, fullFormVersion).UnmarshalItems(data[codec.HeaderSize:len(data)-commandChecksumSize], 10, d.items(&pol)...))
-		d.Policy = pol.command()
-		c := clonePoll(p)
+		err = codecOf(codec.Default, fullFormVersion).UnmarshalItems(data[codec.HeaderSize:len(data)-commandChecksumSize], 10, d.items(&pol)...)
+		c, ok := decodedPoll(p)
+		require.Equal(t, err == nil, ok, "decodedPoll tells whether decoding succeeds (%v)", err)
+		if !ok {
+			return
+		}
 		require.Equal(t, d.Poll, c, "the copy is what decoding gives")
 		for i := range p.Reports {
 			require.NotSame(t, &p.Reports[i], &c.Reports[i])
@@ -98,4 +103,20 @@ func TestClonePollDecodes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A list longer than the decoder takes is not kept: decoding refuses it.
+func TestDecodedPollLimits(t *testing.T) {
+	limit := codec.Default.Limits().MaxArrayElements
+	for _, n := range []int{limit, limit + 1} {
+		p := &Poll{WorkerID: "w", Seq: 1, Update: ck.PlanUpdate{Changes: []ck.Change{{Job: "j", Plan: &ck.JobPlan{Sources: make([]string, n)}}}}}
+		data, err := (&Command{Poll: p}).MarshalVersion(fullFormVersion)
+		require.NoError(t, err)
+		var d Command
+		var pol *policyCommandRec
+		err = codecOf(codec.Default, fullFormVersion).UnmarshalItems(data[codec.HeaderSize:len(data)-commandChecksumSize], 10, d.items(&pol)...)
+		_, ok := decodedPoll(p)
+		require.Equal(t, n <= limit, ok, "%d sources", n)
+		require.Equal(t, n <= limit, err == nil, "%d sources: %v", n, err)
+	}
 }
