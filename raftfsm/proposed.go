@@ -49,7 +49,10 @@ func (f *FSM) remember(cmd *Command, data []byte, version byte) {
 func (f *FSM) take(data []byte) (*Command, byte, bool) {
 	for i, p := range f.proposed {
 		if bytes.Equal(p.data, data) {
-			f.proposed = append(f.proposed[:i], f.proposed[i+1:]...)
+			n := len(f.proposed)
+			copy(f.proposed[i:], f.proposed[i+1:])
+			f.proposed[n-1] = proposed{} // keep nothing alive
+			f.proposed = f.proposed[:n-1]
 			return p.cmd, p.version, true
 		}
 	}
