@@ -382,9 +382,11 @@ func (f *FSM) Encode(cmd *Command, now int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	f.remember(cmd, data, version)
-	f.mu.Unlock()
+	if p, ok := proposal(cmd, data, version); ok {
+		f.mu.Lock()
+		f.remember(p)
+		f.mu.Unlock()
+	}
 	return data, nil
 }
 

@@ -25,23 +25,29 @@ type proposed struct {
 	cmd     *Command // as decoding data gives it, shared with nothing
 }
 
-// remember keeps the poll of cmd, which data encodes at version, for
-// take. The caller holds f.mu.
-func (f *FSM) remember(cmd *Command, data []byte, version byte) {
+// proposal returns what to keep of cmd, which data encodes at version, if
+// its entry decodes. It copies without the FSM's lock.
+func proposal(cmd *Command, data []byte, version byte) (proposed, bool) {
 	// Encode validated cmd before stamping it: a negative stamp is the one
 	// way the entry can fail the validation decoding runs.
 	if cmd.Poll == nil || version < fullFormVersion || cmd.Time < 0 || len(data) > codec.Default.Limits().MaxBytes {
-		return
+		return proposed{}, false
 	}
 	poll, ok := decodedPoll(cmd.Poll)
 	if !ok {
-		return
+		return proposed{}, false
 	}
+	return proposed{data: bytes.Clone(data), version: version, cmd: &Command{Time: cmd.Time, Poll: poll}}, true
+}
+
+// remember keeps p for take, forgetting the oldest poll kept if there are
+// maxProposed. The caller holds f.mu.
+func (f *FSM) remember(p proposed) {
 	if len(f.proposed) == maxProposed {
 		copy(f.proposed, f.proposed[1:])
 		f.proposed = f.proposed[:maxProposed-1]
 	}
-	f.proposed = append(f.proposed, proposed{data: bytes.Clone(data), version: version, cmd: &Command{Time: cmd.Time, Poll: poll}})
+	f.proposed = append(f.proposed, p)
 }
 
 // take returns the command that data decodes to if data is a poll this
