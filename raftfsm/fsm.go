@@ -61,6 +61,10 @@ type state struct {
 	// skipped counts the changes of polls not applied, by reason. Local:
 	// not in snapshots.
 	skipped [scheduler.NumSkips]uint64
+	// results is applyPoll's scratch for the scheduler's results of a
+	// poll's changes, kept between polls (cleared after each) so that a
+	// poll does not allocate it. Local: not in snapshots.
+	results []scheduler.Result
 }
 
 // invariant reports err, which Apply believed unreachable: a panic in

@@ -26,7 +26,8 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 	}
 	tx := st.sched.Begin(e, now, p.Update.TokenIndex)
 	res.Changes = make([]ChangeResult, len(p.Update.Changes))
-	results := make([]scheduler.Result, len(p.Update.Changes))
+	results := st.scratchResults(len(p.Update.Changes))
+	defer clear(results) // the scratch holds no plan or string past the poll
 	for i := range p.Update.Changes {
 		c := &p.Update.Changes[i]
 		cr := &res.Changes[i]
@@ -92,6 +93,14 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 	st.polls.record(p.WorkerID, p.Seq, now, resp)
 	res.Poll = &resp
 	return nil
+}
+
+// scratchResults returns st.results resized to n zero results.
+func (st *state) scratchResults(n int) []scheduler.Result {
+	if cap(st.results) < n {
+		st.results = make([]scheduler.Result, n)
+	}
+	return st.results[:n]
 }
 
 // applyAdd admits a new job: its sources must be the planner's to give,
