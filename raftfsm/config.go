@@ -142,7 +142,9 @@ func (l Limits) checkPoll(worker string, reports int, outputs func(yield func(jo
 	}
 	var err error
 	outputs(func(job string, outs []ck.BlockMeta) bool {
-		err = l.checkBlocks("job "+job+": outputs", outs, l.MaxOutputs)
+		if err = l.checkBlocks("outputs", outs, l.MaxOutputs); err != nil {
+			err = fmt.Errorf("job %s: %w", job, err)
+		}
 		return err == nil
 	})
 	return err
