@@ -33,7 +33,12 @@ type Config struct {
 	DedupHorizon time.Duration
 	// CleanupDelay is how long a tombstone waits after its creation before
 	// it may be released, so that readers that listed the removed blocks
-	// can finish.
+	// can finish. It also covers workers that outlive their leases: the
+	// output prefix of an attempt that ends uncommitted is tombstoned, and
+	// what a worker stalled past its lease writes there after the prefix's
+	// deletion is left behind. So it must exceed the longest a worker may
+	// run past its lease plus how far the leader's clock may gain on the
+	// workers' clocks meanwhile.
 	CleanupDelay time.Duration
 	// CompletedRetention is how long the result of a replacement is
 	// remembered, so that replaying the same (job, token) returns the same

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
@@ -382,14 +383,50 @@ func (s *Sim) clockFaults() {
 		s.tracef("leader clock jumps back, skew %s", time.Duration(s.skew))
 	}
 	if s.chance(FaultClockForward) {
-		s.skew += int64(time.Duration(1+s.rng.IntN(30)) * time.Second)
-		s.tracef("leader clock jumps forward, skew %s", time.Duration(s.skew))
+		jump := min(int64(time.Duration(1+s.rng.IntN(30))*time.Second), s.forwardBudget())
+		if jump > 0 {
+			s.skew += jump
+			s.fwdJumps = append(s.fwdJumps, clockJump{at: s.now, d: jump})
+			s.tracef("leader clock jumps forward, skew %s", time.Duration(s.skew))
+		} else {
+			s.rep.Faults[FaultClockForward]--
+		}
 	}
 	if !s.faultOn && s.skew < 0 {
 		// Once faults stop the leader's clock is right again (it never
 		// goes back: log time is the max anyway).
 		s.skew = min(0, s.skew+int64(5*time.Second))
 	}
+}
+
+// clockJump is a forward jump of the leader's clock: when, and by how much.
+type clockJump struct{ at, d int64 }
+
+// Stalled workers and forward clock jumps, together, are bounded by the
+// cleanup delay: an attempt's prefix is deleted a cleanup delay (log time)
+// after it ends, at the earliest when its lease expires, and a worker
+// stalled past its lease writes its outputs up to stallMax after the
+// assignment reached it (see onResponse), delivery up to msgSlack after
+// the assignment was applied. If the leader's clock gains more than
+// cleanupDelay - (stallMax - lease) - msgSlack in that window, the prefix
+// can be deleted before the late outputs land, and they are left behind
+// (see index.Config.CleanupDelay). forwardBudget keeps the simulated
+// clock faults within that bound.
+const (
+	stallMax = lease * 5 / 2
+	msgSlack = 10 * time.Second
+)
+
+// forwardBudget returns how far the leader's clock may still jump forward
+// now: the bound above, less the jumps of the last stallMax + msgSlack.
+func (s *Sim) forwardBudget() int64 {
+	window := int64(stallMax + msgSlack)
+	s.fwdJumps = slices.DeleteFunc(s.fwdJumps, func(j clockJump) bool { return s.now-j.at > window })
+	budget := int64(s.cfg.Index.CleanupDelay - (stallMax - lease) - msgSlack)
+	for _, j := range s.fwdJumps {
+		budget -= j.d
+	}
+	return budget
 }
 
 // digest summarises an Apply result, to compare replicas.

@@ -167,6 +167,8 @@ type Sim struct {
 	twoMode int // 0 single-commit, 1 two-commit, 2 mixed
 	now     int64
 	skew    int64
+	// fwdJumps are the leader clock's recent forward jumps (forwardBudget).
+	fwdJumps []clockJump
 	// upgradeAt is the step from which the operator raises the cluster
 	// version (0: the log starts at the newest version).
 	upgradeAt int

@@ -247,7 +247,7 @@ func (s *Sim) onResponse(w *worker, seq uint64, resp *ck.PollResponse) {
 			if s.chance(FaultSlowWorker) {
 				// The process stalls well past its lease, finishes the
 				// job, then reports with its stale token.
-				w.stalledUntil = s.now + int64(float64(lease)*(1.2+1.3*s.rng.Float64()))
+				w.stalledUntil = s.now + int64(float64(lease)*(1.2+1.3*s.rng.Float64())) // at most stallMax
 				j.doneAt = s.now
 				s.tracef("worker %s stalls until %.1fs", w.id, float64(w.stalledUntil-t0)/1e9)
 			}
