@@ -26,8 +26,9 @@
 // after conflicting changes, and answers retries from the poll log.
 // Replicas are snapshotted and restored, handed corrupt snapshots,
 // rebuilt from another replica's snapshot plus the log tail, and handed
-// entries they already applied. The leader's clock jumps. Ingest comes in
-// bursts and is duplicated; the operator pauses, resumes, retries,
+// entries they already applied. The leader's clock jumps back, and
+// forward within what the cleanup delay covers (forwardBudget). Ingest
+// comes in bursts and is duplicated; the operator pauses, resumes, retries,
 // cancels, requeues, changes the failure limit, sets retention and reader
 // watermarks.
 //

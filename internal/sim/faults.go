@@ -65,7 +65,7 @@ const (
 	// step).
 	FaultReapply
 	// FaultClockBackward, FaultClockForward: the leader's clock jumps (per
-	// step).
+	// step); forward, within the budget of forwardBudget.
 	FaultClockBackward
 	FaultClockForward
 	// FaultIngestBurst: a burst of blocks in one command (per step).
