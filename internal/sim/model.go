@@ -32,6 +32,12 @@ type model struct {
 	// every fullEvery steps.
 	changed []string
 	fullAt  int // the step of the last full comparison
+	// judged is the latest time of an entry Apply reached the command of,
+	// refused or not: Apply judges the policies' windows and not-before
+	// times at an entry's time before its command, so a command refused
+	// after that (a stale poll, a refused operator command) leaves them
+	// judged at its time, though the log's time does not move.
+	judged  int64
 	jobs    map[string]*mjob
 	claimed map[string]string // block → job
 	quar    map[string]bool
@@ -148,14 +154,17 @@ func (m *model) feed(r *replica, e *entry, res *raftfsm.Result, err error) {
 			if !m.markRefused(cmd.Operator.Blocks) {
 				m.fail("marks", "mark of %v refused (%v), though every block is live, unclaimed and below the final level", cmd.Operator.Blocks, err)
 			}
-			return // refused, nothing changed
+			m.judge(e, cmd)
+			return // refused: nothing changed but the policies' judgement
 		case cmd.Poll != nil && errors.Is(err, raftfsm.ErrStaleRequest),
 			cmd.Operator != nil && errors.Is(err, raftfsm.ErrOperator):
-			return // refused, nothing changed
+			m.judge(e, cmd)
+			return // refused: nothing changed but the policies' judgement
 		}
 		m.fail("apply", "entry %d (%s) refused: %v", e.Index, describe(cmd), err)
 	}
 	m.now = res.Now
+	m.judged = max(m.judged, res.Now)
 	switch {
 	case cmd.AddBlocks != nil:
 		m.feedAdd(cmd.AddBlocks, res)
@@ -810,6 +819,16 @@ func (s *Sim) checkTokens() {
 	}
 }
 
+// judge notes the time of an entry whose command Apply refused after
+// judging the policies at it (see model.judged).
+func (m *model) judge(e *entry, cmd *raftfsm.Command) {
+	t := cmd.Time
+	if t == 0 {
+		t = e.Time
+	}
+	m.judged = max(m.judged, m.now, t)
+}
+
 func describe(c *raftfsm.Command) string {
 	switch {
 	case c == nil:
@@ -843,6 +862,17 @@ func describe(c *raftfsm.Command) string {
 		return fmt.Sprintf("prepare poll %s seq %d", c.PreparePoll.WorkerID, c.PreparePoll.Seq)
 	case c.ClusterVersion != nil:
 		return "cluster version"
+	case c.Policy != nil:
+		p := c.Policy
+		lvl := "*"
+		if p.Level != nil {
+			lvl = strconv.Itoa(int(*p.Level))
+		}
+		pol := "none"
+		if p.Policy != nil {
+			pol = fmt.Sprintf("%+v", *p.Policy)
+		}
+		return fmt.Sprintf("policy %s tenant=%q all=%t level=%s policy=%s", p.Action, p.Tenant, p.All, lvl, pol)
 	}
 	return "?"
 }
