@@ -33,7 +33,7 @@ type model struct {
 	changed []string
 	fullAt  int // the step of the last full comparison
 	// judged is the latest time of an entry Apply reached the command of,
-	// refused or not: Apply judges the policies' windows and not-before
+	// refused or not (never before now): Apply judges the policies' windows and not-before
 	// times at an entry's time before its command, so a command refused
 	// after that (a stale poll, a refused operator command) leaves them
 	// judged at its time, though the log's time does not move.
@@ -826,7 +826,7 @@ func (m *model) judge(e *entry, cmd *raftfsm.Command) {
 	if t == 0 {
 		t = e.Time
 	}
-	m.judged = max(m.judged, m.now, t)
+	m.judged = max(m.judged, t)
 }
 
 func describe(c *raftfsm.Command) string {

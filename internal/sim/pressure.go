@@ -36,8 +36,7 @@ func (m *model) checkPressure(f *raftfsm.FSM, st *raftfsm.Stats) {
 			continue
 		}
 		// The windows as Apply last judged them (see model.judged).
-		at := max(m.now, m.judged)
-		held := !p.MayStart(at) || policy.ClosedLevels(p.LevelRuns, at) != 0
+		held := !p.MayStart(m.judged) || policy.ClosedLevels(p.LevelRuns, m.judged) != 0
 		g := f.Pressure(t, nil)
 		if want := p.Pressure.Next(g, policy.Load{Blocks: blocks[t]}, held); want != g {
 			m.fail("backpressure", "tenant %q graded %s with %d blocks queued (window holds %t), its thresholds %+v grade %s", t, g, blocks[t], held, p.Pressure, want)
