@@ -45,8 +45,18 @@ func (x *Index) wByID() *btree.BTreeG[leafRef[idItem]] { return x.s.byID.MutGen(
 // wTombs returns the tree of the pending tombstones' leaves for mutation.
 func (x *Index) wTombs() *btree.BTreeG[leafRef[tombItem]] { return x.s.tombs.MutGen(x.vmu, &x.tombGen) }
 
-// wPool returns the tree of the pool's leaves for mutation.
+// wPool returns the tree of the pool's leaves for mutation. Every
+// mutation of the pool ends with setHead.
 func (x *Index) wPool() *btree.BTreeG[leafRef[poolKey]] { return x.s.pool.MutGen(x.vmu, &x.poolGen) }
+
+// setHead copies the pool's first entry into the state, where a view
+// reads it without the pool (see View.first).
+func (x *Index) setHead() {
+	x.s.head = poolKey{}
+	if r, ok := x.s.pool.BTreeG.Min(); ok {
+		x.s.head = r.l.items[0]
+	}
+}
 
 // openView returns a view of the index's state holding its slots.
 func (x *Index) openView() *View {

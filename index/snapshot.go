@@ -936,6 +936,7 @@ func (rs *restorer) loadTombs(recs []*record) error {
 	slices.SortFunc(pool, cmpPool)
 	tombOps().load(x.wTombs(), x.tombGen, items) // sorted by key, checked above
 	poolOps().load(x.wPool(), x.poolGen, pool)
+	x.setHead()
 	return nil
 }
 

@@ -418,6 +418,7 @@ type state struct {
 	ntombs   int                     // the number of pending tombstones (objects)
 	pool     lazy[leafRef[poolKey]]  // unattached tombstones and records in release order, a leaf set
 	pooled   int                     // the number of unattached tombstones (objects)
+	head     poolKey                 // the pool's first entry, valid while pooled > 0 (see View.first)
 	held     lazy[heldKey]           // attached tombstones and records by job
 	nrecs    int                     // the number of pending records
 	nrecSrcs int                     // the number of their sources

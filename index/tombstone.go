@@ -33,6 +33,7 @@ func (x *Index) newTombs(ks []tkey, index uint64) {
 	}
 	slices.SortFunc(pks, cmpPool)
 	poolOps().appendSorted(x.wPool(), x.poolGen, pks)
+	x.setHead()
 	x.s.pooled += len(pks)
 }
 
@@ -61,6 +62,7 @@ func (x *Index) newRecord(srcs []source, index uint64) {
 	x.remove(srcs[0].b)
 	x.insertTomb(x.wTombs(), &rec.srcs[0])
 	poolOps().appendSorted(x.wPool(), x.poolGen, []poolKey{newPoolKey(&rec.srcs[0])})
+	x.setHead()
 	x.s.pooled += len(srcs)
 	x.s.nrecs++
 	x.s.nrecSrcs += len(srcs)
@@ -130,6 +132,7 @@ func (x *Index) dropTomb(k tkey, marked bool, now int64) {
 // unpool removes the unattached lead tomb t from the pool.
 func (x *Index) unpool(t *tomb) {
 	poolOps().delete(x.wPool(), x.poolGen, newPoolKey(t))
+	x.setHead()
 	x.s.pooled -= t.size()
 }
 
@@ -248,6 +251,7 @@ func (x *Index) Detach(job string) int {
 		cur, _ := x.s.getTomb(k, x.tprobe)
 		c := x.setHolder(cur, "")
 		poolOps().insert(x.wPool(), x.poolGen, newPoolKey(c))
+		x.setHead()
 		x.s.pooled += c.size()
 		n += c.size()
 	}

@@ -181,6 +181,9 @@ func (s *state) scanRun(r *run, lo, hi int64, fn func(titem) bool) {
 // pulled.
 func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 	const batch = 64
+	if p, ok := v.first(); !ok || !v.s.releasable(p.created, p.release, now) {
+		return func() (ck.Tombstone, bool) { return ck.Tombstone{}, false }
+	}
 	s := v.state(needPool)
 	var (
 		buf  []poolKey
@@ -240,16 +243,30 @@ func (v *View) Releasable(now int64) func() (ck.Tombstone, bool) {
 // state machine can create a cleanup-only job when tombstones have waited
 // too long for a compaction job to carry them. O(log n).
 func (v *View) OldestUnattachedReleasable(now int64) (releaseAt int64, ok bool) {
-	s := v.state(needPool)
-	r, ok := s.pool.Min()
-	if !ok {
-		return 0, false
-	}
-	p := r.l.items[0]
-	if !s.releasable(p.created, p.release, now) {
+	p, ok := v.first()
+	if !ok || !v.s.releasable(p.created, p.release, now) {
 		return 0, false
 	}
 	return p.release, true
+}
+
+// first returns the pool's first entry, if the pool has one. An open view
+// reads the copy the state keeps (setHead), so that a poll that finds
+// nothing releasable leaves the pool unread: the next Apply then appends
+// to it without copying on write.
+func (v *View) first() (poolKey, bool) {
+	v.mu.Lock()
+	closed := v.closed
+	v.mu.Unlock()
+	if !closed {
+		return v.s.head, v.s.pooled > 0
+	}
+	// A closed view sees the trees it had not read as empty.
+	r, ok := v.state(needPool).pool.Min()
+	if !ok {
+		return poolKey{}, false
+	}
+	return r.l.items[0], true
 }
 
 // Tombstone returns the state of the tombstone t, if it is pending.
