@@ -122,6 +122,9 @@ func TestQueueOps(t *testing.T) {
 		}
 		var views []frozen
 		var out []item // taken items, candidates for merging back
+		// Taken items as claims hold them (take may return a slice of a
+		// chunk), with copies: no later operation may change them.
+		var claims [][2][]item
 		contents := func(q *queue) []item {
 			var got []item
 			q.visit(0, func(items []item) bool { got = append(got, items...); return true })
@@ -143,6 +146,8 @@ func TestQueueOps(t *testing.T) {
 				k := rapid.IntRange(1, len(want)).Draw(t, "k")
 				got := q.take(k)
 				require.Equal(t, want[:k], got)
+				require.Equal(t, len(got), cap(got), "appending to a claim's items would write into the queue")
+				claims = append(claims, [2][]item{got, slices.Clone(got)})
 				out = append(out, got...)
 				want = slices.Clone(want[k:])
 			case 3: // put some taken items back
@@ -200,6 +205,9 @@ func TestQueueOps(t *testing.T) {
 				require.Equal(t, want, contents(q))
 				require.Equal(t, want[0], *q.first())
 				require.Equal(t, want[len(want)-1], *q.last())
+			}
+			for i, c := range claims {
+				require.Equal(t, c[1], c[0], "claim %d changed", i)
 			}
 			for i := range views {
 				if step%5 != 0 && i != len(views)-1 {

@@ -190,8 +190,39 @@ func (q *queue) seal() {
 	q.tailHi = 0
 }
 
-// take removes the k oldest items and returns a copy of them.
+// take removes the k oldest items and returns them.
 func (q *queue) take(k int) []item {
+	out := q.takeShared(k)
+	if out == nil {
+		out = q.takeCopy(k)
+	}
+	q.n -= len(out)
+	for i := range out {
+		q.sumSec -= out[i].seconds()
+	}
+	return out
+}
+
+// takeShared removes the k oldest items when the first segment holds more
+// than k, and returns them as a slice of its chunk without spare capacity
+// (a chunk's visible items are never modified, see chunk): a claim then
+// costs no copy, and keeps the chunk alive while it lasts. It returns nil
+// otherwise, having changed nothing.
+func (q *queue) takeShared(k int) []item {
+	if len(q.segs) == 0 {
+		return nil
+	}
+	lo, hi := q.bounds(0)
+	if k >= int(hi-lo) {
+		return nil
+	}
+	q.headLo = lo + int32(k)
+	return q.segs[0].c.items[lo : int(lo)+k : int(lo)+k]
+}
+
+// takeCopy removes the k oldest items and returns a copy of them, without
+// updating the counts.
+func (q *queue) takeCopy(k int) []item {
 	out := make([]item, 0, k)
 	for len(out) < k {
 		lo, hi := q.bounds(0)
@@ -210,10 +241,6 @@ func (q *queue) take(k int) []item {
 		}
 		q.segs = q.segs[1:]
 		q.headLo = q.segs[0].lo
-	}
-	q.n -= len(out)
-	for i := range out {
-		q.sumSec -= out[i].seconds()
 	}
 	return out
 }
