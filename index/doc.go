@@ -18,7 +18,10 @@
 // each belongs to the index, which mutates it in place, until it is frozen
 // for a view that reads it or that is still open when the index is about
 // to mutate it. Closing a view that is done ([View.Close]) spares the index
-// copying the trees the view never read.
+// copying the trees the view never read. The state keeps the first entry of
+// the unattached tombstones' release order beside the trees, so a view that
+// finds nothing releasable ([View.Releasable],
+// [View.OldestUnattachedReleasable]) reads none of them.
 //
 // # Blocks
 //
