@@ -277,8 +277,7 @@ func (m *model) admissible(pl *ck.JobPlan) bool {
 			return false
 		}
 	}
-	var h xxWords
-	return jobName(&h, k, seq, pl.Sources) == pl.Name
+	return jobName(k, seq, pl.Sources) == pl.Name
 }
 
 func (m *model) claim(pl *ck.JobPlan, t int64) {

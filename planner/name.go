@@ -18,20 +18,18 @@ const (
 
 // jobName returns the name of the job with the given key, sequence number
 // and sources. Its hash is the XXH64 of the little-endian 64-bit words
-// [1, XXH64(tenant), shard, level, seq, len(sources), XXH64(source 1), ...,
-// XXH64(source n)]. h is scratch space.
-func jobName(h *xxWords, k key, seq uint64, sources []string) string {
-	h.reset()
-	h.add(nameHashVersion)
-	h.addString(k.tenant)
-	h.add(uint64(k.shard))
-	h.add(uint64(k.level))
-	h.add(seq)
-	h.add(uint64(len(sources)))
+// [1, S(tenant), shard, level, seq, len(sources), S(source 1), ...,
+// S(source n)], where S(s) is len(s) followed by the bytes of s in words,
+// the last one zero-padded (see appendString).
+func jobName(k key, seq uint64, sources []string) string {
+	var buf [128]uint64 // the words of 20 sources of up to 40 bytes; more grow on the heap
+	ws := append(buf[:0], nameHashVersion)
+	ws = appendString(ws, k.tenant)
+	ws = append(ws, uint64(k.shard), uint64(k.level), seq, uint64(len(sources)))
 	for _, s := range sources {
-		h.addString(s)
+		ws = appendString(ws, s)
 	}
-	sum := h.sum()
+	sum := xxSum(ws)
 
 	var b [maxTenantInName + 80]byte
 	out := appendKeyPrefix(b[:0], k)

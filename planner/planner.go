@@ -24,7 +24,6 @@ type Planner struct {
 	// pure check: ingest sends runs of one tenant's blocks), if hasOK.
 	okTenant string
 	hasOK    bool
-	hash     xxWords // scratch
 }
 
 // New returns an empty planner with the given configuration.

@@ -50,7 +50,6 @@ type View struct {
 	mat      [][]cand
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
-	hash   xxWords                   // scratch for job names
 }
 
 // touch is a key some plans of the view took blocks from.
@@ -510,7 +509,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 	t.rem = formBatch(t.q, t.off, t.lc)
 
 	plan := ck.JobPlan{Tenant: k.tenant, Shard: k.shard, Level: k.level, Sources: sources}
-	plan.Name = jobName(&v.hash, k, v.seq, sources)
+	plan.Name = jobName(k, v.seq, sources)
 	v.seq++
 	if !v.hasCursor || v.cursor != k.tenant {
 		v.cursor, v.hasCursor, v.after = k.tenant, true, ""

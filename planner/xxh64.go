@@ -4,8 +4,8 @@ import "math/bits"
 
 // XXH64 (seed 0), a stable, well-distributed, non-cryptographic 64-bit hash
 // (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md), for job
-// names, over a stream of 64-bit words. Strings are read in place, so
-// hashing a job's sources copies nothing.
+// names, over a sequence of 64-bit words. A job name's words are collected
+// in an array on the stack (see jobName), then hashed in one loop.
 
 const (
 	xxPrime1 uint64 = 11400714785074694791
@@ -59,58 +59,42 @@ func le64(s string) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// xxWords computes the XXH64 of a sequence of 64-bit words, as of their
-// little-endian bytes.
-type xxWords struct {
-	v1, v2, v3, v4 uint64
-	buf            [4]uint64
-	n              int
-	total          uint64
-}
-
-func (h *xxWords) reset() {
-	*h = xxWords{}
-	h.v1, h.v2, h.v3, h.v4 = xxInit()
-}
-
-func (h *xxWords) add(w uint64) {
-	h.buf[h.n] = w
-	h.n++
-	h.total += 8
-	if h.n == 4 {
-		h.v1 = xxRound(h.v1, h.buf[0])
-		h.v2 = xxRound(h.v2, h.buf[1])
-		h.v3 = xxRound(h.v3, h.buf[2])
-		h.v4 = xxRound(h.v4, h.buf[3])
-		h.n = 0
-	}
-}
-
-// addString adds s as its length and its bytes, zero-padded to a whole
-// number of words.
-func (h *xxWords) addString(s string) {
-	h.add(uint64(len(s)))
+// appendString appends s to the words ws as its length, then its bytes,
+// zero-padded to a whole number of words.
+func appendString(ws []uint64, s string) []uint64 {
+	ws = append(ws, uint64(len(s)))
 	for ; len(s) >= 8; s = s[8:] {
-		h.add(le64(s))
+		ws = append(ws, le64(s))
 	}
 	if len(s) > 0 {
 		var w uint64
 		for i := len(s) - 1; i >= 0; i-- {
 			w = w<<8 | uint64(s[i])
 		}
-		h.add(w)
+		ws = append(ws, w)
 	}
+	return ws
 }
 
-func (h *xxWords) sum() uint64 {
+// xxSum returns the XXH64 of the words ws, as of their little-endian
+// bytes, hashed in one loop.
+func xxSum(ws []uint64) uint64 {
+	total := 8 * uint64(len(ws))
 	var s uint64
-	if h.total >= 32 {
-		s = xxFold(h.v1, h.v2, h.v3, h.v4)
+	if len(ws) >= 4 {
+		v1, v2, v3, v4 := xxInit()
+		for ; len(ws) >= 4; ws = ws[4:] {
+			v1 = xxRound(v1, ws[0])
+			v2 = xxRound(v2, ws[1])
+			v3 = xxRound(v3, ws[2])
+			v4 = xxRound(v4, ws[3])
+		}
+		s = xxFold(v1, v2, v3, v4)
 	} else {
 		s = xxPrime5
 	}
-	s += h.total
-	for _, w := range h.buf[:h.n] {
+	s += total
+	for _, w := range ws {
 		s = xxTail8(s, w)
 	}
 	return xxAvalanche(s)
