@@ -27,11 +27,12 @@ type item struct {
 // statistic.
 func (it *item) seconds() int64 { return it.time / int64(time.Second) }
 
-// chunk is a run of queue items. A chunk is shared between the planner and
-// the views opened on it, so its visible items are never modified in
-// place: the planner only writes beyond used (which no view can see,
-// because every view's bounds on the chunk are at most used) and replaces
-// whole chunks otherwise.
+// chunk is a run of queue items. A chunk is shared between the planner,
+// the views opened on it and the claims that took items from it (see
+// takeShared), so its visible items are never modified in place: the
+// planner only writes beyond used (which no view or claim can see, because
+// their bounds on the chunk are at most used) and replaces whole chunks
+// otherwise.
 type chunk struct {
 	used  int // written items; read and written by the planner only
 	items []item
