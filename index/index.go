@@ -203,9 +203,10 @@ type source struct {
 // cmpSource orders sources by ID.
 func cmpSource(a, b source) int { return strings.Compare(a.b.id, b.b.id) }
 
-// retire makes the live block s.b leave the index as t, the pending
-// tombstone of a record's source other than its lead: b's entry in the ID
-// set becomes t's mark. The entry is replaced where the lookup found it
+// retire makes the live block s.b leave the ID set as t, the pending
+// tombstone of a record's source other than its lead: b's entry becomes
+// t's mark (the caller takes b out of the time index, see unliveAll). The
+// entry is replaced where the lookup found it
 // when that leaf is the index's own (not shared with a view, see
 // leaves.go) and still holds it there — no deletion from the ID set ran
 // since the lookup — and found by a search otherwise.
@@ -216,7 +217,6 @@ func (x *Index) retire(s source, t *tomb) {
 	} else {
 		idOps().insert(tree, x.idGen, markOf(t))
 	}
-	x.unlive(s.b)
 	x.s.ntombs++
 }
 
@@ -235,6 +235,55 @@ func (x *Index) unlive(b *block) {
 		}
 	}
 	x.count(b, -1)
+}
+
+// unliveAll is unlive for the blocks of srcs (distinct), with one pass
+// over the leaves of each run they leave (see leafOps.deleteSorted).
+func (x *Index) unliveAll(srcs []source) {
+	type runItem struct {
+		k  runKey
+		it titem
+	}
+	var buf [64]runItem
+	ris := buf[:0]
+	var tb [4]uint32
+	for _, s := range srcs {
+		b := s.b
+		x.s.blocks--
+		c := spanClass(b.minTime, b.maxTime)
+		for _, t := range b.tenants(tb[:0]) {
+			ris = append(ris, runItem{runKey{t, c}, titem{minTime: b.minTime, b: b}})
+		}
+		x.count(b, -1)
+	}
+	slices.SortFunc(ris, func(a, b runItem) int {
+		switch {
+		case a.k.tenant != b.k.tenant:
+			return cmp.Compare(a.k.tenant, b.k.tenant)
+		case a.k.class != b.k.class:
+			return cmp.Compare(a.k.class, b.k.class)
+		case lessTItem(a.it, b.it):
+			return -1
+		case lessTItem(b.it, a.it):
+			return 1
+		}
+		return 0
+	})
+	var ibuf [64]titem
+	for i := 0; i < len(ris); {
+		k := ris[i].k
+		its := ibuf[:0]
+		for ; i < len(ris) && ris[i].k == k; i++ {
+			its = append(its, ris[i].it)
+		}
+		r := x.mutRun(k.tenant, k.class)
+		runOps().deleteSorted(r.items, x.gen, its)
+		r.n -= len(its)
+		if r.n == 0 {
+			x.wRuns().Delete(r)
+			delete(x.runMap, k)
+		}
+	}
 }
 
 // mutRun returns the run of (tenant, class), creating it if needed, in a

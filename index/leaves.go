@@ -305,6 +305,66 @@ func (o leafOps[T]) delete(t *btree.BTreeG[leafRef[T]], gen uint64, x T) bool {
 	return true
 }
 
+// deleteSorted removes the items of xs, sorted and distinct, from t (the
+// owner's, at generation gen), leaving the set delete would leave removing
+// them one by one: one search of the bounds for each leaf they fall in,
+// and one pass over the leaf's items after the first removed. Items of xs
+// that t does not hold are skipped. It returns the number removed.
+func (o leafOps[T]) deleteSorted(t *btree.BTreeG[leafRef[T]], gen uint64, xs []T) int {
+	removed := 0
+	var buf [32]int
+	for len(xs) > 0 {
+		r, ok := o.floor(t, xs[0])
+		if !ok {
+			return removed
+		}
+		// The items of xs up to the leaf's last item belong to it.
+		last := r.l.items[len(r.l.items)-1]
+		k := 1
+		for k < len(xs) && !o.less(last, xs[k]) {
+			k++
+		}
+		batch := xs[:k]
+		xs = xs[k:]
+		if k == 1 {
+			if o.delete(t, gen, batch[0]) {
+				removed++
+			}
+			continue
+		}
+		pos := buf[:0]
+		for _, x := range batch {
+			if i, found := o.search(r.l, x); found {
+				pos = append(pos, i)
+			}
+		}
+		if len(pos) == 0 {
+			continue
+		}
+		l := o.mutable(t, r, gen)
+		n, w := len(l.items), pos[0]
+		for m, p := range pos {
+			end := n
+			if m+1 < len(pos) {
+				end = pos[m+1]
+			}
+			w += copy(l.items[w:], l.items[p+1:end])
+		}
+		clear(l.items[w:n])
+		l.items = l.items[:w]
+		removed += len(pos)
+		if w == 0 {
+			t.Delete(r)
+			continue
+		}
+		o.bounds(l)
+		if w < o.max/4 {
+			o.merge(t, r, l, gen)
+		}
+	}
+	return removed
+}
+
 // merge merges the leaf of r (l, mutable) with its next or previous leaf if
 // both fit in three quarters of a leaf.
 func (o leafOps[T]) merge(t *btree.BTreeG[leafRef[T]], r leafRef[T], l *leaf[T], gen uint64) {

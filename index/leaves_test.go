@@ -74,7 +74,7 @@ func TestLeafSetMatchesModel(t *testing.T) {
 		for range rapid.IntRange(0, 300).Draw(t, "steps") {
 			x := key.Draw(t, "x")
 			i, in := slices.BinarySearch(model, x)
-			switch rapid.IntRange(0, 10).Draw(t, "op") {
+			switch rapid.IntRange(0, 11).Draw(t, "op") {
 			case 0, 1, 2, 3:
 				require.Equal(t, !in, o.insert(tr, gen, x))
 				if !in {
@@ -121,6 +121,22 @@ func TestLeafSetMatchesModel(t *testing.T) {
 					j, _ := slices.BinarySearch(model, y)
 					model = slices.Insert(model, j, y)
 				}
+			case 11:
+				// A sorted batch to delete: items held, spread over
+				// leaves or close together, and items not held.
+				var xs []int
+				step := rapid.IntRange(1, 9).Draw(t, "step")
+				for y := x; y <= x+step*rapid.IntRange(0, 40).Draw(t, "batch"); y += step {
+					xs = append(xs, y)
+				}
+				removed := 0
+				for _, y := range xs {
+					if j, ok := slices.BinarySearch(model, y); ok {
+						model = slices.Delete(model, j, j+1)
+						removed++
+					}
+				}
+				require.Equal(t, removed, o.deleteSorted(tr, gen, xs))
 			}
 			checkLeaves(t, o, tr)
 			require.Equal(t, append([]int{}, model...), append([]int{}, leafItems(tr)...))

@@ -55,11 +55,12 @@ func (x *Index) newRecord(srcs []source, index uint64) {
 	detach(len(rec.srcs), func(i int) *string { return &rec.srcs[i].target })
 	// The marks first: they replace entries where the lookups found
 	// them, which the lead's removal (a deletion, which may merge
-	// leaves) would move.
+	// leaves) would move. Then every source leaves the time index.
 	for i := 1; i < len(srcs); i++ {
 		x.retire(srcs[i], &rec.srcs[i])
 	}
-	x.remove(srcs[0].b)
+	idOps().delete(x.wByID(), x.idGen, newIDItem(srcs[0].b))
+	x.unliveAll(srcs)
 	x.insertTomb(x.wTombs(), &rec.srcs[0])
 	poolOps().appendSorted(x.wPool(), x.poolGen, []poolKey{newPoolKey(&rec.srcs[0])})
 	x.setHead()
