@@ -221,24 +221,11 @@ func (x *Index) retire(s source, t *tomb) {
 }
 
 // unlive makes b leave the time index and the counts of live blocks.
-func (x *Index) unlive(b *block) {
-	x.s.blocks--
-	c := spanClass(b.minTime, b.maxTime)
-	var tb [4]uint32
-	for _, t := range b.tenants(tb[:0]) {
-		r := x.mutRun(t, c)
-		runOps().delete(r.items, x.gen, titem{minTime: b.minTime, b: b})
-		r.n--
-		if r.n == 0 {
-			x.wRuns().Delete(r)
-			delete(x.runMap, runKey{t, c})
-		}
-	}
-	x.count(b, -1)
-}
+func (x *Index) unlive(b *block) { x.unliveAll([]source{{b: b}}) }
 
-// unliveAll is unlive for the blocks of srcs (distinct), with one pass
-// over the leaves of each run they leave (see leafOps.deleteSorted).
+// unliveAll makes the blocks of srcs (distinct) leave the time index and
+// the counts of live blocks, with one pass over the leaves of each run
+// they leave (see leafOps.deleteSorted).
 func (x *Index) unliveAll(srcs []source) {
 	type runItem struct {
 		k  runKey
