@@ -23,11 +23,13 @@ type Index struct {
 
 	nameMap map[string]uint32 // fast intern lookup for Apply; s.nameID serves views
 
-	// levels holds the live blocks' statistics by (tenant, level), and
-	// orphans counts the pending prefix tombstones (both for Stats; not
-	// snapshotted, rebuilt on restore).
-	levels  map[levelKey]*LevelStats
-	orphans int
+	// levels holds the live blocks' statistics by (tenant, level), for
+	// Stats (not snapshotted, rebuilt on restore).
+	levels map[levelKey]*LevelStats
+	// orphans holds the targets of the pending prefix tombstones (Apply
+	// only; rebuilt on restore): refusedID looks an output's ancestors up
+	// in it, and Stats counts it.
+	orphans map[string]struct{}
 
 	pivot  *block // scratch search keys for the Apply goroutine
 	tprobe *tomb
@@ -75,6 +77,7 @@ func newIndex(cfg Config) *Index {
 		pivot:   &block{},
 		tprobe:  &tomb{},
 		runMap:  make(map[runKey]*run),
+		orphans: make(map[string]struct{}),
 		vmu:     new(sync.Mutex),
 		levels:  make(map[levelKey]*LevelStats),
 	}
@@ -134,7 +137,7 @@ func (x *Index) Add(e ck.Entry, now int64, b *ck.BlockMeta) error {
 	if err := b.Validate(); err != nil {
 		return fmt.Errorf("index: add at entry %d: %w", e.Index, err)
 	}
-	if why := x.s.refusedID(b.ID, now, x.pivot, x.tprobe); why != "" {
+	if why := x.refusedID(b.ID, now); why != "" {
 		x.s.duplicates++
 		return fmt.Errorf("index: add block %s at entry %d: %s: %w", b.ID, e.Index, why, ErrDuplicate)
 	}
@@ -372,7 +375,7 @@ type Stats struct {
 func (x *Index) Stats() Stats {
 	st := Stats{
 		TombstonesAttached:  x.s.ntombs - x.s.pooled,
-		Orphans:             x.orphans,
+		Orphans:             len(x.orphans),
 		ReplacementsApplied: x.s.applied,
 		ReplacementsRefused: x.s.refused,
 		DuplicatesRefused:   x.s.duplicates,

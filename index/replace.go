@@ -222,7 +222,7 @@ func (x *Index) checkReplacement(now int64, job string, token fencing.Token, src
 		if seen.Seen(o.ID) {
 			return refusedInvalid, "output " + o.ID + " repeated"
 		}
-		if why := x.s.refusedID(o.ID, now, x.pivot, x.tprobe); why != "" {
+		if why := x.refusedID(o.ID, now); why != "" {
 			return refusedOutputsNotNew, "output " + o.ID + ": " + why
 		}
 	}

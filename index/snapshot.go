@@ -930,7 +930,7 @@ func (rs *restorer) loadTombs(recs []*record) error {
 	}
 	for _, it := range items {
 		if it.t.kind == ck.TombstonePrefix {
-			x.orphans++
+			x.orphans[it.t.target] = struct{}{}
 		}
 	}
 	slices.SortFunc(pool, cmpPool)

@@ -615,9 +615,9 @@ func (s *state) holder(t *tomb, probe *tomb) *tomb {
 }
 
 // refusedID explains why a block with this ID may not (re-)enter the index
-// at now, or returns "" if it may. pivot and tprobe are scratch search keys
-// (see get and getTomb).
-func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) string {
+// at now, or returns "" if it may.
+func (x *Index) refusedID(id string, now int64) string {
+	s, pivot, tprobe := &x.s, x.pivot, x.tprobe
 	// One search of the ID set for both a live block and a mark.
 	if it, ok := s.entry(id, pivot); ok && it.b != nil {
 		return "live"
@@ -631,7 +631,7 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 	if until, ok := s.goneUntil(bk); ok && now < until {
 		return "deleted less than the deduplication horizon ago"
 	}
-	if !s.anyPrefix(tprobe) {
+	if len(x.orphans) == 0 && !s.anyGonePrefix() {
 		return ""
 	}
 	// Every ancestor prefix of the object key, from "blocks/" down.
@@ -641,7 +641,7 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 			continue
 		}
 		pk := newKey(ck.TombstonePrefix, key[:i+1])
-		if _, ok := s.getTomb(pk, tprobe); ok {
+		if _, ok := x.orphans[pk.target]; ok {
 			return "under orphaned prefix " + pk.target
 		}
 		if until, ok := s.goneUntil(pk); ok && now < until {
@@ -651,29 +651,15 @@ func (s *state) refusedID(id string, now int64, pivot *block, tprobe *tomb) stri
 	return ""
 }
 
-// anyPrefix reports whether a prefix tombstone is pending or a prefix's
-// deletion record is kept. Prefix keys sort after every block's (the kind
-// comes first), so one search from the least prefix key finds one if there
-// is one; without any, refusedID need not look up an ID's ancestors.
-// probe is as for getTomb.
-func (s *state) anyPrefix(probe *tomb) bool {
-	if probe == nil {
-		probe = &tomb{}
-	}
+// anyGonePrefix reports whether a prefix's deletion record is kept.
+// Prefix keys sort after every block's (the kind comes first), so one
+// search from the least prefix key finds one if there is one.
+func (s *state) anyGonePrefix() bool {
 	found := false
-	least := tkey{kind: ck.TombstonePrefix}
-	probe.tkey = least
-	tombOps().ascendFrom(s.tombs.BTreeG, tombProbe(least, probe), func(tombItem) bool {
+	s.gone.AscendGreaterOrEqual(goneRec{tkey: tkey{kind: ck.TombstonePrefix}}, func(goneRec) bool {
 		found = true
 		return false
 	})
-	probe.tkey = tkey{}
-	if !found {
-		s.gone.AscendGreaterOrEqual(goneRec{tkey: least}, func(goneRec) bool {
-			found = true
-			return false
-		})
-	}
 	return found
 }
 

@@ -104,7 +104,7 @@ func (x *Index) insertTomb(tree *btree.BTreeG[leafRef[tombItem]], t *tomb) {
 	tombOps().insert(tree, x.tombGen, newTombItem(t))
 	x.s.ntombs++
 	if t.kind == ck.TombstonePrefix {
-		x.orphans++
+		x.orphans[t.target] = struct{}{}
 	}
 }
 
@@ -123,7 +123,7 @@ func (x *Index) dropTomb(k tkey, marked bool, now int64) {
 	x.tprobe.tkey = tkey{}
 	x.s.ntombs--
 	if k.kind == ck.TombstonePrefix {
-		x.orphans--
+		delete(x.orphans, k.target)
 	}
 	g := goneRec{tkey: k, at: now}
 	x.s.gone.Mut(x.vmu).ReplaceOrInsert(g)
