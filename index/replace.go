@@ -141,7 +141,7 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 			return r.toResult(false)
 		}
 		prefix := ck.AttemptPrefix(job, token)
-		if _, ok := x.s.getTomb(newKey(ck.TombstonePrefix, prefix), x.tprobe); ok {
+		if x.orphaned(prefix) {
 			r.orphan = true
 		} else if !x.s.liveUnder(prefix) {
 			x.newTombs([]tkey{newKey(ck.TombstonePrefix, prefix)}, e.Index)

@@ -641,7 +641,7 @@ func (x *Index) refusedID(id string, now int64) string {
 			continue
 		}
 		pk := newKey(ck.TombstonePrefix, key[:i+1])
-		if _, ok := x.orphans[pk.target]; ok {
+		if x.orphaned(pk.target) {
 			return "under orphaned prefix " + pk.target
 		}
 		if until, ok := s.goneUntil(pk); ok && now < until {
@@ -649,6 +649,12 @@ func (x *Index) refusedID(id string, now int64) string {
 		}
 	}
 	return ""
+}
+
+// orphaned reports whether a prefix tombstone for prefix is pending.
+func (x *Index) orphaned(prefix string) bool {
+	_, ok := x.orphans[prefix]
+	return ok
 }
 
 // anyGonePrefix reports whether a prefix's deletion record is kept.

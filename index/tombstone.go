@@ -159,7 +159,7 @@ func (x *Index) AddOrphan(now int64, prefix string) error {
 	if err := k.tombstone().Validate(); err != nil {
 		return fmt.Errorf("index: orphan: %w", err)
 	}
-	if _, ok := x.s.getTomb(k, x.tprobe); ok {
+	if x.orphaned(prefix) {
 		return nil
 	}
 	if x.s.liveUnder(prefix) {
