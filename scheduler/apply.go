@@ -561,15 +561,15 @@ func (s *Scheduler) matching(r PauseRule, fn func(*tenantKey)) {
 	each := func(k *tenantKey) bool { fn(k); return true }
 	switch {
 	case r.AllTenants && r.AllLevels:
-		s.byTenant.Ascend(each)
+		s.tenantIndex().Ascend(each)
 	case r.AllLevels:
-		s.byTenant.AscendRange(&tenantKey{tenant: r.Tenant}, &tenantKey{tenant: successor(r.Tenant)}, each)
+		s.tenantIndex().AscendRange(&tenantKey{tenant: r.Tenant}, &tenantKey{tenant: successor(r.Tenant)}, each)
 	case !r.AllTenants:
 		from := &tenantKey{tenant: r.Tenant, level: r.Level}
 		if r.Level == maxLevel {
-			s.byTenant.AscendRange(from, &tenantKey{tenant: successor(r.Tenant)}, each)
+			s.tenantIndex().AscendRange(from, &tenantKey{tenant: successor(r.Tenant)}, each)
 		} else {
-			s.byTenant.AscendRange(from, &tenantKey{tenant: r.Tenant, level: r.Level + 1}, each)
+			s.tenantIndex().AscendRange(from, &tenantKey{tenant: r.Tenant, level: r.Level + 1}, each)
 		}
 	default: // one level across tenants: seek each tenant's level
 		s.eachAtLevel(r.Level, tenantKey{level: r.Level}, func(k *tenantKey) bool { fn(k); return true })

@@ -134,10 +134,15 @@
 // job an entry added last enters the two indexes of unassigned jobs only
 // when the next job is added or a schedule opens, which are the only
 // readers of those indexes: a poll that creates a job and assigns it in
-// its next change does not index it as unassigned at all. Each schedule
-// operation costs O(log n) per level visited plus the jobs the
-// schedule itself touched (and, with caps, the jobs of the tenants it
-// filled to their cap), never O(n).
+// its next change does not index it as unassigned at all. Likewise a job
+// without a cap enters the tenant index (every job by tenant, level and
+// name) only when the index is next read — by a pause, a policy change
+// that reshapes a tenant's jobs, or [Scheduler.List], which then pay
+// O(log n) per job added since — so a job created and completed with none
+// of them in between never enters it. Each schedule operation costs
+// O(log n) per level visited plus the jobs the schedule itself touched
+// (and, with caps, the jobs of the tenants it filled to their cap), never
+// O(n).
 //
 // # Snapshots
 //

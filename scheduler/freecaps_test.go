@@ -111,3 +111,46 @@ func TestFreeCaps(t *testing.T) {
 		}
 	})
 }
+
+// TestFreeCapsJobAddedAtCap: a job added while its tenant is at its cap
+// waits for the cap; a schedule with FreeCaps that completes the job in
+// progress assigns the waiting one in the same schedule.
+func TestFreeCapsJobAddedAtCap(t *testing.T) {
+	s, err := scheduler.New(testConfig())
+	require.NoError(t, err)
+	s.SetLimits("a", &scheduler.Limits{MaxInProgress: 1})
+	idx := uint64(0)
+	apply := func(u ck.PlanUpdate) {
+		t.Helper()
+		idx++
+		tx := s.Begin(ck.Entry{Index: idx, Term: 1, Time: t0}, t0, 0)
+		for i := range u.Changes {
+			r := tx.Apply(&u.Changes[i])
+			require.True(t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
+		}
+	}
+	plan := func(name string) ck.JobPlan {
+		return ck.JobPlan{Name: name, Tenant: "a", Sources: []string{name + "/src"}}
+	}
+
+	sc := s.Schedule(t0)
+	require.True(t, sc.AddJob(plan("a-1")))
+	require.True(t, sc.AssignJob("w1"))
+	apply(sc.Update())
+	sc = s.Schedule(t0)
+	require.True(t, sc.AddJob(plan("a-2")))
+	require.False(t, sc.AssignJob("w1"), "tenant a is at its cap")
+	apply(sc.Update())
+
+	first, _, ok := s.Job("a-1")
+	require.True(t, ok)
+	sc = s.Schedule(t0).FreeCaps()
+	require.True(t, sc.UpdateJob("w1", &ck.StatusUpdate{Job: "a-1", Token: first.Token, Status: ck.ReportSuccess,
+		Outputs: []ck.BlockMeta{{ID: "a-1-out", Tenant: "a", Level: 1}}}))
+	require.True(t, sc.AssignJob("w2"), "the job that waited for the cap")
+	apply(sc.Update())
+	second, _, ok := s.Job("a-2")
+	require.True(t, ok)
+	require.Equal(t, ck.StatusInProgress, second.Status)
+	require.Equal(t, "w2", second.Worker)
+}

@@ -44,7 +44,9 @@ const MaxListLimit = 10000
 //
 // With a tenant the listing visits only that tenant's jobs; with a level
 // only that level's jobs (one lookup per tenant); the status filter is
-// applied to the jobs visited.
+// applied to the jobs visited. The first listing after jobs were added
+// also puts them in the tenant index, O(log n) each (see the package doc,
+// "Cost").
 func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, string) {
 	if limit <= 0 {
 		limit = defaultListLimit
@@ -88,7 +90,7 @@ func (s *Scheduler) List(f Filter, cursor string, limit int) ([]ck.JobState, str
 			return !stop
 		})
 	default:
-		s.byTenant.AscendGreaterOrEqual(&from, visit)
+		s.tenantIndex().AscendGreaterOrEqual(&from, visit)
 	}
 	if len(out) < limit {
 		return out, ""
@@ -112,7 +114,7 @@ func (s *Scheduler) eachAtLevel(level uint32, from tenantKey, fn func(*tenantKey
 			next       tenantKey
 			more, stop bool
 		)
-		s.byTenant.AscendGreaterOrEqual(&pivot, func(k *tenantKey) bool {
+		s.tenantIndex().AscendGreaterOrEqual(&pivot, func(k *tenantKey) bool {
 			switch {
 			case k.level == level:
 				if !fn(k) {

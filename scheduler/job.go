@@ -154,6 +154,9 @@ type tenantKey struct {
 	tenant string
 	level  uint32
 	name   namekey.Name
+	// at is where the key is (keyNowhere, keyIndexed, ...): the
+	// scheduler's alone; a schedule never reads it.
+	at uint8
 }
 
 func byTenant(a, b *tenantKey) bool {

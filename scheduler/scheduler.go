@@ -62,6 +62,14 @@ type Scheduler struct {
 	// byTenant's searches compare equal tenants without reading them.
 	tenantNames map[string]*tenantName
 
+	// keys holds the tenant index entries not yet in byTenant (keyPending)
+	// and some of jobs removed since (keyDropped), nPending the number of
+	// the first: a job without a cap enters byTenant only when a reader
+	// of it needs it (see tenantIndex), so a job created and completed
+	// with no pause, policy change or listing in between never does.
+	keys     []*tenantKey
+	nPending int
+
 	levels    []LevelStats // sorted by level; no empty entry
 	counters  Counters
 	lastEntry uint64 // index of the last entry given to Begin
@@ -76,7 +84,9 @@ type Scheduler struct {
 // through Mut.
 type trees struct {
 	byName cow.Tree[named]
-	// byTenant holds every job's (tenant, level, name): pauses and List.
+	// byTenant holds the jobs by (tenant, level, name), for pauses,
+	// policy changes and List: every job with a cap, and every other job
+	// but those whose key is still in Scheduler.keys (see tenantIndex).
 	byTenant cow.Tree[*tenantKey]
 	// ready holds the unassigned jobs without a hold by (level, rank,
 	// failures, deadline, name); aging holds the same jobs by (level,
@@ -248,7 +258,7 @@ func (s *Scheduler) insert(j *job) {
 		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: namekey.Of(j.st.Name)}
 	}
 	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(j))
-	s.byTenant.Mut(&s.vmu).ReplaceOrInsert(j.key)
+	s.addKey(j)
 	s.index(j)
 	s.count(j, 1)
 	if j.st.Status == ck.StatusInProgress {
@@ -278,12 +288,91 @@ func (s *Scheduler) flush() {
 func (s *Scheduler) remove(j *job) {
 	s.releaseTenant(j.st.Tenant)
 	s.byName.Mut(&s.vmu).Delete(nameProbe(j.st.Name))
-	s.byTenant.Mut(&s.vmu).Delete(j.key)
+	s.dropKey(j.key)
 	s.unindex(j)
 	s.count(j, -1)
 	if j.st.Status == ck.StatusInProgress {
 		s.adjust(j.st.Tenant, j.shard(), -1)
 	}
+}
+
+// Where a job's tenant index entry is (tenantKey.at).
+const (
+	keyNowhere uint8 = iota // in no index: a new or removed job's
+	keyIndexed              // in byTenant
+	keyPending              // in keys, not in byTenant
+	keyDropped              // in keys, its job removed
+)
+
+// addKey puts the key of a job being inserted in the tenant index: at once
+// if the job has a cap (a schedule reads a capped tenant's jobs there when
+// one of them ends, see Schedule.free), else in keys for tenantIndex. A
+// key is new (keyNowhere): a job once removed is never inserted again.
+func (s *Scheduler) addKey(j *job) {
+	k := j.key
+	if j.hasCap {
+		s.byTenant.Mut(&s.vmu).ReplaceOrInsert(k)
+		k.at = keyIndexed
+		return
+	}
+	s.keys = append(s.keys, k)
+	k.at = keyPending
+	s.nPending++
+	if len(s.keys) >= 2*s.nPending+1024 {
+		s.compactKeys()
+	}
+}
+
+// dropKey takes the key of a job being removed out of the tenant index.
+func (s *Scheduler) dropKey(k *tenantKey) {
+	switch k.at {
+	case keyIndexed:
+		s.byTenant.Mut(&s.vmu).Delete(k)
+		k.at = keyNowhere
+	case keyPending:
+		k.at = keyDropped
+		s.nPending--
+	}
+}
+
+// compactKeys drops from keys the entries of removed jobs, so that keys
+// holds at most twice the pending entries (plus a constant): each entry
+// is passed over O(1) times, amortized.
+func (s *Scheduler) compactKeys() {
+	out := s.keys[:0]
+	for _, k := range s.keys {
+		switch k.at {
+		case keyPending:
+			out = append(out, k)
+		case keyDropped:
+			k.at = keyNowhere
+		}
+	}
+	clear(s.keys[len(out):])
+	s.keys = out
+}
+
+// tenantIndex returns the tenant index with every job in it, putting the
+// pending keys in first: each reader of byTenant but a schedule (which
+// reads only capped jobs there) reads it through tenantIndex. The keys go
+// in in the order their jobs were added, which decides nothing but the
+// tree's shape: byTenant is read only in key order.
+func (s *Scheduler) tenantIndex() *cow.Tree[*tenantKey] {
+	if len(s.keys) > 0 {
+		for _, k := range s.keys {
+			switch k.at {
+			case keyPending:
+				s.byTenant.Mut(&s.vmu).ReplaceOrInsert(k)
+				k.at = keyIndexed
+			case keyDropped:
+				k.at = keyNowhere
+			}
+		}
+		clear(s.keys)
+		s.keys = s.keys[:0]
+		s.nPending = 0
+	}
+	return &s.byTenant
 }
 
 // tenantName is a tenant's name as its jobs share it, and their number.

@@ -216,7 +216,7 @@ func (s *Scheduler) firstKey(from tenantKey) (tenantKey, bool) {
 		out tenantKey
 		ok  bool
 	)
-	s.byTenant.AscendGreaterOrEqual(&from, func(k *tenantKey) bool {
+	s.tenantIndex().AscendGreaterOrEqual(&from, func(k *tenantKey) bool {
 		out, ok = *k, true
 		return false
 	})
@@ -340,7 +340,7 @@ func (s *Scheduler) setShards(tenant string, old, p Limits) {
 		return // kept up to date already
 	}
 	var list []shardCount
-	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
+	s.tenantIndex().AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
 		if j := s.get(k.name.String()); j.st.Status == ck.StatusInProgress {
 			list = withShard(list, j.shard(), 1)
 		}
@@ -361,7 +361,7 @@ func (s *Scheduler) setShards(tenant string, old, p Limits) {
 // change.
 func (s *Scheduler) reshape(tenant string, p Limits, n int) {
 	var names []string
-	s.byTenant.AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
+	s.tenantIndex().AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
 		names = append(names, k.name.String())
 		return true
 	})
