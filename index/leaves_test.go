@@ -165,8 +165,9 @@ func TestLeafSearch(t *testing.T) {
 	})
 }
 
-// TestInlineKeyOrder: the items of the ID set and of the tombstone set,
-// which compare the first bytes of their strings inline, order as the IDs
+// TestInlineKeyOrder: the items of the ID set (blocks and marks) and of
+// the tombstone set, which compare the first bytes of their strings
+// inline, order as the IDs
 // and the (kind, target) keys do, ties, NUL bytes and bytes beyond 7 bits
 // included.
 func TestInlineKeyOrder(t *testing.T) {
@@ -182,6 +183,9 @@ func TestInlineKeyOrder(t *testing.T) {
 			b := a[:rapid.IntRange(0, len(a)).Draw(t, "shared")] + gen.Draw(t, "b")
 			if got := lessID(newIDItem(&block{id: a}), newIDItem(&block{id: b})); got != (a < b) {
 				t.Fatalf("lessID(%q, %q) = %v", a, b, got)
+			}
+			if got := lessID(newIDItem(&block{id: a}), markOf(&tomb{tkey: newKey(ck.TombstoneBlock, b)})); got != (a < b) {
+				t.Fatalf("lessID(%q, mark %q) = %v", a, b, got)
 			}
 			ka, kb := newKey(kinds.Draw(t, "kind a"), a), newKey(kinds.Draw(t, "kind b"), b)
 			want := ka.kind < kb.kind || ka.kind == kb.kind && a < b
