@@ -2,7 +2,9 @@ package scheduler_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -297,4 +299,36 @@ func TestScheduleViewCopyOnWrite(t *testing.T) {
 	h.applyAll(next.Update())
 	require.False(t, scheduler.ViewFrozen(next), "a closed view is never frozen")
 	require.NoError(t, scheduler.CheckDerived(h.s))
+}
+
+// TestListAfterChurn: after thousands of jobs were added and most of them
+// removed, with no pause, policy change or listing in between (the tenant
+// index takes the new jobs in when it is next read), List lists exactly
+// the jobs left, in (tenant, level, name) order.
+func TestListAfterChurn(t *testing.T) {
+	h := newHarness(t, testConfig())
+	var want []ck.JobState
+	for round := range 8 {
+		var plans []ck.JobPlan
+		for i := range 500 {
+			plans = append(plans, plan(fmt.Sprintf("j-%d-%03d", round, i), fmt.Sprintf("t%d", i%3), uint32(i%2)))
+		}
+		h.add(plans...)
+		for i, p := range plans {
+			if i%5 != 0 {
+				_, err := h.s.Cancel(h.entry(), h.now, p.Name)
+				require.NoError(t, err)
+			}
+		}
+	}
+	for round := range 8 {
+		for i := 0; i < 500; i += 5 {
+			want = append(want, h.job(fmt.Sprintf("j-%d-%03d", round, i)))
+		}
+	}
+	slices.SortFunc(want, func(a, b ck.JobState) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Level, b.Level), cmp.Compare(a.Name, b.Name))
+	})
+	require.Equal(t, want, listAll(h.s))
+	require.Equal(t, want, listAll(h.s), "listed again")
 }
