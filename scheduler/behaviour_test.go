@@ -332,3 +332,35 @@ func TestListAfterChurn(t *testing.T) {
 	require.Equal(t, want, listAll(h.s))
 	require.Equal(t, want, listAll(h.s), "listed again")
 }
+
+// TestCompletedRememberedAcrossManyAdds: a completed job's name is refused
+// — by a schedule's AddJob and by a transaction's add — while its
+// completion is remembered, however many jobs were added since (the
+// scheduler's filter of known names is rebuilt from its trees as it
+// fills), and a job in the queue likewise.
+func TestCompletedRememberedAcrossManyAdds(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.add(plan("done", "t", 0), plan("queued", "t", 0))
+	require.Len(t, h.assign("w1", 2), 2)
+	h.poll("w1", []ck.StatusUpdate{h.report("done", ck.ReportSuccess)}, 0)
+	for round := range 5 {
+		var plans []ck.JobPlan
+		for i := range 500 {
+			plans = append(plans, plan(fmt.Sprintf("j-%d-%03d", round, i), "t", 0))
+		}
+		h.add(plans...)
+		for _, p := range plans {
+			_, err := h.s.Cancel(h.entry(), h.now, p.Name)
+			require.NoError(t, err)
+		}
+	}
+	for _, name := range []string{"done", "queued"} {
+		sc := h.s.Schedule(h.now)
+		require.False(t, sc.AddJob(plan(name, "t", 0)), "schedule adds %s", name)
+		p := plan(name, "t", 0)
+		rs := h.apply(ck.PlanUpdate{Changes: []ck.Change{{Kind: ck.ChangeAdd, Job: name, Plan: &p}}})
+		require.False(t, rs[0].Applied, "transaction adds %s", name)
+	}
+	_, ok := h.s.CompletedToken("done")
+	require.True(t, ok)
+}

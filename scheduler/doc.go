@@ -139,10 +139,12 @@
 // name) only when the index is next read — by a pause, a policy change
 // that reshapes a tenant's jobs, or [Scheduler.List], which then pay
 // O(log n) per job added since — so a job created and completed with none
-// of them in between never enters it. Each schedule operation costs
-// O(log n) per level visited plus the jobs the schedule itself touched
-// (and, with caps, the jobs of the tenants it filled to their cap), never
-// O(n).
+// of them in between never enters it. A filter of the names of the jobs
+// and remembered completions (a Bloom filter, rebuilt from the trees as
+// it fills) answers most checks of a new job's name without searching
+// either tree. Each schedule operation costs O(log n) per level visited
+// plus the jobs the schedule itself touched (and, with caps, the jobs of
+// the tenants it filled to their cap), never O(n).
 //
 // # Snapshots
 //

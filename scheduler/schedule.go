@@ -848,14 +848,17 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 		return false
 	}
 	defer sc.unlock()
-	if ident.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
+	// known is false for most new names: neither a job nor a remembered
+	// completion of the view, without searching their trees.
+	known := sc.v.names.mayHave(plan.Name)
+	if ident.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || known && sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
 		return false
 	}
 	pol, _ := sc.policyOf(plan.Tenant)
 	if pol.closed(plan.Level) {
 		return false
 	}
-	if sc.v.completed.Peek().Has(doneProbe(plan.Name)) {
+	if known && sc.v.completed.Peek().Has(doneProbe(plan.Name)) {
 		return false
 	}
 	if len(sc.plans) == cap(sc.plans) {

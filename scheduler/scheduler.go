@@ -62,6 +62,10 @@ type Scheduler struct {
 	// byTenant's searches compare equal tenants without reading them.
 	tenantNames map[string]*tenantName
 
+	// names holds the names of every job and remembered completion, and
+	// maybe of some gone since (see nameFilter).
+	names *nameFilter
+
 	// keys holds the tenant index entries not yet in byTenant (keyPending)
 	// and some of jobs removed since (keyDropped), nPending the number of
 	// the first: a job without a cap enters byTenant only when a reader
@@ -122,6 +126,10 @@ type view struct {
 	pauses *pauses
 	def    Limits
 	mu     *sync.Mutex // the scheduler's vmu
+	// names is the scheduler's name filter as it was when the view was
+	// opened: it only grows, so a name it lacks is neither a job nor a
+	// remembered completion of the view.
+	names *nameFilter
 	trees
 }
 
@@ -148,6 +156,7 @@ func newScheduler(cfg Config) *Scheduler {
 			tenants:   cow.New(btree.NewG(degree, recByName)),
 		},
 		idle:        cow.New(btree.NewG(degree, byDeadline)),
+		names:       newNameFilter(0),
 		completedAt: btree.NewG(degree, doneByTime),
 		pauses:      newPauses(nil),
 	}
@@ -175,7 +184,7 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 // open opens v, a schedule's view, on the scheduler as it is.
 func (s *Scheduler) open(v *view) {
 	s.flush()
-	*v = view{cfg: s.cfg, pauses: s.pauses, def: s.def, mu: &s.vmu}
+	*v = view{cfg: s.cfg, pauses: s.pauses, def: s.def, mu: &s.vmu, names: s.names}
 	cow.Open(&s.vmu, s.trees.list(), v.trees.list())
 }
 
@@ -185,6 +194,9 @@ func (s *Scheduler) get(name string) *job {
 	// adds a job, then assigns it).
 	if p := s.pending; p != nil && p.st.Name == name {
 		return p
+	}
+	if !s.names.mayHave(name) {
+		return nil
 	}
 	r, _ := s.byName.Get(nameProbe(name))
 	return r.j
@@ -213,7 +225,7 @@ func (s *Scheduler) CompletedToken(name string) (fencing.Token, bool) {
 
 // hasCompleted reports whether the named job's completion is remembered.
 func (s *Scheduler) hasCompleted(name string) bool {
-	return s.completed.Has(doneProbe(name))
+	return s.names.mayHave(name) && s.completed.Has(doneProbe(name))
 }
 
 // Expire forgets the completions older than Config.CompletedRetention at log
@@ -240,6 +252,7 @@ func (s *Scheduler) Expire(now int64) int {
 }
 
 func (s *Scheduler) remember(d *done) {
+	s.addName(d.name)
 	if prev, ok := s.completed.Mut(&s.vmu).ReplaceOrInsert(doneOf(d)); ok {
 		s.completedAt.Delete(prev.d)
 	}
@@ -257,6 +270,7 @@ func (s *Scheduler) insert(j *job) {
 	if j.key == nil {
 		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: namekey.Of(j.st.Name)}
 	}
+	s.addName(j.st.Name)
 	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(j))
 	s.addKey(j)
 	s.index(j)
