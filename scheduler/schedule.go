@@ -850,7 +850,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	defer sc.unlock()
 	// known is false for most new names: neither a job nor a remembered
 	// completion of the view, without searching their trees.
-	known := sc.v.names.mayHave(plan.Name)
+	known := sc.v.names.MayHave(plan.Name)
 	if ident.ValidateJobName(plan.Name) != nil || sc.v.pauses.paused(plan.Tenant, plan.Level) || known && sc.base(plan.Name) != nil || sc.addedNamed(plan.Name) != nil {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
+	"github.com/compactkit/compactkit/internal/bloom"
 	"github.com/compactkit/compactkit/internal/cow"
 	"github.com/compactkit/compactkit/internal/namekey"
 )
@@ -63,8 +64,8 @@ type Scheduler struct {
 	tenantNames map[string]*tenantName
 
 	// names holds the names of every job and remembered completion, and
-	// maybe of some gone since (see nameFilter).
-	names *nameFilter
+	// some of those gone since (see addName).
+	names *bloom.Filter
 
 	// keys holds the tenant index entries not yet in byTenant (keyPending)
 	// and some of jobs removed since (keyDropped), nPending the number of
@@ -129,7 +130,7 @@ type view struct {
 	// names is the scheduler's name filter as it was when the view was
 	// opened: it only grows, so a name it lacks is neither a job nor a
 	// remembered completion of the view.
-	names *nameFilter
+	names *bloom.Filter
 	trees
 }
 
@@ -156,7 +157,7 @@ func newScheduler(cfg Config) *Scheduler {
 			tenants:   cow.New(btree.NewG(degree, recByName)),
 		},
 		idle:        cow.New(btree.NewG(degree, byDeadline)),
-		names:       newNameFilter(0),
+		names:       bloom.New(0),
 		completedAt: btree.NewG(degree, doneByTime),
 		pauses:      newPauses(nil),
 	}
@@ -195,7 +196,7 @@ func (s *Scheduler) get(name string) *job {
 	if p := s.pending; p != nil && p.st.Name == name {
 		return p
 	}
-	if !s.names.mayHave(name) {
+	if !s.names.MayHave(name) {
 		return nil
 	}
 	r, _ := s.byName.Get(nameProbe(name))
@@ -225,7 +226,7 @@ func (s *Scheduler) CompletedToken(name string) (fencing.Token, bool) {
 
 // hasCompleted reports whether the named job's completion is remembered.
 func (s *Scheduler) hasCompleted(name string) bool {
-	return s.names.mayHave(name) && s.completed.Has(doneProbe(name))
+	return s.names.MayHave(name) && s.completed.Has(doneProbe(name))
 }
 
 // Expire forgets the completions older than Config.CompletedRetention at log
@@ -262,6 +263,30 @@ func (s *Scheduler) remember(d *done) {
 func (s *Scheduler) forget(d *done) {
 	s.completed.Mut(&s.vmu).Delete(doneProbe(d.name))
 	s.completedAt.Delete(d)
+}
+
+// addName puts name in the filter of the names of the jobs and remembered
+// completions (a completed job's is there since its job was added), first
+// replacing a full filter by one built from the two trees. The schedules
+// open keep the filter they were opened on.
+func (s *Scheduler) addName(name string) {
+	h := bloom.Hash(name)
+	if s.names.Has(h) {
+		return
+	}
+	if s.names.Full() {
+		f := bloom.New(2 * (s.byName.Len() + s.completed.Len()))
+		s.byName.Ascend(func(r named) bool {
+			f.Add(bloom.Hash(r.n.String()))
+			return true
+		})
+		s.completed.Ascend(func(r doneRef) bool {
+			f.Add(bloom.Hash(r.n.String()))
+			return true
+		})
+		s.names = f
+	}
+	s.names.Add(h)
 }
 
 // insert adds a new job to every index.
