@@ -7,6 +7,7 @@ import (
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/ident"
+	"github.com/compactkit/compactkit/internal/xxh64"
 )
 
 // Job names: see the package documentation.
@@ -20,16 +21,16 @@ const (
 // and sources. Its hash is the XXH64 of the little-endian 64-bit words
 // [1, S(tenant), shard, level, seq, len(sources), S(source 1), ...,
 // S(source n)], where S(s) is len(s) followed by the bytes of s in words,
-// the last one zero-padded (see appendString).
+// the last one zero-padded (see xxh64.AppendString).
 func jobName(k key, seq uint64, sources []string) string {
 	var buf [128]uint64 // the words of 20 sources of up to 40 bytes; more grow on the heap
 	ws := append(buf[:0], nameHashVersion)
-	ws = appendString(ws, k.tenant)
+	ws = xxh64.AppendString(ws, k.tenant)
 	ws = append(ws, uint64(k.shard), uint64(k.level), seq, uint64(len(sources)))
 	for _, s := range sources {
-		ws = appendString(ws, s)
+		ws = xxh64.AppendString(ws, s)
 	}
-	sum := xxSum(ws)
+	sum := xxh64.Sum(ws)
 
 	var b [maxTenantInName + 80]byte
 	out := appendKeyPrefix(b[:0], k)

@@ -379,14 +379,7 @@ func (s *Scheduler) dropKey(k *tenantKey) {
 // is passed over O(1) times, amortized.
 func (s *Scheduler) compactKeys() {
 	out := s.keys[:0]
-	for _, k := range s.keys {
-		switch k.at {
-		case keyPending:
-			out = append(out, k)
-		case keyDropped:
-			k.at = keyNowhere
-		}
-	}
+	s.sweepKeys(func(k *tenantKey) { out = append(out, k) })
 	clear(s.keys[len(out):])
 	s.keys = out
 }
@@ -398,20 +391,28 @@ func (s *Scheduler) compactKeys() {
 // tree's shape: byTenant is read only in key order.
 func (s *Scheduler) tenantIndex() *cow.Tree[*tenantKey] {
 	if len(s.keys) > 0 {
-		for _, k := range s.keys {
-			switch k.at {
-			case keyPending:
-				s.byTenant.Mut(&s.vmu).ReplaceOrInsert(k)
-				k.at = keyIndexed
-			case keyDropped:
-				k.at = keyNowhere
-			}
-		}
+		s.sweepKeys(func(k *tenantKey) {
+			s.byTenant.Mut(&s.vmu).ReplaceOrInsert(k)
+			k.at = keyIndexed
+		})
 		clear(s.keys)
 		s.keys = s.keys[:0]
 		s.nPending = 0
 	}
 	return &s.byTenant
+}
+
+// sweepKeys passes over keys in order: it forgets the entries of removed
+// jobs and calls fn for each pending key.
+func (s *Scheduler) sweepKeys(fn func(*tenantKey)) {
+	for _, k := range s.keys {
+		switch k.at {
+		case keyPending:
+			fn(k)
+		case keyDropped:
+			k.at = keyNowhere
+		}
+	}
 }
 
 // tenantName is a tenant's name as its jobs share it, and their number.

@@ -21,9 +21,10 @@
 package bloom
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/compactkit/compactkit/internal/xxh64"
 )
 
 // Filter is a grow-only Bloom filter; see the package documentation.
@@ -41,33 +42,11 @@ func New(size int) *Filter {
 	return &Filter{words: make([]atomic.Uint64, w), max: size}
 }
 
-// Hash returns the hash of s that [Filter.Add] and [Filter.Has] take: every
-// byte mixed in, 8 at a time, with xxh64's final avalanche.
+// Hash returns the hash of s that [Filter.Add] and [Filter.Has] take: the
+// XXH64 of its length and bytes in words (internal/xxh64).
 func Hash(s string) uint64 {
-	const (
-		p1 = 0x9e3779b97f4a7c15
-		p2 = 0xc2b2ae3d27d4eb4f
-	)
-	h := uint64(len(s)) * p1
-	for ; len(s) >= 8; s = s[8:] {
-		h = bits.RotateLeft64(h^le64(s)*p2, 31) * p1
-	}
-	var tail [8]byte
-	copy(tail[:], s)
-	h = bits.RotateLeft64(h^binary.LittleEndian.Uint64(tail[:])*p2, 31) * p1
-	h ^= h >> 33
-	h *= p2
-	h ^= h >> 29
-	h *= 0x165667b19e3779f9
-	h ^= h >> 32
-	return h
-}
-
-// le64 returns the first 8 bytes of s as a little-endian integer.
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	var buf [40]uint64 // a name of up to 312 bytes; longer ones grow on the heap
+	return xxh64.Sum(xxh64.AppendString(buf[:0], s))
 }
 
 // at returns the word of the filter a hash selects and the 4 bits it sets

@@ -1,11 +1,13 @@
-package planner
+// Package xxh64 is XXH64 (seed 0), a stable, well-distributed,
+// non-cryptographic 64-bit hash
+// (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md), over a
+// sequence of 64-bit words: the caller collects them in an array on the
+// stack ([AppendString]), then [Sum] hashes them in one loop. The planner
+// names jobs with it (a job name's hash is part of the replicated state),
+// and internal/bloom hashes names with it.
+package xxh64
 
 import "math/bits"
-
-// XXH64 (seed 0), a stable, well-distributed, non-cryptographic 64-bit hash
-// (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md), for job
-// names, over a sequence of 64-bit words. A job name's words are collected
-// in an array on the stack (see jobName), then hashed in one loop.
 
 const (
 	xxPrime1 uint64 = 11400714785074694791
@@ -59,9 +61,9 @@ func le64(s string) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// appendString appends s to the words ws as its length, then its bytes,
+// AppendString appends s to the words ws as its length, then its bytes,
 // zero-padded to a whole number of words.
-func appendString(ws []uint64, s string) []uint64 {
+func AppendString(ws []uint64, s string) []uint64 {
 	ws = append(ws, uint64(len(s)))
 	for ; len(s) >= 8; s = s[8:] {
 		ws = append(ws, le64(s))
@@ -76,9 +78,9 @@ func appendString(ws []uint64, s string) []uint64 {
 	return ws
 }
 
-// xxSum returns the XXH64 of the words ws, as of their little-endian
+// Sum returns the XXH64 of the words ws, as of their little-endian
 // bytes, hashed in one loop.
-func xxSum(ws []uint64) uint64 {
+func Sum(ws []uint64) uint64 {
 	total := 8 * uint64(len(ws))
 	var s uint64
 	if len(ws) >= 4 {
