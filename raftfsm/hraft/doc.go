@@ -43,5 +43,9 @@
 // Package [github.com/compactkit/compactkit/raftfsm/hraft/hraftnode]
 // assembles a whole node (BoltDB stores, TCP transport, the Service) for
 // tests, examples and simple hosts; [FastConfig] is the raft configuration
-// it starts from.
+// it starts from. A host that builds its own TCP transport should turn
+// raft's pipelined replication off (raft.NetworkTransportConfig's
+// MaxRPCsInFlight set to 1), as hraftnode does: at raft v1.7's default of
+// 2, a follower's refused append can deadlock the pipeline, which stops
+// that follower's replication and makes Raft.Shutdown wait forever.
 package hraft

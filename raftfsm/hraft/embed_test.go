@@ -65,7 +65,10 @@ func (c *embedCluster) start(i int) {
 	}
 	rc := hrafttest.RaftConfig(string(n.id), 250*time.Millisecond)
 	rc.LocalID = n.id
-	tr, err := raft.NewTCPTransportWithLogger(bind, nil, 3, 2*time.Second, rc.Logger)
+	// Without pipelining, as the package documentation advises.
+	tr, err := raft.NewTCPTransportWithConfig(bind, nil, &raft.NetworkTransportConfig{
+		MaxPool: 3, Timeout: 2 * time.Second, Logger: rc.Logger, MaxRPCsInFlight: 1,
+	})
 	require.NoError(c.t, err)
 	fsm, err := newKVFSM(hrafttest.State())
 	require.NoError(c.t, err)

@@ -269,12 +269,19 @@ func testLeaderChanges(t *testing.T, mode mode) {
 			for _, k := range w.Workers {
 				req := w.Request(k, 2)
 				var resp *ck.PollResponse
-				for resp == nil {
+				for deadline := time.Now().Add(20 * time.Second); resp == nil; {
+					if time.Now().After(deadline) {
+						t.Fatalf("round %d: no leader answered worker %s's poll", round, k.ID)
+					}
 					resp = c.pollOnce(req)
 				}
 				w.Handle(k, resp)
 			}
-			<-done
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("round %d: node %d's shutdown did not return", round, l)
+			}
 			c.restores += int(c.nodes[l].FSM.Restores())
 			c.nodes[l] = nil
 			kills++

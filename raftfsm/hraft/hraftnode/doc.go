@@ -16,5 +16,7 @@
 // Invariants: a node owns what it opens — [Node.Shutdown] (and a failed
 // [New]) closes the service, raft, the transport and the stores, in that
 // order; the stable store drops term writes that arrive after it closed
-// (hashicorp/raft issue 717) instead of failing them.
+// (hashicorp/raft issue 717) instead of failing them; the TCP transport
+// replicates without pipelining (MaxRPCsInFlight 1), whose unbuffered
+// channels can deadlock a follower's replication and Raft.Shutdown.
 package hraftnode

@@ -156,7 +156,7 @@ func (n *Node) start(cfg Config) error {
 		if bind == "" {
 			bind = "127.0.0.1:0"
 		}
-		tcp, err := raft.NewTCPTransportWithLogger(bind, nil, 3, 2*time.Second, rc.Logger)
+		tcp, err := newTCPTransport(bind, rc.Logger)
 		if err != nil {
 			return fmt.Errorf("hraftnode: node %s: transport: %w", cfg.ID, err)
 		}
@@ -237,6 +237,19 @@ func (g *stableGuard) close(closeStore func() error) error {
 	}
 	g.closed = true
 	return closeStore()
+}
+
+// newTCPTransport is the node's TCP transport, with pipelined
+// replication off (MaxRPCsInFlight 1): with raft's default of 2 its
+// pipeline can deadlock after a follower refuses an append, leaving the
+// follower without new entries and Raft.Shutdown waiting forever for the
+// replication goroutine (the pipeline's channels are unbuffered at 2).
+// Every append then waits for the previous one's answer, which costs
+// little on a loopback or LAN.
+func newTCPTransport(bind string, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	return raft.NewTCPTransportWithConfig(bind, nil, &raft.NetworkTransportConfig{
+		MaxPool: 3, Timeout: 2 * time.Second, Logger: logger, MaxRPCsInFlight: 1,
+	})
 }
 
 type closerFunc func() error
