@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	ck "github.com/compactkit/compactkit"
@@ -184,13 +185,13 @@ func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.Pol
 	// Never nil, so that a response reads the same after a snapshot
 	// round trip.
 	resp := ck.PollResponse{Jobs: make([]ck.JobReply, 0, len(p.Reports))}
+	answers := answersOf(p, results)
 	for _, rep := range p.Reports {
 		reply := ck.JobReply{Job: rep.Job, Outcome: ck.OutcomeNoLease, Token: rep.Token}
 		found := false
-		for i := range p.Update.Changes {
-			c := &p.Update.Changes[i]
-			r := &results[i]
-			if c.Job != rep.Job || c.Worker != p.WorkerID || !r.Applied || c.Token != rep.Token {
+		for _, i := range answers.of(rep.Job) {
+			c, r := &p.Update.Changes[i], &results[i]
+			if c.Token != rep.Token {
 				continue
 			}
 			switch r.Kind {
@@ -220,6 +221,41 @@ func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.Pol
 		})
 	}
 	return resp
+}
+
+// answers are the changes of a poll that may answer its reports — the
+// worker's renewals, completions, failures and releases that applied —
+// as positions in the update's changes, sorted by job and in change order
+// within a job. response looks up each report's changes instead of
+// scanning every change for every report, which made a poll of n reports
+// cost n times its number of changes.
+type answers struct {
+	changes []ck.Change
+	at      []int
+}
+
+func answersOf(p *Poll, results []scheduler.Result) answers {
+	a := answers{changes: p.Update.Changes}
+	for i := range a.changes {
+		switch results[i].Kind {
+		case ck.ChangeRenew, ck.ChangeComplete, ck.ChangeFail, ck.ChangeRelease:
+			if results[i].Applied && a.changes[i].Worker == p.WorkerID {
+				a.at = append(a.at, i)
+			}
+		}
+	}
+	slices.SortStableFunc(a.at, func(i, j int) int { return strings.Compare(a.changes[i].Job, a.changes[j].Job) })
+	return a
+}
+
+// of returns the positions of the answers about job, in change order.
+func (a answers) of(job string) []int {
+	lo, _ := slices.BinarySearchFunc(a.at, job, func(i int, job string) int { return strings.Compare(a.changes[i].Job, job) })
+	hi := lo
+	for hi < len(a.at) && a.changes[a.at[hi]].Job == job {
+		hi++
+	}
+	return a.at[lo:hi]
 }
 
 // canonicalPlan returns p with empty, non-nil Sources and Tombstones where
