@@ -48,6 +48,10 @@ type View struct {
 	matForce []Force
 	force    []Force
 	mat      [][]cand
+	// offers[r] holds the next batches of the touched keys that compete
+	// at level r, as of matNow and force, sorted by (candCompare, touch):
+	// one entry at most per touched key (see reoffer).
+	offers [][]cand
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
 }
@@ -59,7 +63,12 @@ type touch struct {
 	arr0 uint64 // arrival of the key's head batch in the planner (and its indexes)
 	off  int    // blocks taken
 	rem  batch  // the batch that follows
-	rank uint8  // the tenant's rank
+	// offered tells that rem has an entry in View.offers: offer, at
+	// competing level at.
+	offered bool
+	at      uint32
+	offer   cand
+	rank    uint8 // the tenant's rank
 	// lc is the key's level policy (looked up once: with many tenants of
 	// their own the lookup is a search of a large tree).
 	lc *LevelConfig
@@ -108,6 +117,16 @@ func candCompare(a, b cand) int {
 }
 
 func candLess(a, b cand) bool { return candCompare(a, b) < 0 }
+
+// rankTenant orders candidates by (rank, tenant): a search with it in a
+// list sorted by candCompare finds the first candidate not below a rank
+// and tenant.
+func rankTenant(a, b cand) int {
+	if a.rank != b.rank {
+		return cmp.Compare(a.rank, b.rank)
+	}
+	return strings.Compare(a.tenant, b.tenant)
+}
 
 // PlanOptions are the caller's inputs to one call of [View.Next].
 type PlanOptions struct {
@@ -200,10 +219,13 @@ func (v *View) Snapshot(w io.Writer) error {
 // unattached; a tombstone this view already attached to a job is skipped
 // if the iterator yields it again, so none is handed out twice.
 //
-// The cost is O(log n) per job plus the blocks of the plan, plus, once per
-// view, time and set of Force entries, the number of batches that became
-// ready by age or aging and the number of keys of the forced tenants
-// (which are gathered and sorted by rank and tenant). Ranks cost nothing
+// The cost is O(log n) per job plus the blocks of the plan, a search and
+// an insertion in the view's list of the keys it took from, and a step
+// over each key it took from whose full head lies between the cursor and
+// the batch it picks; plus, once per view, time and set of Force entries,
+// the number of batches that became ready by age or aging and the number
+// of keys of the forced tenants (which are gathered and sorted by rank and
+// tenant). Ranks cost nothing
 // per tenant: the indexes are ordered by rank, so the tenants of higher
 // ranks are not visited while a lower rank has a ready batch. Held tenants
 // cost nothing; each skipped tenant costs a B-tree seek per call.
@@ -224,7 +246,7 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	defer v.giveBack()
 	v.materialize(now, force)
 	for r := range v.s.cfg.FinalLevel {
-		if c, ok := v.pick(r, now, skip); ok {
+		if c, ok := v.pick(r, skip); ok {
 			return v.plan(c, opts), true
 		}
 	}
@@ -291,6 +313,16 @@ func (v *View) materialize(now int64, force []Force) {
 	for r := range v.mat {
 		slices.SortFunc(v.mat[r], candCompare)
 	}
+	if v.offers == nil {
+		v.offers = make([][]cand, v.s.cfg.FinalLevel)
+	}
+	for r := range v.offers {
+		v.offers[r] = v.offers[r][:0]
+	}
+	for i := range v.touched {
+		v.touched[i].offered = false
+		v.reoffer(i)
+	}
 }
 
 // materializeForced adds to mat the keys that v.force makes ready at now:
@@ -346,7 +378,7 @@ func (v *View) forceBefore(k key) (before int64, ok bool) {
 // pick returns the batch to plan at competing level r, if any: among the
 // ready batches of the lowest rank, the first tenant's after the cursor
 // (wrapping around), and its oldest batch.
-func (v *View) pick(r uint32, now int64, skip func(string, uint32) bool) (cand, bool) {
+func (v *View) pick(r uint32, skip func(string, uint32) bool) (cand, bool) {
 	if v.hasCursor {
 		if v.after == "" {
 			v.after = v.cursor + "\x00" // the least tenant after the cursor
@@ -354,17 +386,17 @@ func (v *View) pick(r uint32, now int64, skip func(string, uint32) bool) (cand, 
 		// Rank 0 is the best: a tenant of rank 0 after the cursor goes
 		// first. (With every tenant at rank 0, this and the wrap-around
 		// below are the only searches.)
-		if c, ok := v.first(r, now, skip, 0, v.after, true); ok {
+		if c, ok := v.first(r, skip, 0, v.after, true); ok {
 			return c, true
 		}
 	}
-	c, ok := v.first(r, now, skip, 0, "", false)
+	c, ok := v.first(r, skip, 0, "", false)
 	if !ok || !v.hasCursor || c.rank == 0 || c.tenant > v.cursor {
 		return c, ok
 	}
 	// The best rank's first tenant is not after the cursor: look for one
 	// of that rank that is, or wrap around to it.
-	if d, ok := v.first(r, now, skip, c.rank, v.after, true); ok {
+	if d, ok := v.first(r, skip, c.rank, v.after, true); ok {
 		return d, true
 	}
 	return c, true
@@ -372,26 +404,34 @@ func (v *View) pick(r uint32, now int64, skip func(string, uint32) bool) (cand, 
 
 // first returns the ready batch competing at level r with the least
 // (rank, tenant, first arrival) not below (rank, low): of exactly that
-// rank if same is set, of that rank or a higher one otherwise.
-func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank uint8, low string, same bool) (best cand, found bool) {
+// rank if same is set, of that rank or a higher one otherwise. Ready and
+// competing are as of matNow, for which materialize gathered mat and
+// offers.
+func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low string, same bool) (best cand, found bool) {
 	consider := func(c cand) {
 		if !found || candLess(c, best) {
 			best, found = c, true
 		}
 	}
-	below := func(rk uint8, tenant string) bool { return rk < rank || rk == rank && tenant < low }
-	// Keys whose head batch is full, by (rank, tenant, arrival).
+	// Keys whose head batch is full, by (rank, tenant, arrival). A
+	// skipped tenant is passed over in one seek; a tenant not skipped is
+	// asked once, however many of its keys the view took from.
 	pivot := fullEnt{level: r, rank: rank, tenant: low}
+	var passed string // a tenant skip passed, if passedOK
+	passedOK := false
 	for again := true; again; {
 		again = false
 		v.s.full.AscendGreaterOrEqual(pivot, func(e fullEnt) bool {
 			if e.level != r || same && e.rank != rank {
 				return false
 			}
-			if skip != nil && skip(e.tenant, r) {
-				pivot = fullEnt{level: r, rank: e.rank, tenant: e.tenant + "\x00"}
-				again = true
-				return false
+			if skip != nil && (!passedOK || passed != e.tenant) {
+				if skip(e.tenant, r) {
+					pivot = fullEnt{level: r, rank: e.rank, tenant: e.tenant + "\x00"}
+					again = true
+					return false
+				}
+				passed, passedOK = e.tenant, true
 			}
 			if v.isTouched(key{tenant: e.tenant, shard: e.shard, level: e.level}, e.arr) {
 				return true
@@ -402,12 +442,7 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 	}
 	// Keys ready by age, or by aging (r = 0), or forced.
 	m := v.mat[r]
-	i, _ := slices.BinarySearchFunc(m, cand{rank: rank, tenant: low}, func(c, t cand) int {
-		if c.rank != t.rank {
-			return cmp.Compare(c.rank, t.rank)
-		}
-		return strings.Compare(c.tenant, t.tenant)
-	})
+	i, _ := slices.BinarySearchFunc(m, cand{rank: rank, tenant: low}, rankTenant)
 	var skipped cand
 	skipOK := false
 	for ; i < len(m); i++ {
@@ -430,51 +465,86 @@ func (v *View) first(r uint32, now int64, skip func(string, uint32) bool, rank u
 		consider(c)
 		break
 	}
-	// Keys this view already took from: their next batch. One competes at
-	// r at its tenant's rank if r is its level, or at rank 0 if r is 0
-	// and it is aged (a level-0 batch of a rank above 0 too).
-	for i := range v.touched {
-		t := &v.touched[i]
-		b := &t.rem
-		if b.count == 0 {
-			continue
+	// Keys this view already took from: their next batch, where it
+	// competes (see offerOf), in order.
+	o := v.offers[r]
+	i, _ = slices.BinarySearchFunc(o, cand{rank: rank, tenant: low}, rankTenant)
+	for ; i < len(o); i++ {
+		c := o[i]
+		if found && !candLess(c, best) || same && c.rank != rank {
+			break
 		}
-		lc := t.lc
-		var rk uint8
-		switch {
-		case t.k.level == r && r == 0:
-			_, rk = b.competes(0, t.rank, now, lc)
-		case t.k.level == r:
-			rk = t.rank
-		case r != 0:
-			continue
-		}
-		c := cand{tenant: t.k.tenant, arr: b.arr, level: t.k.level, shard: t.k.shard, touch: i + 1, rank: rk}
-		if below(rk, c.tenant) || same && rk != rank || found && !candLess(c, best) {
-			continue
-		}
-		if b.ready(now, lc) {
-			if l, _ := b.competes(t.k.level, t.rank, now, lc); l != r {
-				continue
-			}
-		} else if before, ok := v.forceBefore(t.k); !ok || b.first > before || t.k.level != r {
-			continue
-		}
-		if skip != nil && skip(t.k.tenant, t.k.level) {
+		if skip != nil && skip(c.tenant, c.level) {
 			continue
 		}
 		consider(c)
+		break
 	}
 	return best, found
+}
+
+// reoffer puts the entry of touched key i in offers where its next batch
+// competes now (matNow, force), replacing the one it had.
+func (v *View) reoffer(i int) {
+	t := &v.touched[i]
+	if t.offered {
+		o := v.offers[t.at]
+		j, ok := slices.BinarySearchFunc(o, t.offer, offerCompare)
+		if !ok {
+			panic("planner: a touched key's offer is missing") // a bug: offers follow the touched keys
+		}
+		v.offers[t.at] = slices.Delete(o, j, j+1)
+		t.offered = false
+	}
+	r, c, ok := v.offerOf(i)
+	if !ok {
+		return
+	}
+	o := v.offers[r]
+	j, _ := slices.BinarySearchFunc(o, c, offerCompare)
+	v.offers[r] = slices.Insert(o, j, c)
+	t.offered, t.at, t.offer = true, r, c
+}
+
+// offerOf returns the competing level and the candidate of touched key
+// i's next batch at matNow, if it competes: at the level and rank where
+// it competes if it is ready (its own, or level 0 and rank 0 once aged),
+// at its own level and rank if the Force entries make it ready.
+func (v *View) offerOf(i int) (uint32, cand, bool) {
+	t := &v.touched[i]
+	b, now := &t.rem, v.matNow
+	var r uint32
+	var rk uint8
+	switch {
+	case b.count == 0:
+		return 0, cand{}, false
+	case b.ready(now, t.lc):
+		r, rk = b.competes(t.k.level, t.rank, now, t.lc)
+	default:
+		if before, ok := v.forceBefore(t.k); !ok || b.first > before {
+			return 0, cand{}, false
+		}
+		// A batch that is not ready has not aged either.
+		r, rk = t.k.level, t.rank
+	}
+	return r, cand{tenant: t.k.tenant, arr: b.arr, level: t.k.level, shard: t.k.shard, touch: i + 1, rank: rk}, true
+}
+
+// offerCompare orders offers by candCompare, then by touched key: two
+// batches share an arrival only in a restored state with repeated
+// arrivals (see isTouched), and then the key touched first goes first.
+func offerCompare(a, b cand) int {
+	if c := candCompare(a, b); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.touch, b.touch)
 }
 
 // plan turns the chosen batch into a job plan and records what it took.
 func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 	k := key{tenant: c.tenant, shard: c.shard, level: c.level}
-	var t *touch
-	if c.touch > 0 {
-		t = &v.touched[c.touch-1]
-	} else {
+	ti := c.touch - 1
+	if ti < 0 {
 		lc := v.s.levelOf(k.tenant, k.level)
 		q := v.s.getQueue(k, &v.pivot)
 		if q == nil {
@@ -483,10 +553,10 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 		if v.touched == nil {
 			v.touched = make([]touch, 0, 16)
 		}
+		ti = len(v.touched)
 		v.touched = append(v.touched, touch{k: k, q: q, arr0: q.head.arr, rem: q.head, rank: v.s.rankOf(k.tenant), lc: lc})
-		t = &v.touched[len(v.touched)-1]
 		if v.byArr != nil {
-			v.byArr[t.arr0] = len(v.touched) - 1
+			v.byArr[q.head.arr] = ti
 		} else if len(v.touched) > manyTouched {
 			v.byArr = make(map[uint64]int, 2*len(v.touched))
 			for i := range v.touched {
@@ -494,6 +564,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 			}
 		}
 	}
+	t := &v.touched[ti]
 	n := t.rem.count
 	sources := make([]string, 0, n)
 	t.q.visit(t.off, func(items []item) bool {
@@ -507,6 +578,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 	})
 	t.off += n
 	t.rem = formBatch(t.q, t.off, t.lc)
+	v.reoffer(ti)
 
 	plan := ck.JobPlan{Tenant: k.tenant, Shard: k.shard, Level: k.level, Sources: sources}
 	plan.Name = jobName(k, v.seq, sources)
