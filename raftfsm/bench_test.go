@@ -253,22 +253,8 @@ func BenchmarkPollReports(b *testing.B) {
 			req.Updates = append(req.Updates, ck.StatusUpdate{Job: j.Job, Token: j.Token, Status: ck.ReportInProgress})
 		}
 		pb.n.advance(time.Millisecond)
-		t0 := time.Now()
-		cmd, err := pb.n.f.Prepare(req, pb.n.now)
-		if err != nil {
-			b.Fatal(err)
-		}
-		data, err := pb.n.f.Encode(cmd, pb.n.now)
-		if err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		pb.n.index++
-		res, err := pb.n.f.Apply(ck.Entry{Index: pb.n.index, Term: 1, Time: pb.n.now}, data)
-		if err != nil {
-			b.Fatal(err)
-		}
-		prep, appl = prep+t1.Sub(t0), appl+time.Since(t1)
+		_, res, dp, da := pb.prepareApply(b, req)
+		prep, appl = prep+dp, appl+da
 		if got := res.Poll.Jobs; len(got) != n || got[n-1].Outcome != ck.OutcomeRenewed {
 			b.Fatalf("poll %d: %d replies, want %d renewed", pb.seq, len(got), n)
 		}
@@ -281,8 +267,9 @@ func BenchmarkPollReports(b *testing.B) {
 // free slots (the scheduler's default cap on a poll's slots) and with
 // 1,024, in W4's state without the held jobs (10,000 jobs in progress,
 // 1,000,000 blocks queued over 640 keys): every slot gets a new job, so a
-// view plans up to 1,024 jobs, from keys it plans again. ns/slot is
-// Prepare's time per slot; the two sizes compare how it grows.
+// view plans up to 1,024 jobs, from keys it plans again. ns/slot is the
+// time per slot of Prepare (with Encode, as ns/prepare everywhere); the two
+// sizes compare how it grows.
 func BenchmarkPollSlots(b *testing.B) {
 	for _, slots := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) {
@@ -291,21 +278,8 @@ func BenchmarkPollSlots(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				req := &ck.PollRequest{WorkerID: fmt.Sprint("new-", i), Seq: 1, FreeSlots: int32(slots)}
 				pb.n.advance(time.Millisecond)
-				t0 := time.Now()
-				cmd, err := pb.n.f.Prepare(req, pb.n.now)
-				if err != nil {
-					b.Fatal(err)
-				}
-				prep += time.Since(t0)
-				data, err := pb.n.f.Encode(cmd, pb.n.now)
-				if err != nil {
-					b.Fatal(err)
-				}
-				pb.n.index++
-				res, err := pb.n.f.Apply(ck.Entry{Index: pb.n.index, Term: 1, Time: pb.n.now}, data)
-				if err != nil {
-					b.Fatal(err)
-				}
+				_, res, dp, _ := pb.prepareApply(b, req)
+				prep += dp
 				if len(res.Poll.Jobs) != slots {
 					b.Fatalf("%d jobs assigned, want %d", len(res.Poll.Jobs), slots)
 				}
@@ -354,6 +328,26 @@ func (pb *pollBench) run(b *testing.B, reader bool) {
 // took. The poll must assign want jobs: its renewed jobs go to the back
 // of pb.held, its completed ones leave, its new ones join.
 func (pb *pollBench) step(b *testing.B, req *ck.PollRequest, want int) (*raftfsm.Command, time.Duration, time.Duration) {
+	cmd, res, dp, da := pb.prepareApply(b, req)
+	b.StopTimer()
+	defer b.StartTimer()
+	var assigned []ck.JobReply
+	for _, r := range res.Poll.Jobs {
+		if r.Outcome == ck.OutcomeAssigned {
+			assigned = append(assigned, r)
+		}
+	}
+	if len(assigned) != want {
+		b.Fatalf("poll %d: %d jobs assigned, want %d", pb.seq, len(assigned), want)
+	}
+	pb.held = append(append(pb.held[32:], pb.held[:16]...), assigned...)
+	return cmd, dp, da
+}
+
+// prepareApply prepares req and encodes the command as a leader does, then
+// applies it as the next entry, and returns the command, the result and
+// the time each half took.
+func (pb *pollBench) prepareApply(b *testing.B, req *ck.PollRequest) (*raftfsm.Command, *raftfsm.Result, time.Duration, time.Duration) {
 	t0 := time.Now()
 	cmd, err := pb.n.f.Prepare(req, pb.n.now)
 	if err != nil {
@@ -369,20 +363,7 @@ func (pb *pollBench) step(b *testing.B, req *ck.PollRequest, want int) (*raftfsm
 	if err != nil {
 		b.Fatal(err)
 	}
-	t2 := time.Now()
-	b.StopTimer()
-	defer b.StartTimer()
-	var assigned []ck.JobReply
-	for _, r := range res.Poll.Jobs {
-		if r.Outcome == ck.OutcomeAssigned {
-			assigned = append(assigned, r)
-		}
-	}
-	if len(assigned) != want {
-		b.Fatalf("poll %d: %d jobs assigned, want %d", pb.seq, len(assigned), want)
-	}
-	pb.held = append(append(pb.held[32:], pb.held[:16]...), assigned...)
-	return cmd, t1.Sub(t0), t2.Sub(t1)
+	return cmd, res, t1.Sub(t0), time.Since(t1)
 }
 
 // countAdds returns the number of jobs a prepared poll creates.
