@@ -226,9 +226,9 @@ func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.Pol
 // answers are the changes of a poll that may answer its reports — the
 // worker's renewals, completions, failures and releases that applied —
 // as positions in the update's changes, sorted by job and in change order
-// within a job. response looks up each report's changes instead of
-// scanning every change for every report, which made a poll of n reports
-// cost n times its number of changes.
+// within a job. response looks up each report's changes, so that a poll
+// costs a search per report rather than a pass over its changes per
+// report.
 type answers struct {
 	changes []ck.Change
 	at      []int
