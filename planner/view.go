@@ -107,10 +107,7 @@ func (v *View) isTouched(k key, arr uint64) bool {
 
 // candCompare orders candidates by (rank, tenant, first arrival).
 func candCompare(a, b cand) int {
-	if a.rank != b.rank {
-		return cmp.Compare(a.rank, b.rank)
-	}
-	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
+	if c := rankTenant(a, b); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.arr, b.arr)
@@ -225,10 +222,10 @@ func (v *View) Snapshot(w io.Writer) error {
 // the batch it picks; plus, once per view, time and set of Force entries,
 // the number of batches that became ready by age or aging and the number
 // of keys of the forced tenants (which are gathered and sorted by rank and
-// tenant). Ranks cost nothing
-// per tenant: the indexes are ordered by rank, so the tenants of higher
-// ranks are not visited while a lower rank has a ready batch. Held tenants
-// cost nothing; each skipped tenant costs a B-tree seek per call.
+// tenant). Ranks cost nothing per tenant: the indexes are ordered by rank,
+// so the tenants of higher ranks are not visited while a lower rank has a
+// ready batch. Held tenants cost nothing; each skipped tenant costs a
+// B-tree seek per call.
 func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	var skip func(string, uint32) bool
 	var force []Force
