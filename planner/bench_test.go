@@ -252,3 +252,52 @@ func oneBatchPerTenant(tenants int) (names []string, setup func(*testing.B) (*Pl
 	}
 	return names, setup, run
 }
+
+// BenchmarkViewJobs measures a view planning jobs from 4,096 keys — 16
+// tenants of 256 shards — 64 jobs a view and 1,024 (ns/job of View +
+// Next):
+//
+//   - full: each key holds a full level-0 batch;
+//   - aged: each key holds half a batch, ready by age.
+//
+// Planning rotates over the tenants, and each tenant's turn passes over
+// the keys of it the view already took from; the cost of a job should not
+// grow with the jobs a view plans.
+func BenchmarkViewJobs(b *testing.B) {
+	const tenants, shards = 16, 256
+	cfg := DefaultConfig()
+	for _, c := range []struct {
+		name   string
+		blocks int
+	}{{"full", cfg.Levels[0].MaxBlocks}, {"aged", cfg.Levels[0].MaxBlocks / 2}} {
+		p, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		e := ck.Entry{Index: 1, Term: 1, Time: t0}
+		for i := range tenants * shards {
+			for j := range c.blocks {
+				blk := ck.BlockMeta{ID: fmt.Sprintf("01J%08d%015d", i, j), Tenant: fmt.Sprintf("tenant-%02d", i%tenants),
+					Shard: uint32(i / tenants), MinTime: t0 - int64(time.Second), MaxTime: t0, Size: 1 << 20}
+				if _, err := p.Enqueue(e, &blk); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		now := t0 + int64(cfg.Levels[0].MaxAge) + 1
+		for _, jobs := range []int{64, 1024} {
+			b.Run(fmt.Sprintf("%s/jobs=%d", c.name, jobs), func(b *testing.B) {
+				for b.Loop() {
+					v := p.View()
+					for range jobs {
+						if _, ok := v.Next(now, nil); !ok {
+							b.Fatal("no plan")
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*jobs), "ns/job")
+			})
+		}
+	}
+}

@@ -514,7 +514,7 @@ func (h *harness) plan(t *rapid.T) {
 	cursor, hasCursor, seq := want.cursor, want.hasCursor, want.nextSeq
 	handed := map[ck.Tombstone]bool{}
 	var plans []ck.JobPlan
-	for range rapid.IntRange(1, 6).Draw(t, "plans") {
+	for range rapid.IntRange(1, 12).Draw(t, "plans") {
 		if rapid.IntRange(0, 3).Draw(t, "repause") == 0 {
 			pause() // the paused set may change between calls
 		}

@@ -35,6 +35,7 @@ type View struct {
 	after     string         // cursor + "\x00", once computed
 	hasCursor bool           // cursor is set (the empty tenant is a tenant)
 	touched   []touch        // keys this view's plans took from
+	run       []int          // scratch of first and matPast: touched keys a scan passed
 	byArr     map[uint64]int // touched by head arrival, once there are many
 	pivot     queue          // B-tree search key
 
@@ -52,6 +53,10 @@ type View struct {
 	// at level r, as of matNow and force, sorted by (candCompare, touch):
 	// one entry at most per touched key (see reoffer).
 	offers [][]cand
+	// matNext[r][i], once positive, tells that the entries of mat[r] from
+	// i up to matNext[r][i] (excluded) are of keys the view took from (see
+	// matPast); nil until a scan passes over one.
+	matNext [][]int32
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
 }
@@ -69,6 +74,13 @@ type touch struct {
 	at      uint32
 	offer   cand
 	rank    uint8 // the tenant's rank
+	// next, if nextOK, is an entry of the full heads after the key's own
+	// (of the view's frozen state), every entry between them a touched
+	// key's: a scan of the full heads that reaches this key goes on from
+	// next (see View.first). Touched keys stay touched, so next stays
+	// valid; scans move it forward.
+	next   fullEnt
+	nextOK bool
 	// lc is the key's level policy (looked up once: with many tenants of
 	// their own the lookup is a search of a large tree).
 	lc *LevelConfig
@@ -93,16 +105,23 @@ const manyTouched = 32
 // restored state in which two blocks share an arrival number (which Restore
 // does not look for: see [Restore]) can at worst make a plan inadmissible.
 func (v *View) isTouched(k key, arr uint64) bool {
+	_, ok := v.touchOf(k, arr)
+	return ok
+}
+
+// touchOf returns the index in touched of key k whose head batch in the
+// planner starts at arrival arr.
+func (v *View) touchOf(k key, arr uint64) (int, bool) {
 	if v.byArr != nil {
 		i, ok := v.byArr[arr]
-		return ok && v.touched[i].k == k
+		return i, ok && v.touched[i].k == k
 	}
 	for i := range v.touched {
 		if v.touched[i].arr0 == arr && v.touched[i].k == k {
-			return true
+			return i, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // candCompare orders candidates by (rank, tenant, first arrival).
@@ -269,9 +288,10 @@ func (v *View) materialize(now int64, force []Force) {
 	}
 	if v.mat == nil {
 		v.mat = make([][]cand, v.s.cfg.FinalLevel)
+		v.matNext = make([][]int32, v.s.cfg.FinalLevel)
 	}
 	for r := range v.mat {
-		v.mat[r] = v.mat[r][:0]
+		v.mat[r], v.matNext[r] = v.mat[r][:0], nil
 	}
 	for l := range v.s.cfg.FinalLevel {
 		lc := v.s.cfg.level(l)
@@ -410,18 +430,35 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 			best, found = c, true
 		}
 	}
-	// Keys whose head batch is full, by (rank, tenant, arrival). A
-	// skipped tenant is passed over in one seek; a tenant not skipped is
-	// asked once, however many of its keys the view took from.
+	// Keys whose head batch is full, by (rank, tenant, arrival). A run of
+	// touched keys' entries is passed over in one seek once a scan has
+	// walked it (touch.next), so that a view's scans do not walk the keys
+	// it took from again and again. A skipped tenant is passed over in
+	// one seek; a tenant not skipped is asked once, however many of its
+	// keys the view took from.
 	pivot := fullEnt{level: r, rank: rank, tenant: low}
 	var passed string // a tenant skip passed, if passedOK
 	passedOK := false
+	run := v.run[:0] // touched keys whose entries this scan walked since its last seek or untouched entry
 	for again := true; again; {
 		again = false
+		ended := true // unless the callback stops the scan
 		v.s.full.AscendGreaterOrEqual(pivot, func(e fullEnt) bool {
+			ended = false
 			if e.level != r || same && e.rank != rank {
+				run = v.setNext(run, e)
 				return false
 			}
+			if i, ok := v.touchOf(key{tenant: e.tenant, shard: e.shard, level: e.level}, e.arr); ok {
+				run = append(run, i)
+				if t := &v.touched[i]; t.nextOK {
+					pivot, again = t.next, true
+					return false
+				}
+				ended = true
+				return true
+			}
+			run = v.setNext(run, e)
 			if skip != nil && (!passedOK || passed != e.tenant) {
 				if skip(e.tenant, r) {
 					pivot = fullEnt{level: r, rank: e.rank, tenant: e.tenant + "\x00"}
@@ -430,19 +467,25 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 				}
 				passed, passedOK = e.tenant, true
 			}
-			if v.isTouched(key{tenant: e.tenant, shard: e.shard, level: e.level}, e.arr) {
-				return true
-			}
 			consider(cand{tenant: e.tenant, arr: e.arr, level: r, shard: e.shard, rank: e.rank})
 			return false
 		})
+		if ended {
+			// The scan walked the last entries: nothing follows them but
+			// the entries of the next level (r is below maxLevels).
+			run = v.setNext(run, fullEnt{level: r + 1})
+		}
 	}
+	v.run = run[:0]
 	// Keys ready by age, or by aging (r = 0), or forced.
 	m := v.mat[r]
 	i, _ := slices.BinarySearchFunc(m, cand{rank: rank, tenant: low}, rankTenant)
 	var skipped cand
 	skipOK := false
 	for ; i < len(m); i++ {
+		if i = v.matPast(r, i); i == len(m) {
+			break
+		}
 		c := m[i]
 		if found && !candLess(c, best) || same && c.rank != rank {
 			break
@@ -455,9 +498,6 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 				skipped, skipOK = c, true
 				continue
 			}
-		}
-		if v.isTouched(key{tenant: c.tenant, shard: c.shard, level: c.level}, c.arr) {
-			continue
 		}
 		consider(c)
 		break
@@ -478,6 +518,40 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 		break
 	}
 	return best, found
+}
+
+// matPast returns the first position from i on, in mat[r], of an entry
+// whose key the view has not taken from. The entries it passes over are
+// linked to it (matNext), so that later calls pass over them in one step.
+func (v *View) matPast(r uint32, i int) int {
+	m := v.mat[r]
+	path := v.run[:0]
+	j := i
+	for j < len(m) && v.isTouched(key{tenant: m[j].tenant, shard: m[j].shard, level: m[j].level}, m[j].arr) {
+		if v.matNext[r] == nil {
+			v.matNext[r] = make([]int32, len(m))
+		}
+		path = append(path, j)
+		if n := v.matNext[r][j]; n > 0 {
+			j = int(n)
+		} else {
+			j++
+		}
+	}
+	for _, p := range path {
+		v.matNext[r][p] = int32(j)
+	}
+	v.run = path[:0]
+	return j
+}
+
+// setNext records that e follows the entries of the touched keys in run,
+// with only touched keys' entries between them, and returns run emptied.
+func (v *View) setNext(run []int, e fullEnt) []int {
+	for _, i := range run {
+		v.touched[i].next, v.touched[i].nextOK = e, true
+	}
+	return run[:0]
 }
 
 // reoffer puts the entry of touched key i in offers where its next batch
