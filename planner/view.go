@@ -236,15 +236,16 @@ func (v *View) Snapshot(w io.Writer) error {
 // if the iterator yields it again, so none is handed out twice.
 //
 // The cost is O(log n) per job plus the blocks of the plan, a search and
-// an insertion in the view's list of the keys it took from, and a step
-// over each key it took from whose full head lies between the cursor and
-// the batch it picks; plus, once per view, time and set of Force entries,
-// the number of batches that became ready by age or aging and the number
-// of keys of the forced tenants (which are gathered and sorted by rank and
-// tenant). Ranks cost nothing per tenant: the indexes are ordered by rank,
-// so the tenants of higher ranks are not visited while a lower rank has a
-// ready batch. Held tenants cost nothing; each skipped tenant costs a
-// B-tree seek per call.
+// an insertion in the view's list of the keys it took from, and a seek per
+// run of keys it took from between the cursor and the batch it picks (a
+// scan links the keys it passes over to the entry after them, so a run is
+// walked once per view and then passed in one step); plus, once per view,
+// time and set of Force entries, the number of batches that became ready
+// by age or aging and the number of keys of the forced tenants (which are
+// gathered and sorted by rank and tenant). Ranks cost nothing per tenant:
+// the indexes are ordered by rank, so the tenants of higher ranks are not
+// visited while a lower rank has a ready batch. Held tenants cost nothing;
+// each skipped tenant costs a B-tree seek per call.
 func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 	var skip func(string, uint32) bool
 	var force []Force
