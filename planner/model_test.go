@@ -307,6 +307,9 @@ type harness struct {
 	blocks  map[string]ck.BlockMeta // every block ever enqueued
 	nextID  int
 	pending []ck.JobPlan // plans not claimed yet, possibly stale
+	// wide, if set, spreads blocks over 48 shards and lets a view plan up
+	// to 400 jobs (TestViewLinks).
+	wide bool
 }
 
 func (h *harness) planners() []*Planner {
@@ -387,6 +390,25 @@ func TestPlannerModel(t *testing.T) {
 	})
 }
 
+// TestViewLinks plans hundreds of jobs on views of many keys a tenant, so
+// that scans pass over long runs of the keys a view took from (which they
+// then pass in one seek), against the model.
+func TestViewLinks(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := genConfig(rt)
+		p, err := New(cfg)
+		require.NoError(rt, err)
+		h := &harness{t: rt, p: p, m: newModel(cfg), blocks: map[string]ck.BlockMeta{}, wide: true}
+		for range rapid.IntRange(1, 3).Draw(rt, "rounds") {
+			for range rapid.IntRange(20, 150).Draw(rt, "enqueues") {
+				h.enqueue(rt)
+			}
+			h.plan(rt)
+			h.check(rt)
+		}
+	})
+}
+
 func (h *harness) enqueue(t *rapid.T) {
 	n := rapid.IntRange(1, 8).Draw(t, "n")
 	// Coarse times and sizes, so that limits are hit exactly and
@@ -403,6 +425,9 @@ func (h *harness) enqueue(t *rapid.T) {
 			MinTime: minT,
 			MaxTime: minT + int64(rapid.IntRange(0, 12).Draw(t, "span"))*int64(10*time.Second),
 			Size:    rapid.SampledFrom([]int64{0, 25, 50, 100, 120}).Draw(t, "size"),
+		}
+		if h.wide {
+			b.Shard = rapid.Uint32Range(0, 47).Draw(t, "wideShard")
 		}
 		if rapid.IntRange(0, 9).Draw(t, "longID") == 0 {
 			b.ID = fmt.Sprintf("tenant/segments/%d/01J%023d", h.nextID, h.nextID) // more than 32 bytes
@@ -514,7 +539,11 @@ func (h *harness) plan(t *rapid.T) {
 	cursor, hasCursor, seq := want.cursor, want.hasCursor, want.nextSeq
 	handed := map[ck.Tombstone]bool{}
 	var plans []ck.JobPlan
-	for range rapid.IntRange(1, 12).Draw(t, "plans") {
+	maxPlans := 12
+	if h.wide {
+		maxPlans = 400
+	}
+	for range rapid.IntRange(1, maxPlans).Draw(t, "plans") {
 		if rapid.IntRange(0, 3).Draw(t, "repause") == 0 {
 			pause() // the paused set may change between calls
 		}

@@ -35,7 +35,8 @@ type View struct {
 	after     string         // cursor + "\x00", once computed
 	hasCursor bool           // cursor is set (the empty tenant is a tenant)
 	touched   []touch        // keys this view's plans took from
-	run       []int          // scratch of first and matPast: touched keys a scan passed
+	walk      []walked       // scratch of first: touched keys a scan passed
+	path      []int          // scratch of matPast
 	byArr     map[uint64]int // touched by head arrival, once there are many
 	pivot     queue          // B-tree search key
 
@@ -74,13 +75,14 @@ type touch struct {
 	at      uint32
 	offer   cand
 	rank    uint8 // the tenant's rank
-	// next, if nextOK, is an entry of the full heads after the key's own
-	// (of the view's frozen state), every entry between them a touched
-	// key's: a scan of the full heads that reaches this key goes on from
-	// next (see View.first). Touched keys stay touched, so next stays
+	// next, if nextN > 0, is the entry of the full heads (of the view's
+	// frozen state) nextN entries after the key's own, all of them touched
+	// keys' (the key's own included): a scan of the full heads that
+	// reaches this key goes on from next if that passes minLink entries or
+	// more (see View.first). Touched keys stay touched, so next stays
 	// valid; scans move it forward.
-	next   fullEnt
-	nextOK bool
+	next  fullEnt
+	nextN int
 	// lc is the key's level policy (looked up once: with many tenants of
 	// their own the lookup is a search of a large tree).
 	lc *LevelConfig
@@ -440,26 +442,30 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 	pivot := fullEnt{level: r, rank: rank, tenant: low}
 	var passed string // a tenant skip passed, if passedOK
 	passedOK := false
-	run := v.run[:0] // touched keys whose entries this scan walked since its last seek or untouched entry
+	// The touched keys passed since the last untouched entry, and the
+	// number of their entries.
+	walk, n := v.walk[:0], 0
 	for again := true; again; {
 		again = false
 		ended := true // unless the callback stops the scan
 		v.s.full.AscendGreaterOrEqual(pivot, func(e fullEnt) bool {
 			ended = false
 			if e.level != r || same && e.rank != rank {
-				run = v.setNext(run, e)
+				walk, n = v.link(walk, n, e)
 				return false
 			}
 			if i, ok := v.touchOf(key{tenant: e.tenant, shard: e.shard, level: e.level}, e.arr); ok {
-				run = append(run, i)
-				if t := &v.touched[i]; t.nextOK {
+				walk = append(walk, walked{i: i, at: n})
+				if t := &v.touched[i]; t.nextN >= minLink {
 					pivot, again = t.next, true
+					n += t.nextN
 					return false
 				}
+				n++
 				ended = true
 				return true
 			}
-			run = v.setNext(run, e)
+			walk, n = v.link(walk, n, e)
 			if skip != nil && (!passedOK || passed != e.tenant) {
 				if skip(e.tenant, r) {
 					pivot = fullEnt{level: r, rank: e.rank, tenant: e.tenant + "\x00"}
@@ -474,10 +480,10 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 		if ended {
 			// The scan walked the last entries: nothing follows them but
 			// the entries of the next level (r is below maxLevels).
-			run = v.setNext(run, fullEnt{level: r + 1})
+			walk, n = v.link(walk, n, fullEnt{level: r + 1})
 		}
 	}
-	v.run = run[:0]
+	v.walk = walk[:0]
 	// Keys ready by age, or by aging (r = 0), or forced.
 	m := v.mat[r]
 	i, _ := slices.BinarySearchFunc(m, cand{rank: rank, tenant: low}, rankTenant)
@@ -526,7 +532,7 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 // linked to it (matNext), so that later calls pass over them in one step.
 func (v *View) matPast(r uint32, i int) int {
 	m := v.mat[r]
-	path := v.run[:0]
+	path := v.path[:0]
 	j := i
 	for j < len(m) && v.isTouched(key{tenant: m[j].tenant, shard: m[j].shard, level: m[j].level}, m[j].arr) {
 		if v.matNext[r] == nil {
@@ -542,17 +548,30 @@ func (v *View) matPast(r uint32, i int) int {
 	for _, p := range path {
 		v.matNext[r][p] = int32(j)
 	}
-	v.run = path[:0]
+	v.path = path[:0]
 	return j
 }
 
-// setNext records that e follows the entries of the touched keys in run,
-// with only touched keys' entries between them, and returns run emptied.
-func (v *View) setNext(run []int, e fullEnt) []int {
-	for _, i := range run {
-		v.touched[i].next, v.touched[i].nextOK = e, true
+// minLink is the number of entries a scan of the full heads must pass for
+// a touched key's link to be worth the seek it costs.
+const minLink = 16
+
+// walked is a touched key a scan of the full heads passed: its index in
+// View.touched, and the number of touched keys' entries the scan had
+// passed before its own.
+type walked struct{ i, at int }
+
+// link records in the touched keys of walk that e follows them, n entries
+// after the scan's first (all of them touched keys'), where that passes
+// minLink entries or more, and returns walk emptied and 0.
+func (v *View) link(walk []walked, n int, e fullEnt) ([]walked, int) {
+	for _, w := range walk {
+		if n-w.at < minLink {
+			break // the keys after it pass fewer entries still
+		}
+		v.touched[w.i].next, v.touched[w.i].nextN = e, n-w.at
 	}
-	return run[:0]
+	return walk[:0], 0
 }
 
 // reoffer puts the entry of touched key i in offers where its next batch
