@@ -130,6 +130,11 @@ type pollBench struct {
 	// spans gives the span of every live block, without reading the
 	// index (see the reader variant).
 	spans *w2.Spans
+	// rebuild builds the state again, for when it runs out of batches to
+	// plan, and left is the number of batches it still has at least (see
+	// fill).
+	rebuild func() *pollBench
+	left    int
 }
 
 func newPollBench(b *testing.B) *pollBench { return newPollBenchSized(b, 10_000, 4_000, 2_000) }
@@ -176,8 +181,38 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 	pb.held = pb.n.poll(&ck.PollRequest{WorkerID: "bench", Seq: 1, FreeSlots: int32(hold)}).Jobs
 	require.Len(b, pb.held, hold)
 	pb.spans = w2.NewSpans(t0)
+	pb.rebuild = func() *pollBench { return newPollBenchWith(b, jobs, pool, hold, setup) }
 	runtime.GC() // the setup's garbage is not the polls' to collect
 	return pb
+}
+
+// fill makes sure that the state has jobs batches ready to plan for the
+// next poll, which plans at most that many, building it again if not: a
+// benchmark of many polls would otherwise run out (its 1,000,000 queued
+// blocks make 50,000 jobs at most). It reads the planner's statistics only
+// when its count of what is left runs low. The caller has the timer
+// stopped.
+func (pb *pollBench) fill(jobs int) {
+	if pb.left < jobs {
+		pb.left = pb.ready()
+	}
+	if pb.left < jobs {
+		rebuild := pb.rebuild
+		*pb = pollBench{}
+		runtime.GC()
+		*pb = *rebuild()
+		pb.left = pb.ready()
+	}
+	pb.left -= jobs
+}
+
+// ready returns the number of batches ready to plan.
+func (pb *pollBench) ready() int {
+	n := 0
+	for _, l := range pb.n.f.Stats().Planner.Levels {
+		n += l.ReadyBatches
+	}
+	return n
 }
 
 // outputs returns the output of a completed job, as the benchmark worker
@@ -269,25 +304,16 @@ func BenchmarkPollReports(b *testing.B) {
 // 1,000,000 blocks queued over 640 keys): every slot gets a new job, so a
 // view plans up to 1,024 jobs, from keys it plans again. ns/slot is the
 // time per slot of Prepare (with Encode, as ns/prepare everywhere); the two
-// sizes compare how it grows. The state has room for 50,000 jobs (its
-// queued blocks in batches of 20); it is built again, with the timer
-// stopped, before a poll would find fewer.
+// sizes compare how it grows.
 func BenchmarkPollSlots(b *testing.B) {
-	const room = 1_000_000 / 20
 	for _, slots := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) {
-			var pb *pollBench
+			pb := newPollBenchSized(b, 10_000, 0, 0)
 			var prep time.Duration
-			planned := room
 			for i := 0; b.Loop(); i++ {
-				if planned+slots > room {
-					b.StopTimer()
-					pb = nil
-					runtime.GC()
-					pb, planned = newPollBenchSized(b, 10_000, 0, 0), 0
-					b.StartTimer()
-				}
-				planned += slots
+				b.StopTimer()
+				pb.fill(slots)
+				b.StartTimer()
 				req := &ck.PollRequest{WorkerID: fmt.Sprint("new-", i), Seq: 1, FreeSlots: int32(slots)}
 				pb.n.advance(time.Millisecond)
 				_, res, dp, _ := pb.prepareApply(b, req)
@@ -311,6 +337,7 @@ func (pb *pollBench) run(b *testing.B, reader bool) {
 	adds := 0
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
+		pb.fill(32)
 		if len(pb.held) < 64 {
 			b.Fatal("the benchmark worker ran out of jobs")
 		}
