@@ -58,6 +58,7 @@ type View struct {
 	// i up to matNext[r][i] (excluded) are of keys the view took from (see
 	// matPast); nil until a scan passes over one.
 	matNext [][]int32
+	sortTmp []cand // scratch of sortCands
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
 }
@@ -135,6 +136,86 @@ func candCompare(a, b cand) int {
 }
 
 func candLess(a, b cand) bool { return candCompare(a, b) < 0 }
+
+// sortCands sorts cs by candCompare, and candidates of equal (rank,
+// tenant, arrival) — which arrive only from a restored state in which two
+// blocks share an arrival number — by (level, shard). A view sorts every
+// batch ready by age once (see materialize), typically thousands of
+// candidates of a few tenants each, gathered in the order they became
+// ready, which is close to their arrivals'. So it groups them by (rank,
+// tenant) with a map, orders the groups, places the candidates group by
+// group, and sorts each group by arrival, which is cheap for a run that is
+// nearly sorted: a few comparisons of strings per group, and of integers
+// per candidate.
+func (v *View) sortCands(cs []cand) {
+	if len(cs) < 2 {
+		return
+	}
+	type group struct {
+		rank   uint8
+		tenant string
+	}
+	ids := make(map[group]int32)
+	var groups []group
+	gid := make([]int32, len(cs))
+	for i := range cs {
+		g := group{cs[i].rank, cs[i].tenant}
+		id, ok := ids[g]
+		if !ok {
+			id = int32(len(groups))
+			ids[g] = id
+			groups = append(groups, g)
+		}
+		gid[i] = id
+	}
+	// start[id]: where group id's run begins, from the groups' order.
+	order := make([]int32, len(groups))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		x, y := &groups[a], &groups[b]
+		if x.rank != y.rank {
+			return cmp.Compare(x.rank, y.rank)
+		}
+		return strings.Compare(x.tenant, y.tenant)
+	})
+	count := make([]int, len(groups))
+	for _, id := range gid {
+		count[id]++
+	}
+	start := make([]int, len(groups))
+	at := 0
+	for _, id := range order {
+		start[id] = at
+		at += count[id]
+	}
+	tmp := append(v.sortTmp[:0], cs...)
+	next := slices.Clone(start)
+	for i, id := range gid {
+		cs[next[id]] = tmp[i]
+		next[id]++
+	}
+	for id := range groups {
+		run := cs[start[id] : start[id]+count[id]]
+		if !slices.IsSortedFunc(run, byArrival) {
+			slices.SortFunc(run, byArrival)
+		}
+	}
+	v.sortTmp = tmp[:0]
+}
+
+// byArrival orders candidates of one rank and tenant by arrival, then by
+// level and shard (see sortCands).
+func byArrival(a, b cand) int {
+	if c := cmp.Compare(a.arr, b.arr); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.level, b.level); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.shard, b.shard)
+}
 
 // rankTenant orders candidates by (rank, tenant): a search with it in a
 // list sorted by candCompare finds the first candidate not below a rank
@@ -331,7 +412,7 @@ func (v *View) materialize(now int64, force []Force) {
 		v.materializeForced(now)
 	}
 	for r := range v.mat {
-		slices.SortFunc(v.mat[r], candCompare)
+		v.sortCands(v.mat[r])
 	}
 	if v.offers == nil {
 		v.offers = make([][]cand, v.s.cfg.FinalLevel)
