@@ -135,6 +135,11 @@ type pollBench struct {
 	// fill).
 	rebuild func() *pollBench
 	left    int
+	relSeq  uint64 // the releasing worker's last poll (see release)
+	// mixed, if set, makes run leave 16 jobs unassigned before each poll
+	// (untimed), so that the poll's 32 free slots take 16 waiting jobs and
+	// 16 new ones.
+	mixed bool
 }
 
 func newPollBench(b *testing.B) *pollBench { return newPollBenchSized(b, 10_000, 4_000, 2_000) }
@@ -163,19 +168,7 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 	}
 	// The unassigned jobs: assigned, then released, at most
 	// Limits.MaxReports (1,024) reports a poll.
-	if pool > 0 {
-		resp := pb.n.poll(&ck.PollRequest{WorkerID: "releaser", Seq: 1, FreeSlots: int32(pool)})
-		require.Len(b, resp.Jobs, pool)
-		var rel []ck.StatusUpdate
-		for _, j := range resp.Jobs {
-			rel = append(rel, ck.StatusUpdate{Job: j.Job, Token: j.Token, Status: ck.ReportReleased})
-		}
-		for seq := uint64(2); len(rel) > 0; seq++ {
-			k := min(len(rel), raftfsm.DefaultLimits.MaxReports)
-			pb.n.poll(&ck.PollRequest{WorkerID: "releaser", Seq: seq, Updates: rel[:k]})
-			rel = rel[k:]
-		}
-	}
+	pb.release(b, pool)
 	// The benchmark worker's own jobs.
 	pb.seq = 1
 	pb.held = pb.n.poll(&ck.PollRequest{WorkerID: "bench", Seq: 1, FreeSlots: int32(hold)}).Jobs
@@ -184,6 +177,28 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 	pb.rebuild = func() *pollBench { return newPollBenchWith(b, jobs, pool, hold, setup) }
 	runtime.GC() // the setup's garbage is not the polls' to collect
 	return pb
+}
+
+// release leaves k more jobs unassigned: another worker takes k jobs
+// (waiting ones first, then new ones) and releases them, in polls of at
+// most Limits.MaxReports (1,024) reports.
+func (pb *pollBench) release(b *testing.B, k int) {
+	if k == 0 {
+		return
+	}
+	pb.relSeq++
+	resp := pb.n.poll(&ck.PollRequest{WorkerID: "releaser", Seq: pb.relSeq, FreeSlots: int32(k)})
+	require.Len(b, resp.Jobs, k)
+	var rel []ck.StatusUpdate
+	for _, j := range resp.Jobs {
+		rel = append(rel, ck.StatusUpdate{Job: j.Job, Token: j.Token, Status: ck.ReportReleased})
+	}
+	for len(rel) > 0 {
+		n := min(len(rel), raftfsm.DefaultLimits.MaxReports)
+		pb.relSeq++
+		pb.n.poll(&ck.PollRequest{WorkerID: "releaser", Seq: pb.relSeq, Updates: rel[:n]})
+		rel = rel[n:]
+	}
 }
 
 // fill makes sure that the state has jobs batches ready to plan for the
@@ -197,10 +212,11 @@ func (pb *pollBench) fill(jobs int) {
 		pb.left = pb.ready()
 	}
 	if pb.left < jobs {
-		rebuild := pb.rebuild
+		rebuild, mixed := pb.rebuild, pb.mixed
 		*pb = pollBench{}
 		runtime.GC()
 		*pb = *rebuild()
+		pb.mixed = mixed
 		pb.left = pb.ready()
 	}
 	pb.left -= jobs
@@ -337,7 +353,12 @@ func (pb *pollBench) run(b *testing.B, reader bool) {
 	adds := 0
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		pb.fill(32)
+		if pb.mixed {
+			pb.fill(48)
+			pb.release(b, 16)
+		} else {
+			pb.fill(32)
+		}
 		if len(pb.held) < 64 {
 			b.Fatal("the benchmark worker ran out of jobs")
 		}
