@@ -68,14 +68,14 @@ func BenchmarkW2Poll(b *testing.B) {
 	}
 }
 
-// BenchmarkW2PollMixed is W2 at J jobs in progress with the mix the
+// BenchmarkW2MixedPoll is W2 at J jobs in progress with the mix the
 // harness describes: before each poll (untimed), another worker takes 16
 // new jobs and releases them, so that the poll's 32 free slots take those
 // 16 waiting jobs and 16 new ones (adds/poll 16), as Pyroscope's poll
 // assigns 16 jobs an earlier poll created and creates 16. The state is
 // W2's without its 2,000 waiting jobs. The harness runs BenchmarkW2Poll,
 // not this.
-func BenchmarkW2PollMixed(b *testing.B) {
+func BenchmarkW2MixedPoll(b *testing.B) {
 	for _, jobs := range benchenv.Sizes(b, 1_000, 10_000, 100_000) {
 		var pb *pollBench
 		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
