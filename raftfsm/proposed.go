@@ -33,7 +33,9 @@ func proposal(cmd *Command, data []byte, version byte) (proposed, bool) {
 	if cmd.Poll == nil || version < fullFormVersion || cmd.Time < 0 || len(data) > codec.Default.Limits().MaxBytes {
 		return proposed{}, false
 	}
-	poll, ok := decodedPoll(cmd.Poll)
+	// Validation accepts only valid UTF-8 strings, as decoding does
+	// (TestValidPollStrings): only the lists' lengths remain to check.
+	poll, ok := decodedPoll(cmd.Poll, false)
 	if !ok {
 		return proposed{}, false
 	}
@@ -67,12 +69,13 @@ func (f *FSM) take(data []byte) (*Command, byte, bool) {
 
 // decodedPoll returns what decoding p's full-form encoding gives: a copy
 // that shares no slice or plan with p, its empty lists empty slices, not
-// nil; and whether decoding succeeds at all: every string valid UTF-8 and
-// every list within the decoder's array limit (the nesting is fixed by the
-// types). TestDecodedPoll holds it to the decoder.
-func decodedPoll(p *Poll) (*Poll, bool) {
+// nil; and whether decoding succeeds at all: every list within the
+// decoder's array limit (the nesting is fixed by the types) and, if strs
+// is set, every string valid UTF-8 (a validated poll's are).
+// TestDecodedPoll holds it to the decoder.
+func decodedPoll(p *Poll, strs bool) (*Poll, bool) {
 	c := *p
-	d := decodeCheck{max: codec.Default.Limits().MaxArrayElements}
+	d := decodeCheck{max: codec.Default.Limits().MaxArrayElements, strs: strs}
 	d.str(c.WorkerID)
 	c.Reports = cloneList(&d, p.Reports)
 	for i := range c.Reports {
@@ -115,12 +118,13 @@ func decodedPoll(p *Poll) (*Poll, bool) {
 
 // decodeCheck collects whether a value's encoding decodes.
 type decodeCheck struct {
-	max int  // the decoder's array limit
-	bad bool // a string or a list does not decode
+	max  int  // the decoder's array limit
+	strs bool // check the strings
+	bad  bool // a string or a list does not decode
 }
 
 func (d *decodeCheck) str(s string) {
-	if !utf8.ValidString(s) {
+	if d.strs && !utf8.ValidString(s) {
 		d.bad = true
 	}
 }

@@ -74,7 +74,7 @@ func TestDecodedPoll(t *testing.T) {
 		var d Command
 		var pol *policyCommandRec
 		err = codecOf(codec.Default, fullFormVersion).UnmarshalItems(data[codec.HeaderSize:len(data)-commandChecksumSize], 10, d.items(&pol)...)
-		c, ok := decodedPoll(p)
+		c, ok := decodedPoll(p, true)
 		require.Equal(t, err == nil, ok, "decodedPoll tells whether decoding succeeds (%v)", err)
 		if !ok {
 			return
@@ -115,8 +115,44 @@ func TestDecodedPollLimits(t *testing.T) {
 		var d Command
 		var pol *policyCommandRec
 		err = codecOf(codec.Default, fullFormVersion).UnmarshalItems(data[codec.HeaderSize:len(data)-commandChecksumSize], 10, d.items(&pol)...)
-		_, ok := decodedPoll(p)
+		_, ok := decodedPoll(p, true)
 		require.Equal(t, n <= limit, ok, "%d sources", n)
 		require.Equal(t, n <= limit, err == nil, "%d sources: %v", n, err)
 	}
+}
+
+// TestValidPollStrings: validation refuses a poll with any string that is
+// not valid UTF-8, so that Encode keeps its copy without checking them
+// (see proposal). Each poll is well-formed; then each of its strings in
+// turn is made not UTF-8.
+func TestValidPollStrings(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.SampledFrom([]string{"a", "j-1.x_2"})
+		block := func(t *rapid.T) ck.BlockMeta {
+			return ck.BlockMeta{ID: "b/" + name.Draw(t, "id"), Tenant: name.Draw(t, "tenant"),
+				Datasets: []ck.DatasetMeta{{Name: name.Draw(t, "dataset")}}}
+		}
+		p := &Poll{WorkerID: name.Draw(t, "worker"), Seq: 1}
+		p.Reports = []Report{{Job: "r-" + name.Draw(t, "job"), Token: 1, Status: ck.ReportInProgress}}
+		p.Update.Changes = []ck.Change{
+			{Kind: ck.ChangeAdd, Job: "add", Plan: &ck.JobPlan{Name: "add", Tenant: name.Draw(t, "tenant"), Sources: []string{"b/s"},
+				Tombstones: []ck.Tombstone{{Kind: ck.TombstoneBlock, Target: "b/t"}}}},
+			{Kind: ck.ChangeAssign, Job: "add", Token: 1, Worker: name.Draw(t, "assignee")},
+			{Kind: ck.ChangeComplete, Job: "done", Token: 1, Outputs: []ck.BlockMeta{block(t)}},
+			{Kind: ck.ChangeFail, Job: "failed", Token: 1, Reason: name.Draw(t, "reason")},
+		}
+		require.NoError(t, (&Command{Poll: p}).Validate(), "the poll before a string is replaced")
+		add, out := &p.Update.Changes[0], &p.Update.Changes[2].Outputs[0]
+		fields := []*string{&p.WorkerID, &p.Reports[0].Job, &p.Update.Changes[1].Worker, &p.Update.Changes[3].Reason,
+			&add.Job, &add.Plan.Name, &add.Plan.Tenant, &add.Plan.Sources[0], &add.Plan.Tombstones[0].Target,
+			&out.ID, &out.Tenant, &out.Datasets[0].Name, &out.Datasets[0].Tenant}
+		for _, f := range fields {
+			was := *f
+			*f += "\xff"
+			_, strsOK := decodedPoll(p, true)
+			require.False(t, strsOK)
+			require.Error(t, (&Command{Poll: p}).Validate(), "a poll with %q validates", *f)
+			*f = was
+		}
+	})
 }
