@@ -53,20 +53,7 @@ import (
 // their sum). The state is built once per size (the testing package calls
 // a sub-benchmark first with b.N = 1, and the timed run continues from the
 // state that call left).
-func BenchmarkW2Poll(b *testing.B) {
-	for _, jobs := range benchenv.Sizes(b, 1_000, 10_000, 100_000) {
-		var pb *pollBench
-		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
-			if pb == nil {
-				pb = newPollBenchSized(b, jobs, 4_000, 2_000)
-			}
-			b.ResetTimer()
-			pb.run(b, false)
-		})
-		pb = nil
-		runtime.GC()
-	}
-}
+func BenchmarkW2Poll(b *testing.B) { benchW2(b, 4_000, false) }
 
 // BenchmarkW2MixedPoll is W2 at J jobs in progress with the mix the
 // harness describes: before each poll (untimed), another worker takes 16
@@ -75,13 +62,18 @@ func BenchmarkW2Poll(b *testing.B) {
 // assigns 16 jobs an earlier poll created and creates 16. The state is
 // W2's without its 2,000 waiting jobs. The harness runs BenchmarkW2Poll,
 // not this.
-func BenchmarkW2MixedPoll(b *testing.B) {
+func BenchmarkW2MixedPoll(b *testing.B) { benchW2(b, 2_000, true) }
+
+// benchW2 runs W2's polls at each size J: J jobs in progress, pool jobs
+// released, 2,000 of them taken by the benchmark worker, and mixed as in
+// pollBench.
+func benchW2(b *testing.B, pool int, mixed bool) {
 	for _, jobs := range benchenv.Sizes(b, 1_000, 10_000, 100_000) {
 		var pb *pollBench
 		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
 			if pb == nil {
-				pb = newPollBenchSized(b, jobs, 2_000, 2_000)
-				pb.mixed = true
+				pb = newPollBenchSized(b, jobs, pool, 2_000)
+				pb.mixed = mixed
 			}
 			b.ResetTimer()
 			pb.run(b, false)
