@@ -151,15 +151,12 @@ func (v *View) sortCands(cs []cand) {
 	if len(cs) < 2 {
 		return
 	}
-	type group struct {
-		rank   uint8
-		tenant string
-	}
-	ids := make(map[group]int32)
-	var groups []group
+	// A group is a candidate with only its rank and tenant set.
+	ids := make(map[cand]int32)
+	var groups []cand
 	gid := make([]int32, len(cs))
 	for i := range cs {
-		g := group{cs[i].rank, cs[i].tenant}
+		g := cand{rank: cs[i].rank, tenant: cs[i].tenant}
 		id, ok := ids[g]
 		if !ok {
 			id = int32(len(groups))
@@ -173,13 +170,7 @@ func (v *View) sortCands(cs []cand) {
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		x, y := &groups[a], &groups[b]
-		if x.rank != y.rank {
-			return cmp.Compare(x.rank, y.rank)
-		}
-		return strings.Compare(x.tenant, y.tenant)
-	})
+	slices.SortFunc(order, func(a, b int32) int { return rankTenant(groups[a], groups[b]) })
 	count := make([]int, len(groups))
 	for _, id := range gid {
 		count[id]++
