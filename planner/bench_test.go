@@ -258,7 +258,11 @@ func oneBatchPerTenant(tenants int) (names []string, setup func(*testing.B) (*Pl
 // Next):
 //
 //   - full: each key holds a full level-0 batch;
-//   - aged: each key holds half a batch, ready by age.
+//   - aged: each key holds half a batch, ready by age at the view's time
+//     but not yet at the planner's clock (no entry applied since), so
+//     that the view gathers them;
+//   - ripe: the same after an entry at the view's time (one block of
+//     another tenant) has moved the clock past them.
 //
 // Planning rotates over the tenants, and each tenant's turn passes over
 // the keys of it the view already took from; the cost of a job should not
@@ -269,7 +273,8 @@ func BenchmarkViewJobs(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		blocks int
-	}{{"full", cfg.Levels[0].MaxBlocks}, {"aged", cfg.Levels[0].MaxBlocks / 2}} {
+		ripe   bool
+	}{{"full", cfg.Levels[0].MaxBlocks, false}, {"aged", cfg.Levels[0].MaxBlocks / 2, false}, {"ripe", cfg.Levels[0].MaxBlocks / 2, true}} {
 		p, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -286,6 +291,12 @@ func BenchmarkViewJobs(b *testing.B) {
 			}
 		}
 		now := t0 + int64(cfg.Levels[0].MaxAge) + 1
+		if c.ripe {
+			blk := ck.BlockMeta{ID: fmt.Sprintf("01K%023d", 0), Tenant: "tenant-zz", MinTime: t0, MaxTime: t0, Size: 1 << 20}
+			if _, err := p.Enqueue(ck.Entry{Index: 2, Term: 1, Time: now}, &blk); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for _, jobs := range []int{64, 1024} {
 			b.Run(fmt.Sprintf("%s/jobs=%d", c.name, jobs), func(b *testing.B) {
 				for b.Loop() {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -169,6 +170,7 @@ func (p *Planner) SetConfig(cfg Config) error {
 	p.s.full.Mut(p.s.vmu).Clear(false)
 	p.s.timed.Mut(p.s.vmu).Clear(false)
 	p.s.aging.Mut(p.s.vmu).Clear(false)
+	p.s.nextRipe = math.MaxInt64
 	for _, q := range qs {
 		q = p.own(q)
 		q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))

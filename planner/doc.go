@@ -46,6 +46,12 @@
 // planning as [PlanOptions].Skip; their blocks stay queued. See [View.Next]
 // for the policy and [LevelConfig] for the batching rules.
 //
+// The indexes planning searches order the keys by their head batch. A
+// partial batch becomes ready by age at a time; once the planner's clock
+// (the time of the latest entry applied) has passed it, Apply indexes the
+// batch with the full ones, so that a view does not gather every batch
+// ready by age: only those that became ready after the clock.
+//
 // Held tenants, and held levels of a tenant ([Planner.SetHold]), are left
 // out of planning altogether: their
 // keys are taken out of the indexes planning searches, so a poll costs

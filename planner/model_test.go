@@ -1106,9 +1106,25 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 			}
 		case lc.MaxAge > 0:
 			timed++
-			e, ok := s.timed.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: satAdd(q.head.first, int64(lc.MaxAge)), arr: q.head.arr, tenant: q.k.tenant})
+			te := satAdd(q.head.first, int64(lc.MaxAge))
+			e, ok := s.timed.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: te, arr: q.head.arr, tenant: q.k.tenant})
 			require.True(t, ok)
 			require.Equal(t, rank, e.rank, "timed entry's rank")
+			// Ripe: indexed as a full batch that became ready at te; not
+			// yet: the clock has not passed nextRipe.
+			ripe := te < s.clock
+			require.Equal(t, ripe, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}), "ripe head of %v in full", q.k)
+			if !ripe {
+				require.LessOrEqual(t, s.nextRipe, te, "nextRipe of an unripe head of %v", q.k)
+				break
+			}
+			fulls++
+			if (q.k.level > 0 || rank > 0) && lc.AgingThreshold > 0 {
+				aging++
+				e, ok := s.aging.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: te, arr: q.head.arr, tenant: q.k.tenant})
+				require.True(t, ok, "aging entry of the ripe head of %v", q.k)
+				require.Equal(t, rank, e.rank, "aging entry's rank")
+			}
 		}
 		return true
 	})

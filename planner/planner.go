@@ -85,7 +85,7 @@ func (p *Planner) Config() Config { return p.s.cfg.clone() }
 // tick advances the planner's clock to t if it is later: arrival and
 // quarantine times never go backwards.
 func (p *Planner) tick(t int64) {
-	p.s.clock = max(p.s.clock, t)
+	p.s.advance(t)
 }
 
 // own returns a copy of q that the planner may modify, making one if q

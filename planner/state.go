@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math"
 	"strings"
 	"sync"
 
@@ -125,7 +126,11 @@ type state struct {
 	// has the configured batching, and levelOf needs no lookup.
 	ownLevels int
 
-	clock       int64  // the latest log time applied
+	clock int64 // the latest log time applied
+	// nextRipe is at most the least time of the timed entries not yet
+	// ripe (see ripen), MaxInt64 if there is none: the clock can pass it
+	// only by ripening some. Derived state, like the trees it summarizes.
+	nextRipe    int64
 	nextArrival uint64 // arrival number of the next block, from 1
 	nextSeq     uint64 // the lowest job sequence number still claimable
 	cursor      string // tenant of the last claimed job
@@ -147,6 +152,7 @@ func newState(cfg Config) state {
 		ranks:       newLazy(func(a, b tenantRank) bool { return a.tenant < b.tenant }),
 		levels:      newLazy(func(a, b tenantLevels) bool { return a.tenant < b.tenant }),
 		nextArrival: 1,
+		nextRipe:    math.MaxInt64,
 		nextSeq:     1,
 	}
 }
@@ -231,7 +237,72 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 		} else {
 			s.timed.Mut(s.vmu).Delete(te)
 		}
+		switch {
+		case te.t < s.clock:
+			s.ripe(te, lc, add)
+		case add:
+			s.nextRipe = min(s.nextRipe, te.t)
+		}
 	}
+}
+
+// A partial head batch is ready by age at times after its timed entry's
+// time. Once the clock has passed that time, the batch is ripe: ready at
+// every later log time, like a full batch, and indexed as one — an entry
+// in full, and one in aging (at the time it became ready) if it ages —
+// besides its timed entry, which it keeps. A view then finds the ripe
+// batches where it finds the full ones, and gathers from timed only those
+// that became ready between the clock and its own time (or, at a time
+// before the clock, those not yet ready then, which it passes over).
+
+// ripe adds (or removes) the entries in full and aging of the ripe partial
+// head batch whose timed entry is te.
+func (s *state) ripe(te timeEnt, lc *LevelConfig, add bool) {
+	fe := fullEnt{level: te.level, shard: te.shard, tenant: te.tenant, arr: te.arr, rank: te.rank}
+	if add {
+		s.full.Mut(s.vmu).ReplaceOrInsert(fe)
+	} else {
+		s.full.Mut(s.vmu).Delete(fe)
+	}
+	if ages(te.level, te.rank, lc) {
+		if add {
+			s.aging.Mut(s.vmu).ReplaceOrInsert(te)
+		} else {
+			s.aging.Mut(s.vmu).Delete(te)
+		}
+	}
+}
+
+// advance moves the clock to t if later, ripening the partial head
+// batches whose timed entries' times it passes.
+func (s *state) advance(t int64) {
+	if t <= s.clock {
+		return
+	}
+	from := s.clock
+	s.clock = t
+	if s.nextRipe >= t {
+		return
+	}
+	next := int64(math.MaxInt64)
+	var ripened []timeEnt
+	for l := range s.cfg.FinalLevel {
+		s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: from}, func(e timeEnt) bool {
+			if e.level != l {
+				return false
+			}
+			if e.t >= t {
+				next = min(next, e.t)
+				return false
+			}
+			ripened = append(ripened, e)
+			return true
+		})
+	}
+	for _, e := range ripened {
+		s.ripe(e, s.levelOf(e.tenant, e.level), true)
+	}
+	s.nextRipe = next
 }
 
 // getQueue returns the queue of key k, or nil. pivot is scratch space

@@ -59,6 +59,9 @@ type View struct {
 	// matPast); nil until a scan passes over one.
 	matNext [][]int32
 	sortTmp []cand // scratch of sortCands
+	// unripe holds, when matNow is before the clock of the view's state,
+	// the keys whose head batch is ripe (in full) but not ready at matNow.
+	unripe map[unripe]struct{}
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
 }
@@ -87,6 +90,12 @@ type touch struct {
 	// lc is the key's level policy (looked up once: with many tenants of
 	// their own the lookup is a search of a large tree).
 	lc *LevelConfig
+}
+
+// unripe is a key and the first arrival of its head batch.
+type unripe struct {
+	k   key
+	arr uint64
 }
 
 // cand is a key with a ready batch.
@@ -315,8 +324,11 @@ func (v *View) Snapshot(w io.Writer) error {
 // scan links the keys it passes over to the entry after them, so a run is
 // walked once per view and then passed in one step); plus, once per view,
 // time and set of Force entries, the number of batches that became ready
-// by age or aging and the number of keys of the forced tenants (which are
-// gathered and sorted by rank and tenant). Ranks cost nothing per tenant:
+// by age after the planner's clock (the time of the latest entry applied:
+// those ready before it are indexed with the full ones), the number that
+// became ready before it if now is earlier, the number that aged, and the
+// number of keys of the forced tenants (which are gathered and sorted by
+// rank and tenant). Ranks cost nothing per tenant:
 // the indexes are ordered by rank, so the tenants of higher ranks are not
 // visited while a lower rank has a ready batch. Held tenants cost nothing;
 // each skipped tenant costs a B-tree seek per call.
@@ -368,11 +380,26 @@ func (v *View) materialize(now int64, force []Force) {
 	for r := range v.mat {
 		v.mat[r], v.matNext[r] = v.mat[r][:0], nil
 	}
+	clear(v.unripe)
 	for l := range v.s.cfg.FinalLevel {
 		lc := v.s.cfg.level(l)
 		// Partial batches ready by age: their entries' times are the times
-		// from which they are (ready strictly after).
-		v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
+		// from which they are (ready strictly after). Those ripe at the
+		// view's clock are in full and aging already (see state.ripe);
+		// at a time before the clock, those not ready then are passed over.
+		if now < v.s.clock {
+			v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: now}, func(e timeEnt) bool {
+				if e.level != l || e.t >= v.s.clock {
+					return false
+				}
+				if v.unripe == nil {
+					v.unripe = make(map[unripe]struct{})
+				}
+				v.unripe[unripe{k: key{tenant: e.tenant, shard: e.shard, level: l}, arr: e.arr}] = struct{}{}
+				return true
+			})
+		}
+		v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: v.s.clock}, func(e timeEnt) bool {
 			if e.level != l || now <= e.t {
 				return false
 			}
@@ -505,7 +532,8 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 			best, found = c, true
 		}
 	}
-	// Keys whose head batch is full, by (rank, tenant, arrival). A run of
+	// Keys whose head batch is full or ripe, by (rank, tenant, arrival),
+	// but those not ready at matNow (unripe). A run of
 	// touched keys' entries is passed over in one seek once a scan has
 	// walked it (touch.next), so that a view's scans do not walk the keys
 	// it took from again and again. A skipped tenant is passed over in
@@ -538,6 +566,12 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 				return true
 			}
 			walk, n = v.link(walk, n, e)
+			if len(v.unripe) > 0 {
+				if _, ok := v.unripe[unripe{k: key{tenant: e.tenant, shard: e.shard, level: e.level}, arr: e.arr}]; ok {
+					ended = true
+					return true
+				}
+			}
 			if skip != nil && (!passedOK || passed != e.tenant) {
 				if skip(e.tenant, r) {
 					pivot = fullEnt{level: r, rank: e.rank, tenant: e.tenant + "\x00"}
