@@ -83,9 +83,16 @@ func (p *Planner) dropLookup(k key) {
 func (p *Planner) Config() Config { return p.s.cfg.clone() }
 
 // tick advances the planner's clock to t if it is later: arrival and
-// quarantine times never go backwards.
+// quarantine times never go backwards. The partial head batches whose
+// times it passes become ripe (see state.ripe). Every enqueued block
+// ticks: tick stays within the compiler's inlining budget.
 func (p *Planner) tick(t int64) {
-	p.s.advance(t)
+	if t > p.s.clock {
+		if p.s.nextRipe < t {
+			p.s.ripen(p.s.clock, t)
+		}
+		p.s.clock = t
+	}
 }
 
 // own returns a copy of q that the planner may modify, making one if q

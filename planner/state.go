@@ -273,17 +273,10 @@ func (s *state) ripe(te timeEnt, lc *LevelConfig, add bool) {
 	}
 }
 
-// advance moves the clock to t if later, ripening the partial head
-// batches whose timed entries' times it passes.
-func (s *state) advance(t int64) {
-	if t <= s.clock {
-		return
-	}
-	from := s.clock
-	s.clock = t
-	if s.nextRipe >= t {
-		return
-	}
+// ripen indexes as ripe the partial head batches whose timed entries'
+// times are in [from, to), the clock moving from from to to (see
+// Planner.tick), and sets nextRipe.
+func (s *state) ripen(from, to int64) {
 	next := int64(math.MaxInt64)
 	var ripened []timeEnt
 	for l := range s.cfg.FinalLevel {
@@ -291,7 +284,7 @@ func (s *state) advance(t int64) {
 			if e.level != l {
 				return false
 			}
-			if e.t >= t {
+			if e.t >= to {
 				next = min(next, e.t)
 				return false
 			}
