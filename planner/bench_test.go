@@ -262,7 +262,10 @@ func oneBatchPerTenant(tenants int) (names []string, setup func(*testing.B) (*Pl
 //     but not yet at the planner's clock (no entry applied since), so
 //     that the view gathers them;
 //   - ripe: the same after an entry at the view's time (one block of
-//     another tenant) has moved the clock past them.
+//     another tenant) has moved the clock past them;
+//   - aged: each key holds a full level-1 batch aged at the view's time,
+//     the clock moved past that time too (the batches compete at level
+//     0).
 //
 // Planning rotates over the tenants, and each tenant's turn passes over
 // the keys of it the view already took from; the cost of a job should not
@@ -274,7 +277,13 @@ func BenchmarkViewJobs(b *testing.B) {
 		name   string
 		blocks int
 		ripe   bool
-	}{{"full", cfg.Levels[0].MaxBlocks, false}, {"aged", cfg.Levels[0].MaxBlocks / 2, false}, {"ripe", cfg.Levels[0].MaxBlocks / 2, true}} {
+		level  uint32
+	}{
+		{"full", cfg.Levels[0].MaxBlocks, false, 0},
+		{"aged", cfg.Levels[0].MaxBlocks / 2, false, 0},
+		{"ripe", cfg.Levels[0].MaxBlocks / 2, true, 0},
+		{"aging", cfg.Levels[1].MaxBlocks, true, 1},
+	} {
 		p, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -284,13 +293,16 @@ func BenchmarkViewJobs(b *testing.B) {
 		for i := range tenants * shards {
 			for j := range c.blocks {
 				blk := ck.BlockMeta{ID: fmt.Sprintf("01J%08d%015d", i, j), Tenant: fmt.Sprintf("tenant-%02d", i%tenants),
-					Shard: uint32(i / tenants), MinTime: t0 - int64(time.Second), MaxTime: t0, Size: 1 << 20}
+					Shard: uint32(i / tenants), Level: c.level, MinTime: t0 - int64(time.Second), MaxTime: t0, Size: 1 << 20}
 				if _, err := p.Enqueue(e, &blk); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
 		now := t0 + int64(cfg.Levels[0].MaxAge) + 1
+		if c.level > 0 {
+			now = t0 + int64(cfg.Levels[c.level].AgingThreshold) + 1
+		}
 		if c.ripe {
 			blk := ck.BlockMeta{ID: fmt.Sprintf("01K%023d", 0), Tenant: "tenant-zz", MinTime: t0, MaxTime: t0, Size: 1 << 20}
 			if _, err := p.Enqueue(ck.Entry{Index: 2, Term: 1, Time: now}, &blk); err != nil {

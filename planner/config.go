@@ -170,7 +170,7 @@ func (p *Planner) SetConfig(cfg Config) error {
 	p.s.full.Mut(p.s.vmu).Clear(false)
 	p.s.timed.Mut(p.s.vmu).Clear(false)
 	p.s.aging.Mut(p.s.vmu).Clear(false)
-	p.s.nextRipe = math.MaxInt64
+	p.s.nextRipe, p.s.agedN = math.MaxInt64, 0
 	for _, q := range qs {
 		q = p.own(q)
 		q.head = formBatch(q, 0, p.s.levelOf(q.k.tenant, q.k.level))

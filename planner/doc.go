@@ -47,10 +47,12 @@
 // for the policy and [LevelConfig] for the batching rules.
 //
 // The indexes planning searches order the keys by their head batch. A
-// partial batch becomes ready by age at a time; once the planner's clock
-// (the time of the latest entry applied) has passed it, Apply indexes the
-// batch with the full ones, so that a view does not gather every batch
-// ready by age: only those that became ready after the clock.
+// partial batch becomes ready by age at a time, and a ready batch that ages
+// is aged at a later time; once the planner's clock (the time of the
+// latest entry applied) has passed that time, Apply indexes the batch with
+// the full ones (an aged one at level 0), so that a view does not gather
+// every batch ready by age or aged: only those that became so between the
+// clock and its planning time.
 //
 // Held tenants, and held levels of a tenant ([Planner.SetHold]), are left
 // out of planning altogether: their

@@ -1068,7 +1068,7 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 	require.Equal(t, own, s.ownLevels, "tenants with overriding batching")
 	// Queues, and their invariants.
 	got := map[key][]mBlock{}
-	fulls, timed, aging := 0, 0, 0
+	fulls, timed, aging, agedN := 0, 0, 0, 0
 	s.keys.Ascend(func(q *queue) bool {
 		require.Positive(t, q.n)
 		var bs []mBlock
@@ -1087,23 +1087,39 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 		lc := s.levelOf(q.k.tenant, q.k.level)
 		require.Equal(t, formBatch(q, 0, lc), q.head, "head batch of %v", q.k)
 		rank := m.ranks.of(q.k.tenant)
+		fe := fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, from: q.k.level, rank: rank}
 		if m.held.at(q.k.tenant, q.k.level) {
 			// A held key has no index entries.
-			require.False(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}))
+			require.False(t, s.full.Has(fe))
 			require.False(t, s.timed.Has(timeEnt{level: q.k.level, shard: q.k.shard, t: satAdd(q.head.first, int64(lc.MaxAge)), arr: q.head.arr, tenant: q.k.tenant}))
 			return true
+		}
+		// ages checks the aging entry of a batch ready since rs, if it ages,
+		// and its aged entry in full once it is aged at the clock.
+		ages := func(rs int64) {
+			if (q.k.level == 0 && rank == 0) || lc.AgingThreshold <= 0 {
+				return
+			}
+			aging++
+			te, ok := s.aging.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: rs, arr: q.head.arr, tenant: q.k.tenant})
+			require.True(t, ok, "aging entry of %v", q.k)
+			require.Equal(t, rank, te.rank, "aging entry's rank")
+			at := s.cfg.level(q.k.level).AgingThreshold
+			aged := olderThan(rs, s.clock, at)
+			require.Equal(t, aged, s.full.Has(agedEnt(te)), "aged entry of %v", q.k)
+			if aged {
+				fulls++
+				agedN++
+			} else {
+				require.LessOrEqual(t, s.nextRipe, agesAt(rs, at), "nextRipe of a head of %v not aged", q.k)
+			}
 		}
 		switch {
 		case q.head.full:
 			fulls++
-			require.True(t, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}))
-			if (q.k.level > 0 || rank > 0) && lc.AgingThreshold > 0 {
-				aging++
-				rs, _ := q.head.readySince(lc)
-				e, ok := s.aging.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: rs, arr: q.head.arr, tenant: q.k.tenant})
-				require.True(t, ok)
-				require.Equal(t, rank, e.rank, "aging entry's rank")
-			}
+			require.True(t, s.full.Has(fe))
+			rs, _ := q.head.readySince(lc)
+			ages(rs)
 		case lc.MaxAge > 0:
 			timed++
 			te := satAdd(q.head.first, int64(lc.MaxAge))
@@ -1113,22 +1129,18 @@ func checkPlanner(t require.TestingT, p *Planner, m *model) {
 			// Ripe: indexed as a full batch that became ready at te; not
 			// yet: the clock has not passed nextRipe.
 			ripe := te < s.clock
-			require.Equal(t, ripe, s.full.Has(fullEnt{level: q.k.level, shard: q.k.shard, tenant: q.k.tenant, arr: q.head.arr, rank: rank}), "ripe head of %v in full", q.k)
+			require.Equal(t, ripe, s.full.Has(fe), "ripe head of %v in full", q.k)
 			if !ripe {
 				require.LessOrEqual(t, s.nextRipe, te, "nextRipe of an unripe head of %v", q.k)
 				break
 			}
 			fulls++
-			if (q.k.level > 0 || rank > 0) && lc.AgingThreshold > 0 {
-				aging++
-				e, ok := s.aging.Get(timeEnt{level: q.k.level, shard: q.k.shard, t: te, arr: q.head.arr, tenant: q.k.tenant})
-				require.True(t, ok, "aging entry of the ripe head of %v", q.k)
-				require.Equal(t, rank, e.rank, "aging entry's rank")
-			}
+			ages(te)
 		}
 		return true
 	})
 	require.Equal(t, fulls, s.full.Len())
+	require.Equal(t, agedN, s.agedN, "aged entries")
 	require.Equal(t, timed, s.timed.Len())
 	require.Equal(t, aging, s.aging.Len())
 	want := map[key][]mBlock{}

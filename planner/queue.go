@@ -496,6 +496,14 @@ func olderThan(t, now int64, d time.Duration) bool {
 	return now > t && uint64(now)-uint64(t) > uint64(d)
 }
 
+// satSub returns a - b for b >= 0, or MinInt64 if that overflows.
+func satSub(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
 // satAdd returns a + b for b ≥ 0, saturated at the maximum int64.
 func satAdd(a, b int64) int64 {
 	if a > math.MaxInt64-b {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/compactkit/compactkit/internal/namekey"
 	"github.com/compactkit/compactkit/policy"
@@ -11,13 +12,18 @@ import (
 
 const btreeDegree = 16
 
-// fullEnt indexes a key whose head batch is full, by (level, tenant's
-// rank, tenant, arrival of the batch's first block).
+// fullEnt indexes a key whose head batch is ready at every time from the
+// clock on (full, or ripe: see state.ripe) by (level it competes at,
+// tenant's rank, tenant, the key's own level, arrival of the batch's first
+// block). A batch competes at its own level and its tenant's rank; one
+// aged at the clock (see state.aged) has a second entry at level 0 and
+// rank 0 (from is its own level).
 type fullEnt struct {
 	level  uint32
 	shard  uint32
 	tenant string
 	arr    uint64
+	from   uint32
 	rank   uint8
 }
 
@@ -31,10 +37,19 @@ func fullLess(a, b fullEnt) bool {
 	if c := strings.Compare(a.tenant, b.tenant); c != 0 {
 		return c < 0
 	}
+	if a.from != b.from {
+		return a.from < b.from
+	}
 	if a.arr != b.arr {
 		return a.arr < b.arr
 	}
 	return a.shard < b.shard // arrivals are unique; a total order all the same
+}
+
+// agedEnt returns the entry in full of the batch whose aging entry is te,
+// once aged.
+func agedEnt(te timeEnt) fullEnt {
+	return fullEnt{level: 0, shard: te.shard, tenant: te.tenant, arr: te.arr, from: te.level}
 }
 
 // timeEnt indexes a key by (level, a time, arrival of the head batch's
@@ -127,10 +142,12 @@ type state struct {
 	ownLevels int
 
 	clock int64 // the latest log time applied
-	// nextRipe is at most the least time of the timed entries not yet
-	// ripe (see ripen), MaxInt64 if there is none: the clock can pass it
-	// only by ripening some. Derived state, like the trees it summarizes.
+	// nextRipe is at most the least time after which a batch becomes
+	// ripe or aged (see ripen), MaxInt64 if none will: the clock can pass
+	// it only by ripening some. agedN counts the aged entries in full.
+	// Derived state, like the trees they summarize.
 	nextRipe    int64
+	agedN       int
 	nextArrival uint64 // arrival number of the next block, from 1
 	nextSeq     uint64 // the lowest job sequence number still claimable
 	cursor      string // tenant of the last claimed job
@@ -215,7 +232,7 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	lc := s.levelOf(k.tenant, k.level)
 	switch {
 	case h.full:
-		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr, rank: rank}
+		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr, from: k.level, rank: rank}
 		if add {
 			s.full.Mut(s.vmu).ReplaceOrInsert(fe)
 		} else {
@@ -223,12 +240,7 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 		}
 		if ages(k.level, rank, lc) {
 			rs, _ := h.readySince(lc)
-			te := timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}
-			if add {
-				s.aging.Mut(s.vmu).ReplaceOrInsert(te)
-			} else {
-				s.aging.Mut(s.vmu).Delete(te)
-			}
+			s.aging1(timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}, add)
 		}
 	case lc.MaxAge > 0:
 		te := timeEnt{level: k.level, shard: k.shard, t: satAdd(h.first, int64(lc.MaxAge)), arr: h.arr, tenant: k.tenant, rank: rank}
@@ -246,39 +258,74 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	}
 }
 
-// A partial head batch is ready by age at times after its timed entry's
-// time. Once the clock has passed that time, the batch is ripe: ready at
-// every later log time, like a full batch, and indexed as one — an entry
-// in full, and one in aging (at the time it became ready) if it ages —
-// besides its timed entry, which it keeps. A view then finds the ripe
-// batches where it finds the full ones, and gathers from timed only those
-// that became ready between the clock and its own time (or, at a time
-// before the clock, those not yet ready then, which it passes over).
+// What the indexes hold of a time the clock has passed. A partial head
+// batch is ready by age at times after its timed entry's time. Once the
+// clock has passed that time, the batch is ripe: ready at every later log
+// time, like a full batch, and indexed as one — an entry in full, and one
+// in aging (at the time it became ready) if it ages — besides its timed
+// entry, which it keeps. A batch that ages (full or ripe) is aged once it
+// has been ready for longer than its level's aging threshold; once it is
+// at the clock, its aging entry has a second entry in full, where it
+// competes aged (see agedEnt). A view then finds the ripe and aged
+// batches where it finds the full ones, and gathers from timed and aging
+// only those that became ready or aged between the clock and its own time
+// (or, at a time before the clock, it passes over those not yet ready or
+// aged then). Both happen when the clock moves (ripen), once per batch.
 
 // ripe adds (or removes) the entries in full and aging of the ripe partial
 // head batch whose timed entry is te.
 func (s *state) ripe(te timeEnt, lc *LevelConfig, add bool) {
-	fe := fullEnt{level: te.level, shard: te.shard, tenant: te.tenant, arr: te.arr, rank: te.rank}
+	fe := fullEnt{level: te.level, shard: te.shard, tenant: te.tenant, arr: te.arr, from: te.level, rank: te.rank}
 	if add {
 		s.full.Mut(s.vmu).ReplaceOrInsert(fe)
 	} else {
 		s.full.Mut(s.vmu).Delete(fe)
 	}
 	if ages(te.level, te.rank, lc) {
-		if add {
-			s.aging.Mut(s.vmu).ReplaceOrInsert(te)
-		} else {
-			s.aging.Mut(s.vmu).Delete(te)
-		}
+		s.aging1(te, add)
 	}
 }
 
-// ripen indexes as ripe the partial head batches whose timed entries'
-// times are in [from, to), the clock moving from from to to (see
-// Planner.tick), and sets nextRipe.
+// aging1 adds (or removes) aging entry te, and its aged entry in full if
+// it is aged at the clock.
+func (s *state) aging1(te timeEnt, add bool) {
+	if add {
+		s.aging.Mut(s.vmu).ReplaceOrInsert(te)
+	} else {
+		s.aging.Mut(s.vmu).Delete(te)
+	}
+	at := s.cfg.level(te.level).AgingThreshold
+	switch {
+	case olderThan(te.t, s.clock, at):
+		s.aged(te, add)
+	case add:
+		s.nextRipe = min(s.nextRipe, agesAt(te.t, at))
+	}
+}
+
+// aged adds (or removes) the aged entry in full of aging entry te.
+func (s *state) aged(te timeEnt, add bool) {
+	if add {
+		s.full.Mut(s.vmu).ReplaceOrInsert(agedEnt(te))
+		s.agedN++
+	} else {
+		s.full.Mut(s.vmu).Delete(agedEnt(te))
+		s.agedN--
+	}
+}
+
+// agesAt returns the time after which a batch ready since t is aged, for
+// an aging threshold at.
+func agesAt(t int64, at time.Duration) int64 { return satAdd(t, int64(at)) }
+
+// ripen moves the clock from from to to, later (see Planner.tick): it
+// indexes the partial head batches whose timed entries' times the clock
+// passes as ripe, and the batches that age in the move as aged, and sets
+// nextRipe.
 func (s *state) ripen(from, to int64) {
+	s.clock = to
 	next := int64(math.MaxInt64)
-	var ripened []timeEnt
+	var ripened, aged []timeEnt
 	for l := range s.cfg.FinalLevel {
 		s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: from}, func(e timeEnt) bool {
 			if e.level != l {
@@ -291,11 +338,35 @@ func (s *state) ripen(from, to int64) {
 			ripened = append(ripened, e)
 			return true
 		})
+		at := s.cfg.level(l).AgingThreshold
+		if at <= 0 {
+			continue
+		}
+		// Aged at to and not at from: ready since before to - at, and
+		// not before from - at.
+		s.aging.AscendGreaterOrEqual(timeEnt{level: l, t: satSub(from, int64(at))}, func(e timeEnt) bool {
+			if e.level != l {
+				return false
+			}
+			if !olderThan(e.t, to, at) {
+				next = min(next, agesAt(e.t, at))
+				return false
+			}
+			if !olderThan(e.t, from, at) {
+				aged = append(aged, e)
+			}
+			return true
+		})
 	}
+	for _, e := range aged {
+		s.aged(e, true)
+	}
+	s.nextRipe = next
+	// The ripened batches that age get their aging entries, aged if they
+	// are at to, or lowering nextRipe.
 	for _, e := range ripened {
 		s.ripe(e, s.levelOf(e.tenant, e.level), true)
 	}
-	s.nextRipe = next
 }
 
 // getQueue returns the queue of key k, or nil. pivot is scratch space

@@ -3,7 +3,6 @@ package planner
 import (
 	"cmp"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
@@ -60,8 +59,9 @@ type View struct {
 	matNext [][]int32
 	sortTmp []cand // scratch of sortCands
 	// unripe holds, when matNow is before the clock of the view's state,
-	// the keys whose head batch is ripe (in full) but not ready at matNow.
-	unripe map[unripe]struct{}
+	// the entries in full of batches ripe or aged at the clock but not
+	// ready or aged at matNow.
+	unripe map[fullEnt]struct{}
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
 }
@@ -79,23 +79,26 @@ type touch struct {
 	at      uint32
 	offer   cand
 	rank    uint8 // the tenant's rank
-	// next, if nextN > 0, is the entry of the full heads (of the view's
-	// frozen state) nextN entries after the key's own, all of them touched
-	// keys' (the key's own included): a scan of the full heads that
-	// reaches this key goes on from next if that passes minLink entries or
-	// more (see View.first). Touched keys stay touched, so next stays
-	// valid; scans move it forward.
-	next  fullEnt
-	nextN int
+	// next[i], if nextN[i] > 0, is the entry of full (of the view's frozen
+	// state) nextN[i] entries after the key's own entry i (see slot), all
+	// of them touched keys' (the key's own included): a scan of full that
+	// reaches this entry goes on from next[i] if that passes minLink
+	// entries or more (see View.first). Touched keys stay touched, so
+	// next stays valid; scans move it forward.
+	next  [2]fullEnt
+	nextN [2]int
 	// lc is the key's level policy (looked up once: with many tenants of
 	// their own the lookup is a search of a large tree).
 	lc *LevelConfig
 }
 
-// unripe is a key and the first arrival of its head batch.
-type unripe struct {
-	k   key
-	arr uint64
+// slot returns which of the key's entries in full e is: 0 for the one at
+// its own level and rank, 1 for its aged one (see agedEnt).
+func (t *touch) slot(e fullEnt) int {
+	if e.level != e.from || e.rank != t.rank {
+		return 1
+	}
+	return 0
 }
 
 // cand is a key with a ready batch.
@@ -324,11 +327,10 @@ func (v *View) Snapshot(w io.Writer) error {
 // scan links the keys it passes over to the entry after them, so a run is
 // walked once per view and then passed in one step); plus, once per view,
 // time and set of Force entries, the number of batches that became ready
-// by age after the planner's clock (the time of the latest entry applied:
-// those ready before it are indexed with the full ones), the number that
-// became ready before it if now is earlier, the number that aged, and the
-// number of keys of the forced tenants (which are gathered and sorted by
-// rank and tenant). Ranks cost nothing per tenant:
+// by age or aged between the planner's clock (the time of the latest
+// entry applied: those ready or aged before it are indexed with the full
+// ones) and now, and the number of keys of the forced tenants (which are
+// gathered and sorted by rank and tenant). Ranks cost nothing per tenant:
 // the indexes are ordered by rank, so the tenants of higher ranks are not
 // visited while a lower rank has a ready batch. Held tenants cost nothing;
 // each skipped tenant costs a B-tree seek per call.
@@ -357,10 +359,12 @@ func (v *View) Next(now int64, opts *PlanOptions) (ck.JobPlan, bool) {
 }
 
 // materialize gathers, per competing level, the keys that are ready at now
-// because of their age (and not because they are full), those that
-// compete at level 0 because of aging (level-0 batches of ranks above 0
-// included), and those that force makes ready, sorted by (rank, tenant,
-// arrival). Aged batches compete at rank 0.
+// because of their age (and not because they are full) but were not at the
+// clock, those that compete at level 0 because of aging (level-0 batches
+// of ranks above 0 included) but did not at the clock, and those that
+// force makes ready, sorted by (rank, tenant, arrival); aged batches
+// compete at rank 0. At a time before the clock, it records the entries
+// of full not ready or aged then instead (unripe).
 func (v *View) materialize(now int64, force []Force) {
 	if v.matOK && v.matNow == now && slices.Equal(v.matForce, force) {
 		return
@@ -392,10 +396,7 @@ func (v *View) materialize(now int64, force []Force) {
 				if e.level != l || e.t >= v.s.clock {
 					return false
 				}
-				if v.unripe == nil {
-					v.unripe = make(map[unripe]struct{})
-				}
-				v.unripe[unripe{k: key{tenant: e.tenant, shard: e.shard, level: l}, arr: e.arr}] = struct{}{}
+				v.pass(fullEnt{level: l, shard: e.shard, tenant: e.tenant, arr: e.arr, from: l, rank: e.rank})
 				return true
 			})
 		}
@@ -412,16 +413,32 @@ func (v *View) materialize(now int64, force []Force) {
 			}
 			return true
 		})
-		// Full batches that age have aging entries: at level 0, only those
-		// of ranks above 0. An aged one competes at level 0 and rank 0 (at
-		// level 0 it is in the full index at its tenant's rank too, where
-		// this better candidate of the same key always wins).
-		if lc.AgingThreshold > 0 {
-			v.s.aging.AscendGreaterOrEqual(timeEnt{level: l, t: math.MinInt64}, func(e timeEnt) bool {
-				if e.level != l || !olderThan(e.t, now, lc.AgingThreshold) {
+		// Full and ripe batches that age have aging entries: at level 0,
+		// only those of ranks above 0. An aged one competes at level 0 and
+		// rank 0 (at level 0 it is in the full index at its tenant's rank
+		// too, where this better candidate of the same key always wins).
+		// Those aged at the view's clock are in full already (see
+		// state.aged); at a time before the clock, those not aged then
+		// are passed over.
+		if at := lc.AgingThreshold; at > 0 {
+			if now < v.s.clock {
+				v.s.aging.AscendGreaterOrEqual(timeEnt{level: l, t: satSub(now, int64(at))}, func(e timeEnt) bool {
+					if e.level != l || !olderThan(e.t, v.s.clock, at) {
+						return false
+					}
+					if !olderThan(e.t, now, at) {
+						v.pass(agedEnt(e))
+					}
+					return true
+				})
+			}
+			v.s.aging.AscendGreaterOrEqual(timeEnt{level: l, t: satSub(v.s.clock, int64(at))}, func(e timeEnt) bool {
+				if e.level != l || !olderThan(e.t, now, at) {
 					return false
 				}
-				v.mat[0] = append(v.mat[0], cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard}) // rank 0: aged
+				if !olderThan(e.t, v.s.clock, at) {
+					v.mat[0] = append(v.mat[0], cand{tenant: e.tenant, arr: e.arr, level: l, shard: e.shard}) // rank 0: aged
+				}
 				return true
 			})
 		}
@@ -442,6 +459,15 @@ func (v *View) materialize(now int64, force []Force) {
 		v.touched[i].offered = false
 		v.reoffer(i)
 	}
+}
+
+// pass records that full's entry e, of a batch ripe or aged at the clock,
+// is not ready or aged at matNow, before it.
+func (v *View) pass(e fullEnt) {
+	if v.unripe == nil {
+		v.unripe = make(map[fullEnt]struct{})
+	}
+	v.unripe[e] = struct{}{}
 }
 
 // materializeForced adds to mat the keys that v.force makes ready at now:
@@ -532,15 +558,17 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 			best, found = c, true
 		}
 	}
-	// Keys whose head batch is full or ripe, by (rank, tenant, arrival),
-	// but those not ready at matNow (unripe). A run of
-	// touched keys' entries is passed over in one seek once a scan has
-	// walked it (touch.next), so that a view's scans do not walk the keys
-	// it took from again and again. A skipped tenant is passed over in
-	// one seek; a tenant not skipped is asked once, however many of its
-	// keys the view took from.
+	// Keys whose head batch is full, ripe or aged at the clock, by (rank,
+	// tenant, own level, arrival), but those not ready or aged at matNow
+	// (unripe). A run of touched keys' entries is passed over in one seek
+	// once a scan has walked it (touch.next), so that a view's scans do
+	// not walk the keys it took from again and again. A skipped tenant's
+	// keys of a level are passed over in one seek; a tenant not skipped
+	// is asked once per level, however many of its keys the view took
+	// from.
 	pivot := fullEnt{level: r, rank: rank, tenant: low}
-	var passed string // a tenant skip passed, if passedOK
+	var passed string // a tenant skip passed at level passedAt, if passedOK
+	var passedAt uint32
 	passedOK := false
 	// The touched keys passed since the last untouched entry, and the
 	// number of their entries.
@@ -550,15 +578,17 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 		ended := true // unless the callback stops the scan
 		v.s.full.AscendGreaterOrEqual(pivot, func(e fullEnt) bool {
 			ended = false
-			if e.level != r || same && e.rank != rank {
+			if e.level != r || same && e.rank != rank || found && (e.tenant != best.tenant || e.rank != best.rank) {
 				walk, n = v.link(walk, n, e)
 				return false
 			}
-			if i, ok := v.touchOf(key{tenant: e.tenant, shard: e.shard, level: e.level}, e.arr); ok {
-				walk = append(walk, walked{i: i, at: n})
-				if t := &v.touched[i]; t.nextN >= minLink {
-					pivot, again = t.next, true
-					n += t.nextN
+			if i, ok := v.touchOf(key{tenant: e.tenant, shard: e.shard, level: e.from}, e.arr); ok {
+				t := &v.touched[i]
+				sl := t.slot(e)
+				walk = append(walk, walked{i: i, at: n, slot: sl})
+				if t.nextN[sl] >= minLink {
+					pivot, again = t.next[sl], true
+					n += t.nextN[sl]
 					return false
 				}
 				n++
@@ -567,20 +597,27 @@ func (v *View) first(r uint32, skip func(string, uint32) bool, rank uint8, low s
 			}
 			walk, n = v.link(walk, n, e)
 			if len(v.unripe) > 0 {
-				if _, ok := v.unripe[unripe{k: key{tenant: e.tenant, shard: e.shard, level: e.level}, arr: e.arr}]; ok {
+				if _, ok := v.unripe[e]; ok {
 					ended = true
 					return true
 				}
 			}
-			if skip != nil && (!passedOK || passed != e.tenant) {
-				if skip(e.tenant, r) {
-					pivot = fullEnt{level: r, rank: e.rank, tenant: e.tenant + "\x00"}
-					again = true
+			// The entries of a tenant and rank are grouped by their keys'
+			// own level (more than one only at level 0, rank 0, with aged
+			// entries), and skip is asked per own level.
+			next := fullEnt{level: r, rank: e.rank, tenant: e.tenant, from: e.from + 1}
+			if skip != nil && (!passedOK || passed != e.tenant || passedAt != e.from) {
+				if skip(e.tenant, e.from) {
+					pivot, again = next, true
 					return false
 				}
-				passed, passedOK = e.tenant, true
+				passed, passedAt, passedOK = e.tenant, e.from, true
 			}
-			consider(cand{tenant: e.tenant, arr: e.arr, level: r, shard: e.shard, rank: e.rank})
+			consider(cand{tenant: e.tenant, arr: e.arr, level: e.from, shard: e.shard, rank: e.rank})
+			if r == 0 && e.rank == 0 && v.s.agedN > 0 {
+				// The tenant's oldest batch may be in a later group.
+				pivot, again = next, true
+			}
 			return false
 		})
 		if ended {
@@ -665,7 +702,7 @@ const minLink = 16
 // walked is a touched key a scan of the full heads passed: its index in
 // View.touched, and the number of touched keys' entries the scan had
 // passed before its own.
-type walked struct{ i, at int }
+type walked struct{ i, at, slot int }
 
 // link records in the touched keys of walk that e follows them, n entries
 // after the scan's first (all of them touched keys'), where that passes
@@ -675,7 +712,7 @@ func (v *View) link(walk []walked, n int, e fullEnt) ([]walked, int) {
 		if n-w.at < minLink {
 			break // the keys after it pass fewer entries still
 		}
-		v.touched[w.i].next, v.touched[w.i].nextN = e, n-w.at
+		v.touched[w.i].next[w.slot], v.touched[w.i].nextN[w.slot] = e, n-w.at
 	}
 	return walk[:0], 0
 }
