@@ -240,7 +240,7 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 		}
 		if ages(k.level, rank, lc) {
 			rs, _ := h.readySince(lc)
-			s.aging1(timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}, add)
+			s.agingEntry(timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}, add)
 		}
 	case lc.MaxAge > 0:
 		te := timeEnt{level: k.level, shard: k.shard, t: satAdd(h.first, int64(lc.MaxAge)), arr: h.arr, tenant: k.tenant, rank: rank}
@@ -282,13 +282,13 @@ func (s *state) ripe(te timeEnt, lc *LevelConfig, add bool) {
 		s.full.Mut(s.vmu).Delete(fe)
 	}
 	if ages(te.level, te.rank, lc) {
-		s.aging1(te, add)
+		s.agingEntry(te, add)
 	}
 }
 
-// aging1 adds (or removes) aging entry te, and its aged entry in full if
+// agingEntry adds (or removes) aging entry te, and its aged entry in full if
 // it is aged at the clock.
-func (s *state) aging1(te timeEnt, add bool) {
+func (s *state) agingEntry(te timeEnt, add bool) {
 	if add {
 		s.aging.Mut(s.vmu).ReplaceOrInsert(te)
 	} else {
