@@ -84,7 +84,7 @@ func (p *Planner) Config() Config { return p.s.cfg.clone() }
 
 // tick advances the planner's clock to t if it is later: arrival and
 // quarantine times never go backwards. The partial head batches whose
-// times it passes become ripe (see state.ripe). Every enqueued block
+// times it passes become ripe (see state.ready). Every enqueued block
 // ticks: tick stays within the compiler's inlining budget.
 func (p *Planner) tick(t int64) {
 	if t > p.s.clock {

@@ -13,7 +13,7 @@ import (
 const btreeDegree = 16
 
 // fullEnt indexes a key whose head batch is ready at every time from the
-// clock on (full, or ripe: see state.ripe) by (level it competes at,
+// clock on (full, or ripe: see state.ready) by (level it competes at,
 // tenant's rank, tenant, the key's own level, arrival of the batch's first
 // block). A batch competes at its own level and its tenant's rank; one
 // aged at the clock (see state.aged) has a second entry at level 0 and
@@ -44,6 +44,12 @@ func fullLess(a, b fullEnt) bool {
 		return a.arr < b.arr
 	}
 	return a.shard < b.shard // arrivals are unique; a total order all the same
+}
+
+// fullOf returns the entry in full, at its own level and rank, of the key
+// whose timed or aging entry is te.
+func fullOf(te timeEnt) fullEnt {
+	return fullEnt{level: te.level, shard: te.shard, tenant: te.tenant, arr: te.arr, from: te.level, rank: te.rank}
 }
 
 // agedEnt returns the entry in full of the batch whose aging entry is te,
@@ -232,16 +238,8 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 	lc := s.levelOf(k.tenant, k.level)
 	switch {
 	case h.full:
-		fe := fullEnt{level: k.level, shard: k.shard, tenant: k.tenant, arr: h.arr, from: k.level, rank: rank}
-		if add {
-			s.full.Mut(s.vmu).ReplaceOrInsert(fe)
-		} else {
-			s.full.Mut(s.vmu).Delete(fe)
-		}
-		if ages(k.level, rank, lc) {
-			rs, _ := h.readySince(lc)
-			s.agingEntry(timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}, add)
-		}
+		rs, _ := h.readySince(lc)
+		s.ready(timeEnt{level: k.level, shard: k.shard, t: rs, arr: h.arr, tenant: k.tenant, rank: rank}, lc, add)
 	case lc.MaxAge > 0:
 		te := timeEnt{level: k.level, shard: k.shard, t: satAdd(h.first, int64(lc.MaxAge)), arr: h.arr, tenant: k.tenant, rank: rank}
 		if add {
@@ -251,7 +249,7 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 		}
 		switch {
 		case te.t < s.clock:
-			s.ripe(te, lc, add)
+			s.ready(te, lc, add) // ripe
 		case add:
 			s.nextRipe = min(s.nextRipe, te.t)
 		}
@@ -272,14 +270,14 @@ func (s *state) indexHeadRank(k key, h *batch, rank uint8, add bool) {
 // (or, at a time before the clock, it passes over those not yet ready or
 // aged then). Both happen when the clock moves (ripen), once per batch.
 
-// ripe adds (or removes) the entries in full and aging of the ripe partial
-// head batch whose timed entry is te.
-func (s *state) ripe(te timeEnt, lc *LevelConfig, add bool) {
-	fe := fullEnt{level: te.level, shard: te.shard, tenant: te.tenant, arr: te.arr, from: te.level, rank: te.rank}
+// ready adds (or removes) the entries of a head batch ready at every time
+// from the clock on — full, or ripe — that has been ready since te.t: its
+// entry in full (fullOf), and its aging entry if it ages.
+func (s *state) ready(te timeEnt, lc *LevelConfig, add bool) {
 	if add {
-		s.full.Mut(s.vmu).ReplaceOrInsert(fe)
+		s.full.Mut(s.vmu).ReplaceOrInsert(fullOf(te))
 	} else {
-		s.full.Mut(s.vmu).Delete(fe)
+		s.full.Mut(s.vmu).Delete(fullOf(te))
 	}
 	if ages(te.level, te.rank, lc) {
 		s.agingEntry(te, add)
@@ -365,7 +363,7 @@ func (s *state) ripen(from, to int64) {
 	// The ripened batches that age get their aging entries, aged if they
 	// are at to, or lowering nextRipe.
 	for _, e := range ripened {
-		s.ripe(e, s.levelOf(e.tenant, e.level), true)
+		s.ready(e, s.levelOf(e.tenant, e.level), true)
 	}
 }
 

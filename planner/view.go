@@ -389,14 +389,14 @@ func (v *View) materialize(now int64, force []Force) {
 		lc := v.s.cfg.level(l)
 		// Partial batches ready by age: their entries' times are the times
 		// from which they are (ready strictly after). Those ripe at the
-		// view's clock are in full and aging already (see state.ripe);
+		// view's clock are in full and aging already (see state.ready);
 		// at a time before the clock, those not ready then are passed over.
 		if now < v.s.clock {
 			v.s.timed.AscendGreaterOrEqual(timeEnt{level: l, t: now}, func(e timeEnt) bool {
 				if e.level != l || e.t >= v.s.clock {
 					return false
 				}
-				v.pass(fullEnt{level: l, shard: e.shard, tenant: e.tenant, arr: e.arr, from: l, rank: e.rank})
+				v.pass(fullOf(e))
 				return true
 			})
 		}
