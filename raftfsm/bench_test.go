@@ -147,7 +147,7 @@ func newPollBench(b *testing.B) *pollBench { return newPollBenchSized(b, 10_000,
 // newPollBenchSized builds the state of a poll benchmark: jobs jobs in
 // progress for 10 other workers, pool unassigned jobs (assigned, then
 // released), hold jobs held by the benchmark worker, and 1,000,000 blocks
-// queued (plus the 20 sources of every job created). newPollBench is
+// queued, or $VS_QUEUED (plus the 20 sources of every job created). newPollBench is
 // (10,000, 4,000, 2,000), W2's jobs=10000 state; W4's is (10,000, 0, 2,000).
 func newPollBenchSized(b *testing.B, jobs, pool, hold int) *pollBench {
 	return newPollBenchWith(b, jobs, pool, hold, nil)
@@ -160,8 +160,8 @@ func newPollBenchWith(b *testing.B, jobs, pool, hold int, setup func(*node)) *po
 	if setup != nil {
 		setup(pb.n)
 	}
-	// 1,000,000 queued blocks, plus 20 per job created below.
-	benchBlocks(b, pb.n, 1_000_000+20*(jobs+pool+hold), "b")
+	// 1,000,000 queued blocks (VS_QUEUED), plus 20 per job created below.
+	benchBlocks(b, pb.n, benchenv.Int(b, "VS_QUEUED", 1_000_000)+20*(jobs+pool+hold), "b")
 	// The jobs in progress for other workers.
 	for w := range 10 {
 		pb.n.poll(&ck.PollRequest{WorkerID: fmt.Sprintf("other-%d", w), Seq: 1, FreeSlots: int32(jobs / 10)})

@@ -13,13 +13,13 @@ package raftfsm_test
 //
 // VS_SIZES (comma-separated) picks W2's J (default 1,000, 10,000 and
 // 100,000) and VS_CYCLE_JOBS W4's jobs in progress (default 10,000), as the
-// harness's run.sh sets them.
+// harness's run.sh sets them. VS_QUEUED sets the blocks queued in W2's and
+// W4's states (default 1,000,000; W4's 2,000 polls take 640,000 of them),
+// to see what the state's size costs a poll; the harness leaves it unset.
 
 import (
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -249,7 +249,7 @@ func cappedTenants(b *testing.B, n *node, k int) {
 
 // BenchmarkW4Cycle (W4): 2,000 polls of the benchmark worker in a steady
 // state: 10,000 jobs in progress for other workers (VS_CYCLE_JOBS), 2,000
-// held, no unassigned pool, 1,000,000 blocks queued. Each poll: 16
+// held, no unassigned pool, 1,000,000 blocks queued (VS_QUEUED). Each poll: 16
 // renewals, 16 completions (20 sources each), 16 free slots, filled by 16
 // new jobs assigned in the same poll. One op is 2,000 polls on a freshly
 // built state (untimed); ns/poll and polls/s count the timed polls only
@@ -257,13 +257,7 @@ func cappedTenants(b *testing.B, n *node, k int) {
 // are the two halves' means per poll.
 func BenchmarkW4Cycle(b *testing.B) {
 	const polls = 2000
-	jobs := 10_000
-	if s := os.Getenv("VS_CYCLE_JOBS"); s != "" {
-		var err error
-		if jobs, err = strconv.Atoi(s); err != nil || jobs <= 0 {
-			b.Fatalf("VS_CYCLE_JOBS=%q is not a positive number", s)
-		}
-	}
+	jobs := benchenv.Int(b, "VS_CYCLE_JOBS", 10_000)
 	b.ReportAllocs()
 	var prep, appl time.Duration
 	for i := 0; i < b.N; i++ {

@@ -27,3 +27,17 @@ func Sizes(tb testing.TB, def ...int) []int {
 	}
 	return out
 }
+
+// Int returns the positive integer in the environment variable name, or
+// def when it is unset; a malformed value fails tb.
+func Int(tb testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n <= 0 {
+		tb.Fatalf("%s=%q is not a positive number", name, s)
+	}
+	return n
+}
