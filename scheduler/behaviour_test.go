@@ -364,3 +364,33 @@ func TestCompletedRememberedAcrossManyAdds(t *testing.T) {
 	_, ok := h.s.CompletedToken("done")
 	require.True(t, ok)
 }
+
+// TestScheduleHandsAddedJobsInOrder: the jobs a schedule adds are handed
+// out in the order of AssignJob — level, then the tenant's rank, then
+// name — whatever order they were added in, each once.
+func TestScheduleHandsAddedJobsInOrder(t *testing.T) {
+	h := newHarness(t, scheduler.DefaultConfig())
+	h.s.SetLimits("a", &scheduler.Limits{Rank: 2})
+	h.s.SetLimits("c", &scheduler.Limits{Rank: 1})
+	sc := h.s.Schedule(h.now)
+	defer sc.Close()
+	for _, p := range []struct {
+		name, tenant string
+		level        uint32
+	}{
+		{"a1", "a", 1}, {"a0", "a", 0}, {"b1", "b", 1}, {"c0", "c", 0},
+		{"b0", "b", 0}, {"c1", "c", 1}, {"a2", "a", 0}, {"b2", "b", 0},
+	} {
+		require.True(t, sc.AddJob(ck.JobPlan{Name: p.name, Tenant: p.tenant, Level: p.level, Sources: []string{p.name + "-src"}}))
+	}
+	require.False(t, sc.AddJob(ck.JobPlan{Name: "c0", Tenant: "c", Sources: []string{"other"}}), "a name added before")
+	for sc.AssignJob("w") {
+	}
+	var handed []string
+	for _, c := range sc.Update().Changes {
+		if c.Kind == ck.ChangeAssign {
+			handed = append(handed, c.Job)
+		}
+	}
+	require.Equal(t, []string{"b0", "b2", "c0", "a0", "a2", "b1", "c1", "a1"}, handed)
+}

@@ -144,7 +144,10 @@
 // it fills) answers most checks of a new job's name without searching
 // either tree. Each schedule operation costs O(log n) per level visited
 // plus the jobs the schedule itself touched (and, with caps, the jobs of
-// the tenants it filled to their cap), never O(n).
+// the tenants it filled to their cap), never O(n). The jobs a schedule
+// added wait in the order it hands them out, so that finding the next one
+// costs O(log k) of the k it added; checking a new name against them
+// compares a word per job.
 //
 // # Snapshots
 //

@@ -1,11 +1,14 @@
 package scheduler
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/compactkit/compactkit/internal/cow"
 	"github.com/compactkit/compactkit/internal/ident"
+	"github.com/compactkit/compactkit/internal/namekey"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/fencing"
@@ -33,7 +36,10 @@ type Schedule struct {
 	changes []ck.Change
 	// touched holds the overlays of the view's jobs this schedule changed.
 	touched touchedSet
-	added   []*overlay   // jobs added, in order
+	added   []*overlay // jobs added, in order
+	// waiting holds the added jobs not yet handed out, in the order they are
+	// handed out: by level, then lessRFDN (see addedHead).
+	waiting []*overlay
 	excl    []*overlay   // jobs excluded by this schedule, in order
 	slab    []overlay    // storage for overlays
 	plans   []ck.JobPlan // storage for added plans
@@ -138,7 +144,9 @@ type overlay struct {
 	plan    *ck.JobPlan
 	version uint64 // the job's version before the entry (0 for a new job)
 	gone    bool   // completed or evicted by this schedule
-	handed  bool   // a job added by this schedule and assigned by it
+	// tail is, for a job added by this schedule, the last 8 bytes of its
+	// name as a word (see addedNamed).
+	tail uint64
 	// rank and capped are, for a job added by this schedule, its tenant's
 	// rank and whether the tenant has a cap (then it is in lims, and in
 	// slims for a per-shard cap).
@@ -233,13 +241,44 @@ func (sc *Schedule) isTouched(j *job) bool {
 }
 
 // addedNamed returns the job named name that this schedule added, or nil.
+// It compares the names' last words first: names share long prefixes
+// (their keys'), and planned ones end in a hash.
 func (sc *Schedule) addedNamed(name string) *overlay {
+	t := nameTail(name)
 	for _, o := range sc.added {
-		if o.st.Name == name {
+		if o.tail == t && o.st.Name == name {
 			return o
 		}
 	}
 	return nil
+}
+
+// nameTail returns the last 8 bytes of name (all of a shorter one) as a
+// word.
+func nameTail(name string) uint64 {
+	return namekey.Word(name, max(0, len(name)-8))
+}
+
+// waitingLess orders the added jobs not yet handed out: by level, then
+// lessRFDN, the order in which addedHead hands them out.
+func waitingLess(a, b *overlay) bool {
+	if a.st.Level != b.st.Level {
+		return a.st.Level < b.st.Level
+	}
+	return lessRFDN(a.rank, &a.st, b.rank, &b.st)
+}
+
+// waitingFrom returns the position in waiting of the first added job not yet
+// handed out at level or above.
+func (sc *Schedule) waitingFrom(level uint32) int {
+	i, _ := slices.BinarySearchFunc(sc.waiting, level, func(o *overlay, l uint32) int { return cmp.Compare(o.st.Level, l) })
+	return i
+}
+
+// hand removes o, an added job about to be handed out, from waiting.
+func (sc *Schedule) hand(o *overlay) {
+	i := sort.Search(len(sc.waiting), func(i int) bool { return !waitingLess(sc.waiting[i], o) })
+	sc.waiting = slices.Delete(sc.waiting, i, i+1)
 }
 
 // base returns the job named name in the view, or nil.
@@ -534,7 +573,7 @@ func (sc *Schedule) AssignJob(worker string) bool {
 	var o *overlay
 	if c.o != nil {
 		o = c.o
-		o.handed = true
+		sc.hand(o)
 		ch.Job, ch.Version = o.st.Name, 0
 		if o.capped {
 			sc.countCaps(o.st.Tenant, o.plan.Shard)
@@ -697,9 +736,15 @@ func (sc *Schedule) firstUntouched(aging bool, level uint32, from *job) *job {
 // addedHead puts into best the first assignable job added by this schedule
 // at the level, if it comes before best.
 func (sc *Schedule) addedHead(level uint32, best *candidate) {
-	for _, o := range sc.added {
-		if !o.handed && o.st.Level == level && !sc.heldAdded(o) && best.better(o.rank, &o.st) {
-			*best = candidate{st: &o.st, o: o, rank: o.rank}
+	for _, o := range sc.waiting[sc.waitingFrom(level):] {
+		if o.st.Level != level {
+			return
+		}
+		if !sc.heldAdded(o) {
+			if best.better(o.rank, &o.st) {
+				*best = candidate{st: &o.st, o: o, rank: o.rank}
+			}
+			return
 		}
 	}
 }
@@ -718,9 +763,12 @@ func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
 	}
 	sc.v.ready.Peek().AscendGreaterOrEqual(&sc.probe, consider)
 	sc.v.expiry.Peek().AscendGreaterOrEqual(&sc.probe, consider)
-	for _, o := range sc.added {
-		if !o.handed && o.st.Level >= level && !sc.heldAdded(o) && (!ok || o.st.Level < next) {
-			next, ok = o.st.Level, true
+	for _, o := range sc.waiting[sc.waitingFrom(level):] {
+		if !sc.heldAdded(o) {
+			if !ok || o.st.Level < next {
+				next, ok = o.st.Level, true
+			}
+			break
 		}
 	}
 	for _, j := range sc.freedJobs {
@@ -873,7 +921,10 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 		o.capped = true
 		sc.limits(plan.Tenant, plan.Shard, pol)
 	}
+	o.tail = nameTail(plan.Name)
 	sc.added = append(sc.added, o)
+	i := sort.Search(len(sc.waiting), func(i int) bool { return waitingLess(o, sc.waiting[i]) })
+	sc.waiting = slices.Insert(sc.waiting, i, o)
 	sc.size++
 	sc.emit(ck.Change{Kind: ck.ChangeAdd, Job: plan.Name, Plan: o.plan})
 	return true
