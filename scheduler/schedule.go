@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/compactkit/compactkit/internal/cow"
 	"github.com/compactkit/compactkit/internal/ident"
@@ -38,7 +37,7 @@ type Schedule struct {
 	touched touchedSet
 	added   []*overlay // jobs added, in order
 	// waiting holds the added jobs not yet handed out, in the order they are
-	// handed out: by level, then lessRFDN (see addedHead).
+	// handed out: by level, then lessRFDN (waitingLess).
 	waiting []*overlay
 	excl    []*overlay   // jobs excluded by this schedule, in order
 	slab    []overlay    // storage for overlays
@@ -242,7 +241,8 @@ func (sc *Schedule) isTouched(j *job) bool {
 
 // addedNamed returns the job named name that this schedule added, or nil.
 // It compares the names' last words first: names share long prefixes
-// (their keys'), and planned ones end in a hash.
+// (their keys'), and planned ones end in a hash (at 1,024 jobs added,
+// BenchmarkScheduleAdded takes two thirds of the time it takes without).
 func (sc *Schedule) addedNamed(name string) *overlay {
 	t := nameTail(name)
 	for _, o := range sc.added {
@@ -275,9 +275,21 @@ func (sc *Schedule) waitingFrom(level uint32) int {
 	return i
 }
 
+// waitingAt returns o's position in waiting: where it is, or where it
+// goes (added jobs have distinct names, so none ties with it).
+func (sc *Schedule) waitingAt(o *overlay) int {
+	i, _ := slices.BinarySearchFunc(sc.waiting, o, func(x, o *overlay) int {
+		if waitingLess(x, o) {
+			return -1
+		}
+		return 0
+	})
+	return i
+}
+
 // hand removes o, an added job about to be handed out, from waiting.
 func (sc *Schedule) hand(o *overlay) {
-	i := sort.Search(len(sc.waiting), func(i int) bool { return !waitingLess(sc.waiting[i], o) })
+	i := sc.waitingAt(o)
 	sc.waiting = slices.Delete(sc.waiting, i, i+1)
 }
 
@@ -923,8 +935,7 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 	}
 	o.tail = nameTail(plan.Name)
 	sc.added = append(sc.added, o)
-	i := sort.Search(len(sc.waiting), func(i int) bool { return waitingLess(o, sc.waiting[i]) })
-	sc.waiting = slices.Insert(sc.waiting, i, o)
+	sc.waiting = slices.Insert(sc.waiting, sc.waitingAt(o), o)
 	sc.size++
 	sc.emit(ck.Change{Kind: ck.ChangeAdd, Job: plan.Name, Plan: o.plan})
 	return true
