@@ -3,6 +3,7 @@ package codec_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
@@ -255,12 +256,80 @@ func FuzzColumns(f *testing.F) {
 		if ss, err := (codec.Strings{Data: data, Lens: lens}).Unpack(n); err == nil {
 			require.Len(t, ss, n)
 		}
-		if vs, err := codec.UnpackInts[int64](ints, n); err == nil {
+		vs, err := codec.UnpackInts[int64](ints, n)
+		if err == nil {
 			require.Equal(t, ints, codec.PackInts(vs))
 		}
+		checkUvarints(t, ints, n, vs, err)
 		if vs, err := codec.UnpackInts[uint16](ints, n); err == nil {
 			require.Len(t, vs, n)
 		}
+	})
+}
+
+// referenceInts decodes an integer column with binary.Uvarint, refusing
+// the overlong varints the format refuses: what UnpackInts must accept.
+func referenceInts(b []byte, n int) ([]int64, bool) {
+	if n < 0 {
+		return nil, false
+	}
+	out := []int64{}
+	var prev uint64
+	for range n {
+		z, k := binary.Uvarint(b)
+		if k <= 0 || k > 1 && b[k-1] == 0 {
+			return nil, false
+		}
+		b = b[k:]
+		prev += uint64(int64(z>>1) ^ -int64(z&1))
+		out = append(out, int64(prev))
+	}
+	return out, len(b) == 0
+}
+
+// checkUvarints asserts that UnpackInts' answer for (b, n), got and err,
+// is the reference decoder's.
+func checkUvarints(t require.TestingT, b []byte, n int, got []int64, err error) {
+	want, ok := referenceInts(b, n)
+	if !ok {
+		require.ErrorIs(t, err, codec.ErrMalformed)
+		return
+	}
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+// An integer column decodes exactly as binary.Uvarint reads it, without
+// overlong varints: every value of one to ten bytes, truncated and
+// followed by anything.
+func TestIntsDecodeAsUvarint(t *testing.T) {
+	for _, b := range [][]byte{
+		{}, {0}, {0x80}, {0x80, 0}, {0x81, 0}, {0xff, 0x7f},
+		{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x80, 1},
+	} {
+		for n := range 3 {
+			got, err := codec.UnpackInts[int64](b, n)
+			checkUvarints(t, b, n, got, err)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		var b []byte
+		for range rapid.IntRange(0, 8).Draw(t, "values") {
+			// A varint of 1 to 11 bytes: continuation bytes, then a last
+			// byte that may be zero, above 1, or missing.
+			for range rapid.IntRange(0, 10).Draw(t, "continuations") {
+				b = append(b, rapid.ByteRange(0x80, 0xff).Draw(t, "continuation"))
+			}
+			if rapid.IntRange(0, 9).Draw(t, "last") > 0 {
+				b = append(b, rapid.ByteRange(0, 0x7f).Draw(t, "byte"))
+			}
+		}
+		n := rapid.IntRange(0, 9).Draw(t, "n")
+		got, err := codec.UnpackInts[int64](b, n)
+		checkUvarints(t, b, n, got, err)
 	})
 }
 

@@ -44,17 +44,22 @@ func (c Strings) Unpack(n int) ([]string, error) {
 		return out, nil
 	}
 	all := string(c.Data) // one allocation for every string
-	lens, off := c.Lens, 0
+	p, off := 0, 0        // the next length's first byte, the next string's
 	for i := range out {
-		l, k := uvarint(lens)
-		if k <= 0 || l > uint64(len(all)-off) {
+		var l uint64
+		if p < len(c.Lens) && c.Lens[p] < 0x80 { // uvarintAt's one-byte case, inline
+			l = uint64(c.Lens[p])
+			p++
+		} else if l, p = uvarintAt(c.Lens, p); p < 0 {
 			return nil, fmt.Errorf("codec: string column: bad length at %d: %w", i, ErrMalformed)
 		}
-		lens = lens[k:]
+		if l > uint64(len(all)-off) {
+			return nil, fmt.Errorf("codec: string column: bad length at %d: %w", i, ErrMalformed)
+		}
 		out[i] = all[off : off+int(l)]
 		off += int(l)
 	}
-	if len(lens) != 0 || off != len(all) {
+	if p != len(c.Lens) || off != len(all) {
 		return nil, fmt.Errorf("codec: string column: trailing data: %w", ErrMalformed)
 	}
 	return out, nil
@@ -104,12 +109,15 @@ func AppendInts[T Integer](dst []T, b []byte, n int) ([]T, error) {
 	grown := slices.Grow(dst, n)[:len(dst)+n]
 	out := grown[len(dst):]
 	var prev uint64
+	p := 0 // the next value's first byte
 	for i := range out {
-		z, k := uvarint(b)
-		if k <= 0 {
+		var z uint64
+		if p < len(b) && b[p] < 0x80 { // uvarintAt's one-byte case, inline
+			z = uint64(b[p])
+			p++
+		} else if z, p = uvarintAt(b, p); p < 0 {
 			return dst, fmt.Errorf("codec: integer column: bad value at %d: %w", i, ErrMalformed)
 		}
-		b = b[k:]
 		prev += uint64(int64(z>>1) ^ -int64(z&1))
 		t := T(prev)
 		if uint64(t) != prev {
@@ -117,19 +125,32 @@ func AppendInts[T Integer](dst []T, b []byte, n int) ([]T, error) {
 		}
 		out[i] = t
 	}
-	if len(b) != 0 {
-		return dst, fmt.Errorf("codec: integer column: %d trailing bytes: %w", len(b), ErrMalformed)
+	if p != len(b) {
+		return dst, fmt.Errorf("codec: integer column: %d trailing bytes: %w", len(b)-p, ErrMalformed)
 	}
 	return grown, nil
 }
 
-// uvarint is binary.Uvarint that also refuses overlong encodings (a
-// multi-byte varint ending in a zero byte), so every column has exactly
-// one encoding and decode-then-encode is the identity.
-func uvarint(b []byte) (uint64, int) {
-	v, k := binary.Uvarint(b)
-	if k > 1 && b[k-1] == 0 {
-		return 0, -k
+// uvarintAt decodes the uvarint that starts at b[p] (binary.Uvarint's
+// loop on an offset) and returns it with the offset of the byte after it,
+// or with -1 when the bytes from p do not start one: too short, too long,
+// above 64 bits, or overlong (a multi-byte varint ending in a zero byte,
+// refused so that every column has exactly one encoding and
+// decode-then-encode is the identity). Its callers decode a one-byte
+// value, most of a column's deltas and lengths, themselves: this function
+// is too large to be inlined.
+func uvarintAt(b []byte, p int) (uint64, int) {
+	var v uint64
+	for k := 0; k < binary.MaxVarintLen64 && p >= 0 && p < len(b); k++ {
+		c := b[p]
+		p++
+		if c < 0x80 {
+			if k > 0 && c == 0 || k == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -1
+			}
+			return v | uint64(c)<<(7*k), p
+		}
+		v |= uint64(c&0x7f) << (7 * k)
 	}
-	return v, k
+	return 0, -1
 }
