@@ -479,18 +479,16 @@ func (rs *restorer) queued() error {
 	br := rs.blockReader("queued blocks", rs.h.Blocks)
 	for _, kc := range rs.keyBlocks {
 		q := &queue{k: kc.k}
-		var prev item
+		var it item
 		for j := int64(0); j < kc.n; j++ {
-			it, err := br.next()
-			if err != nil {
+			if err := br.next(&it); err != nil {
 				return err
 			}
 			if j > 0 {
-				if err := checkOrder(&prev, &it, "queued blocks"); err != nil {
+				if err := checkOrder(q.last(), &it, "queued blocks"); err != nil {
 					return err
 				}
 			}
-			prev = it
 			q.push(&it)
 		}
 		q.head = formBatch(q, 0, rs.cfg.level(q.k.level))
@@ -544,9 +542,9 @@ func (rs *restorer) claimed() error {
 	for _, cc := range rs.claimBlocks {
 		c := cc.c
 		c.items = make([]item, 0, min(cc.n, codec.FrameRecords))
+		var it item
 		for j := int64(0); j < cc.n; j++ {
-			it, err := br.next()
-			if err != nil {
+			if err := br.next(&it); err != nil {
 				return err
 			}
 			if j > 0 {
@@ -579,8 +577,8 @@ func (rs *restorer) quarantine() error {
 			return err
 		}
 		for i := range n {
-			it, err := bl.item(i)
-			if err != nil {
+			var it item
+			if err := bl.item(i, &it); err != nil {
 				return err
 			}
 			k := keys[i]
@@ -633,24 +631,24 @@ func (rs *restorer) blockReader(what string, n uint64) *blockReader {
 	return &blockReader{d: rs.d, what: what, clock: rs.h.Clock, nextArr: rs.h.NextArrival}
 }
 
-// next returns the next block of the section.
-func (b *blockReader) next() (item, error) {
+// next sets it to the next block of the section.
+func (b *blockReader) next(it *item) error {
 	if b.i == len(b.ids) {
 		if !b.d.More() {
 			if err := b.d.Err(); err != nil {
-				return item{}, err
+				return err
 			}
-			return item{}, codec.Malformed("%s: more blocks than counted", b.what)
+			return codec.Malformed("%s: more blocks than counted", b.what)
 		}
 		var f blocksFrame
 		b.load(&f, b.d.Frame(&f, &f.N))
 		if err := b.d.Err(); err != nil {
-			return item{}, err
+			return err
 		}
 		b.i = 0
 	}
 	b.i++
-	return b.item(b.i - 1)
+	return b.item(b.i-1, it)
 }
 
 // load unpacks the columns of a frame of n blocks.
@@ -664,13 +662,13 @@ func (b *blockReader) load(f *blocksFrame, n int) {
 	b.sizes = codec.Ints[int64](d, "sizes", f.Sizes, n)
 }
 
-// item returns block i of the loaded frame, checked.
-func (b *blockReader) item(i int) (item, error) {
-	it := item{id: b.ids[i], arrival: b.arrivals[i], time: b.times[i], minT: b.minTs[i], maxT: b.maxTs[i], size: b.sizes[i]}
-	if err := checkItem(&it, b.clock, b.nextArr); err != nil {
-		return item{}, fmt.Errorf("%s: %w", b.what, err)
+// item sets it to block i of the loaded frame, checked.
+func (b *blockReader) item(i int, it *item) error {
+	*it = item{id: b.ids[i], arrival: b.arrivals[i], time: b.times[i], minT: b.minTs[i], maxT: b.maxTs[i], size: b.sizes[i]}
+	if err := checkItem(it, b.clock, b.nextArr); err != nil {
+		return fmt.Errorf("%s: %w", b.what, err)
 	}
-	return it, nil
+	return nil
 }
 
 // checkItem validates a restored block.
