@@ -67,6 +67,7 @@ type removal struct {
 // every change without counting it, so that applying an entry twice changes
 // nothing.
 func (s *Scheduler) Begin(e ck.Entry, now int64, tokenIndex uint64) *Tx {
+	s.settle()
 	tx := &Tx{s: s, e: e, now: now, token: fencing.Token(e.Index)}
 	if tokenIndex != 0 {
 		tx.token = fencing.Token(tokenIndex)
@@ -243,7 +244,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 			return tx.skip(&r, skippedLeaseNotExpired, "")
 		case expired && cfg.atLimit(j.st.Failures):
 			return tx.skip(&r, skippedAtFailureLimit, "%d failures before, limit %d: exclude instead", j.st.Failures, cfg.MaxFailures)
-		case j.st.Status == ck.StatusUnassigned && j.hold&holdCapped != 0:
+		case j.st.Status == ck.StatusUnassigned && s.capHeld(j):
 			return tx.skip(&r, skippedCapped, "%s", s.capText(j))
 		case j.st.Worker == "" && tx.token < j.st.Token, j.st.Worker != "" && tx.token <= j.st.Token:
 			return tx.skip(&r, skippedTokenNotNewer, "token %d, the job's %d", tx.token, j.st.Token)
@@ -364,6 +365,9 @@ func (tx *Tx) add(c *ck.Change, old *job, r *Result) Result {
 		plan: plan,
 	}
 	s.shape(j, pol, s.counts[plan.Tenant])
+	if u := s.unsettledOf(plan.Tenant); u != nil {
+		u.added = append(u.added, c.Job)
+	}
 	tx.stamp(j, nil)
 	s.insertPending(j)
 	s.counters.Added++
@@ -528,6 +532,7 @@ func (s *Scheduler) Retry(e ck.Entry, now int64, name, by string) (int, error) {
 // kept. The work is proportional to the jobs the rule matches (for a level
 // across tenants, plus one lookup per tenant).
 func (s *Scheduler) SetPause(rule PauseRule, paused bool) {
+	s.settle()
 	if rule.AllTenants {
 		rule.Tenant = ""
 	}

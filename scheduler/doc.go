@@ -107,16 +107,21 @@
 //
 // Held jobs leave the assignment indexes when their hold begins, as paused
 // ones do, so that a poll never visits them: a poll's cost does not grow
-// with the number of held tenants. The transition costs O(the tenant's
-// jobs): a policy change, or a change that moves the tenant's count of jobs
-// in progress across its cap, or a shard's count across the per-shard cap.
-// A capped tenant with a backlog pays it at every completion that frees a
-// slot its next job takes ([Schedule.FreeCaps]): the entry crosses the cap
-// down and up again, and the schedule walks the tenant's jobs — about 3 µs
-// per waiting job on a 2-core machine (BenchmarkScheduleFreedBacklog).
-// The counts per shard are kept only for the tenants whose effective
-// policy has a per-shard cap, and counted from their jobs when it gains
-// one.
+// with the number of held tenants. Those held by a cap alone move to an
+// index of their own, by tenant and then in assignment order, where a
+// schedule with [Schedule.FreeCaps] finds the next job of a tenant whose
+// cap it frees in O(log n). The transition costs O(the tenant's jobs): a
+// policy change, or an entry that moves the tenant's count of jobs in
+// progress across its cap, or a shard's count across the per-shard cap,
+// and leaves it there. Crossings are settled when the entry ends (at the
+// next entry, schedule, statistics or snapshot): an entry that crosses a
+// cap and back — a completion and the assignment of the tenant's next
+// job, the steady state of a capped tenant with a backlog — reshapes only
+// the jobs it added meanwhile, and until then an assignment checks the
+// tenant's counts. Such a poll costs the same with 100 or 10,000 jobs
+// waiting behind the cap (BenchmarkScheduleFreedBacklog). The counts per
+// shard are kept only for the tenants whose effective policy has a
+// per-shard cap, and counted from their jobs when it gains one.
 //
 // # Cost
 //

@@ -22,6 +22,7 @@ func equalRecs(a, b tenantRec) bool {
 }
 
 func (s *Scheduler) checkDerived() error {
+	s.settle()
 	counts := map[string]int{}
 	jobs := map[string]int{}
 	var err error
@@ -114,6 +115,7 @@ func (s *Scheduler) checkDerived() error {
 		}{
 			{"ready", inReady, unassigned && j.hold == 0},
 			{"aging", inAging, unassigned && j.hold == 0},
+			{"held", in(s.held), unassigned && j.hold == holdCapped},
 			{"expiry", in(s.expiry), running && !idles(j.hold)},
 			{"idle", in(s.idle), running && idles(j.hold)},
 			{"excluded", in(s.excluded), j.st.Status == ck.StatusExcluded},
@@ -140,7 +142,7 @@ func (s *Scheduler) checkDerived() error {
 			return fmt.Errorf("pending job %s is not the job of that name", s.pending.st.Name)
 		}
 	}
-	if n := s.ready.Len() + s.expiry.Len() + s.idle.Len() + s.excluded.Len(); n > s.byName.Len() {
+	if n := s.ready.Len() + s.held.Len() + s.expiry.Len() + s.idle.Len() + s.excluded.Len(); n > s.byName.Len() {
 		return fmt.Errorf("%d indexed jobs, %d jobs", n, s.byName.Len())
 	}
 	var wantLevels []LevelStats
@@ -212,7 +214,7 @@ func TallyLevel(levels map[uint32]*LevelStats, level uint32, status ck.JobStatus
 func ViewFrozen(sc *Schedule) bool { return len(FrozenTrees(sc)) > 0 }
 
 // treeNames names the trees of trees.list, in order.
-var treeNames = [...]string{"byName", "byTenant", "ready", "aging", "expiry", "excluded", "completed", "tenants"}
+var treeNames = [...]string{"byName", "byTenant", "ready", "aging", "held", "expiry", "excluded", "completed", "tenants"}
 
 // FrozenTrees names the trees the schedule's view holds a frozen clone of.
 func FrozenTrees(sc *Schedule) []string {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"slices"
 
 	ck "github.com/compactkit/compactkit"
@@ -16,9 +17,9 @@ import (
 // while it is below its cap. A transaction applies the changes in order,
 // so the job ended comes off the count before the next one is assigned.
 // Without it a schedule counts a tenant's jobs in progress as the view
-// has them. The first job of a capped tenant that the schedule ends costs
-// a walk of that tenant's jobs in the view (to find those held at the
-// cap); jobs of tenants without a cap cost nothing more.
+// has them. Finding a freed tenant's next job costs a search of the
+// view's jobs held at a cap, by tenant; jobs of tenants without a cap cost
+// nothing more.
 func (sc *Schedule) FreeCaps() *Schedule {
 	sc.freeCaps = true
 	return sc
@@ -31,8 +32,8 @@ func (sc *Schedule) FreeCaps() *Schedule {
 func (sc *Schedule) Freed() []string { return sc.freed }
 
 // free counts off the caps of its tenant a job of the view in progress
-// that this schedule ends, and collects the tenant's unassigned jobs that
-// the view holds at the cap.
+// that this schedule ends, and from the first on lets freedHead offer the
+// tenant's unassigned jobs that the view holds at a cap.
 func (sc *Schedule) free(j *job) {
 	tenant, shard := j.st.Tenant, j.shard()
 	p, _ := sc.policyOf(tenant)
@@ -42,17 +43,9 @@ func (sc *Schedule) free(j *job) {
 	if p.MaxPerShard > 0 {
 		sc.uncount(sc.slim(tenant, shard))
 	}
-	if slices.Contains(sc.freed, tenant) {
-		return
+	if !slices.Contains(sc.freed, tenant) {
+		sc.freed = append(sc.freed, tenant)
 	}
-	sc.freed = append(sc.freed, tenant)
-	sc.v.byTenant.Peek().AscendRange(&tenantKey{tenant: tenant}, &tenantKey{tenant: successor(tenant)}, func(k *tenantKey) bool {
-		if h := sc.base(k.name.String()); h != nil && h.st.Status == ck.StatusUnassigned && h.hold == holdCapped {
-			sc.limits(tenant, h.shard(), p)
-			sc.freedJobs = append(sc.freedJobs, h)
-		}
-		return true
-	})
 }
 
 // uncount counts off one job in progress of the view that the schedule
@@ -68,14 +61,42 @@ func (sc *Schedule) uncount(l *tenantLim) {
 // freedAssignable reports whether a held job of a freed tenant may be
 // assigned now: untouched, and its tenant and shard below their caps.
 func (sc *Schedule) freedAssignable(j *job) bool {
-	return !sc.isTouched(j) && !sc.full(j.st.Tenant, j.shard())
+	if sc.isTouched(j) {
+		return false
+	}
+	p, _ := sc.policyOf(j.st.Tenant)
+	sc.limits(j.st.Tenant, j.shard(), p)
+	return !sc.full(j.st.Tenant, j.shard())
+}
+
+// freedFirst returns the first assignable job of tenant that the view
+// holds at a cap, at level or above (any level with all), in the view's
+// held index order: by level, then failures, deadline and name.
+func (sc *Schedule) freedFirst(tenant string, level uint32, all bool) *job {
+	if l := sc.lims[tenant]; l != nil && l.full() {
+		return nil // at its cap again: none of its jobs is assignable
+	}
+	sc.probe.rank = 0
+	sc.probe.st = ck.JobState{Tenant: tenant, Level: level, Deadline: math.MinInt64}
+	var found *job
+	sc.v.held.Peek().AscendGreaterOrEqual(&sc.probe, func(j *job) bool {
+		if j.st.Tenant != tenant || !all && j.st.Level != level {
+			return false
+		}
+		if sc.freedAssignable(j) {
+			found = j
+			return false
+		}
+		return true
+	})
+	return found
 }
 
 // freedHead puts into best the first assignable held job of a freed
 // tenant at the level, if it comes before best.
 func (sc *Schedule) freedHead(level uint32, best *candidate) {
-	for _, j := range sc.freedJobs {
-		if j.st.Level == level && sc.freedAssignable(j) && best.better(j.rank, &j.st) {
+	for _, tenant := range sc.freed {
+		if j := sc.freedFirst(tenant, level, false); j != nil && best.better(j.rank, &j.st) {
 			*best = candidate{st: &j.st, j: j, rank: j.rank}
 		}
 	}

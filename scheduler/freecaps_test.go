@@ -17,7 +17,9 @@ import (
 // refused at the cap), no tenant or shard ends above its cap, and a
 // tenant with a tenant-wide cap only is left below it only when none of
 // its jobs is left to assign. Without FreeCaps the schedule assigns none
-// of a tenant that was at its cap.
+// of a tenant that was at its cap. After each entry the holds of every
+// job, and the indexes, are those of the counts: jobs added while their
+// tenant was below its cap in the entry are held if the entry filled it.
 func TestFreeCaps(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s, err := scheduler.New(testConfig())
@@ -30,6 +32,7 @@ func TestFreeCaps(t *testing.T) {
 				r := tx.Apply(&u.Changes[i])
 				require.True(t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
 			}
+			require.NoError(t, scheduler.CheckDerived(s))
 		}
 		tenants := []string{"a", "b"}
 		pols := map[string]scheduler.Limits{}
@@ -73,6 +76,15 @@ func TestFreeCaps(t *testing.T) {
 			}
 			require.True(t, sc.UpdateJob("w1", &u))
 			reported[js.Name] = true
+		}
+		// New jobs after the updates: added while their tenant may be
+		// below its cap in the entry, which the assignments that follow
+		// may fill again.
+		for i := range rapid.IntRange(0, 3).Draw(t, "added") {
+			tenant := rapid.SampledFrom(tenants).Draw(t, "tenant")
+			p := ck.JobPlan{Name: fmt.Sprintf("%s-new-%d", tenant, i), Tenant: tenant, Shard: rapid.Uint32Range(1, 2).Draw(t, "shard")}
+			p.Sources = []string{p.Name + "/src"}
+			sc.AddJob(p)
 		}
 		assigned := map[string]int{}
 		for sc.AssignJob("w2") {
@@ -153,4 +165,73 @@ func TestFreeCapsJobAddedAtCap(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, ck.StatusInProgress, second.Status)
 	require.Equal(t, "w2", second.Worker)
+}
+
+// TestFreeCapsAssignsInOrder: the job a schedule with FreeCaps gives for a
+// freed cap is the tenant's first held job in the order of its level —
+// fewer failures first, then deadline, then name — not the first by name.
+func TestFreeCapsAssignsInOrder(t *testing.T) {
+	s, err := scheduler.New(testConfig())
+	require.NoError(t, err)
+	s.SetLimits("a", &scheduler.Limits{MaxInProgress: 1})
+	idx := uint64(0)
+	apply := func(u ck.PlanUpdate) {
+		t.Helper()
+		idx++
+		tx := s.Begin(ck.Entry{Index: idx, Term: 1, Time: t0}, t0, 0)
+		for i := range u.Changes {
+			r := tx.Apply(&u.Changes[i])
+			require.True(t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
+		}
+		require.NoError(t, scheduler.CheckDerived(s))
+	}
+	plan := func(name string) ck.JobPlan {
+		return ck.JobPlan{Name: name, Tenant: "a", Sources: []string{name + "/src"}}
+	}
+	report := func(sc *scheduler.Schedule, name string, status ck.ReportStatus) {
+		t.Helper()
+		js, _, ok := s.Job(name)
+		require.True(t, ok)
+		u := ck.StatusUpdate{Job: name, Token: js.Token, Status: status}
+		if status == ck.ReportSuccess {
+			u.Outputs = []ck.BlockMeta{{ID: name + "-out", Tenant: "a", Level: 1}}
+		}
+		require.True(t, sc.UpdateJob("w1", &u))
+	}
+	assigned := func(u ck.PlanUpdate) []string {
+		var out []string
+		for _, c := range u.Changes {
+			if c.Kind == ck.ChangeAssign {
+				out = append(out, c.Job)
+			}
+		}
+		return out
+	}
+
+	// a-2 runs and fails once; a-3 runs; a-4 waits behind the cap.
+	sc := s.Schedule(t0)
+	require.True(t, sc.AddJob(plan("a-2")))
+	require.True(t, sc.AddJob(plan("a-3")))
+	require.True(t, sc.AssignJob("w1"))
+	u := sc.Update()
+	require.Equal(t, []string{"a-2"}, assigned(u))
+	apply(u)
+	sc = s.Schedule(t0)
+	report(sc, "a-2", ck.ReportFailure)
+	apply(sc.Update())
+	sc = s.Schedule(t0)
+	require.True(t, sc.AddJob(plan("a-4")))
+	require.True(t, sc.AssignJob("w1"))
+	u = sc.Update()
+	require.Equal(t, []string{"a-3"}, assigned(u), "fewer failures first")
+	apply(u)
+
+	// Completing a-3 frees the cap for a-4 (no failure), ahead of a-2.
+	sc = s.Schedule(t0).FreeCaps()
+	report(sc, "a-3", ck.ReportSuccess)
+	for sc.AssignJob("w1") {
+	}
+	u = sc.Update()
+	require.Equal(t, []string{"a-4"}, assigned(u), "the held job with fewer failures, then the cap again")
+	apply(u)
 }

@@ -194,6 +194,7 @@ type Stats struct {
 // Stats returns a summary of the scheduler's state. It costs O(levels +
 // pause rules).
 func (s *Scheduler) Stats() Stats {
+	s.settle()
 	return Stats{
 		Jobs:      s.byName.Len(),
 		Levels:    cloneOrNil(s.levels),

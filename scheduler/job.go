@@ -128,6 +128,20 @@ func byAge(a, b *job) bool {
 	return a.st.Name < b.st.Name
 }
 
+// byHeld orders the unassigned jobs held by a cap alone: tenant, level,
+// failures, deadline, name — within a tenant and level, the order in
+// which a schedule that frees the tenant's cap assigns them (its jobs
+// share a rank).
+func byHeld(a, b *job) bool {
+	if a.st.Tenant != b.st.Tenant {
+		return a.st.Tenant < b.st.Tenant
+	}
+	if a.st.Level != b.st.Level {
+		return a.st.Level < b.st.Level
+	}
+	return lessFDN(&a.st, &b.st)
+}
+
 // byDeadline orders in-progress jobs: deadline, name.
 func byDeadline(a, b *job) bool {
 	if a.st.Deadline != b.st.Deadline {

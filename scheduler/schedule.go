@@ -46,11 +46,10 @@ type Schedule struct {
 	headBuf [4]head      // first heads, without an allocation
 	// freeCaps makes the jobs in progress this schedule ends count off
 	// their tenant's caps (FreeCaps); freed lists the capped tenants it
-	// ended jobs of, in order, and freedJobs the unassigned jobs of theirs
-	// that the view holds at their cap.
-	freeCaps  bool
-	freed     []string
-	freedJobs []*job
+	// ended jobs of, in order, whose jobs the view holds at a cap it
+	// offers (freedHead).
+	freeCaps bool
+	freed    []string
 	// lims holds the capped tenants this schedule assigned or added jobs
 	// for, and nfull how many of them are full: at their cap with the
 	// view's jobs in progress and this schedule's assignments.
@@ -783,8 +782,8 @@ func (sc *Schedule) nextLevel(level uint32) (uint32, bool) {
 			break
 		}
 	}
-	for _, j := range sc.freedJobs {
-		if j.st.Level >= level && sc.freedAssignable(j) && (!ok || j.st.Level < next) {
+	for _, tenant := range sc.freed {
+		if j := sc.freedFirst(tenant, level, true); j != nil && (!ok || j.st.Level < next) {
 			next, ok = j.st.Level, true
 		}
 	}

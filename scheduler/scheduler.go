@@ -58,6 +58,11 @@ type Scheduler struct {
 	// and nShardCapped the number of (tenant, shard) pairs at that cap.
 	shards       map[string][]shardCount
 	nShardCapped int
+	// unsettled holds the tenants that crossed a cap in the entry being
+	// applied, in the order they first did, and unsettledAt their
+	// positions (see settle).
+	unsettled   []unsettled
+	unsettledAt map[string]int
 	// tenantNames holds one copy of the name of each tenant with jobs,
 	// and its number of jobs: every job of a tenant shares it, so that
 	// byTenant's searches compare equal tenants without reading them.
@@ -97,6 +102,11 @@ type trees struct {
 	// failures, deadline, name); aging holds the same jobs by (level,
 	// added, name).
 	ready, aging cow.Tree[*job]
+	// held holds the unassigned jobs held by a cap alone (the tenant's
+	// or their shard's) by (tenant, level, failures, deadline, name): a
+	// schedule that frees a tenant's cap (FreeCaps) reads its next jobs
+	// there.
+	held cow.Tree[*job]
 	// expiry holds the in-progress jobs neither paused nor closed by
 	// (level, rank, failures, deadline, name): the expired ones of a level
 	// are, per rank and failure count, a prefix.
@@ -112,7 +122,7 @@ type trees struct {
 // list returns the trees as the views that open, read and close them need
 // them.
 func (t *trees) list() []cow.Lazy {
-	return []cow.Lazy{&t.byName, &t.byTenant, &t.ready, &t.aging, &t.expiry, &t.excluded, &t.completed, &t.tenants}
+	return []cow.Lazy{&t.byName, &t.byTenant, &t.ready, &t.aging, &t.held, &t.expiry, &t.excluded, &t.completed, &t.tenants}
 }
 
 // view is the state a schedule reads (see doc.go, "Cost", for the
@@ -151,6 +161,7 @@ func newScheduler(cfg Config) *Scheduler {
 			byTenant:  cow.New(btree.NewG(degree, byTenant)),
 			ready:     cow.New(btree.NewG(degree, byPriority)),
 			aging:     cow.New(btree.NewG(degree, byAge)),
+			held:      cow.New(btree.NewG(degree, byHeld)),
 			expiry:    cow.New(btree.NewG(degree, byPriority)),
 			excluded:  cow.New(btree.NewG(degree, byExclusion)),
 			completed: cow.New(btree.NewG(degree, doneByName)),
@@ -184,6 +195,7 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 
 // open opens v, a schedule's view, on the scheduler as it is.
 func (s *Scheduler) open(v *view) {
+	s.settle()
 	s.flush()
 	*v = view{cfg: s.cfg, pauses: s.pauses, def: s.def, mu: &s.vmu, names: s.names}
 	cow.Open(&s.vmu, s.trees.list(), v.trees.list())
@@ -469,8 +481,11 @@ func (s *Scheduler) replace(old, nj *job) {
 func (s *Scheduler) treesOf(j *job) (ts [2]*cow.Tree[*job]) {
 	switch j.st.Status {
 	case ck.StatusUnassigned:
-		if j.hold == 0 {
+		switch j.hold {
+		case 0:
 			ts = [2]*cow.Tree[*job]{&s.ready, &s.aging}
+		case holdCapped:
+			ts[0] = &s.held
 		}
 	case ck.StatusInProgress:
 		if !idles(j.hold) {

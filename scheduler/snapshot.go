@@ -143,6 +143,7 @@ type doneFrame struct {
 // name order, in columnar frames. The bytes are a function of the logical
 // state only.
 func (s *Scheduler) Snapshot(w io.Writer) error {
+	s.settle()
 	var failed []*job
 	s.byName.Ascend(func(r named) bool {
 		j := r.j

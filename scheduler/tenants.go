@@ -176,9 +176,25 @@ func (s *Scheduler) holds(tenant string, level uint32, p Limits, n int) uint8 {
 func (s *Scheduler) shape(j *job, p Limits, n int) {
 	j.rank, j.hasCap = p.Rank, p.hasCap()
 	j.hold = s.holds(j.st.Tenant, j.st.Level, p, n)
-	if p.MaxPerShard > 0 && p.shardCapped(shardN(s.shards[j.st.Tenant], j.shard())) {
+	if s.shardHeld(j, p) {
 		j.hold |= holdCapped
 	}
+}
+
+// shardHeld reports whether the per-shard cap of p holds the shard of j.
+func (s *Scheduler) shardHeld(j *job, p Limits) bool {
+	return p.MaxPerShard > 0 && p.shardCapped(shardN(s.shards[j.st.Tenant], j.shard()))
+}
+
+// capHeld reports whether a cap holds j, an unassigned job, now: its
+// record's capped hold, or, for a tenant whose crossings of a cap this
+// entry has not settled, its counts.
+func (s *Scheduler) capHeld(j *job) bool {
+	if s.unsettledOf(j.st.Tenant) == nil {
+		return j.hold&holdCapped != 0
+	}
+	p := s.policy(j.st.Tenant)
+	return p.capped(s.counts[j.st.Tenant]) || s.shardHeld(j, p)
 }
 
 // SetDefaultLimits sets the limits of the tenants without their own. The
@@ -188,6 +204,7 @@ func (s *Scheduler) shape(j *job, p Limits, n int) {
 // cap presence change: re-keyed on a rank change, (de)activated on a hold
 // change. Versions are kept.
 func (s *Scheduler) SetDefaultLimits(p Limits) {
+	s.settle()
 	if p == s.def {
 		return
 	}
@@ -229,6 +246,7 @@ func (s *Scheduler) firstKey(from tenantKey) (tenantKey, bool) {
 // change, as SetDefaultLimits does. Versions are kept. The tenant name is
 // not validated: the state machine validates its commands.
 func (s *Scheduler) SetLimits(tenant string, l *Limits) {
+	s.settle()
 	if l == nil {
 		s.clearLimits(tenant)
 		return
@@ -366,11 +384,85 @@ func (s *Scheduler) reshape(tenant string, p Limits, n int) {
 		return true
 	})
 	for _, name := range names {
-		j := s.get(name)
-		nj := j.with()
-		s.shape(nj, p, n)
-		if nj.rank != j.rank || nj.hasCap != j.hasCap || nj.hold != j.hold {
-			s.replace(j, nj)
+		s.reshapeJob(s.get(name), p, n)
+	}
+}
+
+// reshapeJob gives j the rank, hasCap and holds of its tenant's policy p
+// with n jobs in progress, replacing its record if they change.
+func (s *Scheduler) reshapeJob(j *job, p Limits, n int) {
+	nj := j.with()
+	s.shape(nj, p, n)
+	if nj.rank != j.rank || nj.hasCap != j.hasCap || nj.hold != j.hold {
+		s.replace(j, nj)
+	}
+}
+
+// unsettled is a tenant whose count of jobs in progress crossed a cap —
+// its own or a shard's — in the entry being applied. Its jobs' records
+// keep the holds they had before the first crossing until the entry is
+// settled (settle): then, if the crossings cancel out — a completion and
+// the assignment of the tenant's next job in one poll, the steady state of
+// a capped tenant with a backlog under [Schedule.FreeCaps] — only the jobs
+// added meanwhile are reshaped; otherwise every job of the tenant is,
+// once. Meanwhile an assignment checks the tenant's counts (capHeld).
+type unsettled struct {
+	tenant string
+	// flipped: the tenant's cap was crossed an odd number of times;
+	// shards: the shards whose per-shard cap was.
+	flipped bool
+	shards  []uint32
+	// added: the jobs added meanwhile, shaped by the counts of their time.
+	added []string
+}
+
+// unsettledOf returns the entry of tenant in s.unsettled, or nil.
+func (s *Scheduler) unsettledOf(tenant string) *unsettled {
+	if len(s.unsettled) == 0 {
+		return nil
+	}
+	if i, ok := s.unsettledAt[tenant]; ok {
+		return &s.unsettled[i]
+	}
+	return nil
+}
+
+// unsettle returns the entry of tenant in s.unsettled, adding it.
+func (s *Scheduler) unsettle(tenant string) *unsettled {
+	if u := s.unsettledOf(tenant); u != nil {
+		return u
+	}
+	if s.unsettledAt == nil {
+		s.unsettledAt = make(map[string]int)
+	}
+	s.unsettledAt[tenant] = len(s.unsettled)
+	s.unsettled = append(s.unsettled, unsettled{tenant: tenant})
+	return &s.unsettled[len(s.unsettled)-1]
+}
+
+// settle reshapes the jobs of the tenants that crossed a cap since the
+// last settle (see unsettled), in the order they first crossed it. Every
+// reader of the holds (a schedule's view, the statistics, a snapshot) and
+// every change to them but an entry's (pauses, policies) settles first,
+// and so does the next entry.
+func (s *Scheduler) settle() {
+	if len(s.unsettled) == 0 {
+		return
+	}
+	us := s.unsettled
+	s.unsettled = nil
+	clear(s.unsettledAt)
+	for i := range us {
+		u := &us[i]
+		p, n := s.policy(u.tenant), s.counts[u.tenant]
+		if u.flipped || len(u.shards) > 0 {
+			s.reshape(u.tenant, p, n)
+			continue
+		}
+		for _, name := range u.added {
+			if j := s.get(name); j != nil {
+				s.reshapeJob(j, p, n)
+			}
 		}
 	}
 }
@@ -392,7 +484,7 @@ func (s *Scheduler) syncRec(tenant string) {
 // adjust counts delta jobs of tenant more in progress on shard, after the
 // job that moved is in the indexes. When the count crosses the tenant's
 // cap, or the shard's count its per-shard cap, the tenant's jobs gain or
-// lose the capped hold.
+// lose the capped hold when the entry is settled (see unsettled).
 func (s *Scheduler) adjust(tenant string, shard uint32, delta int) {
 	n := s.counts[tenant]
 	m := n + delta
@@ -411,7 +503,6 @@ func (s *Scheduler) adjust(tenant string, shard uint32, delta int) {
 		}
 		p = s.def
 	}
-	crossed := false
 	if p.MaxPerShard > 0 {
 		list := s.shards[tenant]
 		k := shardN(list, shard)
@@ -424,25 +515,28 @@ func (s *Scheduler) adjust(tenant string, shard uint32, delta int) {
 			s.shards[tenant] = list
 		}
 		if was, now := p.shardCapped(k), p.shardCapped(k+delta); was != now {
-			crossed = true
 			if now {
 				s.nShardCapped++
 			} else {
 				s.nShardCapped--
 			}
+			u := s.unsettle(tenant)
+			if i := slices.Index(u.shards, shard); i >= 0 {
+				u.shards = slices.Delete(u.shards, i, i+1)
+			} else {
+				u.shards = append(u.shards, shard)
+			}
 		}
 	}
 	s.syncRec(tenant)
 	if was, now := p.capped(n), p.capped(m); was != now {
-		crossed = true
 		if now {
 			s.nCapped++
 		} else {
 			s.nCapped--
 		}
-	}
-	if crossed {
-		s.reshape(tenant, p, m)
+		u := s.unsettle(tenant)
+		u.flipped = !u.flipped
 	}
 }
 
