@@ -110,7 +110,8 @@
 // with the number of held tenants. Those held by a cap alone move to an
 // index of their own, by tenant and then in assignment order, where a
 // schedule with [Schedule.FreeCaps] finds the next job of a tenant whose
-// cap it frees in O(log n). The transition costs O(the tenant's jobs): a
+// cap it frees in O(log n) (plus, under a per-shard cap, the jobs of full
+// shards it passes over). The transition costs O(the tenant's jobs): a
 // policy change, or an entry that moves the tenant's count of jobs in
 // progress across its cap, or a shard's count across the per-shard cap,
 // and leaves it there. Crossings are settled when the entry ends (at the
