@@ -51,9 +51,6 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		cr.Token = r.After.Token
 		if r.Plan != nil {
 			cr.Level = r.Plan.Level
-			// The tenant's count of jobs in progress may have reached its
-			// cap, or left it: the planner holds its keys meanwhile.
-			st.syncHeld(r.Plan.Tenant)
 		}
 		switch r.Kind {
 		case ck.ChangeComplete:
@@ -86,6 +83,15 @@ func (st *state) applyPoll(e ck.Entry, now int64, p *Poll, res *Result, log *slo
 		if !r.Plan.CleanupOnly() {
 			// A cleanup-only attempt writes nothing: no prefix to delete.
 			st.orphan(now, c.Job, r.PrevToken)
+		}
+	}
+	// The tenants' counts of jobs in progress may have reached their caps,
+	// or left them: the planner holds their keys meanwhile. Synced once the
+	// entry's changes are in, so that a completion and the assignment of
+	// the tenant's next job move none of them.
+	for i := range results {
+		if r := &results[i]; r.Applied && r.Plan != nil {
+			st.syncHeld(r.Plan.Tenant)
 		}
 	}
 	st.afterPoll(now, results)
