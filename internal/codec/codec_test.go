@@ -353,3 +353,29 @@ func TestAppendInts(t *testing.T) {
 		require.Equal(t, append([]int64{}, prefix...), append([]int64{}, got...))
 	})
 }
+
+// BenchmarkUnpackInts decodes a column of 4,096 values whose deltas take
+// one, two and four bytes (steps of 1, 1,000 and 64,000,000 between
+// consecutive values: arrivals, sizes, and times in nanoseconds).
+func BenchmarkUnpackInts(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		step int64
+	}{{"bytes=1", 1}, {"bytes=2", 1000}, {"bytes=4", 64_000_000}} {
+		v := make([]int64, 4096)
+		for i := range v {
+			v[i] = int64(i) * c.step
+		}
+		col := codec.PackInts(v)
+		b.Run(c.name, func(b *testing.B) {
+			dst := make([]int64, 0, len(v))
+			for b.Loop() {
+				var err error
+				if dst, err = codec.AppendInts(dst[:0], col, len(v)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(v)), "ns/value")
+		})
+	}
+}
