@@ -192,7 +192,8 @@ type Stats struct {
 }
 
 // Stats returns a summary of the scheduler's state. It costs O(levels +
-// pause rules).
+// pause rules), once the last entry's crossings of caps are settled (see
+// the package doc, "Tenant limits").
 func (s *Scheduler) Stats() Stats {
 	s.settle()
 	return Stats{
