@@ -124,10 +124,11 @@ func TestFreeCaps(t *testing.T) {
 	})
 }
 
-// TestFreeCapsJobAddedAtCap: a job added while its tenant is at its cap
-// waits for the cap; a schedule with FreeCaps that completes the job in
-// progress assigns the waiting one in the same schedule.
-func TestFreeCapsJobAddedAtCap(t *testing.T) {
+// capOfOne returns a scheduler whose tenant "a" has a cap of one job in
+// progress, a function that applies an update as the next entry (every
+// change must apply, and the derived state must be right after it), and
+// one that returns a plan of tenant a.
+func capOfOne(t *testing.T) (*scheduler.Scheduler, func(ck.PlanUpdate), func(string) ck.JobPlan) {
 	s, err := scheduler.New(testConfig())
 	require.NoError(t, err)
 	s.SetLimits("a", &scheduler.Limits{MaxInProgress: 1})
@@ -140,10 +141,19 @@ func TestFreeCapsJobAddedAtCap(t *testing.T) {
 			r := tx.Apply(&u.Changes[i])
 			require.True(t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
 		}
+		require.NoError(t, scheduler.CheckDerived(s))
 	}
 	plan := func(name string) ck.JobPlan {
 		return ck.JobPlan{Name: name, Tenant: "a", Sources: []string{name + "/src"}}
 	}
+	return s, apply, plan
+}
+
+// TestFreeCapsJobAddedAtCap: a job added while its tenant is at its cap
+// waits for the cap; a schedule with FreeCaps that completes the job in
+// progress assigns the waiting one in the same schedule.
+func TestFreeCapsJobAddedAtCap(t *testing.T) {
+	s, apply, plan := capOfOne(t)
 
 	sc := s.Schedule(t0)
 	require.True(t, sc.AddJob(plan("a-1")))
@@ -171,23 +181,7 @@ func TestFreeCapsJobAddedAtCap(t *testing.T) {
 // freed cap is the tenant's first held job in the order of its level —
 // fewer failures first, then deadline, then name — not the first by name.
 func TestFreeCapsAssignsInOrder(t *testing.T) {
-	s, err := scheduler.New(testConfig())
-	require.NoError(t, err)
-	s.SetLimits("a", &scheduler.Limits{MaxInProgress: 1})
-	idx := uint64(0)
-	apply := func(u ck.PlanUpdate) {
-		t.Helper()
-		idx++
-		tx := s.Begin(ck.Entry{Index: idx, Term: 1, Time: t0}, t0, 0)
-		for i := range u.Changes {
-			r := tx.Apply(&u.Changes[i])
-			require.True(t, r.Applied, "change %d (%s %s): %s", i, u.Changes[i].Kind, u.Changes[i].Job, r.Why())
-		}
-		require.NoError(t, scheduler.CheckDerived(s))
-	}
-	plan := func(name string) ck.JobPlan {
-		return ck.JobPlan{Name: name, Tenant: "a", Sources: []string{name + "/src"}}
-	}
+	s, apply, plan := capOfOne(t)
 	report := func(sc *scheduler.Schedule, name string, status ck.ReportStatus) {
 		t.Helper()
 		js, _, ok := s.Job(name)
