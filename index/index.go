@@ -33,6 +33,10 @@ type Index struct {
 
 	pivot  *block // scratch search keys for the Apply goroutine
 	tprobe *tomb
+	rprobe *result
+	// srcs is Replace's scratch list of the sources it found, emptied
+	// after each replacement so that it keeps no block alive.
+	srcs []source
 
 	// records makes Replace tombstone a replacement's sources as one
 	// record (see SetRecords).
@@ -76,6 +80,7 @@ func newIndex(cfg Config) *Index {
 		nameMap: map[string]uint32{"": 0},
 		pivot:   &block{},
 		tprobe:  &tomb{},
+		rprobe:  &result{},
 		runMap:  make(map[runKey]*run),
 		orphans: make(map[string]struct{}),
 		vmu:     new(sync.Mutex),

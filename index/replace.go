@@ -107,12 +107,16 @@ func (x *Index) Replace(e ck.Entry, now int64, job string, token fencing.Token, 
 	now = x.advance(now)
 	valid := ident.ValidateJobName(job) == nil && token != 0
 	if valid {
-		if r, ok := x.s.results.Get(&result{job: namekey.Of(job), token: token}); ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
+		x.rprobe.job, x.rprobe.token = namekey.Of(job), token
+		r, ok := x.s.results.Get(x.rprobe)
+		*x.rprobe = result{}
+		if ok && now < addSat(r.at, x.s.cfg.CompletedRetention) {
 			return r.toResult(true)
 		}
 	}
 	r := &result{job: namekey.Of(job), token: token, index: e.Index, at: now}
-	srcs := make([]source, len(sources))
+	srcs := slices.Grow(x.srcs[:0], len(sources))[:len(sources)]
+	defer func() { clear(srcs); x.srcs = srcs[:0] }()
 	for i, id := range sources {
 		if it, l, at, ok := x.s.entryAt(id, x.pivot); ok && it.b != nil {
 			srcs[i] = source{b: it.b, l: l, at: at}

@@ -190,7 +190,13 @@ func (st *state) response(p *Poll, results []scheduler.Result, now int64) ck.Pol
 	lease := st.sched.Config().LeaseDuration
 	// Never nil, so that a response reads the same after a snapshot
 	// round trip.
-	resp := ck.PollResponse{Jobs: make([]ck.JobReply, 0, len(p.Reports))}
+	n := len(p.Reports)
+	for i := range p.Update.Changes {
+		if p.Update.Changes[i].Kind == ck.ChangeAssign {
+			n++
+		}
+	}
+	resp := ck.PollResponse{Jobs: make([]ck.JobReply, 0, n)}
 	answers := answersOf(p, results)
 	for _, rep := range p.Reports {
 		reply := ck.JobReply{Job: rep.Job, Outcome: ck.OutcomeNoLease, Token: rep.Token}
