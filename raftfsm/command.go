@@ -235,17 +235,21 @@ type SetClusterVersion struct {
 // version allows, so that replicas of the previous release can read it
 // during a rolling upgrade.
 func (c *Command) MarshalVersion(version byte) ([]byte, error) {
+	return c.appendVersion(nil, version)
+}
+
+// appendVersion appends MarshalVersion's encoding to dst.
+func (c *Command) appendVersion(dst []byte, version byte) ([]byte, error) {
 	if version < oldestVersion || version > CommandVersion {
 		return nil, fmt.Errorf("raftfsm: command version %d, this release writes %d to %d: %w", version, oldestVersion, CommandVersion, ErrClusterVersion)
 	}
 	p := recordPolicyCommand(c.Policy)
-	body, err := codecOf(codec.Default, version).MarshalItems(10, c.items(&p)...)
+	start := len(dst)
+	data, err := codecOf(codec.Default, version).AppendItems(codec.AppendHeader(dst, codec.KindCommand, version), 10, c.items(&p)...)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: command: %w", err)
 	}
-	data := make([]byte, 0, codec.HeaderSize+len(body)+commandChecksumSize)
-	data = append(codec.AppendHeader(data, codec.KindCommand, version), body...)
-	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli)), nil
+	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data[start:], castagnoli)), nil
 }
 
 // DecodeCommand decodes and validates a command encoded by [FSM.Encode] or

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -35,6 +36,9 @@ type FSM struct {
 	// proposed holds the polls this replica encoded and has not applied
 	// yet, oldest first (see proposed.go); local, never replicated.
 	proposed []proposed
+	// spare holds encoding buffers of applied proposals for Encode to
+	// reuse (see proposed.go).
+	spare [][]byte
 }
 
 // state is everything replicated. Restore builds a new one and swaps it in.
@@ -381,16 +385,23 @@ func (f *FSM) Encode(cmd *Command, now int64) ([]byte, error) {
 	}
 	cmd.Time = f.stampLocked(now)
 	version := f.st.clusterVersion
+	buf := f.spareBuf()
 	f.mu.Unlock()
-	data, err := cmd.MarshalVersion(version)
+	enc, err := cmd.appendVersion(buf, version)
 	if err != nil {
 		return nil, err
 	}
-	if p, ok := proposal(cmd, data, version); ok {
-		f.mu.Lock()
+	// The caller gets a copy: enc stays the replica's own, kept with the
+	// proposal or reused.
+	data := bytes.Clone(enc)
+	p, ok := proposal(cmd, enc, version)
+	f.mu.Lock()
+	if ok {
 		f.remember(p)
-		f.mu.Unlock()
+	} else {
+		f.keepSpare(enc)
 	}
+	f.mu.Unlock()
 	return data, nil
 }
 

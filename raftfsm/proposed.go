@@ -20,13 +20,17 @@ const maxProposed = 4
 // every field; a replica that applies an entry it did not encode decodes
 // it, so replicas reach the same state either way.
 type proposed struct {
-	data    []byte // the entry's bytes, the replica's own copy
+	data    []byte // the entry's bytes, the replica's own copy (reused once taken)
 	version byte
 	cmd     *Command // as decoding data gives it, shared with nothing
 }
 
+// maxSpareBytes bounds the encoding buffers the FSM keeps for reuse.
+const maxSpareBytes = 1 << 20
+
 // proposal returns what to keep of cmd, which data encodes at version, if
-// its entry decodes. It copies without the FSM's lock.
+// its entry decodes: data itself, which the caller gives up, and a copy of
+// the poll. It copies without the FSM's lock.
 func proposal(cmd *Command, data []byte, version byte) (proposed, bool) {
 	// Encode validated cmd before stamping it: a negative stamp is the one
 	// way the entry can fail the validation decoding runs.
@@ -39,13 +43,36 @@ func proposal(cmd *Command, data []byte, version byte) (proposed, bool) {
 	if !ok {
 		return proposed{}, false
 	}
-	return proposed{data: bytes.Clone(data), version: version, cmd: &Command{Time: cmd.Time, Poll: poll}}, true
+	return proposed{data: data, version: version, cmd: &Command{Time: cmd.Time, Poll: poll}}, true
+}
+
+// spareBuf returns an empty encoding buffer to reuse, or nil. The caller
+// holds f.mu.
+func (f *FSM) spareBuf() []byte {
+	n := len(f.spare)
+	if n == 0 {
+		return nil
+	}
+	b := f.spare[n-1]
+	f.spare[n-1] = nil
+	f.spare = f.spare[:n-1]
+	return b
+}
+
+// keepSpare keeps b, an encoding buffer nothing else holds, for spareBuf,
+// unless it is large or maxProposed are kept already. The caller holds
+// f.mu.
+func (f *FSM) keepSpare(b []byte) {
+	if cap(b) <= maxSpareBytes && len(f.spare) < maxProposed {
+		f.spare = append(f.spare, b[:0])
+	}
 }
 
 // remember keeps p for take, forgetting the oldest poll kept if there are
 // maxProposed. The caller holds f.mu.
 func (f *FSM) remember(p proposed) {
 	if len(f.proposed) == maxProposed {
+		f.keepSpare(f.proposed[0].data)
 		copy(f.proposed, f.proposed[1:])
 		f.proposed = f.proposed[:maxProposed-1]
 	}
@@ -57,6 +84,7 @@ func (f *FSM) remember(p proposed) {
 func (f *FSM) take(data []byte) (*Command, byte, bool) {
 	for i, p := range f.proposed {
 		if bytes.Equal(p.data, data) {
+			f.keepSpare(p.data)
 			n := len(f.proposed)
 			copy(f.proposed[i:], f.proposed[i+1:])
 			f.proposed[n-1] = proposed{} // keep nothing alive

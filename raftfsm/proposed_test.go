@@ -1,6 +1,7 @@
 package raftfsm_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,7 +12,10 @@ import (
 
 // A leader applies the polls it encoded without decoding them: its results
 // and state must be those of a follower that decodes the same entries,
-// whatever the caller does to the command after encoding it.
+// whatever the caller does to the command after encoding it. The bytes
+// Encode returns are the caller's: a later Encode, which reuses the
+// replica's buffers, leaves them as they were, and what the caller writes
+// to them once applied changes nothing either.
 func TestProposedPollsApplyAsDecoded(t *testing.T) {
 	leader, follower := newNode(t, testConfig()), newNode(t, testConfig())
 	var index uint64
@@ -37,8 +41,9 @@ func TestProposedPollsApplyAsDecoded(t *testing.T) {
 		apply(encode(addBlocks(blocks("b"+tenant, tenant, uint32(i), 12, t0))))
 	}
 	var (
-		held        []ck.JobReply
-		completions int
+		held           []ck.JobReply
+		completions    int
+		prev, prevCopy []byte // the previous poll's entry, and a copy
 	)
 	for seq := uint64(1); seq <= 8; seq++ {
 		leader.advance(1e9)
@@ -51,6 +56,7 @@ func TestProposedPollsApplyAsDecoded(t *testing.T) {
 		require.NoError(t, err)
 		data := encode(cmd)
 		require.Equal(t, 1, raftfsm.Proposed(leader.f), "the leader keeps the poll it encoded")
+		require.Equal(t, prevCopy, prev, "poll %d: encoding changed the previous poll's bytes", seq)
 		// What the caller does to the command after Encode changes nothing.
 		for k := range cmd.Poll.Update.Changes {
 			c := &cmd.Poll.Update.Changes[k]
@@ -62,6 +68,11 @@ func TestProposedPollsApplyAsDecoded(t *testing.T) {
 		cmd.Poll.Reports = nil
 		res := apply(data)
 		require.Zero(t, raftfsm.Proposed(leader.f), "and takes it to apply it")
+		prev, prevCopy = data, bytes.Clone(data)
+		if seq%2 == 0 {
+			clear(prev) // the caller's to reuse once applied
+			prevCopy = bytes.Clone(prev)
+		}
 		held = held[:0]
 		for _, r := range res.Poll.Jobs {
 			if r.Outcome == ck.OutcomeAssigned {

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -81,7 +82,7 @@ func (l Limits) withDefaults() Limits {
 // Codec encodes and decodes values deterministically under a set of
 // limits. It is immutable and safe for concurrent use.
 type Codec struct {
-	enc    cbor.EncMode
+	enc    cbor.UserBufferEncMode
 	dec    cbor.DecMode
 	limits Limits
 	// compact is the codec of the compact form (see [Codec.Compact]):
@@ -102,7 +103,7 @@ func New(l Limits) (*Codec, error) {
 	// compactkit types implement encoding.BinaryMarshaler with a versioned
 	// header for standalone use; nested values are plain CBOR.
 	eo.BinaryMarshaler = cbor.BinaryMarshalerNone
-	enc, err := eo.EncMode()
+	enc, err := eo.UserBufferEncMode()
 	if err != nil {
 		return nil, fmt.Errorf("codec: encoder options: %w", err)
 	}
@@ -151,14 +152,30 @@ func (c *Codec) Limits() Limits { return c.limits }
 // Marshal encodes v deterministically, without a header, in the codec's
 // form (see [Codec.Compact]).
 func (c *Codec) Marshal(v any) ([]byte, error) {
-	if c.isCompact {
-		v = newWalker(c).compact(reflect.ValueOf(v))
-	}
-	b, err := c.enc.Marshal(v)
+	b, err := c.enc.Marshal(c.form(v))
 	if err != nil {
 		return nil, fmt.Errorf("codec: encode %T: %w", v, err)
 	}
 	return b, nil
+}
+
+// Append is [Codec.Marshal] appending the encoding to dst: a caller that
+// reuses dst's array encodes without an allocation of its own.
+func (c *Codec) Append(dst []byte, v any) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	if err := c.enc.MarshalToBuffer(c.form(v), buf); err != nil {
+		return dst, fmt.Errorf("codec: encode %T: %w", v, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// form returns what encodes v in the codec's form: v itself in the full
+// form.
+func (c *Codec) form(v any) any {
+	if c.isCompact {
+		return newWalker(c).compact(reflect.ValueOf(v))
+	}
+	return v
 }
 
 // Unmarshal decodes exactly one value, in the codec's form, from data into

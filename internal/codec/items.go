@@ -14,11 +14,23 @@ import (
 // whose fields are not one struct (a record built around another type)
 // writes itself.
 func (c *Codec) MarshalItems(required int, fields ...any) ([]byte, error) {
+	return c.Marshal(c.itemsOf(required, fields))
+}
+
+// AppendItems is [Codec.MarshalItems] appending the encoding to dst (see
+// [Codec.Append]).
+func (c *Codec) AppendItems(dst []byte, required int, fields ...any) ([]byte, error) {
+	return c.Append(dst, c.itemsOf(required, fields))
+}
+
+// itemsOf returns the fields that encode in the codec's form: all of
+// them in the full form, the compact form's leading ones otherwise.
+func (c *Codec) itemsOf(required int, fields []any) []any {
 	n := len(fields)
 	for c.isCompact && n > required && empty(reflect.ValueOf(fields[n-1]).Elem()) {
 		n--
 	}
-	return c.Marshal(fields[:n])
+	return fields[:n]
 }
 
 // UnmarshalItems decodes data, [Codec.MarshalItems]'s encoding, into

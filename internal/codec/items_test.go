@@ -54,6 +54,28 @@ func TestItems(t *testing.T) {
 	}
 }
 
+// AppendItems writes what MarshalItems returns after dst's bytes, in
+// both forms, and into dst's array when it has room.
+func TestAppendItems(t *testing.T) {
+	one := uint32(1)
+	for _, m := range []msg{{}, {A: 7, B: "b"}, {C: []string{"c"}}, {D: &one}, {A: 1 << 20, B: "bb", C: []string{"c", "d"}, D: &one}} {
+		for _, c := range []*codec.Codec{codec.Default, compact} {
+			want, err := c.MarshalItems(2, m.items()...)
+			require.NoError(t, err)
+			got, err := c.AppendItems([]byte("head"), 2, m.items()...)
+			require.NoError(t, err)
+			require.Equal(t, append([]byte("head"), want...), got, "%+v", m)
+			buf := make([]byte, 1, 256)
+			got, err = c.AppendItems(buf, 2, m.items()...)
+			require.NoError(t, err)
+			require.Equal(t, append([]byte{0}, want...), got)
+			require.Same(t, &buf[0], &got[0], "encoded in dst's array")
+		}
+	}
+	_, err := codec.Default.AppendItems(nil, 1, &struct{ F func() }{})
+	require.Error(t, err, "a value the codec cannot encode")
+}
+
 func TestItemsMalformed(t *testing.T) {
 	for name, v := range map[string]any{
 		"too few":        []any{uint32(1)},
