@@ -223,12 +223,35 @@ func ValidateJobName(name string) error {
 	case name == "." || name == "..":
 		return fmt.Errorf("job name %q: %w", name, ErrInvalidID)
 	}
-	for i := 0; i < len(name); i++ {
+	i := 0
+	for i+8 <= len(name) && nameBytes8(load8(name, i)) {
+		i += 8
+	}
+	for ; i < len(name); i++ {
 		if !isNameByte(name[i]) {
 			return fmt.Errorf("job name %q: byte %q not allowed: %w", name, name[i], ErrInvalidID)
 		}
 	}
 	return nil
+}
+
+// nameBytes8 reports whether the eight bytes of w are all in the job-name
+// alphabet, testing them at once (SWAR): with no high bit set, a byte is
+// at least lo where adding 0x80-lo carries into its high bit, and above hi
+// where adding 0x7f-hi does.
+func nameBytes8(w uint64) bool {
+	if w&highs != 0 {
+		return false
+	}
+	return (inRange8(w, '-', '.')|inRange8(w, '0', '9')|inRange8(w, 'A', 'Z')|
+		inRange8(w, '_', '_')|inRange8(w, 'a', 'z'))&highs == highs
+}
+
+// inRange8 marks, in each byte's high bit, the bytes of w from lo to hi
+// (the other bits are not defined), when no byte of w has its high bit
+// set.
+func inRange8(w uint64, lo, hi byte) uint64 {
+	return (w + uint64(0x80-lo)*ones) &^ (w + uint64(0x7f-hi)*ones)
 }
 
 func isNameByte(c byte) bool {

@@ -1,6 +1,7 @@
 package ident
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -91,5 +92,49 @@ func BenchmarkValidateID(b *testing.B) {
 		if err := ValidateID(id); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNameBytesEight checks ValidateJobName's eight-byte steps against the
+// byte-by-byte rule: every byte value at every position of a word, and
+// names with bytes from around the alphabet's ranges anywhere.
+func TestNameBytesEight(t *testing.T) {
+	for b := range 256 {
+		for p := range 8 {
+			w := []byte("aZ09._-z")
+			w[p] = byte(b)
+			require.Equal(t, isNameByte(byte(b)), nameBytes8(load8(string(w), 0)), "byte %#x at %d", b, p)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.OneOf(
+			rapid.StringMatching(`[a-zA-Z0-9._-]{1,40}`),
+			rapid.StringMatching(`[a-zA-Z0-9._-]{0,20}[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\xff][a-z]{0,20}`),
+			rapid.String(),
+		).Draw(t, "name")
+		want := name != "" && len(name) <= MaxNameLen && name != "." && name != ".." && !strings.ContainsFunc(name, func(r rune) bool {
+			return r >= utf8.RuneSelf || !isNameByte(byte(r))
+		})
+		require.Equal(t, want, ValidateJobName(name) == nil, "%q", name)
+	})
+}
+
+// BenchmarkValidateJobName: names the planner gives jobs, which end in a
+// hash's hex digits.
+func BenchmarkValidateJobName(b *testing.B) {
+	names := make([]string, 1024)
+	h := uint64(0x9e3779b97f4a7c15)
+	for i := range names {
+		h ^= h << 13
+		h ^= h >> 7
+		h ^= h << 17
+		names[i] = fmt.Sprintf("tenant-%d.s%d.l0.%d.%016x", i%10, i%64, 1_000_000+i, h)
+	}
+	i := 0
+	for b.Loop() {
+		if err := ValidateJobName(names[i%len(names)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }
