@@ -227,7 +227,7 @@ func (tx *Tx) Apply(c *ck.Change) Result {
 	cfg := &s.cfg
 	expired := j.st.Status == ck.StatusInProgress && tx.now > j.st.Deadline
 	owns := fencing.Owns(j.st.Status == ck.StatusInProgress, j.st.Token, c.Token)
-	nj := j.with()
+	nj := s.draftOf(j)
 	nj.st.Version = tx.e.Index
 	switch c.Kind {
 	case ck.ChangeAssign:

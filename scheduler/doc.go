@@ -135,6 +135,9 @@
 // the scheduler's next mutations of it pay for with path copies; the trees
 // the scheduler does not change are not cloned, and if the schedule was
 // closed, nothing is cloned and the scheduler changes its trees in place.
+// Job records follow the same rule: a change writes over a record that no
+// schedule can reach (none is open, and none froze a tree holding it), and
+// otherwise replaces it with a new record in every index.
 //
 // Unassigned jobs without a hold are indexed by (level, rank, failures,
 // deadline, name) and by (level, added, name) for

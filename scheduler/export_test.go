@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"unsafe"
 
 	ck "github.com/compactkit/compactkit"
+	"github.com/compactkit/compactkit/internal/cow"
 	"github.com/compactkit/compactkit/internal/namekey"
 )
 
@@ -259,3 +261,22 @@ const (
 	SkippedNoLease      = skippedNoLease
 	SkippedStaleVersion = skippedStaleVersion
 )
+
+// Record returns the record of the named job (nil if none), to tell
+// whether a change wrote over it or replaced it.
+func Record(s *Scheduler, name string) any { return s.get(name) }
+
+// SettleTrees settles every tree of s for the open schedules, as changes
+// to all of them would.
+func SettleTrees(s *Scheduler) {
+	for _, t := range s.trees.list() {
+		switch t := t.(type) {
+		case *cow.Tree[*job]:
+			t.MutGen(&s.vmu, &s.gen)
+		case *cow.Tree[named]:
+			t.MutGen(&s.vmu, &s.gen)
+		default:
+			t.(interface{ Settle(*sync.Mutex) bool }).Settle(&s.vmu)
+		}
+	}
+}

@@ -10,9 +10,11 @@ import (
 	"github.com/compactkit/compactkit/internal/namekey"
 )
 
-// job is the scheduler's record of one job. Records are immutable once they
-// are in a tree: a change builds a new record and replaces the old one in
-// every index, so that a copy-on-write view never sees a record change.
+// job is the scheduler's record of one job. A record a view may reach
+// never changes: a change builds a draft (Scheduler.draftOf) and either
+// writes it over the record, if no view can reach the record (its
+// generation is the scheduler's, see Scheduler.gen), or makes a new record
+// of it that replaces the old one in every index.
 type job struct {
 	st   ck.JobState
 	plan *ck.JobPlan
@@ -33,9 +35,12 @@ type job struct {
 	// `entry`, and that the job's version before that entry was pre. They
 	// are transient: only a Tx of that entry reads them.
 	entry, pre uint64
+	// gen is the scheduler's generation when the record was made.
+	gen uint64
 }
 
-// with returns a copy of j, to be modified before it replaces j.
+// with returns a copy of j, a draft to modify before it replaces j (see
+// Scheduler.replace).
 func (j *job) with() *job {
 	c := *j
 	return &c

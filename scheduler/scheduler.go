@@ -84,6 +84,16 @@ type Scheduler struct {
 	counters  Counters
 	lastEntry uint64 // index of the last entry given to Begin
 
+	// gen is the generation of the job records: it moves on when a tree
+	// that holds them has been frozen for a view (cow.Tree.MutGen), whose
+	// records are then shared with it. A record of the current generation
+	// was made since, so no view can reach it once the trees are settled
+	// (see replace).
+	gen uint64
+	// draft is the scratch copy of a record that Tx.Apply changes (see
+	// draftOf); it never enters an index.
+	draft job
+
 	// vmu guards the slots of the trees shared with schedules (see
 	// view).
 	vmu sync.Mutex
@@ -308,13 +318,14 @@ func (s *Scheduler) insert(j *job) {
 		j.key = &tenantKey{tenant: j.st.Tenant, level: j.st.Level, name: namekey.Of(j.st.Name)}
 	}
 	s.addName(j.st.Name)
-	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(j))
+	s.byName.MutGen(&s.vmu, &s.gen).ReplaceOrInsert(nameOf(j))
 	s.addKey(j)
 	s.index(j)
 	s.count(j, 1)
 	if j.st.Status == ck.StatusInProgress {
 		s.adjust(j.st.Tenant, j.shard(), 1)
 	}
+	j.gen = s.gen
 }
 
 // insertPending is insert for a job an entry adds: if it belongs in ready
@@ -338,7 +349,7 @@ func (s *Scheduler) flush() {
 // remove drops a job from every index.
 func (s *Scheduler) remove(j *job) {
 	s.releaseTenant(j.st.Tenant)
-	s.byName.Mut(&s.vmu).Delete(nameProbe(j.st.Name))
+	s.byName.MutGen(&s.vmu, &s.gen).Delete(nameProbe(j.st.Name))
 	s.dropKey(j.key)
 	s.unindex(j)
 	s.count(j, -1)
@@ -460,21 +471,56 @@ func (s *Scheduler) releaseTenant(tenant string) {
 // replace puts nj (same name, tenant and level) in place of old. A job
 // that starts or stops being in progress changes its tenant's count, and
 // at the tenant's cap the holds of its other jobs.
-func (s *Scheduler) replace(old, nj *job) {
-	s.byName.Mut(&s.vmu).ReplaceOrInsert(nameOf(nj))
+func (s *Scheduler) replace(old, draft *job) {
 	s.unindex(old)
+	prev, nj := *old, old
+	if s.settleJobs() && old.gen == s.gen {
+		*nj = *draft // no view can reach old: it changes in place
+	} else {
+		if nj = draft; draft == &s.draft {
+			nj = new(job)
+			*nj = *draft
+		}
+		s.byName.MutGen(&s.vmu, &s.gen).ReplaceOrInsert(nameOf(nj))
+	}
 	s.index(nj)
-	if old.st.Status != nj.st.Status || old.hold != nj.hold {
-		s.count(old, -1)
+	nj.gen = s.gen // a new record: no tree frozen before it was in it holds it
+	if prev.st.Status != nj.st.Status || prev.hold != nj.hold {
+		s.count(&prev, -1)
 		s.count(nj, 1)
 	}
-	if was, is := old.st.Status == ck.StatusInProgress, nj.st.Status == ck.StatusInProgress; was != is {
+	if was, is := prev.st.Status == ck.StatusInProgress, nj.st.Status == ck.StatusInProgress; was != is {
 		if is {
 			s.adjust(nj.st.Tenant, nj.shard(), 1)
 		} else {
 			s.adjust(nj.st.Tenant, nj.shard(), -1)
 		}
 	}
+}
+
+// draftOf returns a draft of j's next record (see replace): the
+// scheduler's scratch copy of it, valid until the next draft.
+func (s *Scheduler) draftOf(j *job) *job {
+	s.draft = *j
+	return &s.draft
+}
+
+// settleJobs settles the trees that hold job records unless an open
+// schedule holds one of them (cow.Tree.SettleClosed), and reports whether
+// it settled them all: a record of the current generation is then
+// reachable by no view. A schedule still open keeps the trees it holds
+// pending (it may read them in place), and the records are replaced, not
+// changed.
+func (s *Scheduler) settleJobs() bool {
+	if !s.byName.SettleClosed(&s.vmu, &s.gen) {
+		return false
+	}
+	for _, t := range [...]*cow.Tree[*job]{&s.ready, &s.aging, &s.held, &s.expiry, &s.excluded, &s.idle} {
+		if !t.SettleClosed(&s.vmu, &s.gen) {
+			return false
+		}
+	}
+	return true
 }
 
 // treesOf returns the indexes j belongs to by its status and holds.
@@ -506,7 +552,7 @@ func (s *Scheduler) index(j *job) {
 	}
 	for _, t := range s.treesOf(j) {
 		if t != nil {
-			t.Mut(&s.vmu).ReplaceOrInsert(j)
+			t.MutGen(&s.vmu, &s.gen).ReplaceOrInsert(j)
 		}
 	}
 }
@@ -520,7 +566,7 @@ func (s *Scheduler) unindex(j *job) {
 	}
 	for _, t := range s.treesOf(j) {
 		if t != nil {
-			t.Mut(&s.vmu).Delete(j)
+			t.MutGen(&s.vmu, &s.gen).Delete(j)
 		}
 	}
 }

@@ -39,10 +39,12 @@
 // frozen clone other views share.
 //
 // Items that are pointers the owner modifies in place (the planner's
-// queues, the index's runs and leaves) are shared with the views that froze
-// their tree: the owner keeps a generation for them, which [Tree.MutGen]
-// moves on when the tree has been frozen, and clones an item of an older
-// generation before modifying it.
+// queues, the index's runs and leaves, the scheduler's job records) are
+// shared with the views that froze their tree: the owner keeps a
+// generation for them, which [Tree.MutGen] moves on when the tree has been
+// frozen, and clones an item of an older generation before modifying it.
+// An item a view may read in the owner's tree itself, not frozen
+// ([Tree.Peek]), is not modified in place either ([Tree.SettleClosed]).
 //
 // # Locking
 //
@@ -275,6 +277,26 @@ func (l *Tree[T]) Settle(mu *sync.Mutex) bool {
 	mu.Unlock()
 	l.p = nil
 	return shared
+}
+
+// SettleClosed is [Tree.Settle] for a slot no open view holds: it settles
+// the owner's pending slot unless an open view holds it, moving gen on if
+// the slot was frozen (as [Tree.MutGen] does), and reports whether the
+// tree has no pending slot left. An owner that modifies in place an item of
+// the current generation calls it for every tree that holds the item: a
+// view that holds a slot may read the owner's tree in place ([Tree.Peek]).
+func (l *Tree[T]) SettleClosed(mu *sync.Mutex, gen *uint64) bool {
+	if l.p == nil {
+		return true
+	}
+	mu.Lock()
+	open := l.p.refs > 0
+	mu.Unlock()
+	if open {
+		return false
+	}
+	l.MutGen(mu, gen)
+	return true
 }
 
 // Pending reports whether the owner's tree has a pending slot: a view was
