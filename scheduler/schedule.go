@@ -446,8 +446,13 @@ func (sc *Schedule) heldAdded(o *overlay) bool {
 
 // Capacity returns how many jobs a poll with freeSlots free slots may be
 // given: freeSlots capped at Config.MaxSlotsPerRequest, and never negative.
+// The schedule makes room for that many assignments and as many new jobs.
 func (sc *Schedule) Capacity(freeSlots int32) int {
-	return max(0, min(int(freeSlots), sc.v.cfg.MaxSlotsPerRequest))
+	n := max(0, min(int(freeSlots), sc.v.cfg.MaxSlotsPerRequest))
+	if len(sc.changes)+2*n > cap(sc.changes) {
+		sc.changes = append(make([]ck.Change, 0, len(sc.changes)+2*n), sc.changes...)
+	}
+	return n
 }
 
 // UpdateJob turns a worker's status report into a change: renew (in
@@ -944,5 +949,9 @@ func (sc *Schedule) AddJob(plan ck.JobPlan) bool {
 // order. The changes are shared with the schedule; later calls to the
 // schedule append to its own list and never modify the returned one.
 func (sc *Schedule) Update() ck.PlanUpdate {
-	return ck.PlanUpdate{Time: sc.now, Changes: slices.Clip(sc.changes)}
+	u := ck.PlanUpdate{Time: sc.now}
+	if len(sc.changes) > 0 { // nil, not the room Capacity made, when there is none
+		u.Changes = slices.Clip(sc.changes)
+	}
+	return u
 }
