@@ -468,9 +468,11 @@ func (s *Scheduler) releaseTenant(tenant string) {
 	}
 }
 
-// replace puts nj (same name, tenant and level) in place of old. A job
-// that starts or stops being in progress changes its tenant's count, and
-// at the tenant's cap the holds of its other jobs.
+// replace gives old's job the record draft describes (same name, tenant
+// and level): written over old if no view can reach it, else a new record
+// in old's place in every index. A job that starts or stops being in
+// progress changes its tenant's count, and at the tenant's cap the holds
+// of its other jobs.
 func (s *Scheduler) replace(old, draft *job) {
 	s.unindex(old)
 	prev, nj := *old, old
