@@ -305,3 +305,31 @@ func TestConcurrentViews(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// SettleClosed settles a pending slot only once no open view holds it,
+// moving the generation on if a view froze it, and leaves a slot an open
+// view holds pending and unfrozen.
+func TestSettleClosed(t *testing.T) {
+	o := newOwner()
+	for i := range 10 {
+		o.ints.Mut(&o.mu).ReplaceOrInsert(i)
+	}
+	require.True(t, o.ints.SettleClosed(&o.mu, &o.gen), "no slot: settled")
+
+	v := o.open()
+	require.False(t, o.ints.SettleClosed(&o.mu, &o.gen), "an open view holds the slot")
+	require.True(t, o.ints.Pending(), "left pending")
+	o.mu.Lock()
+	require.False(t, v.ints.Frozen(), "and not frozen")
+	o.mu.Unlock()
+	v.close()
+	require.True(t, o.ints.SettleClosed(&o.mu, &o.gen))
+	require.False(t, o.ints.Pending())
+	require.Zero(t, o.gen, "the view never read the tree: nothing shared")
+
+	v = o.open()
+	_, _ = v.read(1)
+	v.close()
+	require.True(t, o.ints.SettleClosed(&o.mu, &o.gen))
+	require.Equal(t, uint64(1), o.gen, "the view froze the tree: its items were shared")
+}
