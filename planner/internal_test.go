@@ -16,6 +16,31 @@ import (
 	"github.com/compactkit/compactkit/internal/ident"
 )
 
+// TestNameMemo checks the memo of job names against jobName: whatever
+// the calls before, the memo returns the name of the call's own key,
+// sequence number and sources — sources of the same lengths but other
+// bytes, equal sources in other strings, a changed key or number.
+func TestNameMemo(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var m nameMemo
+		ids := []string{"a1", "a2", "b1", "b2"}
+		for range rapid.IntRange(1, 20).Draw(rt, "calls") {
+			k := key{tenant: rapid.SampledFrom([]string{"t1", "t2"}).Draw(rt, "tenant"), shard: rapid.Uint32Range(0, 1).Draw(rt, "shard")}
+			seq := rapid.Uint64Range(1, 2).Draw(rt, "seq")
+			srcs := rapid.SliceOfN(rapid.SampledFrom(ids), 1, 3).Draw(rt, "sources")
+			if rapid.Bool().Draw(rt, "copy") { // equal strings, other bytes
+				for i := range srcs {
+					srcs[i] = strings.Clone(srcs[i])
+				}
+			}
+			require.Equal(rt, jobName(k, seq, srcs), m.of(k, seq, srcs))
+			// The caller's slice changing afterwards changes no memo.
+			srcs[0] = "zz"
+			require.Equal(rt, jobName(k, seq, srcs), m.of(k, seq, srcs))
+		}
+	})
+}
+
 // TestJobNameFormat pins the job-name format: a change breaks the names of
 // jobs in existing snapshots, whose claims Admissible would refuse.
 func TestJobNameFormat(t *testing.T) {

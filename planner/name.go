@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	ck "github.com/compactkit/compactkit"
 	"github.com/compactkit/compactkit/internal/ident"
@@ -41,6 +42,42 @@ func jobName(k key, seq uint64, sources []string) string {
 		out = append(out, digits[sum>>(4*i)&0xf])
 	}
 	return string(out)
+}
+
+// nameMemo remembers one result of jobName. Hashing the sources reads
+// their bytes, which lie in the blocks' allocations, a cache miss each; a
+// hit compares the strings' headers instead: the same key and sequence
+// number, and sources that are the same strings — the same bytes, not
+// equal ones (Go strings are immutable) — give the same name.
+type nameMemo struct {
+	k    key
+	seq  uint64
+	srcs []string
+	name string
+}
+
+// of returns jobName(k, seq, sources), computing it only if the memo
+// holds another call's result.
+func (m *nameMemo) of(k key, seq uint64, sources []string) string {
+	if m.name == "" || m.k != k || m.seq != seq || !sameStrings(m.srcs, sources) {
+		m.k, m.seq, m.name = k, seq, jobName(k, seq, sources)
+		m.srcs = append(m.srcs[:0], sources...)
+	}
+	return m.name
+}
+
+// sameStrings reports whether a and b hold the same strings: equal
+// lengths and the same bytes, by address. It reads no byte of them.
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) || unsafe.StringData(a[i]) != unsafe.StringData(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendKeyPrefix appends what the names of key k's jobs start with: the
