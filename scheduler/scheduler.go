@@ -291,13 +291,18 @@ func (s *Scheduler) forget(d *done) {
 // completions (a completed job's is there since its job was added), first
 // replacing a full filter by one built from the two trees. The schedules
 // open keep the filter they were opened on.
+//
+// A new filter is sized for four times the names it starts with, so that
+// it is rebuilt after three times as many names are added: a rebuild
+// hashes every name of both trees, which costs a poll more than the few
+// kilobytes the larger filter takes.
 func (s *Scheduler) addName(name string) {
 	h := bloom.Hash(name)
 	if s.names.Has(h) {
 		return
 	}
 	if s.names.Full() {
-		f := bloom.New(2 * (s.byName.Len() + s.completed.Len()))
+		f := bloom.New(4 * (s.byName.Len() + s.completed.Len()))
 		s.byName.Ascend(func(r named) bool {
 			f.Add(bloom.Hash(r.n.String()))
 			return true

@@ -9,9 +9,9 @@
 // therefore lacked it at every earlier moment too, so a view may keep the
 // filter that was current when it opened and trust its "no" for the state
 // it reads. To forget strings its trees no longer hold, the owner builds a
-// new filter from them once the old one is [Filter.Full], sized for twice
-// what they hold (each string is then hashed O(1) times, amortized); views
-// opened before keep the old one.
+// new filter from them once the old one is [Filter.Full], sized for a
+// multiple of what they hold (each string is then hashed O(1) times,
+// amortized); views opened before keep the old one.
 //
 // A string sets 4 bits of one 64-bit word (a blocked filter: one memory
 // read per query), 16 bits a string: a full filter lets about one string
