@@ -26,6 +26,11 @@ type Index struct {
 	// levels holds the live blocks' statistics by (tenant, level), for
 	// Stats (not snapshotted, rebuilt on restore).
 	levels map[levelKey]*LevelStats
+	// lastLevel is the entry of levels that count found last, and
+	// lastKey its key: the blocks a replacement or a command counts
+	// share their tenant and level.
+	lastLevel *LevelStats
+	lastKey   levelKey
 	// orphans holds the targets of the pending prefix tombstones (Apply
 	// only; rebuilt on restore): refusedID looks an output's ancestors up
 	// in it, and Stats counts it.
@@ -309,15 +314,19 @@ type runKey struct {
 func (x *Index) count(b *block, sign int64) {
 	level, size := b.levelSize()
 	k := levelKey{b.tenant, level}
-	l := x.levels[k]
-	if l == nil {
-		l = &LevelStats{Tenant: x.s.names[b.tenant], Level: level}
-		x.levels[k] = l
+	l := x.lastLevel
+	if l == nil || x.lastKey != k {
+		if l = x.levels[k]; l == nil {
+			l = &LevelStats{Tenant: x.s.names[b.tenant], Level: level}
+			x.levels[k] = l
+		}
+		x.lastLevel, x.lastKey = l, k
 	}
 	l.Blocks += sign
 	l.Bytes += sign * size
 	if l.Blocks == 0 {
 		delete(x.levels, k)
+		x.lastLevel = nil
 	}
 }
 
