@@ -42,12 +42,25 @@ func newPlanner(s state) *Planner {
 	return &Planner{s: s, tenants: make(map[string]*tenantQueues)}
 }
 
-// tenantQueues holds the queues of one tenant by (shard, level).
+// tenantQueues holds the queues of one tenant by (shard, level), in m,
+// and the queue last found or set at each of a few positions (recent, at
+// recentAt of the slot): a lookup that finds its key there skips the map.
+// Every change of m changes recent with it, so a queue in recent is the
+// queue m holds for its key.
 type tenantQueues struct {
-	m map[uint64]*queue
+	m      map[uint64]*queue
+	recent [recentSize]*queue
 }
 
+// recentSize is the number of positions of tenantQueues.recent: as many as
+// a tenant's shards usually are, so that blocks spread over the shards in
+// turn each find their queue there.
+const recentSize = 64
+
 func slot(shard, level uint32) uint64 { return uint64(shard)<<32 | uint64(level) }
+
+// recentAt returns the position of recent a key's queue is kept at.
+func recentAt(shard, level uint32) int { return int((shard ^ level<<4) % recentSize) }
 
 // lookup returns the queue of key k, or nil.
 func (p *Planner) lookup(k key) *queue {
@@ -58,7 +71,15 @@ func (p *Planner) lookup(k key) *queue {
 		}
 		p.last, p.lastTenant = t, k.tenant
 	}
-	return t.m[slot(k.shard, k.level)]
+	at := recentAt(k.shard, k.level)
+	if q := t.recent[at]; q != nil && q.k.shard == k.shard && q.k.level == k.level {
+		return q
+	}
+	q := t.m[slot(k.shard, k.level)]
+	if q != nil {
+		t.recent[at] = q
+	}
+	return q
 }
 
 // setLookup makes q the queue found for its key.
@@ -69,12 +90,17 @@ func (p *Planner) setLookup(q *queue) {
 		p.tenants[q.k.tenant] = t
 	}
 	t.m[slot(q.k.shard, q.k.level)] = q
+	t.recent[recentAt(q.k.shard, q.k.level)] = q
 }
 
 // dropLookup forgets the queue of key k.
 func (p *Planner) dropLookup(k key) {
 	t := p.tenants[k.tenant]
 	delete(t.m, slot(k.shard, k.level))
+	at := recentAt(k.shard, k.level)
+	if q := t.recent[at]; q != nil && q.k.shard == k.shard && q.k.level == k.level {
+		t.recent[at] = nil
+	}
 	if len(t.m) == 0 {
 		delete(p.tenants, k.tenant)
 		if p.last == t {
