@@ -16,6 +16,34 @@ import (
 	"github.com/compactkit/compactkit/internal/ident"
 )
 
+// TestRecentQueues checks the positions a tenant keeps its recent queues
+// at: one for one queue, as many as its queues up to recentMax, and every
+// key found, whichever queue it shares a position with.
+func TestRecentQueues(t *testing.T) {
+	p, err := New(DefaultConfig())
+	require.NoError(t, err)
+	entry := uint64(0)
+	enqueue := func(tenant string, shard uint32, i int) {
+		entry++
+		b := ck.BlockMeta{ID: fmt.Sprintf("b-%s-%d-%d", tenant, shard, i), Tenant: tenant, Shard: shard, MaxTime: int64(i)}
+		ok, err := p.Enqueue(ck.Entry{Index: entry, Time: int64(entry)}, &b)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	enqueue("one", 7, 0)
+	require.Len(t, p.tenants["one"].recent, 1)
+	for i := range 3 * recentMax {
+		enqueue("many", uint32(i), i)
+	}
+	require.Len(t, p.tenants["many"].recent, recentMax)
+	for i := range 3 * recentMax {
+		q := p.lookup(key{tenant: "many", shard: uint32(i)})
+		require.NotNil(t, q)
+		require.Equal(t, uint32(i), q.k.shard)
+		require.Equal(t, 1, q.n)
+	}
+}
+
 // TestNameMemo checks the memo of job names against jobName: whatever
 // the calls before, the memo returns the name of the call's own key,
 // sequence number and sources — sources of the same lengths but other

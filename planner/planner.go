@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/google/btree"
 )
@@ -44,23 +45,26 @@ func newPlanner(s state) *Planner {
 
 // tenantQueues holds the queues of one tenant by (shard, level), in m,
 // and the queue last found or set at each of a few positions (recent, at
-// recentAt of the slot): a lookup that finds its key there skips the map.
+// recentAt of the key): a lookup that finds its key there skips the map.
 // Every change of m changes recent with it, so a queue in recent is the
-// queue m holds for its key.
+// queue m holds for its key. recent has a power of two of positions, as
+// many as m has queues up to recentMax: a tenant of one queue keeps one.
 type tenantQueues struct {
 	m      map[uint64]*queue
-	recent [recentSize]*queue
+	recent []*queue
 }
 
-// recentSize is the number of positions of tenantQueues.recent: as many as
-// a tenant's shards usually are, so that blocks spread over the shards in
-// turn each find their queue there.
-const recentSize = 64
+// recentMax is the most positions a tenant's recent holds: as many as a
+// tenant's shards often are, so that blocks spread over the shards in turn
+// each find their queue there.
+const recentMax = 64
 
 func slot(shard, level uint32) uint64 { return uint64(shard)<<32 | uint64(level) }
 
 // recentAt returns the position of recent a key's queue is kept at.
-func recentAt(shard, level uint32) int { return int((shard ^ level<<4) % recentSize) }
+func (t *tenantQueues) recentAt(shard, level uint32) int {
+	return int((shard ^ level<<4) & uint32(len(t.recent)-1))
+}
 
 // lookup returns the queue of key k, or nil.
 func (p *Planner) lookup(k key) *queue {
@@ -71,7 +75,7 @@ func (p *Planner) lookup(k key) *queue {
 		}
 		p.last, p.lastTenant = t, k.tenant
 	}
-	at := recentAt(k.shard, k.level)
+	at := t.recentAt(k.shard, k.level)
 	if q := t.recent[at]; q != nil && q.k.shard == k.shard && q.k.level == k.level {
 		return q
 	}
@@ -90,14 +94,18 @@ func (p *Planner) setLookup(q *queue) {
 		p.tenants[q.k.tenant] = t
 	}
 	t.m[slot(q.k.shard, q.k.level)] = q
-	t.recent[recentAt(q.k.shard, q.k.level)] = q
+	if n := len(t.recent); n < len(t.m) && n < recentMax {
+		// Grown empty: lookups fill it again.
+		t.recent = make([]*queue, min(recentMax, 1<<bits.Len(uint(len(t.m)-1))))
+	}
+	t.recent[t.recentAt(q.k.shard, q.k.level)] = q
 }
 
 // dropLookup forgets the queue of key k.
 func (p *Planner) dropLookup(k key) {
 	t := p.tenants[k.tenant]
 	delete(t.m, slot(k.shard, k.level))
-	at := recentAt(k.shard, k.level)
+	at := t.recentAt(k.shard, k.level)
 	if q := t.recent[at]; q != nil && q.k.shard == k.shard && q.k.level == k.level {
 		t.recent[at] = nil
 	}
