@@ -201,8 +201,15 @@ func BenchmarkIndexQuery(b *testing.B) {
 // replacement made a second (1,000 replacements) earlier, so the pending
 // tombstones stay at 20,000; deletion records and replacement results are
 // forgotten after a second too (Index.Expire, as the state machine calls
-// it after every entry). The first 1,000 replacements are a warm-up,
+// it after every entry). The cleanup job's release opens a view, as a
+// host's poll does, so the next replacement copies the leaves it writes
+// that the view shared. The first 1,000 replacements are a warm-up,
 // untimed; ns/op is Replace alone.
+//
+// The sources become one tombstone each, as before cluster version 6,
+// except in "records", "arrival" with one tombstone record per
+// replacement (Index.SetRecords), as the state machine writes them from
+// version 6.
 //
 // In "arrival" the replacements come in the order a planner creates the
 // jobs, the order their last source arrived (with 100 × 64 (tenant, shard)
@@ -212,14 +219,15 @@ func BenchmarkIndexQuery(b *testing.B) {
 func BenchmarkIndexReplace(b *testing.B) {
 	metas := benchFixture()
 	groups := arrivalGroups(metas)
-	b.Run("arrival", func(b *testing.B) { benchReplace(b, metas, groups, 1, nil) })
+	b.Run("arrival", func(b *testing.B) { benchReplace(b, metas, groups, 1, false, nil) })
+	b.Run("records", func(b *testing.B) { benchReplace(b, metas, groups, 1, true, nil) })
 	// A poll's completions share their entry's log time: 16 replacements
 	// a millisecond, whose tombstones have the same release time.
-	b.Run("poll=16", func(b *testing.B) { benchReplace(b, metas, groups, 16, nil) })
+	b.Run("poll=16", func(b *testing.B) { benchReplace(b, metas, groups, 16, false, nil) })
 	shuffled := slices.Clone(groups)
 	rnd := rand.New(rand.NewPCG(5, 6))
 	rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	b.Run("random", func(b *testing.B) { benchReplace(b, metas, shuffled, 1, nil) })
+	b.Run("random", func(b *testing.B) { benchReplace(b, metas, shuffled, 1, false, nil) })
 }
 
 // arrivalGroups returns groups of 20 blocks of one (tenant, shard),
@@ -250,14 +258,14 @@ func BenchmarkIndexView(b *testing.B) {
 	metas := benchFixture()
 	groups := arrivalGroups(metas)
 	b.Run("poll", func(b *testing.B) {
-		benchReplace(b, metas, groups, 1, func(v *View, now int64, _ *ck.BlockMeta) {
+		benchReplace(b, metas, groups, 1, false, func(v *View, now int64, _ *ck.BlockMeta) {
 			if _, ok := v.OldestUnattachedReleasable(now); ok {
 				v.Releasable(now)()
 			}
 		})
 	})
 	b.Run("query", func(b *testing.B) {
-		benchReplace(b, metas, groups, 1, func(v *View, now int64, m *ck.BlockMeta) {
+		benchReplace(b, metas, groups, 1, false, func(v *View, now int64, m *ck.BlockMeta) {
 			if _, ok := v.OldestUnattachedReleasable(now); ok {
 				v.Releasable(now)()
 			}
@@ -272,11 +280,11 @@ func BenchmarkIndexView(b *testing.B) {
 const replaceWindow = 1000
 
 // benchReplace runs the steady state of BenchmarkIndexReplace, perTick
-// replacements a millisecond of log time. If poll is
-// not nil, every replacement is preceded by a view that poll reads (given
-// the first source of the replacement) and that is then closed; both are
-// timed.
-func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, perTick int, poll func(v *View, now int64, first *ck.BlockMeta)) {
+// replacements a millisecond of log time, with tombstone records if
+// records is set. If poll is not nil, every replacement is preceded by a
+// view that poll reads (given the first source of the replacement) and
+// that is then closed; both are timed.
+func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, perTick int, records bool, poll func(v *View, now int64, first *ck.BlockMeta)) {
 	cfg := DefaultConfig()
 	cfg.CleanupDelay = replaceWindow * time.Millisecond
 	cfg.DedupHorizon = replaceWindow * time.Millisecond
@@ -292,6 +300,7 @@ func benchReplace(b *testing.B, metas []ck.BlockMeta, groups [][]int, perTick in
 	build := func() {
 		x = buildIndex(b, metas)
 		require.NoError(b, x.SetConfig(cfg))
+		x.SetRecords(records)
 		now, next, entry = x.View().Now(), 0, benchBlocks // the index clock: its latest block
 		arrived = (benchStart + int64(benchBlocks)*arrivalStep) / int64(time.Millisecond)
 	}
