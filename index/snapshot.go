@@ -599,14 +599,17 @@ func (rs *restorer) blocks() error {
 				}
 			}
 			// Packing is exact for any values: what checkBlock reads
-			// of b is what was decoded. The block copies the ID, which
-			// shares its bytes with the decoded column.
+			// of b is what was decoded, and the decoded level and size
+			// are the block's packed ones, which checkBlock and add
+			// take as they are instead of unpacking them. The block
+			// copies the ID, which shares its bytes with the decoded
+			// column.
 			b := newBlock(f, levels[i], sizes[i], ds)
-			if err := x.checkBlock(b, ds); err != nil {
+			if err := x.checkBlock(b, sizes[i], ds); err != nil {
 				return codec.Malformed("%w", err)
 			}
 			used[b.tenant] = true
-			ld.add(b)
+			ld.add(b, levels[i], sizes[i])
 		}
 		total += sum
 	}
@@ -639,7 +642,7 @@ type tenantLoad struct {
 }
 
 // add adds b, the next block in ID order.
-func (ld *loader) add(b *block) {
+func (ld *loader) add(b *block, level uint32, size int64) {
 	ld.live = append(ld.live, newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
 	var tb [4]uint32
@@ -648,14 +651,13 @@ func (ld *loader) add(b *block) {
 		tl.runs[c] = append(tl.runs[c], titem{minTime: b.minTime, b: b})
 	}
 	tl := ld.tenant(b.tenant)
-	e := b.unpack()
-	i := slices.IndexFunc(tl.levels, func(l LevelStats) bool { return l.Level == e.level })
+	i := slices.IndexFunc(tl.levels, func(l LevelStats) bool { return l.Level == level })
 	if i < 0 {
 		i = len(tl.levels)
-		tl.levels = append(tl.levels, LevelStats{Level: e.level})
+		tl.levels = append(tl.levels, LevelStats{Level: level})
 	}
 	tl.levels[i].Blocks++
-	tl.levels[i].Bytes += e.size
+	tl.levels[i].Bytes += size
 }
 
 func (ld *loader) tenant(t uint32) *tenantLoad {

@@ -432,7 +432,7 @@ func TestCheckBlockMatchesValidate(t *testing.T) {
 		}
 		want := m.Validate()
 		b := x.build(&m)
-		got := x.checkBlock(b, b.appendDatasets(nil))
+		got := x.checkBlock(b, b.size(), b.appendDatasets(nil))
 		require.Equal(t, want == nil, got == nil, "Validate: %v, checkBlock: %v", want, got)
 	})
 }

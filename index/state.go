@@ -679,21 +679,21 @@ func validName(name string) error {
 	return b.Validate()
 }
 
-// checkBlock reports whether b with the datasets ds, built from decoded
-// columns whose names were checked by validName, satisfies
+// checkBlock reports whether b with the size and the datasets ds, built
+// from decoded columns whose names were checked by validName, satisfies
 // compactkit.BlockMeta.Validate. It applies the same rules without building
 // a BlockMeta, and without allocating: Validate allocates its error context
 // eagerly, which would dominate restoring a million blocks. The
 // equivalence is a tested property (TestCheckBlockMatchesValidate).
-func (x *Index) checkBlock(b *block, ds []dataset) error {
+func (x *Index) checkBlock(b *block, size int64, ds []dataset) error {
 	if err := ident.ValidateID(b.id); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
 	switch {
 	case b.minTime > b.maxTime:
 		return fmt.Errorf("block %s: min time %d after max time %d: %w", b.id, b.minTime, b.maxTime, ident.ErrTimeRange)
-	case b.size() < 0:
-		return fmt.Errorf("block %s: size %d: %w", b.id, b.size(), ident.ErrNegative)
+	case size < 0:
+		return fmt.Errorf("block %s: size %d: %w", b.id, size, ident.ErrNegative)
 	case b.tenant == 0 && len(ds) == 0:
 		return fmt.Errorf("block %s: no tenant and no datasets: %w", b.id, ident.ErrInconsistent)
 	}
