@@ -641,7 +641,8 @@ type tenantLoad struct {
 	levels []LevelStats
 }
 
-// add adds b, the next block in ID order.
+// add adds b, the next block in ID order, whose packed level and size
+// are level and size.
 func (ld *loader) add(b *block, level uint32, size int64) {
 	ld.live = append(ld.live, newIDItem(b))
 	c := spanClass(b.minTime, b.maxTime)
