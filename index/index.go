@@ -182,7 +182,7 @@ func (x *Index) build(m *ck.BlockMeta) *block {
 
 // insert makes b live: it must not be live already.
 func (x *Index) insert(b *block) {
-	idOps().insert(x.wByID(), x.idGen, newIDItem(b))
+	x.s.ids().insert(x.wByID(), x.idGen, newIDItem(b))
 	x.s.blocks++
 	c := spanClass(b.minTime, b.maxTime)
 	var tb [4]uint32
@@ -201,7 +201,7 @@ func (x *Index) insert(b *block) {
 
 // remove makes the live block b leave the index.
 func (x *Index) remove(b *block) {
-	idOps().delete(x.wByID(), x.idGen, newIDItem(b))
+	x.s.ids().delete(x.wByID(), x.idGen, newIDItem(b))
 	x.unlive(b)
 }
 
@@ -228,7 +228,7 @@ func (x *Index) retire(s source, t *tomb) {
 	if l := s.l; l != nil && l.gen == x.idGen && s.at < len(l.items) && l.items[s.at].b == s.b {
 		l.items[s.at] = markOf(t)
 	} else {
-		idOps().insert(tree, x.idGen, markOf(t))
+		x.s.ids().insert(tree, x.idGen, markOf(t))
 	}
 	x.s.ntombs++
 }

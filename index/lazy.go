@@ -61,6 +61,7 @@ func (x *Index) setHead() {
 // openView returns a view of the index's state holding its slots.
 func (x *Index) openView() *View {
 	v := &View{s: x.s, mu: x.vmu}
+	v.s.idFlat = nil // the index's own
 	v.s.names = x.s.names[:len(x.s.names):len(x.s.names)]
 	cow.Open(x.vmu, x.s.trees(), v.s.trees())
 	return v

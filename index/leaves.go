@@ -1,6 +1,8 @@
 package index
 
 import (
+	"slices"
+
 	"github.com/google/btree"
 )
 
@@ -72,6 +74,9 @@ type leafOps[T any] struct {
 	// key(a) <= key(b).
 	key func(T) uint64
 	max int
+	// f, in the owner of the set it is used on, is the flat copy of the
+	// set's bounds (see flat); nil elsewhere.
+	f *flat[T]
 }
 
 // newLeaf returns a leaf of generation gen holding items.
@@ -150,6 +155,9 @@ func (o leafOps[T]) search(l *leaf[T], x T) (int, bool) {
 // floor returns the leaf that holds x's place: the last whose bound is at
 // most x, or the first. ok is false if t is empty.
 func (o leafOps[T]) floor(t *btree.BTreeG[leafRef[T]], x T) (r leafRef[T], ok bool) {
+	if f := o.flatOf(t); f != nil {
+		return f.floor(o, x)
+	}
 	t.DescendLessOrEqual(leafRef[T]{lo: x}, func(l leafRef[T]) bool {
 		r, ok = l, true
 		return false
@@ -193,7 +201,7 @@ func (o leafOps[T]) mutable(t *btree.BTreeG[leafRef[T]], r leafRef[T], gen uint6
 	items := make([]T, len(r.l.items), min(o.max, len(r.l.items)+len(r.l.items)/4+1))
 	copy(items, r.l.items)
 	l := &leaf[T]{items: items, gen: gen, klo: r.l.klo, khi: r.l.khi}
-	t.ReplaceOrInsert(leafRef[T]{lo: r.lo, l: l})
+	o.set(t, leafRef[T]{lo: r.lo, l: l})
 	return l
 }
 
@@ -202,13 +210,13 @@ func (o leafOps[T]) mutable(t *btree.BTreeG[leafRef[T]], r leafRef[T], gen uint6
 func (o leafOps[T]) insert(t *btree.BTreeG[leafRef[T]], gen uint64, x T) bool {
 	r, ok := o.floor(t, x)
 	if !ok {
-		t.ReplaceOrInsert(leafRef[T]{lo: x, l: o.newLeaf(append(make([]T, 0, 4), x), gen)})
+		o.set(t, leafRef[T]{lo: x, l: o.newLeaf(append(make([]T, 0, 4), x), gen)})
 		return true
 	}
 	if o.less(x, r.lo) { // below the first leaf's bound: lower it
-		t.Delete(r)
+		o.del(t, r)
 		r.lo = x
-		t.ReplaceOrInsert(r)
+		o.set(t, r)
 	}
 	l := o.mutable(t, r, gen)
 	i, found := o.search(l, x)
@@ -231,7 +239,7 @@ func (o leafOps[T]) insert(t *btree.BTreeG[leafRef[T]], gen uint64, x T) bool {
 	case i == n:
 		// Past the end of a full leaf: a new leaf, so that items added
 		// in order fill their leaves.
-		t.ReplaceOrInsert(leafRef[T]{lo: x, l: o.newLeaf(append(make([]T, 0, 4), x), gen)})
+		o.set(t, leafRef[T]{lo: x, l: o.newLeaf(append(make([]T, 0, 4), x), gen)})
 	default:
 		// Split in halves, each in an array with a little room: in a
 		// leaf set that grows by inserts at random places, a half fills
@@ -257,7 +265,7 @@ func (o leafOps[T]) insert(t *btree.BTreeG[leafRef[T]], gen uint64, x T) bool {
 		}
 		l.items = lo
 		o.bounds(l)
-		t.ReplaceOrInsert(leafRef[T]{lo: hi[0], l: o.newLeaf(hi, gen)})
+		o.set(t, leafRef[T]{lo: hi[0], l: o.newLeaf(hi, gen)})
 	}
 	return true
 }
@@ -292,7 +300,7 @@ func (o leafOps[T]) delete(t *btree.BTreeG[leafRef[T]], gen uint64, x T) bool {
 	}
 	switch {
 	case n == 1:
-		t.Delete(r)
+		o.del(t, r)
 		return true
 	case i == 0:
 		l.klo = o.key(l.items[0])
@@ -354,7 +362,7 @@ func (o leafOps[T]) deleteSorted(t *btree.BTreeG[leafRef[T]], gen uint64, xs []T
 		l.items = l.items[:w]
 		removed += len(pos)
 		if w == 0 {
-			t.Delete(r)
+			o.del(t, r)
 			continue
 		}
 		o.bounds(l)
@@ -371,14 +379,14 @@ func (o leafOps[T]) merge(t *btree.BTreeG[leafRef[T]], r leafRef[T], l *leaf[T],
 	if next := neighbour(t.AscendGreaterOrEqual, r); next.l != nil && len(l.items)+len(next.l.items) <= o.max*3/4 {
 		l.items = append(o.grow(l.items, len(next.l.items)), next.l.items...)
 		o.bounds(l)
-		t.Delete(next)
+		o.del(t, next)
 		return
 	}
 	if prev := neighbour(t.DescendLessOrEqual, r); prev.l != nil && len(l.items)+len(prev.l.items) <= o.max*3/4 {
 		p := o.mutable(t, prev, gen)
 		p.items = append(o.grow(p.items, len(l.items)), l.items...)
 		o.bounds(p)
-		t.Delete(r)
+		o.del(t, r)
 	}
 }
 
@@ -415,7 +423,7 @@ func (o leafOps[T]) appendSorted(t *btree.BTreeG[leafRef[T]], gen uint64, xs []T
 	for len(xs) > 0 {
 		if len(l.items) == o.max {
 			l = o.newLeaf(make([]T, 0, min(o.max, max(4, len(xs)))), gen)
-			t.ReplaceOrInsert(leafRef[T]{lo: xs[0], l: l})
+			o.set(t, leafRef[T]{lo: xs[0], l: l})
 		}
 		k := min(len(xs), o.max-len(l.items))
 		l.items = append(o.grow(l.items, k), xs[:k]...)
@@ -463,11 +471,14 @@ func ascend[T any](t *btree.BTreeG[leafRef[T]], fn func(T) bool) {
 // load adds sorted, distinct items to the empty t, in full leaves of
 // generation gen.
 func (o leafOps[T]) load(t *btree.BTreeG[leafRef[T]], gen uint64, sorted []T) {
+	if o.f != nil {
+		o.f.ok = false // built again when next read
+	}
 	for len(sorted) > 0 {
 		n := min(len(sorted), o.max)
 		items := make([]T, n)
 		copy(items, sorted[:n])
-		t.ReplaceOrInsert(leafRef[T]{lo: items[0], l: o.newLeaf(items, gen)})
+		o.set(t, leafRef[T]{lo: items[0], l: o.newLeaf(items, gen)})
 		sorted = sorted[n:]
 	}
 }
@@ -489,4 +500,117 @@ func (o leafOps[T]) grow(items []T, n int) []T {
 	out := make([]T, len(items), min(o.max, max(4, 2*cap(items), len(items)+n)))
 	copy(out, items)
 	return out
+}
+
+// flat is a copy of a leaf set's tree of bounds in two sorted arrays, the
+// bounds' keys and the bounds with their leaves, which the set's owner
+// keeps (leafOps.f) for its own searches: the index's ID set, whose
+// searches for a replacement's sources and outputs are most of a
+// replacement's lookups. A search of the flat copy compares integers held
+// in one array and calls nothing until the keys tie; a search of the tree
+// calls its comparison, through two closures, at every step of every
+// node. Every change of the tree's bounds (set, del) changes the copy
+// alike, by a binary search and, when a leaf is added or removed, a move
+// of the bounds after it: leaves are added and removed rarely (a set of a
+// million items has about 5,000), while a leaf copied on write only
+// replaces its bound's leaf. Views search their frozen trees, never the
+// owner's copy.
+//
+// The copy is built from the tree when first read (ok false: new, or
+// loaded), and mutations while it is not built leave it unbuilt.
+type flat[T any] struct {
+	ok   bool
+	keys []uint64     // key(refs[i].lo)
+	refs []leafRef[T] // the tree's items, in order
+}
+
+// flatOf returns o's flat copy of t's bounds, built first if it is not,
+// or nil if o has none.
+func (o leafOps[T]) flatOf(t *btree.BTreeG[leafRef[T]]) *flat[T] {
+	f := o.f
+	if f == nil || f.ok {
+		return f
+	}
+	f.keys, f.refs = f.keys[:0], f.refs[:0]
+	t.Ascend(func(r leafRef[T]) bool {
+		f.keys = append(f.keys, o.key(r.lo))
+		f.refs = append(f.refs, r)
+		return true
+	})
+	f.ok = true
+	return f
+}
+
+// set puts r in t, replacing the bound equal to r.lo, and in o's flat
+// copy if it is built.
+func (o leafOps[T]) set(t *btree.BTreeG[leafRef[T]], r leafRef[T]) {
+	t.ReplaceOrInsert(r)
+	if f := o.f; f != nil && f.ok {
+		i, found := f.search(o, r.lo)
+		if found {
+			f.refs[i] = r
+			return
+		}
+		f.keys = slices.Insert(f.keys, i, o.key(r.lo))
+		f.refs = slices.Insert(f.refs, i, r)
+	}
+}
+
+// del removes the bound equal to r.lo from t, and from o's flat copy if it
+// is built.
+func (o leafOps[T]) del(t *btree.BTreeG[leafRef[T]], r leafRef[T]) {
+	t.Delete(r)
+	if f := o.f; f != nil && f.ok {
+		if i, found := f.search(o, r.lo); found {
+			f.keys = slices.Delete(f.keys, i, i+1)
+			f.refs = slices.Delete(f.refs, i, i+1)
+		}
+	}
+}
+
+// search returns the position of the first bound not less than x, and
+// whether it equals x.
+func (f *flat[T]) search(o leafOps[T], x T) (int, bool) {
+	k, keys := o.key(x), f.keys
+	lo, hi := 0, len(keys)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if keys[h] < k {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	for lo < len(keys) && keys[lo] == k && o.less(f.refs[lo].lo, x) {
+		lo++
+	}
+	return lo, lo < len(keys) && keys[lo] == k && !o.less(x, f.refs[lo].lo)
+}
+
+// floor is leafOps.floor on the flat copy: the last bound at most x, or
+// the first.
+func (f *flat[T]) floor(o leafOps[T], x T) (leafRef[T], bool) {
+	keys := f.keys
+	if len(keys) == 0 {
+		return leafRef[T]{}, false
+	}
+	// The first bound whose key is above x's: every bound before it is
+	// at most x but those of x's key that are greater.
+	k := o.key(x)
+	lo, hi := 0, len(keys)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if keys[h] <= k {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	for lo > 0 && keys[lo-1] == k && o.less(x, f.refs[lo-1].lo) {
+		lo--
+	}
+	if lo == 0 {
+		return f.refs[0], true
+	}
+	return f.refs[lo-1], true
 }

@@ -41,6 +41,21 @@ func checkLeaves(t require.TestingT, o leafOps[int], tr *btree.BTreeG[leafRef[in
 		first, prev = false, items
 		return true
 	})
+	// The owner's flat copy of the bounds, when built, is the tree's.
+	if f := o.f; f != nil && f.ok {
+		var refs []leafRef[int]
+		var keys []uint64
+		tr.Ascend(func(r leafRef[int]) bool {
+			refs, keys = append(refs, r), append(keys, o.key(r.lo))
+			return true
+		})
+		require.Equal(t, len(refs), len(f.refs))
+		for i := range refs {
+			require.Equal(t, refs[i].lo, f.refs[i].lo)
+			require.Same(t, refs[i].l, f.refs[i].l)
+		}
+		require.Equal(t, append([]uint64{}, keys...), append([]uint64{}, f.keys...))
+	}
 }
 
 // TestLeafSetMatchesModel: a leaf set behaves as a sorted set, keeps its
@@ -56,6 +71,13 @@ func TestLeafSetMatchesModel(t *testing.T) {
 			key:  func(x int) uint64 { return (uint64(x) ^ 1<<63) >> min(shift, 63) },
 			max:  rapid.SampledFrom([]int{4, 5, 8, 16, 64}).Draw(t, "max"),
 		}
+		if rapid.Bool().Draw(t, "flat") {
+			// The owner's flat copy of the bounds, which floor searches
+			// instead of the tree; views search their clones.
+			o.f = new(flat[int])
+		}
+		vo := o
+		vo.f = nil
 		tr := o.newTree()
 		var gen uint64
 		var model []int
@@ -143,6 +165,10 @@ func TestLeafSetMatchesModel(t *testing.T) {
 		}
 		for _, v := range views {
 			require.Equal(t, append([]int{}, v.items...), append([]int{}, leafItems(v.tree)...))
+			for _, x := range v.items {
+				got, ok := vo.get(v.tree, x)
+				require.True(t, ok && got == x, "view's item %d", x)
+			}
 		}
 	})
 }

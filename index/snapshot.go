@@ -686,7 +686,7 @@ func (ld *loader) tenant(t uint32) *tenantLoad {
 // blocks by ID come sorted, and each run's items are sorted once (they
 // come nearly in order).
 func (x *Index) load(ld *loader) {
-	idOps().load(x.wByID(), x.idGen, ld.live)
+	x.s.ids().load(x.wByID(), x.idGen, ld.live)
 	x.s.blocks = len(ld.live)
 	for t, tl := range ld.tenants {
 		if tl == nil {
@@ -931,7 +931,8 @@ func (rs *restorer) loadTombs(recs []*record) error {
 	x.s.ntombs = len(items)
 	if len(recs) > 0 {
 		// The tombstone set holds the leads; the other sources are marks,
-		// which restored blocks were checked not to be.
+		// which restored blocks were checked not to be. The flat copy of
+		// the ID set's bounds is built after them, when next read.
 		kept := items[:0]
 		for _, it := range items {
 			if t := it.t; t.rec == nil || t.tkey == t.rec.srcs[0].tkey {
@@ -941,6 +942,7 @@ func (rs *restorer) loadTombs(recs []*record) error {
 			}
 		}
 		items = kept
+		x.s.idFlat.ok = false
 	}
 	for _, it := range items {
 		if it.t.kind == ck.TombstonePrefix {

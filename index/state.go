@@ -136,6 +136,14 @@ func lessID(a, b idItem) bool {
 // idOps is the leaf-set order of the live blocks by ID.
 func idOps() leafOps[idItem] { return leafOps[idItem]{less: lessID, key: keyID, max: leafMax} }
 
+// ids returns the operations of s's ID set: with the flat copy of its
+// bounds in the index's own state.
+func (s *state) ids() leafOps[idItem] {
+	o := idOps()
+	o.f = s.idFlat
+	return o
+}
+
 func keyID(it idItem) uint64 { return it.k }
 
 // titem is a block's entry in a run of the time index, with its MinTime
@@ -413,6 +421,9 @@ type state struct {
 	pivot  *block                // an empty block, never mutated, for search keys
 	nameID lazy[nameEntry]       // interned tenant and dataset names by name
 	names  []string              // the interned names by ID; append-only, names[0] == ""
+	// idFlat is the flat copy of byID's bounds (leaves.go) in the index's
+	// own state; nil in a view's.
+	idFlat *flat[idItem]
 
 	tombs    lazy[leafRef[tombItem]] // the pending tombstones by key but the marks (records' sources after the lead), a leaf set
 	ntombs   int                     // the number of pending tombstones (objects)
@@ -440,6 +451,7 @@ func newState(cfg Config) state {
 	return state{
 		cfg:     cfg,
 		byID:    lazy[leafRef[idItem]]{BTreeG: idOps().newTree()},
+		idFlat:  new(flat[idItem]),
 		runs:    lazy[*run]{BTreeG: btree.NewG(smallDegree, lessRun)},
 		pivot:   &block{},
 		nameID:  lazy[nameEntry]{BTreeG: btree.NewG(smallDegree, lessName)},
@@ -481,7 +493,7 @@ func (s *state) entryAt(id string, pivot *block) (idItem, *leaf[idItem], int, bo
 		pivot = &block{}
 	}
 	pivot.id = id
-	l, i, ok := idOps().find(s.byID.BTreeG, idProbe(id, pivot))
+	l, i, ok := s.ids().find(s.byID.BTreeG, idProbe(id, pivot))
 	pivot.id = ""
 	if !ok {
 		return idItem{}, nil, 0, false
@@ -561,7 +573,7 @@ func (s *state) readersDone(created, now int64) bool {
 func (s *state) liveUnder(prefix string) bool {
 	p := strings.TrimPrefix(prefix, ck.BlockPrefix)
 	found := false
-	idOps().ascendFrom(s.byID.BTreeG, idProbe(p, &block{id: p}), func(it idItem) bool {
+	s.ids().ascendFrom(s.byID.BTreeG, idProbe(p, &block{id: p}), func(it idItem) bool {
 		found = it.b != nil && strings.HasPrefix(it.b.id, p)
 		return !found && strings.HasPrefix(it.id(), p) // past marks under p
 	})
@@ -588,7 +600,7 @@ func (s *state) getTomb(k tkey, probe *tomb) (*tomb, bool) {
 	if !ok && k.kind == ck.TombstoneBlock {
 		// A record's source other than its lead: a mark in the ID set.
 		probe.tkey = k
-		m, _ := idOps().get(s.byID.BTreeG, markOf(probe))
+		m, _ := s.ids().get(s.byID.BTreeG, markOf(probe))
 		probe.tkey = tkey{}
 		t, ok = m.t, m.t != nil
 	}

@@ -59,7 +59,7 @@ func (x *Index) newRecord(srcs []source, index uint64) {
 	for i := 1; i < len(srcs); i++ {
 		x.retire(srcs[i], &rec.srcs[i])
 	}
-	idOps().delete(x.wByID(), x.idGen, newIDItem(srcs[0].b))
+	x.s.ids().delete(x.wByID(), x.idGen, newIDItem(srcs[0].b))
 	x.unliveAll(srcs)
 	x.insertTomb(x.wTombs(), &rec.srcs[0])
 	poolOps().appendSorted(x.wPool(), x.poolGen, []poolKey{newPoolKey(&rec.srcs[0])})
@@ -116,7 +116,7 @@ func (x *Index) insertTomb(tree *btree.BTreeG[leafRef[tombItem]], t *tomb) {
 func (x *Index) dropTomb(k tkey, marked bool, now int64) {
 	x.tprobe.tkey = k
 	if marked {
-		idOps().delete(x.wByID(), x.idGen, markOf(x.tprobe))
+		x.s.ids().delete(x.wByID(), x.idGen, markOf(x.tprobe))
 	} else {
 		tombOps().delete(x.wTombs(), x.tombGen, tombProbe(k, x.tprobe))
 	}
@@ -366,7 +366,7 @@ func (s *state) listTombstones(after ck.Tombstone, limit int) []TombstoneInfo {
 			from = start.target
 		}
 		addMark := collect(&marks)
-		idOps().ascendFrom(s.byID.BTreeG, idProbe(from, &block{id: from}), func(it idItem) bool {
+		s.ids().ascendFrom(s.byID.BTreeG, idProbe(from, &block{id: from}), func(it idItem) bool {
 			return it.t == nil || addMark(it.t)
 		})
 	}

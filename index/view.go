@@ -51,7 +51,7 @@ func (v *View) Lookup(id string) (ck.BlockMeta, bool) {
 func (v *View) Blocks(after string, limit int) []ck.BlockMeta {
 	var out []ck.BlockMeta
 	s := v.state(needByID)
-	idOps().ascendFrom(s.byID.BTreeG, idProbe(after, &block{id: after}), func(it idItem) bool {
+	s.ids().ascendFrom(s.byID.BTreeG, idProbe(after, &block{id: after}), func(it idItem) bool {
 		if it.b == nil || it.b.id == after {
 			return true
 		}
