@@ -68,7 +68,7 @@ func (p *Planner) admissible(plan *ck.JobPlan) (*queue, uint64, error) {
 	if i < len(plan.Sources) {
 		return nil, 0, fmt.Errorf("job %s: source %d is %s, but the block queued at that position of its key is %s: %w", plan.Name, i, plan.Sources[i], bad, ErrNotAdmissible)
 	}
-	name := p.named.of(k, seq, plan.Sources)
+	name := p.named.of(k, seq, plan.Sources, p.s.names)
 	if name != plan.Name {
 		return nil, 0, fmt.Errorf("job %s: the planner names these sources %s: %w", plan.Name, name, ErrNotAdmissible)
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -51,6 +52,7 @@ func TestRecentQueues(t *testing.T) {
 func TestNameMemo(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var m nameMemo
+		h := &handoff{mu: new(sync.Mutex)}
 		ids := []string{"a1", "a2", "b1", "b2"}
 		for range rapid.IntRange(1, 20).Draw(rt, "calls") {
 			k := key{tenant: rapid.SampledFrom([]string{"t1", "t2"}).Draw(rt, "tenant"), shard: rapid.Uint32Range(0, 1).Draw(rt, "shard")}
@@ -61,12 +63,32 @@ func TestNameMemo(t *testing.T) {
 					srcs[i] = strings.Clone(srcs[i])
 				}
 			}
-			require.Equal(rt, jobName(k, seq, srcs), m.of(k, seq, srcs))
+			require.Equal(rt, jobName(k, seq, srcs), m.of(k, seq, srcs, h))
 			// The caller's slice changing afterwards changes no memo.
 			srcs[0] = "zz"
-			require.Equal(rt, jobName(k, seq, srcs), m.of(k, seq, srcs))
+			require.Equal(rt, jobName(k, seq, srcs), m.of(k, seq, srcs, h))
 		}
 	})
+}
+
+// TestNameHandoff: the memo answers with a name a view handed over only
+// for the same key, sequence number and source strings, and computes the
+// name otherwise.
+func TestNameHandoff(t *testing.T) {
+	srcs := []string{strings.Clone("src-1"), strings.Clone("src-2")}
+	k := key{tenant: "t", shard: 1}
+	var m nameMemo
+	h := &handoff{mu: new(sync.Mutex)}
+	// A name no view would give, to see where the answer comes from.
+	h.names = []named{{k: k, seq: 3, srcs: slices.Clone(srcs), name: "handed"}, {k: k, seq: 5, srcs: slices.Clone(srcs), name: "handed-5"}}
+	require.Equal(t, "handed", m.of(k, 3, slices.Clone(srcs), h))
+	require.Nil(t, h.names, "taken by the planner")
+	require.Equal(t, "handed-5", m.of(k, 5, srcs, h))
+	require.Equal(t, jobName(k, 4, srcs), m.of(k, 4, srcs, h), "another sequence number")
+	require.Equal(t, jobName(key{tenant: "t", shard: 2}, 5, srcs), m.of(key{tenant: "t", shard: 2}, 5, srcs, h), "another key")
+	equal := []string{strings.Clone("src-1"), strings.Clone("src-2")}
+	require.Equal(t, jobName(k, 3, equal), m.of(k, 3, equal, h), "equal sources in other strings")
+	require.Equal(t, jobName(k, 3, srcs[:1]), m.of(k, 3, srcs[:1], h), "fewer sources")
 }
 
 // TestJobNameFormat pins the job-name format: a change breaks the names of

@@ -1,9 +1,12 @@
 package planner
 
 import (
+	"cmp"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	ck "github.com/compactkit/compactkit"
@@ -44,26 +47,60 @@ func jobName(k key, seq uint64, sources []string) string {
 	return string(out)
 }
 
-// nameMemo remembers one result of jobName. Hashing the sources reads
+// nameMemo remembers results of jobName. Hashing the sources reads
 // their bytes, which lie in the blocks' allocations, a cache miss each; a
 // hit compares the strings' headers instead: the same key and sequence
 // number, and sources that are the same strings — the same bytes, not
 // equal ones (Go strings are immutable) — give the same name.
+//
+// It holds the result admissible computed last (the state machine checks
+// a new job's plan, then claims it, in the same entry), and the names the
+// latest view that planned computed for its plans (see handoff): a leader
+// applies the plans its own view made, with the view's source strings.
 type nameMemo struct {
+	last    named
+	planned []named // by sequence number
+}
+
+// named is one result of jobName.
+type named struct {
 	k    key
 	seq  uint64
 	srcs []string
 	name string
 }
 
+// same reports whether n is jobName(k, seq, sources).
+func (n *named) same(k key, seq uint64, sources []string) bool {
+	return n.name != "" && n.k == k && n.seq == seq && sameStrings(n.srcs, sources)
+}
+
 // of returns jobName(k, seq, sources), computing it only if the memo
-// holds another call's result.
-func (m *nameMemo) of(k key, seq uint64, sources []string) string {
-	if m.name == "" || m.k != k || m.seq != seq || !sameStrings(m.srcs, sources) {
-		m.k, m.seq, m.name = k, seq, jobName(k, seq, sources)
-		m.srcs = append(m.srcs[:0], sources...)
+// does not hold it; h holds the names a view handed over since.
+func (m *nameMemo) of(k key, seq uint64, sources []string, h *handoff) string {
+	if m.last.same(k, seq, sources) {
+		return m.last.name
 	}
-	return m.name
+	h.mu.Lock()
+	if h.names != nil {
+		m.planned, h.names = h.names, nil
+	}
+	h.mu.Unlock()
+	if i, ok := slices.BinarySearchFunc(m.planned, seq, func(n named, seq uint64) int { return cmp.Compare(n.seq, seq) }); ok && m.planned[i].same(k, seq, sources) {
+		m.last = m.planned[i]
+		return m.last.name
+	}
+	m.last = named{k: k, seq: seq, srcs: append(m.last.srcs[:0:0], sources...), name: jobName(k, seq, sources)}
+	return m.last.name
+}
+
+// handoff passes the names a view computed for its plans, by sequence
+// number, to the planner when the view is closed (View.Close), where
+// admissible finds them instead of hashing the sources again. The planner
+// and its views share it; mu guards names.
+type handoff struct {
+	mu    *sync.Mutex // the views' mutex (state.vmu)
+	names []named
 }
 
 // sameStrings reports whether a and b hold the same strings: equal

@@ -25,9 +25,8 @@ type Planner struct {
 	// pure check: ingest sends runs of one tenant's blocks), if hasOK.
 	okTenant string
 	hasOK    bool
-	// named is the name admissible last computed (a memo of a pure
-	// function, see nameMemo): the state machine checks a new job's plan
-	// (Admissible), then claims it (Claim), in the same entry.
+	// named remembers job names admissible computed or a view handed over
+	// (a memo of a pure function, see nameMemo).
 	named nameMemo
 }
 

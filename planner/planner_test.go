@@ -602,6 +602,25 @@ func TestAdmissible(t *testing.T) {
 	require.Equal(t, before, f.snapshot())
 	require.NoError(t, f.p.Claim(f.entry(), &p3))
 	require.Equal(t, uint64(3), f.p.Stats(0).Counters.Claims)
+
+	// A closed view hands the names of its plans to the planner, which
+	// checks a plan's name against them: a plan renamed, or whose sources
+	// the caller changed in place, is refused all the same.
+	f.add("t", 0, 0, 40)
+	v = f.p.View()
+	p4, _ := v.Next(f.now, nil)
+	p5, _ := v.Next(f.now, nil)
+	v.Close()
+	name := p4.Name
+	p4.Name = p5.Name
+	require.ErrorIs(t, f.p.Claim(f.entry(), &p4), planner.ErrNotAdmissible)
+	p4.Name = name
+	first := p4.Sources[0]
+	p4.Sources[0] = p5.Sources[0]
+	require.ErrorIs(t, f.p.Claim(f.entry(), &p4), planner.ErrNotAdmissible)
+	p4.Sources[0] = first
+	require.NoError(t, f.p.Claim(f.entry(), &p4))
+	require.NoError(t, f.p.Claim(f.entry(), &p5))
 }
 
 // TestJobNames: names are deterministic, valid, readable and unique.

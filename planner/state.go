@@ -113,6 +113,9 @@ type state struct {
 	cfg Config
 	// vmu guards the frozen trees, shared with the views (lazy.go).
 	vmu *sync.Mutex
+	// names passes the names of a view's plans to the planner (handoff,
+	// guarded by vmu).
+	names *handoff
 	// keys holds the non-empty queues by key.
 	keys lazy[*queue]
 	// full, timed and aging index the keys by their head batch.
@@ -162,9 +165,11 @@ type state struct {
 }
 
 func newState(cfg Config) state {
+	mu := new(sync.Mutex)
 	return state{
 		cfg:         cfg,
-		vmu:         new(sync.Mutex),
+		vmu:         mu,
+		names:       &handoff{mu: mu},
 		keys:        newLazy(func(a, b *queue) bool { return a.k.compare(b.k) < 0 }),
 		full:        newLazy(fullLess),
 		timed:       newLazy(timeLess),
