@@ -80,15 +80,29 @@ func TestNameHandoff(t *testing.T) {
 	var m nameMemo
 	h := &handoff{mu: new(sync.Mutex)}
 	// A name no view would give, to see where the answer comes from.
-	h.names = []named{{k: k, seq: 3, srcs: slices.Clone(srcs), name: "handed"}, {k: k, seq: 5, srcs: slices.Clone(srcs), name: "handed-5"}}
+	h.names.add(k, 3, srcs, "handed")
+	h.names.add(k, 5, srcs, "handed-5")
 	require.Equal(t, "handed", m.of(k, 3, slices.Clone(srcs), h))
-	require.Nil(t, h.names, "taken by the planner")
+	require.Nil(t, h.names.names, "taken by the planner")
 	require.Equal(t, "handed-5", m.of(k, 5, srcs, h))
 	require.Equal(t, jobName(k, 4, srcs), m.of(k, 4, srcs, h), "another sequence number")
 	require.Equal(t, jobName(key{tenant: "t", shard: 2}, 5, srcs), m.of(key{tenant: "t", shard: 2}, 5, srcs, h), "another key")
 	equal := []string{strings.Clone("src-1"), strings.Clone("src-2")}
 	require.Equal(t, jobName(k, 3, equal), m.of(k, 3, equal, h), "equal sources in other strings")
 	require.Equal(t, jobName(k, 3, srcs[:1]), m.of(k, 3, srcs[:1], h), "fewer sources")
+
+	// A later view's names replace the earlier view's, whose arrays go,
+	// cleared, to the next view; the name last answered is not among them.
+	var later viewNames
+	later.add(k, 7, srcs, "handed-7")
+	require.Equal(t, "handed-5", m.of(k, 5, srcs, h))
+	h.names = later
+	require.Equal(t, "handed-7", m.of(k, 7, srcs, h))
+	require.Equal(t, jobName(k, 5, srcs), m.of(k, 5, srcs, h), "the earlier view's names are gone")
+	require.Len(t, m.spare.srcs, 0)
+	require.GreaterOrEqual(t, cap(m.spare.srcs), 4)
+	m.spare.add(k, 9, []string{"x", "y"}, "reused")
+	require.Equal(t, jobName(k, 5, srcs), m.of(k, 5, srcs, h))
 }
 
 // TestJobNameFormat pins the job-name format: a change breaks the names of

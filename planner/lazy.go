@@ -93,7 +93,7 @@ func (v *View) Close() {
 	}
 	v.closed = true
 	cow.Close(v.s.trees())
-	if len(v.named) > 0 {
-		v.s.names.names, v.named, v.namedSrcs = v.named, nil, nil
+	if len(v.named.names) > 0 {
+		v.s.names.names, v.named = v.named, viewNames{}
 	}
 }

@@ -57,9 +57,12 @@ func jobName(k key, seq uint64, sources []string) string {
 // a new job's plan, then claims it, in the same entry), and the names the
 // latest view that planned computed for its plans (see handoff): a leader
 // applies the plans its own view made, with the view's source strings.
+// The arrays of the names it drops go to the next view (spare), so that
+// a leader's polls allocate none.
 type nameMemo struct {
 	last    named
-	planned []named // by sequence number
+	planned viewNames
+	spare   viewNames
 }
 
 // named is one result of jobName.
@@ -68,6 +71,25 @@ type named struct {
 	seq  uint64
 	srcs []string
 	name string
+}
+
+// viewNames are the names a view gave its plans, by sequence number, with
+// the array their sources are in (the view's copy of them: the caller
+// may change a plan's).
+type viewNames struct {
+	names []named
+	srcs  []string
+}
+
+// add appends the name of a plan.
+func (vn *viewNames) add(k key, seq uint64, sources []string, name string) {
+	if vn.srcs == nil {
+		vn.names = make([]named, 0, 16)
+		vn.srcs = make([]string, 0, 16*max(4, len(sources)))
+	}
+	at := len(vn.srcs)
+	vn.srcs = append(vn.srcs, sources...)
+	vn.names = append(vn.names, named{k: k, seq: seq, srcs: vn.srcs[at:len(vn.srcs):len(vn.srcs)], name: name})
 }
 
 // same reports whether n is jobName(k, seq, sources).
@@ -82,25 +104,32 @@ func (m *nameMemo) of(k key, seq uint64, sources []string, h *handoff) string {
 		return m.last.name
 	}
 	h.mu.Lock()
-	if h.names != nil {
-		m.planned, h.names = h.names, nil
+	if h.names.names != nil {
+		// The names held so far go to the next view, cleared (last may
+		// be one of them).
+		clear(m.planned.names)
+		clear(m.planned.srcs)
+		m.spare = viewNames{names: m.planned.names[:0], srcs: m.planned.srcs[:0]}
+		m.planned, h.names = h.names, viewNames{}
+		m.last = named{}
 	}
 	h.mu.Unlock()
-	if i, ok := slices.BinarySearchFunc(m.planned, seq, func(n named, seq uint64) int { return cmp.Compare(n.seq, seq) }); ok && m.planned[i].same(k, seq, sources) {
-		m.last = m.planned[i]
+	ns := m.planned.names
+	if i, ok := slices.BinarySearchFunc(ns, seq, func(n named, seq uint64) int { return cmp.Compare(n.seq, seq) }); ok && ns[i].same(k, seq, sources) {
+		m.last = ns[i]
 		return m.last.name
 	}
-	m.last = named{k: k, seq: seq, srcs: append(m.last.srcs[:0:0], sources...), name: jobName(k, seq, sources)}
+	m.last = named{k: k, seq: seq, srcs: slices.Clone(sources), name: jobName(k, seq, sources)}
 	return m.last.name
 }
 
-// handoff passes the names a view computed for its plans, by sequence
-// number, to the planner when the view is closed (View.Close), where
-// admissible finds them instead of hashing the sources again. The planner
-// and its views share it; mu guards names.
+// handoff passes the names a view computed for its plans to the planner
+// when the view is closed (View.Close), where admissible finds them
+// instead of hashing the sources again. The planner and its views share
+// it; mu guards names.
 type handoff struct {
 	mu    *sync.Mutex // the views' mutex (state.vmu)
-	names []named
+	names viewNames
 }
 
 // sameStrings reports whether a and b hold the same strings: equal

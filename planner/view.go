@@ -62,11 +62,9 @@ type View struct {
 	// the entries in full of batches ripe or aged at the clock but not
 	// ready or aged at matNow.
 	unripe map[fullEnt]struct{}
-	// named holds the names of the view's plans, by sequence number, which
-	// Close hands to the planner (see handoff); their sources are in
-	// namedSrcs.
-	named     []named
-	namedSrcs []string
+	// named holds the names of the view's plans, which Close hands to the
+	// planner (see handoff).
+	named viewNames
 
 	handed map[ck.Tombstone]struct{} // tombstones attached to this view's plans
 }
@@ -273,7 +271,9 @@ const maxDuplicatePulls = 1 << 12
 // [View]). It must be called where the planner's other methods are (on the
 // Apply goroutine or under its lock); the view may then be used anywhere.
 func (p *Planner) View() *View {
-	return &View{s: p.openView(), seq: p.s.nextSeq, cursor: p.s.cursor, hasCursor: p.s.hasCursor}
+	v := &View{s: p.openView(), seq: p.s.nextSeq, cursor: p.s.cursor, hasCursor: p.s.hasCursor, named: p.named.spare}
+	p.named.spare = viewNames{}
+	return v
 }
 
 // Snapshot writes the state the view was opened on (see the format in
@@ -821,11 +821,7 @@ func (v *View) plan(c cand, opts *PlanOptions) ck.JobPlan {
 
 	plan := ck.JobPlan{Tenant: k.tenant, Shard: k.shard, Level: k.level, Sources: sources}
 	plan.Name = jobName(k, v.seq, sources)
-	// The memo keeps its own copy of the sources: the caller may change
-	// the plan's.
-	at := len(v.namedSrcs)
-	v.namedSrcs = append(v.namedSrcs, sources...)
-	v.named = append(v.named, named{k: k, seq: v.seq, srcs: v.namedSrcs[at:len(v.namedSrcs):len(v.namedSrcs)], name: plan.Name})
+	v.named.add(k, v.seq, sources, plan.Name)
 	v.seq++
 	if !v.hasCursor || v.cursor != k.tenant {
 		v.cursor, v.hasCursor, v.after = k.tenant, true, ""
