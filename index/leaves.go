@@ -30,6 +30,10 @@ import (
 // that a leaf of an older generation may be shared and is cloned before it
 // is mutated (mutable). A view never mutates.
 //
+// The ID set's owner searches a flat copy of its bounds (flat), kept in
+// step with the tree of bounds, instead of the tree: its searches are most
+// of a replacement's lookups.
+//
 // Bounds. A leaf's bound is at most its first item and greater than every
 // item of the leaves before it; the first leaf's bound is at most its first
 // item. A leaf therefore holds the items from its bound up to the next
